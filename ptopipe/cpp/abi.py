@@ -47,6 +47,7 @@ import numpy as np
 
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import GM_LAYOUTS, Direction
+from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
@@ -69,7 +70,8 @@ CACHE_LIMIT = 1 << 14
 FRONT_SLOTS, FRONT_KEY = 512, 32
 #: per argument kind, the payload word that may change between calls at one call site (its
 #: position in the payload), and whether it is a double's bits; every other word is fixed there
-CHANGING = {"INT": (0, False), "FLT": (0, True), "GT": (0, False), "EVENT": (0, False), "PTR": (0, False)}
+CHANGING = {"INT": (0, False), "FLT": (0, True), "GT": (0, False), "EVENT": (0, False), "PTR": (0, False),
+            "COUNTS": (0, False)}
 #: the argument layout the bridge splits words by: three bytes per kind id (payload words,
 #: 1 + the changing word or 0, 1 for a double's bits)
 LAYOUT = bytes(b for k in range(max(KINDS.values()) + 1)
@@ -77,8 +79,8 @@ LAYOUT = bytes(b for k in range(max(KINDS.values()) + 1)
                for b in ((KIND_WORDS[name], CHANGING[name][0] + 1, int(CHANGING[name][1]))
                          if name in CHANGING else (KIND_WORDS.get(name, 0), 0, 0)))
 
-_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_KW = (
-    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW"))
+_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_KW, _K_COUNTS = (
+    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW", "COUNTS"))
 _SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
 _OP_TPOP = op_names().index("TPOP")
 _OP_TFREE = op_names().index("TFREE")
@@ -103,6 +105,12 @@ def _unpack(n: int):
 
 def _as_float(bits: int) -> float:
     return _double.unpack(_int64.pack(bits))[0]
+
+
+def _counts(_core, address: int) -> ExecutedList:
+    """A kernel's MrgSortExecutedNumList (four uint16_t at ``address`` in the kernel's memory)
+    as the ISA's: TMRGSORT's counts are written into the kernel's list."""
+    return ExecutedList(np.ctypeslib.as_array((ctypes.c_uint16 * 4).from_address(address)))
 
 
 class KernelSide:
@@ -343,6 +351,11 @@ class Dispatcher:
             elif k == _K_NULL:
                 fixed.append(None)
                 i += 1
+            elif k == _K_COUNTS:
+                slots.append((len(fixed), _counts))
+                fixed.append(None)
+                vals.append(w[i + 1])
+                i += 2
             elif k == _K_KW:                # a mode template argument: a keyword of the Python form
                 kw[KEYWORDS[w[i + 1]]] = self.enum(w[i + 2], w[i + 3], loc) if w[i + 2] >= 0 else w[i + 3]
                 i += 4

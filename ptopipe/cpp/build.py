@@ -1,7 +1,7 @@
 """Building a C++ kernel file into shared libraries ptopipe can load.
 
-* :func:`find_compiler`: ``$CXX``, else ``g++``, else ``clang++`` (C++17); none is a
-  ConfigError saying what to install.
+* :func:`find_compiler`: ``$CXX``, else ``g++``, else ``clang++``; none is a ConfigError saying
+  what to install.  :func:`standard`: kernels are C++20 where the compiler has it, else C++17.
 * :func:`find_kernels`: the kernel functions of a file - ``aic=`` / ``aiv=`` by name, else the
   ``__global__`` entry that calls its Cube kernel under ``__DAV_CUBE__`` and its Vector kernel
   under ``__DAV_VEC__`` (what ``ptopipe compile --emit cpp`` writes: it is built twice, once
@@ -39,12 +39,18 @@ from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 from ..codegen.cpp_origin import PREFIX as ORIGIN_PREFIX
 
-STD = "-std=c++17"
+#: the C++ standard a kernel is built with (:func:`standard`): C++20, as pto-isa's CPU tests are
+#: built (a struct as a non-type template parameter: its tconcat), where the compiler has it;
+#: else C++17, which ptopipe's headers need
+STD20, STD = "-std=c++20", "-std=c++17"
 # -g1: line tables only, for the lines that called a failing instruction's function (callers.py);
 # in DWARF 4, which binutils' addr2line reads from every compiler (clang's DWARF 5 line-tables-only
 # output at -O0 gave it no lines)
-FLAGS = (STD, "-O1", "-gdwarf-4", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+FLAGS = ("-O1", "-gdwarf-4", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
          "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+#: what a compiler says of a C++20 feature in an older standard (g++: "only available with
+#: '-std=c++20'", clang: "before C++20", "a C++20 extension")
+_NEEDS_CXX20 = re.compile(r"c\+\+2a|c\+\+20|C\+\+20")
 SIDES = {"aic": "__DAV_CUBE__", "aiv": "__DAV_VEC__"}
 #: each side's word in the device compiler's per-architecture macro (``__DAV_C220_CUBE__``)
 SIDE_WORDS = {"aic": "CUBE", "aiv": "VEC"}
@@ -87,6 +93,24 @@ def find_compiler() -> tuple:
                 return path, _versions[path]
     raise ConfigError(f"no C++ compiler found ({'CXX=' + want if want else 'looked for g++ and clang++'} on PATH)",
                       where="ptopipe C++ kernels", fix=INSTALL_FIX)
+
+
+_standards: dict = {}
+
+
+def standard(cxx: str) -> str:
+    """The ``-std=`` flag kernels are built with by compiler ``cxx``: :data:`STD20` if it takes
+    it (asked once per compiler), else :data:`STD`."""
+    std = _standards.get(cxx)
+    if std is None:
+        try:
+            r = subprocess.run([cxx, STD20, "-fsyntax-only", "-x", "c++", "-"], input="", capture_output=True,
+                               text=True, timeout=60)
+            std = STD20 if r.returncode == 0 else STD
+        except (OSError, subprocess.SubprocessError):
+            std = STD
+        _standards[cxx] = std
+    return std
 
 
 # -- finding the kernel functions -----------------------------------------------------------------
@@ -381,7 +405,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
         src = f.read()
     unit = wrapper(path, roles)
     # $CXXFLAGS last, so that the user's flags win (e.g. -O0 for quicker builds, -g to debug)
-    flags = list(FLAGS) + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
+    flags = [standard(cxx), *FLAGS] + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
         shlex.split(os.environ.get("CXXFLAGS", ""))
     key = hashlib.sha256(b"\0".join([src, unit.encode(), _headers_digest().encode(), cxx.encode(),
                                      (version or "").encode(), " ".join(flags).encode(),
@@ -405,7 +429,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
                 diag, re.M)]
             if missing:     # the wrapper names a kernel function these macros leave out
                 raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
-            raise _compile_error(path, diag, cxx)
+            raise _compile_error(path, diag, cxx, flags)
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
             with open(tmp_warn, "w") as f:
@@ -476,8 +500,9 @@ def _local_includes(path: str, src: bytes) -> bytes:
     return b"\0".join(out)
 
 
-def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
-    """The compiler's diagnostics as a CompileError at the user's line."""
+def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
+    """The compiler's diagnostics as a CompileError at the user's line (built with ``flags``:
+    an error a C++20 build would not have says so)."""
     full = os.path.abspath(path)
     text = diag.replace(full, shown_path(path)).strip()
     lines = text.splitlines()
@@ -489,11 +514,15 @@ def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
     first = next((ln for ln in lines if "error:" in ln), lines[0] if lines else "")
     if len(lines) > 60:
         lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
+    fix = ("fix the C++ at the line the compiler names (ptopipe's pto-isa API: the headers in `ptopipe "
+           "--include`, README's C++ section)")
+    std = next((f for f in reversed(list(flags)) if f.startswith("-std=")), None)
+    if std is not None and std != STD20 and _NEEDS_CXX20.search(first):
+        fix = (f"the kernel needs C++20 (pto-isa's CPU tests are C++20) and this build is {std}: point CXX at a "
+               f"compiler with C++20 (g++ 10+, clang++ 10+), or set CXXFLAGS={STD20}")
     return CompileError(f"the C++ kernel does not compile ({os.path.basename(cxx)}): "
                         f"{first.split('error:', 1)[-1].strip()}", where=where,
-                        details="\n".join(lines),
-                        fix="fix the C++ at the line the compiler names (ptopipe's pto-isa API: the "
-                            "headers in `ptopipe --include`, README's C++ section)")
+                        details="\n".join(lines), fix=fix)
 
 
 def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag: str) -> CompileError:

@@ -7,14 +7,14 @@ ABI reads - both made here from one source, so they cannot drift apart:
   carries across the ABI (:func:`cpp_value`);
 * the element-type codes from :data:`ptopipe.codegen.cpp_types.CTYPES`;
 * the ABI operation ids (:data:`SPECIAL` then every instruction of the op catalogue);
-* one definition per instruction of the catalogue (:data:`ptopipe.arch.catalogue.OPS`): a
-  ``PTOPIPE_INSTRUCTION(NAME, id, fewest, most)`` line whose argument counts come from the
-  instruction's Python form in :mod:`ptopipe.isa` (its positional operands, then up to
-  :data:`MAX_EVENTS` wait events, as pto-isa's ``WaitEvents&... events``); an instruction
+* the instructions of the catalogue (:data:`ptopipe.arch.catalogue.OPS`), function templates as
+  pto-isa declares them: one per number of arguments the instruction's Python form in
+  :mod:`ptopipe.isa` takes (its positional operands, then up to :data:`MAX_EVENTS` wait events,
+  as pto-isa's ``WaitEvents&... events``), each also callable with its operands' types as
+  explicit template arguments (``TADD<Dst, Src0, Src1>(dst, src0, src1)``); an instruction
   pto-isa also spells with mode template arguments (:data:`MODE_FORMS`, e.g.
-  ``TCI<TileData, T, descending>(dst, start)``) is declared as function templates instead:
-  its plain calls and those forms, which pass the mode on as an operand or a keyword
-  (:data:`KEYWORDS`) of the Python form.
+  ``TCI<TileData, T, descending>(dst, start)``) has those forms too, which pass the mode on as
+  an operand or a keyword (:data:`KEYWORDS`) of the Python form.
 
 ``python -m ptopipe.cpp.headergen`` rewrites the header; tests/cpp/test_headers.py checks it
 is current.
@@ -44,6 +44,9 @@ PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFree
 MAX_EVENTS = 3
 #: the most arguments of an instruction whose Python form takes ``*args`` only
 MAX_VARIADIC = 8
+#: the most operands of an instruction whose Python form takes some of them in ``*args``
+#: (before its wait events): TMRGSORT(dst, executedNumList, tmp, src0, src1, src2, src3)
+MOST_OPERANDS = {"TMRGSORT": 7}
 
 #: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
 ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
@@ -77,14 +80,16 @@ MAX_WORDS = 128
 ABORT = -(1 << 63)
 
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
-KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10}
+KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10,
+         "COUNTS": 11}
 #: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
 #: double's bits, a handle; a GlobalTensor's address, element type, 5 dims, 5 strides and layout
 #: (its index in :data:`~ptopipe.arch.vocab.GM_LAYOUTS`, the C++ ``Layout`` value); an
 #: enum's table and value; a pointer and its element type; a keyword argument's name
-#: (:data:`KEYWORDS`), its enum table (-1: an integer) and value
+#: (:data:`KEYWORDS`), its enum table (-1: an integer) and value; the host address of a
+#: ``MrgSortExecutedNumList`` (four uint16_t counts TMRGSORT writes)
 KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 13, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
-              "KW": 3}
+              "KW": 3, "COUNTS": 1}
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,7 @@ class Form:
     forward: tuple
     check: str | None = None
     why: str | None = None          # the check's message (default: the check itself)
+    op: str | None = None           # the ABI op the form runs, a C++ expression (default: the instruction's)
 
 
 _FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
@@ -116,6 +122,40 @@ def _precision(tparams: str, params: str, forward: tuple) -> Form:
     pto_instr.hpp): the algorithm is the device's way to the same function, which the ISA
     computes (in numpy) whatever it is, so it is not passed on."""
     return Form("auto PrecisionType, " + tparams, params, forward)
+
+
+def _mrgsort(lists: int) -> Form:
+    """pto-isa's ``TMRGSORT<Dst, Tmp, Src0, ..., exhausted>(dst, executedNumList, tmp, src0, ...)``
+    of ``lists`` lists."""
+    srcs = [f"Src{i}TileData" for i in range(lists)]
+    return Form("typename DstTileData, typename TmpTileData, " + "".join(f"typename {t}, " for t in srcs)
+                + "bool exhausted",
+                "DstTileData &dst, MrgSortExecutedNumList &executedNumList, TmpTileData &tmp, "
+                + ", ".join(f"{t} &src{i}" for i, t in enumerate(srcs)),
+                ("dst", "executedNumList", "tmp") + tuple(f"src{i}" for i in range(lists))
+                + ("kw:exhausted=exhausted",))
+
+
+_MOVE = "typename DstTileData, typename SrcTileData, ReluPreMode reluMode"
+_AT = "DstTileData &dst, SrcTileData &src, uint16_t indexRow, uint16_t indexCol"
+_QUANT_AT = "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar, uint16_t indexRow, uint16_t indexCol"
+
+
+def _no_relu(name: str) -> Form:
+    """pto-isa's ``NAME<Dst, Src, reluMode>(dst, src, indexRow, indexCol)``: ptopipe's NAME moves
+    without the fixpipe's ReLU."""
+    return Form(_MOVE, _AT, ("dst", "src", "indexRow", "indexCol"), "reluMode == ReluPreMode::NoRelu",
+                f"ptopipe's {name} applies no ReLU (ReluPreMode::NoRelu only): {name}_FP<Dst, Src, Fp, "
+                f"reluMode>(dst, src, fp, indexRow, indexCol) or TMOV<Dst, Src, reluMode>(dst, src) apply one")
+
+
+def _no_quant(name: str) -> Form:
+    """pto-isa's ``NAME<Dst, Src, reluMode>(dst, src, preQuantScalar, indexRow, indexCol)``: the
+    fixpipe's quantising form, which ptopipe does not model (its static_assert says so)."""
+    return Form(_MOVE, _QUANT_AT, ("dst", "src", "indexRow", "indexCol"), "::ptopipe::unmodelled<DstTileData>::value",
+                f"ptopipe does not model {name} with a preQuantScalar (the fixpipe's quantising {name}): "
+                f"TMOV<Dst, Src, reluMode>(dst, src, preQuantScalar) quantises a whole Acc tile, {name}_FP a "
+                f"block with an fp tile")
 
 
 #: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
@@ -152,8 +192,11 @@ MODE_FORMS = {
                  _DESCENDING)),
     "TTRI": (Form("typename TileData, int isUpperOrLower", "TileData &dst, int diagonal",
                   ("dst", "diagonal", "isUpperOrLower")),),
+    # TFILLPAD<TFillPadMode::X>(dst, src): the mode picks the catalogue's TFILLPAD, _INPLACE or _EXPAND
     "TFILLPAD": (Form("typename TileData, PadValue PadVal = PadValue::Zero", "TileData &dst, TileData &src",
-                      ("dst", "src", "PadVal")),),
+                      ("dst", "src", "PadVal")),
+                 Form("TFillPadMode mode, typename DstTileData, typename SrcTileData", "DstTileData &dst, SrcTileData &src",
+                      ("dst", "src"), op="::ptopipe::fill_pad_op<mode>()")),
     "TPRINT": (Form("PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData", "TileData &src",
                     ("src", "kw:fmt=Format")),),
     "TGATHER": (Form("typename DstTileData, typename SrcTileData, MaskPattern maskPattern, "
@@ -167,6 +210,14 @@ MODE_FORMS = {
                     "GlobalData &dst, TileData &src", ("dst", "src"),
                     "atomicType == AtomicType::AtomicNone",
                     "ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"),),
+    # pto-isa's multi-list merge requires its ``exhausted`` template argument
+    "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
+    "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),
+    "TINSERT": (_no_relu("TINSERT"), _no_quant("TINSERT")),
+    # the fixpipe's ReLU and quantisation of an Acc tile's move (ptopipe.isa.fixpipe.fixpipe_move)
+    "TMOV": (Form(_MOVE, "DstTileData &dst, SrcTileData &src", ("dst", "src", "kw:relu_mode=reluMode")),
+             Form(_MOVE + " = ReluPreMode::NoRelu", "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar",
+                  ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar"))),
     "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
                         "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
@@ -203,9 +254,11 @@ def isa_function(name: str):
     return getattr(isa, name)
 
 
-def arities(name: str) -> tuple:
-    """(fewest, most) arguments of instruction ``name`` in C++: its Python form's positional
-    operands (the optional ones may be left out), then up to MAX_EVENTS wait events."""
+def operands(name: str) -> tuple:
+    """(fewest, most operands, whether wait events follow them) of instruction ``name`` in C++:
+    its Python form's positional operands (the optional ones may be left out); an instruction
+    whose Python form takes ``*args`` only takes 1 to :data:`MAX_VARIADIC` arguments, events
+    among them."""
     sig = inspect.signature(isa_function(name))
     req = opt = 0
     variadic = False
@@ -218,12 +271,26 @@ def arities(name: str) -> tuple:
             else:
                 opt += 1
     if variadic and req + opt == 0:
-        return 1, MAX_VARIADIC
-    return req, req + opt + (MAX_EVENTS if variadic else 0)
+        return 1, MAX_VARIADIC, False
+    return req, MOST_OPERANDS.get(name, req + opt), variadic
+
+
+def arities(name: str) -> tuple:
+    """(fewest, most) arguments of instruction ``name`` in C++: its operands, then up to
+    MAX_EVENTS wait events (:func:`operands`)."""
+    lo, most, events = operands(name)
+    return lo, most + (MAX_EVENTS if events else 0)
+
+
+#: pto-isa's enumerators ptopipe does not model (fifo.hpp's odd splits: AIV0 takes the extra row /
+#: column): declared in C++ only, so that a kernel naming one is refused where it is used, with a
+#: message (the header's static_asserts), not for an undeclared name
+REFUSED_ENUMERATORS = {"TileSplitAxis": (("TILE_UP_DOWN_ODD", 3), ("TILE_LEFT_RIGHT_ODD", 4))}
 
 
 def _enum(name, cls, ns, scoped) -> str:
-    items = ", ".join(f"{m.name} = {cpp_value(m)}" for m in cls)
+    items = ", ".join([f"{m.name} = {cpp_value(m)}" for m in cls]
+                      + [f"{n} = {v}" for n, v in REFUSED_ENUMERATORS.get(name, ())])
     kind = "enum class" if scoped else "enum"
     return f"{kind} {name} : int {{ {items} }};"
 
@@ -267,37 +334,68 @@ def render() -> str:
     out.append("namespace pto { enum class Layout : int { " +
                ", ".join(f"{l.name} = {i}" for i, l in enumerate(V.GM_LAYOUTS)) + " }; }")
     out += ["#endif", "#else", ""]
-    out.append("// one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, "
-               "fewest, most arguments)")
+    out.append("// the instructions of the op catalogue, as function templates (pto-isa's pto_instr.hpp declares "
+               "each so: a kernel may call it with explicit template arguments)")
     out.append("namespace pto {")
     ids = {n: i for i, n in enumerate(op_names())}
     for name in sorted(OPS):
         lo, hi = arities(name)
+        out += _plain(name, ids[name], lo, hi)
         if name in MODE_FORMS:
-            out += _modal(name, ids[name], lo, hi)
-        else:
-            out.append(f"PTOPIPE_INSTRUCTION({name}, {ids[name]}, {lo}, {hi})")
+            out += _modal(name, ids[name])
     out.append("}  // namespace pto")
     out.append("#endif")
     return "\n".join(out) + "\n"
 
 
-def _modal(name: str, op: int, lo: int, hi: int) -> list:
-    """The declarations of an instruction of :data:`MODE_FORMS`: function templates (a class
-    template cannot share the name of a function template) - the plain call with each number
-    of arguments, then each of pto-isa's templated forms with up to MAX_EVENTS wait events;
-    each takes its call site as a defaulted last parameter."""
-    site = "::ptopipe::Site s = PTOPIPE_HERE"
-    out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments): pto-isa also spells it with mode template "
-           f"arguments (docs/isa/{name}.md)"]
-    # the plain calls take const references: where a templated form takes the same operands
-    # (non-const lvalues, as pto-isa declares them) its binding ranks better, on every compiler
-    # (with forwarding references the tie goes to partial ordering, which clang calls ambiguous)
-    for k in range(max(lo, 1), hi + 1):
-        tparams = ", ".join(f"class A{i}" for i in range(k))
-        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + [site])
+_SITE = "::ptopipe::Site s = PTOPIPE_HERE"
+
+
+#: the wait events a call may end with (defaulted: one declaration serves every number of them)
+_EVENT_T = "".join(f", class E{i} = ::ptopipe::NoEvent" for i in range(MAX_EVENTS)) + \
+    f", ::ptopipe::if_events<{', '.join(f'E{i}' for i in range(MAX_EVENTS))}> = 0"
+_EVENT_P = [f"const E{i} &e{i} = {{}}" for i in range(MAX_EVENTS)]
+_EVENT_A = [f"e{i}" for i in range(MAX_EVENTS)]
+
+
+def _plain(name: str, op: int, lo: int, hi: int) -> list:
+    """The plain calls of an instruction: a function template per number of operands, each
+    taking up to MAX_EVENTS wait events (defaulted: ``::ptopipe::NoEvent``, which crosses the
+    ABI as nothing) and its call site as defaulted last parameters.  Their leading pack ``X``
+    takes the types a kernel names explicitly (pto-isa's ``TADD<Dst, Src0, Src1>(dst, src0,
+    src1)``, its template parameters being the operands' types, in any order: ``TMRGSORT<Dst,
+    Tmp, Src0, Src1, ...>(dst, executed, tmp, src0, src1)``); each must be the type of an
+    operand.  An optional operand is no event (so that a call's events pick one declaration).  A
+    call with too few or too many arguments meets the last overload, which says how many it
+    takes.  The operands are const references: where a templated form (:data:`MODE_FORMS`)
+    takes the same operands as non-const lvalues, as pto-isa declares them, its binding ranks
+    better, on every compiler (with forwarding references the tie goes to partial ordering,
+    which clang calls ambiguous).  (One declaration per number of operands and events each
+    cost every kernel build a third more header to parse.)"""
+    out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments)"]
+    first, most, events = operands(name)
+    for k in range(first, most + 1):
+        tparams = ", ".join(["class... X"] + [f"class A{i}" for i in range(k)])
+        if events:
+            tparams += _EVENT_T
+            if k > first:
+                tparams += f", ::ptopipe::if_operands<{', '.join(f'A{i}' for i in range(first, k))}> = 0"
+        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + (_EVENT_P if events else []) + ["PTOPIPE_SITE"])
+        call = "".join(f", {a}" for a in [f"a{i}" for i in range(k)] + (_EVENT_A if events else []))
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
-                   f"{{ return RecordEvent(::ptopipe::inst({op}, s, {', '.join(f'a{i}' for i in range(k))})); }}")
+                   f"{{ PTOPIPE_EXPLICIT_TYPES(X, {', '.join(f'A{i}' for i in range(k))}); "
+                   f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
+    # (with no arguments taken, one argument at least: a call with none is the overload above)
+    first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
+    out.append(f"template <class... X, {first}class... A> inline RecordEvent {name}({more}const A &...) "
+               f"{{ PTOPIPE_ARGUMENT_COUNT({name}, {lo}, {hi}, A); return RecordEvent(); }}")
+    return out
+
+
+def _modal(name: str, op: int) -> list:
+    """pto-isa's templated forms of an instruction of :data:`MODE_FORMS`, each taking up to
+    MAX_EVENTS wait events and its call site as defaulted last parameters."""
+    out = [f"// {name}: pto-isa also spells it with mode template arguments (docs/isa/{name}.md)"]
     for form in MODE_FORMS[name]:
         fwd = []
         for f in form.forward:
@@ -306,15 +404,11 @@ def _modal(name: str, op: int, lo: int, hi: int) -> list:
                 fwd.append(f"::ptopipe::kw({KEYWORDS.index(kw)}, {param})")
             else:
                 fwd.append(f)
-        for e in range(MAX_EVENTS + 1):
-            ev = [f"E{i}" for i in range(e)]
-            tparams = form.template + "".join(f", class {x}" for x in ev) + \
-                (f", ::ptopipe::if_events<{', '.join(ev)}> = 0" if e else "")
-            params = ", ".join([form.params] + [f"{x} &e{i}" for i, x in enumerate(ev)] + [site])
-            check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
-            call = ", ".join(fwd + [f"e{i}" for i in range(e)])
-            out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
-                       f"{{ {check}return RecordEvent(::ptopipe::inst({op}, s, {call})); }}")
+        params = ", ".join([form.params] + _EVENT_P + [_SITE])
+        check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
+        call = ", ".join(fwd + _EVENT_A)
+        out.append(f"template <{form.template}{_EVENT_T}> inline RecordEvent {name}({params}) "
+                   f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
     return out
 
 

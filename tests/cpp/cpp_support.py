@@ -11,6 +11,10 @@ HAVE_CXX = bool(os.environ.get("CXX") and shutil.which(os.environ["CXX"])) or bo
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler (g++ / clang++ / $CXX)")
 
 
+#: the headers' opt-out of <algorithm>, for kernels that include what they use (as the tests' do)
+LEAN = "-DPTOPIPE_NO_STD_ALGORITHM"
+
+
 @pytest.fixture(scope="session", autouse=False)
 def cpp_cache(tmp_path_factory):
     """One build cache for the session (each kernel file is compiled once), unless the
@@ -20,7 +24,8 @@ def cpp_cache(tmp_path_factory):
     if old is None:
         os.environ["PTOPIPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cpp_cache"))
     if old_flags is None:
-        os.environ["CXXFLAGS"] = "-O0"      # the tests' kernels are tiny: build them quickly
+        # the tests' kernels are tiny and include what they use: build them quickly
+        os.environ["CXXFLAGS"] = "-O0 " + LEAN
     yield os.environ["PTOPIPE_CACHE_DIR"]
     if old is None:
         os.environ.pop("PTOPIPE_CACHE_DIR", None)

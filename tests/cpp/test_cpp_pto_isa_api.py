@@ -14,7 +14,7 @@ import pytest
 
 from ptopipe.cpp import include_dir, run_cpp
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import LEAN, cpp_cache, needs_cxx  # noqa: F401 (fixture)
 
 KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
 
@@ -26,12 +26,14 @@ def kernel(name: str) -> str:
 PRELUDE = "#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
 
 
-def compile_only(tmp_path, body: str, platform: str = "a2a3") -> subprocess.CompletedProcess:
-    """A syntax-only compile of ``body`` after the headers, with the build's compiler ($CXX)."""
-    from ptopipe.cpp.build import STD, arch_macro, find_compiler
+def compile_only(tmp_path, body: str, platform: str = "a2a3", lean: bool = True) -> subprocess.CompletedProcess:
+    """A syntax-only compile of ``body`` after the headers, with the build's compiler ($CXX) and
+    standard; ``lean``: without <algorithm> (the bodies include what they use)."""
+    from ptopipe.cpp.build import arch_macro, find_compiler, standard
     p = tmp_path / "api.cpp"
     p.write_text(PRELUDE + body)
-    return subprocess.run([find_compiler()[0], STD, "-fsyntax-only", f"-D{arch_macro(platform)}",
+    cxx = find_compiler()[0]
+    return subprocess.run([cxx, standard(cxx), "-fsyntax-only", f"-D{arch_macro(platform)}", *([LEAN] if lean else []),
                            "-I", include_dir(), str(p)], capture_output=True, text=True)
 
 
@@ -212,8 +214,60 @@ def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
 def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
     first with its status switches, the split and sub-block forms of a TPipe's instructions."""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES)
+    from ptopipe.cpp.build import STD20, find_compiler, standard
+    cxx20 = CXX20 if standard(find_compiler()[0]) == STD20 else ""
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + cxx20)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+#: C++20, as pto-isa's CPU tests are built (its tconcat: a struct as a non-type template parameter):
+#: kernels are built so where the compiler has it
+CXX20 = """
+struct Sizes { int rows, cols; };
+template <Sizes S> struct Shaped { static constexpr int numel = S.rows * S.cols; };
+static_assert(Shaped<Sizes{2, 3}>::numel == 6);
+"""
+
+
+def test_a_cxx20_error_of_a_cxx17_build_says_how_to_build_cxx20():
+    """With a compiler that has no C++20 the build is C++17: an error the compiler blames on the
+    standard says how to build the kernel as C++20; any other error keeps the usual fix."""
+    from ptopipe.cpp.build import STD, STD20, _compile_error
+    for diag in ("k.cpp:3:17: error: a non-type template parameter cannot have type 'Sizes' before C++20",
+                 "k.cpp:3:17: error: non-type template parameters of class type only available with "
+                 "'-std=c++20' or '-std=gnu++20'"):
+        e = _compile_error("k.cpp", diag, "/usr/bin/g++", ["-O1", STD])
+        assert "the kernel needs C++20" in e.fix and f"CXXFLAGS={STD20}" in e.fix, e.fix
+        assert "the kernel needs C++20" not in _compile_error("k.cpp", diag, "/usr/bin/g++", [STD20, "-O1"]).fix
+    other = _compile_error("k.cpp", "k.cpp:3:1: error: unknown type name 'Foo'", "/usr/bin/g++", [STD])
+    assert "fix the C++ at the line the compiler names" in other.fix
+
+
+#: pto-isa's fifo.hpp / fixpipe.hpp include paths, a pipe's Producer / Consumer types declared on
+#: their own (pto-isa's tpushpop_vc: ``typename MatPipe::Consumer cons;``), an int event id
+PIPE_SIDES = """
+#include <pto/common/fifo.hpp>
+#include <pto/common/fixpipe.hpp>
+template <typename MatPipe> bool sides(int slice) {
+    typename MatPipe::Consumer cons;
+    typename MatPipe::Producer prod;
+    cons.setWaitStatus(false);
+    prod.setAllocateStatus(false);
+    wait_flag(PIPE_MTE3, PIPE_MTE2, slice & 1);
+    set_flag(PIPE_MTE3, PIPE_MTE2, slice & 1);
+    return cons.getWaitStatus() || prod.getAllocateStatus();
+}
+template bool sides<TPipe<0, Direction::DIR_C2V, 1024, 2>>(int);
+// a tile's one dynamic valid dim given alone (pto_tile.hpp's Tile(VR) / Tile(VC))
+inline int64_t one_valid_dim(int n) {
+    Tile<TileType::Vec, float, 16, 32, BLayout::RowMajor, DYNAMIC, 32> rows(n);
+    Tile<TileType::Vec, float, 16, 32, BLayout::RowMajor, 16, DYNAMIC> cols(n);
+    return rows.GetValidRow() + cols.GetValidCol();
+}
+template bool sides<Pipe>(int);
+using FixpipeConfig = FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>;
+static_assert(FixpipeConfig::QuantPre == QuantMode_t::F322F16);
+"""
 
 
 #: the host-side names pto-isa's test kernels use in their launch functions (its CPU simulator's)
@@ -237,7 +291,14 @@ REFUSED = [
      "TPOP(pipe, tile) on a TMPipe: pto-isa spells it TPOP(tile, pipe)"),
     # the rest of pto-isa's Producer / Consumer
     ("pipe.prod.setEntryOffset(64);", "pipe.setEntryOffset: ptopipe does not model"),
-    ("pipe.cons.free();", "pipe.free: ptopipe does not model")]
+    ("pipe.cons.free();", "pipe.free: ptopipe does not model"),
+    # the fixpipe's converting push (fixpipe.hpp)
+    ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
+     "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
+    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
+    # pto-isa's odd splits (fifo.hpp)
+    ("TPipe<1, Direction::DIR_C2V, 4096, 2> p2(fifo); TPOP<decltype(p2), Half, TileSplitAxis::TILE_UP_DOWN_ODD>(p2, v);",
+     "TPOP: ptopipe does not model pto-isa's odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD)")]
 
 
 @needs_cxx
@@ -248,6 +309,55 @@ def test_what_pto_isa_cannot_build_or_ptopipe_does_not_model_does_not_compile(tm
     assert r.returncode != 0
     for decl, msg in REFUSED:
         assert msg in r.stderr, (decl, r.stderr)
+
+
+#: what pto-isa declares and ptopipe does not model: a file naming it compiles (the names below,
+#: <algorithm> through the headers); each use is refused with a message naming what is not modelled
+UNMODELLED = """
+#include <pto/cpu/MXTypes.hpp>
+using V = Tile<TileType::Vec, float, 8, 32>;
+using G = GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>>;
+using Idx = Tile<TileType::Vec, int32_t, 8, 8>;
+template <typename T> struct Named { T x; };
+Named<pto::int4b_t> n0;
+Named<float4_e2m1x2_t> n1;
+Named<float8_e4m3_t> n2;
+Named<hifloat8_t> n3;
+inline void named(V &v, int *p) { std::fill(p, p + 4, 0); comm::AsyncSession session; (void)session; (void)v; }
+void u0(V &v, G &g, Idx &i) { MGATHER<Coalesce::Row, GatherOOB::Clamp>(v, g, i); }
+void u1(V &v, G &g, Idx &i) { MSCATTER<Coalesce::Elem, ScatterAtomicOp::Add, ScatterOOB::Skip, ScatterConflict::Last>(g, v, i); }
+void u2() { constexpr PadValue p = PadValueCustom(-1.0f); (void)p; }
+void u3(G &a, G &b, V &t) { comm::TGET(a, b, t); }
+bool u4(comm::Signal &s) { return comm::TTEST(s, 1, comm::WaitCmp::EQ); }
+void u5(G *gs) { comm::ParallelGroup<G> group(gs, 4, 0); }
+void u6(Tile<TileType::Vec, float4_e2m1x2_t, 8, 64> &t) { TASSIGN(t, 0); }
+"""
+#: the message of each refused use, in order (u0 .. u6)
+UNMODELLED_SAYS = ["MGATHER: ptopipe does not model pto-isa's indexed GM gather",
+                   "MSCATTER: ptopipe does not model pto-isa's indexed GM gather",
+                   "PadValueCustom: ptopipe does not model a custom pad value",
+                   "TGET: ptopipe simulates one cluster", "TTEST: ptopipe simulates one cluster",
+                   "pto::comm::ParallelGroup: ptopipe simulates one cluster",
+                   "this element type has no ptopipe form"]
+
+
+@needs_cxx
+def test_what_pto_isa_declares_and_ptopipe_does_not_model_names_itself(tmp_path):
+    """pto-isa's MGATHER / MSCATTER and their modes, its custom pad values, its 4- and 8-bit
+    element types and its pto::comm are declared: a file that names them compiles, and each use
+    is a static_assert saying what ptopipe does not model - never an undeclared identifier."""
+    r = compile_only(tmp_path, UNMODELLED, lean=False)  # (std::fill: <algorithm> through the headers)
+    assert r.returncode != 0
+    assert "undeclared" not in r.stderr and "no member named" not in r.stderr, r.stderr[-3000:]
+    errors = [ln for ln in r.stderr.splitlines() if "error: static assertion failed" in ln]
+    assert len(errors) == len(UNMODELLED_SAYS), r.stderr[-3000:]
+    # the names alone compile: every error is at a use (u0 .. u6), none in the lines naming them
+    lines = (PRELUDE + UNMODELLED).splitlines()
+    first_use = next(i for i, ln in enumerate(lines, 1) if ln.startswith("void u0"))
+    at = [int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:", r.stderr)]
+    assert at and min(at) >= first_use, r.stderr[-3000:]
+    for msg in UNMODELLED_SAYS:
+        assert any(msg in e for e in errors), (msg, errors)
 
 
 #: element types by size, for the shape-rule cases

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 from ptopipe.cpp import run_cpp
+from ptopipe.errors import KernelError
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 from test_cpp_pto_isa_api import compile_only
@@ -25,7 +27,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
                 sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
-                exp=z())
+                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)), flag_id=5)
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms").outputs
     np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
@@ -42,8 +44,39 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     padded = np.full((R, C), -np.inf, np.float32)
     padded[:, :8] = x[:, :8]
     np.testing.assert_array_equal(o["padded"], padded)                  # the destination's PadValue::Min
+    wide = np.full((R, 2 * C), -np.inf, np.float32)
+    wide[:, :8] = x[:, :8]
+    np.testing.assert_array_equal(o["expanded"], wide)                  # TFILLPAD<TFillPadMode::Expand>
     np.testing.assert_array_equal(o["u16"], u16)
     assert (o["ids"] == 1 * 100 + 2).all()                              # get_block_num, get_subblockdim
+    # TMRGSORT<..., exhausted>(dst, executedNumList, tmp, src0, src1): the merge, descending by value
+    tuples = _lists().view(np.uint32).reshape(32, 2)
+    want = tuples[np.argsort(-tuples[:, 0].view(np.float32), kind="stable")]
+    np.testing.assert_array_equal(o["merged"].view(np.uint32).reshape(32, 2), want)
+    # the counts written into the kernel's lists: all of both; with exhausted, list 0's 16 and
+    # list 1's 15 (its last, the smallest value, left when list 0 ran out)
+    assert (o["counts"] == 16 * 1000000 + 16 * 10000 + 16 * 100 + 15).all(), o["counts"][0, 0]
+
+    # set_flag / wait_flag take an int event id (pto-isa's cpu_stub.hpp), checked at the call
+    with pytest.raises(KernelError) as ei:
+        run_cpp(KERNEL, dict(args, flag_id=8), aiv="pto_isa_forms")
+    assert "event id must be EVENT_ID0..EVENT_ID7 (0..7), got 8" in ei.value.what
+    assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line('set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);')}"
+
+
+def _line(text: str) -> int:
+    with open(KERNEL) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)
+
+
+def _lists():
+    """Two sorted lists of 16 [float value, uint32 index] tuples, values interleaved: list 0
+    holds 31, 29, ..., 1, list 1 30, 28, ..., 0."""
+    t = np.zeros((2, 16, 2), np.uint32)
+    t[0, :, 0] = (31 - 2 * np.arange(16)).astype(np.float32).view(np.uint32)
+    t[1, :, 0] = (30 - 2 * np.arange(16)).astype(np.float32).view(np.uint32)
+    t[:, :, 1] = np.arange(32).reshape(2, 16)
+    return t.reshape(1, 64).view(np.float32)
 
 
 @needs_cxx
@@ -91,3 +124,62 @@ void k(V &d, V &a, V &b, V &t, Col &c, Tile<TileType::Vec, int16_t, 8, 32> &h, T
 }
 """)
     assert r.returncode == 0, r.stderr
+
+
+#: calls with explicit template arguments pto-isa's function templates take (its tests' spellings)
+EXPLICIT = """
+using V = Tile<TileType::Vec, float, 8, 32>;
+using O = Tile<TileType::Vec, uint32_t, 8, 8>;
+using L = Tile<TileType::Vec, float, 1, 32>;
+using A = TileAcc<float, 16, 16>;
+using M = Tile<TileType::Mat, half, 16, 16, BLayout::ColMajor, 16, 16, SLayout::RowMajor>;
+using H = Tile<TileType::Vec, half, 16, 16>;
+void explicit_forms(V &d, V &a, V &b, O &o, L &l, A &acc, M &m, H &h, Event<Op::TADD, Op::TADD> &e) {
+    TADD<V, V, V>(d, a, b);
+    TFUSEDMULADD<V, V, V>(d, a, b, e);
+    TGATHERB<V, V, O>(d, a, o);
+    TMULS<V, V>(d, a, 2.0f);
+    auto e2 = TEXPANDS<V>(d, 1.0f);
+    TSYNC(e2);
+    TTRAP();
+    MrgSortExecutedNumList ex;
+    TMRGSORT<V, V, L, L, L, L, false>(d, ex, d, l, l, l, l);
+    TMRGSORT(d, ex, d, l, l, e);
+    TEXTRACT<M, A, ReluPreMode::NoRelu>(m, acc, 0, 0);
+    TINSERT<M, A, ReluPreMode::NoRelu>(m, acc, 0, 0);
+    TMOV<H, A, ReluPreMode::NormalRelu>(h, acc);
+    TMOV<H, A>(h, acc, uint64_t(0x3f800000));
+}
+void refused(V &d, V &a, O &o, A &acc, M &m) {
+    TADD<V, V, O>(d, a, a);
+    TADD(d, a);
+    TEXTRACT<M, A, ReluPreMode::NormalRelu>(m, acc, 0, 0);
+    TINSERT<M, A, ReluPreMode::NoRelu>(m, acc, uint64_t(1), 0, 0);
+}
+"""
+#: what each refused call is told, in order
+REFUSED_EXPLICIT = ["an explicit template argument of this instruction is not the type of any of its operands",
+                    "TADD takes 3 to 6 arguments (operands, then wait events)",
+                    "ptopipe's TEXTRACT applies no ReLU (ReluPreMode::NoRelu only)",
+                    "ptopipe does not model TINSERT with a preQuantScalar"]
+
+
+@needs_cxx
+def test_explicit_template_arguments_are_the_operands_types(tmp_path):
+    """Every instruction is callable as pto-isa declares it, a function template: with its
+    operands' types as explicit template arguments (in pto-isa's order, which need not be the
+    operands'), with pto-isa's mode arguments where ptopipe models them (TMRGSORT's exhausted,
+    TMOV's ReLU and quantisation); a type that is no operand's, a wrong number of arguments, or
+    a mode ptopipe does not model is refused at the call with a message saying so."""
+    import re
+    r = compile_only(tmp_path, EXPLICIT)
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == len(REFUSED_EXPLICIT), r.stderr[-3000:]
+    for msg in REFUSED_EXPLICIT:
+        assert any(msg in err for err in errors), (msg, errors)
+    lines = (compile_only.__globals__["PRELUDE"] + EXPLICIT).splitlines()
+    at = {int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+(?:required from here|note: in instantiation of "
+                                     r"function template specialization .* requested here)", r.stderr)}
+    first = lines.index("void refused(V &d, V &a, O &o, A &acc, M &m) {") + 1
+    assert at == set(range(first + 1, first + 1 + len(REFUSED_EXPLICIT))), r.stderr[-3000:]

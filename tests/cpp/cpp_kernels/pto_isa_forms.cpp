@@ -1,7 +1,10 @@
 // pto-isa's overloads and API as its headers declare them (include/pto/common/pto_instr.hpp,
 // constants.hpp, cpu_stub.hpp, pto_tile.hpp, npu/a2a3/TPush.hpp), one Vector kernel using each:
 // the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
-// the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, a TSTORE of a valid region smaller
+// the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, instructions
+// called with their operands' types as explicit template arguments, the multi-list TMRGSORT with its
+// MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int,
+// TFILLPAD<TFillPadMode::Expand> into a larger tile, a tile's one dynamic valid dim given alone, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -26,16 +29,19 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
                                                 __gm__ float *rdiv, __gm__ float *twice, __gm__ float *rowmul,
                                                 __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
                                                 __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
-                                                __gm__ float *exp)
+                                                __gm__ float *exp, __gm__ float *lists, __gm__ float *merged,
+                                                __gm__ int32_t *counts, __gm__ float *expanded, int32_t flag_id)
 {
     set_ffts_base_addr(0);
     if (get_subblockid() != 0) return;
+    set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);
+    wait_flag(PIPE_V, PIPE_MTE3, flag_id & 15);
     V a, d, t, b;
     Tile<TileType::Vec, float, 1, C> cs;
     Tile<TileType::Vec, float, R, 1, BLayout::ColMajor, R, 1> col;
     Tile<TileType::Vec, int16_t, R, C> i16;
     Tile<TileType::Vec, int32_t, R, C> tmp32;
-    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, 8> part;
+    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, DYNAMIC> part(8);   // Tile(validCol)
     Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, C, SLayout::NoneBox, 512, PadValue::Min> pad;
     Tile<TileType::Vec, uint16_t, R, 16> u;
     TASSIGN(a, 0x0);
@@ -51,7 +57,7 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TASSIGN(u, 0x1c00);
     G<float> gx(x);
     auto e0 = TLOAD(a, gx);
-    auto e1 = TMULS(b, a, 2.0f, e0);        // an instruction's event, kept in auto, waited for
+    auto e1 = TMULS<V, V>(b, a, 2.0f, e0);  // an instruction's event, kept in auto, waited for
     store(twice, b);
     TRSQRT(d, a, t);
     store(rsqrt, d);
@@ -62,7 +68,7 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     store(rdiv, d);
     TEXP<ExpAlgorithm::HIGH_PRECISION>(d, a);
     store(exp, d);
-    TROWSUM(col, a, t);
+    TROWSUM<decltype(col), V, V>(col, a, t);
     TROWEXPANDMUL(d, a, col, t);
     store(rowmul, d);
     TMULS(b, a, 1000.0f);
@@ -75,10 +81,36 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TSTORE(gwin, part);                     // the valid 8 x 8 into the 8 x 32 tensor
     TFILLPAD(pad, part);
     store(padded, pad);
+    Tile<TileType::Vec, float, R, 2 * C, BLayout::RowMajor, R, 2 * C, SLayout::NoneBox, 512, PadValue::Min> wide;
+    TASSIGN(wide, 0x2400);
+    TFILLPAD<TFillPadMode::Expand>(wide, part);
+    G<float, R, 2 * C> gwide(expanded);
+    TSTORE(gwide, wide);
     G<uint16_t, R, 16> gu(u16);
     TLOAD(u, gu);
     TSTORE(gu, u);
     G<int32_t> gi(ids);
     TEXPANDS(tmp32, int32_t(get_block_num() * 100 + get_subblockdim()));
     TSTORE(gi, tmp32);
+    // two sorted lists of 16 [value, index] tuples merged: whole, then until one runs out
+    using L = Tile<TileType::Vec, float, 1, 32>;
+    using M = Tile<TileType::Vec, float, 1, 64>;
+    L l0, l1;
+    M m, mt;
+    TASSIGN(l0, 0x2000);
+    TASSIGN(l1, 0x2080);
+    TASSIGN(m, 0x2100);
+    TASSIGN(mt, 0x2200);
+    G<float, 1, 32> g0(lists), g1(lists + 32);
+    TLOAD(l0, g0);
+    TLOAD(l1, g1);
+    MrgSortExecutedNumList whole, exhausted;
+    TMRGSORT<M, M, L, L, true>(m, exhausted, mt, l0, l1);
+    TMRGSORT<M, M, L, L, false>(m, whole, mt, l0, l1);
+    G<float, 1, 64> gm(merged);
+    TSTORE(gm, m);
+    TEXPANDS(tmp32, int32_t(whole.mrgSortList0 * 1000000 + whole.mrgSortList1 * 10000 + exhausted.mrgSortList0 * 100 +
+                            exhausted.mrgSortList1));
+    G<int32_t> gn(counts);
+    TSTORE(gn, tmp32);
 }

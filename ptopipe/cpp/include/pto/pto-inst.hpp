@@ -15,6 +15,12 @@
 #ifndef PTOPIPE_PTO_INST_HPP
 #define PTOPIPE_PTO_INST_HPP
 
+// pto-isa's CPU headers pull in <algorithm> (cpu_stub.hpp) and its kernels call std::fill / std::min
+// through them; a kernel that includes what it uses may leave it out, for a quicker build (C++20's
+// <algorithm> costs more to parse than the rest of these headers together)
+#ifndef PTOPIPE_NO_STD_ALGORITHM
+#include <algorithm>
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -306,6 +312,11 @@ struct Tile {
 
     Tile() = default;
     Tile(int64_t valid_rows, int64_t valid_cols) : vr_(valid_rows), vc_(valid_cols) {}
+    // pto-isa's one-value constructor of a tile with one dynamic valid dim: that dim's value
+    template <int R = RowValid_, int C = ColValid_, std::enable_if_t<(R < 0) != (C < 0), int> = 0>
+    Tile(int64_t valid) : vr_(R < 0 ? valid : R), vc_(C < 0 ? valid : C)
+    {
+    }
     Tile(const Tile &o) : id_(o.id_), shared_(true), vr_(o.vr_), vc_(o.vc_) { o.shared_ = true; }
     Tile &operator=(const Tile &o)
     {
@@ -463,13 +474,17 @@ template <typename... A> struct unmodelled : std::false_type {};
                       "(its own tile ids, entry offsets and flag calls): TPUSH / TPOP keep the ring's "  \
                       "tile index, slot offsets and flags (docs/cpp.md)");                               \
     }
+// (a side declared on its own, ``typename Pipe::Consumer cons;`` as pto-isa's tests do, belongs
+// to no pipe: its switches are its own state, which no TPUSH / TPOP reads - as in pto-isa)
 template <bool Producer> struct PipeSide {
-    const int64_t *pipe_;
+    const int64_t *pipe_ = nullptr;
     bool on_[2] = {true, true};
+    PipeSide() = default;
     explicit PipeSide(const int64_t *pipe) : pipe_(pipe) {}
     void set(int64_t which, bool on, Site s)
     {
         on_[which & 1] = on;
+        if (pipe_ == nullptr) return;
         Args a;
         a.put(K_PIPE);
         a.put(*pipe_);
@@ -507,6 +522,35 @@ using ProducerSide = PipeSide<true>;
 }  // namespace ptopipe
 namespace pto {
 
+// fixpipe.hpp's configuration of a fixpipe push (TPUSH<Pipe, Tile, FixpipeParams<...>>, not
+// modelled: that TPUSH says so) and type.hpp's store phase it names
+enum class STPhase : uint8_t { Unspecified = 0x0, Partial = 0x2, Final = 0x3 };
+enum class LayoutMode_t : uint8_t { NZ2NZ = 0, NZ2ND = 1, NZ2DN = 2 };
+enum QuantMode_t {
+    NoQuant = 0, F322F16 = 1, VREQ8 = 2, REQ8 = 3, VDEQF16 = 4, DEQF16 = 5, VSHIFTS322S16 = 12, SHIFTS322S16 = 13,
+    F322BF16 = 16, VQF322B8_PRE = 23, QF322B8_PRE = 24, QF322F16_PRE = 32, QF322BF16_PRE = 34, QS322BF16_PRE = 35,
+    VQS322BF16_PRE = 36
+};
+enum ClipReluMode_t { NOCLIP_RELU = 0, CLIP_RELU = 1 };
+template <LayoutMode_t layoutMode = LayoutMode_t::NZ2ND, QuantMode_t quantMode = QuantMode_t::NoQuant,
+          ReluPreMode reluMode = ReluPreMode::NoRelu, STPhase phase = STPhase::Unspecified, uint8_t subBlockId = 0,
+          AtomicType atomicT = AtomicType::AtomicNone, ClipReluMode_t clipReluMode = NOCLIP_RELU,
+          bool isChannelSplit = false>
+struct FixpipeParams {
+    static constexpr LayoutMode_t LayoutMode = layoutMode;
+    static constexpr QuantMode_t QuantPre = quantMode;
+    static constexpr ReluPreMode ReluMode = reluMode;
+};
+
+// how many tuples a multi-list TMRGSORT took from each list (pto-isa's pto_instr.hpp): written
+// when the TMRGSORT returns
+struct MrgSortExecutedNumList {
+    uint16_t mrgSortList0 = 0;
+    uint16_t mrgSortList1 = 0;
+    uint16_t mrgSortList2 = 0;
+    uint16_t mrgSortList3 = 0;
+};
+
 // EN_UNIT_FLAG (pto-isa's 7th parameter): the Cube's push stores its Acc tile to a GM slot with
 // the unit flag (TSTORE_IMPL<..., STPhase::Final>), a FIX-pipe detail of that store - the same
 // bytes, the same handshake: ptopipe takes it and simulates the store as without it
@@ -536,9 +580,11 @@ struct TPipe {
         }
         return notified > waited ? notified - waited : 0;
     }
+    using Producer = ::ptopipe::ProducerSide;
+    using Consumer = ::ptopipe::ConsumerSide;
     int64_t id_ = 0;
-    ::ptopipe::ProducerSide prod{&id_};
-    ::ptopipe::ConsumerSide cons{&id_};
+    Producer prod{&id_};
+    Consumer cons{&id_};
     TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
           ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -559,9 +605,11 @@ struct TMPipe {
         : two_lanes && VecTile::Cols * 2 == CubeTile::Cols && VecTile::Rows == CubeTile::Rows
             ? TileSplitAxis::TILE_LEFT_RIGHT
             : TileSplitAxis::TILE_NO_SPLIT;
+    using Producer = ::ptopipe::ProducerSide;
+    using Consumer = ::ptopipe::ConsumerSide;
     int64_t id_ = 0;
-    ::ptopipe::ProducerSide prod{&id_};
-    ::ptopipe::ConsumerSide cons{&id_};
+    Producer prod{&id_};
+    Consumer cons{&id_};
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -581,6 +629,10 @@ template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS, boo
 struct is_pipe<pto::TPipe<F, D, S, N, L, NS, U>> : std::true_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
+template <typename T> struct is_fixpipe_params : std::false_type {};
+template <pto::LayoutMode_t L, pto::QuantMode_t Q, pto::ReluPreMode R, pto::STPhase P, uint8_t B, pto::AtomicType A,
+          pto::ClipReluMode_t C, bool S>
+struct is_fixpipe_params<pto::FixpipeParams<L, Q, R, P, B, A, C, S>> : std::true_type {};
 template <typename T> struct is_tmpipe : std::false_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_tmpipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
@@ -627,17 +679,23 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 }
 
 // the wait events of a templated form (a trailing tile is an operand of a plain form instead)
+// a wait event a call left out (the generated instructions' defaulted ones): no argument at all
+struct NoEvent {};
 template <typename... E>
-using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
+using if_events = std::enable_if_t<
+    ((std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> || std::is_same_v<std::decay_t<E>, NoEvent>) && ...), int>;
 template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
 template <typename P> using if_pipe = std::enable_if_t<is_pipe<P>::value, int>;
 template <typename P> using if_tpipe = std::enable_if_t<is_pipe<P>::value && !is_tmpipe<P>::value, int>;
 template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
+template <typename... A>
+using if_operands = std::enable_if_t<(!std::is_base_of_v<pto::RecordEvent, std::decay_t<A>> && ...), int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
     using T = std::remove_cv_t<std::remove_reference_t<X>>;
-    if constexpr (std::is_same_v<T, Kw>) {
+    if constexpr (std::is_same_v<T, NoEvent>) {
+    } else if constexpr (std::is_same_v<T, Kw>) {
         a.put(K_KW);
         a.put(x.id);
         a.put(x.table);
@@ -662,6 +720,9 @@ template <typename X> void enc(Args &a, const X &x, Site s)
         a.put(K_ENUM);
         a.put(enum_code<T>::value);
         a.put(int64_t(x));
+    } else if constexpr (std::is_same_v<T, pto::MrgSortExecutedNumList>) {
+        a.put(K_COUNTS);     // the simulator writes the counts into the kernel's list
+        a.put(int64_t(reinterpret_cast<uintptr_t>(const_cast<T *>(&x))));
     } else if constexpr (std::is_same_v<T, std::nullptr_t>) {
         a.put(K_NULL);
     } else if constexpr (std::is_pointer_v<T>) {
@@ -700,18 +761,30 @@ struct AtEvent {
 };
 }  // namespace ptopipe
 
-// one instruction of the op catalogue: ``NAME(args..., events...)`` is an object whose
-// constructor runs the instruction at its call site and which is its RecordEvent (pto-isa's
-// instructions return one: ``auto e = TLOAD(...)`` is an event a later instruction waits for)
-#define PTOPIPE_INSTRUCTION(NAME, ID, FEWEST, MOST)                                                      \
-    template <typename... A> struct NAME : RecordEvent {                                                \
-        NAME(A &&...a, ::ptopipe::Site s = PTOPIPE_HERE) : RecordEvent(::ptopipe::inst(ID, s, a...))   \
-        {                                                                                               \
-            static_assert(sizeof...(A) >= FEWEST && sizeof...(A) <= MOST,                                \
-                          #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)"); \
-        }                                                                                               \
-    };                                                                                                  \
-    template <typename... A> NAME(A &&...)->NAME<A...>;
+// the instructions of the op catalogue (ptopipe_generated.hpp): ``NAME(args..., events...)``
+// runs the instruction at its call site and returns its RecordEvent (pto-isa's instructions
+// return one: ``auto e = TLOAD(...)`` is an event a later instruction waits for).  The types a
+// kernel names as explicit template arguments (``TADD<Dst, Src0, Src1>(dst, src0, src1)``, as
+// pto-isa's function templates allow) are the operands' own: each must be one of them.
+namespace ptopipe {
+template <typename X, typename... A>
+constexpr bool names_an_operand = ((std::is_same_v<std::remove_cv_t<X>, std::remove_cv_t<A>> ||
+                                    std::is_same_v<std::remove_cv_t<X>, std::remove_cv_t<std::remove_pointer_t<A>>>) ||
+                                   ...);
+template <typename... X> struct explicit_types {
+    template <typename... A> static constexpr bool of = (names_an_operand<X, A...> && ...);
+};
+template <typename... A> struct wrong_count : std::false_type {};
+
+}  // namespace ptopipe
+#define PTOPIPE_SITE ::ptopipe::Site s = PTOPIPE_HERE
+#define PTOPIPE_EXPLICIT_TYPES(X, ...)                                                                    \
+    static_assert(::ptopipe::explicit_types<X...>::template of<__VA_ARGS__>,                              \
+                  "an explicit template argument of this instruction is not the type of any of its operands " \
+                  "(pto-isa's template parameters are the operands' types)")
+#define PTOPIPE_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                                     \
+    static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
+                  #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)")
 
 // the algorithms of pto-isa's ``<auto PrecisionType>`` forms (include/pto/common/type.hpp; its
 // PowAlgorithm is ptopipe's, which TPOW / TPOWS pass on): the device's ways to one function,
@@ -727,7 +800,17 @@ enum class FmodAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 enum class FmodSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 enum class RemAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 enum class RemSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+// TFILLPAD's modes (type.hpp): TFILLPAD<TFillPadMode::X>(dst, src) is the catalogue's TFILLPAD,
+// TFILLPAD_INPLACE or TFILLPAD_EXPAND, as pto-isa's TFILLPAD dispatches them
+enum class TFillPadMode : uint8_t { Normal = 0, InPlace = 1, Expand = 2 };
 }  // namespace pto
+namespace ptopipe {
+template <pto::TFillPadMode M> constexpr int32_t fill_pad_op()
+{
+    return M == pto::TFillPadMode::Expand ? OP_TFILLPAD_EXPAND : M == pto::TFillPadMode::InPlace ? OP_TFILLPAD_INPLACE
+                                                                                               : OP_TFILLPAD;
+}
+}  // namespace ptopipe
 
 #define PTOPIPE_GENERATED_INSTRUCTIONS
 #include "ptopipe_generated.hpp"
@@ -822,6 +905,13 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
 // before the wait events): which Vector lane's part of the slot the lane moves - its own, the
 // only one ptopipe models (another is an error at the call); the Cube moves the whole tile and
 // does not read it.
+// pto-isa's odd splits (TILE_UP_DOWN_ODD, TILE_LEFT_RIGHT_ODD: AIV0 takes the extra row / column)
+// are not modelled
+#define PTOPIPE_MODELLED_SPLIT(OP)                                                                        \
+    static_assert(Split != TileSplitAxis::TILE_UP_DOWN_ODD && Split != TileSplitAxis::TILE_LEFT_RIGHT_ODD,  \
+                  OP ": ptopipe does not model pto-isa's odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD): " \
+                  "split a tile of an even row / column count with TILE_UP_DOWN / TILE_LEFT_RIGHT (a smaller " \
+                  "valid shape carries the data's), or push it whole with TILE_NO_SPLIT")
 #define PTOPIPE_NO_SPLIT(OP, SPELLING)                                                                    \
     [[deprecated(OP " without its TileSplitAxis: pto-isa requires it (" SPELLING "); ptopipe takes "      \
                  "TILE_NO_SPLIT")]]
@@ -829,6 +919,7 @@ template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopi
 inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
     PTOPIPE_TMPIPE_TILE_FIRST("TPUSH");
+    PTOPIPE_MODELLED_SPLIT("TPUSH");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPUSH, pipe.s, pipe.v, tile, Split, events...));
 }
 
@@ -846,10 +937,36 @@ inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
     return TPUSH<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile, events...);
 }
 
+// pto-isa's fixpipe push, TPUSH<Pipe, AccTile, FixpipeParams<...>>(pipe, acc) (fixpipe.hpp): the
+// Cube's fixpipe converts the Acc tile (layout, quantisation, ReLU) on its way into the slot.
+// ptopipe's slots take a tile as it is pushed, so the form is declared to say that it is not
+// modelled rather than to leave its names undeclared.
+template <typename Pipe, typename T, typename TConfig, typename... E,
+          std::enable_if_t<::ptopipe::is_fixpipe_params<TConfig>::value, int> = 0>
+inline RecordEvent TPUSH(::ptopipe::At<Pipe>, T &, E &...)
+{
+    static_assert(::ptopipe::unmodelled<TConfig>::value,
+                  "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push "
+                  "(the Acc tile's layout / quantisation on its way into the slot): push the Acc tile as it is, "
+                  "TPUSH<Pipe, Tile, TileSplitAxis::...>(pipe, tile), and convert it on the Vector side (TCVT)");
+    return RecordEvent();
+}
+
+// the quantisation scalar of that push (pto_instr.hpp): not modelled with it
+template <typename OutType, typename... E> inline RecordEvent SET_QUANT_SCALAR(float, E &...)
+{
+    static_assert(::ptopipe::unmodelled<OutType>::value,
+                  "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation registers (the "
+                  "converting TPUSH<Pipe, Tile, FixpipeParams<...>> reads them): TMOV<Dst, Src, reluMode>(dst, src, "
+                  "preQuantScalar) quantises an Acc tile with its scalar");
+    return RecordEvent();
+}
+
 template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
     PTOPIPE_TMPIPE_TILE_FIRST("TPOP");
+    PTOPIPE_MODELLED_SPLIT("TPOP");
     if constexpr (::ptopipe::is_global<T>::value) {     // the address flow: TPOP gives the slot's address
         tile.ptr_ = reinterpret_cast<typename T::DType *>(
             ::ptopipe::inst(::ptopipe::OP_TPOP, pipe.s, pipe.v, tile, Split, events...));
@@ -878,6 +995,7 @@ template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopi
 inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
 {
     static_assert(::ptopipe::is_global<T>::value, "TALLOC takes a GlobalTensor (the address flow)");
+    PTOPIPE_MODELLED_SPLIT("TALLOC");
     tensor.ptr_ = reinterpret_cast<typename T::DType *>(
         ::ptopipe::inst(::ptopipe::OP_TALLOC, pipe.s, pipe.v, tensor, Split, events...));
     return RecordEvent();
@@ -893,12 +1011,14 @@ inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
 template <typename Pipe, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
 {
+    PTOPIPE_MODELLED_SPLIT("TFREE");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, nullptr, Split, events...));
 }
 
 template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 {
+    PTOPIPE_MODELLED_SPLIT("TFREE");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
 
@@ -929,6 +1049,7 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
     return TFREE<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, obj, events...);
 }
 #undef PTOPIPE_NO_SPLIT
+#undef PTOPIPE_MODELLED_SPLIT
 
 // TPUSH(tile, pipe) / TPOP(tile, pipe): a TMPipe's push and pop, as pto-isa's TPUSH_IMPL(tile,
 // pipe) / TPOP_IMPL(tile, pipe) - the ring's own tile index, the TMPipe's split (TMPipe::Split);
@@ -1009,6 +1130,18 @@ inline void wait_flag(pipe_t src, pipe_t dst, event_t id, ::ptopipe::Site s = PT
     ::ptopipe::inst(::ptopipe::OP_wait_flag, s, src, dst, id);
 }
 
+// an event id computed as an integer (pto-isa's cpu_stub.hpp takes int: wait_flag(PIPE_MTE3,
+// PIPE_MTE2, slice & 1)): the simulator checks it names one of the pair's events
+inline void set_flag(pipe_t src, pipe_t dst, int id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_set_flag, s, src, dst, int64_t(id));
+}
+
+inline void wait_flag(pipe_t src, pipe_t dst, int id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_wait_flag, s, src, dst, int64_t(id));
+}
+
 inline void pipe_barrier(pipe_t p, ::ptopipe::Site s = PTOPIPE_HERE)
 {
     ::ptopipe::inst(::ptopipe::OP_pipe_barrier, s, p);
@@ -1057,5 +1190,107 @@ constexpr BlockNumVar block_num{};
 // the FFTS base address a device kernel sets before cross-core flags: ptopipe's cross-core
 // flags are the simulator's own (no FFTS block to point at), so it sets nothing
 inline void set_ffts_base_addr(uint64_t) {}
+
+// -- what pto-isa declares and ptopipe does not model ------------------------------------------
+// Declared so that a kernel naming it compiles up to its use, where a static_assert says what is
+// not modelled (not an undeclared identifier).  A refusing call's result converts to what the
+// kernel expects of it, so the static_assert is the call's only error; it takes pto-isa's mode
+// template arguments or, in its second form (whose first type is never deduced), type ones.
+namespace ptopipe {
+struct Refused {
+    template <typename T> operator T() const { return T(); }
+};
+}  // namespace ptopipe
+#define PTOPIPE_REFUSED(NAME, WHY)                                                                       \
+    template <auto... M, typename... A> inline ::ptopipe::Refused NAME(A &&...)                          \
+    {                                                                                                    \
+        static_assert(::ptopipe::unmodelled<A...>::value, #NAME ": " WHY);                               \
+        return {};                                                                                       \
+    }                                                                                                    \
+    template <typename T0, typename... T, typename... A> inline ::ptopipe::Refused NAME(A &&...)         \
+    {                                                                                                    \
+        static_assert(::ptopipe::unmodelled<A...>::value, #NAME ": " WHY);                               \
+        return {};                                                                                       \
+    }
+
+namespace pto {
+// MGATHER / MSCATTER (pto_instr.hpp) and their modes (type.hpp)
+enum class Coalesce : uint8_t { Row = 0, Elem = 1 };
+enum class GatherOOB : uint8_t { Undefined = 0, Clamp = 1, Wrap = 2, Zero = 3 };
+enum class ScatterAtomicOp : uint8_t { None = 0, Add = 1, Max = 2, Min = 3 };
+enum class ScatterOOB : uint8_t { Undefined = 0, Skip = 1, Clamp = 2, Wrap = 3 };
+enum class ScatterConflict : uint8_t { Last = 0, Default = 1 };
+#define PTOPIPE_NO_INDEXED_GM                                                                            \
+    "ptopipe does not model pto-isa's indexed GM gather / scatter: TLOAD / TSTORE move whole GM views, " \
+    "TGATHER / TSCATTER / TGATHERB gather inside a tile"
+PTOPIPE_REFUSED(MGATHER, PTOPIPE_NO_INDEXED_GM)
+PTOPIPE_REFUSED(MSCATTER, PTOPIPE_NO_INDEXED_GM)
+#undef PTOPIPE_NO_INDEXED_GM
+
+// a custom pad value (constants.hpp): ptopipe's PadValue is one of its enumerators
+template <typename T> constexpr PadValue PadValueCustom(T)
+{
+    static_assert(::ptopipe::unmodelled<T>::value,
+                  "PadValueCustom: ptopipe does not model a custom pad value: a tile pads with PadValue::Null, "
+                  "Zero, Max or Min");
+    return PadValue::Null;
+}
+template <typename T> constexpr PadValue PadValueCustom16(T bits) { return PadValueCustom(bits); }
+
+// the element types pto-isa has and ptopipe does not (4-bit, 8-bit floats: type.hpp, cpu/MXTypes.hpp,
+// cpu/Hifloat8.hpp): a file naming them compiles, a tile or tensor of one does not (dtype_code)
+struct int4b_t {
+    uint8_t storage = 0;
+};
+}  // namespace pto
+struct float4_e2m1x2_t {
+    uint8_t storage = 0;
+};
+struct float4_e1m2x2_t {
+    uint8_t storage = 0;
+};
+struct float8_e8m0_t {
+    uint8_t storage = 0;
+};
+struct float8_e4m3_t {
+    uint8_t storage = 0;
+};
+struct float8_e5m2_t {
+    uint8_t storage = 0;
+};
+struct hifloat8_t {
+    uint8_t storage = 0;
+};
+
+// pto-isa's communication between ranks (include/pto/comm): ptopipe simulates one cluster
+namespace pto::comm {
+enum class NotifyOp : uint8_t { AtomicAdd = 0, Set = 1 };
+enum class WaitCmp : uint8_t { EQ = 0, NE = 1, GT = 2, GE = 3, LT = 4, LE = 5 };
+enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2 };
+enum class DmaEngine : uint8_t { SDMA = 0, URMA = 1, RDMA = 2 };
+using Signal = GlobalTensor<int32_t, Shape<1, 1, 1, 1, 1>, Stride<1, 1, 1, 1, 1>, Layout::ND>;
+struct AsyncSession {};
+struct AsyncEvent {};
+#define PTOPIPE_NO_COMM                                                                                  \
+    "ptopipe simulates one cluster (a Cube core and two Vector cores): pto-isa's communication between " \
+    "ranks (pto::comm) is not modelled"
+template <typename GlobalData> struct ParallelGroup {
+    static_assert(::ptopipe::unmodelled<GlobalData>::value, "pto::comm::ParallelGroup: " PTOPIPE_NO_COMM);
+    template <typename... A> ParallelGroup(A &&...) {}
+};
+PTOPIPE_REFUSED(TPUT, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TGET, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TPUT_ASYNC, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TGET_ASYNC, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TNOTIFY, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TWAIT, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TTEST, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TBROADCAST, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TREDUCE, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TGATHER, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TSCATTER, PTOPIPE_NO_COMM)
+#undef PTOPIPE_NO_COMM
+}  // namespace pto::comm
+#undef PTOPIPE_REFUSED
 
 #endif  // PTOPIPE_PTO_INST_HPP
