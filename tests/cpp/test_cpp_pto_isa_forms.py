@@ -28,7 +28,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
                 sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
                 exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)), flag_id=5)
-    o = run_cpp(KERNEL, args, aiv="pto_isa_forms").outputs
+    o = run_cpp(KERNEL, args, aiv="pto_isa_forms", sync="auto").outputs      # (its one event: the int id form)
     np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
     np.testing.assert_allclose(o["colsum"][0], x.sum(0), rtol=1e-5)     # TCOLSUM(dst, src, tmp, true)
@@ -59,7 +59,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
 
     # set_flag / wait_flag take an int event id (pto-isa's cpu_stub.hpp), checked at the call
     with pytest.raises(KernelError) as ei:
-        run_cpp(KERNEL, dict(args, flag_id=8), aiv="pto_isa_forms")
+        run_cpp(KERNEL, dict(args, flag_id=8), aiv="pto_isa_forms", sync="auto")
     assert "event id must be EVENT_ID0..EVENT_ID7 (0..7), got 8" in ei.value.what
     assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line('set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);')}"
 
