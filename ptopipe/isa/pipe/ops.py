@@ -18,7 +18,7 @@ from ...sim.location import caller_loc
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
-from ..ops import arr
+from ..ops import arr, queue_checked_write
 from ..regions import reserve
 from ..tensor import GlobalTensor
 from ..tile import Tile, bind
@@ -68,11 +68,14 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if w is None or w[0] is not p or w[1] is not src or not ch.replay:
         w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
                                     for dst, peer in d] for d in p.dsts])
-    core.pending.extend(w[2][tag])
+    work = w[2][tag]
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
     chk = core.cluster.checker
-    if chk is not None:
-        chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows, tile.valid_cols, tile.item, split)
+    if chk is None:
+        core.pending.extend(work)
+    else:       # queued after the slot's race check, which may apply it (identical bytes)
+        queue_checked_write(core, chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows,
+                                                  tile.valid_cols, tile.item, split, work=work), *work)
     end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
