@@ -297,7 +297,7 @@ class KernelChecks(HappensBefore):
                 else:
                     pr, pc = part_shape(split, rows, cols)
                     part = pr * pc * item
-                    for p in ch.peers:
+                    for p in ch.lanes:
                         out.append((cl.aiv(p).memory(MemSpace.UB),
                                     region_of_rows(ch.local_base + off, 1, part, 0)))
             elif ch.in_gm:  # an AIV reads its part of the GM slot

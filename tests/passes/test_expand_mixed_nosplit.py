@@ -13,7 +13,7 @@ from ptopipe.arch import get_platform
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import CompileError, DataRaceError
+from ptopipe import CompileError
 from ptopipe.ir import parse_ir, print_ir, print_program, structural_equal
 from ptopipe.passes import compile_program, expand_mixed
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -76,10 +76,14 @@ def test_compiled_no_split_program_round_trips():
 
 def test_lane1_must_replay_on_empty_tiles(monkeypatch, no_hang):
     """The guard of the replay: if AIV1 ran the body on full tiles, it would store every
-    tile a second time: the race checker reports the duplicate GM write."""
+    tile a second time: the race checker reports the duplicate GM write - identical bytes,
+    so a warning that the work is done twice (sim.race), not a DataRaceError."""
+    res = S2.SCENARIO.check("m16_n64", "a2a3", "spec")
+    assert not [w for w, _ in res.summary.leaks if "done twice" in w]
     monkeypatch.setattr(interp, "_EMPTY", {})
-    with pytest.raises(DataRaceError, match="write/write"):
-        S2.SCENARIO.check("m16_n64", "a2a3", "spec")
+    res = S2.SCENARIO.check("m16_n64", "a2a3", "spec")
+    assert [w for w, _ in res.summary.leaks if "AIV1 and AIV0 both run this" in w and "done twice" in w], \
+        res.summary.leaks
 
 
 def test_two_lanes_under_pto_isa_on_a5_is_a_protocol_error(monkeypatch, no_hang):

@@ -27,7 +27,10 @@ from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
 from ...protocol.geometry import part_of
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
-from .steps import _args, _here, _loc, mark_written, producer_record, producer_wait, release, wait
+from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
+
+
+_LANE0 = (0,)
 
 
 def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
@@ -107,6 +110,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TPOP")
     i = side.index
     tag = i % ch.slot_num
+    if not split and side.links != _LANE0 and 0 in ch.peers:
+        # a NO_SPLIT pop of the Cube may make the pipe's transfers AIV0's, one of AIV1 is
+        # refused where that is so (check_nosplit_lanes): before the ready wait
+        check_nosplit_lanes(core, ch, split, "TPOP")
     if side.wait:
         for f in side.ready_flags[tag]:
             if f.count:
