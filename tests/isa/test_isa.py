@@ -556,12 +556,37 @@ def test_ring_not_fitting_consumer_memory_a5(direction, space):
 
 
 def test_ring_overlapping_a_tile_a5():
-    def k(fifo):
-        Tile(TileType.Vec, float32, 16, 16, addr=0x8000)
-        TPipe(0, DIR_C2V, SL, 4)(fifo, 0x7800, 0)  # bad
+    """A ring over a tile (slot 2 of the ring at 0x7800 is the tile's bytes) is no error by
+    itself; reading the tile after the ring wrote it is, at the read, naming the push."""
+    def cube(x, fifo, pushes):
+        pipe = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x7800, 0)
+        m = Tile(TileType.Mat, float32, 16, 16, addr=0)
+        left = Tile(TileType.Left, float32, 16, 16, addr=0)
+        right = Tile(TileType.Right, float32, 16, 16, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        TLOAD(m, x)
+        TMOV(left, m)
+        TMOV(right, m)
+        TMATMUL(acc, left, right)
+        for _ in range(pushes):
+            TPUSH(pipe, acc)  # push
+
+    def k(x, out, fifo, pushes):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x8000)
+        TLOAD(t, x)
+        pipe = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x7800, 0)
+        p = Tile(TileType.Vec, float32, 16, 16)
+        for _ in range(pushes):
+            TPOP(pipe, p)
+            TFREE(pipe)
+        TSTORE(out, t)  # bad
+    x = np.eye(16, dtype=np.float32) * 2
+    args = dict(x=x, out=np.zeros_like(x), fifo=gm_buffer(4 * SL))
+    res = ptopipe.run(cube, (k, None), args=dict(args, pushes=2), platform="a5")
+    np.testing.assert_array_equal(res.outputs["out"], x)            # slots 0 and 1 only
     with pytest.raises(MemoryConflictError) as ei:
-        ptopipe.run(aiv=(k, None), args=dict(fifo=gm_buffer(4 * SL)), platform="a5")
-    assert "overlaps" in str(ei.value)
+        ptopipe.run(cube, (k, None), args=dict(args, pushes=3), platform="a5")
+    assert "overwrote" in str(ei.value) and f"{HERE}:{line_of(cube, 'push')}" in ei.value.what
     assert_where(ei.value, k, "bad")
 
 

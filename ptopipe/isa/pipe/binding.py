@@ -498,4 +498,4 @@ def _reserve_rings(core, ch: Channel) -> None:
         if o is not None and o.local_base is not None and \
                 o.local_base < ch.local_base + size and ch.local_base < o.local_base + o.slot_num * o.slot_size:
             raise _flag_mismatch(core, ch, o)
-        reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core))   # the binding's line
+        reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core), ring=("ring", ch))   # the binding's line

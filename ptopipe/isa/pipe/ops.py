@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from operator import setitem
 
-from ...arch import PipeUnit
+from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim import schedule as _sched
@@ -19,7 +19,7 @@ from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
 from ..ops import arr, queue_checked_write
-from ..regions import reserve
+from ..regions import forget_tile, popped_into, reserve, ring_wrote
 from ..tensor import GlobalTensor
 from ..tile import Tile, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
@@ -73,6 +73,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                                     for dst, peer in d] for d in p.dsts])
     work = w[2][tag]
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
+    if not ch.in_gm:
+        _landed(core, ch, p.dsts[tag], loc)
     chk = core.cluster.checker
     if chk is None:
         core.pending.extend(work)
@@ -86,6 +88,22 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if ch.sim_ring is not None:
         ch.sim_ring.record(core, "push", ch.way, split, loc)
     return new_event(("TPUSH", core, end))
+
+
+def _landed(core, ch: Channel, dsts, loc) -> None:
+    """A TPUSH's tile lands in a consumer-local ring (the consumer's UB or L1): the consumer's
+    tiles that share those bytes no longer hold their values (:mod:`..regions`)."""
+    cl = core.cluster
+    for view, peer in dsts:
+        owner = cl.aic if peer is None else cl.aiv(peer)
+        if owner.isa.get("ring_tiles") is None:
+            continue
+        space = MemSpace.L1 if peer is None else MemSpace.UB
+        if not view.size:
+            continue
+        lo = view.__array_interface__["data"][0] - owner.memory(space).buf.__array_interface__["data"][0]
+        hi = lo + sum((n - 1) * st for n, st in zip(view.shape, view.strides)) + view.itemsize
+        ring_wrote(owner, space, lo, hi, f"{ch.name} ring", "TPUSH", loc)
 
 
 def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
@@ -165,6 +183,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                 s.gen += 1
                 tile.binding = (s, s.gen)
             stage = tile.binding
+            if core.isa.get("tiles"):          # (a kernel that TASSIGNs tiles: they may share the bytes)
+                popped_into(core, tile, f"{ch.name} local staging", loc)
         else:
             stage = None
             if tile.core is not core:
@@ -185,6 +205,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
+        if core.isa.get("tiles"):
+            forget_tile(core, tile)                # the tile is the slot now, not a placement
         ps = core.psync
         if ps is not None and ps.manual:
             # no byte moves on this core (ProtocolModel.ring_data): the tile is the slot's bytes,
@@ -249,7 +271,7 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     if stage is None:
         n, base = side.stage_num, side.staging or 0
         stage = side.stage_slots = [StageSlot(k, side, base + k * ch.slot_size) for k in range(n)]
-        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging")
+        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging", ring=("stage", ch, side))
     s = stage[i % len(stage)]
     if side.held:
         _check_stage_free(core, ch, side, tile, s, len(stage))
