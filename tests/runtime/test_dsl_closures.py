@@ -24,7 +24,8 @@ PLATFORMS = ("a2a3", "a5")
 def _stream(R, C, n, bad_at, race_at):
     """Each lane loads row block ``i`` of x (or of z on odd iterations, through an if),
     doubles it and stores it at its own block of y - except lane 1 at ``bad_at`` (out of
-    bounds) and at ``race_at`` (lane 0's block: a race, with the checkers on)."""
+    bounds) and at ``race_at`` (lane 0's block, other data - z's next block: a race, with the
+    checkers on; identical data would be a warning, the work done twice)."""
     @pl.aic
     def cube(x: pl.Tensor[[n * R, C], pl.f32]):
         pass
@@ -39,7 +40,7 @@ def _stream(R, C, n, bad_at, race_at):
             else:
                 row = (n - 1 - i) * R
             a = pl.load(x, [row, 0], [R, C])
-            b = pl.load(z, [i * R, 0], [R, C])
+            b = pl.load(z, [(i + (i == race_at) * sub) % n * R, 0], [R, C])
             s = pl.add(a, b)
             lane = sub + (i == race_at) * sub * -1 + (i == bad_at) * sub * (2 * n)
             pl.store(s, [(2 * i + lane) * R, 0], y)          # STORE
@@ -78,10 +79,10 @@ def test_reused_site_views_match_views_built_per_execution(R, C, n, bad, race, c
         want = np.zeros_like(args["y"])
         for i in range(n):
             row = i * R if i % 2 else (n - 1 - i) * R
-            s = args["x"][row:row + R] + args["z"][i * R:(i + 1) * R]
-            lanes = (0, 0) if i == race else (0, 1)
-            for lane in lanes:
-                want[(2 * i + lane) * R:(2 * i + lane + 1) * R] = s
+            for sub in (0, 1):                  # lane 1's store lands last (no pipe orders them)
+                zr = (i + (i == race) * sub) % n * R
+                lane = 0 if i == race else sub
+                want[(2 * i + lane) * R:(2 * i + lane + 1) * R] = args["x"][row:row + R] + args["z"][zr:zr + R]
         assert np.array_equal(np.frombuffer(fast[1]["y"], np.float32).reshape(want.shape), want)
 
 
