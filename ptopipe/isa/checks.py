@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..arch.vocab import C2V, V2C
-from ..errors import DataRaceError, ProtocolError
+from ..errors import DataRaceError, MemoryConflictError, ProtocolError
 import sys
 
 from ..sim.location import is_cpp, is_internal
@@ -333,6 +333,9 @@ class KernelChecks(HappensBefore):
                 e.args = (e.render(),)
             return e
         pipe, tag = ring
+        if mem is not self.cluster.gm and (cur[9] is None or prev[9] is None):
+            return self._tile_in_ring_error(mem, pipe, tag, a if cur[9] is None else b, b if cur[9] is None else a,
+                                            a["where"])
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
         rr = prev if r is b else cur
@@ -386,6 +389,22 @@ class KernelChecks(HappensBefore):
             fix=fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b,
                        "raw_write": raw}])
+
+    @staticmethod
+    def _tile_in_ring_error(mem, pipe: str, tag: int, t: dict, ring: dict, where) -> MemoryConflictError:
+        """A kernel tile that shares bytes with slot ``tag`` of a consumer-local ring (isa.regions)
+        is used with no order between its use (``t``) and a ring transfer of the slot (``ring``)."""
+        return MemoryConflictError(
+            f"{t['core']}'s {t['op']} {t['access']}s a tile that shares bytes with slot {tag} of {pipe} "
+            f"({mem.label}[{max(t['lo'], ring['lo']):#x}, {min(t['hi'], ring['hi']):#x})), and no flag of the pipe "
+            f"orders it with {ring['core']}'s {ring['op']} of that slot: on the device the {ring['op']} may land "
+            f"{'between the tile being written and read' if ring['access'] == 'write' else 'while the tile is written'}",
+            where=where,
+            details="\n".join([f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
+                               f"{ring['core']:5s} {ring['access']:5s} {ring['op']:6s} at {ring['where']}"]),
+            fix=f"move the tile out of the ring of {pipe} (SlotNum x SlotSize from the consumer buffer): the "
+                "pipe's flags order only its own transfers, not a tile placed in its bytes",
+            findings=[{"kind": "tile_in_ring", "pipe": pipe, "slot": tag, "access": t, "other": ring}])
 
     def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str:
         ring = cur[9] or prev[9]

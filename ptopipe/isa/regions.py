@@ -10,6 +10,9 @@ it overwritten, and reading it before the kernel writes it again is a MemoryConf
 the read naming the ring write; a write of it into ring bytes that hold a tile the consumer
 has not finished with is reported at that write (a consumer-local ring slot still unconsumed
 or held), or ends that staged tile's life (reading it afterwards is reported at the read).
+With the race checker on, the watched tile's accesses are recorded on the core's memory too,
+so that a ring write of another core the pipe's flags do not order with them is a race even
+where the simulator ran it after them (``KernelChecks`` reports it as a tile in the ring).
 A TASSIGN view into a popped tile the core still holds is that tile (it lives as long as the
 slot is held)."""
 from __future__ import annotations
@@ -124,11 +127,25 @@ class RingTiles:
         m = self.marks.get(id(s))
         if m is not None and m[0] is s:
             raise self._clobbered(s, name, m)
+        if self.tiles.get(id(s)) is s:
+            self._ordered(s, False, name)
 
     def _write(self, d, name: str) -> None:
-        if id(d) in self.tiles and self.tiles[id(d)] is d:
+        if self.tiles.get(id(d)) is d:
             self.marks.pop(id(d), None)
             _write_over_ring(self.core, d, name)
+            self._ordered(d, True, name)
+
+    def _ordered(self, tile, write: bool, name: str) -> None:
+        """With the race checker on, the access is recorded on the core's memory: a ring write
+        of another core into its bytes must be ordered with it by the pipe's flags (a push the
+        simulator happened to run after the tile's last read may land before it on the
+        device) - a race is reported at the later of the two."""
+        core = self.core
+        chk = core.cluster.checker
+        if chk is not None:
+            lo = tile.addr
+            chk.access(core, core.memory(tile.space), lo, lo + tile.nbytes, None, write, name, core.where())
 
     def issue_w(self, pipe, cost, d, name, args=None) -> int:
         self._write(d, name)
