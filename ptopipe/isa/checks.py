@@ -12,15 +12,30 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..arch.vocab import C2V, V2C
-from ..errors import DataRaceError, ProtocolError
+from ..errors import DataRaceError, MemoryConflictError, ProtocolError
 import sys
 
-from ..sim.location import is_internal
+from ..sim.location import is_cpp, is_internal
 from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
-from ..sim.race import HappensBefore, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
+from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
-from ..protocol.geometry import ONE_LANE, part_rows, part_shape
+from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, part_rows, part_shape
+
+
+def two_lanes_fix(cluster, ch, where) -> str:
+    """How to stop both Vector lanes of V2C pipe ``ch`` pushing the whole slot (a fix text at
+    line ``where``).  A C++ TPipe's IsNoSplit gives the pipe one lane only where the library
+    does (pto-isa on A5); elsewhere (pto-isa on A2A3: the Cube's ready wait counts both lanes,
+    CV_CORES_SYNC) both lanes must push, whatever IsNoSplit says."""
+    fix = ("split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its part), "
+           "or let one lane replay the handshake with an empty valid shape (SetValid(0, 0))")
+    if not is_cpp(where):
+        return f"{fix}, or give the pipe one lane ({ONE_LANE})"
+    if ch.model.nosplit_lane0:
+        return f"{fix}, or give the pipe one lane ({ONE_LANE_CPP})"
+    return (f"{fix}: with {ch_protocol(cluster)} the Cube waits for the ready signal of both lanes on every pipe "
+            "(TPipe's IsNoSplit changes no flag there), so both lanes push each tile")
 
 
 def ch_protocol(cluster) -> str:
@@ -189,14 +204,17 @@ class KernelChecks(HappensBefore):
                            "pushed_at": str(v.pushed)}])
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
-                    item: int, split, inflight=None) -> None:
+                    item: int, split, inflight=None, work=None) -> bool:
         """A TPUSH (write) / TPOP or TFREE (read) of ring slot ``tag`` of channel ``ch``.
 
         Ring accesses are checked per slot (the latest read and write of each core), which
         is O(1); a GM access through a GlobalTensor that overlaps a ring also checks the
         slots it touches, and from then on that ring's accesses are recorded in the pages.
         ``inflight``: (end cycle, GM pipe entry) of a read that the core's next SETs order
-        only if it happens before them (HappensBefore.on_set)."""
+        only if it happens before them (HappensBefore.on_set).  ``work``: a TPUSH's numpy
+        work, not queued yet: two producer lanes pushing identical bytes into one slot
+        unordered pass with a warning, as two such TSTOREs do (:meth:`HappensBefore.access`);
+        True is returned when the work was applied here (the caller queues nothing)."""
         key = (ch.name, tag, write, core.index, rows, cols, item, split)
         regs = self._ring_regions.get(key)
         if regs is None:
@@ -204,17 +222,28 @@ class KernelChecks(HappensBefore):
         c = core.index
         vc = core.vclock
         mine = 2 * c + write
-        for mem, lo, hi, rws, ring, state, checks, chid in regs:
-            rec = (lo, hi, rws, c, vc[c], write, op, loc, None, ring)
-            for b, k in checks:
-                r = state[b]
-                if r is not None and r[4] > vc[k] and overlap(lo, hi, rws, r[0], r[1], r[2]):
-                    raise self.race(core, mem, rec, r)
-            state[mine] = rec
-            if inflight is not None:
-                self.inflight[c].append((inflight[0], inflight[1], _StateCell(state), mine, [0], rec))
-            if chid in self._shared_rings:
-                self.access(core, mem, lo, hi, rws, write, op, loc, None, ring)
+        applied = False
+        try:
+            for mem, lo, hi, rws, ring, state, checks, chid in regs:
+                rec = (lo, hi, rws, c, vc[c], write, op, loc, None, ring)
+                for b, k in checks:
+                    r = state[b]
+                    if r is not None and r[4] > vc[k] and overlap(lo, hi, rws, r[0], r[1], r[2]):
+                        if work is None or not r[5]:
+                            raise self.race(core, mem, rec, r)
+                        changed = self._apply_work(mem, lo, hi, work)
+                        applied = True
+                        if changes_shared(changed, lo, rec, r):
+                            raise self.race(core, mem, rec, r)
+                        self._twice(core, mem, rec, r)
+                state[mine] = rec
+                if inflight is not None:
+                    self.inflight[c].append((inflight[0], inflight[1], _StateCell(state), mine, [0], rec))
+                if chid in self._shared_rings:
+                    applied = self.access(core, mem, lo, hi, rws, write, op, loc, None, ring, work=work) or applied
+        finally:
+            self._applied = None
+        return applied
 
     def _ring_plan(self, core, ch, tag, write, rows, cols, item, split) -> list:
         # only the channel's cores ever record ring accesses of its slots, and only as
@@ -268,7 +297,7 @@ class KernelChecks(HappensBefore):
                 else:
                     pr, pc = part_shape(split, rows, cols)
                     part = pr * pc * item
-                    for p in ch.peers:
+                    for p in ch.lanes:
                         out.append((cl.aiv(p).memory(MemSpace.UB),
                                     region_of_rows(ch.local_base + off, 1, part, 0)))
             elif ch.in_gm:  # an AIV reads its part of the GM slot
@@ -304,6 +333,9 @@ class KernelChecks(HappensBefore):
                 e.args = (e.render(),)
             return e
         pipe, tag = ring
+        if mem is not self.cluster.gm and (cur[9] is None or prev[9] is None):
+            return self._tile_in_ring_error(mem, pipe, tag, a if cur[9] is None else b, b if cur[9] is None else a,
+                                            a["where"])
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
         rr = prev if r is b else cur
@@ -334,11 +366,9 @@ class KernelChecks(HappensBefore):
         if a["access"] == b["access"] == "write" and a["core"] != b["core"] and ch is not None and ch.way == V2C:
             # two producer lanes on the same bytes of a V2C slot: only a NO_SPLIT tile does that
             what = (f"slot {tag} of {pipe} written by both producer lanes: {a['core']} {a['op']} and "
-                    f"{b['core']} {b['op']} push a TILE_NO_SPLIT tile with data, which is the whole slot "
-                    "(the same bytes)")
-            fix = ("split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its "
-                   "part), or let one lane replay the handshake with an empty valid shape (SetValid(0, 0)), "
-                   f"or give the pipe one lane ({ONE_LANE})")
+                    f"{b['core']} {b['op']} push different TILE_NO_SPLIT tiles, each the whole slot (the same "
+                    "bytes), so what the consumer reads depends on which lands last")
+            fix = two_lanes_fix(self.cluster, ch, a["where"])
         elif a["access"] == b["access"] == "write":
             what = (f"slot {tag} of {pipe} written twice with no order between the writes: {a['core']} "
                     f"{a['op']} and {b['core']} {b['op']} write the same bytes")
@@ -359,6 +389,34 @@ class KernelChecks(HappensBefore):
             fix=fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b,
                        "raw_write": raw}])
+
+    @staticmethod
+    def _tile_in_ring_error(mem, pipe: str, tag: int, t: dict, ring: dict, where) -> MemoryConflictError:
+        """A kernel tile that shares bytes with slot ``tag`` of a consumer-local ring (isa.regions)
+        is used with no order between its use (``t``) and a ring transfer of the slot (``ring``)."""
+        return MemoryConflictError(
+            f"{t['core']}'s {t['op']} {t['access']}s a tile that shares bytes with slot {tag} of {pipe} "
+            f"({mem.label}[{max(t['lo'], ring['lo']):#x}, {min(t['hi'], ring['hi']):#x})), and no flag of the pipe "
+            f"orders it with {ring['core']}'s {ring['op']} of that slot: on the device the {ring['op']} may land "
+            f"{'between the tile being written and read' if ring['access'] == 'write' else 'while the tile is written'}",
+            where=where,
+            details="\n".join([f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
+                               f"{ring['core']:5s} {ring['access']:5s} {ring['op']:6s} at {ring['where']}"]),
+            fix=f"move the tile out of the ring of {pipe} (SlotNum x SlotSize from the consumer buffer): the "
+                "pipe's flags order only its own transfers, not a tile placed in its bytes",
+            findings=[{"kind": "tile_in_ring", "pipe": pipe, "slot": tag, "access": t, "other": ring}])
+
+    def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str:
+        ring = cur[9] or prev[9]
+        if ring is None:
+            return super().twice_text(mem, a, b, cur, prev)
+        pipe, tag = ring
+        ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
+        return (f"{a['core']} and {b['core']} both push a TILE_NO_SPLIT tile into slot {tag} of {pipe} (the "
+                "whole slot, the same bytes) with no order between them: the tiles are identical, so the "
+                "consumer reads the right data, but the work is done twice - "
+                + (two_lanes_fix(self.cluster, ch, a["where"]) if ch is not None else
+                   "split the tile between the lanes"))
 
     def _through_pipe(self, rec) -> bool:
         """Was the GM access ``rec`` made through a view of a slot the pipe handed out - a
@@ -465,11 +523,13 @@ class WriteRecorder(KernelChecks):
             self.writes.append((lo, hi, rows, core.name, op, where, None))
         return applied
 
-    def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split) -> None:
-        super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split)
+    def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split, inflight=None,
+                    work=None) -> bool:
+        applied = super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split, inflight, work)
         if write and ch.in_gm:
             for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
                 self.writes.append((reg[0], reg[1], reg[2], core.name, op, loc, (ch.name, tag)))
+        return applied
 
     def last_writer(self, addr: int) -> dict | None:
         """The latest recorded write covering GM byte ``addr``: core, op, where, ring slot."""

@@ -1,40 +1,55 @@
 """Reserved regions of a core's local memory (ring buffers, staging rings) and the tiles
-assigned by TASSIGN, so that a tile overlapping a ring is reported (both ways round) - except
-a view into a popped tile the core still holds."""
+assigned by TASSIGN.
+
+Two rings may not overlap.  A tile may share bytes with a ring: on the device that is a bug
+only where the bytes are written by one while the other still holds a value that is read
+later.  So a tile TASSIGNed over a ring (or a ring reserved over a tile) is watched
+(:class:`RingTiles`, installed on the core that owns the memory): a ring write over its bytes
+(a TPOP staging its tile, a TPUSH landing in a consumer-local ring: :func:`ring_wrote`) marks
+it overwritten, and reading it before the kernel writes it again is a MemoryConflictError at
+the read naming the ring write; a write of it into ring bytes that hold a tile the consumer
+has not finished with is reported at that write (a consumer-local ring slot still unconsumed
+or held), or ends that staged tile's life (reading it afterwards is reported at the read).
+With the race checker on, the watched tile's accesses are recorded on the core's memory too,
+so that a ring write of another core the pipe's flags do not order with them is a race even
+where the simulator ran it after them (``KernelChecks`` reports it as a tile in the ring).
+A TASSIGN view into a popped tile the core still holds is that tile (it lives as long as the
+slot is held)."""
 from __future__ import annotations
 
 from ..arch import MemSpace
 from ..errors import MemoryConflictError
 
 
-def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: str | None = None) -> None:
-    """Mark [base, base+nbytes) of ``core``'s memory as a ring; no tile may overlap it.
-    ``where``: the line reported (default: ``core``'s; a binding on another core passes its own)."""
+def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: str | None = None,
+            ring=None) -> None:
+    """Mark [base, base+nbytes) of ``core``'s memory as a ring; no other ring may overlap it.
+    ``where``: the line reported (default: ``core``'s; a binding on another core passes its own).
+    ``ring``: what the region holds - ``("stage", channel, side)`` a consumer's staging ring,
+    ``("ring", channel)`` a consumer-local ring - for the check of a tile written over it."""
     mem = core.memory(space, label)
     mem.check(base, nbytes, label)
     res = core.isa.setdefault("reserved", [])
-    for (sp, lo, hi, lab) in res:
+    for (sp, lo, hi, lab, _ring) in res:
         if sp is space and lo < base + nbytes and base < hi:
             if lab == label:
                 return
             raise MemoryConflictError(
                 f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {lab} [{lo:#x}, {hi:#x}) in {mem.label}",
                 where=where or str(core.where()), fix="place the ring buffers in disjoint regions")
-    for (lo, hi, desc, sp, loc) in core.isa.get("tiles", {}).values():
+    res.append((space, base, base + nbytes, label, ring))
+    for tid, (lo, hi, _desc, sp, _loc, tile) in core.isa.get("tiles", {}).items():
         if sp is space and lo < base + nbytes and base < hi:
-            raise MemoryConflictError(
-                f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {desc} [{lo:#x}, {hi:#x}) in {mem.label}",
-                where=where or str(core.where()), details=f"the tile was assigned at {loc}",
-                fix="move the tile or the ring so that SLOT_NUM * SLOT_SIZE does not overlap other tiles")
-    res.append((space, base, base + nbytes, label))
+            watch(core).tiles[tid] = tile
 
 
 def register_tile(tile, core) -> None:
-    """Called by TASSIGN: the tile may not overlap a reserved region of its memory, unless it
-    lies inside one slot (or staging slot) that holds a tile this core popped and has not yet
-    freed: a view of that tile (``tile.binding`` is then the slot's, as the popped tile's)."""
+    """Called by TASSIGN: a tile inside one slot (or staging slot) that holds a tile this core
+    popped and has not yet freed is a view of that tile (``tile.binding`` is then the slot's,
+    as the popped tile's); a tile over other ring bytes is watched (:class:`RingTiles`)."""
     lo, hi = tile.addr, tile.addr + tile.nbytes
-    for (sp, rlo, rhi, lab) in core.isa.get("reserved", ()):
+    shares = False
+    for (sp, rlo, rhi, _lab, _ring) in core.isa.get("reserved", ()):
         if sp is tile.space and rlo < hi and lo < rhi:
             from .pipe.diagnostics import held_slot_at     # (pipe imports this module)
             held = held_slot_at(core, tile.space, lo, hi)
@@ -42,10 +57,172 @@ def register_tile(tile, core) -> None:
                 # a view into a popped tile this core holds: it lives as long as the slot is
                 # held, as the popped tile does (reading it after the TFREE is a use after free)
                 tile.binding = held
-                core.isa.get("tiles", {}).pop(id(tile), None)     # its earlier placement ends
+                forget_tile(core, tile)                    # its earlier placement ends
                 return
-            raise MemoryConflictError(
-                f"{tile.describe()} [{lo:#x}, {hi:#x}) overlaps {lab} [{rlo:#x}, {rhi:#x})",
-                where=str(core.where()),
-                fix="move the tile out of the ring buffer region (SLOT_NUM * SLOT_SIZE)")
-    core.isa.setdefault("tiles", {})[id(tile)] = (lo, hi, tile.placement(), tile.space, core.where())
+            shares = True
+    core.isa.setdefault("tiles", {})[id(tile)] = (lo, hi, tile.placement(), tile.space, core.where(), tile)
+    w = core.isa.get("ring_tiles")
+    if w is not None:
+        w.marks.pop(id(tile), None)                        # a new placement: no earlier value
+        w.tiles.pop(id(tile), None)
+    if shares:
+        watch(core).tiles[id(tile)] = tile
+
+
+def forget_tile(core, tile) -> None:
+    """``tile``'s placement on ``core`` ends (a TPOP binds it to a ring or staging slot)."""
+    if core.isa.get("tiles", {}).pop(id(tile), None) is not None:
+        w = core.isa.get("ring_tiles")
+        if w is not None:
+            w.marks.pop(id(tile), None)
+            w.tiles.pop(id(tile), None)
+
+
+def popped_into(core, tile, label: str, where) -> None:
+    """A TPOP staged ``tile`` in ``core``'s staging ring ``label``: its own placement ends, and
+    the tiles that share the bytes it landed in no longer hold their values."""
+    forget_tile(core, tile)
+    ring_wrote(core, tile.space, tile.addr, tile.addr + tile.nbytes, label, "TPOP", where, tile)
+
+
+def ring_wrote(owner, space: MemSpace, lo: int, hi: int, label: str, op: str, where, exclude=None) -> None:
+    """A ring write (``op`` at ``where``, ``label`` the ring) put bytes [lo, hi) into ``owner``'s
+    memory ``space``: the watched tiles there (not ``exclude``, the tile the write lands in)
+    no longer hold their values."""
+    w = owner.isa.get("ring_tiles")
+    if w is None:
+        return
+    placed = owner.isa.get("tiles", {})
+    for tid, t in w.tiles.items():
+        e = placed.get(tid)
+        if e is not None and t is not exclude and e[3] is space and e[0] < hi and lo < e[1]:
+            w.marks[tid] = (t, label, op, str(where))
+
+
+def watch(core) -> "RingTiles":
+    """The core's :class:`RingTiles` (installed on first use)."""
+    w = core.isa.get("ring_tiles")
+    if w is None:
+        w = core.isa["ring_tiles"] = RingTiles(core)
+    return w
+
+
+class RingTiles:
+    """The tiles of one core that share bytes with a ring or staging ring, and which of them a
+    ring write has overwritten (``marks``: id -> (tile, ring, op, line)).  It wraps the core's
+    ``issue*`` methods (as :class:`~ptopipe.sim.porder.PipeOrder` does; only on a core with
+    such tiles): an instruction reading a marked tile is reported, one writing it gives it a
+    new value - after its write is checked against the ring's live data."""
+
+    def __init__(self, core):
+        self.core = core
+        self.tiles: dict = {}          # id(tile) -> tile
+        self.marks: dict = {}
+        self._issue, self._w, self._r = core.issue, core.issue_w, core.issue_r
+        self._rw, self._rrw = core.issue_rw, core.issue_rrw
+        core.issue, core.issue_w, core.issue_r = self.issue, self.issue_w, self.issue_r
+        core.issue_rw, core.issue_rrw = self.issue_rw, self.issue_rrw
+
+    def _read(self, s, name: str) -> None:
+        m = self.marks.get(id(s))
+        if m is not None and m[0] is s:
+            raise self._clobbered(s, name, m)
+        if self.tiles.get(id(s)) is s:
+            self._ordered(s, False, name)
+
+    def _write(self, d, name: str) -> None:
+        if self.tiles.get(id(d)) is d:
+            self.marks.pop(id(d), None)
+            _write_over_ring(self.core, d, name)
+            self._ordered(d, True, name)
+
+    def _ordered(self, tile, write: bool, name: str) -> None:
+        """With the race checker on, the access is recorded on the core's memory: a ring write
+        of another core into its bytes must be ordered with it by the pipe's flags (a push the
+        simulator happened to run after the tile's last read may land before it on the
+        device) - a race is reported at the later of the two."""
+        core = self.core
+        chk = core.cluster.checker
+        if chk is not None:
+            lo = tile.addr
+            chk.access(core, core.memory(tile.space), lo, lo + tile.nbytes, None, write, name, core.where())
+
+    def issue_w(self, pipe, cost, d, name, args=None) -> int:
+        self._write(d, name)
+        return self._w(pipe, cost, d, name, args)
+
+    def issue_r(self, pipe, cost, s, name, args=None) -> int:
+        self._read(s, name)
+        return self._r(pipe, cost, s, name, args)
+
+    def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
+        self._read(s, name)
+        self._write(d, name)
+        return self._rw(pipe, cost, s, d, name, args)
+
+    def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
+        self._read(s0, name)
+        self._read(s1, name)
+        self._write(d, name)
+        return self._rrw(pipe, cost, s0, s1, d, name, args)
+
+    def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
+        for s in srcs:
+            self._read(s, name)
+        for d in dsts:
+            self._write(d, name)
+        return self._issue(pipe, cost, srcs, dsts, name, args)
+
+    def _clobbered(self, tile, name: str, mark) -> MemoryConflictError:
+        core = self.core
+        _t, ring, op, at = mark
+        lo, hi, desc, _sp, loc, _tile = core.isa["tiles"][id(tile)]
+        desc = str(desc)                               # (rendered once: the tile as TASSIGN placed it)
+        here = str(core.where())
+        return MemoryConflictError(
+            f"{name} reads {desc} [{lo:#x}, {hi:#x}), which the {op} at {at} overwrote: the tile shares bytes "
+            f"with the {ring}, and the ring's write landed while the tile still held the value read here",
+            where=here,
+            details=f"the tile was assigned at {loc}\n{op} at {at} wrote {ring} over it\n{name} at {here} reads it",
+            fix=f"move the tile out of {ring}, or finish reading it before the {op} at {at} (a tile may share "
+                "a ring's bytes only while the ring does not write them)",
+            findings=[{"kind": "ring_clobber", "tile": desc, "ring": ring, "ring_write": at,
+                       "read": here, "op": name}])
+
+
+def _write_over_ring(core, tile, name: str) -> None:
+    """``name`` writes watched ``tile``: the ring bytes it covers must not hold a tile the
+    consumer has not finished with - a consumer-local ring slot still unconsumed or held is
+    reported here; a staged tile still in use no longer holds its value (reading it is reported
+    at the read, as a use after free naming this write)."""
+    lo, hi = tile.addr, tile.addr + tile.nbytes
+    for (sp, rlo, rhi, label, ring) in core.isa.get("reserved", ()):
+        if ring is None or sp is not tile.space or not (rlo < hi and lo < rhi):
+            continue
+        if ring[0] == "stage":
+            ch, side = ring[1], ring[2]
+            for s in side.stage_slots or ():
+                n = s.nbytes or ch.slot_size
+                if s.bound is not None and s.bound == s.gen and s.addr < hi and lo < s.addr + n:
+                    s.clobber = (s.gen, core.where(), None, f"{name} of {tile.describe()}")
+                    s.gen += 1
+            continue
+        ch = ring[1]
+        side = ch.sides.get(core.index)
+        if side is None:
+            continue
+        for tag in range(ch.slot_num):
+            a = ch.local_base + tag * ch.slot_size
+            if not (a < hi and lo < a + ch.slot_size):
+                continue
+            for s in side.slots[tag]:
+                if s.state != "free":
+                    raise MemoryConflictError(
+                        f"{name} writes {tile.describe()} [{lo:#x}, {hi:#x}) over slot {tag} of {ch.name} "
+                        f"[{a:#x}, {a + ch.slot_size:#x}), which holds the tile pushed at {s.push_loc} - "
+                        + ("not yet popped" if s.state == "written" else "popped and not yet freed")
+                        + ": the write overwrites it",
+                        where=str(core.where()),
+                        details=f"the tile was assigned at {core.isa['tiles'][id(tile)][4]}",
+                        fix=f"move the tile out of {label}, or write it only while the slot is free (after its "
+                            "TFREE, before the producer's next push into it is possible)")

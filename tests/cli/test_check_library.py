@@ -10,11 +10,25 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 CORPUS = os.path.join(ROOT, "tests", "pto_corpus")
 
 
+_V = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+      "slayout=none_box, fractal=512, pad=0>")
+
+
 def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
     lib = tmp_path / "lib"
     lib.mkdir()
-    for name in ("v_softmax_rows_a3.pto", "x_v2c_nosplit_a3.pto"):       # a clean one, a misuse
-        (lib / name).write_text(open(os.path.join(CORPUS, name)).read())
+    (lib / "v_softmax_rows_a3.pto").write_text(open(os.path.join(CORPUS, "v_softmax_rows_a3.pto")).read())
+    # a misuse: both Vector lanes push the whole NO_SPLIT tile into the one V2C slot, lane 1 other data
+    # (identical data would be a warning: the work done twice)
+    text = open(os.path.join(CORPUS, "x_v2c_nosplit_a3.pto")).read()
+    push = "    pto.tpush_to_aic(%u_tile : " + _V
+    assert text.count(push) == 1
+    (lib / "x_v2c_nosplit_a3.pto").write_text(text.replace(push, (
+        "    %sub_i64 = pto.get_subblock_idx\n"
+        "    %sub = arith.index_cast %sub_i64 : i64 to index\n"
+        "    %is1 = arith.cmpi eq, %sub, %c1 : index\n"
+        "    %one = arith.constant 1.0 : f32\n"
+        f"    scf.if %is1 {{\n      pto.tadds ins(%u_tile, %one : {_V}, f32) outs(%u_tile : {_V})\n    }}\n") + push))
     (lib / "_helper.py").write_text("SCENARIO = None\n")                  # not a kernel: skipped
     (lib / "broken.pto").write_text("module {\n  func.func @k() {\n    pto.tnope\n    return\n  }\n}\n")
     (lib / "leaks_a5.pto").write_text(open(os.path.join(ROOT, "tests", "pto_broken", "tfree_missing_then_a5.pto")).read())

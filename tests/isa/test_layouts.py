@@ -24,8 +24,8 @@ def _line(err) -> int:
 
 
 def _one_lane_nosplit(platform, protocol, run_it, lines) -> bool:
-    """pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), so a NO_SPLIT pipe with both
-    lanes - the A2A3 replay - is reported at its first transfer (docs/protocols.md)."""
+    """pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), so AIV1's replay of the A2A3
+    handshakes is reported at its first transfer (docs/protocols.md)."""
     if (platform, protocol) != ("a5", "pto-isa"):
         return False
     with pytest.raises(ProtocolError) as ei:
@@ -202,7 +202,7 @@ def replay_vector(out, fifo, tiles):
         o.SetValid(0, 0)
         m.SetValid(0, 0)
     for i in range(tiles):
-        TPOP(pipe, t, TILE_NO_SPLIT)
+        TPOP(pipe, t, TILE_NO_SPLIT)                    # replay-pop
         TMULS(o, t, 2.0)
         TROWMAX(m, t)
         TFREE(pipe)
@@ -214,12 +214,25 @@ def _replay_args(tiles, rng):
     return dict(x=x, out=np.zeros((tiles * T, T), np.float32), fifo=gm_buffer(2 * SLOT), tiles=tiles)
 
 
+def _lane0_transfers(platform, protocol, args) -> bool:
+    """pto-isa on A5: the Cube's NO_SPLIT transfers are AIV0's alone, so a launch without AIV1
+    runs clean there (the pipe's constructor and destructor leave AIV1 nothing to wait for)."""
+    if (platform, protocol) != ("a5", "pto-isa"):
+        return False
+    r = run(replay_cube, (replay_vector, None), args, platform=platform, protocol=protocol)
+    tiles = args["tiles"]
+    np.testing.assert_array_equal(r.outputs["out"], np.tile(args["x"] @ args["x"] * 2, (tiles, 1)))
+    (p,) = r.summary.pipes
+    assert p["pops"] == p["frees"] == tiles
+    return True
+
+
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 @pytest.mark.parametrize("tiles", [1, 5])
 def test_c2v_no_split_lane1_replay_is_clean_and_exact(platform, protocol, tiles, no_hang):
     args = _replay_args(tiles, np.random.default_rng(3))
     if _one_lane_nosplit(platform, protocol, lambda: run(replay_cube, replay_vector, args, platform=platform,
-                                                         protocol=protocol), {line_of(replay_cube, "replay-push")}):
+                                                         protocol=protocol), {line_of(replay_vector, "replay-pop")}):
         return
     r = run(replay_cube, replay_vector, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(r.outputs["out"], np.tile(args["x"] @ args["x"] * 2, (tiles, 1)))
@@ -236,8 +249,7 @@ def test_c2v_no_split_lane1_replay_is_clean_and_exact(platform, protocol, tiles,
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_c2v_lane1_not_dispatched_is_named(platform, protocol, no_hang):
     args = _replay_args(5, np.random.default_rng(4))
-    if _one_lane_nosplit(platform, protocol, lambda: run(replay_cube, (replay_vector, None), args, platform=platform,
-                                                         protocol=protocol), {line_of(replay_cube, "replay-push")}):
+    if _lane0_transfers(platform, protocol, args):
         return
     with pytest.raises(DeadlockError) as ei:
         run(replay_cube, (replay_vector, None), args, platform=platform, protocol=protocol)
@@ -253,9 +265,7 @@ def test_c2v_lane1_not_dispatched_is_named(platform, protocol, no_hang):
 def test_lane1_missing_without_wrap_is_a_leak_naming_the_lane(platform, no_hang):
     # pto-isa: one push never waits for a free, so the missing lane shows at kernel end
     args = _replay_args(1, np.random.default_rng(5))
-    if _one_lane_nosplit(platform, "pto-isa", lambda: run(replay_cube, (replay_vector, None), args,
-                                                          platform=platform, protocol="pto-isa"),
-                         {line_of(replay_cube, "replay-push")}):
+    if _lane0_transfers(platform, "pto-isa", args):
         return
     with pytest.raises(LeakError) as ei:
         run(replay_cube, (replay_vector, None), args, platform=platform, protocol="pto-isa")
@@ -412,16 +422,69 @@ def v2c_vector_both(x, fifo):
     v = Tile(TileType.Vec, float32, T, T, addr=0x0)
     for k in range(3):
         TLOAD(v, GlobalTensor(x.data() + k * T * T, (T, T)))
+        TADDS(v, v, float(get_subblockid()))            # the lanes' tiles differ
         TPUSH(pipe, v, TILE_NO_SPLIT)                   # both-push
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_v2c_no_split_both_lanes_with_data_is_reported(platform, protocol, no_hang):
-    # the same kernel as the replay, but lane 1 keeps its full valid shape: both lanes write
-    # the one NO_SPLIT slot, unordered - reported at the TPUSH, never silently clobbered
+    # the same kernel as the replay, but lane 1 keeps its full valid shape and pushes other
+    # data: both lanes write the one NO_SPLIT slot, unordered - reported at the TPUSH, never
+    # silently clobbered (identical tiles are a warning: tests/sim/test_checkers.py)
     with pytest.raises(ProtocolError) as ei:
         run(v2c_cube, v2c_vector_both, _nz_args(np.random.default_rng(9)), platform=platform, protocol=protocol)
     assert _line(ei.value) == line_of(v2c_vector_both, "both-push")
+
+
+def v2c_vector_lane0(x, fifo):
+    """pto-isa's own A5 tpushpop_vc_nosplit pattern: every core constructs the two-lane pipe
+    (IsNoSplit = false), AIV1 then takes no part in its transfers."""
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    if get_subblockid() == 0:
+        v = Tile(TileType.Vec, float32, T, T, addr=0x0)
+        for k in range(3):
+            TLOAD(v, GlobalTensor(x.data() + k * T * T, (T, T)))
+            TADDS(v, v, 1.0)
+            TPUSH(pipe, v, TILE_NO_SPLIT)
+
+
+def test_a5_no_split_transfers_of_a_two_lane_pipe_are_aiv0s(no_hang):
+    """pto-isa on A5: the Cube's NO_SPLIT wait and free use AIV0's flag ids alone, so a two-lane
+    pipe whose NO_SPLIT transfers AIV1 stays out of runs clean - whichever core gets there
+    first (the Cube's pop waits for AIV0 alone from its first pop on)."""
+    args = _nz_args(np.random.default_rng(10))
+    want = np.concatenate([args["a"] @ (args["x"][k * T:(k + 1) * T] + 1) for k in range(3)])
+    r = run(v2c_cube, v2c_vector_lane0, dict(args), platform="a5", protocol="pto-isa")
+    np.testing.assert_array_equal(r.outputs["out"], want)
+    (p,) = r.summary.pipes
+    assert p["pops"] == 3 and r.summary.cores["AIV1"]["busy"]["MTE3"] == 0
+    from ptopipe.isa.explore import explore
+    ex = explore((v2c_cube, v2c_vector_lane0), schedules=3, platform="a5", protocol="pto-isa",
+                 args=dict(args, out=np.zeros_like(args["out"])))
+    assert ex.ok, ex.first
+
+
+def test_a5_split_transfer_after_a_no_split_one_is_reported(no_hang):
+    def cube(x, fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
+        a = Tile(TileType.Mat, float32, T, T, addr=0x0)
+        left = Tile(TileType.Left, float32, T, T, addr=0x0)
+        right = Tile(TileType.Right, float32, T, T, addr=0x0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+        TLOAD(a, x)
+        TMOV(left, a)
+        TMOV(right, a)
+        TMATMUL(acc, left, right)
+        TPUSH(pipe, acc, TILE_NO_SPLIT)                 # lane0-push
+        TPUSH(pipe, acc, TILE_UP_DOWN)                  # split-push
+
+    def vec(fifo):
+        TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
+    with pytest.raises(ProtocolError) as ei:
+        run(cube, vec, dict(x=np.eye(T, dtype=np.float32), fifo=gm_buffer(2 * SLOT)), platform="a5",
+            protocol="pto-isa")
+    assert _line(ei.value) == line_of(cube, "split-push")
+    assert f":{line_of(cube, 'lane0-push')} made this pipe's transfers AIV0's alone" in ei.value.what
 
 
 @pytest.mark.parametrize("role", ["left", "right", "acc"])

@@ -2,7 +2,8 @@
 ring slot in UB; A2A3: the staging copy of a GM slot) is a view of the popped tile, not a tile
 overlapping the ring.  Read before the TFREE it is fine; read after the TFREE it is a use
 after free reported at the read (the view's declaration is not the bug).  A tile placed in
-the ring where no popped tile is held still overlaps the ring."""
+the ring where no popped tile is held is the kernel's own: it keeps its value until the ring
+writes its bytes, and reading it after that is a MemoryConflictError at the read."""
 import numpy as np
 import pytest
 
@@ -67,9 +68,25 @@ def tile_in_an_unheld_slot(out, fifo, tiles):
     t = Tile(TileType.Vec, float32, T, T)
     other = Tile(TileType.Vec, float32, H, T)
     for i in range(tiles):
-        TPOP(pipe, t)
-        # the next slot (ring on A5, staging on A2A3), not held
-        TASSIGN(other, 0x8000 + SLOT)               # OTHER
+        TPOP(pipe, t)                               # POP
+        if i == 0:
+            # the next slot (ring on A5, staging on A2A3), not held
+            TASSIGN(other, 0x8000 + SLOT)           # OTHER
+            TEXPANDS(other, 1.0)                    # WRITE
+        if i == 1:                                  # the second pop wrote the slot: other's value is gone
+            TSTORE(GlobalTensor(out.data(), (H, T)), other)   # READ
+        TFREE(pipe)
+
+
+def write_over_the_popped_tile(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    w = Tile(TileType.Vec, float32, H, T, addr=0x8000)   # slot 0 (A5) / staging slot 0 (A2A3)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(tiles):
+        TPOP(pipe, t)                               # lands in slot 0 at i = 0
+        if i == 0:
+            TEXPANDS(w, 0.0)                        # CLOBBER
+        TSTORE(GlobalTensor(out.data() + i * H * T, (H, T)), t)   # USE
         TFREE(pipe)
 
 
@@ -114,10 +131,21 @@ def test_a_view_read_after_the_free_is_a_use_after_free_at_the_read(platform, pr
 
 
 @pytest.mark.parametrize("platform,protocol", BOTH)
-def test_a_tile_in_a_slot_not_held_still_overlaps_the_ring(platform, protocol):
+def test_a_tile_in_a_slot_not_held_is_overwritten_by_the_ring(platform, protocol):
+    """On A2A3 the second TPOP stages its tile over ``other`` and the read after it is the error,
+    naming that TPOP; on A5 the Cube's second push may land in the slot before ``other`` is
+    written (the kernel's write over an unconsumed slot is the error then) or after (the read
+    is): both at the kernel's line, a MemoryConflictError."""
     with pytest.raises(MemoryConflictError) as ei:
         ptopipe.run(cube, (tile_in_an_unheld_slot, None), _args(), platform=platform, protocol=protocol)
-    assert ei.value.where.endswith(f":{line_of(tile_in_an_unheld_slot, 'OTHER')}"), ei.value
+    e = ei.value
+    read, write = (f":{line_of(tile_in_an_unheld_slot, m)}" for m in ("READ", "WRITE"))
+    if platform == "a2a3":
+        assert e.where.endswith(read), e
+        assert f":{line_of(tile_in_an_unheld_slot, 'POP')}" in e.what and "local staging" in e.what
+    else:
+        assert e.where.endswith(read) or (e.where.endswith(write) and "not yet popped" in e.what), e
+    assert f":{line_of(tile_in_an_unheld_slot, 'OTHER')}" in e.details
 
 
 def test_a5_pto_isa_free_does_not_wait_for_a_store_of_a_view():
@@ -127,3 +155,20 @@ def test_a5_pto_isa_free_does_not_wait_for_a_store_of_a_view():
     assert isinstance(e, DataRaceError), e
     assert e.where.endswith(f":{line_of(store_view_then_free, 'VFREE')}"), e.where
     assert f":{line_of(store_view_then_free, 'VSTORE')} (on PIPE_MTE3" in e.details
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_a_tile_written_over_the_popped_tile(platform, protocol):
+    """A tile the kernel placed on the bytes a TPOP just filled, written while the popped tile
+    is still to be read: on A5 the popped tile is the ring slot, held - the write is the error;
+    on A2A3 it is a staging copy, whose value the write ends - the read of it is the error,
+    naming the write."""
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, (write_over_the_popped_tile, None), _args(), platform=platform, protocol=protocol)
+    e = ei.value
+    clobber = f":{line_of(write_over_the_popped_tile, 'CLOBBER')}"
+    if platform == "a5":
+        assert e.where.endswith(clobber) and "popped and not yet freed" in e.what, e
+    else:
+        assert e.where.endswith(f":{line_of(write_over_the_popped_tile, 'USE')}"), e
+        assert f"overwritten since by the TEXPANDS of Vec tile float32 8x16" in e.what and clobber in e.what, e

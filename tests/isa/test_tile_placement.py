@@ -1,7 +1,7 @@
 """A tile outside its memory is named as the kernel placed it (a TASSIGN is said to be one).
-A ring reserved over a tile that TASSIGN placed names the tile as it was placed - its name,
-address and memory then - though the placement is rendered only for that report (TASSIGN
-itself renders nothing: it was half of a TASSIGN's cost)."""
+A tile that shares bytes with a ring, read after the ring wrote them, is named as TASSIGN placed
+it - its name, address and memory then - though the placement is rendered only for that report
+(TASSIGN itself renders nothing: it was half of a TASSIGN's cost)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,29 +9,48 @@ import pytest
 
 import ptopipe
 from ptopipe.errors import MemoryConflictError
-from ptopipe.isa import DIR_C2V, TASSIGN, TPipe, Tile, TileType, float32, gm_buffer
+from ptopipe.isa import (DIR_C2V, TASSIGN, TFREE, TLOAD, TMATMUL, TMOV, TPOP, TPUSH, TPipe, TSTORE, GlobalTensor, Tile,
+                         TileType, float32, gm_buffer)
 from ptopipe.isa import tile as tile_mod
 
 SL = 16 * 16 * 4
 
 
-def test_the_overlapped_tile_is_named_as_tassign_placed_it(monkeypatch):
+def test_the_overwritten_tile_is_named_as_tassign_placed_it(monkeypatch):
     said = []
 
-    def k(fifo):
+    def cube(x, fifo):
+        pipe = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
+        m = Tile(TileType.Mat, float32, 16, 16, addr=0)
+        left = Tile(TileType.Left, float32, 16, 16, addr=0)
+        right = Tile(TileType.Right, float32, 16, 16, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        TLOAD(m, x)
+        TMOV(left, m)
+        TMOV(right, m)
+        TMATMUL(acc, left, right)
+        TPUSH(pipe, acc)
+
+    def k(x, out, fifo):
         t = Tile(TileType.Vec, float32, 16, 16, addr=0x8000, name="acc")
         said.append(t.describe())
         t.name = "renamed"                 # changed after the placement
+        TLOAD(t, x)
         other = Tile(TileType.Vec, float32, 8, 16, addr=0x100)
         TASSIGN(other, 0x200)
-        TPipe(0, DIR_C2V, SL, 4)(fifo, 0x7800, 0)
+        pipe = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
+        p = Tile(TileType.Vec, float32, 16, 16)
+        TPOP(pipe, p)                      # the Cube's tile lands in slot 0, over t
+        TFREE(pipe)
+        TSTORE(out, t)
     rendered = []
     describe = tile_mod._describe
     monkeypatch.setattr(tile_mod, "_describe", lambda *a: rendered.append(a) or describe(*a))
+    x = np.ones((16, 16), np.float32)
     with pytest.raises(MemoryConflictError) as ei:
-        ptopipe.run(aiv=(k, None), args=dict(fifo=gm_buffer(4 * SL)), platform="a5")
+        ptopipe.run(cube, (k, None), args=dict(x=x, out=np.zeros_like(x), fifo=gm_buffer(4 * SL)), platform="a5")
     assert said == ["Vec tile 'acc' float32 16x16 @AIV0.UB[0x8000]"]
-    assert f"overlaps {said[0]} [0x8000, 0x8400) in AIV0.UB" in ei.value.what
+    assert f"TSTORE reads {said[0]} [0x8000, 0x8400)" in ei.value.what
     assert len(rendered) == 2              # the describe() above and the report: no TASSIGN
     assert np.dtype(rendered[1][2]) == np.float32 and rendered[1][1] == "acc"
 

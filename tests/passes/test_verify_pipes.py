@@ -404,6 +404,17 @@ def _both_lanes(no_split: bool):
     return both_lanes
 
 
+@pl.aiv
+def skewed_lanes(x: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.import_peer_buffer(name="ring", peer_func=nosplit_cube)
+    pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(4):
+        t = pl.load(x, [(i * (1 - sub) + (3 - i) * sub) * TM, 0], [TM, N])     # lane 1: tile 3 - i
+        pl.TPUSH(t, buf)                                                       # SKEWED-PUSH
+
+
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_both_lanes_pushing_a_no_split_tile_is_found_at_the_push_as_the_run_finds_it(platform):
     vec = _both_lanes(False)
@@ -413,10 +424,16 @@ def test_both_lanes_pushing_a_no_split_tile_is_found_at_the_push_as_the_run_find
     assert "nosplit = true" in err.fix and "pl.TILE_NO_SPLIT" in err.fix
     x = np.arange(4 * TM * N, dtype=np.float32).reshape(4 * TM, N)
     args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT))
+    # the run: the same tile from both lanes lands right (the work done twice: a warning) ...
+    res = dsl_run(pl.program(nosplit_cube, vec, name="both"), dict(args), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], x)
+    assert any("both push a TILE_NO_SPLIT tile" in w and f":{line_of(vec.pyfunc, 'BOTH-PUSH')}" in at
+               for w, at in res.summary.leaks), res.summary.leaks
+    # ... different tiles are the error, at the push
     with pytest.raises(PtoPipeError) as ei:
-        dsl_run(pl.program(nosplit_cube, vec, name="both"), dict(args), platform=platform)
+        dsl_run(pl.program(nosplit_cube, skewed_lanes, name="skewed"), dict(args), platform=platform)
     assert "written by both producer lanes" in str(ei.value)
-    assert f":{line_of(vec.pyfunc, 'BOTH-PUSH')}:" in ei.value.where
+    assert f":{line_of(skewed_lanes.pyfunc, 'SKEWED-PUSH')}:" in ei.value.where
     # marked no-split, lane 1 replays on empty tiles: clean, and the data arrive once
     ok = _both_lanes(True)
     assert findings(nosplit_cube, ok, platform=platform) == []

@@ -214,11 +214,14 @@ SSLOT = 2 * SM * SK * 4                 # larger than either tile
 STAGE = 0x20000                         # the Cube's staging ring (A2A3) / V2C ring (A5) in L1
 
 
-def _two_size_kernels(direction=DIR_V2C, a_addr=None, b_addr=None, after=None, free=True):
+def _two_size_kernels(direction=DIR_V2C, a_addr=None, b_addr=None, after=None, free=True, before=None):
     """AIV0 pushes x (SMxSK) then w (SKxSN) through one V2C ring; the Cube pops both before
     freeing either (``free=False``: never - pto-isa on A5, where a tile TPOP from a GM ring
-    frees the slot itself and a TFREE would free it again) and stores x @ w."""
+    frees the slot itself and a TFREE would free it again) and stores x @ w.  ``before(out)``
+    runs on the Cube before the pops, ``after()`` at the end."""
     def cube(fifo, out):
+        if before is not None:
+            before(out)
         pipe = TPipe(0, direction, SSLOT, 2, peers=(0,))(fifo, 0, STAGE)
         xa = Tile(TileType.Mat, float32, SM, SK, addr=a_addr)
         wb = Tile(TileType.Mat, float32, SK, SN, addr=b_addr)
@@ -306,15 +309,35 @@ def test_tiles_without_address_popped_alternately_are_staged_again(platform, pro
     np.testing.assert_allclose(res["out"], want, rtol=1e-6)
 
 
-def test_staging_ring_reserves_local_slot_num_slots_of_slot_size():
-    """The staging ring is LocalSlotNum (2) x SlotSize bytes, however small the popped tiles."""
-    def tile_in_second_staging_slot():
-        Tile(TileType.Mat, float32, 8, 8, addr=STAGE + SSLOT + SSLOT // 2)  # in the ring
+@pytest.mark.parametrize("off,overwritten", [(SSLOT, True), (SSLOT + SSLOT // 2, False)])
+def test_staging_ring_slots_are_slot_size_apart(off, overwritten):
+    """The staging ring is LocalSlotNum (2) x SlotSize bytes, however small the popped tiles: the
+    second pop lands SlotSize after the first.  A Cube tile there, written before the pops and
+    read after them, lost its value (a MemoryConflictError at the read, naming the pop); one
+    past the popped tile's bytes kept it (the ring's bytes may hold a tile the ring does not
+    write)."""
+    placed = []
 
-    cube, vec = _two_size_kernels(after=tile_in_second_staging_slot)
+    def place(out):
+        t = Tile(TileType.Mat, float32, 8, 8, addr=STAGE + off)  # in the ring
+        TLOAD(t, GlobalTensor(out.data(), (8, 8)))
+        placed.append(t)
+
+    def read():
+        TMOV(Tile(TileType.Left, float32, 8, 8, addr=0x8000), placed[0])  # read it
+
+    cube, vec = _two_size_kernels(after=read, before=place)
+    if not overwritten:
+        ptopipe.run(cube, vec, _two_size_args(), platform="a2a3")
+        return
+    # overwritten but never read again: a dead tile's bytes, no error
+    ptopipe.run(*_two_size_kernels(before=place), _two_size_args(), platform="a2a3")
+    placed.clear()
     with pytest.raises(ptopipe.MemoryConflictError, match="local staging") as ei:
         ptopipe.run(cube, vec, _two_size_args(), platform="a2a3")
-    assert ei.value.where.endswith(f"{HERE}:{line_of(tile_in_second_staging_slot, 'in the ring')}")
+    assert ei.value.where.endswith(f"{HERE}:{line_of(read, 'read it')}")
+    assert f"{HERE}:{line_of(cube, 'second pop')}" in ei.value.what
+    assert f"{HERE}:{line_of(place, 'in the ring')}" in ei.value.details
 
 
 @pytest.mark.parametrize("platform,direction", [("a2a3", DIR_V2C), ("a5", DIR_V2C_GM)])
@@ -386,10 +409,14 @@ def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform
     push, pop = f"{HERE}:{line_of(push_fn, 'push')}", f"{HERE}:{line_of(pop_fn, 'pop')}"
     two_lanes = not (way == "V2C" and push_split == TILE_NO_SPLIT)
     if (platform, protocol) == ("a5", "pto-isa") and two_lanes and TILE_NO_SPLIT in (push_split, pop_split):
-        # pto-isa A5: a NO_SPLIT transfer has one lane (AIV0); the first one on a pipe with
-        # AIV1 is reported at its line (docs/protocols.md)
-        assert "one lane" in err.what
-        assert err.where.endswith(push if push_split == TILE_NO_SPLIT else pop)
+        # pto-isa A5: a NO_SPLIT transfer has one lane (AIV0): after a split transfer it is
+        # reported at its line; first, it makes the pipe's transfers AIV0's and the split one
+        # is reported at its own line, naming the NO_SPLIT one's (docs/protocols.md)
+        nosplit, split = (push, pop) if push_split == TILE_NO_SPLIT else (pop, push)
+        if "one lane" in err.what:
+            assert err.where.endswith(nosplit)
+        else:
+            assert err.where.endswith(split) and f"{nosplit} made this pipe's transfers AIV0's alone" in err.what
         return
     assert err.where.endswith(pop)
     assert push in str(err) and pop in str(err)

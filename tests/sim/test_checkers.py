@@ -392,6 +392,63 @@ def test_identical_bytes_are_judged_when_every_write_is_applied_at_once(monkeypa
                     trace=True)
 
 
+def _nosplit_v2c(skew, tiles=2):
+    """Both Vector cores push the whole tile into one V2C slot (pto-isa's own a2a3
+    tpushpop_vc_nosplit test does, on purpose); ``skew``: AIV1's tile differs."""
+    def cube(a, eye, out, fifo):
+        pipe = TPipe(0, DIR_V2C, 16 * 16 * 4, 2, peers=(0, 1))(fifo, 0, 0x10000)
+        m = Tile(TileType.Mat, float32, 16, 16)
+        e1 = Tile(TileType.Mat, float32, 16, 16, addr=0x8000)
+        left = Tile(TileType.Left, float32, 16, 16, addr=0)
+        right = Tile(TileType.Right, float32, 16, 16, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        TLOAD(e1, eye)
+        TMOV(right, e1)
+        for i in range(tiles):
+            TPOP(pipe, m, TILE_NO_SPLIT)
+            TMOV(left, m)
+            TFREE(pipe, TILE_NO_SPLIT)
+            TMATMUL(acc, left, right)
+            TSTORE(GlobalTensor(out.data() + i * 256, (16, 16)), acc)
+
+    def vec(a, eye, out, fifo):
+        pipe = TPipe(0, DIR_V2C, 16 * 16 * 4, 2, peers=(0, 1))(fifo, 0, 0x10000)
+        v = Tile(TileType.Vec, float32, 16, 16, addr=0)
+        for i in range(tiles):
+            TLOAD(v, GlobalTensor(a.data() + i * 256, (16, 16)))
+            if skew and get_subblockid() == 1:
+                TADDS(v, v, 1.0)
+            TPUSH(pipe, v, TILE_NO_SPLIT)                 # <- both lanes
+    x = np.arange(tiles * 256, dtype=np.float32).reshape(tiles * 16, 16)
+    args = dict(a=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x), fifo=ptopipe.gm_buffer(2 * 1024))
+    return cube, vec, x, args
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec")])
+def test_both_lanes_pushing_identical_nosplit_tiles_is_a_warning(platform, protocol):
+    """The two lanes' pushes of one NO_SPLIT slot are unordered, but identical: the consumer
+    reads the right tile (pto-isa's a2a3 Cube waits for both lanes' ready), the work is done
+    twice - a warning at the TPUSH; different tiles stay a ProtocolError there."""
+    cube, vec, x, args = _nosplit_v2c(False)
+    res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], x)
+    warned = [(w, at) for w, at in res.summary.leaks if "both push a TILE_NO_SPLIT tile" in w]
+    (w, at), = warned                                  # once per pair of lines, not per slot
+    assert at.endswith(f"test_checkers.py:{marker_line('both lanes')}"), at
+    assert "the tiles are identical" in w and "done twice" in w
+    # at a C++ line, IsNoSplit is a fix only where the model gives such a pipe one lane
+    from ptopipe.isa.checks import two_lanes_fix
+    ch, = res.cluster.state.channels.values()
+    cpp_fix = two_lanes_fix(res.cluster, ch, "kernel.cpp:12")
+    assert ("IsNoSplit = true" in cpp_fix) is ch.model.nosplit_lane0, cpp_fix
+    assert "IsNoSplit = true" in two_lanes_fix(res.cluster, ch, "kernel.py:12")
+    cube, vec, x, args = _nosplit_v2c(True)
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
+    assert "written by both producer lanes" in ei.value.what and "push different" in ei.value.what
+    assert_where(ei.value, "both lanes")
+
+
 def test_only_the_shared_bytes_must_be_identical():
     """Overlapping stores: identical on the bytes both write passes, whatever each writes
     elsewhere; one differing shared byte is a race; a later write of other data over an

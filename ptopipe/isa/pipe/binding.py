@@ -17,7 +17,7 @@ from ...sim import CoreKind
 from ..context import current_core
 from ..regions import reserve
 from ..tensor import GlobalTensor, GMPtr
-from .channel import Channel, PipeHandle, Side, Slot
+from .channel import Channel, PipeHandle, Side, Slot, link_side
 from .config import TPipe, ways as _ways
 from .cpusim import SharedRing
 from .diagnostics import deadlock_cause, explain, holdings
@@ -214,11 +214,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         _check_gm_ring(core, ch, chans)
     side = Side(core, role, core.where())
     side.scope_end = scope_end(core)
-    side.links = links = ch.peers if core.kind is CoreKind.AIC else (core.subblock,)
-    per_tag = model.per_tag_flags        # else one counter flag per way, shared by every tag
-    side.ready_flags = [tuple(ch.ready_flags[p][t if per_tag else 0] for p in links) for t in range(n)]
-    side.free_flags = [tuple(ch.free_flags[p][t if per_tag else 0] for p in links) for t in range(n)]
-    side.slots = [tuple(ch.slots[p][t] for p in links) for t in range(n)]
+    link_side(ch, side, ch.lanes if core.kind is CoreKind.AIC else (core.subblock,))
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
         side.stage_num = cfg.local_slot_num     # the consumer's own TPipe (ch.cfg is the first binder's)
@@ -231,7 +227,8 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         credits = ch.startup_credits
         po = core.porder       # (the race checker: sent from the scalar pipe)
         order = po.hb[PipeUnit.S] if po is not None else None
-        for p in side.links:
+        # (the constructor's: every peer's, though the pipe's transfers may be AIV0's alone)
+        for p in ch.peers if core.kind is CoreKind.AIC else side.links:
             flags = ch.free_flags[p]
             for j in range(credits):
                 cluster.set_flag(core, flags[j % len(flags)], core.clock, order)
@@ -501,4 +498,4 @@ def _reserve_rings(core, ch: Channel) -> None:
         if o is not None and o.local_base is not None and \
                 o.local_base < ch.local_base + size and ch.local_base < o.local_base + o.slot_num * o.slot_size:
             raise _flag_mismatch(core, ch, o)
-        reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core))   # the binding's line
+        reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core), ring=("ring", ch))   # the binding's line

@@ -135,6 +135,10 @@ class Channel:
     # (pto-isa A5's TFREE(pipe) notifies on every call: ProtocolModel.unsplit_free_every), for
     # the diagnosis of the overwrite its extra credit allows
     unsplit_free_at: str | None = None
+    # the first TILE_NO_SPLIT transfer of a two-lane pipe where such a transfer is AIV0's alone
+    # (ProtocolModel.nosplit_lane0: pto-isa on A5): from it on, the pipe's transfers are
+    # AIV0's (``lanes``); AIV1 keeps only its construction and teardown
+    lane0_at: str | None = None
 
     def __post_init__(self):
         m = self.model
@@ -168,6 +172,12 @@ class Channel:
     def peers(self) -> tuple:
         return self.cfg.peers
 
+    @property
+    def lanes(self) -> tuple:
+        """The Vector lanes of the pipe's transfers: its peers, or AIV0 alone once a NO_SPLIT
+        transfer made them so (``lane0_at``)."""
+        return (0,) if self.lane0_at is not None else self.cfg.peers
+
     # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet).
     # ``tiles`` counts slot fills; the others count instructions summed over the cores
     @property
@@ -200,6 +210,16 @@ class Channel:
     def describe_state(self) -> str:
         """Slots (free/full/held per consumer), cursors and flag counts, for reports."""
         return describe_ring(self)
+
+
+def link_side(ch: "Channel", side: Side, links: tuple) -> None:
+    """Give ``side`` the ready / free flags and the slots of the Vector lanes ``links``, per tag
+    (one counter flag per way where the protocol has no per-tag flags)."""
+    per_tag = ch.model.per_tag_flags
+    side.links = links
+    side.ready_flags = [tuple(ch.ready_flags[p][t if per_tag else 0] for p in links) for t in range(ch.slot_num)]
+    side.free_flags = [tuple(ch.free_flags[p][t if per_tag else 0] for p in links) for t in range(ch.slot_num)]
+    side.slots = [tuple(ch.slots[p][t] for p in links) for t in range(ch.slot_num)]
 
 
 class _SideCtl:

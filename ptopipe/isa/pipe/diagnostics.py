@@ -7,7 +7,7 @@ data pushed but never popped)."""
 from __future__ import annotations
 
 from ...arch.vocab import C2V
-from ...errors import ProtocolError
+from ...errors import MemoryConflictError, ProtocolError
 from ...protocol.geometry import one_lane
 from ...sim import CoreKind, CoreState
 from ...sim.location import is_cpp
@@ -501,6 +501,17 @@ def slot_use_after_free(tile, core) -> ProtocolError:
     staged = slot.__class__.__name__ == "StageSlot"
     what = "a staging copy of a GM ring slot" if staged else f"slot {slot.tag} (zero-copy)"
     clobber = getattr(slot, "clobber", None)
+    if clobber is not None and clobber[0] == gen and len(clobber) > 3:
+        # a write of a kernel's tile that shares the staging ring's bytes (isa.regions)
+        _g, at, _bug, by = clobber
+        return MemoryConflictError(
+            f"{tile.describe()} holds a staging copy of a GM ring slot, overwritten since by the {by} at {at}: "
+            "that tile shares the staging ring's bytes", where=str(core.where()),
+            details=f"popped at {slot.pop_loc}" if slot.pop_loc and slot.pop_gen == gen else None,
+            fix=f"move the tile written at {at} out of the staging ring (LocalSlotNum x SlotSize from the "
+                "consumer buffer), or finish reading the popped tile (or TMOV it away) before that write",
+            findings=[{"kind": "ring_clobber", "tile": tile.describe(), "ring_write": str(at),
+                       "read": str(core.where())}])
     if clobber is not None and clobber[0] == gen:
         # a library that strides its staging ring by tile size put a later pop on these bytes
         _g, at, bug = clobber

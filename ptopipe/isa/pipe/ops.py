@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from operator import setitem
 
-from ...arch import PipeUnit
+from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim import schedule as _sched
@@ -18,8 +18,8 @@ from ...sim.location import caller_loc
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
-from ..ops import arr
-from ..regions import reserve
+from ..ops import arr, queue_checked_write
+from ..regions import forget_tile, popped_into, reserve, ring_wrote
 from ..tensor import GlobalTensor
 from ..tile import Tile, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
@@ -27,7 +27,10 @@ from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
 from ...protocol.geometry import part_of
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
-from .steps import _args, _here, _loc, mark_written, producer_record, producer_wait, release, wait
+from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
+
+
+_LANE0 = (0,)
 
 
 def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
@@ -68,11 +71,16 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if w is None or w[0] is not p or w[1] is not src or not ch.replay:
         w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
                                     for dst, peer in d] for d in p.dsts])
-    core.pending.extend(w[2][tag])
+    work = w[2][tag]
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
+    if not ch.in_gm:
+        _landed(core, ch, p.dsts[tag], loc)
     chk = core.cluster.checker
-    if chk is not None:
-        chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows, tile.valid_cols, tile.item, split)
+    if chk is None:
+        core.pending.extend(work)
+    else:       # queued after the slot's race check, which may apply it (identical bytes)
+        queue_checked_write(core, chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows,
+                                                  tile.valid_cols, tile.item, split, work=work), *work)
     end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
@@ -80,6 +88,22 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if ch.sim_ring is not None:
         ch.sim_ring.record(core, "push", ch.way, split, loc)
     return new_event(("TPUSH", core, end))
+
+
+def _landed(core, ch: Channel, dsts, loc) -> None:
+    """A TPUSH's tile lands in a consumer-local ring (the consumer's UB or L1): the consumer's
+    tiles that share those bytes no longer hold their values (:mod:`..regions`)."""
+    cl = core.cluster
+    for view, peer in dsts:
+        owner = cl.aic if peer is None else cl.aiv(peer)
+        if owner.isa.get("ring_tiles") is None:
+            continue
+        space = MemSpace.L1 if peer is None else MemSpace.UB
+        if not view.size:
+            continue
+        lo = view.__array_interface__["data"][0] - owner.memory(space).buf.__array_interface__["data"][0]
+        hi = lo + sum((n - 1) * st for n, st in zip(view.shape, view.strides)) + view.itemsize
+        ring_wrote(owner, space, lo, hi, f"{ch.name} ring", "TPUSH", loc)
 
 
 def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
@@ -104,6 +128,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TPOP")
     i = side.index
     tag = i % ch.slot_num
+    if not split and side.links != _LANE0 and 0 in ch.peers:
+        # a NO_SPLIT pop of the Cube may make the pipe's transfers AIV0's, one of AIV1 is
+        # refused where that is so (check_nosplit_lanes): before the ready wait
+        check_nosplit_lanes(core, ch, split, "TPOP")
     if side.wait:
         for f in side.ready_flags[tag]:
             if f.count:
@@ -155,6 +183,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                 s.gen += 1
                 tile.binding = (s, s.gen)
             stage = tile.binding
+            if core.isa.get("tiles"):          # (a kernel that TASSIGNs tiles: they may share the bytes)
+                popped_into(core, tile, f"{ch.name} local staging", loc)
         else:
             stage = None
             if tile.core is not core:
@@ -175,6 +205,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
+        if core.isa.get("tiles"):
+            forget_tile(core, tile)                # the tile is the slot now, not a placement
         ps = core.psync
         if ps is not None and ps.manual:
             # no byte moves on this core (ProtocolModel.ring_data): the tile is the slot's bytes,
@@ -239,7 +271,7 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     if stage is None:
         n, base = side.stage_num, side.staging or 0
         stage = side.stage_slots = [StageSlot(k, side, base + k * ch.slot_size) for k in range(n)]
-        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging")
+        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging", ring=("stage", ch, side))
     s = stage[i % len(stage)]
     if side.held:
         _check_stage_free(core, ch, side, tile, s, len(stage))

@@ -98,7 +98,7 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
             dsts.append(((ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, shape), None),))
         elif ch.way == C2V:
             per_peer = []
-            for p in ch.peers:
+            for p in ch.lanes:
                 pshape = part_shape(split, rows, cols)
                 ub = cluster.aiv(p).memory(MemSpace.UB)
                 per_peer.append((ch.view(ub, ch.local_base + tag * ch.slot_size, tile.dtype, pshape), p))

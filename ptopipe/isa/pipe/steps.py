@@ -5,6 +5,7 @@ flows (:mod:`.flows`)."""
 from __future__ import annotations
 
 from ...arch import PipeUnit
+from ...sim import CoreKind
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc, is_cpp
@@ -12,7 +13,7 @@ from ...protocol.geometry import one_lane
 from ...sim.porder import join
 from ..context import current_core
 from ..tile import Tile
-from .channel import Channel, PipeHandle, Side
+from .channel import Channel, PipeHandle, Side, link_side
 from .diagnostics import overwrite_error
 
 
@@ -120,20 +121,49 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
 def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
     """pto-isa A5: a TILE_NO_SPLIT transfer has one lane.  The Cube's NO_SPLIT record, wait,
     free and allocate use flag id FlagID only (``setIntraBlockBySplit`` /
-    ``waitIntraBlockBySplit`` add AIV1's id + 16 only for a split), so on a pipe with AIV1 as
-    a peer the first NO_SPLIT transfer is reported (it hangs or races on the device)."""
-    if split or not ch.model.nosplit_lane0 or 1 not in ch.peers:
+    ``waitIntraBlockBySplit`` add AIV1's id + 16 only for a split), so on a pipe with AIV1 as a
+    peer the first NO_SPLIT transfer makes the pipe's transfers AIV0's (``Channel.lane0_at``:
+    the Cube's side links AIV0 alone) - AIV1 keeps its construction and teardown, as on the
+    device, where a kernel that leaves AIV1 out of the transfers runs clean.  A NO_SPLIT
+    transfer of AIV1, one after any transfer of the pipe, and a split transfer once the pipe's
+    transfers are AIV0's are reported (they hang or race on the device)."""
+    if not ch.model.nosplit_lane0 or 1 not in ch.peers:
+        return
+    if split:
+        if ch.lane0_at is None:
+            return
+        raise ProtocolError(
+            f"{op}({TileSplitAxis(split).name}) on {core.name}, {ch.name}: the TILE_NO_SPLIT transfer at "
+            f"{ch.lane0_at} made this pipe's transfers AIV0's alone (in pto-isa on A5 the Cube's NO_SPLIT "
+            f"SET/WAIT use flag id {ch.ready_id}/{ch.free_id} only), so AIV1's flags count none of them and "
+            "a split transfer's handshake with AIV1 is out of step",
+            where=_loc(core),
+            fix="use one split for every transfer of a pipe: TILE_NO_SPLIT with AIV0 alone, or a split "
+                "(TILE_UP_DOWN / TILE_LEFT_RIGHT) with both Vector cores")
+    aiv1 = core.kind is CoreKind.AIV and core.subblock == 1
+    if 0 not in ch.peers:
+        why = "the pipe's one lane is AIV1"
+    elif aiv1:
+        why = f"{core.name} is not that lane"
+    elif ch.lane0_at is None and any(sd.index or sd.held or sd.pending_alloc for sd in ch.sides.values()):
+        why = "the pipe's earlier transfers were split, with AIV1 in their handshakes"
+    else:
+        if ch.lane0_at is None:
+            ch.lane0_at = _loc(core)
+            for sd in ch.sides.values():
+                if sd.core.kind is CoreKind.AIC:
+                    link_side(ch, sd, ch.lanes)
         return
     alloc = (" (and its TALLOC hands AIV1 the slot + a LEFT_RIGHT offset: getSubAIVOffset tests "
-             "NO_SPLIT after the split cases)") if op == "TALLOC" and core.subblock == 1 else ""
+             "NO_SPLIT after the split cases)") if op == "TALLOC" and aiv1 else ""
     raise ProtocolError(
         f"{op}(TILE_NO_SPLIT) on {core.name}, {ch.name}: in pto-isa on A5 a NO_SPLIT transfer has one lane, "
         f"AIV0 - the Cube's NO_SPLIT SET/WAIT use flag id {ch.ready_id}/{ch.free_id} only, never AIV1's "
-        "id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), so AIV1's side of the handshake is lost "
-        f"(a wait that never returns, or a slot reused before AIV1 freed it){alloc}",
+        f"id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), and {why}, so AIV1's side of the handshake "
+        f"is lost (a wait that never returns, or a slot reused before AIV1 freed it){alloc}",
         where=_loc(core),
-        fix=f"give a NO_SPLIT pipe one lane on A5 ({one_lane(is_cpp(core.where()))}), or split the tile between both Vector cores "
-            "(TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+        fix=f"give a NO_SPLIT pipe one lane on A5 ({one_lane(is_cpp(core.where()))}; or keep AIV1 out of its "
+            "transfers), or split the tile between both Vector cores (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
 
 
 def check_lanes_split(core, ch, split, op: str) -> None:
