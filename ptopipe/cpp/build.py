@@ -26,6 +26,7 @@
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -95,22 +96,16 @@ def find_compiler() -> tuple:
                       where="ptopipe C++ kernels", fix=INSTALL_FIX)
 
 
-_standards: dict = {}
-
-
+@functools.lru_cache(maxsize=8)
 def standard(cxx: str) -> str:
     """The ``-std=`` flag kernels are built with by compiler ``cxx``: :data:`STD20` if it takes
     it (asked once per compiler), else :data:`STD`."""
-    std = _standards.get(cxx)
-    if std is None:
-        try:
-            r = subprocess.run([cxx, STD20, "-fsyntax-only", "-x", "c++", "-"], input="", capture_output=True,
-                               text=True, timeout=60)
-            std = STD20 if r.returncode == 0 else STD
-        except (OSError, subprocess.SubprocessError):
-            std = STD
-        _standards[cxx] = std
-    return std
+    try:
+        r = subprocess.run([cxx, STD20, "-fsyntax-only", "-x", "c++", "-"], input="", capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return STD
+    return STD20 if r.returncode == 0 else STD
 
 
 # -- finding the kernel functions -----------------------------------------------------------------
