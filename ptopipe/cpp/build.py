@@ -221,12 +221,20 @@ class Kernels:
 
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
     """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named)."""
-    out, code, text = _find_kernels(path, aic, aiv)
+    out, code, text, fns = _find_kernels(path, aic, aiv)
     out.one_lane = _one_lane(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
-    out.own_events = bool(_OWN_EVENTS.search(code)) and ORIGIN_PREFIX not in text
+    out.own_events = _sets_events(out, fns) and ORIGIN_PREFIX not in text
     return out
+
+
+def _sets_events(k: Kernels, fns: dict) -> bool:
+    """Does code a run of ``k`` may execute set intra-core events: the bodies of the kernels it
+    runs and of every function of the file that is no ``__global__`` entry (the helpers they
+    may call) - not another kernel of the file?"""
+    run = {id(f) for f in k.roles.values()}
+    return any(_OWN_EVENTS.search(f.body) for f in fns.values() if id(f) in run or not f.is_global)
 
 
 #: the note of a run of a lone Vector kernel on AIV0 (:func:`_one_lane`)
@@ -252,7 +260,7 @@ def _one_lane(k: Kernels, code: str) -> bool:
 
 def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     """(:class:`Kernels`, the code of the file and its local includes with comments blanked, the
-    file's text)."""
+    file's text, its functions by name)."""
     try:
         with open(path) as f:
             text = f.read()
@@ -281,19 +289,19 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
                 raise ConfigError(f"--{role} {name}: {where} defines no function {name!r}", where=where,
                                   fix=f"functions defined there: {', '.join(sorted(fns)) or 'none'}")
             setattr(out, role, fns[name])
-        return out, code, text
+        return out, code, text, fns
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
         direct = _direct(path, entries[0], fns)
         if direct is not None:      # sided only if the macros are tested outside the entry's sections
             direct.sided = bool(_SIDE_TEST.search(code.replace(entries[0].body, "", 1)))
-            return direct, code, text
-        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body)), code, text
+            return direct, code, text, fns
+        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body)), code, text, fns
     globals_ = [f for f in fns.values() if f.is_global]
     if sided and len(globals_) == 1 and _sections(code):
         # the one __global__ of a file that tests the side macros elsewhere: ptoas's entry
         # calling its Cube and Vector kernels, whose bodies are under their sections
-        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code)), code, text
+        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code)), code, text, fns
     pick = {}
     for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
@@ -301,14 +309,14 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
             pick[role] = hits[0]
     lone = _lone_kernel(fns, text) if not entries and len(pick) < 2 else None
     if lone is not None:
-        return Kernels(path, **{lone[0]: lone[1]}), code, text
+        return Kernels(path, **{lone[0]: lone[1]}), code, text, fns
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix="name them: --aic NAME --aiv NAME (functions: "
                               f"{', '.join(sorted(fns)) or 'none'})")
-    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text
+    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
 
 def _sections(code: str) -> frozenset:

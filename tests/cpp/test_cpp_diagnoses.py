@@ -108,6 +108,29 @@ def test_a_lone_vector_kernel_runs_on_aiv0_unless_it_asks_for_its_sub_block(tmp_
     assert find_kernels(str(p), aiv="k").one_lane is one_lane                 # named, the same
 
 
+TWO_KERNELS = """#include <pto/pto-inst.hpp>
+using namespace pto;
+AICORE inline void fence() { pipe_barrier(PIPE_ALL); }
+extern "C" __global__ AICORE void vec_plain(__gm__ float *x) { (void)x; }
+extern "C" __global__ AICORE void vec_fenced(__gm__ float *x) { fence(); }
+extern "C" __global__ AICORE void vec_flagged(__gm__ float *x) { set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0); }
+"""
+
+
+def test_the_manual_default_follows_the_code_a_run_executes(tmp_path):
+    """Events in the kernel that runs, or in a helper it may call, make the manual mode the
+    default; another kernel's events in the same file do not."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "two.cpp"
+    p.write_text(TWO_KERNELS)
+    assert find_kernels(str(p), aiv="vec_flagged").own_events
+    assert find_kernels(str(p), aiv="vec_fenced").own_events           # through its helper
+    p.write_text(TWO_KERNELS.replace("AICORE inline void fence() { pipe_barrier(PIPE_ALL); }",
+                                     "AICORE inline void fence() {}"))
+    assert not find_kernels(str(p), aiv="vec_plain").own_events         # vec_flagged's do not count
+    assert not find_kernels(str(p), aiv="vec_fenced").own_events
+
+
 SINGLE_CORE = """#include <pto/pto-inst.hpp>
 using namespace pto;
 extern "C" __global__ AICORE void k(__gm__ float *out, __gm__ float *src) {
