@@ -67,7 +67,7 @@ def kernel_lines(addresses, libs) -> list:
         if path not in real:
             continue
         # a return address points after its call: the call's line is the byte before (not for
-        # frame 0, backtrace()'s own caller)
+        # frame 0, the walk's own caller: ptopipe::call)
         order.append((path, a - info.dli_fbase - (1 if k else 0)))
     return _lines(order)
 
