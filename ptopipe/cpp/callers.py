@@ -3,7 +3,8 @@
 An instruction's call site is ``__builtin_FILE()`` / ``__builtin_LINE()`` at the call (the
 headers' ``PTOPIPE_HERE``): a call inside a kernel's own helper function names the helper's
 line only.  When the simulator raises an error, the headers keep the native return addresses
-of the failing call (``backtrace()`` in ``ptopipe::call``, read through the library's
+of the failing call (``ptopipe::call`` walks them out to the kernel's entry frame,
+``ptopipe::run_kernel``, never into the core's greenlet beyond it; read through the library's
 ``ptopipe_abort_frames``); here they become source lines with the line tables the build keeps
 (``-g1``, ``build.FLAGS``) - ``addr2line -i`` also names the lines of inlined calls - and the
 error's place reads ``helper.cpp:9 (called from kernel.cpp:22)``, as the Python front end's
@@ -66,7 +67,7 @@ def kernel_lines(addresses, libs) -> list:
         if path not in real:
             continue
         # a return address points after its call: the call's line is the byte before (not for
-        # frame 0, backtrace()'s own caller)
+        # frame 0, the walk's own caller: ptopipe::call)
         order.append((path, a - info.dli_fbase - (1 if k else 0)))
     return _lines(order)
 

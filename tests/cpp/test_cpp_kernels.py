@@ -250,6 +250,32 @@ def test_pto_isas_a5_one_lane_form_under_spec_names_the_pto_isa_protocol(cpp_cac
 
 
 @needs_cxx
+def test_a_core_blocked_in_cpp_at_a_deadlock_unwinds_within_its_kernels_frames(cpp_cache):
+    """After a deadlock the run's teardown throws into each core blocked inside C++ - from
+    elsewhere than the scheduler's switch, so above the core's greenlet stack lie that code's
+    words, not the kernel's callers.  The failing call's walk of native return addresses (its
+    "called from" lines) stops at the kernel's entry frame: every address it kept is in the
+    kernel's own library.  An unbounded walk went on through ctypes and the greenlet into those
+    words, and, depending on what earlier work had left there, died of SIGSEGV."""
+    from ptopipe.cpp.callers import abort_frames, library_ranges
+    from ptopipe.cpp.runner import in_child, load
+    from ptopipe.isa.launch import run
+
+    def work(_crash_fd):
+        k = load(kernel("nosplit_both_lanes.cpp"), aic="cube_one_lane", aiv="vec_one_lane", platform="a5")
+        with pytest.raises(DeadlockError):
+            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), use=0), platform="a5", protocol="spec")
+        return library_ranges(k.libs), {path: abort_frames(lib.ptopipe_abort_frames) for path, lib in k.libs.items()}
+    ranges, frames = in_child(work)
+    if not ranges:
+        pytest.skip("no /proc/self/maps: where the libraries were loaded is not known")
+    assert any(frames.values())                     # the Cube's TPUSH, unwound by the teardown
+    for path, kept in frames.items():
+        lo, hi = next((lo, hi) for lo, hi, p in ranges if p == path)
+        assert all(lo <= a < hi for a in kept), (path, [hex(a) for a in kept], hex(lo), hex(hi))
+
+
+@needs_cxx
 def test_a_tile_left_in_the_ring_is_the_leak_of_one_launch_with_two(cpp_cache):
     """A launch leaving a tile in the ring (spec: its teardown would wait for that slot's free
     forever): the leak a single launch reports, at the C++ TPUSH, in launch 1 of 2."""

@@ -24,8 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <execinfo.h>
 #include <type_traits>
+#include <unwind.h>
 #include <utility>
 
 #define AICORE
@@ -150,9 +150,47 @@ typedef int64_t (*Callback)(int32_t op, int32_t n, const int64_t *words, const c
 // (with the native return addresses of the failing call: ptopipe names the kernel lines that
 // called the function holding it, as the Python front end's "called from")
 struct Abort {
-    void *frames[32];
+    static constexpr int MAX_FRAMES = 32;
+    void *frames[MAX_FRAMES];
     int n = 0;
 };
+
+// the native frames of the last failing call (read by ptopipe_abort_frames right after the
+// kernel returned 1, before any other kernel runs)
+inline Abort &last_abort()
+{
+    static Abort a;
+    return a;
+}
+
+// The frame every kernel runs under: the entry point ptopipe calls (ptopipe_entry.hpp) runs the
+// kernel's ``body(arg)`` through it; it catches a failing call's Abort and returns 1 (0: the
+// kernel returned).  The walk of a failing call's return addresses (``call``) stops here, at
+// the kernel's outermost frame: the frames beyond it are ctypes' and the core's greenlet's, and
+// a greenlet's saved stack ends at its first switch - above that lie the words of whatever code
+// resumed it, not its callers (the run's teardown after a deadlock throws into a core blocked
+// in C++ from elsewhere), which an unbounded walk would take for frames and may fault on.
+// Hidden, so that each kernel library compares with its own copy.
+__attribute__((noinline, visibility("hidden"))) inline int run_kernel(void (*body)(const void *), const void *arg)
+{
+    try {
+        body(arg);
+    } catch (const Abort &a) {
+        last_abort() = a;
+        return 1;
+    }
+    return 0;
+}
+
+// one frame of a failing call's walk: its address kept, the walk ended at run_kernel's frame
+inline _Unwind_Reason_Code keep_frame(struct _Unwind_Context *context, void *out)
+{
+    Abort &a = *static_cast<Abort *>(out);
+    if (a.n == Abort::MAX_FRAMES) return _URC_END_OF_STACK;
+    a.frames[a.n++] = reinterpret_cast<void *>(_Unwind_GetIP(context));
+    const uintptr_t outermost = reinterpret_cast<uintptr_t>(&run_kernel);
+    return _Unwind_GetRegionStart(context) == outermost ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
 
 inline Callback &callback()
 {
@@ -190,7 +228,7 @@ inline int64_t call(int32_t op, const Args &a, Site s)
     int64_t r = callback()(op, n, sh + 2, s.file, s.line);
     if (r == ABORT) {
         Abort a;
-        a.n = ::backtrace(a.frames, 32);
+        _Unwind_Backtrace(keep_frame, &a);      // (from this frame out to run_kernel's)
         throw a;
     }
     return r;

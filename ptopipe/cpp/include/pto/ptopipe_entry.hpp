@@ -115,24 +115,18 @@ void apply(void (*f)(P...), const int64_t *argv, std::index_sequence<I...>)
     f(from_word<std::decay_t<P>>(argv[I])...);
 }
 
-// the native frames of the last failing call (read by ptopipe_abort_frames right after the
-// kernel returned 1, before any other kernel runs)
-inline Abort &last_abort()
-{
-    static Abort a;
-    return a;
-}
-
-// 0: the kernel returned; 1: the simulator raised an error and the kernel unwound
+// 0: the kernel returned; 1: the simulator raised an error and the kernel unwound (to
+// run_kernel, the frame a failing call's walk of return addresses ends at)
 template <typename... P> int invoke(void (*f)(P...), const int64_t *argv)
 {
-    try {
-        apply(f, argv, std::index_sequence_for<P...>{});
-    } catch (const Abort &a) {
-        last_abort() = a;
-        return 1;
-    }
-    return 0;
+    struct Call {
+        void (*f)(P...);
+        const int64_t *argv;
+    } c{f, argv};
+    return run_kernel([](const void *p) {
+        const Call &k = *static_cast<const Call *>(p);
+        apply(k.f, k.argv, std::index_sequence_for<P...>{});
+    }, &c);
 }
 
 template <typename... P> const char *signature(void (*)(P...))
