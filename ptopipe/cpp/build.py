@@ -230,9 +230,10 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
 
 
 def _sets_events(k: Kernels, fns: dict) -> bool:
-    """Does code a run of ``k`` may execute set intra-core events: the bodies of the kernels it
-    runs and of every function of the file that is no ``__global__`` entry (the helpers they
-    may call) - not another kernel of the file?"""
+    """Does code a run of ``k`` may execute set intra-core events (set_flag / wait_flag: a lone
+    trailing pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too): the bodies of the
+    kernels it runs and of every function of the file that is no ``__global__`` entry (the
+    helpers they may call) - not another kernel of the file?"""
     run = {id(f) for f in k.roles.values()}
     return any(_OWN_EVENTS.search(f.body) for f in fns.values() if id(f) in run or not f.is_global)
 
@@ -241,9 +242,9 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
 ONE_LANE_NOTE = ("a Vector kernel with no Cube kernel, and no get_subblockid() in the file: run on AIV0, "
                  "one Vector core, as a Vector-only launch runs it")
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
-_OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag|pipe_barrier)\s*\(")
+_OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
 #: the note of a run in the manual synchronisation mode by default (``Kernels.own_events``)
-OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag / pipe_barrier): run in the manual "
+OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag): run in the manual "
                    "synchronisation mode, where only they order its pipes, as on the device (--sync auto: the "
                    "simulator's scoreboard orders them)")
 

@@ -110,7 +110,7 @@ def test_a_lone_vector_kernel_runs_on_aiv0_unless_it_asks_for_its_sub_block(tmp_
 
 TWO_KERNELS = """#include <pto/pto-inst.hpp>
 using namespace pto;
-AICORE inline void fence() { pipe_barrier(PIPE_ALL); }
+AICORE inline void fence() { set_flag(PIPE_V, PIPE_MTE3, EVENT_ID1); wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID1); }
 extern "C" __global__ AICORE void vec_plain(__gm__ float *x) { (void)x; }
 extern "C" __global__ AICORE void vec_fenced(__gm__ float *x) { fence(); }
 extern "C" __global__ AICORE void vec_flagged(__gm__ float *x) { set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0); }
@@ -119,14 +119,14 @@ extern "C" __global__ AICORE void vec_flagged(__gm__ float *x) { set_flag(PIPE_V
 
 def test_the_manual_default_follows_the_code_a_run_executes(tmp_path):
     """Events in the kernel that runs, or in a helper it may call, make the manual mode the
-    default; another kernel's events in the same file do not."""
+    default; another kernel's events in the same file do not, nor a pipe_barrier alone."""
     from ptopipe.cpp.build import find_kernels
     p = tmp_path / "two.cpp"
     p.write_text(TWO_KERNELS)
     assert find_kernels(str(p), aiv="vec_flagged").own_events
     assert find_kernels(str(p), aiv="vec_fenced").own_events           # through its helper
-    p.write_text(TWO_KERNELS.replace("AICORE inline void fence() { pipe_barrier(PIPE_ALL); }",
-                                     "AICORE inline void fence() {}"))
+    p.write_text(TWO_KERNELS.replace("set_flag(PIPE_V, PIPE_MTE3, EVENT_ID1); wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID1);",
+                                     "pipe_barrier(PIPE_ALL);"))      # a barrier alone: auto-synchronised code ends so too
     assert not find_kernels(str(p), aiv="vec_plain").own_events         # vec_flagged's do not count
     assert not find_kernels(str(p), aiv="vec_fenced").own_events
 
