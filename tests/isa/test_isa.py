@@ -13,6 +13,7 @@ import ptopipe
 from ptopipe import ConfigError, DeadlockError, KernelError, MemoryConflictError, ProtocolError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
+from cube_parts import square_acc
 
 HERE = os.path.basename(__file__)
 
@@ -560,14 +561,7 @@ def test_ring_overlapping_a_tile_a5():
     itself; reading the tile after the ring wrote it is, at the read, naming the push."""
     def cube(x, fifo, pushes):
         pipe = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x7800, 0)
-        m = Tile(TileType.Mat, float32, 16, 16, addr=0)
-        left = Tile(TileType.Left, float32, 16, 16, addr=0)
-        right = Tile(TileType.Right, float32, 16, 16, addr=0)
-        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
-        TLOAD(m, x)
-        TMOV(left, m)
-        TMOV(right, m)
-        TMATMUL(acc, left, right)
+        acc = square_acc(x)
         for _ in range(pushes):
             TPUSH(pipe, acc)  # push
 
@@ -596,14 +590,7 @@ def test_a_tile_in_the_ring_unordered_with_a_push_a5():
     flag orders them - on the device the push may land in between (a race, reported)."""
     def cube(x, fifo):
         pipe = TPipe(0, DIR_C2V, SL, 2, peers=(0,))(fifo, 0x8000, 0)
-        m = Tile(TileType.Mat, float32, 16, 16, addr=0)
-        left = Tile(TileType.Left, float32, 16, 16, addr=0)
-        right = Tile(TileType.Right, float32, 16, 16, addr=0)
-        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
-        TLOAD(m, x)
-        TMOV(left, m)
-        TMOV(right, m)
-        TMATMUL(acc, left, right)
+        acc = square_acc(x)
         for _ in range(2):
             TPUSH(pipe, acc)  # push
 

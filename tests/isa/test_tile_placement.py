@@ -9,9 +9,10 @@ import pytest
 
 import ptopipe
 from ptopipe.errors import MemoryConflictError
-from ptopipe.isa import (DIR_C2V, TASSIGN, TFREE, TLOAD, TMATMUL, TMOV, TPOP, TPUSH, TPipe, TSTORE, GlobalTensor, Tile,
-                         TileType, float32, gm_buffer)
+from ptopipe.isa import DIR_C2V, TASSIGN, TFREE, TLOAD, TPOP, TPUSH, TPipe, TSTORE, Tile, TileType, float32, gm_buffer
 from ptopipe.isa import tile as tile_mod
+
+from cube_parts import square_acc
 
 SL = 16 * 16 * 4
 
@@ -21,14 +22,7 @@ def test_the_overwritten_tile_is_named_as_tassign_placed_it(monkeypatch):
 
     def cube(x, fifo):
         pipe = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
-        m = Tile(TileType.Mat, float32, 16, 16, addr=0)
-        left = Tile(TileType.Left, float32, 16, 16, addr=0)
-        right = Tile(TileType.Right, float32, 16, 16, addr=0)
-        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
-        TLOAD(m, x)
-        TMOV(left, m)
-        TMOV(right, m)
-        TMATMUL(acc, left, right)
+        acc = square_acc(x)
         TPUSH(pipe, acc)
 
     def k(x, out, fifo):
