@@ -230,12 +230,21 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
 
 
 def _sets_events(k: Kernels, fns: dict) -> bool:
-    """Does code a run of ``k`` may execute set intra-core events (set_flag / wait_flag: a lone
+    """Does code a run of ``k`` executes set intra-core events (set_flag / wait_flag: a lone
     trailing pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too): the bodies of the
-    kernels it runs and of every function of the file that is no ``__global__`` entry (the
-    helpers they may call) - not another kernel of the file?"""
-    run = {id(f) for f in k.roles.values()}
-    return any(_OWN_EVENTS.search(f.body) for f in fns.values() if id(f) in run or not f.is_global)
+    kernels it runs and of the file's functions they call, transitively by name (pto-isa's
+    entries call ``__global__`` templates) - not another kernel of the file?"""
+    todo, seen = [f.name for f in k.roles.values()], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        body = fns[name].body
+        if _OWN_EVENTS.search(body):
+            return True
+        todo += [n for n in _IDENT.findall(body) if n in fns and n not in seen]
+    return False
 
 
 #: the note of a run of a lone Vector kernel on AIV0 (:func:`_one_lane`)
@@ -243,6 +252,7 @@ ONE_LANE_NOTE = ("a Vector kernel with no Cube kernel, and no get_subblockid() i
                  "one Vector core, as a Vector-only launch runs it")
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
 _OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 #: the note of a run in the manual synchronisation mode by default (``Kernels.own_events``)
 OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag): run in the manual "
                    "synchronisation mode, where only they order its pipes, as on the device (--sync auto: the "

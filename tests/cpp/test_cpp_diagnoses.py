@@ -118,13 +118,16 @@ extern "C" __global__ AICORE void vec_flagged(__gm__ float *x) { set_flag(PIPE_V
 
 
 def test_the_manual_default_follows_the_code_a_run_executes(tmp_path):
-    """Events in the kernel that runs, or in a helper it may call, make the manual mode the
+    """Events in the kernel that runs, or in a function it calls, make the manual mode the
     default; another kernel's events in the same file do not, nor a pipe_barrier alone."""
     from ptopipe.cpp.build import find_kernels
     p = tmp_path / "two.cpp"
     p.write_text(TWO_KERNELS)
     assert find_kernels(str(p), aiv="vec_flagged").own_events
-    assert find_kernels(str(p), aiv="vec_fenced").own_events           # through its helper
+    assert find_kernels(str(p), aiv="vec_fenced").own_events           # through the helper it calls
+    assert not find_kernels(str(p), aiv="vec_plain").own_events         # a helper it does not call
+    p.write_text(TWO_KERNELS.replace("{ fence(); }", "{ vec_flagged(x); }"))
+    assert find_kernels(str(p), aiv="vec_fenced").own_events           # a __global__ it calls
     p.write_text(TWO_KERNELS.replace("set_flag(PIPE_V, PIPE_MTE3, EVENT_ID1); wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID1);",
                                      "pipe_barrier(PIPE_ALL);"))      # a barrier alone: auto-synchronised code ends so too
     assert not find_kernels(str(p), aiv="vec_plain").own_events         # vec_flagged's do not count
