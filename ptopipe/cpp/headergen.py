@@ -261,10 +261,10 @@ def operands(name: str) -> tuple:
     among them."""
     sig = inspect.signature(isa_function(name))
     req = opt = 0
-    variadic = False
+    variadic = mixed = False
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
-            variadic = True
+            variadic, mixed = True, p.name != "events"
         elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             if p.default is p.empty:
                 req += 1
@@ -272,7 +272,10 @@ def operands(name: str) -> tuple:
                 opt += 1
     if variadic and req + opt == 0:
         return 1, MAX_VARIADIC, False
-    return req, MOST_OPERANDS.get(name, req + opt), variadic
+    # a Python form whose trailing ``*rest`` holds optional operands as well as the wait events
+    # (pto-isa's tmp forms: TTRANS(dst, src, tmp), TSEL(dst, mask, a, b, tmp), TGATHER(dst, src,
+    # idx, tmp)) takes up to MAX_EVENTS more operands; the Python form checks them
+    return req, MOST_OPERANDS.get(name, req + opt + (MAX_EVENTS if mixed else 0)), variadic
 
 
 def arities(name: str) -> tuple:

@@ -216,7 +216,7 @@ def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     first with its status switches, the split and sub-block forms of a TPipe's instructions."""
     from ptopipe.cpp.build import STD20, find_compiler, standard
     cxx20 = CXX20 if standard(find_compiler()[0]) == STD20 else ""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + cxx20)
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + cxx20)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
 
@@ -267,6 +267,24 @@ inline int64_t one_valid_dim(int n) {
 template bool sides<Pipe>(int);
 using FixpipeConfig = FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>;
 static_assert(FixpipeConfig::QuantPre == QuantMode_t::F322F16);
+"""
+
+
+#: pto-isa's forms with a trailing tmp tile (the Python forms take it in their ``*rest``), with and
+#: without a wait event after it
+TMP_FORMS = """
+inline void tmpForms() {
+    using F = Tile<TileType::Vec, float, 16, 16>;
+    using M = Tile<TileType::Vec, uint8_t, 16, 32>;
+    using I = Tile<TileType::Vec, int32_t, 16, 16>;
+    F d, a, b, tmp; M m; I idx;
+    TTRANS(d, a, tmp);
+    TSEL(d, m, a, b, tmp);
+    TSELS(d, m, a, tmp, -1.0f);
+    TGATHER(d, a, idx, tmp);
+    RecordEvent e = TPOWS(d, a, 2.0f, tmp);
+    TTRANS(d, a, tmp, e);
+}
 """
 
 
