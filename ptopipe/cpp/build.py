@@ -46,9 +46,10 @@ from ..codegen.cpp_origin import PREFIX as ORIGIN_PREFIX
 STD20, STD = "-std=c++20", "-std=c++17"
 # -g1: line tables only, for the lines that called a failing instruction's function (callers.py);
 # in DWARF 4, which binutils' addr2line reads from every compiler (clang's DWARF 5 line-tables-only
-# output at -O0 gave it no lines)
-FLAGS = ("-O1", "-gdwarf-4", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
-         "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+# output at -O0 gave it no lines); no sibling calls: a kernel entry whose last statement calls its
+# templated body keeps its frame, so that an error there names the entry's line too
+FLAGS = ("-O1", "-gdwarf-4", "-g1", "-fno-optimize-sibling-calls", "-fPIC", "-shared", "-fvisibility=hidden",
+         "-fvisibility-inlines-hidden", "-Wno-unused-variable", "-Wno-unused-but-set-variable")
 #: what a compiler says of a C++20 feature in an older standard (g++: "only available with
 #: '-std=c++20'", clang: "before C++20", "a C++20 extension")
 _NEEDS_CXX20 = re.compile(r"c\+\+2a|c\+\+20|C\+\+20")

@@ -190,6 +190,38 @@ def test_a_hand_written_kernel_with_events_runs_in_the_manual_mode(tmp_path, cpp
     np.testing.assert_array_equal(run_cpp(str(p), dict(args), sync="auto")["out"], 2 * args["out"])
 
 
+TAIL_CALL = """#include <pto/pto-inst.hpp>
+using namespace pto;
+template <int R> AICORE void body()
+{
+    Tile<TileType::Vec, float, R, 32> a;
+    Tile<TileType::Vec, float, 8, 32> b;
+    TASSIGN(a, 0x0);
+    TASSIGN(b, 0x1000);
+    TADD(a, a, b);
+}
+extern "C" __global__ AICORE void vec_k(__gm__ float *x) { body<16>(); }
+"""
+
+
+@needs_cxx
+def test_an_entry_ending_in_its_body_call_is_named_at_the_builds_own_flags(tmp_path, cpp_cache, monkeypatch):
+    """Optimised (here a user's -O2, where every compiler makes sibling calls; not the suite's
+    -O0), a kernel entry whose last statement calls its templated body keeps its frame (the
+    build asks for no sibling calls): an error in the body names the entry's line as its caller."""
+    from cpp_support import LEAN
+    from ptopipe.errors import KernelError
+    monkeypatch.setenv("CXXFLAGS", "-O2 " + LEAN)
+    p = tmp_path / "tail.cpp"
+    p.write_text(TAIL_CALL)
+    with pytest.raises(KernelError) as ei:
+        run_cpp(str(p), dict(x=np.zeros(8, np.float32)), platform="a2a3")
+    lines = TAIL_CALL.splitlines()
+    at = f"{p}:{lines.index('    TADD(a, a, b);') + 1}"
+    entry = f"{p}:{next(i for i, ln in enumerate(lines, 1) if ln.startswith('extern'))}"
+    assert ei.value.where == f"{at} (called from {entry})", ei.value.where
+
+
 @needs_cxx
 def test_an_error_in_a_helper_names_the_kernel_lines_that_called_it(cpp_cache):
     """An instruction's site is its own line (``__builtin_LINE``); an error there also names the
