@@ -171,4 +171,4 @@ def test_a_tile_written_over_the_popped_tile(platform, protocol):
         assert e.where.endswith(clobber) and "popped and not yet freed" in e.what, e
     else:
         assert e.where.endswith(f":{line_of(write_over_the_popped_tile, 'USE')}"), e
-        assert f"overwritten since by the TEXPANDS of Vec tile float32 8x16" in e.what and clobber in e.what, e
+        assert "overwritten since by the TEXPANDS of Vec tile float32 8x16" in e.what and clobber in e.what, e
