@@ -1,0 +1,131 @@
+"""Multi-block launches (``run(..., blocks=N)``): each block on a cluster of its own with its
+get_block_idx(), all on one GM; races between blocks, errors naming the block, blocks x
+launches, the summary."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import ConfigError, DataRaceError, ProtocolError
+from ptopipe.isa import *
+
+from markers import line_of
+
+R, C = 8, 16              # rows of one Vector core's share, columns
+
+
+def share(x, out):
+    """Each block doubles its rows of ``x``: block b, sub-block s takes rows
+    [(2b + s) R, (2b + s + 1) R)."""
+    b, n = get_block_idx(), get_block_num()
+    row = (2 * b + get_subblockid()) * R
+    assert x.shape[-2] == 2 * R * n
+    t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+    TLOAD(t, GlobalTensor(x.data() + row * C, (R, C)))
+    TMULS(t, t, 2.0)
+    TSTORE(GlobalTensor(out.data() + row * C, (R, C)), t)
+
+
+def args(blocks):
+    x = np.arange(2 * R * blocks * C, dtype=np.float32).reshape(-1, C)
+    return {"x": x, "out": np.zeros_like(x)}
+
+
+def test_each_block_does_its_share():
+    a = args(3)
+    res = ptopipe.run(aiv=share, args=a, blocks=3)
+    np.testing.assert_array_equal(res["out"], a["x"] * 2)
+    s = res.summary
+    assert s.blocks == 3 and s.asked_block
+    assert s.cores["AIV0"]["instructions"] == 3 * res.clusters[0].aiv0.instructions
+    assert s.cycles == max(cl.cycles for cl in res.clusters)
+    assert [cl.block for cl in res.clusters] == [0, 1, 2]
+    assert "3 blocks" in s.format()
+
+
+def test_one_block_computes_a_third():
+    a = args(1)
+    a["x"] = np.arange(2 * R * 3 * C, dtype=np.float32).reshape(-1, C)      # sized for 3 blocks
+    a["out"] = np.zeros_like(a["x"])
+
+    def k(x, out):
+        if get_block_num() == 1:        # the kernel of 3 blocks run as one: block 0's rows only
+            row = get_subblockid() * R
+            t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+            TLOAD(t, GlobalTensor(x.data() + row * C, (R, C)))
+            TSTORE(GlobalTensor(out.data() + row * C, (R, C)), t)
+    res = ptopipe.run(aiv=k, args=a)
+    assert res.summary.blocks == 1 and res.summary.asked_block
+    assert not res["out"][2 * R:].any()
+
+
+def test_a_kernel_that_never_asks():
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+        TLOAD(t, GlobalTensor(x.data(), (R, C)))
+    assert not ptopipe.run(aiv=(k, None), args=args(1)).summary.asked_block
+
+
+def same_rows(x, out, y):
+    """Every block stores its row of ``y`` (different per block unless all rows are equal)
+    into the same rows of ``out``."""
+    t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+    TLOAD(t, GlobalTensor(y.data() + get_block_idx() * R * C, (R, C)))
+    TSTORE(GlobalTensor(out.data(), (R, C)), t)  # store
+
+
+def test_blocks_storing_different_data_to_the_same_rows_race():
+    a = args(2)
+    a["y"] = np.arange(2 * R * C, dtype=np.float32).reshape(-1, C)
+    with pytest.raises(DataRaceError) as e:
+        ptopipe.run(aiv=(same_rows, None), args=a, blocks=2)
+    err = e.value
+    line = line_of(same_rows, "store")
+    assert err.where.endswith(f":{line}")
+    assert "block 1 AIV0" in str(err) and "block 0 AIV0" in str(err)
+    assert "get_block_idx()" in err.fix
+    assert err.findings[0]["blocks"] == [0, 1]
+
+
+def test_blocks_storing_identical_data_is_a_warning():
+    a = args(2)
+    a["y"] = np.ones((2 * R, C), np.float32)
+    res = ptopipe.run(aiv=(same_rows, None), args=a, blocks=2)
+    warned = [w for w, _ in res.summary.leaks if "blocks 0 and 1 both run the TSTORE" in w]
+    assert len(warned) == 1 and "work is done twice" in warned[0]
+
+
+def test_no_cross_block_check_without_checks():
+    a = args(2)
+    a["y"] = np.arange(2 * R * C, dtype=np.float32).reshape(-1, C)
+    res = ptopipe.run(aiv=(same_rows, None), args=a, blocks=2, checks=False)
+    np.testing.assert_array_equal(res["out"][:R], a["y"][R:])          # block 1 ran last
+
+
+def test_blocks_times_launches_carry_each_blocks_memories():
+    """Each launch adds its block's UB tile (kept in UB across launches) to its rows."""
+    def k(out):
+        t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+        one = Tile(TileType.Vec, float32, R, C, addr=0x2000)
+        TEXPANDS(one, float(get_block_idx() + 1))
+        TADD(t, t, one)                  # the UB tile the same block left in the launch before
+        TSTORE(GlobalTensor(out.data() + get_block_idx() * R * C, (R, C)), t)
+    res = ptopipe.run(aiv=(k, None), args={"out": np.zeros((2 * R, C), np.float32)}, blocks=2, launches=3)
+    for k_, outs in enumerate(res.launches, 1):
+        np.testing.assert_array_equal(outs["out"][:R], np.full((R, C), k_))
+        np.testing.assert_array_equal(outs["out"][R:], np.full((R, C), 2 * k_))
+
+
+def test_an_error_names_its_block():
+    def k(x, out):
+        if get_block_idx() == 1:
+            TFREE(TPipe(0, DIR_C2V, 64, 2, peers=(0,))(out, 0x8000, 0))  # free
+    with pytest.raises(ProtocolError) as e:
+        ptopipe.run(aiv=(k, None), args=args(2), blocks=3, launches=2)
+    assert "(in block 1 of 3, launch 1 of 2)" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
+def test_bad_blocks(bad):
+    with pytest.raises(ConfigError) as e:
+        ptopipe.run(aiv=share, args=args(1), blocks=bad)
+    assert e.value.where == "blocks" and "blocks >= 1" in e.value.fix
