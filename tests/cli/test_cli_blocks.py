@@ -150,3 +150,11 @@ def test_a_pto_file_using_get_block_idx(tmp_path, capsys):
     code, out, err = _cli(["check", str(src), "--blocks", "2", "--schedules", "1", "--input",
                            f"x={tmp_path / 'x.npy'}"], capsys)
     assert code == 0 and "(2 blocks)" in out, out + err
+
+
+def test_the_report_of_several_blocks_says_which_block_it_shows(tmp_path, capsys):
+    path = _file(tmp_path, 'SCENARIO = Scenario("two", None, vec, make_args, golden)\n')
+    report = tmp_path / "r.html"
+    code, out, _ = _cli(["run", path, "--blocks", "2", "--quiet", "--report", str(report)], capsys)
+    assert code == 0
+    assert "ptopipe two[default] - block 0 of 2" in report.read_text(encoding="utf-8")

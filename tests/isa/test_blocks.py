@@ -1,6 +1,8 @@
 """Multi-block launches (``run(..., blocks=N)``): each block on a cluster of its own with its
 get_block_idx(), all on one GM; races between blocks, errors naming the block, blocks x
 launches, the summary."""
+import re
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,75 @@ def test_bad_blocks(bad):
     with pytest.raises(ConfigError) as e:
         ptopipe.run(aiv=share, args=args(1), blocks=bad)
     assert e.value.where == "blocks" and "blocks >= 1" in e.value.fix
+
+
+def test_a_traced_run_traces_every_block_and_reports_block_0():
+    a = args(2)
+    res = ptopipe.run(aiv=share, args=a, blocks=2, trace=True)
+    assert res.cluster is res.clusters[0] and res.cluster.block == 0
+    assert all(cl.trace for cl in res.clusters)
+
+    def k(x, out):
+        share(x, out)
+        if get_block_idx() == 1:
+            TFREE(TPipe(0, DIR_C2V, 64, 2, peers=(0,))(out, 0x8000, 0))
+    with pytest.raises(ProtocolError) as e:
+        ptopipe.run(aiv=(k, None), args=a, blocks=2, trace=True)
+    assert e.value.run_cluster.block == 1 and e.value.run_cluster.trace      # the failing block's run
+
+
+def test_a_mismatch_names_the_block_that_wrote_last():
+    """Block 1 stores its rows plus one: the re-run that records writes names block 1's TSTORE."""
+    def k(x, out):
+        b = get_block_idx()
+        row = (2 * b + get_subblockid()) * R
+        t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+        TLOAD(t, GlobalTensor(x.data() + row * C, (R, C)))
+        TADDS(t, t, float(b))
+        TSTORE(GlobalTensor(out.data() + row * C, (R, C)), t)  # store
+    sc = ptopipe.Scenario("wrong", None, k, lambda rng: args(2), lambda a: {"out": a["x"]}, blocks=2)
+    with pytest.raises(ptopipe.MismatchError) as e:
+        sc.check()
+    assert re.search(rf"was last written by block 1's AIV0 TSTORE at \S*test_blocks.py:{line_of(k, 'store')}\n",
+                     str(e.value))
+
+
+def test_a_check_scope_takes_back_every_blocks_memories():
+    from ptopipe.isa.explore import CheckScope
+    scope = CheckScope()
+    res = ptopipe.run(aiv=share, args=args(2), blocks=2, pool=scope.pool)
+    scope.passed(res)
+    assert all(not core.memories for cl in res.clusters for core in cl.cores)
+
+
+def ring_kernels(offset: bool):
+    """The Cube pushes block b's x @ x through a C2V ring in GM (A2A3) that AIV0 pops; each
+    block's ring at its own bytes of ``fifo`` (``offset``) or all at the same."""
+    from cube_parts import square_acc
+    slot = 16 * 16 * 4
+
+    def ring(fifo):
+        base = fifo.data() + (get_block_idx() * 2 * slot if offset else 0)
+        return TPipe(0, DIR_C2V, slot, 2, peers=(0,))(base, 0x8000, 0)
+
+    def cube(x, fifo):
+        pipe = ring(fifo)
+        TPUSH(pipe, square_acc(GlobalTensor(x.data() + get_block_idx() * 256, (16, 16))))  # push
+
+    def vector(x, fifo):
+        pipe = ring(fifo)
+        TPOP(pipe, Tile(TileType.Vec, float32, 16, 16))
+        TFREE(pipe)
+    return cube, vector
+
+
+def test_blocks_sharing_a_gm_ring_race():
+    # (the ring's 4 KiB GM page first: no TLOAD shares it, so only the ring's own records see it)
+    a = {"fifo": gm_buffer(4 * 16 * 16 * 4), "x": np.arange(512, dtype=np.float32).reshape(32, 16) / 64}
+    cube, vector = ring_kernels(offset=True)
+    ptopipe.run(cube, (vector, None), a, blocks=2)
+    cube, vector = ring_kernels(offset=False)
+    with pytest.raises(DataRaceError) as e:
+        ptopipe.run(cube, (vector, None), a, blocks=2)
+    assert e.value.where.endswith(f":{line_of(cube, 'push')}") and "block 1 AIC" in str(e.value)
+    assert "slot 0 of" in str(e.value)
