@@ -286,8 +286,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     shared_gm = any(getattr(fn, "maps_gm", False) for fn in (aic, *fns))
     nblocks = int(blocks)
     checker = checker_class(record_writes, nblocks) if checks or record_writes else None
-    # prev: the clusters of the last launch, by block; rows: every exit's ledger rows
-    prev, rows, per_launch, wall, found = None, [], [], 0.0, []
+    # prev: the clusters of the last launch, by block, and exits their ledger rows; rows: every
+    # exit's ledger rows
+    prev, exits, rows, per_launch, wall, found = None, [], [], [], 0.0, []
     for k in range(1, int(launches) + 1):
         clusters, writes = [], []
         for b in range(nblocks):
@@ -307,7 +308,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                     for (name, a), addr in zip(arrays.items(), addrs):
                         cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
             else:
-                _carry(prev[b], cluster, [r for r in rows if r.get("block", 0) == b], gm=b == 0)
+                _carry(prev[b], cluster, exits[b], gm=b == 0)
             clusters.append(cluster)
             kernels = {}
             if aic is not None:
@@ -332,13 +333,15 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                 if echo_prints:
                     flush_prints(cluster)   # TPRINT's output, also of a run that failed
             if k == launches:
-                found.extend(w for w in exited if w not in found)
+                found = exited if nblocks == 1 else found + [w for w in exited if w not in found]
             exit_rows = ledger(cluster, k)
             if nblocks > 1:
                 for r in exit_rows:
                     r["block"] = b
                 writes.append(written(cluster))
             rows.extend(exit_rows)
+            if k < launches:
+                exits[b:b + 1] = [exit_rows]
         if nblocks > 1 and checker is not None:
             try:
                 twice = cross_block_races(clusters, writes)
@@ -369,15 +372,14 @@ def _where_in_run(b: int, blocks: int, k: int, launches: int) -> str:
 
 def _carry(prev: Cluster, cluster: Cluster, rows: list, gm: bool = True) -> None:
     """A next launch on the same cluster: memories and flag counters as ``prev`` (the same
-    block's cluster in the last launch; ``rows``: its ledger rows) left them, and GM too
-    (``gm``: the launch's first block; the others share its GM)."""
+    block's cluster in the last launch; ``rows``: its exit's ledger rows) left them, and GM
+    too (``gm``: the launch's first block; the others share its GM)."""
     if gm:
         cluster.gm.buf[:] = prev.gm.buf
     for old, new in zip(prev.cores, cluster.cores):
         for space, m in old.memories.items():
             new.memories[space].buf[:] = m.buf
-    k = max((r["launch"] for r in rows), default=0)
-    last = {r["name"]: r for r in rows if r["launch"] == k}       # the previous exit's ledger
+    last = {r["name"]: r for r in rows}
     cluster.carry_flags(prev, origin=lambda f: last.get(f.name))
     cluster.carried_hooks.append(carried_credit)
     cluster.explainers.append(explain_carried)
