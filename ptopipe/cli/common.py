@@ -266,6 +266,11 @@ def launch_kwargs(args) -> dict:
     return {name: v for name in ("launches", "blocks") if (v := getattr(args, name, None)) is not None}
 
 
+def blocks_ran(summary) -> str:
+    """' (N blocks)' for the verdict line of a run of several blocks, else ''."""
+    return f" ({summary.blocks} blocks)" if summary.blocks > 1 else ""
+
+
 def block_note(summary) -> str | None:
     """The note of a run of one block whose kernel asked for its block index or the number
     of blocks (None otherwise): it computed block 0's share only."""

@@ -37,7 +37,7 @@ def test_run_cpp_file_with_blocks(cpp_cache, tmp_path, capsys):
             "--input", f"y={tmp_path / 'y.npy'}", "--output", f"y={out}"]
     assert cli_main(argv + ["--blocks", "2"]) == 0
     printed = capsys.readouterr().out
-    assert "2 blocks" in printed and "ran as block 0 of 1" not in printed
+    assert "PASS blocks_idx.cpp on a2a3 (spec) (2 blocks): ran" in printed and "ran as block 0 of 1" not in printed
     np.testing.assert_array_equal(np.load(out), 2 * X)
     assert cli_main(argv) == 0
     assert "note: the kernel asked for its block index (get_block_idx / get_block_num) and ran as block 0 of 1 " \
