@@ -322,9 +322,10 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                 wall += time.perf_counter() - t0
                 exited = _exit(cluster, k, k == launches, checks, leak_check)
             except PtoPipeError as e:
-                at = _where_in_run(b, nblocks, k, launches)
-                if at:
-                    e.add_detail(f"(in {at})")
+                if nblocks > 1:
+                    e.add_detail(f"(in block {b} of {nblocks})")
+                if launches > 1:
+                    e.add_detail(f"(in launch {k} of {launches})")
                 if trace:               # the traced run up to the error, for its reports
                     e.run_cluster = cluster
                     cluster.stopped_by = e

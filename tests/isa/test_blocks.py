@@ -123,7 +123,7 @@ def test_an_error_names_its_block():
             TFREE(TPipe(0, DIR_C2V, 64, 2, peers=(0,))(out, 0x8000, 0))  # free
     with pytest.raises(ProtocolError) as e:
         ptopipe.run(aiv=(k, None), args=args(2), blocks=3, launches=2)
-    assert "(in block 1 of 3, launch 1 of 2)" in str(e.value)
+    assert "\n  (in block 1 of 3)\n  (in launch 1 of 2)\n" in str(e.value)
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
