@@ -175,7 +175,8 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
     base = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} --variant {v}"
             + (" --no-checks" if getattr(args, "no_checks", False) else "")
             + (f" --sync {args.sync}" if getattr(args, "sync", None) else "")
-            + (f" --launches {args.launches}" if getattr(args, "launches", None) else ""))
+            + (f" --launches {args.launches}" if getattr(args, "launches", None) else "")
+            + (f" --blocks {args.blocks}" if getattr(args, "blocks", None) else ""))
     if isinstance(seed, int):
         return f"{base} --seed {seed} --schedules 1"
     return f"{base} --replay {seed}"
@@ -212,7 +213,9 @@ def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
         for v in pick_variants(sc, args.variant):
             manual = (getattr(args, "sync", None) or sc.sync) == "manual"
             launches = getattr(args, "launches", None) or sc.launches or 1
+            blocks = getattr(args, "blocks", None) or sc.blocks or 1
             label = (f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
+                     + (f" ({blocks} blocks)" if blocks > 1 else "")
                      + (f" ({launches} launches each)" if launches > 1 else ""))
             res = _explore(sc, v, args, plat, protocol, label, sources[k] if sources else None,
                            run_warnings)

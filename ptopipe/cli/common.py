@@ -51,6 +51,7 @@ def _platform_option(text: str) -> str:
 _LOWER_BOUNDS = {
     "schedules": (0, "a number of schedules"),
     "launches": (1, "a number of launches"),
+    "blocks": (1, "a number of blocks"),
     "seed": (0, "a seed"),
     "data_seed": (0, "a seed"),
     "latency": (0, "a latency in cycles"),
@@ -250,14 +251,33 @@ def run_each(jobs: list, one) -> int:
 
 
 def add_launches(p) -> None:
+    """The options of how a run launches the kernels: ``--launches K``, ``--blocks N``."""
     p.add_argument("--launches", type=int, default=None, metavar="K",
                    help="run the kernels K times back to back on one cluster, flag counters and "
                         "memories carried over (default: the scenario's launches=, else 1)")
+    p.add_argument("--blocks", type=int, default=None, metavar="N",
+                   help="launch N blocks (kernel<<<N, ...>>>): each runs the kernels on a cluster of "
+                        "its own with get_block_idx() 0 .. N-1, all on one GM (default: the "
+                        "scenario's blocks=, else 1)")
 
 
 def launch_kwargs(args) -> dict:
-    k = getattr(args, "launches", None)
-    return {} if k is None else {"launches": k}
+    """``ptopipe.run``'s ``launches`` / ``blocks`` from the options that were given."""
+    return {name: v for name in ("launches", "blocks") if (v := getattr(args, name, None)) is not None}
+
+
+def blocks_ran(summary) -> str:
+    """' (N blocks)' for the verdict line of a run of several blocks, else ''."""
+    return f" ({summary.blocks} blocks)" if summary.blocks > 1 else ""
+
+
+def block_note(summary) -> str | None:
+    """The note of a run of one block whose kernel asked for its block index or the number
+    of blocks (None otherwise): it computed block 0's share only."""
+    if summary.blocks == 1 and summary.asked_block:
+        return ("note: the kernel asked for its block index (get_block_idx / get_block_num) and ran as "
+                "block 0 of 1 (--blocks N to run N)")
+    return None
 
 
 def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_names: str | None = None) -> list:

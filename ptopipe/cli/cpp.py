@@ -13,7 +13,7 @@ import os
 from ..driver import cpp
 from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
-from .common import launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
+from .common import block_note, blocks_ran, launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
 
 
 def add_arguments(p) -> None:
@@ -75,8 +75,11 @@ def run_cpp_file(args) -> int:
     quiet = getattr(args, "quiet", False)
     warned = summary_warnings(summary)              # (the summary below shows them, unless --quiet)
     failed, verdict = werror_verdict(args, warned if quiet else (), () if quiet else warned)
-    print(f"{verdict} {name} on {platform} ({protocol}): ran"
+    print(f"{verdict} {name} on {platform} ({protocol}){blocks_ran(summary)}: ran"
           + (f", wrote {', '.join(outs)}" if outs else "") + werror_note(failed, warned))
+    note = block_note(summary)
+    if note:
+        print(note)
     if not quiet:
         print("  " + summary.format().replace("\n", "\n  "))
     return int(failed)

@@ -12,7 +12,7 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError
 from . import bounds
-from .common import (launch_kwargs, scalar_ranges, summary_warnings, sync_kwargs, werror_note, werror_verdict,
+from .common import (block_note, blocks_ran, launch_kwargs, scalar_ranges, summary_warnings, sync_kwargs, werror_note, werror_verdict,
                      write_outputs)
 
 
@@ -133,8 +133,11 @@ def _run_one(args, pl, protocol, static) -> int:
     for n in [] if quiet else pl.notes:
         print(f"note: {n}")
     print(f"{verdict} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
-          f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else "")
+          f"({protocol}){blocks_ran(res.summary)}: ran" + (f", wrote {', '.join(outs)}" if outs else "")
           + werror_note(failed, static + warned + summary))
+    note = block_note(res.summary)
+    if note:
+        print(note)
     if not quiet:
         print("  " + res.summary.format().replace("\n", "\n  "))
     return int(failed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, launch_kwargs,
+from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, block_note, blocks_ran, launch_kwargs,
                      refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
                      werror_verdict)
 from ..errors import PtoPipeError
@@ -88,12 +88,16 @@ def main(args) -> int:
             write_run_reports(res, args, sc.name, v)
         compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                          rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
-                                              **bounds.run_kwargs(args), **sync_kwargs(args))[0])
+                                              **bounds.run_kwargs(args), **sync_kwargs(args),
+                                              **launch_kwargs(args))[0])
         warned = summary_warnings(res.summary)      # (the summary below shows them, unless --quiet)
         failed, verdict = werror_verdict(args, warned if args.quiet else (), () if args.quiet else warned)
-        print(f"{verdict} {label}: matches numpy golden ({', '.join(expected)})"
+        print(f"{verdict} {label}{blocks_ran(res.summary)}: matches numpy golden ({', '.join(expected)})"
               + (f" after each of {len(res.launches)} launches" if len(res.launches) > 1 else "")
               + werror_note(failed, warned))
+        note = block_note(res.summary)
+        if note:
+            print(note)
         if not args.quiet:
             for k in expected:
                 out = res.outputs[k]

@@ -110,11 +110,16 @@ def write_trace(run, args, label: str, tag: str, many: bool, stopped: str = "") 
 
 def write_reports(res, args, name: str, variant, stopped: str = "") -> None:
     """``run --report/--png``: write the HTML report and/or the PNG swimlane of one run of
-    scenario (or file) ``name`` (``stopped``: why a run ended early, for its title)."""
+    scenario (or file) ``name`` (``stopped``: why a run ended early, for its title).  A run of
+    several blocks: the reports show one block's cluster (block 0's, or the block that
+    stopped), said in the title."""
     from ..report import write_png
     many = args.variant == "all"
     tag = f"{name}.{variant}" if many else variant
-    title = f"ptopipe {name}[{variant}]" + (f" - stopped by {stopped}" if stopped else "")
+    cluster = getattr(res, "cluster", res)
+    nblocks = cluster.context.blocks if hasattr(cluster, "context") else 1
+    title = (f"ptopipe {name}[{variant}]" + (f" - block {cluster.block} of {nblocks}" if nblocks > 1 else "")
+             + (f" - stopped by {stopped}" if stopped else ""))
     if args.report:
         print(f"wrote {write_html(res, _out(args.report, tag, many), title)}")
     if args.png:

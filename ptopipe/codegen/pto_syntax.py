@@ -70,13 +70,14 @@ SPMD_PARAMS = (SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_SUBBLOCK_IDX)
 def refuse_spmd_inputs(names, option: str = "--input") -> None:
     """A ConfigError for a value given (``option``) to one of pypto's SPMD identity
     parameters: the run binds them per core, as pypto's runtime does (the Vector core's lane,
-    0 on the Cube; block 0 of 1: ptopipe simulates one cluster), and the static verifier
-    proves the file with those values."""
+    0 on the Cube; the block's index and the number of blocks, ``--blocks N``), and the static
+    verifier proves the file for block 0 of 1."""
     for k in names:
         if k in SPMD_PARAMS:
             raise ConfigError(f"{option} {k}: pypto's runtime gives this parameter, and so does ptopipe: "
                               f"{SPMD_SUBBLOCK_IDX} is each core's lane (AIV0 0, AIV1 1, the Cube 0), "
-                              f"{SPMD_BLOCK_IDX} 0 and {SPMD_BLOCK_NUM} 1 (one cluster is simulated)",
+                              f"{SPMD_BLOCK_IDX} the block's index and {SPMD_BLOCK_NUM} the number of "
+                              "blocks (1 unless --blocks N)",
                               where=f"option {option}", fix=f"drop {option} {k}")
 
 

@@ -38,16 +38,19 @@ def get_subblockid() -> int:
 
 
 def get_block_idx() -> int:
-    """The cluster index (ptopipe simulates one cluster: always 0)."""
-    current_core()
-    return 0
+    """The index of the block (cluster) running the kernel, 0 .. get_block_num() - 1
+    (``ptopipe.run(blocks=N)``: each block on a cluster of its own)."""
+    cluster = current_core().cluster
+    cluster.state.asked_block = True
+    return cluster.block
 
 
 def get_block_num() -> int:
-    """The number of clusters (blocks) of the launch: ptopipe simulates one (pto-isa's
+    """The number of blocks (clusters) of the launch: ``ptopipe.run(blocks=N)``'s N (pto-isa's
     cpu_stub.hpp ``get_block_num``: the configured core count)."""
-    current_core()
-    return 1
+    cluster = current_core().cluster
+    cluster.state.asked_block = True
+    return cluster.context.blocks
 
 
 def get_subblockdim() -> int:

@@ -170,8 +170,10 @@ class CheckScope:
         return made
 
     def passed(self, res) -> None:
-        """The run ``res`` passed and nothing keeps it: its memories serve the next run."""
-        self.pool.reclaim(res.cluster)
+        """The run ``res`` passed and nothing keeps it: its memories (every block's) serve the
+        next run."""
+        for cluster in res.clusters or [res.cluster]:
+            self.pool.reclaim(cluster)
 
 
 def _platform_for(platform, seed):

@@ -16,12 +16,22 @@ def compare_launches(res: RunResult, expected: dict, rtol: float, atol: float, l
                      rerun: Callable | None = None) -> None:
     """:func:`compare` the outputs of every launch of ``res`` (one launch: its outputs);
     ``rerun`` returns the same run with ``record_writes=True``, for naming the last writer
-    of a wrong element (one launch only: the writes of an earlier launch are not kept)."""
-    if len(res.launches) > 1:
-        for k, outs in enumerate(res.launches, 1):
-            compare(outs, expected, rtol, atol, f"{label} (launch {k} of {len(res.launches)})")
-    else:
-        compare(res.outputs, expected, rtol, atol, label, rerun=rerun)
+    of a wrong element (one launch only: the writes of an earlier launch are not kept).  A
+    run of one block whose kernel asked for its block index says so in the mismatch's details
+    (a kernel written for N blocks computes 1/N of its output at one)."""
+    try:
+        if len(res.launches) > 1:
+            for k, outs in enumerate(res.launches, 1):
+                compare(outs, expected, rtol, atol, f"{label} (launch {k} of {len(res.launches)})")
+        else:
+            compare(res.outputs, expected, rtol, atol, label, rerun=rerun)
+    except MismatchError as e:
+        s = res.summary
+        if s.blocks == 1 and s.asked_block:
+            e.add_detail("the kernel asked for its block index (get_block_idx / get_block_num) and ran as block "
+                         "0 of 1: a kernel written for N blocks computes only block 0's share - run its N blocks "
+                         "with blocks=N (--blocks N)")
+        raise
 
 
 def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "",
@@ -95,22 +105,30 @@ def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> N
         if e.fix:
             err.fix = e.fix
         return
-    cl = res.cluster
-    rec = cl.checker if isinstance(cl.checker, WriteRecorder) else None
-    args = {name: lo for name, lo, _hi in cl.context.gm_args}
-    if rec is None:
+    # the blocks ran in order on one GM: the last writer is the last block's that wrote
+    clusters = [c for c in (res.clusters or [res.cluster]) if isinstance(c.checker, WriteRecorder)]
+    if not clusters:
         return
+    cl = clusters[0]
+    args = {name: lo for name, lo, _hi in cl.context.gm_args}
+    many = len(clusters) > 1
     for k, first, flat, item in first_bad:
         if k not in args:
             continue
         addr = args[k] + flat * item
-        w = rec.last_writer(addr)
+        w, cl = None, clusters[0]
+        for c in reversed(clusters):
+            w = c.checker.last_writer(addr)
+            if w is not None:
+                cl = c
+                break
         ring = _ring_at(cl, addr)
         if w is None:
             text = f"{k}{list(first)} (GM {addr:#x}) was never written by the kernel"
         else:
             via = f" into slot {w['ring'][1]} of {w['ring'][0]}" if w["ring"] else ""
-            text = f"{k}{list(first)} (GM {addr:#x}) was last written by {w['core']} {w['op']}{via} at {w['where']}"
+            by = f"block {cl.block}'s {w['core']}" if many else w["core"]
+            text = f"{k}{list(first)} (GM {addr:#x}) was last written by {by} {w['op']}{via} at {w['where']}"
             if err.where is None:
                 err.where = w["where"]
         if ring is not None and (w is None or not w["ring"]):

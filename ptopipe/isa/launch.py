@@ -3,8 +3,9 @@
 ``run`` plays the orchestration role: it lays the numpy arguments out in GM, passes each
 kernel a :class:`GlobalTensor` per array (scalars as they are), runs the Cube kernel and
 the Vector kernel (on both sub-blocks) on a simulated :class:`~ptopipe.sim.Cluster`, and
-returns the GM contents of every array argument plus a run summary; with ``launches=K`` it
-runs them K times on one cluster.  The golden comparison lives in :mod:`.golden`.
+returns the GM contents of every array argument plus a run summary; with ``blocks=N`` it
+runs N blocks, each on a cluster of its own sharing one GM (:mod:`.blocks` checks them
+against each other), and with ``launches=K`` it runs them K times.  The golden comparison lives in :mod:`.golden`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
 from ..sim.pipesync import event_leaks, event_words, watch_gm
-from .checks import KernelChecks, WriteRecorder, flag_leaks
+from .blocks import checker_class, cross_block_races, written
+from .checks import flag_leaks
 from .context import refuse_nested_run
 from .golden import compare, compare_launches
 from ..protocol.versions import parse as parse_protocol
@@ -112,10 +114,17 @@ class RunSummary:
     #: each with its ``launch``): credits inherited / sent / consumed / drained / left
     ledger: list = field(default_factory=list)
     launches: int = 1
+    #: the blocks of each launch (one cluster each): cycles are the slowest block's, the
+    #: instruction, busy and pipe counts summed over the blocks
+    blocks: int = 1
+    #: a kernel asked for its block index or the number of blocks (get_block_idx / get_block_num)
+    asked_block: bool = False
 
     def format(self) -> str:
+        many = (f"; {self.blocks} blocks: the slowest block's cycles, instructions summed over the blocks"
+                if self.blocks > 1 else "")
         lines = [f"platform {self.platform}, protocol {self.protocol}: {self.cycles} cycles "
-                 f"(simulated in {self.wall_seconds * 1e3:.1f} ms)"]
+                 f"(simulated in {self.wall_seconds * 1e3:.1f} ms{many})"]
         for name, c in self.cores.items():
             if c["state"] == "idle":
                 continue
@@ -136,7 +145,8 @@ class RunSummary:
                 left = sum(r["left"] for r in rows)
                 lines.append(f"  launch {k} exit: " + ("every cross-core flag at 0" if not left else
                                                         f"{left} credit(s) left on the flags"))
-                lines.extend(f"    {describe_row(r)}" for r in rows)
+                lines.extend(f"    {'block %d: ' % r['block'] if 'block' in r else ''}{describe_row(r)}"
+                             for r in rows)
         return "\n".join(lines)
 
 
@@ -147,14 +157,16 @@ class RunResult:
     cluster: Cluster
     #: with several launches: the outputs at the end of each launch (copies), in order
     launches: list = field(default_factory=list)
+    #: the clusters of the last launch, by block (``cluster`` is block 0's)
+    clusters: list = field(default_factory=list)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
 
     @property
     def prints(self) -> list:
-        """The texts the (last launch's) TPRINTs printed, in simulated-time order."""
-        return prints(self.cluster)
+        """The texts the (last launch's) TPRINTs printed, in simulated-time order (block by block)."""
+        return [t for cl in self.clusters or [self.cluster] for t in prints(cl)]
 
 
 def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
@@ -164,7 +176,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
         launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
-        fast_paths: bool = True, pool: MemoryPool | None = None) -> RunResult:
+        fast_paths: bool = True, pool: MemoryPool | None = None, blocks: int = 1) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -216,6 +228,20 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     waiting for the free of an unpopped slot: that is the leak one launch reports (the
     push's line, "(in launch k of K)").
 
+    ``blocks=N`` launches N blocks, as ``kernel<<<N, ...>>>`` does on the device: block b runs
+    the kernels on a cluster of its own (its own local memories, rings and flags) and sees
+    ``get_block_idx() == b`` and ``get_block_num() == N`` (C++ ``block_idx`` / ``block_num``,
+    ``.pto`` ``pto.get_block_idx`` / ``pto.get_block_num`` and pypto's SPMD parameters alike).
+    The blocks run one after another, 0 .. N-1, on one GM; with ``launches=K`` every launch
+    runs all N blocks and block b carries block b's memories and flag counters of the launch
+    before.  On the device the blocks run at the same time, so with ``checks`` on GM bytes
+    one block writes and another block of the launch reads or writes are a DataRaceError
+    naming both blocks (two blocks storing identical bytes: a warning, the work done twice);
+    an error inside a block says "(in block b of N)".  The summary's cycles are the slowest
+    block's, its instruction and pipe counts summed over the blocks.  With ``trace`` every
+    block is traced; the result's ``cluster`` (its reports) is block 0's, ``clusters`` all
+    of the last launch's, and a failed block's error carries that block's cluster.
+
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
     ``pool`` (a :class:`~ptopipe.sim.memory.MemoryPool`) gives the clusters the zeroed
@@ -229,6 +255,10 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
         raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",
                           fix="give launches >= 1 (1: one launch)")
+    if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 1:
+        raise ConfigError(f"blocks={blocks!r} is not a number of blocks", where="blocks",
+                          fix="give blocks >= 1 (1: one block; N: the kernels run on N clusters, "
+                              "get_block_idx() 0 .. N-1)")
     plat = get_platform(platform)
     proto, library = _protocol(protocol)
     limit = deadline(timeout)          # one wall-clock bound for all the launches
@@ -249,72 +279,108 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         kargs[name] = GlobalTensor(GMPtr(addr, a.dtype, (addr, addr + a.nbytes, name)), a.shape, name=name)
     context = RunContext(proto, tuple(GmArg(name, addr, addr + a.nbytes)
                                       for (name, a), addr in zip(arrays.items(), addrs)), bool(fast_paths),
-                         library)
+                         library, int(blocks))
     fns = aiv if isinstance(aiv, (tuple, list)) else (aiv, aiv)
     # a kernel that reads GM through its own mapping of GM's pages (a C++ kernel's ``__gm__``
     # pointers: ptopipe.cpp.gmview) needs GM to be a shared-memory file
     shared_gm = any(getattr(fn, "maps_gm", False) for fn in (aic, *fns))
-    prev, rows, per_launch, wall = None, [], [], 0.0
+    nblocks = int(blocks)
+    checker = checker_class(record_writes, nblocks) if checks or record_writes else None
+    # prev: the clusters of the last launch, by block, and exits their ledger rows; rows: every
+    # exit's ledger rows
+    prev, exits, rows, per_launch, wall, found = None, [], [], [], 0.0, []
     for k in range(1, int(launches) + 1):
-        if limit.passed():             # (a bound shared with earlier runs, or between launches)
-            raise expired_before(limit, f"launch {k} of {launches}" if launches > 1 else "this run")
-        cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
-                          max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
-                          shared_gm=shared_gm)
-        cluster.causal = causal and timing
-        if checks or record_writes:
-            cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
-            if cluster.manual_sync:
-                watch_gm(cluster)
-        if prev is None:
-            for (name, a), addr in zip(arrays.items(), addrs):
-                cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
-        else:
-            _carry(prev, cluster, rows)
-        kernels = {}
-        if aic is not None:
-            kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
-        for sub, fn in enumerate(fns):
-            if fn is not None:
-                kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
-        t0 = time.perf_counter()
-        try:
-            cluster.run(kernels)
-            wall += time.perf_counter() - t0
-            found = _exit(cluster, k, k == launches, checks, leak_check)
-        except PtoPipeError as e:
-            if launches > 1:
-                e.add_detail(f"(in launch {k} of {launches})")
-            if trace:                   # the traced run up to the error, for its reports
-                e.run_cluster = cluster
-                cluster.stopped_by = e
-            raise
-        finally:
-            if echo_prints:
-                flush_prints(cluster)   # TPRINT's output, also of a run that failed
-        rows.extend(ledger(cluster, k))
+        clusters, writes = [], []
+        for b in range(nblocks):
+            if limit.passed():         # (a bound shared with earlier runs, or between launches)
+                raise expired_before(limit, _where_in_run(b, nblocks, k, launches) or "this run")
+            cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
+                              max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
+                              timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
+                              shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None)
+            cluster.causal = causal and timing
+            if checker is not None:
+                cluster.checker = checker(cluster)
+                if cluster.manual_sync:
+                    watch_gm(cluster)
+            if prev is None:
+                if b == 0:
+                    for (name, a), addr in zip(arrays.items(), addrs):
+                        cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
+            else:
+                _carry(prev[b], cluster, exits[b], gm=b == 0)
+            clusters.append(cluster)
+            kernels = {}
+            if aic is not None:
+                kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
+            for sub, fn in enumerate(fns):
+                if fn is not None:
+                    kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
+            t0 = time.perf_counter()
+            try:
+                cluster.run(kernels)
+                wall += time.perf_counter() - t0
+                exited = _exit(cluster, k, k == launches, checks, leak_check)
+            except PtoPipeError as e:
+                if nblocks > 1:
+                    e.add_detail(f"(in block {b} of {nblocks})")
+                if launches > 1:
+                    e.add_detail(f"(in launch {k} of {launches})")
+                if trace:               # the traced run up to the error, for its reports
+                    e.run_cluster = cluster
+                    cluster.stopped_by = e
+                raise
+            finally:
+                if echo_prints:
+                    flush_prints(cluster)   # TPRINT's output, also of a run that failed
+            if k == launches:
+                found = exited if nblocks == 1 else found + [w for w in exited if w not in found]
+            exit_rows = ledger(cluster, k)
+            if nblocks > 1:
+                for r in exit_rows:
+                    r["block"] = b
+                writes.append(written(cluster))
+            rows.extend(exit_rows)
+            if k < launches:
+                exits[b:b + 1] = [exit_rows]
+        if nblocks > 1 and checker is not None:
+            try:
+                twice = cross_block_races(clusters, writes)
+            except PtoPipeError as e:
+                if launches > 1:
+                    e.add_detail(f"(in launch {k} of {launches})")
+                raise
+            if k == launches:
+                found.extend(twice)
         if launches > 1:
             per_launch.append({name: cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape).copy()
                                for (name, a), addr in zip(arrays.items(), addrs)})
-        prev = cluster
+        prev = clusters
     outputs = {}
     for (name, a), addr in zip(arrays.items(), addrs):
         # views of the final GM contents (no copy: the result owns the cluster's GM)
         outputs[name] = cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape)
-    summary = summarize(cluster, context.protocol_name, wall, found)
+    summary = summarize(prev, context.protocol_name, wall, found)
     summary.ledger, summary.launches = rows, int(launches)
-    return RunResult(outputs, summary, cluster, per_launch)
+    return RunResult(outputs, summary, prev[0], per_launch, prev)
 
 
-def _carry(prev: Cluster, cluster: Cluster, rows: list) -> None:
-    """A next launch on the same cluster: memories and flag counters as ``prev`` left them."""
-    cluster.gm.buf[:] = prev.gm.buf
+def _where_in_run(b: int, blocks: int, k: int, launches: int) -> str:
+    """'block 1 of 4, launch 2 of 3': which run of the kernels of a call ('' for the only one)."""
+    return ", ".join(([f"block {b} of {blocks}"] if blocks > 1 else [])
+                     + ([f"launch {k} of {launches}"] if launches > 1 else []))
+
+
+def _carry(prev: Cluster, cluster: Cluster, rows: list, gm: bool = True) -> None:
+    """A next launch on the same cluster: memories and flag counters as ``prev`` (the same
+    block's cluster in the last launch; ``rows``: its exit's ledger rows) left them, and GM
+    too (``gm``: the launch's first block; the others share its GM)."""
+    if gm:
+        cluster.gm.buf[:] = prev.gm.buf
     for old, new in zip(prev.cores, cluster.cores):
         for space, m in old.memories.items():
             new.memories[space].buf[:] = m.buf
-    k = max((r["launch"] for r in rows), default=0)
-    last = {r["name"]: r for r in rows if r["launch"] == k}       # the previous exit's ledger
+    last = {r["name"]: r for r in rows}
     cluster.carry_flags(prev, origin=lambda f: last.get(f.name))
     cluster.carried_hooks.append(carried_credit)
     cluster.explainers.append(explain_carried)
@@ -367,15 +433,42 @@ def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: 
 
 
 
-def summarize(cluster: Cluster, proto: str, wall: float, found=()) -> RunSummary:
-    cores = {c.name: {"instructions": c.instructions, "state": c.state.value,
-                      "busy": {p.name: c.busy[p] for p in PipeUnit}, "stall": dict(c.stall),
-                      "end": c.end_time()}
-             for c in cluster.cores}
-    pipes = [{"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
-              "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
-             for ch in cluster.state.channels.values()]
-    return RunSummary(cluster.platform.name, getattr(proto, "value", proto), cluster.cycles, cores, pipes, wall, list(found))
+def summarize(cluster: "Cluster | list", proto: str, wall: float, found=()) -> RunSummary:
+    """The summary of a run on ``cluster``, or on the clusters of the blocks of one launch (a
+    list, by block): they ran at the same time, so the cycles are the slowest block's; the
+    instructions, busy and stall cycles and the pipes' counts are summed over the blocks."""
+    clusters = cluster if isinstance(cluster, list) else [cluster]
+    cores, pipes = {}, {}
+    for cl in clusters:
+        for c in cl.cores:
+            mine = {"instructions": c.instructions, "state": c.state.value,
+                    "busy": {p.name: c.busy[p] for p in PipeUnit}, "stall": dict(c.stall), "end": c.end_time()}
+            got = cores.get(c.name)
+            if got is None:
+                cores[c.name] = mine
+                continue
+            got["instructions"] += mine["instructions"]
+            got["end"] = max(got["end"], mine["end"])
+            if got["state"] == "idle":
+                got["state"] = mine["state"]
+            for p, v in mine["busy"].items():
+                got["busy"][p] += v
+            for why, v in mine["stall"].items():
+                got["stall"][why] = got["stall"].get(why, 0) + v
+        for ch in cl.state.channels.values():
+            mine = {"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
+                    "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
+            got = pipes.get(ch.name)
+            if got is None:
+                pipes[ch.name] = mine
+            else:
+                for n in ("tiles", "pushes", "pops", "frees"):
+                    got[n] += mine[n]
+    first = clusters[0]
+    out = RunSummary(first.platform.name, getattr(proto, "value", proto), max(cl.cycles for cl in clusters),
+                     cores, list(pipes.values()), wall, list(found), blocks=len(clusters))
+    out.asked_block = any(cl.state.asked_block for cl in clusters)
+    return out
 
 
 __all__ = ["RunResult", "RunSummary", "compare", "compare_launches", "gm_buffer", "run", "summarize",

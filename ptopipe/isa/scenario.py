@@ -36,6 +36,7 @@ class Scenario:
     protocol: str | None = None   # trace/sweep` use unless an option overrides them (None: defaults)
     sync: str | None = None       # "manual": run in the manual synchronisation mode (None: auto)
     launches: int | None = None   # launches per run (``run(launches=K)``) unless --launches overrides
+    blocks: int | None = None     # blocks per launch (``run(blocks=N)``) unless --blocks overrides
 
     def __post_init__(self):
         kernels = {"aic": self.aic, "aiv": self.aiv}
@@ -124,6 +125,8 @@ class Scenario:
             run_kwargs["sync"] = self.sync
         if self.launches is not None:
             run_kwargs.setdefault("launches", self.launches)
+        if self.blocks is not None:
+            run_kwargs.setdefault("blocks", self.blocks)
         res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
         return res, expected
 

@@ -95,7 +95,8 @@ class Cluster:
                  until_cycle: int | None = None, timeout: float | None = None,
                  sync: "SyncMode | str" = SyncMode.AUTO,
                  schedule: SchedulePolicy | None = None, context: RunContext | None = None,
-                 pool: MemoryPool | None = None, shared_gm: bool = False):
+                 pool: MemoryPool | None = None, shared_gm: bool = False, block: int = 0,
+                 gm: Memory | None = None):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by
@@ -123,7 +124,10 @@ class Cluster:
         self.pool = pool
         # ``shared_gm``: GM's bytes are a shared-memory file's pages, which kernels that read
         # GM through their own mapping of it map (Memory.file)
-        self.gm = self.new_memory(MemSpace.GM, gm_size, shareable=shared_gm)
+        # ``gm``: the GM of the launch's other blocks (the device's one GM); None: a new one
+        self.gm = self.new_memory(MemSpace.GM, gm_size, shareable=shared_gm) if gm is None else gm
+        # which block of its launch this cluster runs (get_block_idx(): one cluster per block)
+        self.block = block
         self.cores: list[Core] = []
         for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
                                                  ("AIV0", CoreKind.AIV, 0),

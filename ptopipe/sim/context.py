@@ -37,6 +37,8 @@ class RunContext:
     #: the pto-isa release a ``pto-isa@<commit>`` run models (its full hash; None: the fixed
     #: library), resolved by ``ptopipe.protocol.versions``
     library: str | None = None
+    #: the blocks of each launch (``ptopipe.run(blocks=N)``): one cluster each, ``get_block_num()``
+    blocks: int = 1
 
     @property
     def protocol_name(self) -> str:
@@ -62,3 +64,5 @@ class RunState:
     #: the report's timeline of a traced run and the trace sizes it was built from
     #: (:func:`ptopipe.report.timeline.timeline`; rebuilt when the trace grew)
     timeline: tuple | None = None
+    #: a kernel asked for its block index or the number of blocks (get_block_idx / get_block_num)
+    asked_block: bool = False

@@ -111,7 +111,20 @@ def test_the_block_parameters_are_block_0_of_1():
     x = np.arange(256, dtype=np.float32).reshape(16, 16)
     r = run_pto(text=BLOCKS, inputs=dict(x=x, y=np.zeros_like(x)))
     np.testing.assert_array_equal(r.outputs["y"], 2 * x)
-    assert any("__pypto_spmd_block_idx = 0, __pypto_spmd_block_num = 1" in n for n in r.notes)
+    assert any("__pypto_spmd_block_idx = the core's block (0 .. N-1 with --blocks N), "
+               "__pypto_spmd_block_num = the number of blocks (1 unless --blocks N)" in n for n in r.notes)
+    assert r.summary.blocks == 1 and r.summary.asked_block
+
+
+def test_the_block_parameters_of_two_blocks():
+    """blocks=2: pypto's block parameters are each block's index and 2, so each block
+    doubles its 8 rows (half the instructions each)."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    one = run_pto(text=BLOCKS, inputs=dict(x=x, y=np.zeros_like(x)))
+    r = run_pto(text=BLOCKS, inputs=dict(x=x, y=np.zeros_like(x)), blocks=2)
+    np.testing.assert_array_equal(r.outputs["y"], 2 * x)
+    per_block = [cl.aiv0.instructions for cl in r.result.clusters]
+    assert per_block[0] == per_block[1] < one.result.cluster.aiv0.instructions
 
 
 @pytest.mark.parametrize("name", ["__pypto_spmd_block_num", "__pypto_spmd_subblock_idx"])

@@ -170,8 +170,9 @@ def spmd_note(prog: Program, top_funcs) -> str | None:
     if not have:
         return None
     said = {SPMD_SUBBLOCK_IDX: f"{SPMD_SUBBLOCK_IDX} = the core's lane (AIV0 0, AIV1 1, the Cube 0)",
-            SPMD_BLOCK_IDX: f"{SPMD_BLOCK_IDX} = 0", SPMD_BLOCK_NUM: f"{SPMD_BLOCK_NUM} = 1"}
-    return ("pypto's SPMD parameters, bound per core as its runtime does for one cluster: "
+            SPMD_BLOCK_IDX: f"{SPMD_BLOCK_IDX} = the core's block (0 .. N-1 with --blocks N)",
+            SPMD_BLOCK_NUM: f"{SPMD_BLOCK_NUM} = the number of blocks (1 unless --blocks N)"}
+    return ("pypto's SPMD parameters, bound per core as its runtime does: "
             + ", ".join(said[n] for n in have))
 
 

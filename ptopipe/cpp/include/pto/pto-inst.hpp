@@ -1202,7 +1202,7 @@ inline int64_t get_block_idx(::ptopipe::Site s = PTOPIPE_HERE)
     return ::ptopipe::inst(::ptopipe::OP_get_block_idx, s);
 }
 
-// pto-isa's cpu_stub.hpp: the blocks of the launch (ptopipe simulates one cluster) and the
+// pto-isa's cpu_stub.hpp: the blocks of the launch (ptopipe.run(blocks=N), --blocks N) and the
 // cluster's Vector sub-blocks
 inline uint32_t get_block_num(::ptopipe::Site s = PTOPIPE_HERE)
 {
