@@ -1,7 +1,8 @@
 """Ops a newer pypto writes that ptoas 0.27 does not know: ``pto.subview`` (``tile.slice`` /
 ``tile.assemble`` / ``tile.gather_row``: a window with its source's row stride and its own valid
 shape), ``pto.alloc_multi_tile`` / ``pto.multi_tile_get`` (``memory_planner=PTOAS`` multi-slot
-regions), read and run with numpy goldens; the static verifier says what its value IR lacks."""
+regions) and ``pto.syncall`` (``system.syncall``: an all-core barrier that orders GM accesses),
+read and run with numpy goldens; the static verifier says what its value IR lacks."""
 import pathlib
 
 import numpy as np
@@ -11,7 +12,7 @@ from ptopipe.codegen.pto_exec import plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_exec.program import walk
 from ptopipe.arch import get_platform
 from ptopipe.driver.pto import static_verdict
-from ptopipe.errors import KernelError, ParseError
+from ptopipe.errors import ConfigError, DataRaceError, DeadlockError, KernelError, ParseError
 
 
 def vt(r, c, vr=None, vc=None, d="f32", loc="vec"):
@@ -187,13 +188,124 @@ def test_multi_tile_slot_out_of_range_and_bad_count():
     assert "count=1: ptoas takes 2..16 slots" in e.value.what
 
 
+# -- pto.syncall ------------------------------------------------------------------------------
+
+def syncall_file(aic_sync: str = "hard", aiv_sync: str = "hard", core_type: str = "mix") -> str:
+    """AIV0: ws = 2 x (GM), then the barrier; AIC: the barrier, then out = ws @ w from GM."""
+    def sync(mode):
+        if mode == "hard":
+            return f"    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<{core_type}>"
+        if mode.startswith("soft"):
+            used = mode[4:]
+            ops = "%swp, %used : !pto.partition_tensor_view<16xi32>, i32" if used else \
+                "%swp : !pto.partition_tensor_view<16xi32>"
+            return ("    %swv = pto.make_tensor_view %sw, shape = [%c16], strides = [%c1] : !pto.tensor_view<?xi32>\n"
+                    "    %swp = pto.partition_view %swv, offsets = [%c0], sizes = [%c16] : !pto.tensor_view<?xi32> -> "
+                    "!pto.partition_tensor_view<16xi32>\n"
+                    + (f"    %used = arith.constant {used} : i32\n" if used else "")
+                    + f"    pto.syncall({ops}) mode = #pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<{core_type}>")
+        return ""
+    params = "%x: !pto.ptr<f32>, %ws: !pto.ptr<f32>, %w: !pto.ptr<f32>, %out: !pto.ptr<f32>, %sw: !pto.ptr<i32>"
+    head = """    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index"""
+
+    def view(p):
+        return (f"    %{p}v = pto.make_tensor_view %{p}, shape = [%c16, %c16], strides = [%c16, %c1] : {TV}\n"
+                f"    %{p}p = pto.partition_view %{p}v, offsets = [%c0, %c0], sizes = [%c16, %c16] : {TV} -> {pv(16, 16)}")
+    mat, left, right, acc = vt(16, 16, loc="mat"), vt(16, 16, loc="left"), vt(16, 16, loc="right"), vt(16, 16, loc="acc")
+    right = right.replace("blayout=col_major, slayout=row_major", "blayout=row_major, slayout=col_major")
+    return f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @sa_aic({params}) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+{head}
+{view("ws")}
+{view("w")}
+{view("out")}
+    %a = pto.alloc_tile : {mat}
+    %b = pto.alloc_tile : {mat}
+    %l = pto.alloc_tile : {left}
+    %r = pto.alloc_tile : {right}
+    %acc = pto.alloc_tile : {acc}
+{sync(aic_sync)}
+    pto.tload ins(%wsp : {pv(16, 16)}) outs(%a : {mat})
+    pto.tload ins(%wp : {pv(16, 16)}) outs(%b : {mat})
+    pto.tmov ins(%a : {mat}) outs(%l : {left})
+    pto.tmov ins(%b : {mat}) outs(%r : {right})
+    pto.tmatmul ins(%l, %r : {left}, {right}) outs(%acc : {acc})
+    pto.tstore ins(%acc : {acc}) outs(%outp : {pv(16, 16)})
+    return
+  }}
+  func.func @sa_aiv({params}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+{head}
+    %two = arith.constant 2.0 : f32
+{view("x")}
+{view("ws")}
+    %t = pto.alloc_tile : {vt(16, 16)}
+    pto.tload ins(%xp : {pv(16, 16)}) outs(%t : {vt(16, 16)})
+    pto.tmuls ins(%t, %two : {vt(16, 16)}, f32) outs(%t : {vt(16, 16)})
+    pto.tstore ins(%t : {vt(16, 16)}) outs(%wsp : {pv(16, 16)})
+{sync(aiv_sync)}
+    return
+  }}
+}}
+"""
+
+
+RNG = np.random.default_rng(3)
+SX, SW = RNG.standard_normal((16, 16)).astype(np.float32), RNG.standard_normal((16, 16)).astype(np.float32)
+
+
+def run_sync(text, **kw):
+    return run_pto(text=text, inputs=dict(x=SX, ws=np.zeros_like(SX), w=SW, out=np.zeros_like(SX),
+                                          sw=np.zeros(16, np.int32)), **kw)
+
+
+@pytest.mark.parametrize("mode", ["hard", "soft", "soft2"])
+def test_syncall_orders_a_vector_gm_write_before_a_cube_gm_read(mode):
+    got = run_sync(syncall_file(mode, mode)).outputs["out"]
+    np.testing.assert_allclose(got, (2 * SX) @ SW, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("aic,aiv,core_type", [("", "", "mix"), ("hard", "hard", "aiv_only")])
+def test_without_a_barrier_over_both_cores_the_gm_handoff_is_a_race(aic, aiv, core_type):
+    """No syncall, or one whose core_type leaves the Cube out (it only drains its pipes)."""
+    text = syncall_file(aic, aiv, core_type)
+    with pytest.raises(DataRaceError) as e:
+        run_sync(text)
+    assert "AIV0 TSTORE and AIC TLOAD" in e.value.what
+    assert f":{line_of(text, 'outs(%wsp')}:" in e.value.where
+
+
+def test_a_core_that_returns_without_reaching_the_syncall_is_a_deadlock_there():
+    text = syncall_file("hard", "")
+    with pytest.raises(DeadlockError) as e:
+        run_sync(text)
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.syncall')}:")
+    assert "waits for AIV0 to reach its SYNCALL" in str(e.value)
+    assert "returned without reaching one" in e.value.fix
+
+
+def test_soft_syncall_participant_count_and_workspace_are_checked():
+    with pytest.raises(ConfigError) as e:
+        run_sync(syncall_file("soft3", "soft3"))
+    assert "used_cores = 3, but the launch has 2 participating core(s)" in e.value.what
+    small = syncall_file("soft", "soft").replace("sizes = [%c16] : !pto.tensor_view<?xi32> -> "
+                                                 "!pto.partition_tensor_view<16xi32>",
+                                                 "sizes = [%c1] : !pto.tensor_view<?xi32> -> "
+                                                 "!pto.partition_tensor_view<1xi32>")
+    with pytest.raises(ConfigError) as e:
+        run_sync(small)
+    assert "at least 16 elements" in e.value.what
+
+
 # -- reading ------------------------------------------------------------------------------------
 
 def test_the_run_reader_knows_the_ops_and_the_static_reader_names_what_it_lacks(tmp_path):
     """Each op is read (every op known before anything runs); the static verifier refuses a file
     with pipes that uses one - "not verified" at the op, naming what its value IR lacks - and
     the run of the same file is checked against numpy."""
-    for text in (vector_file(SLICE, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %nv: i32"), multi_file()):
+    for text in (vector_file(SLICE, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %nv: i32"), multi_file(),
+                 syncall_file("soft2", "hard")):
         prog = read_program(text, "<pto>")
         names = {s.name for f in prog.funcs.values() for s in walk(f.body)}
         assert names & {"pto.subview", "pto.alloc_multi_tile", "pto.multi_tile_get", "pto.syncall"}
