@@ -330,6 +330,26 @@ class EventID(IntEnum):
     EVENT_ID7 = 7
 
 
+class SyncCoreType(Enum):
+    """pto-isa's ``SyncCoreType`` of ``SYNCALL`` (include/pto/common/type.hpp): which cores of
+    the launch take part in the all-core barrier (PTO-AS ``#pto.sync_core_type<aiv_only |
+    aic_only | mix>``)."""
+    AIVOnly = "aiv_only"
+    AICOnly = "aic_only"
+    Mix = "mix"
+
+    __hash__ = object.__hash__
+
+
+class SyncAllMode(Enum):
+    """pto-isa's ``SyncAllMode`` of ``SYNCALL``: Hard, the FFTS barrier; Soft, the GM-polling
+    barrier on a shared int32 counter in a 64-byte workspace (PTO-AS ``#pto.sync_all_mode<..>``)."""
+    Hard = "hard"
+    Soft = "soft"
+
+    __hash__ = object.__hash__
+
+
 class SyncMode(Enum):
     """How the pipes of one core are ordered: ``auto`` (the scoreboard orders every
     same-core dependency: the default) or ``manual`` (only set_flag / wait_flag /

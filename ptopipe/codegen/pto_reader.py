@@ -54,6 +54,26 @@ HANDLERS = {
 }
 
 
+#: ops that run (``ptopipe run`` / ``check``: :mod:`.pto_exec`) but that the value IR cannot
+#: express: what the IR lacks for each.  The static verifier says so at the op (a file with
+#: pipes is then "not verified", never passed)
+UNEXPRESSED = {
+    "pto.subview": "tile views (a window aliasing another tile's storage, with its own valid shape)",
+    "pto.subset": "tile views (a window aliasing another tile's storage)",
+    "pto.alloc_multi_tile": "multi-slot tile regions (one buffer whose slots a loop selects)",
+    "pto.multi_tile_get": "multi-slot tile regions (one buffer whose slots a loop selects)",
+    "pto.syncall": "all-core barriers (SYNCALL orders every core's accesses; VerifyPipes proves rings only)",
+}
+
+
+def h_unexpressed(r, fs, opt, results, loc):
+    raise r.c.error(f"{opt.text}: the static verifier's value IR has no {UNEXPRESSED[opt.text]}", opt,
+                    "`ptopipe run` / `ptopipe check` run the file with buffer semantics and every checker")
+
+
+HANDLERS.update({n: h_unexpressed for n in UNEXPRESSED})
+
+
 class FuncState:
     """What the reader knows inside one function."""
 

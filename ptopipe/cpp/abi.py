@@ -686,6 +686,15 @@ class Dispatcher:
             core.cluster.sync()
         return 0
 
+    def op_SYNCALL(self, core, a):
+        """``SYNCALL<CoreType>()`` / ``SYNCALL<Mode, CoreType>(gmWorkspace, usedCores)``: the
+        barrier drains the core's pipes, so the kernel's scalar GM reads after it see every
+        participant's stores."""
+        self._sync(core, isa.SYNCALL, a)
+        if VIEW.maps:
+            core.cluster.sync()
+        return 0
+
     def op_get_subblockid(self, core, a):
         return isa.get_subblockid()
 

@@ -10,6 +10,16 @@ cross-core events use and ptoas lowers ``pto.sync.set`` / ``pto.sync.wait`` to (
   are AIV0's flags and 16..31 AIV1's (ptoas mirrors a ``PIPE_FIX`` SET to id + 16 so that both
   Vector cores get it); a Vector core's ids 0..15 are its own flags with the Cube.
 
+And pto-isa's ``SYNCALL<CoreType>()`` (``SyncAll.hpp``; PTO-AS ``pto.syncall``): a barrier of
+every core of the launch that ``CoreType`` names (AIV only, AIC only, or both) after a
+``pipe_barrier(PIPE_ALL)``, so each participant's memory accesses before it happen before every
+participant's accesses after it.  One cluster is simulated, so the participants are its cores
+of that kind that run a kernel; one that finishes without reaching the barrier leaves the
+others waiting: a deadlock at their SYNCALL.  The barrier counts on flags of its own (an id
+outside the hardware's: the device's FFTS sync-all never takes a SET meant for a ring or the
+kernel).  The soft form (a GM counter polled by every participant) orders the same way; its
+workspace counter is the barrier's own and is not written here.
+
 They count on the simulator's cross-core flags, the ones the ring protocol counts on: a SET
 fires once the instructions of its pipe issued before it have completed and orders what
 happens before that pipe's next instruction; a WAIT holds the core until a SET arrives
@@ -17,10 +27,13 @@ happens before that pipe's next instruction; a WAIT holds the core until a SET a
 free for the kernel to use: either order of the two is a ConfigError at the later one."""
 from __future__ import annotations
 
-from ..arch.vocab import SyncPipe
+import numpy as np
+
+from ..arch.vocab import SyncAllMode, SyncCoreType, SyncPipe
 from ..errors import ConfigError, KernelError
 from ..sim import CoreKind
 from ..sim.core import CoreState
+from ..sim.flags import SYNCALL_FLAG
 from ..sim.pipesync import check_pipe
 from .context import current_core
 
@@ -74,6 +87,64 @@ def wait_intra_block(pipe: SyncPipe, flag_id: int) -> None:
     check_pipe(core, pipe, "wait_intra_block pipe")
     peer, fid = _a5_peer(core, flag_id, "wait_intra_block")
     _wait(core, (peer,), fid, f"wait_intra_block({pipe.name}, {flag_id})")
+
+
+#: pto-isa ``SYNCALL_SOFT_WORKSPACE_INT32``: the soft barrier's workspace is one 64-byte line
+SOFT_WORKSPACE_INT32 = 16
+
+
+def SYNCALL(core_type: SyncCoreType = SyncCoreType.AIVOnly, mode: SyncAllMode = SyncAllMode.Hard,
+            workspace=None, used_cores: int = 0) -> None:
+    """pto-isa ``SYNCALL<CoreType>()`` / ``SYNCALL<Mode, CoreType>(gmWorkspace, usedCores)``:
+    wait until every participating core of the launch has reached its SYNCALL; what each did
+    before happens before what any does after.  A core ``core_type`` leaves out only drains
+    its pipes (pto-isa's ``#if defined(__DAV_VEC__)`` / ``__DAV_CUBE__`` guards)."""
+    from .sync import pipe_barrier
+    core = current_core()
+    if not isinstance(core_type, SyncCoreType) or not isinstance(mode, SyncAllMode):
+        raise KernelError(f"SYNCALL({core_type!r}, {mode!r}): core_type is a SyncCoreType, mode a SyncAllMode",
+                          where=str(core.where()), fix="e.g. SYNCALL(SyncCoreType.Mix)")
+    kinds = {SyncCoreType.AIVOnly: (CoreKind.AIV,), SyncCoreType.AICOnly: (CoreKind.AIC,),
+             SyncCoreType.Mix: (CoreKind.AIC, CoreKind.AIV)}[core_type]
+    cl = core.cluster
+    running = [c for c in (cl.aic, cl.aiv(0), cl.aiv(1)) if c.kind in kinds and c.state is not CoreState.IDLE]
+    if mode is SyncAllMode.Soft:
+        _soft_operands(core, workspace, used_cores, len(running), core_type)
+    pipe_barrier(SyncPipe.PIPE_ALL)
+    if core.kind not in kinds:
+        return
+    peers = tuple(c for c in running if c is not core)
+    what = f"SYNCALL<{core_type.name}>"
+    if peers:
+        _set(core, SyncPipe.PIPE_FIX if core.kind is CoreKind.AIC else SyncPipe.PIPE_MTE3, peers, SYNCALL_FLAG,
+             what)
+        for p in peers:
+            f = _flag(core, p, core, SYNCALL_FLAG, what)
+            core.wait_flag(f, lambda p=p: f"{what} (waits for {p.name} to reach its SYNCALL)")
+    if mode is SyncAllMode.Soft:
+        pipe_barrier(SyncPipe.PIPE_ALL)
+
+
+def _soft_operands(core, workspace, used_cores, n: int, core_type) -> None:
+    """The soft barrier's workspace (an int32 GlobalTensor of at least one 64-byte line) and
+    participant count (0: the launch's; else it must be the launch's ``n``: more never
+    arrive - the device polls until its timeout -, fewer release the barrier early)."""
+    from .tensor import GlobalTensor
+    where = str(core.where())
+    if not isinstance(workspace, GlobalTensor) or workspace.dtype != np.int32 or \
+            int(np.prod(workspace.shape)) < SOFT_WORKSPACE_INT32:
+        raise ConfigError(f"soft SYNCALL needs its GM workspace as an int32 tensor of at least "
+                          f"{SOFT_WORKSPACE_INT32} elements (one 64-byte line), got {workspace!r}",
+                          where=where, fix=f"pass an int32 GM tensor of {SOFT_WORKSPACE_INT32} elements, zeroed")
+    if isinstance(used_cores, bool) or not isinstance(used_cores, (int, np.integer)) or used_cores < 0:
+        raise KernelError(f"soft SYNCALL used_cores {used_cores!r} is not a core count", where=where,
+                          fix="give 0 (the launch's count) or the number of participating cores")
+    if used_cores and used_cores != n:
+        raise ConfigError(
+            f"soft SYNCALL<{core_type.name}> with used_cores = {used_cores}, but the launch has {n} participating "
+            f"core(s) (ptopipe simulates one cluster): the barrier would "
+            + ("wait for cores that never arrive" if used_cores > n else "release before every core arrived"),
+            where=where, fix=f"pass used_cores = 0 (the launch's count) or {n}")
 
 
 def _platform(core, a2a3: bool, name: str) -> None:
@@ -140,5 +211,5 @@ def _wait(core, senders, fid: int, what: str) -> None:
         core.wait_flag(f, lambda s=s: f"{what} (wait cross-core flag {fid} from {s.name})")
 
 
-__all__ = ["FFTS_MODE_VAL", "ffts_cross_core_sync", "getFFTSMsg", "set_intra_block", "wait_flag_dev",
+__all__ = ["FFTS_MODE_VAL", "SYNCALL", "SyncAllMode", "SyncCoreType", "ffts_cross_core_sync", "getFFTSMsg", "set_intra_block", "wait_flag_dev",
            "wait_intra_block"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import DeadlockError
 from .core import CoreState
+from .flags import SYNCALL_FLAG
 
 
 def _signal(w) -> str:
@@ -67,7 +68,8 @@ def wait_chain(cluster, blocked) -> tuple:
     parts = []
     for i, s in enumerate(steps):
         h = f" holds {'; '.join(s['holds'])} and" if s["holds"] and i else ""
-        parts.append(f"{s['core']}{h} waits {s['waits']} (flag {s['flag']} from {s['from']})")
+        flag = "" if s["flag"] == SYNCALL_FLAG else f" (flag {s['flag']} from {s['from']})"
+        parts.append(f"{s['core']}{h} waits {s['waits']}{flag}")
     text = " <- ".join(parts)
     if c is not None and c in seen:
         text += f" <- {c.name}: cycle"
@@ -100,8 +102,11 @@ def explain(cluster, blocked) -> DeadlockError:
              "sync": w.flag.sync_at if ch is None else None, **_fill(ch, c, w)}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
-        lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
-                     f"{w.flag.sender.name}->{w.flag.receiver.name} (count {w.flag.count}){pipe}")
+        if w.flag.id == SYNCALL_FLAG:
+            lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits for {w.flag.sender.name} to reach its SYNCALL")
+        else:
+            lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
+                         f"{w.flag.sender.name}->{w.flag.receiver.name} (count {w.flag.count}){pipe}")
         for h in held:
             lines.append(f"  {'':5s} holds {h['text']}")
     for c in cluster.cores:
@@ -199,6 +204,13 @@ def _hint(entries, n_pipes: int) -> str:
                 f"notifies only every {e['sync_period']} TFREEs (SyncPeriod), and {e['flag_from']} "
                 f"{'is blocked' if e['sender_blocked'] else 'ended'} before its next one: free earlier, "
                 "deepen the ring, or give the pipe sync_period=1")
+    barrier = [e for e in entries if e.get("flag") == SYNCALL_FLAG]
+    if barrier:
+        e = barrier[0]
+        state = "returned" if e["sender_done"] else "is blocked elsewhere" if e["sender_blocked"] else "goes on"
+        return (f"{e['core']} waits at a SYNCALL for {e['flag_from']}, which {state} without reaching one: every "
+                "core the barrier's core_type names must reach each SYNCALL the same number of times (a "
+                "SYNCALL under a core- or lane-dependent branch, or an early return?)")
     own = [e for e in entries if e.get("sync")]
     if own:                 # a cross-core flag the kernel waits on itself (no ring's)
         e = own[0]

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from ..errors import ProtocolError
 
+#: the id of the flags the all-core SYNCALL barrier counts on: outside every platform's
+#: hardware ids (isa.crosscore.SYNCALL), so no ring or kernel SET can take one
+SYNCALL_FLAG = 64
+
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
@@ -40,6 +44,8 @@ class Flag:
 
     @property
     def name(self) -> str:
+        if self.id == SYNCALL_FLAG:
+            return f"the SYNCALL barrier ({self.sender.name}->{self.receiver.name})"
         return f"flag {self.id} ({self.sender.name}->{self.receiver.name})"
 
     def __repr__(self) -> str:

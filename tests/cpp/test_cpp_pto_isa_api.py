@@ -415,3 +415,26 @@ def test_a_tile_shape_pto_isa_refuses_does_not_compile(tmp_path):
         int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+(?:required from here|note: in instantiation of "
                                    r"template class .* requested here)", r.stderr)}, r.stderr[-3000:]
     assert len(errors) == len(bad), errors
+
+
+@needs_cxx
+def test_syncall_orders_the_vector_lanes_gm_handoff(cpp_cache):
+    """pto-isa's SYNCALL<CoreType>() and SYNCALL<Mode, CoreType>(workspace, usedCores): lane 1
+    reads what lane 0 stored before the barrier; without it the handoff is a race at the store,
+    and a usedCores the launch cannot match is refused at the call."""
+    from ptopipe.errors import ConfigError, DataRaceError
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) / 8
+    path = kernel("syncall_vec.cpp")
+
+    def run(mode, used=0):
+        return run_cpp(path, dict(x=x, ws=np.zeros_like(x), out=np.zeros_like(x), sw=np.zeros(16, np.int32),
+                                  mode=mode, used=used), aiv="vec_kernel", platform="a5")
+    for mode, used in ((1, 0), (2, 2)):
+        np.testing.assert_array_equal(run(mode, used)["out"], 2 * x + 1)
+    with pytest.raises(DataRaceError) as e:
+        run(0)
+    assert "TSTORE" in e.value.what and "TLOAD" in e.value.what
+    with pytest.raises(ConfigError) as e:
+        run(2, 3)
+    assert "used_cores = 3, but the launch has 2 participating core(s)" in e.value.what
+    assert e.value.where == f"{os.path.relpath(path)}:{_line('syncall_vec.cpp', 'SYNCALL<SyncAllMode::Soft')}"

@@ -14,9 +14,9 @@ from .pipe_ops import h_fifo_tile, h_free, h_import, h_init, h_pop, h_push, h_re
 from .placement import Layout
 from .program import Func, Program, SYNTAX_SLIPS, malformed
 from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
-from .sync_ops import (h_buffer_token, h_cross_core, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section,
+from .sync_ops import (h_buffer_token, h_cross_core, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section, h_syncall,
                        h_set_ffts)
-from .tile_ops import (h_addptr, h_alloc, h_bind_tile, h_bitcast, h_block_idx, h_block_num, h_getval, h_subset,
+from .tile_ops import (h_addptr, h_alloc, h_alloc_multi, h_multi_get, h_bind_tile, h_bitcast, h_block_idx, h_block_num, h_getval, h_subset, h_subview,
                        h_io, h_load_scalar, h_partition, h_pointer_cast, h_print, h_reinterpret,
                        h_reshape, h_set_validshape, h_setval, h_store_scalar, h_subblock,
                        h_subblock_num, h_tassign, h_tprint, h_trap, h_view, h_view_dim, op_catalogue)
@@ -129,6 +129,7 @@ HANDLERS = {
     "scf.yield": h_yield, "func.return": h_return, "return": h_return, "func.call": h_call,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc, "memref.alloc": h_alloc,
+    "pto.alloc_multi_tile": h_alloc_multi, "pto.multi_tile_get": h_multi_get,
     "pto.tassign": h_tassign, "pto.set_validshape": h_set_validshape,
     "pto.tload": h_io, "pto.tstore": h_io, "pto.tprint": h_tprint, "pto.print": h_print, "pto.trap": h_trap,
     "pto.get_tensor_view_dim": h_view_dim, "pto.get_subblock_num": h_subblock_num, "pto.bitcast": h_bitcast,
@@ -139,9 +140,9 @@ HANDLERS = {
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event, "pto.tsync": h_event,
     "pto.pipe_barrier": h_event, "pto.barrier_sync": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
     "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
-    "pto.sync.set": h_cross_core, "pto.sync.wait": h_cross_core,
+    "pto.sync.set": h_cross_core, "pto.sync.wait": h_cross_core, "pto.syncall": h_syncall,
     "pto.set_ffts": h_set_ffts, "pto.treshape": h_reshape, "pto.addptr": h_addptr, "memref.reinterpret_cast": h_reinterpret,
-    "pto.bind_tile": h_bind_tile, "pto.subset": h_subset, "pto.get_buf": h_buffer_token, "pto.rls_buf": h_buffer_token,
+    "pto.bind_tile": h_bind_tile, "pto.subset": h_subset, "pto.subview": h_subview, "pto.get_buf": h_buffer_token, "pto.rls_buf": h_buffer_token,
     "pto.declare_eventid_array": h_eventid_array, "pto.eventid_array_get": h_eventid_get,
     "pto.eventid_array_set": h_eventid_set, "pto.section.cube": h_section, "pto.section.vector": h_section,
     "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,

@@ -89,7 +89,7 @@ def tiles_larger_than_memory(prog: Program, platform) -> list:
     out = []
     for f in prog.funcs.values():
         for s in walk(f.body):
-            if s.name not in ("pto.alloc_tile", "memref.alloc") or not s.results:
+            if s.name not in ALLOCS or not s.results:
                 continue
             spec = prog.types.spec_of(s)
             size = platform.mem_sizes.get(TILE_SPACE[spec.loc]) if spec is not None else None
@@ -103,12 +103,20 @@ def tiles_larger_than_memory(prog: Program, platform) -> list:
     return out
 
 
+#: the ops that allocate a buffer the placement gives an address
+ALLOCS = ("pto.alloc_tile", "memref.alloc", "pto.alloc_multi_tile")
+#: ops whose result is a view of their first operand's bytes: a use of the view uses the buffer
+VIEWS = ("pto.subset", "pto.subview", "pto.multi_tile_get", "pto.treshape", "pto.bind_tile")
+
+
 def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     """Per alloc site without ``addr`` (with one, when ``placed``), by ``id(stmt)``: its
-    TileSpec and its live range ``(first, last)`` in the function's pre-order statement
-    numbering."""
+    TileSpec (a MultiSpec for a multi-slot region) and its live range ``(first, last)`` in the
+    function's pre-order statement numbering; a view of a buffer (:data:`VIEWS`) keeps the
+    buffer live while it is used."""
     index, loops_of, span = {}, {}, {}
     uses = {}
+    root = {}                        # a view's SSA name -> the buffer's
     k = 0
 
     def visit(stmts, loops):
@@ -117,8 +125,11 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
             i = index[id(s)] = k
             k += 1
             loops_of[id(s)] = loops
-            for v in s.used():
-                uses.setdefault(v.split("#")[0], []).append(id(s))
+            used = [v.split("#")[0] for v in s.used()]
+            if s.name in VIEWS and s.results and used:
+                root[s.results[0]] = root.get(used[0], used[0])
+            for v in used:
+                uses.setdefault(root.get(v, v), []).append(id(s))
             inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
             for r in s.regions:
                 for b in r:
@@ -127,7 +138,7 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     visit(f.body, ())
     specs, ranges = {}, {}
     for s in walk(f.body):
-        if s.name not in ("pto.alloc_tile", "memref.alloc") or s.has_key("addr") != placed \
+        if s.name not in ALLOCS or s.has_key("addr") != placed \
                 or not s.results:
             continue
         spec = prog.types.spec_of(s)

@@ -1,14 +1,14 @@
 """Intra-core synchronisation: ``record_event`` / ``wait_event`` / ``set_flag[_dyn]`` /
 ``wait_flag[_dyn]`` / ``barrier`` / ``barrier_sync`` / ``tsync`` (pipes named directly or as ptoas's sync op
 types), event-id arrays, ``pto.section.cube`` / ``.vector``, the cross-core ``pto.sync.set`` /
-``pto.sync.wait``, and the ops that add no order the
+``pto.sync.wait``, the all-core barrier ``pto.syncall``, and the ops that add no order the
 simulator lacks (``set_ffts``, ``get_buf`` / ``rls_buf``)."""
 from __future__ import annotations
 
 import re
 
 from ... import isa
-from ...arch.vocab import SyncPipe
+from ...arch.vocab import SyncAllMode, SyncCoreType, SyncPipe
 from ..pto_syntax import SYNC_OP_PIPE
 from .program import arrow_type, kind_runs_here
 
@@ -156,3 +156,39 @@ def h_cross_core(ex, fr, s):
             isa.set_intra_block(pipe, fid + isa.VEC_CORE_ID_OFFSET)
     else:
         isa.wait_intra_block(pipe, fid)
+
+
+def _enum_attr(ex, s, key: str, enum, default):
+    """``key = #pto.<name><value>`` of ``s`` as a member of ``enum`` (by value), else ``default``."""
+    toks = s.attr(key)
+    if not toks:
+        return default
+    word = toks[2].text if len(toks) >= 4 and toks[1].text == "<" else None
+    try:
+        return enum(word)
+    except ValueError:
+        raise ex.perr(toks[0], f"{s.name} {key} {''.join(t.text for t in toks)!r} is not one of "
+                               f"{', '.join(m.value for m in enum)}") from None
+
+
+def h_syncall(ex, fr, s):
+    """``pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<C>`` or the
+    soft form ``pto.syncall(%gm_pview[, %used] : !pto.partition_tensor_view<..xi32>[, i32]) mode =
+    #pto.sync_all_mode<soft>, core_type = ...`` (pypto's ``system.syncall``): pto-isa's SYNCALL
+    (:func:`ptopipe.isa.crosscore.SYNCALL`), C one of aiv_only, aic_only, mix (pypto's default)."""
+    mode = _enum_attr(ex, s, "mode", SyncAllMode, SyncAllMode.Hard)
+    core_type = _enum_attr(ex, s, "core_type", SyncCoreType, SyncCoreType.Mix)
+    vs = s.values()
+    if mode is SyncAllMode.Hard:
+        if vs:
+            raise ex.perr(vs[0], "the hard pto.syncall takes no operands", "write pto.syncall() mode = "
+                                 "#pto.sync_all_mode<hard>, core_type = ..., or use the soft mode")
+        isa.SYNCALL(core_type)
+        return None
+    if not 1 <= len(vs) <= 2:
+        raise ex.perr(s.tok, "the soft pto.syncall takes its GM workspace and optionally the participant count: "
+                             "pto.syncall(%ws[, %used] : !pto.partition_tensor_view<16xi32>[, i32]) mode = ...")
+    ws = ex.val(fr, vs[0])
+    used = ex.ival(fr, vs[1]) if len(vs) == 2 else 0
+    isa.SYNCALL(core_type, mode, ws, used)
+    return None

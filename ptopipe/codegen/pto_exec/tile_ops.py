@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from ... import isa
-from ...isa.context import get_block_num
+from ...isa.context import current_core, get_block_num
 from ...isa.ops import SCALAR_FIRST as ISA_SCALAR_FIRST
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
@@ -19,8 +19,8 @@ from ...errors import MemoryConflictError, ParseError
 from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
-from .types import ROUND, TileSpec
-from .values import Elements, View
+from .types import ROUND, MultiSpec, TileSpec
+from .values import Elements, MultiTile, View
 
 
 #: a tensor view's ``#pto.layout<..>``: pto-isa's GlobalTensor Layout
@@ -106,6 +106,62 @@ def h_alloc(ex, fr, s):
     if s.name == "pto.declare_tile":
         addr = None
     return tile_of(ex, s, spec, addr, fr)
+
+
+def h_alloc_multi(ex, fr, s):
+    """``%mb = pto.alloc_multi_tile [valid_row = %r valid_col = %c] [addr = %a] :
+    !pto.multi_tile_buf<!pto.tile_buf<...>, count=N>``: N slots of the tile type side by side,
+    placed as one buffer (ptoas's PlanMemory never merges its slots), each slot's valid shape
+    the operands' (else the type's)."""
+    spec = res_type(ex, s)
+    if not isinstance(spec, MultiSpec):
+        raise ex.perr(s.tok, "pto.alloc_multi_tile needs a !pto.multi_tile_buf<!pto.tile_buf<...>, count=N> type")
+    slot = spec.slot
+    valid = []
+    for key, static in (("valid_row", slot.v_rows), ("valid_col", slot.v_cols)):
+        t = s.attr(key)
+        if t:
+            valid.append(ex.ival(fr, t[0]))
+        elif static is not None:
+            valid.append(static)
+        else:
+            raise ex.perr(s.tok, f"pto.alloc_multi_tile of a slot type with a dynamic {key.replace('_', '')[:4]} "
+                                 f"needs {key} = %v", f"give {key} = %v, or a static one in the slot type")
+    a = s.attr("addr")
+    addr = ex.ival(fr, a[0]) if a else ex.layout.sites.get(id(s))
+    if addr is None:
+        raise ex.err(s, "pto.alloc_multi_tile has no address", "give it addr = %a, or let the run place it")
+    return MultiTile(spec, addr, tuple(valid), s.results[0] if s.results else None)
+
+
+def h_multi_get(ex, fr, s):
+    """``%t = pto.multi_tile_get %mb[%i] : <multi type> -> <slot type>``: slot ``i`` of the
+    region, a tile of the slot type at slot 0's address plus ``i`` slot strides (``i`` outside
+    0..count-1 is an error at the op: the device would address past the region)."""
+    vs = s.values()
+    mb = ex.val(fr, vs[0]) if vs else None
+    if not isinstance(mb, MultiTile) or len(vs) < 2:
+        raise ex.perr(s.tok, "pto.multi_tile_get takes a multi-slot region and a slot index: "
+                             "%t = pto.multi_tile_get %mb[%i] : <multi type> -> <slot type>")
+    i = ex.ival(fr, vs[1])
+    spec = mb.spec
+    if not 0 <= i < spec.count:
+        raise ex.err(s, f"pto.multi_tile_get {mb.name}[{i}]: the region has {spec.count} slots (0..{spec.count - 1})",
+                     f"select a slot 0..{spec.count - 1} (pypto writes the loop index modulo the count)")
+    tys = s.types()
+    if len(tys) >= 2:
+        want = ex.prog.types.parse(tys[-1])
+        if not isinstance(want, TileSpec) or (want.loc, want.dtype, want.rows, want.cols) != \
+                (spec.slot.loc, spec.slot.dtype, spec.slot.rows, spec.slot.cols):
+            raise ex.err(s, f"pto.multi_tile_get {mb.name}[{i}]: the result type is not the region's slot type",
+                         "give the result the slot's !pto.tile_buf type")
+    slot = spec.slot
+    t = isa.Tile(slot.loc, slot.dtype, slot.rows, slot.cols, blayout=slot.blayout, slayout=slot.slayout,
+                 valid_rows=mb.valid[0], valid_cols=mb.valid[1], addr=mb.addr + i * spec.stride,
+                 name=f"{mb.name}[{i}]")
+    if slot.pad is not None:
+        ex.pad_of[id(t)] = slot.pad
+    return t
 
 
 def h_tassign(ex, fr, s):
@@ -396,6 +452,86 @@ def h_subset(ex, fr, s):
     vc = max(0, min(cols, src.valid_cols - c % src.valid_cols)) if src.valid_cols else 0
     return isa.Tile(src.loc, src.dtype, rows, cols, layout=layout, valid_rows=vr, valid_cols=vc,
                     addr=src.addr + off * src.item, name=s.results[0] if s.results else None)
+
+
+def _bracket_after(ex, fr, s, at: int) -> list:
+    """The integers of the ``[a, b]`` list starting at token ``at`` (SSA values or literals)."""
+    toks = s.toks
+    if at >= len(toks) or toks[at].text != "[":
+        return []
+    out, j = [], at + 1
+    while j < len(toks) and toks[j].text != "]":
+        t = toks[j]
+        if t.kind == "value":
+            out.append(ex.ival(fr, t))
+        elif t.kind == "word":
+            out.append(int(t.text))
+        j += 1
+    return out
+
+
+def h_subview(ex, fr, s):
+    """``%v = pto.subview %src[%r, %c] sizes [R, C] [valid [%vr, %vc]] : <src type> -> <view
+    type>`` (pypto's ``tile.slice`` / ``tile.assemble`` / ``tile.gather_row``): a zero-copy
+    window of src whose element (i, j) is src's (r + i, c + j), with its own valid region (the
+    clause, else the part of src's valid region the window covers).  pto-isa's SUBVIEW: the
+    view keeps its source's storage and row stride (``TSubView.hpp``: the data pointer moves
+    by the offset; the view tile has the source's static capacity), so here it is a tile of
+    src's width at src's address plus ``r * cols + c`` elements (ptopipe holds every layout as
+    its logical row-major matrix).  Not ``pto.subset``, which ptoas 0.27 lowers to a
+    contiguous R x C tile at the offset (``h_subset``): the two agree only on whole rows."""
+    vs = s.values()
+    src = ex.val(fr, vs[0]) if vs else None
+    if not isinstance(src, isa.Tile):
+        raise ex.perr(s.tok, "pto.subview takes a tile: %v = pto.subview %tile[%r, %c] sizes [R, C] "
+                             "valid [%vr, %vc] : type -> type")
+    toks = s.toks
+    at_src = next(i for i, t in enumerate(toks) if t is vs[0])
+    offs = _bracket_after(ex, fr, s, at_src + 1)
+    k = {t.text: i for i, t in enumerate(toks) if t.kind == "word" and t.text in ("sizes", "valid")}
+    sizes = _bracket_after(ex, fr, s, k["sizes"] + 1) if "sizes" in k else []
+    valid = _bracket_after(ex, fr, s, k["valid"] + 1) if "valid" in k else None
+    if len(offs) != 2 or len(sizes) != 2 or (valid is not None and len(valid) != 2):
+        raise ex.perr(s.tok, "pto.subview needs two offsets, two sizes and (optionally) two valid extents: "
+                             "%tile[%r, %c] sizes [R, C] valid [%vr, %vc]")
+    (r, c), (rows, cols) = offs, sizes
+    if valid is None:
+        valid = [max(0, min(rows, src.valid_rows - r)), max(0, min(cols, src.valid_cols - c))]
+    vr, vc = valid
+    where = f"pto.subview {rows}x{cols} at ({r}, {c}) valid [{vr}, {vc}] of {src.describe()}"
+    if r < 0 or c < 0 or rows <= 0 or cols <= 0 or vr < 0 or vc < 0:
+        raise ex.err(s, f"{where}: offsets, sizes and valid extents are non-negative (sizes positive)",
+                     "give the window's top-left corner, its static shape and its valid extent")
+    if vr > rows or vc > cols:
+        raise ex.err(s, f"{where}: the valid extent exceeds the window's sizes",
+                     "give a valid extent within sizes (the window's static shape)")
+    if r + vr > src.rows or c + vc > src.cols:
+        raise ex.err(s, f"{where}: the valid region leaves the source's static shape",
+                     "keep offset + valid extent within the source tile, per dimension")
+    tys = s.types()
+    if len(tys) >= 2:
+        spec = ex.prog.types.parse(tys[-1])
+        if isinstance(spec, TileSpec) and ((spec.rows, spec.cols) != (rows, cols) or spec.dtype != src.dtype
+                                           or spec.loc is not src.loc):
+            raise ex.err(s, f"{where}: the view type says {spec.loc.value} {spec.rows}x{spec.cols} of "
+                            f"{np.dtype(spec.dtype).name}",
+                         "give the view its source's dtype and memory and the window's sizes")
+        for got, want, what in ((spec.v_rows, vr, "v_row"), (spec.v_cols, vc, "v_col")):
+            if isinstance(spec, TileSpec) and got is not None and got != want:
+                raise ex.err(s, f"{where}: the view type says {what}={got}",
+                             f"write {what}=? for a runtime extent, or make the valid clause say {got}")
+    off = (r * src.cols + c) * src.item
+    align = current_core().cluster.platform.alignment
+    if off % align:
+        raise ex.err(s, f"{where} starts {off} bytes into its source, not on a {align}-byte boundary: "
+                        "the device's tile ops take aligned tile starts (an unaligned view can hang "
+                        "the vector unit)", "move the window to an aligned column, or copy it out "
+                                            "with pto.textract into an aligned tile")
+    t = isa.Tile(src.loc, src.dtype, min(rows, src.rows - r), src.cols, layout=src.layout,
+                 valid_rows=vr, valid_cols=vc, addr=src.addr + off, name=s.results[0] if s.results else None)
+    if id(src) in ex.pad_of:
+        ex.pad_of[id(t)] = ex.pad_of[id(src)]
+    return t
 
 
 def h_reshape(ex, fr, s):

@@ -83,6 +83,28 @@ class TileSpec:
 
 
 @dataclass(frozen=True)
+class MultiSpec:
+    """``!pto.multi_tile_buf<!pto.tile_buf<...>, count=N>``: a region of N slots of one tile
+    type (pypto's ``memory_planner=PTOAS`` multi-slot allocation), the slots side by side,
+    each starting on a 32-byte boundary as every placed tile does."""
+    slot: TileSpec
+    count: int
+
+    @property
+    def loc(self) -> TileType:
+        return self.slot.loc
+
+    @property
+    def stride(self) -> int:
+        """Bytes from one slot's start to the next's."""
+        return (self.slot.nbytes + 31) // 32 * 32
+
+    @property
+    def nbytes(self) -> int:
+        return self.stride * self.count
+
+
+@dataclass(frozen=True)
 class ScalarT:
     """A scalar type: ``index``, ``iN`` / ``uiN``, a float."""
     name: str
@@ -153,7 +175,7 @@ class TypeReader:
                 self._specs[text] = None
         spec = self._specs[text]
         spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
-        return spec if isinstance(spec, TileSpec) else None
+        return spec if isinstance(spec, (TileSpec, MultiSpec)) else None
 
     def err(self, msg, tok, fix="check the type's spelling against ptoas's") -> ParseError:
         return ParseError(msg, where=f"{self.f}:{tok.line}:{tok.col}", fix=fix)
@@ -179,6 +201,8 @@ class TypeReader:
         inner = toks[2:-1] if len(toks) > 2 and toks[1].text == "<" else []
         if name == "!pto.tile_buf":
             return self.tile_buf(inner, t0)
+        if name == "!pto.multi_tile_buf":
+            return self.multi_tile_buf(inner, t0)
         if name == "!pto.ptr":
             return ("ptr", self.element(tokens_text(inner[:1]), t0))
         if name in ("!pto.tensor_view", "!pto.partition_tensor_view"):
@@ -225,6 +249,22 @@ class TypeReader:
         rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
         spec = TileSpec(loc, d, rows, shape[-1], rows, shape[-1])
         return ("memref", spec, shape, space)
+
+    def multi_tile_buf(self, inner, tok):
+        """``<!pto.tile_buf<...>, count=N>`` -> MultiSpec (ptoas takes 2..16 slots)."""
+        groups = split_top(inner)
+        slot = self.parse(groups[0]) if groups and groups[0] else None
+        count = None
+        for g in groups[1:]:
+            if len(g) == 3 and g[0].text == "count" and g[1].text == "=" and g[2].text.isdigit():
+                count = int(g[2].text)
+        if not isinstance(slot, TileSpec) or count is None:
+            raise self.err(f"!pto.multi_tile_buf<{tokens_text(inner)}> is not <!pto.tile_buf<...>, count=N>", tok,
+                           fix="write !pto.multi_tile_buf<!pto.tile_buf<...>, count=N>")
+        if not 2 <= count <= 16:
+            raise self.err(f"!pto.multi_tile_buf count={count}: ptoas takes 2..16 slots", tok,
+                           fix="give count = 2..16")
+        return MultiSpec(slot, count)
 
     def tile_buf(self, inner, tok):
         """The long form ``<loc=vec, dtype=f32, rows=16, ...>`` or the short one

@@ -1,5 +1,5 @@
 """The values an executed ``.pto`` function holds besides scalars and ISA tiles: tensor views,
-reserved ring buffers, bound pipes, ``vector<...>`` / ``tensor<...>`` values (dense constants,
+reserved ring buffers, multi-slot tile regions, bound pipes, ``vector<...>`` / ``tensor<...>`` values (dense constants,
 parameters), and a ``return`` in flight."""
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ class Reserved:
 
     def __int__(self):
         return self.addr
+
+
+class MultiTile:
+    """A ``pto.alloc_multi_tile`` region: its MultiSpec, the address of slot 0, the valid shape
+    every slot has, and the statement's result name (slot ``i`` is named ``%mb[i]``)."""
+    __slots__ = ("spec", "addr", "valid", "name")
+
+    def __init__(self, spec, addr, valid, name):
+        self.spec, self.addr, self.valid, self.name = spec, addr, valid, name
 
 
 class PipeVal:

@@ -2,9 +2,11 @@
 it: the simulator's memories start at zero, so such a read gives zeros here and stale data on
 the device - a bias added before it is loaded, an accumulator never initialised.
 
-A tile counts as written whole by any op that writes it (TLOAD, an op's ``outs``, TPOP's
-binding); a read is judged over the tile's whole static bytes, so another name for the same
-bytes (an in-place alias at one address) counts too.  A tile whose valid shape is empty (AIV1's
+A tile counts as written over the bytes its valid region spans (first to last valid element,
+the rows between included) by any op that writes it (TLOAD, an op's ``outs``, TPOP's binding);
+a read is judged over the same span, so another name for the same bytes (an in-place alias at
+one address) counts too, and a window view (``pto.subview``: its source's row stride, so its
+static extent may run past its source) is judged by the bytes it can touch.  A tile whose valid shape is empty (AIV1's
 push of a no-split tile it did not compute) reads nothing.  A finding is a warning, once per op
 and tile: the run goes on and computes what the device would.
 """
@@ -23,9 +25,9 @@ class Written:
         self.reported = set()
 
     def wrote(self, tile) -> None:
-        if not isinstance(tile, isa.Tile) or tile.addr is None:
+        if not isinstance(tile, isa.Tile) or tile.addr is None or tile.empty:
             return
-        merged = [tile.addr, tile.addr + tile.nbytes]
+        merged = list(_span(tile))
         keep = []
         for r in self.ranges.get(tile.space, []):
             if r[1] < merged[0] or r[0] > merged[1]:
@@ -38,15 +40,13 @@ class Written:
 
     def covered(self, tile) -> bool:
         rs = self.ranges.get(tile.space, [])
-        lo, hi = tile.addr, tile.addr + tile.nbytes
+        lo, hi = _span(tile)
         i = bisect_right(rs, [lo, float("inf")]) - 1
         return i >= 0 and rs[i][0] <= lo and rs[i][1] >= hi
 
     def read(self, ex, s, tile, warnings: list) -> None:
         """Warn (once per op and tile) when ``tile`` is read with bytes nothing wrote."""
-        if not isinstance(tile, isa.Tile) or tile.addr is None or self.covered(tile):
-            return
-        if not (tile.valid_rows and tile.valid_cols):
+        if not isinstance(tile, isa.Tile) or tile.addr is None or tile.empty or self.covered(tile):
             return
         key = (id(s), tile.name)
         if key in self.reported:
@@ -55,3 +55,8 @@ class Written:
         warnings.append(f"{ex.where(s)}: {s.name} reads {tile.name or 'a tile'} ({tile.describe()}) before "
                         "anything wrote its bytes: it holds what the memory held (zeros in the "
                         "simulator, stale data on the device)")
+
+
+def _span(tile) -> tuple:
+    """[lo, hi) of the bytes ``tile``'s (non-empty) valid region spans in its memory."""
+    return tile.addr, tile.addr + ((tile.valid_rows - 1) * tile.cols + tile.valid_cols) * tile.item

@@ -1155,6 +1155,25 @@ template <Op... Ops> inline void TSYNC(::ptopipe::Site s = PTOPIPE_HERE)
     static_assert(sizeof...(Ops) > 0, "TSYNC<Op...>() names at least one op");
     ::ptopipe::inst(::ptopipe::OP_TSYNC_OP, s, Ops...);
 }
+
+// SYNCALL<CoreType>(): the barrier of every core of the launch CoreType names (the FFTS form);
+// SYNCALL<Mode, CoreType>(gmWorkspace, usedCores): the same with Mode Soft - the GM-polling form,
+// on an int32 workspace of at least 16 elements - or Hard (the workspace then unused), as
+// pto-isa's pto_instr.hpp declares them
+template <SyncCoreType CoreType = SyncCoreType::AIVOnly> inline void SYNCALL(::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_SYNCALL, s, CoreType);
+}
+
+template <SyncAllMode Mode, SyncCoreType CoreType = SyncCoreType::AIVOnly, typename GlobalData>
+inline void SYNCALL(GlobalData &gmWorkspace, int32_t usedCores = 0, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    if constexpr (Mode == SyncAllMode::Hard) {
+        ::ptopipe::inst(::ptopipe::OP_SYNCALL, s, CoreType);
+    } else {
+        ::ptopipe::inst(::ptopipe::OP_SYNCALL, s, CoreType, Mode, gmWorkspace, int64_t(usedCores));
+    }
+}
 }  // namespace pto
 
 // -- intra-core events and the core's identity (global names, as the device compiler's) -------
