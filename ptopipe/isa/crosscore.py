@@ -107,6 +107,13 @@ def SYNCALL(core_type: SyncCoreType = SyncCoreType.AIVOnly, mode: SyncAllMode = 
     kinds = {SyncCoreType.AIVOnly: (CoreKind.AIV,), SyncCoreType.AICOnly: (CoreKind.AIC,),
              SyncCoreType.Mix: (CoreKind.AIC, CoreKind.AIV)}[core_type]
     cl = core.cluster
+    if cl.context.blocks > 1:
+        # the barrier spans every block of the launch, but the blocks run one after another
+        raise ConfigError(f"SYNCALL waits for the cores of all {cl.context.blocks} blocks of the launch, and "
+                          "ptopipe runs the blocks one after another: a barrier across them cannot be "
+                          "simulated", where=str(core.where()),
+                          fix="run the kernel as one block (--blocks 1 / blocks=1), or order the blocks' "
+                              "GM work without SYNCALL")
     running = [c for c in (cl.aic, cl.aiv(0), cl.aiv(1)) if c.kind in kinds and c.state is not CoreState.IDLE]
     if mode is SyncAllMode.Soft:
         _soft_operands(core, workspace, used_cores, len(running), core_type)

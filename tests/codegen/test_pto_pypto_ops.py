@@ -285,6 +285,16 @@ def test_a_core_that_returns_without_reaching_the_syncall_is_a_deadlock_there():
     assert "returned without reaching one" in e.value.fix
 
 
+def test_a_syncall_across_several_blocks_is_refused_at_its_line():
+    """The barrier spans every block of the launch; the blocks run one after another."""
+    text = syncall_file("hard", "hard")
+    with pytest.raises(ConfigError) as e:
+        run_sync(text, blocks=2)
+    assert "all 2 blocks of the launch" in e.value.what
+    assert e.value.where.startswith("<pto>:") and f":{line_of(text, 'pto.syncall')}:" in e.value.where
+    assert "--blocks 1" in e.value.fix
+
+
 def test_soft_syncall_participant_count_and_workspace_are_checked():
     with pytest.raises(ConfigError) as e:
         run_sync(syncall_file("soft3", "soft3"))
