@@ -122,3 +122,40 @@ def test_the_lane_geometry_is_pto_isas():
     assert part_of(a, UD, 0).shape == (8, 3) and part_of(a, UD, 1)[0, 0] == 24
     assert odd_pop_problem(LR, 1, (5, 63), (5, 127)) is None
     assert "an even width splits TILE_LEFT_RIGHT" in odd_pop_problem(LR, 1, (5, 63), (5, 128))[1]
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_the_address_flow_has_no_odd_split(platform, no_hang):
+    """pto-isa's getPopSubAIVOffset puts AIV1 at the TILE_LEFT_RIGHT offset whatever the odd split."""
+    def cube(fifo):
+        pipe = TPipe(0, GM_RING[platform], SLOT, 2)(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, N))
+        TALLOC(pipe, g)
+        TPUSH(pipe, g)
+
+    def vector(fifo):
+        pipe = TPipe(0, GM_RING[platform], SLOT, 2)(fifo, 0, 0)
+        TPOP(pipe, GlobalTensor(float32, (T // 2, N)), UD)                     # APOP
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(2 * SLOT)), platform=platform)
+    assert "address flow has no TILE_UP_DOWN_ODD case" in ei.value.what, ei.value
+    assert ei.value.where.endswith(f":{line_of(vector, 'APOP')}"), ei.value.where
+
+
+def test_a_band_past_the_slot_of_an_address_push_is_said_against_slot_size(no_hang):
+    """A slot the Cube filled through the address flow records no tile to compare with: AIV1's
+    16 rows start at row 17 (its extent + 1), past the 16-row slot."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, N))
+        TALLOC(pipe, g)
+        TPUSH(pipe, g)
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, 0, 0)
+        TPOP(pipe, Tile(TileType.Vec, float32, T, N), UD)                    # BPOP
+        TFREE(pipe)
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(2 * SLOT)), platform="a2a3")
+    assert "past SlotSize 1024" in ei.value.what and "AIV1" in ei.value.what, ei.value
+    assert ei.value.where.endswith(f":{line_of(vector, 'BPOP')}"), ei.value.where
