@@ -451,6 +451,8 @@ def mixed(x: pl.Tensor[[16, 32], pl.f32]):
     ("slot_num=0", "@pl.incore(slot_num=0) must be a positive integer"),
     ("slot_num=2.5", "@pl.incore(slot_num=2.5) must be a positive integer"),
     ("split=7", "@pl.incore(split=7) is not a split mode"),
+    ("split=3", "@pl.incore(split=TILE_UP_DOWN_ODD): the mixed-kernel compiler splits tiles into two equal "
+                "halves; it has no odd split"),
     ("core='cube'", "unknown core 'cube' in @pl.incore(core=...)"),
 ])
 def test_a_bad_dsl_decorator_option_is_a_compile_error_at_its_line(options, text, tmp_path, capsys):

@@ -252,10 +252,15 @@ PLAIN_DIRECTION = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM
 
 
 class TileSplitAxis(IntEnum):
-    """How a pushed tile is divided between the two Vector sub-blocks."""
+    """How a pushed tile is divided between the two Vector sub-blocks (pto-isa fifo.hpp).  The
+    two ``_ODD`` modes split an odd extent: AIV0 takes the extra row / column; each lane's
+    place in the slot is worked out from its own popped extent
+    (:mod:`ptopipe.protocol.geometry`)."""
     TILE_NO_SPLIT = 0
     TILE_UP_DOWN = 1
     TILE_LEFT_RIGHT = 2
+    TILE_UP_DOWN_ODD = 3
+    TILE_LEFT_RIGHT_ODD = 4
 
 
 class FIFOType(Enum):
@@ -294,6 +299,7 @@ DIR_V2C_CTRL, DIR_C2V_GM = Direction.DIR_V2C_CTRL, Direction.DIR_C2V_GM
 DIR_V2C_GM, DIR_BOTH_GM = Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM
 TILE_NO_SPLIT, TILE_UP_DOWN = TileSplitAxis.TILE_NO_SPLIT, TileSplitAxis.TILE_UP_DOWN
 TILE_LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
+TILE_UP_DOWN_ODD, TILE_LEFT_RIGHT_ODD = TileSplitAxis.TILE_UP_DOWN_ODD, TileSplitAxis.TILE_LEFT_RIGHT_ODD
 #: the two ring ways of a channel (one unidirectional ring each)
 C2V, V2C = "C2V", "V2C"
 

@@ -16,7 +16,7 @@ from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, Cons
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
 from ..protocol.rings import FRONTEND, ptoas_local_slot_num
-from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, nosplit_conflict
+from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_CODES, SPLIT_OF, nosplit_conflict
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
               "ptopipe.lanes")
@@ -258,7 +258,7 @@ def _split(r, fs, attrs, opt, required=True):
         return None
     v, t = attrs["split"]
     if isinstance(v, bool) or not isinstance(v, int) or v not in SPLIT_OF:
-        raise r.c.error(f"bad split value {v!r}: 0 (no split), 1 (up/down) or 2 (left/right)", t)
+        raise r.c.error(f"bad split value {v!r}: {SPLIT_CODES}", t)
     if v and fs.nosplit is not None:
         what, fix = nosplit_conflict(opt.text, v, fs.nosplit.line)
         raise r.c.error(what, t, fix)

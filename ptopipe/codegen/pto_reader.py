@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from ..arch import get_platform
+from ..protocol.geometry import ODD_SPLITS
 from ..errors import CompileError, ParseError
 from ..ir.core import Block, Operation, Region, gc_paused
 from ..ir.vocab import FunctionKind, Loc
@@ -252,7 +253,9 @@ class Reader:
             raise c.error(f"func.func @{name} has no pto.kernel_kind (and is not the pto.entry)", name_t,
                           "add attributes {pto.kernel_kind = #pto.kernel_kind<cube>} or <vector>")
         split = attrs.get("ptopipe.split", (None,))[0]
-        if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split not in SPLIT_OF):
+        if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split not in SPLIT_OF
+                                  or SPLIT_OF[split] in ODD_SPLITS):
+            # a function's split is how the DSL compiler halved its tiles: no odd split
             raise c.error(f"bad split value {split!r}: 0, 1 or 2", attrs["ptopipe.split"][1])
         return name, kind, params, ft, name_t, split
 

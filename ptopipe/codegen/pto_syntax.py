@@ -81,8 +81,11 @@ def refuse_spmd_inputs(names, option: str = "--input") -> None:
                               where=f"option {option}", fix=f"drop {option} {k}")
 
 
-#: ``{split = N}``: 0 / 1 / 2 = TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT
+#: ``{split = N}``: pto-isa's TileSplitAxis value, 0 / 1 / 2 / 3 / 4 = TILE_NO_SPLIT / TILE_UP_DOWN /
+#: TILE_LEFT_RIGHT / TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD (pypto prints it verbatim)
 SPLIT_OF = {int(s): s for s in TileSplitAxis}
+#: the values, as an error message says them
+SPLIT_CODES = ", ".join(f"{int(s)} ({s.name})" for s in TileSplitAxis)
 
 
 def nosplit_conflict(op: str, split: int, init_line: int) -> tuple:

@@ -286,15 +286,8 @@ def arities(name: str) -> tuple:
     return lo, most + (MAX_EVENTS if events else 0)
 
 
-#: pto-isa's enumerators ptopipe does not model (fifo.hpp's odd splits: AIV0 takes the extra row /
-#: column): declared in C++ only, so that a kernel naming one is refused where it is used, with a
-#: message (the header's static_asserts), not for an undeclared name
-REFUSED_ENUMERATORS = {"TileSplitAxis": (("TILE_UP_DOWN_ODD", 3), ("TILE_LEFT_RIGHT_ODD", 4))}
-
-
 def _enum(name, cls, ns, scoped) -> str:
-    items = ", ".join([f"{m.name} = {cpp_value(m)}" for m in cls]
-                      + [f"{n} = {v}" for n, v in REFUSED_ENUMERATORS.get(name, ())])
+    items = ", ".join(f"{m.name} = {cpp_value(m)}" for m in cls)
     kind = "enum class" if scoped else "enum"
     return f"{kind} {name} : int {{ {items} }};"
 

@@ -22,8 +22,8 @@ from .mx_ops import *  # noqa: F401,F403
 from .mx_ops import __all__ as _mx_all
 from .debug import PRINT, TPREFETCH, TPRINT, TTRAP, prints
 from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,
-                   TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, TPOP, TPOPDONE,
-                   TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
+                   TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_LEFT_RIGHT_ODD, TILE_NO_SPLIT, TILE_UP_DOWN,
+                   TILE_UP_DOWN_ODD, TPOP, TPOPDONE, TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
                    TMPipe, TPipe, VecCubeRatio, aic_initialize_pipe, aiv_initialize_pipe)
 from .sync import *  # noqa: F401,F403
 from .crosscore import *  # noqa: F401,F403
@@ -43,7 +43,8 @@ __all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "SaturationMode", "RunResult",
     "RunSummary", "SLayout", "Scenario", "TileLayout", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",
-    "TILE_NO_SPLIT", "TILE_UP_DOWN", "TMPipe", "TPOP", "TPOPDONE", "TPUSH", "TPipe", "TSYNC",
+    "TILE_LEFT_RIGHT_ODD", "TILE_NO_SPLIT", "TILE_UP_DOWN", "TILE_UP_DOWN_ODD", "TMPipe", "TPOP", "TPOPDONE",
+    "TPUSH", "TPipe", "TSYNC",
     "Tile", "TileSplitAxis", "TileType", "VecCubeRatio", "aic_initialize_pipe",
     "aiv_initialize_pipe", "bfloat16", "compare", "current_core", "float16", "float32",
     "float4_e2m1", "float8_e4m3", "float8_e5m2", "float8_e8m0", "get_block_idx", "get_block_num", "get_subblockdim", "get_subblockid", "gm_buffer", "half", "int16",

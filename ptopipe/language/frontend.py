@@ -11,6 +11,7 @@ import os
 import textwrap
 
 from ..arch.vocab import TileSplitAxis
+from ..protocol.geometry import EVEN_SPLIT, ODD_SPLITS
 from ..errors import CompileError, user_line
 from ..ir.core import Block, Operation, Region, gc_paused
 from ..ir.op_verifier import verify_program
@@ -135,6 +136,14 @@ class Decorator:
                 raise CompileError(f"@pl.{self.name}(split={split!r}) is not a split mode",
                                    where=user_line(),
                                    fix="use pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT or pl.TILE_NO_SPLIT")
+            if split in ODD_SPLITS:
+                # the mixed-kernel compiler gives each Vector core half of every tile
+                raise CompileError(f"@pl.{self.name}(split={TileSplitAxis(split).name}): the mixed-kernel "
+                                   "compiler splits tiles into two equal halves; it has no odd split",
+                                   where=user_line(),
+                                   fix="give the tile an even extent on the split axis (pad the tail tile) and "
+                                       f"split it {EVEN_SPLIT[TileSplitAxis(split)].name}, or write the AIC and AIV "
+                                       "kernels by hand (the ISA's TPUSH / TPOP take the odd splits)")
             split = TileSplitAxis(split)
         if slot_num is not None and (isinstance(slot_num, bool) or not isinstance(slot_num, int)
                                      or slot_num < 1):

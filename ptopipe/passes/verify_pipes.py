@@ -30,9 +30,10 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split);
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * a split TPUSH's tile divides between the two Vector cores (``protocol.geometry``'s
-  split_push_problem: an even extent; an Acc pushed into the Vector cores' UB, pto-isa's A5
-  dual-mode TMOV rule - a multiple of 32 columns for TILE_LEFT_RIGHT; a Vector core's
-  TILE_LEFT_RIGHT part pushed into the Cube's L1, rows of a multiple of 32 bytes);
+  odd_split_problem: an odd split only Cube->Vector through a ring in GM; split_push_problem:
+  an even extent; an Acc pushed into the Vector cores' UB, pto-isa's A5 dual-mode TMOV rule -
+  a multiple of 32 columns for TILE_LEFT_RIGHT; a Vector core's TILE_LEFT_RIGHT part pushed
+  into the Cube's L1, rows of a multiple of 32 bytes);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
 * for each combination of one path per core whose facts agree, the cores' push / pop /
@@ -60,8 +61,8 @@ from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TP
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
-from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout,
-                                 slot_shape, split_push_problem)
+from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
+                                 slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.versions import parse as parse_protocol
 from itertools import combinations, product
@@ -475,6 +476,11 @@ class _Verifier:
                 continue
             init = rings.get(ring_of(op))
             in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+            odd = odd_split_problem(op.split, ring_of(op).way, in_gm)
+            if odd is not None:
+                self.finding("split_geometry", op, f"this {op.dsl} {op.split.name} of {describe(t)} on the "
+                             f"{_dir(ring_of(op))} ring: {odd[0]}", odd[1])
+                continue
             if fn.kind is FunctionKind.AIV and in_gm:
                 continue                    # a Vector core's part stored to GM: no layout rule
             shape = tuple(t.shape[-2:])

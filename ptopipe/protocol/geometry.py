@@ -3,11 +3,15 @@ sub-blocks (``TileSplitAxis``) is laid out in a slot.
 
 UP_DOWN parts are row blocks (sub-block ``s`` owns rows ``s*rows .. (s+1)*rows`` of a
 ``2*rows x cols`` tile); LEFT_RIGHT parts are column blocks of a ``rows x 2*cols`` tile;
-NO_SPLIT is the whole tile.  ``rows x cols`` is always the *part* (one sub-block's tile),
-except in :func:`part_shape` / :func:`part_of`, which cut a whole tile, and
-:func:`slot_shape`, what one slot holds of a whole tile (SlotSize).  The pipe ops, the
-ring-slot race checker, the address flow, VerifyPipes and the DSL compiler's ring sizing all
-use these functions.
+NO_SPLIT is the whole tile.  The two ODD modes split an odd extent ``n``: AIV0 owns the first
+``n//2 + 1`` rows (columns), AIV1 the other ``n//2`` (pto-isa fifo.hpp), and each lane finds its
+band from its *own* popped extent ``e``: it starts at ``sub * (e + sub)`` and, LEFT_RIGHT_ODD,
+its rows are ``2*e + 2*sub - 1`` columns apart (``popVecTileFromGMFiFo``, a2a3 and A5 alike) -
+so the whole odd extent of a lane's ``e`` is ``2*e - 1`` (AIV0) or ``2*e + 1`` (AIV1).
+``rows x cols`` is always the *part* (one sub-block's tile), except in :func:`part_shape` /
+:func:`part_of`, which cut a whole tile, and :func:`slot_shape`, what one slot holds of a
+whole tile (SlotSize).  The pipe ops, the ring-slot race checker, the address flow,
+VerifyPipes and the DSL compiler's ring sizing all use these functions.
 """
 from __future__ import annotations
 
@@ -19,14 +23,42 @@ from ..arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 
 _UP_DOWN = TileSplitAxis.TILE_UP_DOWN
 _LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
+_UP_DOWN_ODD = TileSplitAxis.TILE_UP_DOWN_ODD
+_LEFT_RIGHT_ODD = TileSplitAxis.TILE_LEFT_RIGHT_ODD
+
+#: the axis of the whole tile a split divides: 0 rows, 1 columns (NO_SPLIT divides none)
+SPLIT_AXIS = {_UP_DOWN: 0, _LEFT_RIGHT: 1, _UP_DOWN_ODD: 0, _LEFT_RIGHT_ODD: 1}
+#: the splits of an odd extent, where AIV0 takes the extra row / column
+ODD_SPLITS = frozenset((_UP_DOWN_ODD, _LEFT_RIGHT_ODD))
+#: an odd split -> the even split of the same axis
+EVEN_SPLIT = {_UP_DOWN_ODD: _UP_DOWN, _LEFT_RIGHT_ODD: _LEFT_RIGHT}
 
 
-def full_shape(split, rows: int, cols: int) -> tuple:
-    """Shape of the whole slot tile whose ``split`` part is ``rows x cols``."""
-    if split == _UP_DOWN:
-        return rows * 2, cols
-    if split == _LEFT_RIGHT:
-        return rows, cols * 2
+def lane_extent(split, sub: int, n: int) -> int:
+    """Lane ``sub``'s share of a whole extent ``n`` on the split axis: half (even splits),
+    ``n//2 + 1`` for AIV0 and ``n//2`` for AIV1 (odd splits), all of it (NO_SPLIT)."""
+    if split in ODD_SPLITS:
+        return n // 2 + (sub == 0)
+    return n // 2 if split in SPLIT_AXIS else n
+
+
+def _whole(split, e: int, sub) -> int:
+    """The whole extent on the split axis of which a lane's part is ``e``: twice it, and for an
+    odd split with a lane given ``2*e - 1`` (AIV0) / ``2*e + 1`` (AIV1); an odd split without a
+    lane is the box of the two lanes' tiles (both AIV0's static shape): twice it too."""
+    if sub is None or split not in ODD_SPLITS:
+        return 2 * e
+    return 2 * e + 2 * sub - 1
+
+
+def full_shape(split, rows: int, cols: int, sub: int | None = None) -> tuple:
+    """Shape of the whole slot tile whose ``split`` part is ``rows x cols`` (lane ``sub``'s,
+    which decides it for an odd split: :func:`_whole`)."""
+    axis = SPLIT_AXIS.get(split)
+    if axis == 0:
+        return _whole(split, rows, sub), cols
+    if axis == 1:
+        return rows, _whole(split, cols, sub)
     return rows, cols
 
 
@@ -101,7 +133,8 @@ def split_push_problem(split, shape, valid, item: int, acc_to_ub: bool = False,
     if n % 2:
         return (f"its {n} valid {word} do not halve between the two Vector cores",
                 f"give the tile an even number of valid {word} (pad the tail tile), or use {other} / "
-                "TILE_NO_SPLIT")
+                f"TILE_NO_SPLIT, or {split.name}_ODD (AIV0 takes the extra {word[:-1]}; a Cube->Vector "
+                "ring in GM)")
     if acc_to_ub:
         k = ACC_DUAL_SPLIT_MULTIPLE[split]
         mode = "DualModeSplitM" if axis == 0 else "DualModeSplitN"
@@ -124,6 +157,83 @@ def split_push_problem(split, shape, valid, item: int, acc_to_ub: bool = False,
     return None
 
 
+def odd_split_problem(split, way: str, in_gm: bool, address: bool = False) -> tuple | None:
+    """``(why, fix)`` where pto-isa has no odd split for a transfer, else None: it places the
+    two lanes of an odd extent only where a Vector core TLOADs its band of a Cube->Vector slot
+    in GM (``popVecTileFromGMFiFo``: a2a3, A5 ``DIR_C2V_GM``).  Its A5 ``pushAcc2VecFiFo``
+    (a ring in the Vector cores' UB) has no odd case and moves nothing; its Vector-side pushes
+    (``pushVec2GMFiFo``, A5 ``pushVec2MatFiFo``) put AIV1 at the TILE_LEFT_RIGHT offset or
+    nowhere; and the address flow's ``getPopSubAIVOffset`` / TALLOC offset does the same.  The
+    run's TPUSH / TPOP / TALLOC and VerifyPipes ask this."""
+    if split not in ODD_SPLITS:
+        return None
+    even = EVEN_SPLIT[split].name
+    if way == V2C:
+        return (f"pto-isa implements {split.name} for Cube->Vector transfers only: its Vector-side push "
+                "(pushVec2GMFiFo, A5 pushVec2MatFiFo) has no odd case - AIV1's part lands at the "
+                "TILE_LEFT_RIGHT offset in GM, or nowhere in the Cube's L1",
+                f"split the tile {even} with an even extent (pad the tail tile), or TILE_NO_SPLIT")
+    if not in_gm:
+        return (f"pto-isa's A5 pushAcc2VecFiFo has no {split.name} case: the TPUSH moves nothing into the "
+                "Vector cores' UB (only TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT have a TMOV), and "
+                "each lane's TPOP binds the slot's stale bytes",
+                "put the ring in GM (DIR_C2V_GM; in a .pto, pto.initialize_l2g2l_pipe over a GM buffer), where "
+                "each Vector core TLOADs its band of the Cube's tile, or give the tile an even extent (pad the "
+                f"tail tile) and split it {even}")
+    if address:
+        return (f"pto-isa's address flow has no {split.name} case: its lane offset (getPopSubAIVOffset) "
+                "puts AIV1's view at the TILE_LEFT_RIGHT offset of the slot, whatever the odd split",
+                "pop the part into a Vec tile (TPOP of a tile places each lane's band), or give the tile an "
+                f"even extent and split it {even}")
+    return None
+
+
+def odd_pop_problem(split, sub: int, valid, pushed) -> tuple | None:
+    """``(why, fix)`` when lane ``sub``'s TPOP of a ``valid`` (rows, cols) part under an odd
+    split does not read its band of the Cube's ``pushed`` valid region, else None.
+
+    pto-isa places the band from the lane's own extent ``e`` (:func:`lane_start`), at the
+    lane's row stride (:func:`full_shape` with the lane): the other axis must be the pushed
+    one, and an odd pushed extent ``n`` gives AIV0 ``n//2 + 1`` and AIV1 ``n//2``.  An even
+    pushed extent is a transport box wider than the data (pypto widens a ragged tail to the
+    Acc's box): a band inside it reads pushed bytes, one past its end does not; a
+    TILE_LEFT_RIGHT_ODD row stride is odd, so it never matches an even width."""
+    axis = SPLIT_AXIS[split]
+    word, oword = ("rows", "columns")[axis], ("columns", "rows")[axis]
+    e, n = valid[axis], pushed[axis]
+    lane = f"AIV{sub}"
+    if valid[1 - axis] != pushed[1 - axis]:
+        return (f"{lane} pops {valid[1 - axis]} valid {oword} under {split.name}, the Cube pushed "
+                f"{pushed[1 - axis]}"
+                + (": pto-isa's popVecTileFromGMFiFo reads the lane's rows at its own valid columns as the "
+                   "row stride, so they would be misaligned" if axis == 0 else ""),
+                f"pop all {pushed[1 - axis]} pushed {oword} on each lane (the split divides the {word})")
+    start = lane_start(split, sub, e)
+    share = lane_extent(split, sub, n)
+    rule = (f"{split.name} gives AIV0 {word}/2 + 1 and AIV1 {word}/2 of an odd extent, and pto-isa "
+            f"places {lane}'s band from its own extent (popVecTileFromGMFiFo)")
+    if axis == 1:
+        pitch = full_shape(split, 1, e, sub)[1]
+        if pitch == n:
+            return None
+        why = (f"{lane} pops {e} valid columns, so pto-isa's popVecTileFromGMFiFo reads its rows {pitch} columns "
+               f"apart (2 * {e} {'+' if sub else '-'} 1), but the Cube pushed rows of {n} columns")
+        fix = (f"pop {share} valid columns on {lane} ({rule})" if n % 2 else
+               f"an even width splits TILE_LEFT_RIGHT ({n // 2} columns a lane); {split.name} splits an "
+               "odd one")
+        return why, fix
+    if n % 2 and e != share:
+        return (f"{lane} pops {e} valid rows of the Cube's {n}: {rule}, so it reads rows {start}..{start + e - 1}"
+                f" where its band is rows {lane_start(split, sub, share)}..{lane_start(split, sub, share) + share - 1}",
+                f"pop {share} valid rows on {lane} (AIV0 {n // 2 + 1}, AIV1 {n // 2})")
+    if start + e > n:
+        return (f"{lane} pops {e} valid rows: {rule}, so it reads rows {start}..{start + e - 1}, past the {n} rows "
+                "the Cube pushed",
+                f"give AIV1 one row fewer than AIV0 within the {n} pushed rows (AIV0 e + 1, AIV1 e), or split "
+                f"two equal halves {EVEN_SPLIT[split].name}")
+    return None
+
+
 def _v2c_l1_part_problem(split, valid, item: int) -> tuple | None:
     """pto-isa's A5 ``pushVec2MatFiFo`` rule for one Vector core's part of a V2C slot in L1."""
     k = V2C_L1_PART_ROW_BYTES
@@ -139,37 +249,50 @@ def _v2c_l1_part_problem(split, valid, item: int) -> tuple | None:
             "or split the tile TILE_UP_DOWN, or use a V2C ring in GM (DIR_V2C_GM)")
 
 
-def part_shape(split, rows: int, cols: int) -> tuple:
-    """Shape of one sub-block's part of a whole ``rows x cols`` tile."""
-    if split == _UP_DOWN:
-        return rows // 2, cols
-    if split == _LEFT_RIGHT:
-        return rows, cols // 2
+def part_shape(split, rows: int, cols: int, sub: int = 0) -> tuple:
+    """Shape of sub-block ``sub``'s part of a whole ``rows x cols`` tile (the two parts differ
+    only under an odd split, where AIV0's is the larger: the static tile both lanes share)."""
+    axis = SPLIT_AXIS.get(split)
+    if axis == 0:
+        return lane_extent(split, sub, rows), cols
+    if axis == 1:
+        return rows, lane_extent(split, sub, cols)
     return rows, cols
+
+
+def lane_start(split, sub: int, e: int) -> int:
+    """Where, on the split axis of the whole tile, lane ``sub``'s band of ``e`` rows (columns)
+    starts: ``sub * e`` (even splits), ``sub * (e + sub)`` (odd: pto-isa places AIV1 one past
+    its own extent, so AIV0 must hold one more), 0 (NO_SPLIT)."""
+    if split in ODD_SPLITS:
+        return sub * (e + sub)
+    return sub * e if split in SPLIT_AXIS else 0
 
 
 def part_offset(split, sub: int, rows: int, cols: int, item: int) -> int:
     """Byte offset in the slot of sub-block ``sub``'s ``rows x cols`` part."""
-    if split == _UP_DOWN:
-        return sub * rows * cols * item
-    if split == _LEFT_RIGHT:
-        return sub * cols * item
+    axis = SPLIT_AXIS.get(split)
+    if axis == 0:
+        return lane_start(split, sub, rows) * cols * item
+    if axis == 1:
+        return lane_start(split, sub, cols) * item
     return 0
 
 
 def part_of(arr: np.ndarray, split, sub: int) -> np.ndarray:
     """Sub-block ``sub``'s part of a whole tile ``arr`` (a view)."""
-    r, c = arr.shape
-    if split == _UP_DOWN:
-        return arr[sub * (r // 2):(sub + 1) * (r // 2)]
-    if split == _LEFT_RIGHT:
-        return arr[:, sub * (c // 2):(sub + 1) * (c // 2)]
-    return arr
+    axis = SPLIT_AXIS.get(split)
+    if axis is None:
+        return arr
+    n = arr.shape[axis]
+    e = lane_extent(split, sub, n)
+    lo = lane_start(split, sub, e)
+    return arr[lo:lo + e] if axis == 0 else arr[:, lo:lo + e]
 
 
 def part_rows(split, sub: int, rows: int, cols: int, item: int) -> tuple:
     """(byte offset, row stride in bytes) of sub-block ``sub``'s ``rows x cols`` part."""
-    return part_offset(split, sub, rows, cols, item), full_shape(split, rows, cols)[1] * item
+    return part_offset(split, sub, rows, cols, item), full_shape(split, rows, cols, sub)[1] * item
 
 
 #: how to give a pipe one Vector lane, AIV0, as each front end spells it (fix texts;

@@ -48,7 +48,7 @@ MALFORMED = {
     "wrong operand count": (_sub("pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8 + ")", "pto.tadd ins(%t : " + VEC8 + ")"),
                             "pto.tadd takes 2 operand(s)"),
     "missing kernel_kind": (_sub(" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}", ""), "has no pto.kernel_kind"),
-    "bad split value": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 3}"), "bad split value 3"),
+    "bad split value": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 5}"), "bad split value 5"),
     "missing consumer buffer": (_sub(", v2c_consumer_buf = %c0_i32 : i32)", ")"), "needs v2c_consumer_buf"),
     "unknown type": (_sub("-> i32", "-> i33"), "unknown element type 'i33'"),
     "unterminated string": (_sub('name = "c2v_fifo", size', 'name = "c2v_fifo, size'), "unterminated string"),

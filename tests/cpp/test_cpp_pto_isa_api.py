@@ -313,10 +313,7 @@ REFUSED = [
     # the fixpipe's converting push (fixpipe.hpp)
     ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
      "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
-    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
-    # pto-isa's odd splits (fifo.hpp)
-    ("TPipe<1, Direction::DIR_C2V, 4096, 2> p2(fifo); TPOP<decltype(p2), Half, TileSplitAxis::TILE_UP_DOWN_ODD>(p2, v);",
-     "TPOP: ptopipe does not model pto-isa's odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD)")]
+    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation")]
 
 
 @needs_cxx

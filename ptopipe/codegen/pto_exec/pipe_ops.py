@@ -9,7 +9,7 @@ from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_local_slot_num
-from ..pto_syntax import nosplit_conflict
+from ..pto_syntax import SPLIT_CODES, nosplit_conflict
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
 from .types import TileSpec
@@ -137,7 +137,7 @@ def split_axis(ex, s) -> TileSplitAxis:
     try:
         return TileSplitAxis(int(v[0].text)) if v else TileSplitAxis.TILE_NO_SPLIT
     except ValueError:
-        raise ex.perr(v[0], f"split = {v[0].text}: expected 0 (no split), 1 (up/down) or 2 (left/right)") from None
+        raise ex.perr(v[0], f"split = {v[0].text}: expected {SPLIT_CODES}") from None
 
 
 def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:

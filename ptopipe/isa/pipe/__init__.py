@@ -17,7 +17,8 @@ Vector peers.  The package is split along its seams:
 ``cpusim``       pto-isa's CPU simulator's one ring of a DIR_BOTH pipe, replayed
 """
 from ...arch.vocab import (C2V, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL,  # noqa: F401
-                           DIR_V2C_GM, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, V2C, Direction,
+                           DIR_V2C_GM, TILE_LEFT_RIGHT, TILE_LEFT_RIGHT_ODD, TILE_NO_SPLIT, TILE_UP_DOWN,
+                           TILE_UP_DOWN_ODD, V2C, Direction,
                            FIFOType, Protocol, TileSplitAxis, VecCubeRatio)
 from .binding import bind_pipe, channels  # noqa: F401
 from .channel import Channel, PipeHandle, Side, Slot  # noqa: F401

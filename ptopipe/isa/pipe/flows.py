@@ -31,7 +31,7 @@ from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from ...protocol.model import platform_kind
-from ...protocol.geometry import full_shape, part_offset, part_rows, part_shape
+from ...protocol.geometry import ODD_SPLITS, full_shape, odd_split_problem, part_offset, part_rows, part_shape
 from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
@@ -222,6 +222,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
     if not isinstance(gm_tensor, GlobalTensor):
         raise ProtocolError(f"TALLOC expects a GlobalTensor, got {type(gm_tensor).__name__}", where=_loc(core))
+    _check_odd_address(core, ch, split, "TALLOC", gm_tensor)
     if gm_tensor.nbytes > ch.slot_size:
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
                             f"SlotSize {ch.slot_size}", where=_loc(core))
@@ -261,6 +262,7 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     if not ch.in_gm:
         raise ProtocolError(f"TPOP(GlobalTensor) on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
+    _check_odd_address(core, ch, split, "TPOP", gt)
     off = 0
     if ch.way == C2V:
         off = part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
@@ -284,6 +286,15 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
                         RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))
+
+
+def _check_odd_address(core, ch: Channel, split, op: str, gt: GlobalTensor) -> None:
+    """An odd split in the address flow, which pto-isa does not place
+    (:func:`~ptopipe.protocol.geometry.odd_split_problem`)."""
+    bad = odd_split_problem(split, ch.way, ch.in_gm, address=True)
+    if bad is not None:
+        raise ProtocolError(f"{op} {split.name} of {gt.describe()} on {ch.name}: {bad[0]}", where=_loc(core),
+                            fix=bad[1])
 
 
 def _check_both_address(core, ch: Channel, op: str) -> None:
@@ -311,7 +322,9 @@ def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
     rows, cols, item = gt.shape[3], gt.shape[4], gt.dtype.itemsize
     at = f" at {core.name}'s offset {off}" if off else ""
     # (a lane's view of a two-lane ring is a split part: NO_SPLIT would give both the same bytes)
-    fits = [s.name for s in TileSplitAxis if s != split and (ch.way == C2V or s is _NO_SPLIT)
+    # (the address flow has no odd split: _check_odd_address)
+    fits = [s.name for s in TileSplitAxis if s != split and s not in ODD_SPLITS
+            and (ch.way == C2V or s is _NO_SPLIT)
             and (s is not _NO_SPLIT or len(ch.peers) == 1 or ch.way != C2V)
             and part_offset(s, core.subblock, rows, cols, item) + ext <= ch.slot_size]
     raise ProtocolError(
@@ -344,4 +357,5 @@ def parse_split(split) -> TileSplitAxis:
         return TileSplitAxis(split)
     except ValueError:
         raise ProtocolError(f"invalid TileSplitAxis {split!r}", where=here(),
-                            fix="use TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT") from None
+                            fix="use TILE_NO_SPLIT, TILE_UP_DOWN, TILE_LEFT_RIGHT, TILE_UP_DOWN_ODD or "
+                                "TILE_LEFT_RIGHT_ODD") from None

@@ -24,7 +24,7 @@ from ..tensor import GlobalTensor
 from ..tile import Tile, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
-from ...protocol.geometry import part_of
+from ...protocol.geometry import ODD_SPLITS, part_of
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
@@ -195,7 +195,9 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
-            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.item, split)
+            # an odd split's band is placed by the lane's valid extent (both lanes' static tile is AIV0's)
+            r, c = (tile.valid_rows, tile.valid_cols) if split in ODD_SPLITS else (tile.rows, tile.cols)
+            chk.ring_access(core, ch, tag, False, "TPOP", loc, r, c, tile.item, split)
             if stage is not None:          # for a use-after-free report of the staged copy
                 stage[0].pop_loc, stage[0].pop_gen = loc, stage[1]
         end = core.issue_w(ch.pop_pipe, p.cost, tile, "TPOP",

@@ -13,8 +13,9 @@ from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from ...protocol.geometry import (a_layout, full_shape, layout_fix, part_offset, part_shape, pop_converts,
-                                 slot_layout, slot_shape, split_push_problem)
+from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem,
+                                 odd_split_problem, part_offset, part_rows, part_shape, pop_converts, slot_layout,
+                                 slot_shape, split_push_problem)
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes
 
@@ -46,7 +47,12 @@ def plan(core, ch, tile: Tile, split, make):
            int(split), ch.way, tile.layout)
     p = ch.plans.get(key)
     if p is None:
-        check_nosplit_lanes(core, ch, split, "TPUSH" if make is push_plan else "TPOP")
+        op = "TPUSH" if make is push_plan else "TPOP"
+        check_nosplit_lanes(core, ch, split, op)
+        bad = odd_split_problem(split, ch.way, ch.in_gm)
+        if bad is not None:
+            raise ProtocolError(f"{op} {split.name} of {tile.describe()} on {ch.name}: {bad[0]}", where=_loc(core),
+                                fix=bad[1])
         p = ch.plans[key] = make(core, ch, tile, split)
     tile._plan = (ch, split, core, p)
     return p
@@ -136,15 +142,37 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     srcs = []
     # the producer wrote its valid region packed (push_plan): read this consumer's part of it
     vrows, vcols = (rows, cols) if tile.empty else (tile.valid_rows, tile.valid_cols)
+    if split in ODD_SPLITS and ch.way == C2V:
+        _odd_band_in_slot(core, ch, tile, split, vrows, vcols, item)
     for tag in range(ch.slot_num):
         if ch.way == C2V:
-            full = full_shape(split, vrows, vcols)
+            full = full_shape(split, vrows, vcols, core.subblock)
             off = part_offset(split, core.subblock, vrows, vcols, item)
             v = ch.view(gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (vrows, vcols), (full[1], 1))
         else:
             v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (vrows, vcols))
         srcs.append(v[:tile.valid_rows, :tile.valid_cols])
     return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item))
+
+
+def _odd_band_in_slot(core, ch, tile: Tile, split, vrows: int, vcols: int, item: int) -> None:
+    """An odd split's lane band, placed from the lane's own extent, must end inside the slot: a
+    band past it is a per-lane extent that does not match the pushed tile (said against the slot's
+    pushed tile when it has one, :func:`check_layout`), else against SlotSize."""
+    off, stride = part_rows(split, core.subblock, vrows, vcols, item)
+    end = off + (vrows - 1) * stride + vcols * item
+    if end <= ch.slot_size:
+        return
+    side = ch.sides[core.index]
+    for s in side.slots[side.index % ch.slot_num]:
+        if s.layout is not None:
+            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", None, tile.layout,
+                         (vrows, vcols))
+    raise ProtocolError(
+        f"TPOP {split.name} of {tile.describe()} on {core.name}: pto-isa places AIV{core.subblock}'s band from its own "
+        f"{vrows}x{vcols} extent at byte {off} of the slot, {stride} bytes a row, so it reads up to byte {end}, past "
+        f"SlotSize {ch.slot_size} of {ch.name}", where=_loc(core),
+        fix=f"{split.name} gives AIV0 n/2 + 1 and AIV1 n/2 of the pushed odd extent n: pop AIV{core.subblock}'s share")
 
 
 def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None,
@@ -177,6 +205,13 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
                    "which Vector core receives which part)" if ch.way == C2V and ch.in_gm else ""))
     if vrow * vcol == 0:
         ok = True                   # the lane-1 replay: reads nothing
+    elif split in ODD_SPLITS:       # a C2V ring in GM (odd_split_problem): the lane's band
+        bad = odd_pop_problem(split, core.subblock, (vrow, vcol), (pvrow, pvcol))
+        if bad is not None:
+            where = str(loc or core.where())
+            raise ProtocolError(f"{op} on {core.name}: {bad[0]} (slot {slot.tag} of {ch.name})", where=where,
+                                details=f"pushed at {slot.push_loc}" if slot.push_loc else None, fix=bad[1])
+        ok = True
     elif ch.way == C2V:
         ok = full_shape(split, vrow, vcol) == (pvrow, pvcol)
     else:

@@ -943,13 +943,6 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
 // before the wait events): which Vector lane's part of the slot the lane moves - its own, the
 // only one ptopipe models (another is an error at the call); the Cube moves the whole tile and
 // does not read it.
-// pto-isa's odd splits (TILE_UP_DOWN_ODD, TILE_LEFT_RIGHT_ODD: AIV0 takes the extra row / column)
-// are not modelled
-#define PTOPIPE_MODELLED_SPLIT(OP)                                                                        \
-    static_assert(Split != TileSplitAxis::TILE_UP_DOWN_ODD && Split != TileSplitAxis::TILE_LEFT_RIGHT_ODD,  \
-                  OP ": ptopipe does not model pto-isa's odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD): " \
-                  "split a tile of an even row / column count with TILE_UP_DOWN / TILE_LEFT_RIGHT (a smaller " \
-                  "valid shape carries the data's), or push it whole with TILE_NO_SPLIT")
 #define PTOPIPE_NO_SPLIT(OP, SPELLING)                                                                    \
     [[deprecated(OP " without its TileSplitAxis: pto-isa requires it (" SPELLING "); ptopipe takes "      \
                  "TILE_NO_SPLIT")]]
@@ -957,7 +950,6 @@ template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopi
 inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
     PTOPIPE_TMPIPE_TILE_FIRST("TPUSH");
-    PTOPIPE_MODELLED_SPLIT("TPUSH");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPUSH, pipe.s, pipe.v, tile, Split, events...));
 }
 
@@ -1004,7 +996,6 @@ template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopi
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
     PTOPIPE_TMPIPE_TILE_FIRST("TPOP");
-    PTOPIPE_MODELLED_SPLIT("TPOP");
     if constexpr (::ptopipe::is_global<T>::value) {     // the address flow: TPOP gives the slot's address
         tile.ptr_ = reinterpret_cast<typename T::DType *>(
             ::ptopipe::inst(::ptopipe::OP_TPOP, pipe.s, pipe.v, tile, Split, events...));
@@ -1033,7 +1024,6 @@ template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopi
 inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
 {
     static_assert(::ptopipe::is_global<T>::value, "TALLOC takes a GlobalTensor (the address flow)");
-    PTOPIPE_MODELLED_SPLIT("TALLOC");
     tensor.ptr_ = reinterpret_cast<typename T::DType *>(
         ::ptopipe::inst(::ptopipe::OP_TALLOC, pipe.s, pipe.v, tensor, Split, events...));
     return RecordEvent();
@@ -1049,14 +1039,12 @@ inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
 template <typename Pipe, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
 {
-    PTOPIPE_MODELLED_SPLIT("TFREE");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, nullptr, Split, events...));
 }
 
 template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 {
-    PTOPIPE_MODELLED_SPLIT("TFREE");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
 
@@ -1087,7 +1075,6 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
     return TFREE<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, obj, events...);
 }
 #undef PTOPIPE_NO_SPLIT
-#undef PTOPIPE_MODELLED_SPLIT
 
 // TPUSH(tile, pipe) / TPOP(tile, pipe): a TMPipe's push and pop, as pto-isa's TPUSH_IMPL(tile,
 // pipe) / TPOP_IMPL(tile, pipe) - the ring's own tile index, the TMPipe's split (TMPipe::Split);
