@@ -22,7 +22,7 @@ import sys
 
 from ..errors import DataRaceError, ordinal
 from .core import CoreState
-from .location import SourceLoc, is_internal, user_loc
+from .location import SourceLoc, is_cpp, is_internal, user_loc
 from .porder import GM_PIPES, SLOT, PipeOrder
 
 _SHIFT = 12                     # 4 KiB pages
@@ -49,6 +49,18 @@ def line_of(where: str) -> str:
     head = where.split(" (called from", 1)[0]
     _, sep, pos = head.partition(":")
     return f":{pos}" if sep and pos[:1].isdigit() else where
+
+
+def one_lane_store(where) -> str:
+    """How a kernel at location token ``where`` lets one Vector lane alone store a tile both
+    hold, in its front end's words."""
+    if is_cpp(where):
+        return "e.g. under if (get_subblockid() == 0) { ... }"
+    if isinstance(where, SourceLoc) and where.col is not None and not where.file.endswith(".pto"):
+        return ("e.g. under `if pl.get_subblockid() == 0:` in an @pl.aiv function; in a mixed @pl.incore "
+                "function, give it a split (split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT): each lane then "
+                "stores its part")
+    return "e.g. under get_subblockid() == 0"
 
 
 def clipped_ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
@@ -383,6 +395,11 @@ class HappensBefore:
         """Note an unordered write/write pair that stored identical bytes: a run warning, once
         per pair of cores and lines (the first pair's bytes named)."""
         a, b = self.describe(mem, cur), self.describe(mem, prev)
+        if a["where"] == b["where"] and a["nth"] and b["nth"] and a["nth"] != b["nth"]:
+            # the same store of different iterations: overlapping windows (a tail window
+            # clamped into the tensor, pl.min(i * TM, M - TM), split between the lanes) - as
+            # harmless as one lane storing them, and nothing to change: no warning
+            return
         key = (a["core"], a["where"], b["core"], b["where"])
         if key in self._twice_seen:
             return
@@ -397,7 +414,7 @@ class HappensBefore:
         return (f"{who} on the same bytes of {mem.label} (first [{max(a['lo'], b['lo']):#x}, "
                 f"{min(a['hi'], b['hi']):#x})) with no happens-before order: they store identical data, so "
                 "the result does not depend on their order, but the work is done twice - let one core "
-                "store it (e.g. under get_subblockid() == 0)")
+                f"store it ({one_lane_store(cur[7])})")
 
     def _prune_inflight(self, core, fl: list) -> None:
         """Drop what every later SET of ``core`` would drop: replaced records, and accesses
