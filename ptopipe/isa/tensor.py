@@ -214,6 +214,21 @@ class GlobalTensor:
                            fix="move the TALLOC (producer) / TPOP (consumer) that assigns the slot above "
                                "this use; or build the tensor from a pointer (GlobalTensor(x.data() + n, shape))")
 
+    def _as_number(self, *_):
+        """A GlobalTensor used as a number (``M // 16``, ``range(M)``): an argument the run
+        made a GM tensor because it was given as a numpy array."""
+        if self.name:
+            raise ConfigError(f"argument {self.name!r} is a GM tensor (run() was given a numpy array for it), "
+                              "used here as a number", where=site(),
+                              fix=f"pass {self.name!r} as a Python number (e.g. int(a[0]) of a 1-element "
+                                  "array); only arrays become GM tensors")
+        raise KernelError(f"{self.describe()} is used as a number", where=site(),
+                          fix="a GlobalTensor is a view of GM: use its shape (GetShape) or a scalar argument")
+
+    __int__ = __float__ = __index__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = \
+        __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = \
+        __lt__ = __le__ = __gt__ = __ge__ = _as_number
+
     def GetShape(self, dim: int) -> int:
         return self.shape[dim]
 
