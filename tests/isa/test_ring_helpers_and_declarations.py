@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import os
 
-import numpy as np
 import pytest
 
 import ptopipe
