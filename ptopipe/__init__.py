@@ -36,9 +36,20 @@ def run_pto(path=None, *, static: bool = True, **kwargs):
     return _run_pto(path, static=static, **kwargs)
 
 
+def check(target, schedules: int = 50, **kwargs):
+    """The Python form of ``ptopipe check``: run ``target`` (a :class:`Scenario`, or an
+    ``(aic, aiv)`` pair with ``args=``) under the default schedule and ``schedules`` explored
+    ones, with every checker on - :func:`ptopipe.isa.explore.explore` (its keywords: ``seed``,
+    ``variant``, ``platform``, ``protocol``, ``mode``, ...).  Returns its
+    :class:`~ptopipe.isa.explore.ExploreResult`: ``.ok``, ``.failures`` ``[(schedule, error)]``,
+    ``.warnings``."""
+    from .isa.explore import explore
+    return explore(target, schedules, **kwargs)
+
+
 __version__ = "0.1.0"
 
 __all__ = ["A2A3", "A5", "BudgetError", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
            "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
            "ProtocolError", "PtoPipeError", "RunResult", "RunSummary", "Scenario", "__version__",
-           "compare", "get_platform", "gm_buffer", "run", "run_pto"]
+           "check", "compare", "get_platform", "gm_buffer", "run", "run_pto"]

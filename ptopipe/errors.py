@@ -159,6 +159,11 @@ def user_line() -> str | None:
 _VOWEL_LETTER_NAMES = "aefhilmnorsx"
 
 
+def ordinal(k: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st: which occurrence, for messages."""
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
 def with_article(word: str) -> str:
     """``word`` with its indefinite article, for messages: "an Acc", "a Vec", "an AIC", "an
     L1", "an i32", "a u8" - the one place messages choose it."""

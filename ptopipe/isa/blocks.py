@@ -111,7 +111,7 @@ def written(cluster) -> "Written | None":
 def _describe(block: int, nblocks: int, rec, write: bool, lo: int, hi: int) -> dict:
     rows, core, op, where, label, ring = rec
     if isinstance(label, tuple):
-        gt, ptr = label
+        gt, ptr = label[:2]           # (gt, ptr, occurrence, ...): sim.race gm_label
         label = gt.describe(ptr)
     obj = label or (f"slot {ring[1]} of {ring[0]}" if ring is not None else None)
     return {"block": block, "blocks": nblocks, "core": core, "op": op, "access": "write" if write else "read",

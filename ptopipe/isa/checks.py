@@ -151,7 +151,8 @@ class KernelChecks(HappensBefore):
                 code = f.f_code
                 where = (code, f.f_lineno) if not is_internal(code) else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
-        return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe, work)
+        return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, self.gm_label(core, gt, p, op, where),
+                           None, end, pipe, work)
 
     def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed

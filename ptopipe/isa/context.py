@@ -32,6 +32,16 @@ def here() -> str | None:
         return None
 
 
+def site() -> str | None:
+    """The line of the call being made: the running kernel's (:func:`here`), else - an object
+    built outside a run, e.g. at a kernel module's top level - the first line outside ptopipe."""
+    w = here()
+    if w is None:
+        loc = user_loc()
+        w = str(loc) if loc is not None else None
+    return w
+
+
 def get_subblockid() -> int:
     """The Vector core's sub-block id (0 or 1); 0 on the Cube core."""
     return current_core().subblock

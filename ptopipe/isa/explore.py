@@ -38,8 +38,10 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..arch import get_platform
-from ..errors import ConfigError, PtoPipeError
+from ..errors import ConfigError, PtoPipeError, user_line, with_article
 from ..sim.memory import MemoryPool
 from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
 from .launch import compare_launches, run
@@ -293,6 +295,22 @@ def stream(mode: str, n: int, seed: int, depth: int, last: dict):
         last["complete"] = d is None
 
 
+def checked_target(target, schedules) -> None:
+    """A ConfigError at the caller's line for an :func:`explore` target that is neither a
+    Scenario nor an ``(aic, aiv)`` pair, or a number of schedules that is not one."""
+    if not isinstance(target, Scenario) and not (isinstance(target, (tuple, list)) and len(target) == 2):
+        what = (f"a kernel function ({getattr(target, '__name__', target)!r})" if callable(target)
+                else with_article(type(target).__name__))
+        raise ConfigError(f"explore() takes a Scenario or an (aic, aiv) pair of kernels, got {what}",
+                          where=user_line(),
+                          fix="explore(SCENARIO, schedules=N), or explore((cube, vector), args={...}, "
+                              "schedules=N) (aiv: one kernel for both Vector cores, or a pair)")
+    if isinstance(schedules, bool) or not isinstance(schedules, (int, np.integer)) or schedules < 0:
+        raise ConfigError(f"explore(): schedules={schedules!r} is not a number of schedules", where=user_line(),
+                          fix="give schedules >= 0: the explored schedules run after the default one "
+                              "(0: the default schedule only)")
+
+
 def checked_depth(mode: str, depth: int | None) -> int:
     """``depth`` (None: the mode's default) after checking ``mode`` and ``depth`` (a
     ConfigError naming the option for a bad one)."""
@@ -351,6 +369,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     run (``one_core``, ``complete``).
 
     ``progress(done, total)``, if given, is called before each run."""
+    checked_target(target, schedules)
     depth = checked_depth(mode, depth)
     run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)
     run_kwargs.setdefault("scope", CheckScope())

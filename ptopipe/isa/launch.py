@@ -14,6 +14,7 @@ from inspect import CO_VARKEYWORDS
 import time
 from dataclasses import dataclass, field
 from types import FunctionType
+from collections.abc import Mapping
 from typing import Callable
 
 import numpy as np
@@ -21,10 +22,11 @@ import numpy as np
 from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
-from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError
+from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError, user_line, with_article
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
+from ..sim.location import raised_at
 from ..sim.pipesync import event_leaks, event_words, watch_gm
 from .blocks import checker_class, cross_block_races, written
 from .checks import flag_leaks
@@ -52,6 +54,73 @@ def gm_buffer(nbytes: int) -> np.ndarray:
 def _protocol(p) -> tuple:
     """(Protocol, pto-isa release or None) of ``run(protocol=...)`` (protocol.versions.parse)."""
     return parse_protocol(p)
+
+
+def kernels_problem(aic, aiv) -> "tuple[str, str] | None":
+    """(what, fix) of what is wrong with ``aic`` / ``aiv`` as the kernels of a run - a kernel
+    is a callable or None (that core runs nothing); ``aiv`` one kernel (both Vector cores run
+    it) or a pair ``(aiv0, aiv1)`` - or None when nothing is (``run`` and ``Scenario`` ask)."""
+    fix = "pass the kernel function (or None for a core that runs nothing)"
+    if aic is not None and not callable(aic):
+        return f"aic is {aic!r}, not a kernel function", fix
+    if isinstance(aiv, (tuple, list)):
+        if not 1 <= len(aiv) <= 2:
+            return (f"aiv takes one kernel or a pair (aiv0, aiv1), got {len(aiv)}",
+                    "pass aiv=vector (both Vector cores run it) or aiv=(vector0, vector1); a cluster has "
+                    "two Vector cores")
+        for i, k in enumerate(aiv):
+            if k is not None and not callable(k):
+                return f"aiv[{i}] is {k!r}, not a kernel function", fix
+    elif aiv is not None and not callable(aiv):
+        return f"aiv is {aiv!r}, not a kernel function", fix
+    return None
+
+
+#: the switches of ``run`` (True / False)
+_SWITCHES = ("trace", "leak_check", "timing", "checks", "record_writes", "causal", "echo_prints", "fast_paths")
+
+
+def _check_call(aic, aiv, args, gm_extra, schedule_seed, switches: dict) -> None:
+    """The arguments of a ``run`` call that it would otherwise take the wrong way (a string
+    switch is true) or fail on deep inside (a raw Python error): a ConfigError at the
+    caller's line for each."""
+    where = user_line()
+    bad = kernels_problem(aic, aiv)
+    if bad is not None:
+        raise ConfigError(f"run(): {bad[0]}", where=where, fix=bad[1])
+    if args is not None and not isinstance(args, Mapping):
+        raise ConfigError(f"run(): args is {with_article(type(args).__name__)}, not a dict of the kernels' "
+                          "arguments", where=where,
+                          fix="pass args={parameter name: value}: numpy arrays (GM tensors) and scalars, "
+                              "each given to the kernels by their parameter names")
+    if isinstance(gm_extra, bool) or not isinstance(gm_extra, (int, np.integer)) or gm_extra < 0:
+        raise ConfigError(f"run(): gm_extra={gm_extra!r} is not a number of bytes", where=where,
+                          fix="give gm_extra >= 0: the bytes of GM beyond the arguments (0: none)")
+    if schedule_seed is not None and (isinstance(schedule_seed, bool)
+                                      or not isinstance(schedule_seed, (int, np.integer))):
+        raise ConfigError(f"run(): schedule_seed={schedule_seed!r} is not an integer", where=where,
+                          fix="give an integer seed for a random schedule, or None for the default schedule")
+    for name, v in switches.items():
+        if not isinstance(v, (bool, np.bool_)) and v not in (0, 1):
+            raise ConfigError(f"run(): {name}={v!r} is not True or False", where=where,
+                              fix=f"pass {name}=True or {name}=False (a non-empty string such as "
+                                  f"{v!r} would count as True)")
+
+
+def _argument_misuse(e: AttributeError, args: dict) -> "ConfigError | None":
+    """The ConfigError of a kernel's AttributeError on a run argument that is not a numpy
+    array (e.g. ``out.data()`` of a Python list): the argument named, at the kernel line."""
+    obj = getattr(e, "obj", None)
+    if obj is None or isinstance(obj, np.ndarray):
+        return None
+    name = next((k for k, v in args.items() if v is obj), None)
+    if name is None:
+        return None
+    loc = raised_at(e.__traceback__)
+    return ConfigError(f"argument {name!r} is {with_article(type(obj).__name__)}, which the kernel uses as a "
+                       f"GM tensor (.{e.name}): run() makes a GlobalTensor only of a numpy array",
+                       where=str(loc) if loc is not None else f"args[{name!r}]",
+                       fix=f"pass args[{name!r}] as a numpy array, e.g. np.asarray(value, dtype=np.float32)")
 
 
 def _select_kwargs(fn, args: dict) -> dict:
@@ -150,6 +219,21 @@ class RunSummary:
         return "\n".join(lines)
 
 
+class UnknownOutput(ConfigError, KeyError):
+    """A result asked for an output it has not (a KeyError too, as a dict's)."""
+
+    __str__ = ConfigError.__str__
+
+
+class Outputs(dict):
+    """A run's outputs by argument name (a dict); an unknown name says which there are."""
+
+    def __missing__(self, name):
+        raise UnknownOutput(f"the run has no output {name!r}", where=user_line(),
+                            fix="outputs are the array arguments: "
+                                + (", ".join(map(repr, self)) or "none (the run had no array argument)"))
+
+
 @dataclass
 class RunResult:
     outputs: dict
@@ -159,6 +243,10 @@ class RunResult:
     launches: list = field(default_factory=list)
     #: the clusters of the last launch, by block (``cluster`` is block 0's)
     clusters: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if not isinstance(self.outputs, Outputs):
+            self.outputs = Outputs(self.outputs)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -251,6 +339,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     shared-memory file (``Cluster(shared_gm=True)``).
     """
     refuse_nested_run()
+    _check_call(aic, aiv, args, gm_extra, schedule_seed,
+                {n: v for n, v in zip(_SWITCHES, (trace, leak_check, timing, checks, record_writes, causal,
+                                                  echo_prints, fast_paths))})
     args = dict(args or {})
     if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
         raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",
@@ -266,13 +357,17 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         raise ConfigError("run() needs at least one kernel", fix="pass aic=... and/or aiv=...")
     arrays = {k: np.ascontiguousarray(v) for k, v in args.items() if isinstance(v, np.ndarray)}
     for k, a in arrays.items():
+        a = args[k]             # (ascontiguousarray makes a 0-d array 1-d)
         if not is_element_type(a.dtype):
             raise ConfigError(f"argument {k!r} is a numpy array of dtype {a.dtype}, which GM cannot hold",
                               where=f"args[{k!r}]",
                               fix="pass a numeric array, e.g. np.asarray(x, dtype=np.float32)")
         if a.ndim > 5 or a.ndim == 0:
             raise ConfigError(f"argument {k!r} has {a.ndim} dimensions; GM tensors have 1 to 5",
-                              fix="reshape it")
+                              where=f"args[{k!r}]",
+                              fix="reshape it" if a.ndim else
+                                  f"pass a scalar as a Python number (args[{k!r}] = {a.item()!r}), an array "
+                                  "as 1 to 5 dimensions")
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
@@ -321,6 +416,11 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                 cluster.run(kernels)
                 wall += time.perf_counter() - t0
                 exited = _exit(cluster, k, k == launches, checks, leak_check)
+            except AttributeError as e:
+                err = _argument_misuse(e, args)
+                if err is None:
+                    raise
+                raise err from e
             except PtoPipeError as e:
                 if nblocks > 1:
                     e.add_detail(f"(in block {b} of {nblocks})")

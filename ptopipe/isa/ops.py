@@ -181,7 +181,7 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
                              f"region is {t.valid_rows}x{t.valid_cols} (pto-isa's {op} asserts that the "
                              "GM shape is the tile's valid shape)",
                        "make the GlobalTensor shape match the tile's valid rows/cols")
-        gt.data()    # raises: no address yet
+        raise gt.unassigned(f"{op} ({role})")
     return gt.matrix(core.cluster.gm)
 
 
@@ -213,6 +213,8 @@ def store_window(core, gt, t: Tile, op: str = "TSTORE"):
     refused, as is one the assertion refuses."""
     if gt.__class__ is not GlobalTensor or t.empty or gt.shape2 == (t.valid_rows, t.valid_cols):
         return gt
+    if gt.ptr is None:
+        raise gt.unassigned(f"{op} (destination)")
     vr, vc = t.valid_rows, t.valid_cols
     c0 = max(1, C0_SIZE_BYTE // gt.item)
     numel = 1

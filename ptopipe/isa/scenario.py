@@ -12,7 +12,10 @@ import numpy as np
 
 from ..errors import ConfigError, PtoPipeError
 from .golden import compare_launches
-from .launch import RunResult, run
+from ..arch import get_platform
+from ..protocol.versions import parse as parse_protocol
+from ..sim.cluster import sync_mode
+from .launch import RunResult, kernels_problem, run
 from ..errors import with_article
 
 
@@ -39,14 +42,10 @@ class Scenario:
     blocks: int | None = None     # blocks per launch (``run(blocks=N)``) unless --blocks overrides
 
     def __post_init__(self):
-        kernels = {"aic": self.aic, "aiv": self.aiv}
-        if isinstance(self.aiv, (tuple, list)):
-            kernels = {"aic": self.aic, **{f"aiv[{i}]": k for i, k in enumerate(self.aiv)}}
-        for what, k in kernels.items():
-            if k is not None and not callable(k):
-                raise ConfigError(f"scenario {self.name!r}: {what} is {k!r}, not a kernel function",
-                                  where=_caller(), fix="pass the kernel function (or None for a core "
-                                                       "that runs nothing)")
+        bad = kernels_problem(self.aic, self.aiv)
+        if bad is not None:
+            raise ConfigError(f"scenario {self.name!r}: {bad[0]}", where=_caller(), fix=bad[1])
+        self._check_run_fields()
         for what in ("make_args", "golden"):
             if not callable(getattr(self, what)):
                 raise ConfigError(f"scenario {self.name!r}: {what} is {getattr(self, what)!r}, not a "
@@ -61,6 +60,24 @@ class Scenario:
                               f"{{name: {{make_args parameter: value}}}}, got {v!r}", where=_caller(),
                               fix="leave variants out for one 'default' run with make_args' defaults, "
                                   "or write variants={'default': {}}")
+
+    def _check_run_fields(self) -> None:
+        """``launches``, ``blocks``, ``sync``, ``platform`` and ``protocol``, checked where the
+        Scenario is written (a run would refuse them later, far from this line)."""
+        for field_name, what in (("launches", "launch per run"), ("blocks", "block per launch")):
+            n = getattr(self, field_name)
+            if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+                raise ConfigError(f"scenario {self.name!r}: {field_name}={n!r} is not a number of {field_name}",
+                                  where=_caller(), fix=f"give {field_name} >= 1 (None or 1: one {what})")
+        for field_name, check in (("sync", sync_mode), ("platform", get_platform), ("protocol", parse_protocol)):
+            v = getattr(self, field_name)
+            if v is None:
+                continue
+            try:
+                check(v)
+            except ConfigError as e:
+                raise ConfigError(f"scenario {self.name!r}: {field_name}={v!r}: {e.what}", where=_caller(),
+                                  fix=e.fix) from None
 
     @property
     def default_variant(self) -> str:

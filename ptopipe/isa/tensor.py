@@ -28,7 +28,7 @@ from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import GM_LAYOUTS, BLayout, TileLayout, row_major_strides
 from ..sim.location import user_loc
-from .context import here
+from .context import here, site
 
 
 def element_type(d) -> np.dtype:
@@ -92,7 +92,9 @@ class GMPtr:
 def _pad5(t, fill) -> tuple:
     t = tuple(int(x) for x in t)
     if len(t) > 5:
-        raise KernelError(f"GlobalTensor has at most 5 dimensions, got {len(t)}")
+        raise KernelError(f"GlobalTensor has at most 5 dimensions, got {len(t)}: {t}", where=site(),
+                          fix="merge the outer dimensions into one (pto-isa's GlobalTensor is 5-D: "
+                              "its Shape and Stride take five values)")
     return (fill,) * (5 - len(t)) + t
 
 
@@ -201,9 +203,31 @@ class GlobalTensor:
     # -- pto-isa API --------------------------------------------------------------------
     def data(self) -> GMPtr:
         if self.ptr is None:
-            raise KernelError(f"{self.describe()} has no GM address yet",
-                              fix="TALLOC / TPOP assign the slot address; or build it from a pointer")
+            raise self.unassigned("GlobalTensor.data()")
         return self.ptr
+
+    def unassigned(self, use: str) -> KernelError:
+        """The error of ``use`` (an instruction, or ``data()``) meeting this tensor before a
+        TALLOC / TPOP gave it a GM address (on the device: an access through a null pointer)."""
+        return KernelError(f"{use}: {self.describe()} has no GM address yet - no TALLOC (producer) "
+                           "or TPOP (consumer) has assigned it a ring slot", where=site(),
+                           fix="move the TALLOC (producer) / TPOP (consumer) that assigns the slot above "
+                               "this use; or build the tensor from a pointer (GlobalTensor(x.data() + n, shape))")
+
+    def _as_number(self, *_):
+        """A GlobalTensor used as a number (``M // 16``, ``range(M)``): an argument the run
+        made a GM tensor because it was given as a numpy array."""
+        if self.name:
+            raise ConfigError(f"argument {self.name!r} is a GM tensor (run() was given a numpy array for it), "
+                              "used here as a number", where=site(),
+                              fix=f"pass {self.name!r} as a Python number (e.g. int(a[0]) of a 1-element "
+                                  "array); only arrays become GM tensors")
+        raise KernelError(f"{self.describe()} is used as a number", where=site(),
+                          fix="a GlobalTensor is a view of GM: use its shape (GetShape) or a scalar argument")
+
+    __int__ = __float__ = __index__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = \
+        __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = \
+        __lt__ = __le__ = __gt__ = __ge__ = _as_number
 
     def GetShape(self, dim: int) -> int:
         return self.shape[dim]

@@ -26,8 +26,7 @@ import numpy as np
 
 from ..arch.vocab import TILE_SPACE, BLayout, PadValue, SLayout, TileLayout, TileType, default_layout  # noqa: F401
 from ..errors import KernelError
-from ..sim.location import user_loc
-from .context import current_core, here
+from .context import current_core, here, site
 from .regions import register_tile
 from .tensor import GlobalTensor, GMPtr, element_type
 from ..errors import with_article
@@ -52,14 +51,14 @@ class Tile:
                  addr: int | None = None, name: str | None = None, layout: TileLayout | None = None,
                  pad: PadValue = PadValue.Zero):
         if not isinstance(loc, TileType):
-            raise KernelError(f"Tile location must be a TileType, got {loc!r}", where=_site(),
+            raise KernelError(f"Tile location must be a TileType, got {loc!r}", where=site(),
                               fix="use TileType.Vec / Mat / Left / Right / Acc")
         self.loc = loc
         self.dtype = element_type(dtype)
         self.item = self.dtype.itemsize     # a plain int: hot paths read it (a numpy attribute is slow)
         if not (_is_int(rows) and _is_int(cols) and rows > 0 and cols > 0):
             raise KernelError(f"Tile shape {rows!r}x{cols!r}: a tile's rows and cols are positive integers",
-                              where=_site(),
+                              where=site(),
                               fix="give the static shape as whole numbers > 0, e.g. Tile(TileType.Vec, "
                                   "float32, 16, 32) (use // for a computed size)")
         self.rows, self.cols = int(rows), int(cols)
@@ -67,7 +66,7 @@ class Tile:
         vc = self.cols if valid_cols is None else valid_cols
         if not (_is_int(vr) and _is_int(vc) and 0 <= vr <= self.rows and 0 <= vc <= self.cols):
             raise KernelError(f"valid region {vr!r}x{vc!r} does not fit tile {self.rows}x{self.cols}",
-                              where=_site(),
+                              where=site(),
                               fix=f"give integer valid_rows 0..{self.rows} and valid_cols 0..{self.cols}")
         self.valid_rows, self.valid_cols = int(vr), int(vc)
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)   # what element-wise ops compare
@@ -220,12 +219,12 @@ def _layout(loc: TileType, blayout, slayout, layout, rows: int, cols: int) -> Ti
     the default of its TileType and shape (``arch.vocab.default_layout``)."""
     if layout is not None:
         if not isinstance(layout, TileLayout):
-            raise KernelError(f"Tile layout must be a TileLayout, got {layout!r}", where=_site(),
+            raise KernelError(f"Tile layout must be a TileLayout, got {layout!r}", where=site(),
                               fix="use TileLayout.ND / DN / NZ / ZN / ZZ")
         if (blayout is not None and blayout is not layout.blayout) or \
                 (slayout is not None and slayout is not layout.slayout):
             raise KernelError(f"Tile layout={layout.name} contradicts blayout={blayout} / slayout={slayout}",
-                              where=_site(), fix="give either layout= or blayout/slayout")
+                              where=site(), fix="give either layout= or blayout/slayout")
         return layout
     if blayout is None and slayout is None:
         return default_layout(loc, rows, cols)
@@ -233,11 +232,11 @@ def _layout(loc: TileType, blayout, slayout, layout, rows: int, cols: int) -> Ti
     s = SLayout.NoneBox if slayout is None else slayout
     if not isinstance(b, BLayout) or not isinstance(s, SLayout):
         raise KernelError(f"Tile blayout/slayout must be BLayout/SLayout members, got {blayout!r}, {slayout!r}",
-                          where=_site(), fix="e.g. blayout=BLayout.ColMajor, slayout=SLayout.RowMajor (NZ)")
+                          where=site(), fix="e.g. blayout=BLayout.ColMajor, slayout=SLayout.RowMajor (NZ)")
     try:
         return TileLayout.of(b, s)
     except KeyError:
-        raise KernelError(f"BLayout.{b.value} with SLayout.{s.value} is not a tile layout", where=_site(),
+        raise KernelError(f"BLayout.{b.value} with SLayout.{s.value} is not a tile layout", where=site(),
                           fix="use ND (RowMajor/NoneBox), DN (ColMajor/NoneBox), NZ (ColMajor/RowMajor), "
                               "ZN (RowMajor/ColMajor) or ZZ (RowMajor/RowMajor)") from None
 
@@ -260,16 +259,6 @@ def bind(tile: Tile, core, addr: int, how: str = "") -> None:
     tile._addr = addr
     tile.core = core
     tile.mem, tile._full, tile._valid = v
-
-
-def _site() -> str | None:
-    """The line constructing a tile: the running kernel's, else (a tile made outside a run)
-    the first line outside ptopipe."""
-    w = here()
-    if w is None:
-        loc = user_loc()
-        w = str(loc) if loc is not None else None
-    return w
 
 
 def _is_int(v) -> bool:

@@ -32,7 +32,7 @@ from ..arch.vocab import Protocol
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
-from ..protocol.model import FIRST_FLAG_ID, compile_model, platform_kind
+from ..protocol.model import FIRST_FLAG_ID, PtoIsaModel, compile_model, platform_kind
 from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,
                    top_ops, ways)
 from .properties import IRProperty
@@ -95,7 +95,7 @@ def run(program, ctx):
                    f"under {model.name} (e.g. two one-way pipes with slot_num = 4 and flag_base = 0 "
                    "and 4)")
             if model.per_tag_flags and _valid_for(program, plat, Protocol.PTO_ISA):
-                fix = ("the file is valid for pto-isa, whose rings use FlagID and FlagID+1 only: "
+                fix = (f"the file is valid for pto-isa, which uses {PtoIsaModel.FLAG_RULE}: "
                        f"run it with --protocol pto-isa; or, to run it under {model.name}, {fix}")
         why = ": seed 003's flag per ring slot" if model.per_tag_flags else ""
         return error(f"{msg} (under the {model.name} protocol{why})", init, fix)

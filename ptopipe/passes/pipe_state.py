@@ -159,10 +159,6 @@ def is_sym(v) -> bool:
     return v.__class__ is tuple
 
 
-def ordinal(k: int) -> str:
-    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
-
-
 def alike(t: Path, e: Path, mark: int) -> bool:
     """Two paths leave the pipes alike: the same held slots (a slot popped before the fork
     by identity, one popped in the branch by op type and split), the same push / pop

@@ -71,7 +71,8 @@ from .expand_mixed import RING_NAME
 from .insert_tfree import aliases, read_pipe
 from .pipe_deadlock import stuck_for_all
 from .pipe_paths import Explorer, Incomplete
-from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line, ordinal
+from ..errors import ordinal
+from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line
 from .symbolic import const, constraints, decide, ge, witness_text
 from .util import compiler_made, consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
 from .properties import IRProperty

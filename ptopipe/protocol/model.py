@@ -549,6 +549,12 @@ class PtoIsaModel(ProtocolModel):
     def flag_ids(self, flag_id, way_index, slot_num):
         return flag_id + 2 * way_index, flag_id + 2 * way_index + 1
 
+    #: :meth:`flag_ids` in words, for messages that compare it with a flag-per-slot protocol's
+    #: (pto-isa's TPipe: record FlagID / wait FlagIDPlusOne; a DIR_BOTH pipe's Vector end
+    #: records FlagIDPlusTwo / waits FlagIDPlusThree - include/pto/npu/a2a3/TPush.hpp)
+    FLAG_RULE = ("two counter flags per ring, whatever its SlotNum (ready FlagID, free FlagID+1; "
+                 "a DIR_BOTH pipe's V2C ring: FlagID+2 and FlagID+3)")
+
     def flag_limit(self, plat):
         return plat.hw_flag_ids
 

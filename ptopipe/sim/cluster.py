@@ -74,6 +74,14 @@ def kernel_exit(core: Core, fn, e: BaseException) -> KernelError:
                            "(e.g. ValueError) to report a failure")
 
 
+def locate(e: PtoPipeError, loc) -> None:
+    """Give error ``e``, raised with no location inside a kernel, the kernel line it left from
+    (``loc``: the instruction or call that raised it; every error names where)."""
+    if loc is not None:
+        e.where = str(loc)
+        e.args = (e.render(),)
+
+
 def sync_mode(s) -> SyncMode:
     """``"auto"`` / ``"manual"`` (or a SyncMode; None: auto) as a SyncMode."""
     if s is None:
@@ -326,6 +334,8 @@ class Cluster:
                 if isinstance(e, Exception) and not isinstance(e, (PtoPipeError, Abort, Expired)) \
                         and not hasattr(e, "ptopipe_raised_by"):   # the kernel's own exception
                     e.ptopipe_raised_by = f"the kernel {getattr(fn, '__name__', fn)} on {core.name}"
+                elif isinstance(e, PtoPipeError) and e.where is None:
+                    locate(e, raised_at(e.__traceback__) or core.loc_override)
                 raise
             except BaseException as e:          # e.g. sys.exit(): it must not end the program
                 raise kernel_exit(core, fn, e) from e

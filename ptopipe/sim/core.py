@@ -20,7 +20,7 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.costs import NO_COSTS
 from ..errors import ConfigError, KernelError
 from .bounds import over_budget, past_until
-from .location import SourceLoc, user_loc
+from .location import SourceLoc, suspended_at, user_loc
 from .schedule import WAIT
 from .trace import Hold, Instr
 
@@ -160,7 +160,7 @@ class Core:
         if self.loc_override is not None:
             return self.loc_override
         if self.glet is not None and greenlet.getcurrent() is not self.glet and self.glet.gr_frame:
-            return user_loc(self.glet.gr_frame)
+            return suspended_at(self.glet.gr_frame)     # (a helper's line: with its callers)
         return user_loc()
 
     # -- timing -----------------------------------------------------------------------

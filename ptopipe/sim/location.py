@@ -174,6 +174,24 @@ def call_site(depth: int = 2) -> SourceLoc | None:
         f = f.f_back
     if loc is None or f is None:
         return loc
+    return _with_callers(loc, f)
+
+
+def suspended_at(frame) -> SourceLoc | None:
+    """:func:`user_loc` of a suspended kernel's innermost ``frame`` (e.g. a core blocked in
+    a TPOP), with the kernel lines that called it as its ``via``, as :func:`call_site` gives
+    an instruction's."""
+    f = frame
+    while f is not None and is_internal(f.f_code):
+        f = f.f_back
+    if f is None:
+        return None
+    return _with_callers(_locate(f), f)
+
+
+def _with_callers(loc: SourceLoc, f) -> SourceLoc:
+    """``loc``, the line of user frame ``f``, with the user frames that called ``f``'s
+    function (up to ptopipe's frame that runs the kernel) as its ``via``."""
     via = []
     f = f.f_back
     while f is not None and not is_internal(f.f_code):

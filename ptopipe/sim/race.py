@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import DataRaceError
+from ..errors import DataRaceError, ordinal
 from .core import CoreState
-from .location import SourceLoc, is_internal, user_loc
+from .location import SourceLoc, is_cpp, is_internal, user_loc
 from .porder import GM_PIPES, SLOT, PipeOrder
 
 _SHIFT = 12                     # 4 KiB pages
@@ -41,6 +41,26 @@ def loc_text(where) -> str:
         code, line = where
         return str(SourceLoc(code.co_filename, line, None, code.co_name))
     return str(where)
+
+
+def line_of(where: str) -> str:
+    """``:26`` (``:26:13`` for a DSL statement) of a ``file:line[:col]`` location text, for a
+    message that names two lines of one kernel (its details show them in full)."""
+    head = where.split(" (called from", 1)[0]
+    _, sep, pos = head.partition(":")
+    return f":{pos}" if sep and pos[:1].isdigit() else where
+
+
+def one_lane_store(where) -> str:
+    """How a kernel at location token ``where`` lets one Vector lane alone store a tile both
+    hold, in its front end's words."""
+    if is_cpp(where):
+        return "e.g. under if (get_subblockid() == 0) { ... }"
+    if isinstance(where, SourceLoc) and where.col is not None and not where.file.endswith(".pto"):
+        return ("e.g. under `if pl.get_subblockid() == 0:` in an @pl.aiv function; in a mixed @pl.incore "
+                "function, give it a split (split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT): each lane then "
+                "stores its part")
+    return "e.g. under get_subblockid() == 0"
 
 
 def clipped_ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
@@ -167,6 +187,9 @@ class HappensBefore:
         self.inflight_at = [_INFLIGHT_AT] * n
         self.pages_made, self.sweep_at = 0, _SWEEP_AT
         self._twice_seen: set = set()   # (core, line, core, line) of identical writes warned of
+        # (core, op, line) -> how many GM accesses that instruction has made: a report names
+        # which occurrence of it raced ("the 3rd TSTORE") - the iteration, for a loop
+        self.occurrences: dict = {}
         self._applied = None            # (work, memory, lo, hi, changed) of the write applied last
         if cluster.causal:              # the causal order of each core's pipes (sim.porder)
             for c in cluster.cores:
@@ -264,9 +287,18 @@ class HappensBefore:
         if where is None:
             where = self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
-        label = (gt, gt.ptr)
+        label = self.gm_label(core, gt, gt.ptr, op, where)
         return self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end,
                            pipe, work)
+
+    def gm_label(self, core, gt, ptr, op: str, where) -> tuple:
+        """The label of a GM access through ``gt`` at ``ptr``: ``(gt, ptr, n)``, the ``n``-th
+        access of instruction ``op`` at ``where`` on ``core``.  (A location token (code,
+        line) is keyed by the code's id: hashing a code object hashes all of it.)"""
+        k = (core.index, op, id(where[0]), where[1]) if where.__class__ is tuple else (core.index, op, where)
+        occ = self.occurrences
+        n = occ[k] = occ.get(k, 0) + 1
+        return (gt, ptr, n)
 
     def access(self, core, mem, lo: int, hi: int, rows, write: bool, op: str, where,
                label=None, ring=None, end=None, pipe=None, work=None) -> bool:
@@ -323,6 +355,15 @@ class HappensBefore:
                 if bucket[0] < epoch:
                     bucket[0] = epoch
                 d = bucket[1]
+                if write and label.__class__ is tuple:
+                    old = d.get(key)
+                    if old is not None:
+                        # the same core wrote these bytes before: the buffer is reused; a
+                        # reader ordered after that write but not this one read the old data
+                        # (label: + the earlier write's epoch and occurrence)
+                        ol = old[8]
+                        label = label[:3] + (old[4], ol[2] if ol.__class__ is tuple and len(ol) > 2 else None)
+                        rec = rec[:8] + (label,) + rec[9:]
                 d[key] = rec
                 if len(d) > _PRUNE_AT:
                     self._prune(c, d)
@@ -354,6 +395,11 @@ class HappensBefore:
         """Note an unordered write/write pair that stored identical bytes: a run warning, once
         per pair of cores and lines (the first pair's bytes named)."""
         a, b = self.describe(mem, cur), self.describe(mem, prev)
+        if a["where"] == b["where"] and a["nth"] and b["nth"] and a["nth"] != b["nth"]:
+            # the same store of different iterations: overlapping windows (a tail window
+            # clamped into the tensor, pl.min(i * TM, M - TM), split between the lanes) - as
+            # harmless as one lane storing them, and nothing to change: no warning
+            return
         key = (a["core"], a["where"], b["core"], b["where"])
         if key in self._twice_seen:
             return
@@ -368,7 +414,7 @@ class HappensBefore:
         return (f"{who} on the same bytes of {mem.label} (first [{max(a['lo'], b['lo']):#x}, "
                 f"{min(a['hi'], b['hi']):#x})) with no happens-before order: they store identical data, so "
                 "the result does not depend on their order, but the work is done twice - let one core "
-                "store it (e.g. under get_subblockid() == 0)")
+                f"store it ({one_lane_store(cur[7])})")
 
     def _prune_inflight(self, core, fl: list) -> None:
         """Drop what every later SET of ``core`` would drop: replaced records, and accesses
@@ -414,13 +460,18 @@ class HappensBefore:
     # -- reporting -----------------------------------------------------------------------
     def describe(self, mem, rec) -> dict:
         lo, hi, rows, c, epoch, write, op, where, label, ring = rec[:10]
+        nth = reused = None
         if isinstance(label, tuple):
-            gt, ptr = label
+            gt, ptr = label[:2]
+            if len(label) > 2:
+                nth = label[2]
+            if len(label) > 4:
+                reused = label[3:5]         # (epoch, occurrence) of the write it replaced
             label = gt.describe(ptr)
         nbytes = sum(b - a for a, b in clipped_ranges(lo, hi, rows, lo, hi))
         return {"core": self.cores[c].name, "op": op, "access": "write" if write else "read",
                 "where": loc_text(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
-                "strided": rows is not None, "epoch": epoch, "ring": ring,
+                "strided": rows is not None, "epoch": epoch, "ring": ring, "nth": nth, "reused": reused,
                 "object": label if label or ring is None else f"slot {ring[1]} of {ring[0]}"}
 
     def race(self, core, mem, cur, prev) -> Exception:
@@ -433,7 +484,8 @@ class HappensBefore:
         def line(d):
             rng = f"{d['memory']}[{d['lo']:#x}, {d['hi']:#x})" + (" (strided)" if d["strided"] else "")
             obj = f" via {d['object']}" if d["object"] else ""
-            return f"{d['core']:5s} {d['access']:5s} {d['op']:7s} at {d['where']}: {rng}{obj}"
+            nth = f" ({ordinal(d['nth'])})" if d.get("nth") else ""
+            return f"{d['core']:5s} {d['access']:5s} {d['op']:7s} at {d['where']}{nth}: {rng}{obj}"
 
         lo, hi = max(a["lo"], b["lo"]), min(a["hi"], b["hi"])
         other = b["core"]
@@ -441,6 +493,11 @@ class HappensBefore:
                f"{other}'s access before {a['core']}'s"]
         fix = (f"order the two accesses with the protocol: e.g. {other} TPUSH / SET after its "
                f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers")
+        what = (f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
+                "same bytes with no happens-before order")
+        war = self._write_after_read(core, a, b, prev)
+        if war is not None:
+            what, why, fix = war(mem.label, lo, hi)
         if a["where"] == b["where"] and a["access"] == "write" and a["core"].startswith("AIV") \
                 and b["core"].startswith("AIV"):
             fix = (f"both Vector cores run this {a['op']} on the same bytes: give each its own part "
@@ -464,7 +521,47 @@ class HappensBefore:
                    f"set_flag / wait_flag from {pipe} to the signalling pipe) between them"
                    + (", or push a tile computed from the loaded one" if b["access"] == "read" else ""))
         return DataRaceError(
-            f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
-            f"same bytes with no happens-before order",
-            where=a["where"], details="\n".join([line(a), line(b)] + why), fix=fix,
-            findings=[{"kind": "data_race", "type": kind, "access": a, "other": b}])
+            what, where=a["where"], details="\n".join([line(a), line(b)] + why), fix=fix,
+            findings=[{"kind": "data_race", "type": kind, "access": a, "other": b,
+                       "order": "write-after-read" if war is not None else None}])
+
+    def _write_after_read(self, core, a: dict, b: dict, prev):
+        """A race of a read and a later write of another core - the write is later in the
+        simulated order (``a``, the access being made, is the write), or the write replaced
+        an earlier one of the same bytes that the reader is ordered after (a reused buffer,
+        rewritten before its reader was done: ``a`` is the read, made after the write only
+        in the simulated order) - as a function of (memory, lo, hi) giving (what, why, fix);
+        None for any other race."""
+        if a["access"] == b["access"]:
+            return None
+        w, r = (a, b) if a["access"] == "write" else (b, a)
+        reused = w.get("reused")
+        if w is b:
+            # the reader (this core) must be ordered after the write's predecessor
+            if reused is None or reused[0] > core.vclock[prev[3]]:
+                return None
+
+        def nth(d):
+            return f"{ordinal(d['nth'])} " if d.get("nth") else ""
+
+        def text(mem, lo, hi):
+            wn, rn = nth(w), nth(r)
+            what = (f"data race (write-after-read) on {mem}: {w['core']}'s {wn}{w['op']} at {line_of(w['where'])} "
+                    f"writes bytes that {r['core']}'s {rn}{r['op']} at {line_of(r['where'])} reads, and nothing "
+                    "orders the write after the read")
+            why = [f"overlap within [{lo:#x}, {hi:#x})"]
+            if reused is not None:
+                before = f"the {ordinal(reused[1])} {w['op']}" if reused[1] else f"an earlier {w['op']}"
+                what += " - a reused buffer"
+                why.append(f"{r['core']}'s {r['op']} reads what {before} wrote there (ordered before it); "
+                           f"{w['core']}'s {wn}{w['op']} rewrites the buffer before any signal tells {w['core']} that "
+                           f"{r['core']} is done with it: a write-after-read of a reused buffer")
+            else:
+                why.append(f"no flag SET->WAIT chain orders {r['core']}'s {r['op']} before {w['core']}'s {w['op']}")
+            fix = (f"make {w['core']}'s {w['op']} wait for a signal {r['core']} sends after its {r['op']} (its "
+                   "TFREE): take the buffer from the ring (TALLOC a GlobalTensor slot, TSTORE into it, TPUSH it; the "
+                   "consumer TPOPs it, TLOADs and TFREEs: the next TALLOC of the slot waits for that TFREE), or "
+                   "give the buffer more copies than the ring has slots (SlotNum + 1): a copy is then rewritten "
+                   "only after a TPUSH that waited for its reader's TFREE")
+            return what, why, fix
+        return text

@@ -29,8 +29,10 @@ def marker_line(marker: str, path: str = __file__) -> int:
 
 
 def assert_where(err, marker: str, path: str = __file__) -> None:
-    """``err.where`` is exactly ``path:<the line marked '# <- marker'>`` and the message says so."""
-    file, _, line = (err.where or "").rpartition(":")
+    """``err.where`` is exactly ``path:<the line marked '# <- marker'>`` (followed by the kernel
+    lines that called it when that line is in a function the kernel calls) and the message
+    says so."""
+    file, _, line = (err.where or "").split(" (called from ", 1)[0].rpartition(":")
     assert file and os.path.samefile(file, path), (err.where, str(err))
     assert int(line) == marker_line(marker, path), (err.where, str(err))
     assert f"{os.path.basename(path)}:{line}" in str(err)

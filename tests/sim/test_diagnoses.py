@@ -53,7 +53,8 @@ def _raises(cls, fn, marker, aic, aiv, args=None, platform="a2a3", protocol="spe
 
 
 def _line(where) -> int:
-    path, _, line = (where or "").rpartition(":")
+    """The line of ``where`` (without the kernel lines that called a function holding it)."""
+    path, _, line = (where or "").split(" (called from ", 1)[0].rpartition(":")
     assert path.endswith("test_diagnoses.py"), where
     return int(line)
 

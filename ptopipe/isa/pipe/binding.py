@@ -22,7 +22,7 @@ from .config import TPipe, ways as _ways
 from .cpusim import SharedRing
 from .diagnostics import deadlock_cause, explain, holdings
 from ...protocol.geometry import not_a_peer
-from ...protocol.model import cluster_model, model_for, platform_kind
+from ...protocol.model import PtoIsaModel, cluster_model, model_for, platform_kind
 from ...sim.location import is_cpp
 from .teardown import scope_end
 from ...errors import with_article
@@ -337,7 +337,7 @@ def flag_taken_fix(cluster, ch: Channel, fid: int) -> str:
         claims = device.flag_claims(ch.cfg.flag_id, _ways(Direction(ch.cfg.direction)), ch.slot_num,
                                     cluster.platform)
         if claims is not None and all(i != fid for _s, i in claims):
-            fix += (f"; under pto-isa (the device library), whose rings use FlagID and FlagID+1 only, "
+            fix += (f"; under pto-isa (the device library), which uses {PtoIsaModel.FLAG_RULE}, "
                     f"flag {fid} is free: run it with --protocol pto-isa")
     return fix
 
@@ -352,7 +352,7 @@ def _device_note(cluster, model, *cfgs) -> str:
               for c in cfgs]
     if any(c is None for c in claims) or (len(claims) == 2 and claims[0] & claims[1]):
         return ""
-    return (f"; under pto-isa (the device library), whose rings use FlagID and FlagID+1 only, "
+    return (f"; under pto-isa (the device library), which uses {PtoIsaModel.FLAG_RULE}, "
             f"{'these pipes get' if len(cfgs) > 1 else 'this pipe gets'} flags of "
             f"{'their' if len(cfgs) > 1 else 'its'} own: run it with --protocol pto-isa")
 
@@ -447,6 +447,28 @@ def _check_gm_argument(core, cfg: TPipe, addr: int, need: int, ways, bounds=None
                       where=_loc(core), fix=fix)
 
 
+def _sync_period_unread(core, ch: Channel, cfg: TPipe, other) -> None:
+    """A warning for the two ends of a pipe declaring different SyncPeriods (FiFoSyncT)
+    under a protocol that does not read it (spec, pto-isa's CPU simulator): the run passes,
+    but pto-isa - each end applying its own - refuses the pipe (the ConfigError of
+    :func:`_agree` under ``--protocol pto-isa``)."""
+    lib = model_for(Protocol.PTO_ISA, platform_kind(core.cluster.platform))
+    mine, theirs = lib.sync_period(cfg), lib.sync_period(ch.cfg)
+    if mine == theirs or other is None:
+        return
+
+    def declared(c: TPipe, sp: int) -> str:
+        return str(c.sync_period) if c.sync_period else f"none (pto-isa's default for SlotNum {c.slot_num}: {sp})"
+    here = _loc(core)
+    what = (f"{ch.name}: SyncPeriod (FiFoSyncT) {declared(cfg, mine)} here but {declared(ch.cfg, theirs)} "
+            f"on the other end ({other.core.name} at {other.bound_at}): {ch.model.name} "
+            "does not read SyncPeriod, so this run passes, but under pto-isa each end applies its own: a "
+            "producer waiting for a free the consumer never sends deadlocks, the other way round overwrites "
+            "(--protocol pto-isa refuses the pipe) - declare the same TPipe / TMPipe on both ends")
+    if (what, here) not in core.cluster.warnings:
+        core.cluster.warnings.append((what, here))
+
+
 def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
     other = next(iter(ch.sides.values()), None)
 
@@ -463,6 +485,7 @@ def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
         raise ConfigError(f"{ch.name}: {core.name} binds SyncPeriod (FiFoSyncT) {sp} but the other side "
                           f"has {ch.sync_period}", where=_loc(core), details=where(),
                           fix="producer and consumer must declare the same TPipe / TMPipe configuration")
+    _sync_period_unread(core, ch, cfg, other)
     if in_gm != ch.in_gm:
         # compared first: the base checks below format the other side's base of the same kind
         mine, theirs = ("GM", "the consumer's local memory") if in_gm else ("the consumer's local memory", "GM")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, VecCubeRatio
 from ...errors import ConfigError
 from ...sim import CoreKind
-from ..context import current_core
+from ..context import current_core, site
 from ..tile import Tile, TileType
 
 
@@ -56,7 +56,9 @@ def TMPipe(flag_id: int, fifo_type: FIFOType, depth: int, sync_t: int, prod_tile
         direction = Direction.DIR_V2C
     else:
         raise ConfigError(f"TMPipe: producer {prod_tile.loc.value} -> consumer {cons_tile.loc.value} "
-                          "is not a cross-core path", fix="use Acc->Vec (C2V) or Vec->Mat (V2C)")
+                          "is not a cross-core path", where=site(),
+                          fix="give the producer and consumer tiles the locations of a ring: Acc -> Vec "
+                              "(C2V), Vec -> Mat (V2C), or FIFOType.CTRL_FIFO for V2C control")
     slot = max(prod_tile.nbytes, cons_tile.nbytes)
     return TPipe(flag_id, direction, slot, depth, local_depth, tuple(vc_ratio.value),
                  sync_period=sync_t, fifo=fifo_type)

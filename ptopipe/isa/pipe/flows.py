@@ -21,7 +21,7 @@ from ...arch import PipeUnit
 from ...arch.vocab import V2C, C2V, Direction, TileSplitAxis
 from ...errors import ConfigError, ProtocolError
 from ...sim import schedule as _sched
-from ...sim.location import caller_loc
+from ...sim.location import call_site
 from ...sim.porder import join
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core, here
@@ -154,7 +154,7 @@ def _enter(pipe, obj, split, events, role: str, op: str):
     the core, the kernel line, the channel and this core's side.  (TPUSH and TPOP, the
     hottest instructions, carry an inline copy.)"""
     core = current_core()
-    loc = core.loc_override or caller_loc(3)         # caller_loc <- _enter <- TALLOC <- kernel
+    loc = core.loc_override or call_site(3)          # call_site <- _enter <- TALLOC <- kernel
     if pipe.__class__ is not PipeHandle:
         pipe, obj = _args(pipe, obj)
     if events:

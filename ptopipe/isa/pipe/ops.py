@@ -14,7 +14,7 @@ from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim import schedule as _sched
-from ...sim.location import caller_loc
+from ...sim.location import call_site
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
@@ -44,7 +44,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TPUSH)
-    loc = core.loc_override or caller_loc(2)          # caller_loc <- TPUSH <- kernel
+    loc = core.loc_override or call_site(2)           # call_site <- TPUSH <- kernel (<- its callers)
     if pipe.__class__ is not PipeHandle:
         pipe, tile = _args(pipe, tile)
     if events:
@@ -117,7 +117,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TPOP)
-    loc = core.loc_override or caller_loc(2)
+    loc = core.loc_override or call_site(2)
     if pipe.__class__ is not PipeHandle:
         pipe, tile = _args(pipe, tile)
     if events:
@@ -434,7 +434,7 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     j = side.tfrees
     side.tfrees = j + 1
     if j >= side.self_freed and side.extra_free is None:    # no TPOP to pair (a portability warning)
-        side.extra_free = core.loc_override or caller_loc(3)   # <- _free_popped <- TFREE <- kernel
+        side.extra_free = core.loc_override or call_site(3)   # <- _free_popped <- TFREE <- kernel
     popped = side.popped
     while popped and popped[0][0] < j:
         del popped[0]
@@ -443,8 +443,8 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     _i, pop_split, pop_loc, stage = popped.pop(0)
     if split is not None and parse_split(split) != pop_split:
         _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
-    if stage is not None:      # the kernel line: caller_loc <- _free_popped <- TFREE <- kernel
-        _end_stage(stage, (core.loc_override or caller_loc(3)) if core.cluster.checker is not None else None)
+    if stage is not None:      # the kernel line: call_site <- _free_popped <- TFREE <- kernel
+        _end_stage(stage, (core.loc_override or call_site(3)) if core.cluster.checker is not None else None)
 
 
 def _unsplit_free(core, ch: Channel, side: Side) -> bool:

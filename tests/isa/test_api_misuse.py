@@ -1,0 +1,134 @@
+"""The public Python API refuses what it cannot run with a ConfigError (what, where, fix) -
+never a raw Python exception from deep inside, and never by silently taking a wrong value:
+run()'s kernels, args, gm_extra, switches and schedule seed, an argument a kernel uses as
+the wrong kind (a list as a GM tensor, an array as a number), explore()'s target and
+schedule count, a Scenario's run fields at its own line, an unknown output of a result; and
+ptopipe.check is the Python form of ``ptopipe check``."""
+from __future__ import annotations
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import ConfigError
+from ptopipe.isa import TLOAD, TSTORE, GlobalTensor, Tile, TileType, float32
+from ptopipe.isa.explore import explore
+
+HERE = os.path.abspath(__file__)
+
+
+def vector(x, out, n):
+    t = Tile(TileType.Vec, float32, 4, 8, addr=0)
+    for i in range(n // 4):                                                     # USE-N
+        TLOAD(t, GlobalTensor(x.data() + i * 32, (4, 8)))
+        TSTORE(GlobalTensor(out.data() + i * 32, (4, 8)), t)                    # USE-OUT
+
+
+def _args(**over) -> dict:
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    return {**dict(x=x, out=np.zeros_like(x), n=8), **over}
+
+
+def _line(marker: str) -> int:
+    src, start = inspect.getsourcelines(vector)
+    (i,) = [k for k, t in enumerate(src) if f"# {marker}" in t]
+    return start + i
+
+
+def _here(err) -> bool:
+    """Is the error located at a line of this file (the call the test made)?"""
+    return err.where is not None and os.path.abspath(err.where.rsplit(":", 1)[0]) == HERE
+
+
+def _bad_run(**kw):
+    return ptopipe.run(**{"aic": None, "aiv": (vector, None), "args": _args(), **kw})
+
+
+@pytest.mark.parametrize("kw,what,fix", [
+    (dict(aic="cube"), "run(): aic is 'cube', not a kernel function", "pass the kernel function"),
+    (dict(aiv=42), "run(): aiv is 42, not a kernel function", "pass the kernel function"),
+    (dict(aiv=(vector, vector, vector)), "run(): aiv takes one kernel or a pair (aiv0, aiv1), got 3",
+     "aiv=(vector0, vector1)"),
+    (dict(args=[1, 2]), "run(): args is a list, not a dict of the kernels' arguments", "args={parameter name"),
+    (dict(gm_extra=-1), "run(): gm_extra=-1 is not a number of bytes", "gm_extra >= 0"),
+    (dict(checks="no"), "run(): checks='no' is not True or False", "checks=False"),
+    (dict(schedule_seed="x"), "run(): schedule_seed='x' is not an integer", "integer seed"),
+], ids=["aic-str", "aiv-int", "aiv-three", "args-list", "gm-extra", "checks-str", "seed-str"])
+def test_a_bad_run_argument_is_a_config_error_at_the_call(kw, what, fix):
+    with pytest.raises(ConfigError) as ei:
+        _bad_run(**kw)
+    assert ei.value.what == what and fix in ei.value.fix
+    assert _here(ei.value), ei.value.where
+
+
+def test_a_list_given_for_a_gm_tensor_names_the_argument_at_the_kernel_line():
+    with pytest.raises(ConfigError) as ei:
+        _bad_run(args=_args(out=[[0.0] * 8] * 8))
+    e = ei.value
+    assert e.what.startswith("argument 'out' is a list, which the kernel uses as a GM tensor (.data)")
+    assert "np.asarray" in e.fix and e.where.endswith(f":{_line('USE-OUT')}")
+
+
+def test_an_array_given_for_a_scalar_names_the_argument_at_the_kernel_line():
+    with pytest.raises(ConfigError) as ei:
+        _bad_run(args=_args(n=np.array([8])))
+    e = ei.value
+    assert e.what == "argument 'n' is a GM tensor (run() was given a numpy array for it), used here as a number"
+    assert "Python number" in e.fix and e.where.endswith(f":{_line('USE-N')}")
+
+
+def test_a_zero_dimensional_array_names_the_argument():
+    with pytest.raises(ConfigError) as ei:
+        _bad_run(args=_args(n=np.array(8)))
+    assert ei.value.what == "argument 'n' has 0 dimensions; GM tensors have 1 to 5"
+    assert ei.value.where == "args['n']" and "args['n'] = 8" in ei.value.fix
+
+
+def test_an_unknown_output_names_the_outputs_there_are():
+    res = _bad_run()
+    for get in (lambda: res["nope"], lambda: res.outputs["nope"]):
+        with pytest.raises(KeyError) as ei:         # a KeyError, as a dict's ...
+            get()
+        e = ei.value
+        assert isinstance(e, ConfigError) and e.what == "the run has no output 'nope'"   # ... and located
+        assert e.fix == "outputs are the array arguments: 'x', 'out'" and _here(e)
+        assert str(e).startswith("the run has no output 'nope'")
+
+
+def _scenario(**kw):
+    return ptopipe.Scenario("sc", None, (vector, None), lambda rng: _args(), lambda a: {}, **kw)
+
+
+@pytest.mark.parametrize("kw,what", [
+    (dict(launches=0), "scenario 'sc': launches=0 is not a number of launches"),
+    (dict(blocks=-2), "scenario 'sc': blocks=-2 is not a number of blocks"),
+    (dict(sync="bogus"), "scenario 'sc': sync='bogus': unknown synchronisation mode 'bogus'"),
+    (dict(platform="a6"), "scenario 'sc': platform='a6': unknown platform 'a6'"),
+    (dict(protocol="pto_isa"), "scenario 'sc': protocol='pto_isa': unknown protocol 'pto_isa'"),
+], ids=["launches", "blocks", "sync", "platform", "protocol"])
+def test_a_scenario_field_a_run_would_refuse_is_refused_at_the_scenario(kw, what):
+    with pytest.raises(ConfigError) as ei:
+        _scenario(**kw)
+    assert ei.value.what == what and ei.value.fix and _here(ei.value), ei.value
+
+
+def test_explore_refuses_a_kernel_for_a_scenario_and_a_negative_count():
+    with pytest.raises(ConfigError) as ei:
+        explore(vector, schedules=3)
+    assert ei.value.what == ("explore() takes a Scenario or an (aic, aiv) pair of kernels, got a kernel "
+                             "function ('vector')")
+    assert "explore(SCENARIO, schedules=N)" in ei.value.fix and _here(ei.value)
+    with pytest.raises(ConfigError) as ei:
+        explore(_scenario(), schedules=-1)
+    assert ei.value.what == "explore(): schedules=-1 is not a number of schedules" and _here(ei.value)
+
+
+def test_ptopipe_check_is_the_python_form_of_the_check_command():
+    assert "check" in ptopipe.__all__
+    res = ptopipe.check(_scenario(), schedules=0)
+    assert res.ok and res.runs == 1
+    with pytest.raises(ConfigError):
+        ptopipe.check(vector)
