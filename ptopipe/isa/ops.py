@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
-from ..arch.vocab import BLayout, PlatformID, RoundMode, SaturationMode
+from ..arch.vocab import TCVT_DEFAULT_OFF, BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error, tmp_written)
@@ -1065,9 +1065,11 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     keeps the low bits.  An explicit SaturationMode (include/pto/common/type.hpp) decides for
     the narrowing pairs: ON clamps to the destination's range first (an integer narrowing
     too, and a float one to its largest finite value - pto-isa's CPU TCvt_Impl clamps to
-    the intersection of the two types' ranges), OFF narrows a float to an integer through
-    int32 and keeps the low bits (A2A3's PyTorch-compatible path).  ``tmp`` is A2A3's scratch
-    for those narrowings (written there, unused on A5)."""
+    the intersection of the two types' ranges), OFF narrows a float to an 8- or 16-bit
+    integer through int32 and keeps the low bits (A2A3's PyTorch-compatible path).  Without
+    one, the pairs pto-isa's NPU headers default to OFF (vocab.TCVT_DEFAULT_OFF: f16 -> u8 /
+    i8 / i16, f32 -> i16, i64 -> i32, i32 -> i16) wrap, as on the device.  ``tmp`` is A2A3's
+    scratch for those narrowings (written there, unused on A5)."""
     core = current_core()
     tmp, mode, sat, events = _tcvt_args(core, (mode, sat_mode, tmp) + events)
     if events:
@@ -1075,6 +1077,8 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
+    if sat is None and (src.dtype.name, dst.dtype.name) in TCVT_DEFAULT_OFF[core.cluster.platform.id]:
+        sat = SaturationMode.OFF
     narrow = sat is not None and (dst.dtype.itemsize < src.dtype.itemsize or
                                   (dst.dtype.kind in "iu" and src.dtype.kind in "iu"
                                    and dst.dtype.kind != src.dtype.kind))
@@ -1091,7 +1095,7 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
                 raise _err(core, "TCVT: RoundMode.CAST_ODD is not modelled",
                            "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL or CAST_TRUNC")
             info = np.iinfo(dst.dtype)
-            if narrow and sat is SaturationMode.OFF and dst.dtype.itemsize < 4:
+            if sat is SaturationMode.OFF and dst.dtype.itemsize < 4:
                 core.pending.append((_wrap_int, d, a, _ROUNDERS[mode]))
             else:
                 core.pending.append((_to_int, d, a, _ROUNDERS[mode], info.min, info.max))
