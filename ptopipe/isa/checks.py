@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..arch.vocab import C2V, V2C
-from ..errors import DataRaceError, MemoryConflictError, ProtocolError
+from ..errors import DataRaceError, KernelError, MemoryConflictError, ProtocolError
 import sys
 
 from ..sim.location import is_cpp, is_internal
 from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
+from ..sim.written import WrittenBytes
 from .pipe import SlotPtr
 from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, part_rows, part_shape
 
@@ -76,6 +77,8 @@ class KernelChecks(HappensBefore):
         self._unordered_free: dict = {}
         # core index -> [SlotView] of the address flow's slots it TALLOCed / popped (slot_view)
         self._views: dict = {}
+        # core index -> the Acc (L0C) bytes its matmuls wrote in this launch (acc_write)
+        self._acc: dict = {}
         for c in cluster.cores:
             if c.porder is not None:
                 c.porder.slot_read = self._slot_reader(c)
@@ -152,6 +155,29 @@ class KernelChecks(HappensBefore):
                 where = (code, f.f_lineno) if not is_internal(code) else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe, work)
+
+    def acc_write(self, core, op: str, c, c_in=None) -> None:
+        """Matmul ``op`` of ``core`` writes Acc tile ``c``; an accumulating form reads ``c_in``
+        first, which some instruction of this launch must have written: L0C is not cleared at
+        a launch, so on the device it holds what the last kernel left (the simulator's zeros,
+        or a relaunch's carried memory, would hide a K loop that forgot its first TMATMUL)."""
+        w = self._acc.get(core.index)
+        if w is None:
+            w = self._acc[core.index] = WrittenBytes()
+        if c_in is not None and c_in.addr is not None and \
+                not w.covers(c_in.space, c_in.addr, c_in.addr + c_in.nbytes):
+            first = op.replace("_ACC", "")
+            start = (f"{first} (or {first}_BIAS)" if not op.endswith("_MX") else
+                     f"{op}(c, a, a_scale, b, b_scale) without c_in")
+            raise KernelError(
+                f"{op} accumulates onto {c_in.describe()}, whose bytes no instruction of this launch wrote: L0C "
+                "is not cleared when a kernel starts, so on the device it holds what the last kernel left "
+                "(here it holds zeros, or a relaunch's leftovers, and the result looks right)",
+                where=str(core.where()),
+                fix=f"start the accumulation with {start} into the Acc tile - the first step of the K loop - "
+                    f"and {op} for the steps after it")
+        if c.addr is not None:
+            w.add(c.space, c.addr, c.addr + c.nbytes)
 
     def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed
