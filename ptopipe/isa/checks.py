@@ -360,8 +360,7 @@ class KernelChecks(HappensBefore):
             return e
         pipe, tag = ring
         if mem is not self.cluster.gm and (cur[9] is None or prev[9] is None):
-            return self._tile_in_ring_error(mem, pipe, tag, a if cur[9] is None else b, b if cur[9] is None else a,
-                                            a["where"])
+            return self._tile_in_ring_error(mem, pipe, tag, a if cur[9] is None else b, b if cur[9] is None else a)
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
         rr = prev if r is b else cur
@@ -416,17 +415,22 @@ class KernelChecks(HappensBefore):
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b,
                        "raw_write": raw}])
 
-    @staticmethod
-    def _tile_in_ring_error(mem, pipe: str, tag: int, t: dict, ring: dict, where) -> MemoryConflictError:
+    def _tile_in_ring_error(self, mem, pipe: str, tag: int, t: dict, ring: dict) -> MemoryConflictError:
         """A kernel tile that shares bytes with slot ``tag`` of a consumer-local ring (isa.regions)
-        is used with no order between its use (``t``) and a ring transfer of the slot (``ring``)."""
+        is used with no order between its use (``t``) and a ring transfer of the slot (``ring``):
+        reported at the tile's use, whichever of the two the run met second (the ring's side is
+        correct code), naming the TASSIGN that placed the tile there."""
+        placed = next((loc for c in self.cluster.cores if c.name == t["core"]
+                       for (lo, hi, _d, sp, loc, _t) in c.isa.get("tiles", {}).values()
+                       if lo == t["lo"] and hi == t["hi"] and c.memories.get(sp) is mem), None)
         return MemoryConflictError(
             f"{t['core']}'s {t['op']} {t['access']}s a tile that shares bytes with slot {tag} of {pipe} "
             f"({mem.label}[{max(t['lo'], ring['lo']):#x}, {min(t['hi'], ring['hi']):#x})), and no flag of the pipe "
             f"orders it with {ring['core']}'s {ring['op']} of that slot: on the device the {ring['op']} may land "
             f"{'between the tile being written and read' if ring['access'] == 'write' else 'while the tile is written'}",
-            where=where,
-            details="\n".join([f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
+            where=t["where"],
+            details="\n".join(([f"the tile was assigned at {placed}"] if placed is not None else []) +
+                              [f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
                                f"{ring['core']:5s} {ring['access']:5s} {ring['op']:6s} at {ring['where']}"]),
             fix=f"move the tile out of the ring of {pipe} (SlotNum x SlotSize from the consumer buffer): the "
                 "pipe's flags order only its own transfers, not a tile placed in its bytes",
