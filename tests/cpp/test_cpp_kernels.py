@@ -764,7 +764,7 @@ def test_a_clean_spec_run_that_races_under_pto_isa_says_so(tmp_path, cpp_cache, 
         ins += ["--input", f"{k}={tmp_path / k}.npy"]
     name = "c2v_store_popped.cpp"
     note = ("note: under --protocol pto-isa (what pto-isa's TPipe does on a5) this kernel races: DataRaceError: "
-            f"slot 0 of C2V pipe FlagID 0")
+            "slot 0 of C2V pipe FlagID 0")
     at = f"(at {os.path.relpath(kernel(name))}:{line_of(name, 'TFREE<')})"
     assert cli_main(["run", kernel(name), "--platform", "a5", "--quiet"] + ins) == 0
     out = capsys.readouterr().out
