@@ -57,17 +57,18 @@ def _protocol_hint(args, e) -> None:
 
 def _pto_isa_note(args, summary) -> str | None:
     """A clean run (``summary``; None: a clean check) under the default spec protocol of a
-    kernel with pipes: the note that the
-    same kernel fails under pto-isa's protocol, if it does - judged as ``check`` judges (a
-    checked rerun in the causal order: spec's TFREE follows every read of the slot, pto-isa's
-    may signal before a TSTORE of it finished, a race only that order shows).  When the
-    causal order fails under spec as well, the note says that instead."""
-    if args.protocol is not None or (summary is not None and not summary.pipes):
+    kernel with pipes: the note that the same kernel fails under pto-isa's protocol, if it
+    does - judged as ``check`` judges (a checked rerun in the causal order: spec's TFREE
+    follows every read of the slot, pto-isa's may signal before a TSTORE of it finished, a
+    race only that order shows).  When the causal order fails under spec as well (a `run`
+    without --causal did not look), the note says that instead."""
+    if args.protocol is not None or getattr(args, "no_checks", False) or (summary is not None and not summary.pipes):
         return None
     platform = args.platform or "a2a3"
     kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
     found = {}
-    for protocol in ("pto-isa", "spec"):
+    causal_clean = summary is None or getattr(args, "causal", False)    # (check: its default schedule)
+    for protocol in ("pto-isa",) if causal_clean else ("pto-isa", "spec"):
         try:
             cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                          getattr(args, "input", None), platform, protocol=protocol, **kw)
