@@ -730,3 +730,18 @@ def test_a_slot_buffer_smaller_than_one_ends_ring_names_the_agreement_too():
     assert "GM_SLOT_BUFFER holds 4096 bytes but the ring needs 8192" in e.value.what
     assert "same SlotNum and SlotSize" in e.value.fix and e.value.where.endswith(
         f":{inspect.getsourcelines(vector)[1] + 1}")
+
+
+ANY = "a kernel .py, .pto or pto-isa .cpp file"
+
+
+@pytest.mark.parametrize("cmd, takes", [("run", ANY), ("check", ANY), ("trace", ANY),
+                                        ("compile", "a kernel .py (pl.program, @pl kernels) or .pto file"),
+                                        ("sweep", "a kernel .py file defining SCENARIO"),
+                                        ("mutate", "a Python kernel .py file (raw ISA or pl DSL)")])
+def test_a_missing_kernel_file_names_the_files_the_command_takes(cmd, takes, tmp_path, capsys):
+    f = tmp_path / "missing.cpp"
+    code, out, err = _cli([cmd, f], capsys)
+    what, where = _error(err)
+    assert code == 1 and what == f"no such file: {f}" and where == "argument FILE"
+    assert f"  fix: give the path of {takes}\n" in err, err

@@ -382,9 +382,18 @@ class SaturationMode(IntEnum):
     """pto-isa's ``SaturationMode`` of ``TCVT`` (include/pto/common/type.hpp, its numbering): ON
     clamps a value to the destination's range before converting, OFF narrows without it (an
     integer keeps its low bits; a float goes through int32 first, as A2A3's PyTorch-compatible
-    narrowing does).  A TCVT without one keeps ptopipe's per-pair default (docs/cpp.md)."""
+    narrowing does).  A TCVT without one takes pto-isa's per-pair default (TCVT_DEFAULT_OFF)."""
     ON = 0
     OFF = 1
+
+
+_NARROWING_OFF = frozenset({("float16", "uint8"), ("float16", "int8"), ("float32", "int16"), ("float16", "int16"),
+                            ("int64", "int32"), ("int32", "int16")})
+#: (source, destination) dtype names per platform whose TCVT without a SaturationMode narrows
+#: without saturation (SaturationMode::OFF: wraps); every other pair keeps its saturating
+#: default.  A2A3: ``kIsNarrowingCvt`` (include/pto/npu/a2a3/TCvt.hpp, "PyTorch-compatible
+#: truncation"); A5: the default-mode ``TCVT_IMPL`` of include/pto/npu/a5/TCvt.hpp - the same six.
+TCVT_DEFAULT_OFF = {PlatformID.PLATFORM_A2A3: _NARROWING_OFF, PlatformID.PLATFORM_A5: _NARROWING_OFF}
 
 
 class CmpMode(IntEnum):

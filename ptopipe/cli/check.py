@@ -275,4 +275,4 @@ def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
         replay = _replay_line(args, rep["platform"], rep["protocol"], v, seed)
         print(f"  replay: {replay}" if seed is not None else
               f"  (no schedule ran: {refused[1]})" if refused else
-              "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
+              "  (fails under the default schedule: every check, or run --causal, reproduces it)", file=sys.stderr)

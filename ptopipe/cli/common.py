@@ -84,7 +84,7 @@ def validate(args) -> None:
     if paths is not None:                 # `check PATH...`: one file, or a kernel library
         args.file = paths[0] if len(paths) == 1 and not os.path.isdir(paths[0]) else None
     if getattr(args, "file", None) is not None:
-        check_kernel_file(args.file)
+        check_kernel_file(args.file, *([args.kernel_files] if getattr(args, "kernel_files", None) else []))
     check_outputs(args)
 
 

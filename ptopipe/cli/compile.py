@@ -52,7 +52,7 @@ def add_parser(sub) -> None:
     p.add_argument("--variant", default=None,
                    help="the Scenario variant whose parameters a program builder gets "
                         "(default: the scenario's default)")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, kernel_files="a kernel .py (pl.program, @pl kernels) or .pto file")   # (the FILE it takes)
 
 
 def _emit(kind: str, op, platform: str, protocol: str) -> str:

@@ -15,6 +15,10 @@ from ..driver.loader import check_kernel_file
 from .progress import Progress
 
 
+#: the FILE mutate takes
+_FILES = "a Python kernel .py file (raw ISA or pl DSL)"
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("mutate", help="how many protocol mutants of a kernel its checks catch")
     p.add_argument("file", help="kernel file (.py defining SCENARIO, raw ISA or pl DSL)")
@@ -32,11 +36,12 @@ def add_parser(sub) -> None:
     p.add_argument("--fail-under", type=float, default=None, metavar="PCT",
                    help="exit status 1 when fewer than PCT %% of the mutants are caught")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, kernel_files=_FILES)
+
 
 
 def main(args) -> int:
-    check_kernel_file(args.file)
+    check_kernel_file(args.file, _FILES)
     if not args.file.endswith(".py"):
         raise ConfigError(f"{args.file}: ptopipe mutate takes a Python kernel file (raw ISA or pl DSL)",
                           where="argument FILE",

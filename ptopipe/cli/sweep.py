@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     bounds.add_arguments(p, per_row=True)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "
                                                                   "(needs matplotlib)")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, kernel_files="a kernel .py file defining SCENARIO")   # (the FILE it takes)
 
 
 def main(args) -> int:

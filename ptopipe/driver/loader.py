@@ -9,22 +9,27 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.scenario import Scenario
+from ..sim.location import CPP_SUFFIXES
 
 
-def check_kernel_file(path: str) -> None:
+#: what a FILE argument of run / check / trace may be
+KERNEL_FILES = "a kernel .py, .pto or pto-isa .cpp file"
+
+
+def check_kernel_file(path: str, kinds: str = KERNEL_FILES) -> None:
     """Raise a ConfigError naming ``path`` unless it is a readable regular file: what every
-    subcommand checks before it reads its FILE argument (a .py or a .pto kernel)."""
+    subcommand checks before it reads its FILE argument (``kinds``: the files it takes)."""
     if not os.path.exists(path):
         raise ConfigError(f"no such file: {path}", where="argument FILE",
-                          fix="give the path of a kernel .py (or .pto) file")
+                          fix=f"give the path of {kinds}")
     if os.path.isdir(path):
-        inside = sorted(f for f in os.listdir(path) if f.endswith((".py", ".pto")))[:3]
+        inside = sorted(f for f in os.listdir(path) if f.endswith((".py", ".pto") + CPP_SUFFIXES))[:3]
         raise ConfigError(f"{path} is a directory, not a kernel file", where="argument FILE",
                           fix="give one kernel file" + (f", e.g. {os.path.join(path, inside[0])}"
-                                                        if inside else " (a .py or .pto file)"))
+                                                        if inside else f" ({kinds})"))
     if not os.path.isfile(path):
         raise ConfigError(f"{path} is not a regular file", where="argument FILE",
-                          fix="give the path of a kernel .py (or .pto) file")
+                          fix=f"give the path of {kinds}")
     if not os.access(path, os.R_OK):
         raise ConfigError(f"cannot read {path}: permission denied", where="argument FILE",
                           fix=f"make it readable (chmod u+r {path})")

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..arch.vocab import C2V, V2C
-from ..errors import DataRaceError, MemoryConflictError, ProtocolError
+from ..errors import DataRaceError, KernelError, MemoryConflictError, ProtocolError
 import sys
 
 from ..sim.location import is_cpp, is_internal
 from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
+from ..sim.written import WrittenBytes
 from .pipe import SlotPtr
 from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, part_rows, part_shape
 
@@ -76,6 +77,8 @@ class KernelChecks(HappensBefore):
         self._unordered_free: dict = {}
         # core index -> [SlotView] of the address flow's slots it TALLOCed / popped (slot_view)
         self._views: dict = {}
+        # core index -> the Acc (L0C) bytes its matmuls wrote in this launch (acc_write)
+        self._acc: dict = {}
         for c in cluster.cores:
             if c.porder is not None:
                 c.porder.slot_read = self._slot_reader(c)
@@ -153,6 +156,29 @@ class KernelChecks(HappensBefore):
         # described only if a race is reported (gt's address may change after this access)
         return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, self.gm_label(core, gt, p, op, where),
                            None, end, pipe, work)
+
+    def acc_write(self, core, op: str, c, c_in=None) -> None:
+        """Matmul ``op`` of ``core`` writes Acc tile ``c``; an accumulating form reads ``c_in``
+        first, which some instruction of this launch must have written: L0C is not cleared at
+        a launch, so on the device it holds what the last kernel left (the simulator's zeros,
+        or a relaunch's carried memory, would hide a K loop that forgot its first TMATMUL)."""
+        w = self._acc.get(core.index)
+        if w is None:
+            w = self._acc[core.index] = WrittenBytes()
+        if c_in is not None and c_in.addr is not None and \
+                not w.covers(c_in.space, c_in.addr, c_in.addr + c_in.nbytes):
+            first = op.replace("_ACC", "")
+            start = (f"{first} (or {first}_BIAS)" if not op.endswith("_MX") else
+                     f"{op}(c, a, a_scale, b, b_scale) without c_in")
+            raise KernelError(
+                f"{op} accumulates onto {c_in.describe()}, whose bytes no instruction of this launch wrote: L0C "
+                "is not cleared when a kernel starts, so on the device it holds what the last kernel left "
+                "(here it holds zeros, or a relaunch's leftovers, and the result looks right)",
+                where=str(core.where()),
+                fix=f"start the accumulation with {start} into the Acc tile - the first step of the K loop - "
+                    f"and {op} for the steps after it")
+        if c.addr is not None:
+            w.add(c.space, c.addr, c.addr + c.nbytes)
 
     def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed
@@ -335,8 +361,7 @@ class KernelChecks(HappensBefore):
             return e
         pipe, tag = ring
         if mem is not self.cluster.gm and (cur[9] is None or prev[9] is None):
-            return self._tile_in_ring_error(mem, pipe, tag, a if cur[9] is None else b, b if cur[9] is None else a,
-                                            a["where"])
+            return self._tile_in_ring_error(mem, pipe, tag, a if cur[9] is None else b, b if cur[9] is None else a)
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
         rr = prev if r is b else cur
@@ -391,17 +416,22 @@ class KernelChecks(HappensBefore):
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b,
                        "raw_write": raw}])
 
-    @staticmethod
-    def _tile_in_ring_error(mem, pipe: str, tag: int, t: dict, ring: dict, where) -> MemoryConflictError:
+    def _tile_in_ring_error(self, mem, pipe: str, tag: int, t: dict, ring: dict) -> MemoryConflictError:
         """A kernel tile that shares bytes with slot ``tag`` of a consumer-local ring (isa.regions)
-        is used with no order between its use (``t``) and a ring transfer of the slot (``ring``)."""
+        is used with no order between its use (``t``) and a ring transfer of the slot (``ring``):
+        reported at the tile's use, whichever of the two the run met second (the ring's side is
+        correct code), naming the TASSIGN that placed the tile there."""
+        placed = next((loc for c in self.cluster.cores if c.name == t["core"]
+                       for (lo, hi, _d, sp, loc, _t) in c.isa.get("tiles", {}).values()
+                       if lo == t["lo"] and hi == t["hi"] and c.memories.get(sp) is mem), None)
         return MemoryConflictError(
             f"{t['core']}'s {t['op']} {t['access']}s a tile that shares bytes with slot {tag} of {pipe} "
             f"({mem.label}[{max(t['lo'], ring['lo']):#x}, {min(t['hi'], ring['hi']):#x})), and no flag of the pipe "
             f"orders it with {ring['core']}'s {ring['op']} of that slot: on the device the {ring['op']} may land "
             f"{'between the tile being written and read' if ring['access'] == 'write' else 'while the tile is written'}",
-            where=where,
-            details="\n".join([f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
+            where=t["where"],
+            details="\n".join(([f"the tile was assigned at {placed}"] if placed is not None else []) +
+                              [f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
                                f"{ring['core']:5s} {ring['access']:5s} {ring['op']:6s} at {ring['where']}"]),
             fix=f"move the tile out of the ring of {pipe} (SlotNum x SlotSize from the consumer buffer): the "
                 "pipe's flags order only its own transfers, not a tile placed in its bytes",

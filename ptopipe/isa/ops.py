@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
-from ..arch.vocab import BLayout, PlatformID, RoundMode, SaturationMode
+from ..arch.vocab import TCVT_DEFAULT_OFF, BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error, tmp_written)
@@ -527,6 +527,14 @@ def _ufunc_into(ufunc, a, b, d):
     ufunc(a, b, out=d)
 
 
+def _acc_written(core, op: str, c: Tile, c_in: Tile | None = None) -> None:
+    """With the checkers on: ``op`` writes Acc tile ``c`` (after reading ``c_in``, which this
+    launch must have written: KernelChecks.acc_write)."""
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.acc_write(core, op, c, c_in)
+
+
 def _mm_issue(core, op, a, b, c, srcs, A, B):
     m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
     cost = core.costs.matmul(m, k, n, a.item)
@@ -547,6 +555,9 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.acc_write(core, "TMATMUL", c)
     if C.shape[1] == c.cols:             # the region written is contiguous: write in place
         core.pending.append((_product, A, B, acc, C))
     else:
@@ -564,6 +575,7 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     if C is not c_out._valid:           # (valid shapes that do not chain) c_out's first m x n: c_in's too
         Ci = c_in._full[:C.shape[0], :C.shape[1]]
     _same_shape(core, "TMATMUL_ACC", ("c_out", C), ("c_in", Ci))
+    _acc_written(core, "TMATMUL_ACC", c_out, c_in)
     core.pending.append((_product_acc, Ci, A, B, acc, C))
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
 
@@ -577,6 +589,7 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     Bi = arr(bias, core, "TMATMUL_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:
         raise _err(core, f"TMATMUL_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    _acc_written(core, "TMATMUL_BIAS", c)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
@@ -596,6 +609,7 @@ def TGEMV(c: Tile, a: Tile, b: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TGEMV", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV", a, b)
+    _acc_written(core, "TGEMV", c)
     core.pending.append((_product_into, A, B, acc, C))
     return _mm_issue(core, "TGEMV", a, b, c, None, A, B)
 
@@ -609,6 +623,7 @@ def TGEMV_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     _gemv_check(core, "TGEMV_ACC", a, b)
     Ci = arr(c_in, core, "TGEMV_ACC accumulator input")
     _same_shape(core, "TGEMV_ACC", ("c_out", C), ("c_in", Ci))
+    _acc_written(core, "TGEMV_ACC", c_out, c_in)
     core.pending.append((_product_acc, Ci, A, B, acc, C))
     return _mm_issue(core, "TGEMV_ACC", a, b, c_out, (a, b, c_in), A, B)
 
@@ -623,6 +638,7 @@ def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     Bi = arr(bias, core, "TGEMV_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:
         raise _err(core, f"TGEMV_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    _acc_written(core, "TGEMV_BIAS", c)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
 
@@ -1067,9 +1083,11 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     keeps the low bits.  An explicit SaturationMode (include/pto/common/type.hpp) decides for
     the narrowing pairs: ON clamps to the destination's range first (an integer narrowing
     too, and a float one to its largest finite value - pto-isa's CPU TCvt_Impl clamps to
-    the intersection of the two types' ranges), OFF narrows a float to an integer through
-    int32 and keeps the low bits (A2A3's PyTorch-compatible path).  ``tmp`` is A2A3's scratch
-    for those narrowings (written there, unused on A5)."""
+    the intersection of the two types' ranges), OFF narrows a float to an 8- or 16-bit
+    integer through int32 and keeps the low bits (A2A3's PyTorch-compatible path).  Without
+    one, the pairs pto-isa's NPU headers default to OFF (vocab.TCVT_DEFAULT_OFF: f16 -> u8 /
+    i8 / i16, f32 -> i16, i64 -> i32, i32 -> i16) wrap, as on the device.  ``tmp`` is A2A3's
+    scratch for those narrowings (written there, unused on A5)."""
     core = current_core()
     tmp, mode, sat, events = _tcvt_args(core, (mode, sat_mode, tmp) + events)
     if events:
@@ -1077,6 +1095,8 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
+    if sat is None and (src.dtype.name, dst.dtype.name) in TCVT_DEFAULT_OFF[core.cluster.platform.id]:
+        sat = SaturationMode.OFF
     narrow = sat is not None and (dst.dtype.itemsize < src.dtype.itemsize or
                                   (dst.dtype.kind in "iu" and src.dtype.kind in "iu"
                                    and dst.dtype.kind != src.dtype.kind))
@@ -1093,7 +1113,7 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
                 raise _err(core, "TCVT: RoundMode.CAST_ODD is not modelled",
                            "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL or CAST_TRUNC")
             info = np.iinfo(dst.dtype)
-            if narrow and sat is SaturationMode.OFF and dst.dtype.itemsize < 4:
+            if sat is SaturationMode.OFF and dst.dtype.itemsize < 4:
                 core.pending.append((_wrap_int, d, a, _ROUNDERS[mode]))
             else:
                 core.pending.append((_to_int, d, a, _ROUNDERS[mode], info.min, info.max))

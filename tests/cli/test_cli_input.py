@@ -198,10 +198,12 @@ def test_every_command_uses_the_scenarios_platform_and_protocol(cmd, tmp_path, c
 def test_check_variant_all_summarises_the_failures(tmp_path, capsys):
     path = _kernel_file(tmp_path, 'SCENARIO = Scenario("k", None, vec, make_args, golden, '
                                   '{"a": {}, "b": {"bad": True}, "c": {"boom": True}})\n')
-    code, out, _ = _cli(["check", path, "--variant", "all", "--schedules", "1"], capsys)
+    code, out, err = _cli(["check", path, "--variant", "all", "--schedules", "1"], capsys)
     assert code == 1
     assert "PASS k[a]" in out and "FAIL k[b] on a2a3/spec: MismatchError" in out
     assert "FAIL k[c] on a2a3/spec: ValueError under the default schedule" in out
+    # check's default schedule orders GM accesses causally: `run` alone may not reproduce it
+    assert "(fails under the default schedule: every check, or run --causal, reproduces it)" in err
     assert out.rstrip().endswith("2 of 3 variants failed: k[b], k[c]")
 
 

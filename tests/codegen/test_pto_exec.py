@@ -1106,6 +1106,27 @@ def test_tpack_converts_as_static_cast(platform):
     np.testing.assert_array_equal(r.outputs["y"], want)
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("sat", ["", ", sat_mode = #pto<saturation_mode OFF>", ", sat_mode = #pto<saturation_mode ON>"])
+def test_tcvt_without_a_saturation_mode_wraps_f32_to_i16_as_pto_isa(platform, sat):
+    """pto.tcvt f32 -> i16 without a sat_mode: pto-isa's NPU default for the pair is
+    SaturationMode::OFF (rounded through int32, low 16 bits kept), not a clamp; ptoas's
+    ``sat_mode = #pto<saturation_mode ON>`` clamps, OFF wraps."""
+    i16 = vec_t(16, 16, "i16")
+    body = (f"    %s = arith.constant -3.0e5 : f32\n    %k = arith.constant 3.3e2 : f32\n"
+            f"    pto.tmuls ins(%t, %k : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})\n"
+            f"    pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})\n"
+            f"    %n = pto.alloc_tile : {i16}\n"
+            f"    pto.tcvt ins(%t {{rmode = #pto<round_mode CAST_RINT>{sat}}} : {vec_t(16, 16)}) outs(%n : {i16})\n"
+            f"    pto.tcvt ins(%n : {i16}) outs(%t : {vec_t(16, 16)})\n")
+    r = run_vec(body, platform=platform)
+    v = X * np.float32(330) + np.float32(-3e5)
+    r64 = np.rint(v.astype(np.float64))
+    want = np.clip(r64, -32768, 32767) if "ON" in sat else r64.astype(np.int64).astype(np.int16)
+    np.testing.assert_array_equal(r.outputs["y"], want.astype(np.float32))
+    assert (v < -32768).all()
+
+
 def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     """MLIR visibility: %k of the first loop's body is not visible in the second loop (ptoas:
     use of undeclared SSA value name); an iter_arg, the induction variable and an enclosing

@@ -729,3 +729,49 @@ def test_a_lone_vector_kernel_run_from_python_reads_gm_through_its_pointers(cpp_
         r = isa.run(aiv=aiv, args=dict(out=z, again=z, third=z, src=src, scalar=np.array([2.5], np.float32)))
         return r.outputs["again"].copy()
     np.testing.assert_array_equal(in_child(work), src + max(src.flat[1], 2.5))
+
+
+@needs_cxx
+def test_an_accumulating_matmul_onto_unwritten_acc_is_reported_at_its_line(cpp_cache):
+    """A K loop whose first step is TMATMUL_ACC reads L0C nothing of the launch wrote (stale
+    on the device, zeros here: the numbers would look right): a KernelError at that call.
+    The correct loop (TMATMUL first) is clean, in one launch and in two on one cluster."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (16, 48)).astype(np.float32)
+    b = rng.integers(-3, 4, (48, 16)).astype(np.float32)
+    args = dict(a=a, b=b, out=np.zeros((16, 16), np.float32))
+    for launches in (1, 2):
+        r = run_cpp(kernel("acc_k_loop.cpp"), dict(args, start=1), launches=launches)
+        np.testing.assert_array_equal(r["out"], a @ b)
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel("acc_k_loop.cpp"), dict(args, start=0))
+    assert "TMATMUL_ACC accumulates onto Acc tile" in ei.value.what and "no instruction of this launch wrote" \
+        in ei.value.what
+    assert ei.value.where == f"{os.path.relpath(kernel('acc_k_loop.cpp'))}:{line_of('acc_k_loop.cpp', 'TMATMUL_ACC(')}"
+    assert "TMATMUL (or TMATMUL_BIAS)" in ei.value.fix
+
+
+@needs_cxx
+def test_a_clean_spec_run_that_races_under_pto_isa_says_so(tmp_path, cpp_cache, capsys):
+    """A5: the Vector TSTOREs the popped slot and TFREEs it with no MTE3 -> V event - clean
+    under the default spec protocol, a race under pto-isa's (its free is one set on PIPE_V).
+    `run` and `check` pass and add a note with the race at the TFREE line; a kernel that stores
+    a computed copy (c2v_add.cpp) gets no note, nor does a run that asked for spec."""
+    from ptopipe.cli import main as cli_main
+    ins = []
+    for k, v in c2v_args().items():
+        np.save(tmp_path / f"{k}.npy", v)
+        ins += ["--input", f"{k}={tmp_path / k}.npy"]
+    name = "c2v_store_popped.cpp"
+    note = ("note: under --protocol pto-isa (what pto-isa's TPipe does on a5) this kernel races: DataRaceError: "
+            "slot 0 of C2V pipe FlagID 0")
+    at = f"(at {os.path.relpath(kernel(name))}:{line_of(name, 'TFREE<')})"
+    assert cli_main(["run", kernel(name), "--platform", "a5", "--quiet"] + ins) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("PASS ") and note in out and at in out, out
+    assert cli_main(["check", kernel(name), "--platform", "a5", "--schedules", "1"] + ins) == 0
+    assert note in capsys.readouterr().out
+    for cmd in (["run", kernel("c2v_add.cpp"), "--platform", "a5"], ["run", kernel(name), "--platform", "a5",
+                                                                      "--protocol", "spec"]):
+        assert cli_main(cmd + ["--quiet"] + ins) == 0
+        assert "note:" not in capsys.readouterr().out, cmd

@@ -26,7 +26,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     z = lambda dt=np.float32, sh=(R, C): np.zeros(sh, dt)   # noqa: E731
     u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
-                sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
+                sat=z(np.int16), dflt=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
                 exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)), flag_id=5)
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms", sync="auto").outputs      # (its one event: the int id form)
     np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
@@ -38,6 +38,8 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     big = np.rint(x.astype(np.float64) * 1000)                          # up to 40000: past int16
     np.testing.assert_array_equal(o["wrap"], big.astype(np.int64).astype(np.int16))       # SaturationMode::OFF
     np.testing.assert_array_equal(o["sat"], np.clip(big, -32768, 32767).astype(np.int16))  # ::ON
+    np.testing.assert_array_equal(o["dflt"], o["wrap"])                  # no mode: f32 -> i16 wraps
+    assert (big > 32767).any()
     window = np.full((R, C), -1, np.float32)
     window[:, :8] = x[:, :8]
     np.testing.assert_array_equal(o["window"], window)                  # 8 x 8 valid into 8 x 32 GM

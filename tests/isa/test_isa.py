@@ -609,9 +609,43 @@ def test_a_tile_in_the_ring_unordered_with_a_push_a5():
     e = ei.value
     assert "shares bytes with slot 1" in e.what and "no flag of the pipe orders it" in e.what
     assert f"{HERE}:{line_of(k, 'read')}" in e.details and f"{HERE}:{line_of(cube, 'push')}" in e.details
+    # reported at the tile's use (the push, met second, is correct code), naming where the tile was placed
+    assert_where(e, k, "read")
+    placed = e.details.splitlines()[0]
+    assert placed.startswith("the tile was assigned at ") and placed.endswith(f"{HERE}:{line_of(k, 'slot 1' + chr(39) + 's bytes')}"), placed
     # without the race checker the run goes by the simulator's order: no report
     ptopipe.run(cube, (k, None), args=dict(x=x, out=np.zeros_like(x), fifo=gm_buffer(2 * SL)), platform="a5",
                 checks=False)
+
+
+def test_a_cube_tile_in_the_v2c_ring_unordered_with_a_push_a5():
+    """The Cube's Mat tile placed in slot 1 of the V2C ring in L1, loaded before the Vector's
+    pushes: the race is reported at the Cube's TLOAD, naming where the tile was placed - not
+    at the Vector's TPUSH (correct code of the other core), whichever the run met second."""
+    def vec(x, fifo):
+        pipe = TPipe(0, DIR_V2C, SL, 2, peers=(0,))(fifo, 0, 0x8000)
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0)
+        TLOAD(t, x)
+        for _ in range(2):
+            TPUSH(pipe, t)  # push
+
+    def cube(y, fifo):
+        pipe = TPipe(0, DIR_V2C, SL, 2, peers=(0,))(fifo, 0, 0x8000)
+        m = Tile(TileType.Mat, float32, 16, 16)
+        TASSIGN(m, 0x8000 + SL)  # in the ring
+        TLOAD(m, y)  # load
+        p = Tile(TileType.Mat, float32, 16, 16)
+        for _ in range(2):
+            TPOP(pipe, p)
+            TFREE(pipe)
+    x = np.eye(16, dtype=np.float32)
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, (vec, None), args=dict(x=x, y=2 * x, fifo=gm_buffer(2 * SL)), platform="a5")
+    e = ei.value
+    assert "AIC's TLOAD writes a tile that shares bytes with slot 1 of V2C pipe" in e.what, e.what
+    assert_where(e, cube, "load")
+    assert e.details.splitlines()[0].endswith(f"{HERE}:{line_of(cube, 'in the ring')}"), e.details
+    assert f"{HERE}:{line_of(vec, 'push')}" in e.details
 
 
 @pytest.mark.parametrize("mask", [0, 4, 5, 7])

@@ -1,7 +1,8 @@
 """TCVT converts as the vector unit does: a float becomes an integer rounded by
 pto-isa's RoundMode (default CAST_RINT, ties to even) and saturated to the integer's range,
-NaN as 0 - not numpy's truncating, wrapping cast.  Checked against plain numpy on both
-platforms; CAST_ODD and non-RINT float narrowing are reported at their line."""
+NaN as 0 - not numpy's truncating, wrapping cast - except the pairs pto-isa's NPU headers
+default to SaturationMode::OFF, which wrap as on the device.  Checked against plain numpy on
+both platforms; CAST_ODD and non-RINT float narrowing are reported at their line."""
 import numpy as np
 import pytest
 
@@ -18,8 +19,13 @@ ROUND = {RoundMode.CAST_RINT: np.rint, RoundMode.CAST_FLOOR: np.floor, RoundMode
 
 
 def _want(x, mode, dt):
+    """f32 -> int8 / int32 saturates; f32 -> int16 is one of pto-isa's default-OFF pairs: the
+    value saturated into int32, then its low 16 bits."""
+    r = np.nan_to_num(ROUND[mode](x.astype(np.float64)), nan=0.0)
+    if dt is np.int16:
+        return np.clip(r, -2 ** 31, 2 ** 31 - 1).astype(np.int64).astype(np.int16)
     info = np.iinfo(dt)
-    return np.clip(np.nan_to_num(ROUND[mode](x.astype(np.float64)), nan=0.0), info.min, info.max).astype(dt)
+    return np.clip(r, info.min, info.max).astype(dt)
 
 
 def _run(mode, dt, platform="a2a3"):
@@ -39,7 +45,7 @@ def _run(mode, dt, platform="a2a3"):
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32])
 @pytest.mark.parametrize("mode", [None] + list(ROUND))
-def test_float_to_int_rounds_and_saturates(mode, dt, platform):
+def test_float_to_int_rounds_and_saturates_or_wraps(mode, dt, platform):
     got = _run(mode, dt, platform)
     np.testing.assert_array_equal(got, _want(X, mode or RoundMode.CAST_RINT, dt))
 
@@ -103,3 +109,41 @@ def test_float_narrowing_rounds_by_mode(dtype, mode):
     else:
         want = near
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+#: pto-isa's default-OFF pairs (npu/a2a3/TCvt.hpp kIsNarrowingCvt, npu/a5/TCvt.hpp) and pairs
+#: next to them that keep saturating: (source, destination, wraps)
+PAIRS = [(np.float16, np.int8, True), (np.float16, np.uint8, True), (np.float16, np.int16, True),
+         (np.float32, np.int16, True), (np.int32, np.int16, True), (np.int64, np.int32, True),
+         (np.float32, np.int8, False), (np.float32, np.uint8, False), (np.float16, np.int32, False)]
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_default_saturation_follows_pto_isa_per_pair(platform):
+    """TCVT without a SaturationMode, each pair against numpy: the default-OFF pairs equal an
+    explicit SaturationMode::OFF (rounded, through int32, low bits kept); the others saturate."""
+    fvals = np.array([200, -200, 300, 127.5, 128, -129, 1000, 40000, -40000, 2.5, -3.5, 255.5, 256, -1, 65504,
+                      -65504] * 2, np.float64)
+    ivals = np.array([40000, -40000, 2 ** 31 - 1, -2 ** 31, 65535, 32768, -32769, 7] * 4, np.int64)
+    inputs = {f"x{k}": (fvals if np.dtype(s).kind == "f" else ivals).astype(s).reshape(1, 32)
+              for k, (s, d, _) in enumerate(PAIRS)}
+    inputs["x5"] = (ivals * (2 ** 20)).reshape(1, 32)          # int64 values past int32
+
+    def vec(**g):
+        for k, (s, d, _) in enumerate(PAIRS):
+            a = Tile(TileType.Vec, np.dtype(s), 1, 32, addr=0)
+            b = Tile(TileType.Vec, np.dtype(d), 1, 32, addr=0x400)
+            TLOAD(a, g[f"x{k}"])
+            TCVT(b, a, RoundMode.CAST_RINT)
+            TSTORE(g[f"o{k}"], b)
+    outs = {f"o{k}": np.zeros((1, 32), d) for k, (s, d, _) in enumerate(PAIRS)}
+    res = ptopipe.run(None, (vec, None), dict(inputs, **outs), platform=platform).outputs
+    for k, (s, d, wraps) in enumerate(PAIRS):
+        x = inputs[f"x{k}"].astype(np.float64) if np.dtype(s).kind == "f" else inputs[f"x{k}"]
+        r = np.rint(x) if np.dtype(s).kind == "f" else x
+        if wraps:
+            want = (np.clip(r, -2 ** 31, 2 ** 31 - 1) if np.dtype(s).kind == "f" else r).astype(np.int64).astype(d)
+        else:
+            want = np.clip(r, np.iinfo(d).min, np.iinfo(d).max).astype(d)
+        np.testing.assert_array_equal(res[f"o{k}"], want, err_msg=f"{np.dtype(s).name} -> {np.dtype(d).name}")
+    assert res["o0"][0, 0] == -56 and res["o6"][0, 0] == 127      # 200.0: wraps into int8 from half only

@@ -194,3 +194,18 @@ def test_kernels_returns_callables_for_ptopipe_run():
     aic, aiv = kernels(prog)
     with pytest.raises(DeadlockError):
         ptopipe.run(aic=aic, aiv=aiv, args=_args())
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cast_f16_to_i8_wraps_as_pto_isa_default(platform):
+    """pl.cast is TCVT without a SaturationMode: f16 -> i8 is one of pto-isa's default-OFF
+    pairs, so a value past int8 keeps its low bits (200.0 -> -56), as the device's does."""
+    @pl.aiv
+    def cast_vec(x: pl.Tensor[[1, 32], pl.f16], q: pl.Tensor[[1, 32], pl.i8]):
+        t = pl.load(x, [0, 0], [1, 32])
+        pl.store(pl.cast(t, pl.i8), [0, 0], q)
+
+    x = np.array([200, -200, 300, 127.5, 128, -129, 1000, 3] * 4, np.float16).reshape(1, 32)
+    res = run(pl.program(cast_vec, name="cast"), dict(x=x, q=np.zeros((1, 32), np.int8)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["q"], np.rint(x.astype(np.float64)).astype(np.int64).astype(np.int8))
+    assert res.outputs["q"][0, 0] == -56

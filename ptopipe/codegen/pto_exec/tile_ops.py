@@ -277,7 +277,8 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
 
 
 def _attr_args(ex, s: Stmt) -> list:
-    """Op attributes a catalogue instruction takes after its operands (rounding mode)."""
+    """Op attributes a catalogue instruction takes after its operands (rounding mode; a
+    tcvt's saturation mode)."""
     out = []
     for key in ("rmode", "round_mode", "mode"):
         v = s.attr(key)
@@ -287,6 +288,15 @@ def _attr_args(ex, s: Stmt) -> list:
             if rm is None:
                 raise ex.perr(v[0], f"{key} {''.join(t.text for t in v)} is not supported")
             out.append(rm)
+    v = s.attr("sat_mode") if s.name == "pto.tcvt" else None       # #pto<saturation_mode ON|OFF>
+    if v:
+        m = re.search(r"saturation_mode\s+(ON|OFF)\b", " ".join(t.text for t in v))
+        if m is None:
+            raise ex.perr(v[0], f"sat_mode {' '.join(t.text for t in v)} is not a saturation mode",
+                          "use #pto<saturation_mode ON> or #pto<saturation_mode OFF>")
+        if not out:                 # pto-isa's TCVT takes the saturation mode after a RoundMode
+            out.append(isa.RoundMode.CAST_RINT)
+        out.append(isa.SaturationMode[m.group(1)])
     return out
 
 

@@ -12,37 +12,26 @@ and tile: the run goes on and computes what the device would.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from ... import isa
+from ...sim.written import WrittenBytes
 
 
-class Written:
-    """Written byte ranges per memory of one core: sorted, disjoint ``[lo, hi)`` lists."""
+class Written(WrittenBytes):
+    """Written byte ranges per memory of one core, and the (op, tile) pairs already reported."""
+
+    __slots__ = ("reported",)
 
     def __init__(self):
-        self.ranges = {}                 # memory space -> [[lo, hi], ...]
+        super().__init__()
         self.reported = set()
 
     def wrote(self, tile) -> None:
         if not isinstance(tile, isa.Tile) or tile.addr is None or tile.empty:
             return
-        merged = list(_span(tile))
-        keep = []
-        for r in self.ranges.get(tile.space, []):
-            if r[1] < merged[0] or r[0] > merged[1]:
-                keep.append(r)
-            else:                               # overlapping or touching: one range
-                merged = [min(merged[0], r[0]), max(merged[1], r[1])]
-        keep.append(merged)
-        keep.sort()
-        self.ranges[tile.space] = keep
+        self.add(tile.space, *_span(tile))
 
     def covered(self, tile) -> bool:
-        rs = self.ranges.get(tile.space, [])
-        lo, hi = _span(tile)
-        i = bisect_right(rs, [lo, float("inf")]) - 1
-        return i >= 0 and rs[i][0] <= lo and rs[i][1] >= hi
+        return self.covers(tile.space, *_span(tile))
 
     def read(self, ex, s, tile, warnings: list) -> None:
         """Warn (once per op and tile) when ``tile`` is read with bytes nothing wrote."""

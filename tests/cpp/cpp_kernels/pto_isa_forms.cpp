@@ -27,7 +27,7 @@ template <typename T> static void store(__gm__ float *__out__ p, T &t) { G<float
 
 extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *rsqrt, __gm__ float *colsum,
                                                 __gm__ float *rdiv, __gm__ float *twice, __gm__ float *rowmul,
-                                                __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
+                                                __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ int16_t *dflt, __gm__ float *window,
                                                 __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
                                                 __gm__ float *exp, __gm__ float *lists, __gm__ float *merged,
                                                 __gm__ int32_t *counts, __gm__ float *expanded, int32_t flag_id)
@@ -77,6 +77,9 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TSTORE(gw, i16);
     TCVT(i16, b, RoundMode::CAST_RINT, SaturationMode::ON);
     TSTORE(gs, i16);
+    TCVT(i16, b, RoundMode::CAST_RINT);     // float -> int16 without a mode: pto-isa's OFF
+    G<int16_t> gd(dflt);
+    TSTORE(gd, i16);
     G<float> gwin(window);
     TSTORE(gwin, part);                     // the valid 8 x 8 into the 8 x 32 tensor
     TFILLPAD(pad, part);
