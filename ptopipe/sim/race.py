@@ -162,6 +162,21 @@ def gm_region(gt):
     return region_of_ranges(gt.byte_ranges())
 
 
+def _reusing(bucket, key, rec) -> tuple:
+    """``rec``, a GM write through a GlobalTensor, marked as reusing its buffer when the same
+    core wrote the same region before (``bucket``: its writes' page bucket, or None): its
+    label gains that write's epoch and occurrence - a reader ordered after that write but not
+    this one read the old data (a write-after-read of a reused buffer)."""
+    label = rec[8]
+    if bucket is None or label.__class__ is not tuple or len(label) > 3:
+        return rec
+    old = bucket[1].get(key)
+    if old is None:
+        return rec
+    ol = old[8]
+    return rec[:8] + (label[:3] + (old[4], ol[2] if ol.__class__ is tuple and len(ol) > 2 else None),) + rec[9:]
+
+
 class HappensBefore:
     """The race checker attached to a :class:`~ptopipe.sim.Cluster` as ``cluster.checker``."""
 
@@ -341,11 +356,11 @@ class HappensBefore:
                     for r in bucket[1].values():
                         if r[4] > vc[k] and r[0] < hi and lo < r[1] and overlap(lo, hi, rows, r[0], r[1], r[2]):
                             if work is None or not r[5]:
-                                raise self.race(core, mem, rec, r)
+                                raise self.race(core, mem, _reusing(page[mine], key, rec), r)
                             if changed is None:
                                 changed = self._apply_work(mem, lo, hi, work)
                             if changes_shared(changed, lo, rec, r):
-                                raise self.race(core, mem, rec, r)
+                                raise self.race(core, mem, _reusing(page[mine], key, rec), r)
                             self._twice(core, mem, rec, r)
             bucket = page[mine]
             if bucket is None:
@@ -355,15 +370,8 @@ class HappensBefore:
                 if bucket[0] < epoch:
                     bucket[0] = epoch
                 d = bucket[1]
-                if write and label.__class__ is tuple:
-                    old = d.get(key)
-                    if old is not None:
-                        # the same core wrote these bytes before: the buffer is reused; a
-                        # reader ordered after that write but not this one read the old data
-                        # (label: + the earlier write's epoch and occurrence)
-                        ol = old[8]
-                        label = label[:3] + (old[4], ol[2] if ol.__class__ is tuple and len(ol) > 2 else None)
-                        rec = rec[:8] + (label,) + rec[9:]
+                if write:
+                    rec = _reusing(bucket, key, rec)
                 d[key] = rec
                 if len(d) > _PRUNE_AT:
                     self._prune(c, d)
@@ -536,10 +544,13 @@ class HappensBefore:
             return None
         w, r = (a, b) if a["access"] == "write" else (b, a)
         reused = w.get("reused")
-        if w is b:
+        if reused is None:
+            # a first write of the bytes, unordered with a read: nothing says which was meant
+            # first (a hand-off missing its signal reads as a write after the read too)
+            return None
+        if w is b and reused[0] > core.vclock[prev[3]]:
             # the reader (this core) must be ordered after the write's predecessor
-            if reused is None or reused[0] > core.vclock[prev[3]]:
-                return None
+            return None
 
         def nth(d):
             return f"{ordinal(d['nth'])} " if d.get("nth") else ""
