@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ..driver import cpp
-from ..errors import BudgetError, DataRaceError, DeadlockError, LeakError, ProtocolError, PtoPipeError
+from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
 from .common import block_note, blocks_ran, launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
 
@@ -56,36 +56,14 @@ def _protocol_hint(args, e) -> None:
 
 
 def _pto_isa_note(args, summary) -> str | None:
-    """A clean run (``summary``; None: a clean check) under the default spec protocol of a
-    kernel with pipes: the note that the same kernel fails under pto-isa's protocol, if it
-    does - judged as ``check`` judges (a checked rerun in the causal order: spec's TFREE
-    follows every read of the slot, pto-isa's may signal before a TSTORE of it finished, a
-    race only that order shows).  When the causal order fails under spec as well (a `run`
-    without --causal did not look), the note says that instead."""
-    if args.protocol is not None or getattr(args, "no_checks", False) or (summary is not None and not summary.pipes):
-        return None
-    platform = args.platform or "a2a3"
-    kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
-    found = {}
-    causal_clean = summary is None or getattr(args, "causal", False)    # (check: its default schedule)
-    for protocol in ("pto-isa",) if causal_clean else ("pto-isa", "spec"):
-        try:
-            cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                         getattr(args, "input", None), platform, protocol=protocol, **kw)
-        except BudgetError:             # out of time or instructions: no finding
-            return None
-        except PtoPipeError as e:
-            found[protocol] = e
-        if not found:
-            return None
-    e = found.get("spec", found["pto-isa"])
-    head = f"{type(e).__name__}: {e.what}" + (f" (at {e.where})" if e.where else "")
-    if "spec" in found:
-        return (f"in the causal order `check` uses this kernel fails: {head} (`run --causal` with the "
-                "same inputs reports it)")
-    verb = "races" if isinstance(e, DataRaceError) or "race" in e.what else "fails"
-    return (f"under --protocol pto-isa (what pto-isa's TPipe does on {platform}) this kernel {verb}: {head} "
-            "(`check --protocol pto-isa`, or `run --protocol pto-isa --causal`, with the same inputs reports it)")
+    """The note of a clean run (``summary``; None: a clean check) under the default protocol
+    when the kernel fails under pto-isa's (:func:`ptopipe.driver.cpp.pto_isa_note`)."""
+    return cpp.pto_isa_note(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
+                            getattr(args, "input", None), args.platform or "a2a3",
+                            protocol=args.protocol, checks=not getattr(args, "no_checks", False),
+                            pipes=summary is None or bool(summary.pipes),
+                            causal_clean=summary is None or getattr(args, "causal", False),
+                            run_kwargs={**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args)})
 
 
 def run_cpp_file(args) -> int:

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..errors import PtoPipeError
+from ..errors import BudgetError, DataRaceError, PtoPipeError
 from ..sim.bounds import Deadline
 from .pto import load_inputs
 
@@ -70,6 +70,39 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
         raise
     summary.leaks[:0] = build_warnings(libs)
     return outputs, summary
+
+
+def pto_isa_note(path: str, aic: str | None, aiv: str | None, pairs, platform: str, *,
+                 protocol: str | None, checks: bool, pipes: bool, causal_clean: bool,
+                 run_kwargs: dict) -> str | None:
+    """The note for a clean run or check of the C++ kernels of ``path`` under the default
+    protocol (``protocol`` None; with the checkers on, and ``pipes``: the kernels use a ring)
+    when the same kernels fail under pto-isa's protocol - judged as ``check`` judges, a
+    checked rerun in the causal order: spec's TFREE follows every read of the slot, pto-isa's
+    may signal before a TSTORE of it finished, a race only that order shows.  When the run
+    was not already clean in the causal order (``causal_clean`` false: a ``run`` without
+    --causal) and the causal order fails under spec as well, the note says that instead.
+    None when there is nothing to say (or a rerun ran out of its bounds)."""
+    if protocol is not None or not checks or not pipes:
+        return None
+    found = {}
+    for proto in ("pto-isa",) if causal_clean else ("pto-isa", "spec"):
+        try:
+            run_file(path, aic, aiv, pairs, platform, protocol=proto, causal=True, **run_kwargs)
+        except BudgetError:             # out of time or instructions: no finding
+            return None
+        except PtoPipeError as e:
+            found[proto] = e
+        if not found:
+            return None
+    e = found.get("spec", found["pto-isa"])
+    head = f"{type(e).__name__}: {e.what}" + (f" (at {e.where})" if e.where else "")
+    if "spec" in found:
+        return (f"in the causal order `check` uses this kernel fails: {head} (`run --causal` with the "
+                "same inputs reports it)")
+    verb = "races" if isinstance(e, DataRaceError) or "race" in e.what else "fails"
+    return (f"under --protocol pto-isa (what pto-isa's TPipe does on {platform}) this kernel {verb}: {head} "
+            "(`check --protocol pto-isa`, or `run --protocol pto-isa --causal`, with the same inputs reports it)")
 
 
 def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str, check, runs: int,

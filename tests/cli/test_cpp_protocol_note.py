@@ -1,20 +1,21 @@
 """The note a clean default-protocol C++ run or check gets when the kernel fails under
-pto-isa's protocol (cli/cpp.py): which reruns it makes and what it says, with the runs
-stubbed (tests/cpp/test_cpp_kernels.py runs a real kernel through it)."""
+pto-isa's protocol (ptopipe.driver.cpp.pto_isa_note): which reruns it makes and what it says,
+with the runs stubbed (tests/cpp/test_cpp_kernels.py runs a real kernel through the command)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from ptopipe.cli import cpp as cli_cpp
+from ptopipe.driver import cpp
 from ptopipe.errors import BudgetError, DataRaceError, DeadlockError
 
 
-def _args(**kw):
-    base = dict(file="k.cpp", protocol=None, platform="a5", input=None, timeout=None, until_cycle=None, sync=None,
-                launches=None, causal=False, no_checks=False)
-    return SimpleNamespace(**dict(base, **kw))
+def _note(summary, protocol=None, no_checks=False, causal=False):
+    """The note for a run (``summary``) or check (None) of the command's options."""
+    return cpp.pto_isa_note("k.cpp", None, None, None, "a5", protocol=protocol, checks=not no_checks,
+                            pipes=summary is None or bool(summary.pipes),
+                            causal_clean=summary is None or causal, run_kwargs={})
 
 
 def _stub(monkeypatch, fails: dict):
@@ -26,7 +27,7 @@ def _stub(monkeypatch, fails: dict):
         if protocol in fails:
             raise fails[protocol]
         return {}, None
-    monkeypatch.setattr(cli_cpp.cpp, "run_file", run_file)
+    monkeypatch.setattr(cpp, "run_file", run_file)
     return calls
 
 
@@ -36,7 +37,7 @@ RACE = DataRaceError("slot 0 raced", where="k.cpp:12")
 
 def test_a_race_only_under_pto_isa_is_named_with_its_line(monkeypatch):
     calls = _stub(monkeypatch, {"pto-isa": RACE})
-    note = cli_cpp._pto_isa_note(_args(), PIPES)
+    note = _note(PIPES)
     assert note.startswith("under --protocol pto-isa (what pto-isa's TPipe does on a5) this kernel races: "
                            "DataRaceError: slot 0 raced (at k.cpp:12)"), note
     assert calls == [("pto-isa", True), ("spec", True)]
@@ -44,14 +45,14 @@ def test_a_race_only_under_pto_isa_is_named_with_its_line(monkeypatch):
 
 def test_a_failure_of_the_causal_order_under_spec_too_is_not_blamed_on_pto_isa(monkeypatch):
     _stub(monkeypatch, {"pto-isa": RACE, "spec": DeadlockError("stuck", where="k.cpp:30")})
-    note = cli_cpp._pto_isa_note(_args(), PIPES)
+    note = _note(PIPES)
     assert note.startswith("in the causal order `check` uses this kernel fails: DeadlockError: stuck (at k.cpp:30)")
 
 
 @pytest.mark.parametrize("kw, summary", [(dict(causal=True), PIPES), ({}, None)], ids=["run --causal", "check"])
 def test_a_run_already_clean_in_the_causal_order_is_rerun_under_pto_isa_only(monkeypatch, kw, summary):
     calls = _stub(monkeypatch, {"pto-isa": RACE})
-    assert "this kernel races" in cli_cpp._pto_isa_note(_args(**kw), summary)
+    assert "this kernel races" in _note(summary, **kw)
     assert calls == [("pto-isa", True)]
 
 
@@ -64,4 +65,4 @@ def test_a_run_already_clean_in_the_causal_order_is_rerun_under_pto_isa_only(mon
 ], ids=["protocol", "no-checks", "no-pipe", "clean", "budget"])
 def test_no_note(monkeypatch, kw, summary, fails):
     _stub(monkeypatch, fails)
-    assert cli_cpp._pto_isa_note(_args(**kw), summary) is None
+    assert _note(summary, **kw) is None
