@@ -115,7 +115,10 @@ def _consumer_operand(r, fs, tok, way, loc):
                     "arith.constant 0 : i32 for an unused direction")
 
 
-def _init_attrs(r, attrs, opt):
+def _init_attrs(r, attrs, opt, frontend=False):
+    """An init's attributes.  The pipe's first flag is ``flag_base`` (a lower-level init's
+    ``id`` too); a frontend init's ``id`` is its pipe's name (pypto's frontend pipe id), which
+    ptoas gives flags of their own (:func:`~ptopipe.protocol.rings.ptoas_flag_bases`)."""
     _unknown(r, attrs, _INIT_KEYS, opt)
     d = _need(r, attrs, "dir_mask", opt)
     if isinstance(d, bool) or d not in (1, 2, 3, 5, 6, 7):
@@ -125,8 +128,7 @@ def _init_attrs(r, attrs, opt):
     out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
            "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
            "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None,
-           # the pipe's first flag: `id`, or the lower-level spelling `flag_base`
-           "flag_id": (_need(r, attrs, "id", opt) if "id" in attrs else
+           "flag_id": (_need(r, attrs, "id", opt) if "id" in attrs and not frontend else
                        _need(r, attrs, "flag_base", opt) if "flag_base" in attrs else None),
            "local_slot_num": (_need(r, attrs, "local_slot_num", opt) if "local_slot_num" in attrs
                               else None)}
@@ -223,7 +225,7 @@ def h_init(r, fs, opt, results, loc):
     if opt.text != want:
         raise c.error(f"{opt.text} in a {'cube' if fs.kind is FunctionKind.AIC else 'vector'} kernel",
                       opt, f"use {want}")
-    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt)
+    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt, frontend=True)
     c.expect("(", "opening the init's operands")
     got = {}
     while not c.accept(")"):
