@@ -2,7 +2,8 @@
 ``pto.import_reserved_buffer``, ``pto.aic_/aiv_initialize_pipe`` (both consumer-buffer
 operands; ``gm_slot_buffer`` optional), ``tpush_to_aiv|aic``, ``tpop_from_aic|aiv`` (with
 optional dynamic valid shape ``(%vr, %vc)``: read, not modelled - the whole tile is popped),
-``tfree_from_aic|aiv`` and ptopipe's ``talloc_to_aiv|aic`` (address flow).  Each becomes
+``tfree_from_aic|aiv``, ptopipe's ``talloc_to_aiv|aic`` (address flow) and ``pto.addptr`` of a
+GM slot buffer parameter (an init's ring further into the buffer: ``gm_offset``).  Each becomes
 the seed-003 op of ptopipe's IR; the direction follows from the op name.  The lower-level
 forms on a ``!pto.pipe`` handle are in :mod:`.pto_pipe_handle`.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from ..arch.vocab import Direction, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C, Ring
-from ..ir.types import INDEX, NONE, BufferType, TensorType
+from ..ir.types import INDEX, NONE, BufferType, TensorType, itemsize
 from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
@@ -165,6 +166,54 @@ def _trailing(r, attrs: dict, opt):
     return Token("value", "%" + name, t.line, t.col)
 
 
+class GmAt:
+    """``%q = pto.addptr %p, %n``: pointer parameter ``%p`` (its name token) ``n`` elements
+    on - read only as a pipe init's GM slot buffer (pypto's layout of several pipes' GM rings in
+    one buffer, pipe k's at an addptr of it): the init's ring starts ``n`` elements into ``%p``."""
+    __slots__ = ("base", "elems")
+
+    def __init__(self, base, elems):
+        self.base, self.elems = base, elems
+
+
+def _ptr_short(c) -> None:
+    """A pointer type in either spelling: ``!pto.ptr<f32>`` or ptoas's short ``<f32>``."""
+    if c.at("<"):
+        c.next()
+        c.next()
+        c.expect(">", "closing the pointer type")
+    else:
+        c.type_()
+
+
+def h_addptr(r, fs, opt, results, loc):
+    """``%q = pto.addptr %p, %n : <T> -> <T>`` of a pointer parameter (or of another such
+    addptr) by a constant element count (:class:`GmAt`)."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    pt = c.kind("value", "the pointer")
+    c.expect(",")
+    nt = c.kind("value", "the element offset")
+    c.expect(":")
+    _ptr_short(c)
+    c.expect("->")
+    _ptr_short(c)
+    _, p = lookup(r, fs, pt)
+    if isinstance(p, GmAt):
+        base, elems = p.base, p.elems
+    elif isinstance(getattr(p, "type", None), TensorType) and p in fs.block.args:
+        base, elems = pt, 0
+    else:
+        raise c.error(f"pto.addptr of {pt.text}: the static reader takes an addptr of a !pto.ptr parameter "
+                      "only (a pipe init's GM slot buffer)", pt)
+    n = fs.const_values.get(read(r, fs, nt))
+    if n is None or isinstance(n, bool):
+        raise c.error(f"pto.addptr by {nt.text}: the static reader takes a constant offset only", nt,
+                      "offset the GM slot buffer by an arith.constant")
+    rt, name = results[0]
+    r.define(fs, rt, name, GmAt(base, elems + n))
+
+
 def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, handle=False):
     """An init op of the function: ``gm`` (a pointer parameter, else a null constant) and each
     direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction).
@@ -185,13 +234,21 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, 
         raise r.c.error("pipe initialisation in the entry function", opt)
     if gm_tok is not None:
         _, g = lookup(r, fs, gm_tok)
-        if g in fs.untyped:
-            g.type = r.gm_slot_type(g.type.dtype, attrs)
+        elems = 0
+        if isinstance(g, GmAt):             # a ring further into the buffer
+            gm_tok, elems = g.base, g.elems
+            _, g = lookup(r, fs, gm_tok)
+        if g in fs.untyped or g in r.gm_sized:   # sized by the rings laid out in it
+            need = r.gm_slot_type(g.type.dtype, attrs).shape[0] + elems
+            if g in fs.untyped or g.type.shape[0] < need:
+                g.type = TensorType((need,), g.type.dtype)
             r.gm_sized.add(g)
-            del fs.untyped[g]
+            fs.untyped.pop(g, None)
         gm = read(r, fs, gm_tok)
         if not isinstance(gm.type, TensorType):
             raise r.c.error(f"gm_slot_buffer {gm_tok.text} is not a !pto.ptr parameter", gm_tok)
+        if elems:
+            attrs = dict(attrs, gm_offset=elems * itemsize(gm.type.dtype))
     else:
         gm = emit(r, fs, ConstOp.name, [], [NONE], {"value": None}, loc).results[0]
     ops, bufs = [], []
@@ -377,7 +434,7 @@ def h_talloc(r, fs, opt, results, loc):
 
 
 PIPE_HANDLERS = {
-    "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
+    "pto.addptr": h_addptr, "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
     "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
     "pto.tpush_to_aiv": h_tpush, "pto.tpush_to_aic": h_tpush,
     "pto.tpop_from_aic": h_tpop, "pto.tpop_from_aiv": h_tpop,

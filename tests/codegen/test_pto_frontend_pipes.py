@@ -1,7 +1,8 @@
 """Frontend pipes as pypto writes them: ``pto.aic_/aiv_initialize_pipe {id = N, ...}`` names
 a pipe (its pushes, pops and frees say ``{id = N}``) and ptoas gives each pipe flags of its
 own; on A2A3 pypto lays the GM rings of the pipes out in one buffer, pipe k's at a
-``pto.addptr`` of it; the two ends of a pipe agree on its direction."""
+``pto.addptr`` of it (run, read statically, written back); the two ends of a pipe agree on
+its direction."""
 import pathlib
 import sys
 
@@ -9,9 +10,15 @@ import numpy as np
 import pytest
 
 from ptopipe.arch.vocab import Protocol
+from ptopipe.codegen.cpp_writer import write_cpp
 from ptopipe.codegen.pto_exec import read_program, run_pto
 from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
-from ptopipe.errors import ConfigError
+from ptopipe.codegen.pto_load import load_pto
+from ptopipe.codegen.pto_writer import write_pto
+from ptopipe.errors import CompileError, ConfigError
+from ptopipe.passes import PassContext, validate
+from ptopipe.passes.util import functions, init_ops
+from ptopipe.runtime.kernels import run as run_ir
 from ptopipe.protocol.model import model_for
 from ptopipe.protocol.rings import ptoas_flag_bases
 
@@ -174,3 +181,40 @@ def test_the_two_ends_disagreeing_on_the_direction_is_said_so_at_both_inits():
     assert (f"disagree on its direction: the Cube's init at <pto>:{cube_line}:5 says dir_mask = 1 (C2V), the "
             f"Vector's init at <pto>:{vec_line}:5 dir_mask = 2 (V2C)") in e.value.what, e.value.what
     assert "flag" not in e.value.what
+
+
+def ring_8k_into_the_buffer() -> str:
+    """The C2V pair of ``cube_vector_pair`` on A3 with its GM ring 8 KiB (2048 f32) into %buf
+    on both ends: ``%far = pto.addptr %buf, %c2048`` as the init's gm_slot_buffer."""
+    text = cube_vector_pair(1, "a3")
+    for at in ("    %imp = pto.import_reserved_buffer", "    %ring = pto.reserve_buffer"):
+        text = text.replace(at, "    %c2048 = arith.constant 2048 : index\n"
+                                "    %far = pto.addptr %buf, %c2048 : <f32> -> <f32>\n" + at, 1)
+    return text.replace("gm_slot_buffer = %buf : !pto.ptr<f32>", "gm_slot_buffer = %far : !pto.ptr<f32>")
+
+
+def test_a_ring_at_an_addptr_of_its_gm_buffer_is_read_statically_written_back_and_run_there():
+    text = ring_8k_into_the_buffer()
+    op, _warnings, plat = load_pto("k.pto", text=text)          # verified statically
+    assert [i.gm_offset for f in functions(op) for i in init_ops(f)] == [8192, 8192]
+    written = write_pto(op, plat)
+    assert written.count("= pto.addptr %buf, %c2048_index : <f32> -> <f32>") == 2
+    assert "(gm_slot_buffer = %gm_ring : !pto.ptr<f32>, " in written
+    assert write_cpp(op).count("Pipe pipe((__gm__ void *)((__gm__ uint8_t *)buf + 8192), ") == 2
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2))
+    for run in (lambda **kw: run_ir(op, kw), lambda **kw: run_pto(text=text, inputs=kw)):    # IR, file
+        kw = dict(a=a, b=b, out=np.zeros((16, 16), np.float32), buf=np.zeros(4096, np.float32))
+        out = run(**kw).outputs
+        np.testing.assert_allclose(out["out"], 2 * (a @ b), rtol=1e-5, atol=1e-5)
+        assert not out["buf"][:2048].any() and out["buf"][2048:].any()     # the ring is the second 8 KiB
+
+
+def test_a_gm_buffer_too_small_for_a_ring_at_an_addptr_of_it_is_refused_statically():
+    op, _w, plat = load_pto("k.pto", text=ring_8k_into_the_buffer())
+    for f in functions(op):
+        for init in init_ops(f):
+            init.gm_offset = 16384 - 4          # the ring would end 8188 bytes past the buffer
+    with pytest.raises(CompileError) as e:
+        validate.run(op, PassContext(platform=plat, protocol="spec", as_ptoas=True))
+    assert "smaller than the GM ring it holds from byte 16380" in e.value.what, e.value.what
