@@ -214,22 +214,25 @@ def h_addptr(r, fs, opt, results, loc):
     r.define(fs, rt, name, GmAt(base, elems + n))
 
 
-def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, handle=False):
+def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, handle=False,
+               frontend_id=0):
     """An init op of the function: ``gm`` (a pointer parameter, else a null constant) and each
     direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction).
     Returns its pipe id: a lower-level init (``handle``: its ``!pto.pipe`` names the ring of
     each push / pop) of a direction the function already set up is the next ring of that
-    direction, id 1, 2, ... in init order (both kernels number their rings the same way);
-    the frontend ops name no pipe, so a frontend init sets up the only ring of its
-    direction(s)."""
+    direction, id 1, 2, ... in init order (both kernels number their rings the same way); a
+    frontend init's is its ``id`` (``frontend_id``: pypto's name of the pipe, which its
+    pushes / pops / frees name; 0 when absent)."""
     mask = int(attrs["dir_mask"]) & 3
     taken = {rg.id for rg in fs.rings if rg.direction & mask}
-    if taken and not handle:
-        raise r.c.error("a second pipe initialisation of a direction in this kernel", opt,
-                        "ptopipe runs one frontend pipe per direction: one init with dir_mask = 3 "
-                        "for both ways (a second ring of a direction: pto.initialize_l2g2l_pipe / "
-                        "pto.initialize_l2l_pipe, whose handle each push / pop names)")
-    pid = max(taken) + 1 if taken else 0
+    if handle:
+        pid = max(taken) + 1 if taken else 0
+    else:                                   # a frontend pipe's id names its ring
+        pid = frontend_id
+        if pid in taken:
+            raise r.c.error(f"a second pipe initialisation of a direction with id = {pid} in this kernel", opt,
+                            "give each frontend pipe of a direction its own id = N (its tpush / tpop / "
+                            "tfree name it), or one init with dir_mask = 3 for both ways")
     if fs.kind is FunctionKind.Group:
         raise r.c.error("pipe initialisation in the entry function", opt)
     if gm_tok is not None:
@@ -282,7 +285,9 @@ def h_init(r, fs, opt, results, loc):
     if opt.text != want:
         raise c.error(f"{opt.text} in a {'cube' if fs.kind is FunctionKind.AIC else 'vector'} kernel",
                       opt, f"use {want}")
-    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt, frontend=True)
+    raw = c.attr_dict()
+    fid = _need(r, raw, "id", opt) if "id" in raw else 0
+    attrs, nosplit = _init_attrs(r, raw, opt, frontend=True)
     c.expect("(", "opening the init's operands")
     got = {}
     while not c.accept(")"):
@@ -307,7 +312,7 @@ def h_init(r, fs, opt, results, loc):
     if _trailing(r, attrs, opt) is not None:
         raise c.error("ptopipe.gm_slot_buffer on an init that names its gm_slot_buffer operand", opt)
     _make_init(r, fs, opt, loc, attrs, got.get("gm_slot_buffer"), got["c2v_consumer_buf"],
-               got["v2c_consumer_buf"], nosplit)
+               got["v2c_consumer_buf"], nosplit, frontend_id=fid)
 
 
 def _split(r, fs, attrs, opt, required=True):
@@ -324,10 +329,24 @@ def _split(r, fs, attrs, opt, required=True):
     return SPLIT_OF[v]
 
 
+def _pipe_id(r, attrs, opt) -> int:
+    """The frontend pipe a push / pop / free names: its ``{id = N}`` (0 when absent)."""
+    return _need(r, attrs, "id", opt) if "id" in attrs else 0
+
+
+def _id_attrs(attrs: dict, pid: int) -> dict:
+    if pid:
+        attrs["id"] = pid
+    return attrs
+
+
 def _ring(r, fs, d, role, opt, pid=0):
     if fs.init is None:
         raise r.c.error(f"{opt.text} before the pipe is initialised", opt,
                         "initialise the pipe at the top of the kernel")
+    if Ring(d, pid) not in fs.rings and any(rg.direction is d for rg in fs.rings):
+        raise r.c.error(f"{opt.text} names pipe id = {pid}, which no {d.name[4:]} pipe init of this kernel has", opt,
+                        "name the id = N of a pipe init of this direction")
     buf = fs.rings.get(Ring(d, pid))
     kind = "import" if role == "producer" else "reserve"
     if buf is None or buf.type.kind != kind:
@@ -361,8 +380,10 @@ def h_tpush(r, fs, opt, results, loc):
     c.expect(")")
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
-    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
-    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
+    attrs = c.attr_dict() if c.at("{") else {}
+    split, pid = _split(r, fs, attrs, opt), _pipe_id(r, attrs, opt)
+    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt, pid)], [],
+         _id_attrs({"split": split, "direction": d}, pid), loc)
 
 
 def _pop_type(r, pt, tok):
@@ -383,12 +404,13 @@ def h_tpop(r, fs, opt, results, loc):
         c.expect(",")
         read(r, fs, c.kind("value", "the valid columns"))
         c.expect(")")
-    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
+    attrs = c.attr_dict() if c.at("{") else {}
+    split, pid = _split(r, fs, attrs, opt), _pipe_id(r, attrs, opt)
     c.expect("->", "before the popped tile's type")
     tt = c.peek()
     ty = _pop_type(r, c.type_(), tt)
-    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [ty],
-              {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt, pid)], [ty],
+              _id_attrs({"type": ty, "split": split, "direction": d}, pid), loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 
 
@@ -414,7 +436,7 @@ def h_tfree(r, fs, opt, results, loc):
         obj = read(r, fs, t)
         _check_type(r, t, obj, pt)
     attrs = r.c.attr_dict() if r.c.at("{") else {}
-    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc, obj)
+    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc, obj, _pipe_id(r, attrs, opt))
 
 
 def h_talloc(r, fs, opt, results, loc):

@@ -15,7 +15,7 @@ from ptopipe.codegen.pto_exec import read_program, run_pto
 from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_writer import write_pto
-from ptopipe.errors import CompileError, ConfigError
+from ptopipe.errors import CompileError, ConfigError, ParseError
 from ptopipe.passes import PassContext, validate
 from ptopipe.passes.util import functions, init_ops
 from ptopipe.runtime.kernels import run as run_ir
@@ -123,6 +123,34 @@ def test_two_frontend_pipes_named_by_id_get_flags_of_their_own(arch, protocol, f
     assert all(f"V2C pipe FlagID {f} (peers AIV0,AIV1)" in text for f in flags), text
     if arch == "a3":
         assert "buf: seeded random float32[4096] (give --input buf=FILE.npy)" in r.notes
+
+
+def test_two_frontend_pipes_are_two_rings_of_the_static_program_and_written_back():
+    """The static reader gives each frontend pipe of a direction its own ring, paired across
+    the kernels by id: verified, written back (pipe 1 as ptoas's lower-level form at its
+    FlagID) and the written file runs to the same numbers.  On A3 (pipe 1's ring at an addptr of
+    the buffer) the verifier agrees with the run: pto-isa's flags fit, spec's do not."""
+    op, _w, plat = load_pto("k.pto", text=two_v2c_pipes("a5"))
+    assert [[i.pipe_id or 0 for i in init_ops(f)] for f in functions(op)] == [[0, 1], [0, 1]]
+    written = write_pto(op, plat)
+    r = run_pto(text=written, inputs=dict(XY, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], XY["x"] @ XY["y"], rtol=1e-5, atol=1e-5)
+    op, _w, _plat = load_pto("k.pto", text=two_v2c_pipes("a3"), protocol="pto-isa")
+    assert [[i.gm_offset for i in init_ops(f)] for f in functions(op)] == [[None, 8192], [None, 8192]]
+    with pytest.raises(CompileError, match="flags run out"):
+        load_pto("k.pto", text=two_v2c_pipes("a3"))
+
+
+def test_a_frontend_id_no_init_or_two_inits_have_is_a_parse_error_of_the_static_reader():
+    text = two_v2c_pipes("a5").replace("pto.aiv_initialize_pipe {id = 1", "pto.aiv_initialize_pipe {id = 0")
+    with pytest.raises(ParseError) as e:
+        load_pto("k.pto", text=text)
+    assert "a second pipe initialisation of a direction with id = 0" in e.value.what
+    assert e.value.where == f"k.pto:{line_of(text, 'v2c_consumer_buf = %i1')}:5"
+    text = two_v2c_pipes("a5").replace("{id = 1, split = 1}", "{id = 2, split = 1}", 1)
+    with pytest.raises(ParseError) as e:
+        load_pto("k.pto", text=text)
+    assert "names pipe id = 2, which no V2C pipe init of this kernel has" in e.value.what
 
 
 def test_the_id_warning_says_the_bundled_ptoas_refuses_it_and_a_newer_accepts_it():
