@@ -230,8 +230,8 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, 
     else:                                   # a frontend pipe's id names its ring
         pid = frontend_id
         if pid in taken:
-            raise r.c.error(f"a second pipe initialisation of a direction with id = {pid} in this kernel", opt,
-                            "give each frontend pipe of a direction its own id = N (its tpush / tpop / "
+            raise r.c.error(f"a second pipe initialisation of a direction with id = {pid} in this "
+                            "kernel", opt, "give each frontend pipe of a direction its own id = N (its tpush / tpop / "
                             "tfree name it), or one init with dir_mask = 3 for both ways")
     if fs.kind is FunctionKind.Group:
         raise r.c.error("pipe initialisation in the entry function", opt)
@@ -335,6 +335,7 @@ def _pipe_id(r, attrs, opt) -> int:
 
 
 def _id_attrs(attrs: dict, pid: int) -> dict:
+    """A pipe op's attributes, with the ring's ``id`` when it is not ring 0."""
     if pid:
         attrs["id"] = pid
     return attrs
@@ -345,8 +346,8 @@ def _ring(r, fs, d, role, opt, pid=0):
         raise r.c.error(f"{opt.text} before the pipe is initialised", opt,
                         "initialise the pipe at the top of the kernel")
     if Ring(d, pid) not in fs.rings and any(rg.direction is d for rg in fs.rings):
-        raise r.c.error(f"{opt.text} names pipe id = {pid}, which no {d.name[4:]} pipe init of this kernel has", opt,
-                        "name the id = N of a pipe init of this direction")
+        raise r.c.error(f"{opt.text} names pipe id = {pid}, which no {d.name[4:]} pipe init of this "
+                        "kernel has", opt, "name the id = N of a pipe init of this direction")
     buf = fs.rings.get(Ring(d, pid))
     kind = "import" if role == "producer" else "reserve"
     if buf is None or buf.type.kind != kind:

@@ -227,7 +227,8 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
     x SLOT_SIZE per direction, from a constant ``pto.addptr`` of it on), and what the
-    functions it is passed to (func.call) need; with each the dense shape of the view that sets it (or None) and that statement's token."""
+    functions it is passed to (func.call) need; with each the dense shape of the view that
+    sets it (or None) and that statement's token."""
     ext, shapes, origin = {}, {}, {}
 
     def need(key, n, shape=None, at=None):
@@ -243,8 +244,8 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
         for s in walk(f.body):
             if s.name == "pto.addptr" and s.results:
                 vs = s.values()
-                base, off = (vs[0].text, 0) if vs and vs[0].text in ptypes else moved.get(vs[0].text if vs else None,
-                                                                                        (None, 0))
+                base, off = ((vs[0].text, 0) if vs and vs[0].text in ptypes else
+                             moved.get(vs[0].text if vs else None, (None, 0)))
                 n = consts.get(vs[1].text) if len(vs) > 1 else None
                 if base is not None and n is not None:
                     moved[s.results[0]] = (base, off + n)

@@ -91,8 +91,8 @@ def frontend_id(s) -> int:
 
 
 def _init_flag(s) -> int | None:
-    """The FlagID an init names: ``flag_base`` (a lower-level init's ``id`` too, ptopipe's
-    older spelling of it); a frontend init's ``id`` names its pipe instead."""
+    """The FlagID an init names: ``flag_base`` (a lower-level init's ``id`` too, another
+    spelling ptopipe reads there); a frontend init's ``id`` names its pipe instead."""
     v = s.attr("flag_base") or (None if s.name in _FRONTEND_INITS else s.attr("id"))
     return int(v[0].text) if v else None
 
