@@ -322,6 +322,8 @@ class KernelWriter:
         gm = op.gm_slot_buffer
         gm_s = f"(__gm__ void *){self.gm_ptr(gm)}" if op.ring == "gm" and gm is not None \
             else "(__gm__ void *)nullptr"
+        if op.ring == "gm" and gm is not None and op.gm_offset:     # a ring further into the buffer
+            gm_s = f"(__gm__ void *)((__gm__ uint8_t *){self.gm_ptr(gm)} + {op.gm_offset})"
         ring = "GM slot buffer" if op.ring == "gm" else "consumer-local rings"
         flags = "".join(f", {w} flags {tuple(fl)}" for w, fl in (("c2v", op.c2v_flags),
                                                                   ("v2c", op.v2c_flags)) if fl)

@@ -16,7 +16,7 @@ from ..ir.ops import C2V, V2C
 from ..ir.types import TileValueType
 from ..ir.opdefs import TPop, TPush
 from .pto_ops import _check_results, _check_type, emit, lookup, read, write
-from .pto_pipe_ops import _free, _init_attrs, _make_init, _ring, _split, _trailing
+from .pto_pipe_ops import _free, _id_attrs, _init_attrs, _make_init, _ring, _split, _trailing
 
 
 class Pipe:
@@ -70,13 +70,6 @@ def h_low_init(r, fs, opt, results, loc):
     r.define(fs, rt, name, Pipe(d, pid))
 
 
-def _with_id(attrs: dict, pid: int) -> dict:
-    """A pipe op's attributes, with the ring's ``id`` when it is not ring 0."""
-    if pid:
-        attrs["id"] = pid
-    return attrs
-
-
 def _handle(r, fs, tok):
     _, p = lookup(r, fs, tok)
     if not isinstance(p, Pipe):
@@ -101,7 +94,7 @@ def h_low_push(r, fs, opt, results, loc):
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
     emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt, pid)], [],
-         _with_id({"split": split, "direction": d}, pid), loc)
+         _id_attrs({"split": split, "direction": d}, pid), loc)
 
 
 class Slot:
@@ -145,7 +138,7 @@ def h_low_pop(r, fs, opt, results, loc):
     if not isinstance(ty, TileValueType):
         raise c.error(f"{t.text} is not a tile buffer", t)
     op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt, pid)], [ty],
-              _with_id({"type": ty, "split": split, "direction": d}, pid), loc, [t.text[1:]])
+              _id_attrs({"type": ty, "split": split, "direction": d}, pid), loc, [t.text[1:]])
     write(r, fs, t, op.results[0])
 
 
@@ -186,7 +179,7 @@ def h_fifo_tile(r, fs, opt, results, loc):
     split = slot.split if slot.split is not None else TileSplitAxis.TILE_NO_SPLIT
     rt, name = results[0]
     op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt, slot.pid)], [pt.ir],
-              _with_id({"type": pt.ir, "split": split, "direction": d}, slot.pid), loc, [name[1:]])
+              _id_attrs({"type": pt.ir, "split": split, "direction": d}, slot.pid), loc, [name[1:]])
     r.define(fs, rt, name, op.results[0])
 
 

@@ -2,7 +2,8 @@
 ``pto.import_reserved_buffer``, ``pto.aic_/aiv_initialize_pipe`` (both consumer-buffer
 operands; ``gm_slot_buffer`` optional), ``tpush_to_aiv|aic``, ``tpop_from_aic|aiv`` (with
 optional dynamic valid shape ``(%vr, %vc)``: read, not modelled - the whole tile is popped),
-``tfree_from_aic|aiv`` and ptopipe's ``talloc_to_aiv|aic`` (address flow).  Each becomes
+``tfree_from_aic|aiv``, ptopipe's ``talloc_to_aiv|aic`` (address flow) and ``pto.addptr`` of a
+GM slot buffer parameter (an init's ring further into the buffer: ``gm_offset``).  Each becomes
 the seed-003 op of ptopipe's IR; the direction follows from the op name.  The lower-level
 forms on a ``!pto.pipe`` handle are in :mod:`.pto_pipe_handle`.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from ..arch.vocab import Direction, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C, Ring
-from ..ir.types import INDEX, NONE, BufferType, TensorType
+from ..ir.types import INDEX, NONE, BufferType, TensorType, itemsize
 from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
@@ -115,7 +116,10 @@ def _consumer_operand(r, fs, tok, way, loc):
                     "arith.constant 0 : i32 for an unused direction")
 
 
-def _init_attrs(r, attrs, opt):
+def _init_attrs(r, attrs, opt, frontend=False):
+    """An init's attributes.  The pipe's first flag is ``flag_base`` (a lower-level init's
+    ``id`` too); a frontend init's ``id`` is its pipe's name (pypto's frontend pipe id), which
+    ptoas gives flags of their own (:func:`~ptopipe.protocol.rings.ptoas_flag_bases`)."""
     _unknown(r, attrs, _INIT_KEYS, opt)
     d = _need(r, attrs, "dir_mask", opt)
     if isinstance(d, bool) or d not in (1, 2, 3, 5, 6, 7):
@@ -125,8 +129,7 @@ def _init_attrs(r, attrs, opt):
     out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
            "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
            "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None,
-           # the pipe's first flag: `id`, or the lower-level spelling `flag_base`
-           "flag_id": (_need(r, attrs, "id", opt) if "id" in attrs else
+           "flag_id": (_need(r, attrs, "id", opt) if "id" in attrs and not frontend else
                        _need(r, attrs, "flag_base", opt) if "flag_base" in attrs else None),
            "local_slot_num": (_need(r, attrs, "local_slot_num", opt) if "local_slot_num" in attrs
                               else None)}
@@ -163,33 +166,92 @@ def _trailing(r, attrs: dict, opt):
     return Token("value", "%" + name, t.line, t.col)
 
 
-def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, handle=False):
+class GmAt:
+    """``%q = pto.addptr %p, %n``: pointer parameter ``%p`` (its name token) ``n`` elements
+    on - read only as a pipe init's GM slot buffer (pypto's layout of several pipes' GM rings in
+    one buffer, pipe k's at an addptr of it): the init's ring starts ``n`` elements into ``%p``."""
+    __slots__ = ("base", "elems")
+
+    def __init__(self, base, elems):
+        self.base, self.elems = base, elems
+
+
+def _ptr_short(c) -> None:
+    """A pointer type in either spelling: ``!pto.ptr<f32>`` or ptoas's short ``<f32>``."""
+    if c.at("<"):
+        c.next()
+        c.next()
+        c.expect(">", "closing the pointer type")
+    else:
+        c.type_()
+
+
+def h_addptr(r, fs, opt, results, loc):
+    """``%q = pto.addptr %p, %n : <T> -> <T>`` of a pointer parameter (or of another such
+    addptr) by a constant element count (:class:`GmAt`)."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    pt = c.kind("value", "the pointer")
+    c.expect(",")
+    nt = c.kind("value", "the element offset")
+    c.expect(":")
+    _ptr_short(c)
+    c.expect("->")
+    _ptr_short(c)
+    _, p = lookup(r, fs, pt)
+    if isinstance(p, GmAt):
+        base, elems = p.base, p.elems
+    elif isinstance(getattr(p, "type", None), TensorType) and p in fs.block.args:
+        base, elems = pt, 0
+    else:
+        raise c.error(f"pto.addptr of {pt.text}: the static reader takes an addptr of a !pto.ptr parameter "
+                      "only (a pipe init's GM slot buffer)", pt)
+    n = fs.const_values.get(read(r, fs, nt))
+    if n is None or isinstance(n, bool):
+        raise c.error(f"pto.addptr by {nt.text}: the static reader takes a constant offset only", nt,
+                      "offset the GM slot buffer by an arith.constant")
+    rt, name = results[0]
+    r.define(fs, rt, name, GmAt(base, elems + n))
+
+
+def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, handle=False,
+               frontend_id=0):
     """An init op of the function: ``gm`` (a pointer parameter, else a null constant) and each
     direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction).
     Returns its pipe id: a lower-level init (``handle``: its ``!pto.pipe`` names the ring of
     each push / pop) of a direction the function already set up is the next ring of that
-    direction, id 1, 2, ... in init order (both kernels number their rings the same way);
-    the frontend ops name no pipe, so a frontend init sets up the only ring of its
-    direction(s)."""
+    direction, id 1, 2, ... in init order (both kernels number their rings the same way); a
+    frontend init's is its ``id`` (``frontend_id``: pypto's name of the pipe, which its
+    pushes / pops / frees name; 0 when absent)."""
     mask = int(attrs["dir_mask"]) & 3
     taken = {rg.id for rg in fs.rings if rg.direction & mask}
-    if taken and not handle:
-        raise r.c.error("a second pipe initialisation of a direction in this kernel", opt,
-                        "ptopipe runs one frontend pipe per direction: one init with dir_mask = 3 "
-                        "for both ways (a second ring of a direction: pto.initialize_l2g2l_pipe / "
-                        "pto.initialize_l2l_pipe, whose handle each push / pop names)")
-    pid = max(taken) + 1 if taken else 0
+    if handle:
+        pid = max(taken) + 1 if taken else 0
+    else:                                   # a frontend pipe's id names its ring
+        pid = frontend_id
+        if pid in taken:
+            raise r.c.error(f"a second pipe initialisation of a direction with id = {pid} in this "
+                            "kernel", opt, "give each frontend pipe of a direction its own id = N (its tpush / tpop / "
+                            "tfree name it), or one init with dir_mask = 3 for both ways")
     if fs.kind is FunctionKind.Group:
         raise r.c.error("pipe initialisation in the entry function", opt)
     if gm_tok is not None:
         _, g = lookup(r, fs, gm_tok)
-        if g in fs.untyped:
-            g.type = r.gm_slot_type(g.type.dtype, attrs)
+        elems = 0
+        if isinstance(g, GmAt):             # a ring further into the buffer
+            gm_tok, elems = g.base, g.elems
+            _, g = lookup(r, fs, gm_tok)
+        if g in fs.untyped or g in r.gm_sized:   # sized by the rings laid out in it
+            need = r.gm_slot_type(g.type.dtype, attrs).shape[0] + elems
+            if g in fs.untyped or g.type.shape[0] < need:
+                g.type = TensorType((need,), g.type.dtype)
             r.gm_sized.add(g)
-            del fs.untyped[g]
+            fs.untyped.pop(g, None)
         gm = read(r, fs, gm_tok)
         if not isinstance(gm.type, TensorType):
             raise r.c.error(f"gm_slot_buffer {gm_tok.text} is not a !pto.ptr parameter", gm_tok)
+        if elems:
+            attrs = dict(attrs, gm_offset=elems * itemsize(gm.type.dtype))
     else:
         gm = emit(r, fs, ConstOp.name, [], [NONE], {"value": None}, loc).results[0]
     ops, bufs = [], []
@@ -223,7 +285,9 @@ def h_init(r, fs, opt, results, loc):
     if opt.text != want:
         raise c.error(f"{opt.text} in a {'cube' if fs.kind is FunctionKind.AIC else 'vector'} kernel",
                       opt, f"use {want}")
-    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt)
+    raw = c.attr_dict()
+    fid = _need(r, raw, "id", opt) if "id" in raw else 0
+    attrs, nosplit = _init_attrs(r, raw, opt, frontend=True)
     c.expect("(", "opening the init's operands")
     got = {}
     while not c.accept(")"):
@@ -248,7 +312,7 @@ def h_init(r, fs, opt, results, loc):
     if _trailing(r, attrs, opt) is not None:
         raise c.error("ptopipe.gm_slot_buffer on an init that names its gm_slot_buffer operand", opt)
     _make_init(r, fs, opt, loc, attrs, got.get("gm_slot_buffer"), got["c2v_consumer_buf"],
-               got["v2c_consumer_buf"], nosplit)
+               got["v2c_consumer_buf"], nosplit, frontend_id=fid)
 
 
 def _split(r, fs, attrs, opt, required=True):
@@ -265,10 +329,25 @@ def _split(r, fs, attrs, opt, required=True):
     return SPLIT_OF[v]
 
 
+def _pipe_id(r, attrs, opt) -> int:
+    """The frontend pipe a push / pop / free names: its ``{id = N}`` (0 when absent)."""
+    return _need(r, attrs, "id", opt) if "id" in attrs else 0
+
+
+def _id_attrs(attrs: dict, pid: int) -> dict:
+    """A pipe op's attributes, with the ring's ``id`` when it is not ring 0."""
+    if pid:
+        attrs["id"] = pid
+    return attrs
+
+
 def _ring(r, fs, d, role, opt, pid=0):
     if fs.init is None:
         raise r.c.error(f"{opt.text} before the pipe is initialised", opt,
                         "initialise the pipe at the top of the kernel")
+    if Ring(d, pid) not in fs.rings and any(rg.direction is d for rg in fs.rings):
+        raise r.c.error(f"{opt.text} names pipe id = {pid}, which no {d.name[4:]} pipe init of this "
+                        "kernel has", opt, "name the id = N of a pipe init of this direction")
     buf = fs.rings.get(Ring(d, pid))
     kind = "import" if role == "producer" else "reserve"
     if buf is None or buf.type.kind != kind:
@@ -302,8 +381,10 @@ def h_tpush(r, fs, opt, results, loc):
     c.expect(")")
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
-    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
-    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
+    attrs = c.attr_dict() if c.at("{") else {}
+    split, pid = _split(r, fs, attrs, opt), _pipe_id(r, attrs, opt)
+    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt, pid)], [],
+         _id_attrs({"split": split, "direction": d}, pid), loc)
 
 
 def _pop_type(r, pt, tok):
@@ -324,12 +405,13 @@ def h_tpop(r, fs, opt, results, loc):
         c.expect(",")
         read(r, fs, c.kind("value", "the valid columns"))
         c.expect(")")
-    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
+    attrs = c.attr_dict() if c.at("{") else {}
+    split, pid = _split(r, fs, attrs, opt), _pipe_id(r, attrs, opt)
     c.expect("->", "before the popped tile's type")
     tt = c.peek()
     ty = _pop_type(r, c.type_(), tt)
-    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [ty],
-              {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt, pid)], [ty],
+              _id_attrs({"type": ty, "split": split, "direction": d}, pid), loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 
 
@@ -355,7 +437,7 @@ def h_tfree(r, fs, opt, results, loc):
         obj = read(r, fs, t)
         _check_type(r, t, obj, pt)
     attrs = r.c.attr_dict() if r.c.at("{") else {}
-    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc, obj)
+    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc, obj, _pipe_id(r, attrs, opt))
 
 
 def h_talloc(r, fs, opt, results, loc):
@@ -375,7 +457,7 @@ def h_talloc(r, fs, opt, results, loc):
 
 
 PIPE_HANDLERS = {
-    "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
+    "pto.addptr": h_addptr, "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
     "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
     "pto.tpush_to_aiv": h_tpush, "pto.tpush_to_aic": h_tpush,
     "pto.tpop_from_aic": h_tpop, "pto.tpop_from_aiv": h_tpop,

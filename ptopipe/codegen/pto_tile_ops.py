@@ -174,13 +174,14 @@ def h_alloc(r, fs, opt, results, loc):
         if av not in fs.const_values:
             raise c.error("alloc_tile addr must be an arith.constant", at)
         addr = fs.const_values[av]
-    dyn = c.accept("valid_row")
-    if dyn:
-        c.expect("=")
-        read(r, fs, c.kind("value", "the valid rows"))
-        c.expect("valid_col")
-        c.expect("=")
-        read(r, fs, c.kind("value", "the valid columns"))
+    dyn = False
+    # a runtime valid extent per dimension whose type says ``?`` (ptoas: a static one takes no
+    # operand - "valid_col operand must be absent because result type v_col is 16")
+    for key, what in (("valid_row", "the valid rows"), ("valid_col", "the valid columns")):
+        if c.accept(key):
+            dyn = True
+            c.expect("=")
+            read(r, fs, c.kind("value", what))
     if opt.text == "pto.declare_tile":
         c.expect("->", "before the tile type")
     else:

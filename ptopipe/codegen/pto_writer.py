@@ -41,7 +41,7 @@ from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFER
                          WaitEvent, YieldOp)
 from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_window
 from ..sim.pipesync import PTO_EVENTS
-from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
+from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
@@ -516,6 +516,16 @@ class _Writer:
                            "reserve / import buffer nor 0", op)
         gm = op.gm_slot_buffer
         gm_arg = f"{st[gm]} : {_param_type(gm.type)}" if isinstance(gm.type, TensorType) else None
+        if gm_arg is not None and op.gm_offset:     # the ring further into the buffer, as pypto lays it out
+            item = itemsize(gm.type.dtype)
+            if op.gm_offset % item:
+                raise _err(f"the GM ring starts {op.gm_offset} bytes into its slot buffer, not a whole "
+                           f"number of {MLIR_DTYPE[gm.type.dtype]} elements (pto.addptr counts elements)", op)
+            k, moved = st.fresh(f"c{op.gm_offset // item}_index"), st.fresh("gm_ring")
+            short = f"<{MLIR_DTYPE[gm.type.dtype]}>"
+            self.line(ind, f"{k} = arith.constant {op.gm_offset // item} : index")
+            self.line(ind, f"{moved} = pto.addptr {st[gm]}, {k} : {short} -> {short}")
+            gm_arg = f"{moved} : {_param_type(gm.type)}"
         sp = ring_spelling(op, self.plat, f.sym_name in self.nosplit)
         for what in sp.unsupported:
             self.note(op, what)

@@ -869,6 +869,9 @@ class InitializePipe(OpClass):
     local_slot_num = attribute("int", int, default=None)
     pipe_id = attribute("int", int, default=None, key="id",
                         doc="the pipe id (pypto's id=): rings of one direction differ by it")
+    gm_offset = annotation(int,
+                            doc="bytes from the start of gm_slot_buffer to this init's GM ring (a "
+                               ".pto's pto.addptr of the buffer, where pypto lays out pipe k)")
     ring = annotation(str, doc='where the rings live: "gm" or "local" (LowerPlatform)')
     ring_bytes = annotation(int, doc="the GM ring's bytes (LowerPlatform)")
     c2v_ring = annotation(str, doc="the C2V ring buffer's name (ResolvePeerBuffers)")

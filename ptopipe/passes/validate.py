@@ -168,12 +168,14 @@ def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = F
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:
         need = n * size * len(ways(init))
+        off = init.gm_offset or 0           # a ring further into the buffer (a .pto's pto.addptr)
         t = init.gm_slot_buffer.type
-        if isinstance(t, TensorType) and t.nbytes < need:
+        if isinstance(t, TensorType) and t.nbytes < off + need:
+            at = f" from byte {off}" if off else ""
             raise error(f"GM_SLOT_BUFFER of {t.nbytes} bytes is smaller than the GM ring"
-                        f"{'s' if len(ways(init)) == 2 else ''} it holds: {len(ways(init))} * "
+                        f"{'s' if len(ways(init)) == 2 else ''} it holds{at}: {len(ways(init))} * "
                         f"SLOT_NUM * SLOT_SIZE = {need} bytes", init,
-                        f"pass a GM tensor of at least {need} bytes")
+                        f"pass a GM tensor of at least {off + need} bytes")
 
 
 def _warn_counter_overflow(f, init, plat, model, warnings) -> None:

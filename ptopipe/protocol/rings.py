@@ -3,11 +3,14 @@
 ``TPipe``'s default, and the ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>``
 ptoas writes for each of a ``.pto``'s pipe inits (PTOAS ``PTOLowerFrontendPipeOps`` and
 ``PTOToEmitC``).  LocalSlotNum is the number of staging slots a consumer of a ring in GM
-holds its popped tiles in, so the most popped tiles it may hold at once."""
+holds its popped tiles in, so the most popped tiles it may hold at once.  Also the FlagID
+ptoas gives each pipe init of a kernel function (:func:`ptoas_flag_bases`): a frontend
+init's ``id`` names its pipe, it is no flag number."""
 from __future__ import annotations
 
 from ..arch import get_platform
 from ..arch.vocab import LOCAL_SLOT_NUM
+from .model import FIRST_FLAG_ID
 
 #: the ``.pto`` pipe inits by what ptoas lowers them to: the frontend op
 #: (``pto.aic_/aiv_initialize_pipe``), a ring in GM, a ring in the consumer's local memory
@@ -40,8 +43,9 @@ def ptoas_local_slot_num(kind: str, dir_mask: int, platform, slot_num: int | Non
     :data:`L2G2L`, :data:`L2L`) builds, given the attributes it names (None: absent): the one it
     names; an ``initialize_l2g2l_pipe``'s SlotNum (PTOToEmitC: ``local_slot_num`` absent ->
     ``getSlotNum()``); a frontend init's :func:`frontend_ring`, when it names neither SlotNum nor
-    FlagID (attributes ptoas refuses there, which ptopipe reads for rings of its own: those take
-    pto-isa's default).  None: pto-isa's default, :func:`default_local_slot_num`."""
+    FlagID (``flag_base``: attributes ptoas 0.27 refuses there, which ptopipe reads for rings of
+    its own: those take pto-isa's default; the ``id`` naming a pipe is no FlagID).  None:
+    pto-isa's default, :func:`default_local_slot_num`."""
     if local_slot_num is not None:
         return local_slot_num
     if kind == L2G2L:
@@ -49,3 +53,41 @@ def ptoas_local_slot_num(kind: str, dir_mask: int, platform, slot_num: int | Non
     if kind == FRONTEND and slot_num is None and flag_id is None:
         return frontend_ring(dir_mask, platform)[1]
     return None
+
+
+def ptoas_flag_bases(inits: list, model) -> list:
+    """The FlagID of each pipe init of one kernel function, as ptoas assigns them (PTOAS
+    ``PTOResolveReservedBuffers``, ``assignPeerAwareFlagBases``, the ptoas pypto targets).
+    ``inits`` in program order, each ``(frontend_id, dir_mask, slot_num, flag_base)``:
+    ``frontend_id`` the ``id`` of a ``pto.aic_/aiv_initialize_pipe`` (the pipe's name; 0 when
+    absent, ptoas's default) or None for a lower-level init, ``flag_base`` the FlagID the init
+    names (None: ptoas picks it).  A named FlagID is kept; the others, frontend pipes first in
+    the order of (id, direction), then the rest in program order, take the lowest range of
+    flags that overlaps no range taken so far - ``model`` (:class:`~.model.ProtocolModel`)
+    says how many flags a ring takes (pto-isa: FlagID and FlagID + 1 per way, at an even
+    FlagID as ptoas aligns them; seed 003: one per slot)."""
+    def top(base, dir_mask, slot_num):
+        return model.next_flag_id(base, 2 if int(dir_mask) & 3 == 3 else 1, slot_num)
+
+    out, used = [None] * len(inits), []
+    for i, (_fid, d, n, fb) in enumerate(inits):
+        if fb is not None:
+            out[i] = fb
+            used.append((fb, top(fb, d, n)))
+    align = 1 if model.per_tag_flags else 2
+    free = [i for i, x in enumerate(inits) if x[3] is None]
+    free.sort(key=lambda i: (0, inits[i][0], int(inits[i][1]) & 3, i) if inits[i][0] is not None
+              else (1, 0, 0, i))
+    for i in free:
+        _fid, d, n, _fb = inits[i]
+        base = FIRST_FLAG_ID
+        while True:
+            base += -base % align
+            hi = top(base, d, n)
+            clash = [t for lo, t in used if lo < hi and base < t]
+            if not clash:
+                break
+            base = max(clash)
+        out[i] = base
+        used.append((base, hi))
+    return out

@@ -252,6 +252,10 @@ class Interpreter:
         self.next_flag = cluster_model(self.core.cluster).next_flag_id(flag_id, len(ways), n)
         # seed 003's init (isa.aic_initialize_pipe) hands a consumer-local ring no GM buffer
         buf = None if slot_num is None and dir_mask in _LOCAL_DIRS and not plat.ring_in_gm else gm
+        off = ini.gm_offset.of(at)
+        if buf is not None and off:         # a ring further into its GM slot buffer
+            ptr = buf.data() if isinstance(buf, isa.GlobalTensor) else buf
+            buf = ptr + off // ptr.dtype.itemsize
         pipe = isa.TPipe(flag_id, isa.Direction(dir_mask), slot_size, n, local_slot_num(at, n),
                           peers=peers)(buf, c2v, v2c)
         pid = ini.pipe_id.of(at) or 0

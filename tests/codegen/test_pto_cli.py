@@ -230,10 +230,11 @@ def test_an_entry_must_launch_each_pipe_kernel_once(tmp_path, capsys, arch):
 
 def test_a_gm_ring_moved_past_its_buffer_is_blamed_on_that_buffer(tmp_path, capsys):
     """``addptr`` moves the slot buffer's pointer past its end: the ring overrun names
-    gm_slot_buffer (the pointer's argument), not the argument the address lands in."""
+    gm_slot_buffer (the pointer's argument), not the argument the address lands in.  (The
+    offset is computed: a constant one sizes the seeded buffer for the moved ring.)"""
     text = cube_vector_pair(1, "a3").replace(
         "    %imp = pto.import_reserved_buffer",
-        "    %c4096 = arith.constant 4096 : index\n"
+        "    %c64 = arith.constant 64 : index\n    %c4096 = arith.muli %c64, %c64 : index\n"
         "    %far = pto.addptr %buf, %c4096 : <f32> -> <f32>\n    %imp = pto.import_reserved_buffer", 1)
     text = text.replace("gm_slot_buffer = %buf : !pto.ptr<f32>, c2v_consumer_buf = %imp",
                         "gm_slot_buffer = %far : !pto.ptr<f32>, c2v_consumer_buf = %imp", 1)

@@ -174,3 +174,21 @@ def test_set_validshape_in_a_loop_is_no_read_of_the_tile_for_the_static_reader()
     }}""")
     op, warnings, _ = load_pto("k.pto", text=text)
     assert warnings == [] and [f.sym_name for f in op.body] == ["k"]
+
+
+@pytest.mark.parametrize("given,v_row,v_col", [("valid_row = %n", "?", "16"), ("valid_col = %n", "16", "?"),
+                                               ("valid_row = %n valid_col = %n", "?", "?")])
+def test_an_alloc_names_a_runtime_valid_extent_for_each_dimension_its_type_leaves_open(given, v_row, v_col):
+    """``pto.alloc_tile valid_row = %n : <..., v_row=?, v_col=16>``: a dynamic row with a static
+    column takes no valid_col operand (the only form ptoas accepts: "valid_col operand must be
+    absent because result type v_col is 16"); the static reader takes it as the run does."""
+    ty = (f"!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row={v_row}, v_col={v_col}, "
+          "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    body = f"""    %n = arith.constant 16 : index
+    %t = pto.alloc_tile {given} : {ty}
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {ty})"""
+    text = vector_func("%x: !pto.ptr<f32>, %y: !pto.ptr<f32>", body)
+    load_pto("k.pto", text=text)
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    run_pto(text=text, inputs=dict(x=x, y=x * 0))

@@ -42,8 +42,8 @@ class Executor:
         self.one_lane = one_lane        # every pipe moves whole tiles through AIV0 only (A5)
         self.mixed = False              # a function of Cube and Vector tiles, run on one core
         self.core = None
-        self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
-        self.next_flag = 0
+        self.pipes = {}                 # (Direction, frontend pipe id) -> PipeVal
+        self.flag_bases = {}            # function name -> {id(init stmt): its FlagID}
         self.inited = set()             # locations of the pipe inits this core has run
         self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order
         self.written = Written()        # which local bytes the kernel wrote (reads before: warned)

@@ -15,7 +15,7 @@ from ...isa.context import get_block_num
 from ..pto_syntax import (PLATFORM_OF_ARCH, SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_PARAMS, SPMD_SUBBLOCK_IDX,
                           refuse_spmd_inputs, run_line_platform)
 from .executor import Executor
-from .pipe_ops import check_flag_ids
+from .pipe_ops import check_flag_ids, check_pipe_directions
 from .placement import alias_notes, plan_layout
 from .program import (MIXED, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
                       int_constants, malformed, reachable, read_text, walk, whole_tile_lanes)
@@ -227,8 +227,9 @@ def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
 def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
-    x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need;
-    with each the dense shape of the view that sets it (or None) and that statement's token."""
+    x SLOT_SIZE per direction, from a constant ``pto.addptr`` of it on), and what the
+    functions it is passed to (func.call) need; with each the dense shape of the view that
+    sets it (or None) and that statement's token."""
     ext, shapes, origin = {}, {}, {}
 
     def need(key, n, shape=None, at=None):
@@ -240,7 +241,16 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     for f in prog.funcs.values():
         consts = int_constants(f)
         ptypes = {p[0]: p[1] for p in f.params}
+        moved = {}                          # %q = pto.addptr %p, %n: q -> (parameter p, n elements)
         for s in walk(f.body):
+            if s.name == "pto.addptr" and s.results:
+                vs = s.values()
+                base, off = ((vs[0].text, 0) if vs and vs[0].text in ptypes else
+                             moved.get(vs[0].text if vs else None, (None, 0)))
+                n = consts.get(vs[1].text) if len(vs) > 1 else None
+                if base is not None and n is not None:
+                    moved[s.results[0]] = (base, off + n)
+                continue
             if s.name != "pto.make_tensor_view" and not ("initialize" in s.name and "pipe" in s.name):
                 continue
             vs = s.values()
@@ -271,13 +281,17 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
             elif "initialize" in s.name and "pipe" in s.name:
                 gm = s.attr("gm_slot_buffer")
                 gm = gm[0] if gm else (vs[0] if s.name == "pto.initialize_l2g2l_pipe" and vs else None)
-                if gm is not None and gm.kind == "value" and gm.text in ptypes:
-                    ty = ptypes[gm.text]
+                # pypto lays the GM rings of a function's pipes out in one buffer, pipe k's at
+                # pto.addptr of it (PTOCodegen::GetGMSlotBufferSSAForPipe): the buffer holds them all
+                base, off = ((gm.text, 0) if gm is not None and gm.text in ptypes else
+                             moved.get(gm.text if gm is not None else None, (None, 0)))
+                if base is not None and gm.kind == "value":
+                    ty = ptypes[base]
                     item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
                     d = int_attr(s, "dir_mask", prog)
                     ways = 2 if d & 3 == 3 else 1
                     n = int_attr(s, "slot_num", prog, 0) or platform.slot_num_for(ways == 2)
-                    need((f.name, gm.text), -(-int_attr(s, "slot_size", prog) * n * ways // item), None, s.tok)
+                    need((f.name, base), off - (-int_attr(s, "slot_size", prog) * n * ways // item), None, s.tok)
     changed = True
     while changed:                          # callers need what their callees need
         changed = False
@@ -403,6 +417,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             for c in reachable(prog, t):   # its kind-less callees run where it runs
                 prog.funcs[c].kind = prog.funcs[c].kind or kind
     check_flag_ids(prog, reach)
+    check_pipe_directions(prog, reach)
     one_lane = plat == "a5" and whole_tile_lanes(prog, reach)
     mixed = any(MIXED in k for k in kinds.values())
     if mixed and pipes:

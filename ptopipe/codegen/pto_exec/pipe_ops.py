@@ -8,7 +8,7 @@ from ...arch.vocab import PTOAS_SLOT_NUMS, Direction, TileSplitAxis
 from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
-from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_local_slot_num
+from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
@@ -47,10 +47,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     both = dir_mask in (3, 7)
     n = slot_num or plat.slot_num_for(both)
     one_lane = ex.one_lane or (bool(nosplit) and not both and plat.name == "a5")
-    if flag is None:
-        flag = ex.next_flag
     ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
-    ex.next_flag = cluster_model(ex.core.cluster).next_flag_id(flag, len(ways), n)
     mask = dir_mask
     if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
         mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
@@ -80,10 +77,42 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                     default_local_slot_num(n) if local is None else local, peers=peers)
     handle = cfg(buf, int(c2v or 0), int(v2c or 0))
     pv = PipeVal(handle, ways, one_lane)
-    if s.name not in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
-        for w in ways:              # the frontend ops (tpush_to_aiv ...) name no handle
-            ex.pipes[w] = pv
+    if s.name in _FRONTEND_INITS:
+        for w in ways:              # the frontend ops (tpush_to_aiv ...) name their pipe by id
+            ex.pipes[(w, frontend_id(s))] = pv
     return pv
+
+
+def frontend_id(s) -> int:
+    """The ``id`` of a frontend init or push / pop / free: the name of its pipe (pypto's
+    frontend pipe id; absent: 0, as ptoas reads it) - no flag number (:func:`flag_bases`)."""
+    v = s.attr("id")
+    return int(v[0].text) if v and v[0].text.lstrip("-").isdigit() else 0
+
+
+def _init_flag(s) -> int | None:
+    """The FlagID an init names: ``flag_base`` (a lower-level init's ``id`` too, another
+    spelling ptopipe reads there); a frontend init's ``id`` names its pipe instead."""
+    v = s.attr("flag_base") or (None if s.name in _FRONTEND_INITS else s.attr("id"))
+    return int(v[0].text) if v else None
+
+
+def flag_bases(ex, f) -> dict:
+    """The FlagID of each pipe init of function ``f`` (by statement), as ptoas assigns them
+    under this run's protocol model (:func:`~ptopipe.protocol.rings.ptoas_flag_bases`), so
+    two frontend pipes ``{id = 0}`` / ``{id = 1}`` get flags of their own on both ends."""
+    got = ex.flag_bases.get(f.name)
+    if got is None:
+        inits = [s for s in walk(f.body) if s.name in INIT_OPS]
+        plat = ex.core.cluster.platform
+        rows = []
+        for s in inits:
+            d = int_attr(s, "dir_mask", ex.prog)
+            n = int_attr(s, "slot_num", ex.prog, 0) or plat.slot_num_for(d & 3 == 3)
+            rows.append((frontend_id(s) if s.name in _FRONTEND_INITS else None, d, n, _init_flag(s)))
+        bases = ptoas_flag_bases(rows, cluster_model(ex.core.cluster))
+        got = ex.flag_bases[f.name] = {id(s): b for s, b in zip(inits, bases)}
+    return got
 
 
 def h_init(ex, fr, s):
@@ -99,11 +128,22 @@ def h_init(ex, fr, s):
     dir_mask = int_attr(s, "dir_mask", ex.prog)
     slot_size = int_attr(s, "slot_size", ex.prog)
     slot_num = int_attr(s, "slot_num", ex.prog, 0) or None
-    fid = s.attr("id") or s.attr("flag_base")
-    flag = int(fid[0].text) if fid else None
+    named = _init_flag(s)
+    if s.name in _FRONTEND_INITS:
+        pid = frontend_id(s)
+        for w in (Direction.DIR_C2V, Direction.DIR_V2C):
+            other = ex.pipes.get((w, pid))
+            if dir_mask & int(w) and other is not None and other.where != where:
+                raise ConfigError(
+                    f"a second {w.name[4:]} pipe named id = {pid} in @{fr.f.name} (the first initialised at "
+                    f"{other.where}): its pushes, pops and frees name their pipe by id, so they cannot tell "
+                    "the two apart (ptoas: \"requires unique initialize_pipe id in function\")", where=where,
+                    fix="give each frontend pipe of the function its own id = N, and name it on its "
+                        "tpush / tpop / tfree ops")
+    flag = flag_bases(ex, fr.f)[id(s)]
     kind = {"pto.initialize_l2g2l_pipe": L2G2L, "pto.initialize_l2l_pipe": L2L}.get(s.name, FRONTEND)
     local = ptoas_local_slot_num(kind, dir_mask, ex.core.cluster.platform, slot_num,
-                                 int_attr(s, "local_slot_num", ex.prog, 0) or None, flag)
+                                 int_attr(s, "local_slot_num", ex.prog, 0) or None, named)
     ns = s.attr("nosplit")
     nosplit = bool(ns and ns[0].text == "true")
     if s.name in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
@@ -118,16 +158,18 @@ def h_init(ex, fr, s):
         c2v = _named_operand(ex, fr, s, "c2v_consumer_buf")
         v2c = _named_operand(ex, fr, s, "v2c_consumer_buf")
     try:
-        return _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+        pv = _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+        pv.where = where
+        return pv
     except ConfigError as e:
         if "flags per direction" in (e.what or ""):   # the DSL's fix does not apply to a .pto
             e.fix = ("a .pto's ring has ptoas's SlotNum (8 one way, 4 both ways); under the spec model "
                      "each slot has a flag of its own, so the pipes of one direction share 8 flags - "
                      "run it with --protocol pto-isa (counter flags: two per ring), or give the "
-                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num = 4, the "
-                     "fewest ptoas builds)"
-                     + (f"; and check that both ends name FlagID {flag} (id / flag_base): ends with "
-                        "different FlagIDs never meet" if flag is not None else ""))
+                     "pipes fewer slots (slot_num = 4, the fewest ptoas builds: on the frontend init "
+                     "for a newer ptoas, or a pto.initialize_l2g2l_pipe / l2l)"
+                     + (f"; and check that both ends name FlagID {named} (flag_base): ends with "
+                        "different FlagIDs never meet" if named is not None else ""))
             e.args = (e.render(),)
         raise
 
@@ -145,10 +187,13 @@ def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
         pv = ex.val(fr, handle_tok)
         if isinstance(pv, PipeVal):
             return pv
-    pv = ex.pipes.get(way)
+    pid = frontend_id(s)
+    pv = ex.pipes.get((way, pid))
     if pv is None:
-        raise ex.err(s, f"{s.name} on the {way.name[4:]} direction, which no pipe init of "
-                        f"@{fr.f.name} has set up", "initialise the pipe first")
+        named = f" pipe id = {pid}" if pid else " direction"
+        raise ex.err(s, f"{s.name} on the {way.name[4:]}{named}, which no pipe init of "
+                        f"@{fr.f.name} has set up", "initialise the pipe first"
+                     + (" (a frontend init with the same id = N)" if pid else ""))
     return pv
 
 
@@ -257,17 +302,31 @@ INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initializ
             "pto.initialize_l2l_pipe")
 
 
-#: the attributes ptoas's frontend init takes in its braces (PTOAS PTOOps.td
-#: ``AicInitializePipeOp`` / ``AivInitializePipeOp``: ``{dir_mask = .., slot_size = .. [, nosplit = ..]}``)
+#: the attributes the bundled ptoas (0.27) takes in a frontend init's braces, in the order it
+#: parses them (PTOAS PTOOps.td ``AicInitializePipeOp`` / ``AivInitializePipeOp``:
+#: ``{dir_mask = .., slot_size = .. [, nosplit = ..]}``)
 FRONTEND_INIT_KEYS = ("dir_mask", "slot_size", "nosplit")
+#: what a newer ptoas (the 0.54 pypto writes for) takes there too: the pipe's name ``id``,
+#: ``slot_num``, ``local_slot_num`` (PTOAS ``parseFrontendInitializePipeOp``)
+NEWER_FRONTEND_INIT_KEYS = ("id", "slot_num", "local_slot_num")
 _FRONTEND_INITS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
+
+
+def _ptoas027_expects(keys: list) -> str:
+    """What ptoas 0.27 says at the first key of a frontend init's braces it does not take,
+    given the keys before it: it parses dir_mask, slot_size, then an optional nosplit."""
+    for want in FRONTEND_INIT_KEYS:
+        if want not in keys:
+            return f"expected '{want}'"
+    return "expected '}'"
 
 
 def ptoas_refusals(prog) -> list:
     """Warnings, at their line:col, for the pipe inits of ``prog`` that ptoas's verifier
-    refuses and ptopipe runs as its own spelling (its writer spells a ring ptoas cannot build
-    that way, and reads it back): an attribute other than :data:`FRONTEND_INIT_KEYS` in a
-    frontend init's braces (ptoas: "expected 'nosplit'"), a slot_num other than
+    refuses and ptopipe runs: an attribute other than :data:`FRONTEND_INIT_KEYS` in a
+    frontend init's braces - :data:`NEWER_FRONTEND_INIT_KEYS`, which a newer ptoas takes (the
+    bundled 0.27 says "expected 'dir_mask'" or the like), or ptopipe's own spelling of a
+    ring ptoas cannot build that way -, a slot_num other than
     :data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS` or a local_slot_num outside 1..slot_num
     (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``)."""
     out = []
@@ -275,7 +334,7 @@ def ptoas_refusals(prog) -> list:
         for s in walk(f.body):
             if s.name not in INIT_OPS:
                 continue
-            toks, at = s.toks, None
+            toks, at, seen = s.toks, None, []
             if s.name in _FRONTEND_INITS and toks and toks[0].text == "{":
                 depth = 0
                 for i, t in enumerate(toks):
@@ -283,15 +342,23 @@ def ptoas_refusals(prog) -> list:
                     if depth == 0:
                         break
                     if depth == 1 and t.kind == "word" and toks[i + 1].text == "=" and \
-                            toks[i - 1].text in ("{", ",") and t.text not in FRONTEND_INIT_KEYS:
-                        at = t
-                        break
+                            toks[i - 1].text in ("{", ","):
+                        if t.text not in FRONTEND_INIT_KEYS:
+                            at = t
+                            break
+                        seen.append(t.text)
                 if at is not None:
-                    out.append(f"{prog.path}:{at.line}:{at.col}: ptoas refuses {at.text} on {s.name} "
-                               f"(\"expected 'nosplit'\": its braces take {', '.join(FRONTEND_INIT_KEYS)}; "
-                               "it builds 8 slots one way, 4 both ways, at FlagID 0); ptopipe runs it "
-                               "as written - for another ring, write a pto.initialize_l2l_pipe / "
-                               "initialize_l2g2l_pipe")
+                    said = _ptoas027_expects(seen)
+                    if at.text in NEWER_FRONTEND_INIT_KEYS:
+                        out.append(f"{prog.path}:{at.line}:{at.col}: ptoas refuses {at.text} on {s.name} - "
+                                   f"ptoas 0.27, the bundled one (\"{said}\"); a newer ptoas (pypto writes "
+                                   "for 0.54) accepts it, and ptopipe runs it as that ptoas builds it")
+                    else:
+                        out.append(f"{prog.path}:{at.line}:{at.col}: ptoas refuses {at.text} on {s.name} "
+                                   f"(0.27: \"{said}\": its braces take {', '.join(FRONTEND_INIT_KEYS)}, a "
+                                   f"newer ptoas also {', '.join(NEWER_FRONTEND_INIT_KEYS)}); ptopipe runs it "
+                                   "as written - for another ring, write a pto.initialize_l2l_pipe / "
+                                   "initialize_l2g2l_pipe")
                     continue
             n = s.attr("slot_num")
             if n and n[0].text.lstrip("-").isdigit():
@@ -344,22 +411,23 @@ def check_nosplit_splits(f, path: str) -> None:
 
 def check_flag_ids(prog, names) -> None:
     """The two ends of a pipe name the same FlagID: where the Cube's and the Vector's inits of
-    one direction both give ``id`` / ``flag_base``, a FlagID one side names and the other does
-    not is a ConfigError at that init (on the device each end waits on its own flags: a hang)."""
+    one direction both give ``flag_base`` (a lower-level init's ``id`` too; a frontend init's
+    ``id`` names its pipe), a FlagID one side names and the other does not is a ConfigError at
+    that init (on the device each end waits on its own flags: a hang)."""
     ends = {}                                    # (direction bit, kind) -> {flag: stmt}
     for n in dict.fromkeys(names):
         f = prog.funcs[n]
         for s in walk(f.body):
             if s.name not in INIT_OPS:
                 continue
-            fid = s.attr("id") or s.attr("flag_base")
+            fid = _init_flag(s)
             kind = {"pto.aic_initialize_pipe": "cube", "pto.aiv_initialize_pipe": "vector"}.get(s.name, f.kind)
-            if not fid or kind not in ("cube", "vector"):
+            if fid is None or kind not in ("cube", "vector"):
                 continue
             mask = int_attr(s, "dir_mask", prog)
             for bit in (1, 2):
                 if mask & bit:
-                    ends.setdefault((bit, kind), {}).setdefault(int(fid[0].text), s)
+                    ends.setdefault((bit, kind), {}).setdefault(fid, s)
     for bit, way in ((1, "C2V"), (2, "V2C")):
         cube, vec = ends.get((bit, "cube"), {}), ends.get((bit, "vector"), {})
         if not cube or not vec or set(cube) == set(vec):
@@ -373,4 +441,53 @@ def check_flag_ids(prog, names) -> None:
             f"the {way} pipe's two ends name different FlagIDs: the {side} end FlagID {flag}, the other "
             f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.col}) - each end would "
             f"wait on flags the other never sets (a hang on the device)",
-            where=s.where(prog.path), fix="give both inits of the pipe the same id / flag_base")
+            where=s.where(prog.path), fix="give both inits of the pipe the same flag_base")
+
+
+_WAY = {1: "C2V", 2: "V2C", 3: "both ways"}
+
+
+def check_pipe_directions(prog, names) -> None:
+    """The two ends of a pipe agree on its direction: where the Cube's and a Vector's frontend
+    inits name the same reserved buffer (the pipe's consumer buffer: a ``pto.reserve_buffer``
+    in one, its ``pto.import_reserved_buffer`` in the other) with different ``dir_mask``, a
+    ConfigError at the later init naming both (ptoas: "requires peer pipe init ops to agree on
+    direction and pipe shape"; 0.27 refuses the first push / pop of the direction an init does
+    not enable) - before the run, which would otherwise find the rings' flags colliding."""
+    ends = {}                                   # (owner function, buffer name) -> [(init, kind)]
+    for n in dict.fromkeys(names):
+        f = prog.funcs[n]
+        bufs = {}
+        for s in walk(f.body):
+            if s.name in ("pto.reserve_buffer", "pto.import_reserved_buffer") and s.results:
+                name = s.attr("name")
+                peer = s.attr("peer_func")
+                owner = peer[0].text[1:] if peer and peer[0].kind == "symbol" else f.name
+                if name:
+                    bufs[s.results[0]] = (owner, name[0].text.strip('"'))
+            elif s.name in _FRONTEND_INITS:
+                kind = "Cube" if s.name == "pto.aic_initialize_pipe" else "Vector"
+                for key in ("c2v_consumer_buf", "v2c_consumer_buf"):
+                    v = s.attr(key)
+                    if v and v[0].text in bufs:
+                        ends.setdefault(bufs[v[0].text], []).append((s, kind))
+    for (owner, name), inits in ends.items():
+        cube = [s for s, k in inits if k == "Cube"]
+        vec = [s for s, k in inits if k == "Vector"]
+        if len(cube) != 1 or len(vec) != 1:
+            continue
+        (c,), (v,) = cube, vec
+        dc, dv = int_attr(c, "dir_mask", prog) & 3, int_attr(v, "dir_mask", prog) & 3
+        if dc == dv:
+            continue
+        first, later = sorted((c, v), key=lambda s: (s.tok.line, s.col))
+        fk, lk = ("Cube", "Vector") if first is c else ("Vector", "Cube")
+        fd, ld = (dc, dv) if first is c else (dv, dc)
+        raise ConfigError(
+            f"the two ends of the pipe over buffer \"{name}\" (reserved by @{owner}) disagree on its "
+            f"direction: the {fk}'s init at {first.where(prog.path)} says dir_mask = {fd} ({_WAY.get(fd, fd)}), "
+            f"the {lk}'s init at {later.where(prog.path)} dir_mask = {ld} ({_WAY.get(ld, ld)}) (ptoas: "
+            "\"requires peer pipe init ops to agree on direction and pipe shape\")",
+            where=later.where(prog.path),
+            fix="give both inits the dir_mask of the way the tiles go (1: Cube to Vector, 2: Vector to "
+                "Cube, 3: both), with the buffer as the consumer buffer of that way")

@@ -37,11 +37,12 @@ class MultiTile:
 
 
 class PipeVal:
-    """A pipe bound on this core (the init's result or the function's implicit pipe)."""
-    __slots__ = ("handle", "dirs", "one_lane")
+    """A pipe bound on this core (the init's result or the function's implicit pipe) and
+    the line:col of its init."""
+    __slots__ = ("handle", "dirs", "one_lane", "where")
 
-    def __init__(self, handle, dirs, one_lane):
-        self.handle, self.dirs, self.one_lane = handle, dirs, one_lane
+    def __init__(self, handle, dirs, one_lane, where=None):
+        self.handle, self.dirs, self.one_lane, self.where = handle, dirs, one_lane, where
 
 
 class Elements:
