@@ -12,7 +12,7 @@ import pytest
 
 import ptopipe
 from ptopipe import ProtocolError
-from ptopipe.isa import (DIR_C2V, TFREE, TPOP, TPUSH, TSTORE, TILE_NO_SPLIT, TILE_UP_DOWN, GlobalTensor,
+from ptopipe.isa import (DIR_C2V, DIR_V2C, TFREE, TLOAD, TPOP, TPUSH, TSTORE, TILE_NO_SPLIT, TILE_UP_DOWN, GlobalTensor,
                          TPipe, Tile, TileType, float32, get_subblockid)
 
 from cube_parts import square_acc
@@ -154,3 +154,38 @@ def test_a_consumer_tile_narrower_than_the_acc(platform):
            "(the consumer tile's static columns), but pto-isa's A5 pushAcc2VecFiFo wrote the pushed rows 16 " \
            "elements apart (the Acc's static columns (ConsN))" in e.details, e.details
     assert e.fix.startswith("give the consumer tile 16 static columns"), e.fix
+
+
+def v2c(pop_rows):
+    """Each Vector lane pushes its 8 rows of ``x``'s left 8 columns in an 8x16 tile (TILE_UP_DOWN);
+    the Cube pops a 16x16 Mat tile with ``pop_rows`` x 8 valid and stores it."""
+    def cube(x, out, fifo):
+        pipe = TPipe(0, DIR_V2C, SL, 2)(fifo, 0, 0x8000)
+        m = Tile(TileType.Mat, float32, N, N)
+        m.SetValid(pop_rows, 8)
+        TPOP(pipe, m, TILE_UP_DOWN)
+        TSTORE(GlobalTensor(out.data(), (pop_rows, 8), (N, 1)), m)
+        TFREE(pipe, TILE_UP_DOWN)
+
+    def vector(x, out, fifo):
+        pipe = TPipe(0, DIR_V2C, SL, 2)(fifo, 0, 0x8000)
+        s = get_subblockid()
+        v = Tile(TileType.Vec, float32, N // 2, N, addr=0)
+        v.SetValid(N // 2, 8)
+        TLOAD(v, GlobalTensor(x.data() + s * (N // 2) * N, (N // 2, 8), (N, 1)))
+        TPUSH(pipe, v, TILE_UP_DOWN)
+    return cube, vector
+
+
+@pytest.mark.parametrize("pop_rows", [N, 12])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_v2c_parts_with_narrow_valid_columns_arrive_in_their_rows(platform, pop_rows):
+    """A5's pushVec2MatFiFo TINSERTs each part into an L1 slot tile of the Vec tile's 16 static
+    columns, which the popped Mat tile reads at its own 16 (A2A3: packed at 8, read at 8); the
+    Cube may pop fewer rows than the two parts hold."""
+    x = (np.arange(N * N, dtype=np.float32).reshape(N, N) % 7 - 3) / 4
+    out = np.zeros((N, N), np.float32)
+    res = ptopipe.run(*v2c(pop_rows), args=dict(x=x, out=out, fifo=ptopipe.gm_buffer(2 * SL)), platform=platform)
+    want = np.zeros_like(x)
+    want[:pop_rows, :8] = x[:pop_rows, :8]
+    np.testing.assert_array_equal(res.outputs["out"], want)
