@@ -169,6 +169,10 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         if acc_lr_ub:
             N = 32
         pad_rows = [0, 0, 2] if acc_ub and split_c2v == "TILE_UP_DOWN" else [0, 0, 1, 2]
+        # a ring local to the consumer (A5) keeps the pushed tile's static columns as its row
+        # pitch and the popped tile reads at its own (pushAcc2VecFiFo, pushVec2MatFiFo, TASSIGN):
+        # column padding of the pushed tile only, the popped one unpadded, reads rows misaligned
+        local = platform == "a5" and not gm_dir
         pipes.append(PipeSpec(
             kind=kind, flow=flow, gm_dir=gm_dir, slot_num=n, local_slot_num=draw(st.integers(1, 4)),
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,
@@ -177,7 +181,7 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             pre=_ops(draw, 3, False, DTYPES[dtype][0], platform) if kind != "c2v" else (),
             post=_ops(draw, 3, True, DTYPES[dtype][1], platform) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
-            pad=(draw(st.sampled_from(pad_rows)), 0 if acc_lr_ub else draw(st.sampled_from([0, 0, 8]))),
+            pad=(draw(st.sampled_from(pad_rows)), 0 if acc_lr_ub or local else draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans()),
             ksplit=draw(st.booleans()), out16=kind == "v2c" and dtype != "i8" and draw(st.booleans())))
     for k, p in enumerate(pipes):

@@ -329,7 +329,13 @@ def test_cli_check_pto_reports_a_protocol_error(capsys):
     import json
     rep = json.loads(capsys.readouterr().out)
     assert rep[0]["failure"]["error"] == "CompileError" and rep[0]["failure"]["where"].endswith(":30:5")
-    assert cli_main(["check", f, "--protocol", "spec", "--schedules", "2"]) == 0
+    # under spec the pto-isa lane rule does not apply, but the CLI runs the Vector kernel on AIV0
+    # only (ptoas's get_subblockid() == 0 guard of a whole-tile pipe): the Cube's TPOP of the
+    # TILE_UP_DOWN V2C way reads rows 8..15 of its L1 slot, which only AIV1 would have written
+    assert cli_main(["check", f, "--protocol", "spec", "--schedules", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "CompileError" not in err and "both_ways_a5.pto:24:5" in err, err
+    assert "pushVec2MatFiFo did not write (the slot holds rows 0..7 of the pushed tile)" in err, err
 
 
 def test_cli_bad_pto_is_one_clear_error(tmp_path, capsys):

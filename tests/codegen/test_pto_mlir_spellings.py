@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ptopipe.codegen import read_pto
-from ptopipe.codegen.pto_load import run_pto
-from ptopipe.errors import ParseError
+from ptopipe.codegen.pto_load import run_pto, static_findings
+from ptopipe.errors import ParseError, ProtocolError
 from ptopipe.ir import first_difference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -34,14 +34,20 @@ def test_the_respelling_changes_what_it_should():
 def test_both_readers_read_the_short_func_ops_and_locations_as_the_plain_file():
     text = _respelled(PLAIN)
     assert first_difference(read_pto(PLAIN, "k.pto"), read_pto(text, "k.pto")) is None
+    assert static_findings("<pto>", None, "spec", {}, text)[1] is None     # the static verifier read it too
     rng = np.random.default_rng(0)
     x, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
-    runs = [run_pto(text=t, inputs={"x": x, "b": b, "out": np.zeros((16, 16), np.float32)})
-            for t in (PLAIN, text)]
-    assert not any("skipped" in n for n in runs[1].notes)     # the static verifier read it too
-    np.testing.assert_array_equal(runs[1].outputs["out"], runs[0].outputs["out"])
-    # (ptoas runs the Vector kernel of a whole-tile A5 pipe on AIV0 only: its half of x)
-    np.testing.assert_allclose(runs[1].outputs["out"][:8], (x @ b)[:8], rtol=1e-5, atol=1e-5)
+    errs = []
+    for t in (PLAIN, text):
+        # ptoas runs the Vector kernel of a whole-tile A5 pipe on AIV0 only, so the Cube's TPOP of
+        # the TILE_UP_DOWN V2C way reads rows 8..15 of its L1 slot, which AIV1 would have written:
+        # both spellings are refused there alike
+        with pytest.raises(ProtocolError) as ei:
+            run_pto(text=t, inputs={"x": x, "b": b, "out": np.zeros((16, 16), np.float32)})
+        errs.append(ei.value)
+    line = int(errs[0].where.split(":")[1])
+    assert errs[1].what == errs[0].what and errs[1].where == f"<pto>:{line + 1}:5"      # (after the #loc1 line)
+    assert "pushVec2MatFiFo did not write (the slot holds rows 0..7 of the pushed tile)" in errs[1].details
 
 
 @pytest.mark.parametrize("reader", ["static", "run"])

@@ -67,6 +67,9 @@ def run(split, pushed, lanes, platform, direction=None):
     (UD, (15, N), [(8, N), (7, N)], (15, N)),       # an odd row count: AIV0 8 rows, AIV1 7 from row 8
     (LR, (T, 15), [(T, 8), (T, 7)], (T, 15)),       # an odd column count: rows 15 apart, AIV1 from column 8
     (UD, (T, N), [(8, N), (7, N)], (15, N)),        # pypto's form: the push widened to the Acc's box
+    (UD, (1, N), [(1, N), (0, N)], (1, N)),         # one row (a decode's M = 1): AIV1's share is empty
+    (LR, (T, 1), [(T, 1), (T, 0)], (T, 1)),         # one column: AIV1 pops none
+    (UD, (T, N), [(1, N), (0, N)], (1, N)),         # one row in the widened box
 ])
 def test_an_odd_split_matches_numpy(split, pushed, lanes, valid, platform):
     out, gold = run(split, pushed, lanes, platform)

@@ -24,7 +24,7 @@ from ..tensor import GlobalTensor
 from ..tile import Tile, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
-from ...protocol.geometry import ODD_SPLITS, part_of
+from ...protocol.geometry import ODD_SPLITS
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
@@ -69,8 +69,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     # ``p``) and on the array object ``src`` (a view always shows the same bytes) - the guard
     w = tile._push
     if w is None or w[0] is not p or w[1] is not src or not ch.replay:
-        w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
-                                    for dst, peer in d] for d in p.dsts])
+        w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if part is None else src[part])
+                                    for dst, _peer, part in d] for d in p.dsts])
     work = w[2][tag]
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
     if not ch.in_gm:
@@ -94,7 +94,7 @@ def _landed(core, ch: Channel, dsts, loc) -> None:
     """A TPUSH's tile lands in a consumer-local ring (the consumer's UB or L1): the consumer's
     tiles that share those bytes no longer hold their values (:mod:`..regions`)."""
     cl = core.cluster
-    for view, peer in dsts:
+    for view, peer, _part in dsts:
         owner = cl.aic if peer is None else cl.aiv(peer)
         if owner.isa.get("ring_tiles") is None:
             continue
@@ -157,11 +157,17 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         plan(core, ch, tile, split, pop_plan)
     slots = side.slots[tag]
     ok = p.ok_layout
-    for s in slots:
-        lay = s.layout
+    if len(slots) == 1:
+        lay = slots[0].layout
         if lay is not ok and lay is not None and lay != ok:
-            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc, tile.layout,
-                         (tile.valid_rows, tile.valid_cols))
+            check_layout(core, ch, slots, side.links, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc,
+                         tile.layout, (tile.valid_rows, tile.valid_cols))
+            p.ok_layout = lay
+    else:       # the Cube reads the parts of both Vector lanes: judged together
+        lay = tuple(s.layout for s in slots)
+        if lay != ok:
+            check_layout(core, ch, slots, side.links, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc,
+                         tile.layout, (tile.valid_rows, tile.valid_cols))
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
         # a tile that got its address from a ring (this consumer's staging, or another

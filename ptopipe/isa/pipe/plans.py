@@ -14,8 +14,9 @@ from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
 from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem,
-                                 odd_split_problem, part_offset, part_rows, part_shape, pop_converts, slot_layout,
-                                 slot_shape, split_push_problem)
+                                 odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
+                                 split_push_problem)
+from ...protocol.slots import pop_band, problem_text, push_band, read_problem
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes
 
@@ -97,23 +98,37 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
                    "the Cube's tile)" if held != full else ""))
     if ch.way == V2C and ch.in_gm:          # pto-isa TSTOREs the Vec tile into an ND GlobalTensor
         check_move_layout(core, "TSTORE", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPUSH")
+    # where the protocol puts the tile in a slot (protocol.slots): per consumer lane's UB slot
+    # for a C2V ring local to the Vector cores, else the one slot (this lane's part for V2C)
+    kind, static = ch.model.slot_placement, (tile.rows, tile.cols)
+    if ch.way == C2V and not ch.in_gm:
+        bands = [(push_band(kind, C2V, False, split, static, shape, p), p) for p in ch.lanes]
+    else:
+        bands = [(push_band(kind, ch.way, ch.in_gm, split, static, shape, core.subblock), None)]
+    for b, _p in bands:
+        if b.span() * item > ch.slot_size:
+            raise ProtocolError(
+                f"TPUSH of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}: the slot holds its "
+                f"{b.rows}x{b.cols} {'part' if split else 'valid region'} with rows {b.pitch} elements apart "
+                f"(the protocol's slot tile), {b.span() * item} bytes",
+                where=_loc(core), fix=f"declare SlotSize {b.span() * item} (or more) on the pipe")
     cluster = core.cluster
     dsts = []
     for tag in range(ch.slot_num):
-        if ch.way == C2V and ch.in_gm:
-            dsts.append(((ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, shape), None),))
-        elif ch.way == C2V:
-            per_peer = []
-            for p in ch.lanes:
-                pshape = part_shape(split, rows, cols)
-                ub = cluster.aiv(p).memory(MemSpace.UB)
-                per_peer.append((ch.view(ub, ch.local_base + tag * ch.slot_size, tile.dtype, pshape), p))
-            dsts.append(tuple(per_peer))
-        else:
-            mem = cluster.gm if ch.in_gm else cluster.aic.memory(MemSpace.L1)
-            off = part_offset(split, core.subblock, rows, cols, item)
-            base = (ch.gm_base if ch.in_gm else ch.local_base) + tag * ch.slot_size + off
-            dsts.append(((ch.view(mem, base, tile.dtype, shape, (full[1], 1)), None),))
+        per_peer = []
+        for b, p in bands:
+            if p is not None:
+                mem, base = cluster.aiv(p).memory(MemSpace.UB), ch.local_base
+            elif ch.in_gm:
+                mem, base = cluster.gm, ch.gm_base
+            else:
+                mem, base = cluster.aic.memory(MemSpace.L1), ch.local_base
+            view = ch.view(mem, base + tag * ch.slot_size + b.offset * item, tile.dtype, (b.rows, b.cols),
+                           (b.pitch, 1))
+            # the block of the pushed valid region the band holds (a V2C push: the whole part)
+            part = None if ch.way != C2V else (slice(b.row0, b.row0 + b.rows), slice(b.col0, b.col0 + b.cols))
+            per_peer.append((view, p, part))
+        dsts.append(tuple(per_peer))
     unit = ch.push_pipe
     dst_space = "GM" if ch.in_gm else "UB" if ch.way == C2V else "L1"
     # what the slot holds: an empty tile writes nothing (no layout to match); the static
@@ -140,17 +155,22 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     check_move_layout(core, "TLOAD", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPOP")
     gm = core.cluster.gm
     srcs = []
-    # the producer wrote its valid region packed (push_plan): read this consumer's part of it
-    vrows, vcols = (rows, cols) if tile.empty else (tile.valid_rows, tile.valid_cols)
-    if split in ODD_SPLITS and ch.way == C2V:
-        _odd_band_in_slot(core, ch, tile, split, vrows, vcols, item)
+    # what the protocol's pop reads of the slot (protocol.slots), judged against the push by
+    # check_layout; an empty tile (the no-split lane-1 replay, an odd split's empty share) reads
+    # nothing: a view at the slot's start stands for it
+    valid = (rows, cols) if tile.empty else (tile.valid_rows, tile.valid_cols)
+    if split in ODD_SPLITS and ch.way == C2V and not tile.empty:
+        _odd_band_in_slot(core, ch, tile, split, valid[0], valid[1], item)
+    b = pop_band(ch.model.slot_placement, ch.way, True, TileSplitAxis.TILE_NO_SPLIT if tile.empty else split,
+                 (rows, cols), valid, core.subblock if ch.way == C2V else 0)
+    if b.span() * item > ch.slot_size:
+        raise ProtocolError(
+            f"TPOP of {tile.describe()} ({TileSplitAxis(split).name}) on {core.name} reads past its slot of {ch.name}: "
+            f"its valid {valid[0]}x{valid[1]}, rows {b.pitch} elements apart from element {b.offset}, ends at byte "
+            f"{b.span() * item} of a {ch.slot_size}-byte slot",
+            where=_loc(core), fix="pop at most the pushed valid region (a split lane: its part of it)")
     for tag in range(ch.slot_num):
-        if ch.way == C2V:
-            full = full_shape(split, vrows, vcols, core.subblock)
-            off = part_offset(split, core.subblock, vrows, vcols, item)
-            v = ch.view(gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (vrows, vcols), (full[1], 1))
-        else:
-            v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (vrows, vcols))
+        v = ch.view(gm, ch.gm_base + tag * ch.slot_size + b.offset * item, tile.dtype, valid, (b.pitch, 1))
         srcs.append(v[:tile.valid_rows, :tile.valid_cols])
     return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item))
 
@@ -166,8 +186,8 @@ def _odd_band_in_slot(core, ch, tile: Tile, split, vrows: int, vcols: int, item:
     side = ch.sides[core.index]
     for s in side.slots[side.index % ch.slot_num]:
         if s.layout is not None:
-            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", None, tile.layout,
-                         (vrows, vcols))
+            check_layout(core, ch, [s], [core.subblock], tile.dtype, tile.rows, tile.cols, split, "TPOP", None,
+                         tile.layout, (vrows, vcols))
     raise ProtocolError(
         f"TPOP {split.name} of {tile.describe()} on {core.name}: pto-isa places AIV{core.subblock}'s band from its own "
         f"{vrows}x{vcols} extent at byte {off} of the slot, {stride} bytes a row, so it reads up to byte {end}, past "
@@ -175,22 +195,95 @@ def _odd_band_in_slot(core, ch, tile: Tile, split, vrows: int, vcols: int, item:
         fix=f"{split.name} gives AIV0 n/2 + 1 and AIV1 n/2 of the pushed odd extent n: pop AIV{core.subblock}'s share")
 
 
-def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None,
+def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op: str, loc=None,
                  layout: TileLayout | None = None, valid: tuple | None = None) -> None:
     """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) in ``layout``, valid
-    region ``valid`` (default: the whole tile), must match what the producer pushed into
-    ``slot``: dtype, the valid region (what the slot holds: the producer's valid region,
-    packed; the static shapes may differ - a padded producer tile, a consumer tile sized to
-    the data - as long as the slot holds the tile, which the pop plan checks; an empty
-    consumer valid region is the no-split lane-1 replay and matches any), split mode
-    (either direction) and tile layout.  The message gives both tiles' static and valid
-    shapes."""
-    lay = slot.layout
-    if lay is None:
+    region ``valid`` (default: the whole tile), popped from ``slots`` (one per Vector lane of
+    ``lanes`` the pop reads: the consumer's own for C2V, both producers' parts for V2C), must
+    match what the producers pushed: dtype, split mode (either direction), tile layout, and the
+    elements the protocol's pop reads (:mod:`~ptopipe.protocol.slots`) must be the pushed ones
+    at their places - a smaller valid region than the push reads its top-left block (a
+    dynamic tail), a read of unpushed elements, at another row pitch or of another lane's
+    band is refused with the device's reason.  An empty consumer valid region is the no-split
+    lane-1 replay and matches any.  The message gives both tiles' static and valid shapes."""
+    pushed = [(lane if ch.way == V2C else core.subblock, s) for lane, s in zip(lanes, slots) if s.layout is not None]
+    if not pushed:
         return
+    vrow, vcol = valid if valid is not None else (rows, cols)
+    for _lane, slot in pushed:
+        _check_split(core, ch, slot, split, op, loc)
+    kind = ch.model.slot_placement
+    bands = [push_band(kind, ch.way, ch.in_gm, s.layout[3], s.layout[5:7], s.layout[1:3], lane) for lane, s in pushed]
+    lane = core.subblock if ch.way == C2V else 0
+    if split in ODD_SPLITS:
+        # a C2V ring in GM (odd_split_problem refuses the rest): the lanes' bands differ, each
+        # placed from the lane's own extent - judged against the pushed valid region
+        _check_odd_pop(core, ch, pushed[0][1], split, (vrow, vcol), op, loc)
+        prob = None
+    else:
+        prob = None if vrow * vcol == 0 else \
+            read_problem(bands, pop_band(kind, ch.way, ch.in_gm, split, (rows, cols), (vrow, vcol), lane), split)
+    partner = False
+    if prob is None and vrow * vcol and ch.way == C2V and split not in (TileSplitAxis.TILE_NO_SPLIT, *ODD_SPLITS):
+        # the parts of a split are equal (pto-isa's lane offsets are lane x the valid shape):
+        # the other lane's TPOP of this valid shape must read pushed elements too
+        other = 1 - lane
+        obands = bands if ch.in_gm else \
+            [push_band(kind, C2V, False, s.layout[3], s.layout[5:7], s.layout[1:3], other) for _l, s in pushed]
+        oprob = read_problem(obands, pop_band(kind, C2V, ch.in_gm, split, (rows, cols), (vrow, vcol), other), split)
+        if oprob is not None and oprob.kind == "unpushed":
+            prob, lane, partner = oprob, other, True
+    slot = pushed[0][1]
+    lay = slot.layout
     pdtype, pvrow, pvcol, psplit = lay[:4]
     prow, pcol = lay[5:7]
-    vrow, vcol = valid if valid is not None else (rows, cols)
+    if prob is not None or pdtype != dtype:
+        where = str(loc or core.where())
+        want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
+        # a split tile is pushed whole and popped in parts (C2V), or pushed in parts and popped
+        # whole (V2C): the pushed tile says what each side's share is, so the two differ in print
+        share = "" if psplit == TileSplitAxis.TILE_NO_SPLIT else \
+            f": {want[0]}x{want[1]} per Vector core" if ch.way == C2V else f": {want[0]}x{want[1]} from both Vector cores"
+        cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
+        prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name}{share})"
+        pitch = prob is not None and prob.kind == "pitch"
+        differs = [w for w, d in (("dtype", pdtype != dtype), ("row pitch" if pitch else "valid shape", prob is not None))
+                   if d]
+        why = fix = None
+        if prob is not None:
+            why, fix = problem_text(kind, ch.way, ch.in_gm, split, prob, lane, (vrow, vcol), partner)
+        tail = (f"the slot's rows are {prob.pitches[1]} elements apart, the pop reads them {prob.pitches[0]} apart"
+                if pitch and pdtype == dtype else
+                f"it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
+                + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""))
+        details = "\n".join(t for t in (f"{'in the CPU simulator' if kind == 'cpusim' else 'on the device'}: {why}" if why else None,
+                                          f"pushed at {slot.push_loc}" if slot.push_loc else None) if t)
+        raise ProtocolError(
+            f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
+            f"of slot {slot.tag} - the {' and the '.join(differs)} differ{'s' if len(differs) == 1 else ''}: {tail}",
+            where=where, details=details or None,
+            fix=fix or "producer and consumer must agree on dtype, valid shape and split mode "
+                       "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
+    play = lay[4] if len(lay) > 4 else None
+    if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
+        raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
+
+
+def _check_odd_pop(core, ch, slot, split, valid: tuple, op: str, loc) -> None:
+    """Lane ``core``'s TPOP of a ``valid`` part under an odd split must read its band of what
+    the Cube pushed into ``slot`` (:func:`~ptopipe.protocol.geometry.odd_pop_problem`); an
+    empty part (the other lane's share of a one-row push) reads nothing."""
+    if valid[0] * valid[1] == 0:
+        return
+    bad = odd_pop_problem(split, core.subblock, valid, slot.layout[1:3])
+    if bad is not None:
+        raise ProtocolError(f"{op} on {core.name}: {bad[0]} (slot {slot.tag} of {ch.name})", where=str(loc or core.where()),
+                            details=f"pushed at {slot.push_loc}" if slot.push_loc else None, fix=bad[1])
+
+
+def _check_split(core, ch, slot, split, op: str, loc) -> None:
+    """The consumer's split must be the producer's (``slot``'s push)."""
+    psplit = slot.layout[3]
     if psplit != split:
         where = str(loc or core.where())
         producer = "the Cube" if ch.way == C2V else "a Vector core"
@@ -203,43 +296,6 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
                 + (" (a C2V ring in GM, as on A2A3, holds the Cube's whole tile whatever its split and "
                    "each Vector core reads its part, so pto-isa runs this; on A5 the Cube's split decides "
                    "which Vector core receives which part)" if ch.way == C2V and ch.in_gm else ""))
-    if vrow * vcol == 0:
-        ok = True                   # the lane-1 replay: reads nothing
-    elif split in ODD_SPLITS:       # a C2V ring in GM (odd_split_problem): the lane's band
-        bad = odd_pop_problem(split, core.subblock, (vrow, vcol), (pvrow, pvcol))
-        if bad is not None:
-            where = str(loc or core.where())
-            raise ProtocolError(f"{op} on {core.name}: {bad[0]} (slot {slot.tag} of {ch.name})", where=where,
-                                details=f"pushed at {slot.push_loc}" if slot.push_loc else None, fix=bad[1])
-        ok = True
-    elif ch.way == C2V:
-        ok = full_shape(split, vrow, vcol) == (pvrow, pvcol)
-    else:
-        ok = full_shape(psplit, pvrow, pvcol) == (vrow, vcol)
-    if not (ok and pdtype == dtype):
-        where = str(loc or core.where())
-        want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
-        # a split tile is pushed whole and popped in parts (C2V), or pushed in parts and popped
-        # whole (V2C): the pushed tile says what each side's share is, so the two differ in print
-        share = "" if psplit == TileSplitAxis.TILE_NO_SPLIT else \
-            f": {want[0]}x{want[1]} per Vector core" if ch.way == C2V else f": {want[0]}x{want[1]} from both Vector cores"
-        cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
-        prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name}{share})"
-        differs = [w for w, d in (("dtype", pdtype != dtype), ("valid shape", not ok)) if d]
-        raise ProtocolError(
-            f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
-            f"of slot {slot.tag} - the {' and the '.join(differs)} differ{'s' if len(differs) == 1 else ''}: "
-            f"it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
-            + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""),
-            where=where,
-            details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
-            fix="producer and consumer must agree on dtype, valid shape and split mode "
-                "(UP_DOWN halves rows, LEFT_RIGHT halves columns)"
-                + ("; a GM ring's pop reads the slot with the consumer's valid columns as its row "
-                   "stride (pto-isa a2a3), so another valid shape reads the rows misaligned" if ch.in_gm else ""))
-    play = lay[4] if len(lay) > 4 else None
-    if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
-        raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
 
 
 def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: str, where: str):
