@@ -76,6 +76,20 @@ def kernels_problem(aic, aiv) -> "tuple[str, str] | None":
     return None
 
 
+def lone_vector_lanes(reads_subblock: bool, call: str,
+                      kernel: str = "a Vector kernel with no Cube kernel") -> "tuple[int, str]":
+    """(Vector cores, the note saying so) of a Vector kernel with no Cube kernel beside it,
+    in every front end: it runs on AIV0 alone, as the device runs a Vector-only launch (one
+    Vector core per block: pto-isa's single-core tests read and write their output, and on
+    both sub-blocks they would race themselves) - unless it reads its sub-block index
+    (``call``, in its front end's spelling): a kernel that splits its work between the two
+    sub-blocks is written for both, and both run it.  ``kernel`` names such a kernel in the
+    front end's words."""
+    if reads_subblock:
+        return 2, f"{kernel} that reads its sub-block index ({call}): run on both Vector cores, AIV0 and AIV1"
+    return 1, f"{kernel}, and no {call} in the file: run on AIV0, one Vector core, as a Vector-only launch runs it"
+
+
 #: the switches of ``run`` (True / False)
 _SWITCHES = ("trace", "leak_check", "timing", "checks", "record_writes", "causal", "echo_prints", "fast_paths")
 

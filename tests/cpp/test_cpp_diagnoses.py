@@ -106,6 +106,12 @@ def test_a_lone_vector_kernel_runs_on_aiv0_unless_it_asks_for_its_sub_block(tmp_
     p.write_text(LONE % (code, "k"))
     assert find_kernels(str(p)).one_lane is one_lane
     assert find_kernels(str(p), aiv="k").one_lane is one_lane                 # named, the same
+    # the note of either (ptopipe.driver.cpp.notes: what `ptopipe run` prints)
+    from ptopipe.driver.cpp import notes
+    said = notes(str(p), None, None)
+    assert len(said) == 1
+    assert ("no get_subblockid() in the file: run on AIV0, one Vector core" if one_lane else
+            "reads its sub-block index (get_subblockid()): run on both Vector cores, AIV0 and AIV1") in said[0]
 
 
 TWO_KERNELS = """#include <pto/pto-inst.hpp>
