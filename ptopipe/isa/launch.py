@@ -204,7 +204,8 @@ class RunSummary:
     asked_block: bool = False
 
     def format(self) -> str:
-        many = (f"; {self.blocks} blocks: the slowest block's cycles, instructions summed over the blocks"
+        many = (f"; {self.blocks} blocks: the slowest block's cycles; instructions, busy cycles and pipe "
+                "counts summed over the blocks"
                 if self.blocks > 1 else "")
         lines = [f"platform {self.platform}, protocol {self.protocol}: {self.cycles} cycles "
                  f"(simulated in {self.wall_seconds * 1e3:.1f} ms{many})"]
