@@ -22,7 +22,8 @@ import numpy as np
 from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
-from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError, user_line, with_article
+from ..errors import (CompileError, ConfigError, DeadlockError, LeakError, ParseError, PtoPipeError, user_line,
+                      with_article)
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
@@ -437,7 +438,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                     raise
                 raise err from e
             except PtoPipeError as e:
-                if nblocks > 1:
+                if nblocks > 1 and not isinstance(e, (ParseError, CompileError)):   # (those: of every block)
                     e.add_detail(f"(in block {b} of {nblocks})")
                 if launches > 1:
                     e.add_detail(f"(in launch {k} of {launches})")

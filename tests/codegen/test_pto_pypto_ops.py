@@ -113,6 +113,8 @@ def test_a_subview_keeps_its_source_live_for_the_placement():
     ("%t[%c0, %c8] sizes [16, 8] valid [%c16, %c16]", "the valid extent exceeds the window's sizes"),
     ("%t[%c8, %c8] sizes [16, 8] valid [%c16, %c8]", "the valid region leaves the source's static shape"),
     ("%t[%c0, %c4] sizes [16, 8] valid [%c16, %c8]", "not on a 32-byte boundary"),
+    ("%t[%c8, %c8] sizes [16, 8]", "the window is rows 8..23 of a source of 16 rows (rows 0..15): it leaves "
+                                   "its source, so only 8 of its rows are valid, where the view type says v_row=16"),
 ])
 def test_subview_refusals_name_the_op(window, what):
     body = (f"    %s = pto.subview {window} : {vt(16, 16)} -> {vt(16, 8)}\n"
@@ -122,6 +124,21 @@ def test_subview_refusals_name_the_op(window, what):
         run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
     assert what in e.value.what and "pto.subview 16x8 at" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, '%s = pto.subview')}:")
+
+
+def test_a_parse_error_is_not_said_to_be_one_blocks():
+    """A malformed op is wrong in every block: no "(in block b of N)", which a kernel error of a
+    block run gets."""
+    bad = vector_file(f"    %s = pto.subview %t[%c0] sizes [16, 8] : {vt(16, 16)} -> {vt(16, 8)}")
+    with pytest.raises(ParseError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)), blocks=2)
+    assert "needs two offsets" in e.value.what and "(in block" not in str(e.value)
+    assert e.value.where.startswith(f"<pto>:{line_of(bad, '%s = pto.subview')}:")
+    unaligned = vector_file(f"    %s = pto.subview %t[%c0, %c4] sizes [16, 8] valid [%c16, %c8] : {vt(16, 16)} -> "
+                            f"{vt(16, 8)}")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=unaligned, inputs=dict(x=X, y=np.zeros_like(X)), blocks=2)
+    assert "(in block 0 of 2)" in str(e.value)
 
 
 # -- pto.alloc_multi_tile / pto.multi_tile_get ------------------------------------------------
