@@ -327,9 +327,11 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
+        # (the kernels are its __global__ functions; a file with none: every function)
+        named = sorted(f.name for f in globals_) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
-                          fix="name them: --aic NAME --aiv NAME (functions: "
-                              f"{', '.join(sorted(fns)) or 'none'})")
+                          fix=f"name them: --aic NAME --aiv NAME ({'__global__ ' if globals_ else ''}functions: "
+                              f"{', '.join(named) or 'none'})")
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
 

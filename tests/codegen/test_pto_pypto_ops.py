@@ -12,7 +12,7 @@ from ptopipe.codegen.pto_exec import plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_exec.program import walk
 from ptopipe.arch import get_platform
 from ptopipe.driver.pto import static_verdict
-from ptopipe.errors import ConfigError, DataRaceError, DeadlockError, KernelError, ParseError
+from ptopipe.errors import ConfigError, DataRaceError, DeadlockError, KernelError, MemoryConflictError, ParseError
 
 
 def vt(r, c, vr=None, vc=None, d="f32", loc="vec"):
@@ -139,6 +139,17 @@ def test_a_parse_error_is_not_said_to_be_one_blocks():
     with pytest.raises(KernelError) as e:
         run_pto(text=unaligned, inputs=dict(x=X, y=np.zeros_like(X)), blocks=2)
     assert "(in block 0 of 2)" in str(e.value)
+
+
+def test_a_view_past_its_argument_is_fixed_in_the_files_words():
+    """The fix names what a .pto offsets a view by (its pto.partition_view), not Python's x.data()."""
+    text = vector_file(f"    %yp = pto.partition_view %yv, offsets = [%c8, %c0], sizes = [%c16, %c16] : {TV} -> {pv(16, 16)}\n"
+                       f"    pto.tstore ins(%t : {vt(16, 16)}) outs(%yp : {pv(16, 16)})")
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tstore ins(%t')}:")
+    assert "check the loop bound and the offsets of its pto.partition_view" in e.value.fix
+    assert ".data()" not in e.value.fix
 
 
 # -- pto.alloc_multi_tile / pto.multi_tile_get ------------------------------------------------

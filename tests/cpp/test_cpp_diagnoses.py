@@ -93,6 +93,20 @@ def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, co
     assert k.entry is None
 
 
+def test_kernels_it_cannot_tell_apart_are_listed_by_their_global_functions(tmp_path):
+    """The fix lists the __global__ functions (the kernels), not the templates they call."""
+    from ptopipe.cpp.build import find_kernels
+    from ptopipe.errors import ConfigError
+    p = tmp_path / "two.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+                 "template <int N> AICORE inline void a_impl(__gm__ float *x) { (void)x; }\n"
+                 'extern "C" __global__ AICORE void first(__gm__ float *x) { a_impl<1>(x); }\n'
+                 'extern "C" __global__ AICORE void second(__gm__ float *x) { a_impl<2>(x); }\n')
+    with pytest.raises(ConfigError) as e:
+        find_kernels(str(p))
+    assert e.value.fix == "name them: --aic NAME --aiv NAME (__global__ functions: first, second)"
+
+
 @pytest.mark.parametrize("code,one_lane", [
     ("Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, 0);", True),
     ("Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, get_subblockid() * 1024);", False),
