@@ -64,6 +64,15 @@ def one_lane_store(where) -> str:
     return "e.g. under get_subblockid() == 0"
 
 
+def lane_branch(where: str) -> str:
+    """A core- or lane-dependent branch in the words of the front end of location text ``where``."""
+    if is_cpp(where):
+        return "if (get_subblockid() == 0)"
+    if where.split(":", 1)[0].endswith((".pto", "<pto>")):
+        return "an scf.if on pto.get_subblock_idx"
+    return "if get_subblockid() == 0:"
+
+
 def clipped_ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
     """The byte ranges of a record, clipped to [clip_lo, clip_hi)."""
     if rows is None:
@@ -539,7 +548,7 @@ class HappensBefore:
                        f"should {late} never reach it, {waiter} waits at it for ever (a deadlock on the device)")
             fix = (f"put a SYNCALL that every core of its core_type reaches between {b['core']}'s {b['op']} and "
                    f"{a['core']}'s {a['op']}: not under a core- or lane-dependent branch (e.g. "
-                   "if (get_subblockid() == 0)) nor after an early return, and as many times on every core")
+                   f"{lane_branch(a['where'])}) nor after an early return, and as many times on every core")
         return DataRaceError(
             what, where=a["where"], details="\n".join([line(a), line(b)] + why), fix=fix,
             findings=[{"kind": "data_race", "type": kind, "access": a, "other": b,
