@@ -42,9 +42,20 @@ def check(target, schedules: int = 50, **kwargs):
     ones, with every checker on - :func:`ptopipe.isa.explore.explore` (its keywords: ``seed``,
     ``variant``, ``platform``, ``protocol``, ``mode``, ...).  Returns its
     :class:`~ptopipe.isa.explore.ExploreResult`: ``.ok``, ``.failures`` ``[(schedule, error)]``,
-    ``.warnings``."""
-    from .isa.explore import explore
+    ``.warnings``.  What is wrong with the call itself - a target that is not one, an unknown
+    keyword, variant, platform or protocol, a pair's missing ``args`` - raises a ConfigError,
+    as :func:`run` does; what a kernel's runs find is a failure in the result."""
+    from .isa.explore import checked_call, checked_target, explore
+    checked_target(target, schedules, "check")
+    checked_call(target, kwargs.get("variant", "default"), kwargs.get("platform", "a2a3"),
+                 kwargs.get("protocol", "spec"), kwargs.get("args"),
+                 {k: v for k, v in kwargs.items() if k not in _EXPLORE_OWN}, "check")
     return explore(target, schedules, **kwargs)
+
+
+#: explore()'s own keywords (the others are run()'s)
+_EXPLORE_OWN = ("seed", "variant", "platform", "protocol", "data_seed", "args", "stop_on_first",
+                "include_default", "progress", "mode", "depth")
 
 
 __version__ = "0.1.0"

@@ -122,7 +122,7 @@ def trace_cpp_file(args) -> int:
     the child process that ran it - up to the error when the run fails (the timeline of a
     failing kernel is the one that matters) - and its profile."""
     from ..report import profile
-    from .trace import child_reports, write_trace
+    from .trace import child_reports, print_block_note, write_trace
     name = os.path.basename(args.file)
 
     def write(run, stopped):
@@ -130,9 +130,10 @@ def trace_cpp_file(args) -> int:
         if not stopped:
             print("  " + profile(run).format().replace("\n", "\n  "), flush=True)
     after, failed = child_reports(write)
-    _, summary = _run(args, after, trace=True, failed=failed)
+    _, summary = _run(args, after, trace=True, failed=failed, **launch_kwargs(args))
     warned = summary_warnings(summary)
     failed_w, verdict = werror_verdict(args, warned)
     if failed_w:
-        print(f"{verdict} {name}: ran" + werror_note(failed_w, warned))
+        print(f"{verdict} {name}{blocks_ran(summary)}: ran" + werror_note(failed_w, warned))
+    print_block_note(summary)
     return int(failed_w)

@@ -148,7 +148,7 @@ def trace_pto(args) -> int:
     its Chrome trace (and ``--report``) written - up to the error when the run fails."""
     from ..isa import run as run_kernels
     from ..report import profile
-    from .trace import traced
+    from .trace import print_block_note, traced
     launched, protocol, static = _launches(args)
     many, status = len(launched) > 1, 0
     for pl in launched:
@@ -156,11 +156,12 @@ def trace_pto(args) -> int:
         tag = pl.func if many else "default"
         res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
                                          protocol=protocol, trace=True, **bounds.run_kwargs(args),
-                                         **sync_kwargs(args)), args, label, tag, many)
+                                         **sync_kwargs(args), **launch_kwargs(args)), args, label, tag, many)
         warned = _run_warnings(static, pl) + summary_warnings(res.summary)
         failed, verdict = werror_verdict(args, warned, static)
         if failed:
-            print(f"{verdict} {label}: ran" + werror_note(failed, static + warned))
+            print(f"{verdict} {label}{blocks_ran(res.summary)}: ran" + werror_note(failed, static + warned))
+        print_block_note(res.summary)
         status |= failed
         print("  " + profile(res).format().replace("\n", "\n  "))
     return int(status)

@@ -7,10 +7,10 @@ import os
 import sys
 
 from ..errors import ConfigError, PtoPipeError
-from ..isa.launch import compare
+from ..isa.launch import compare_launches
 from ..report import profile, write_chrome_trace, write_html
-from .common import (CPP_SUFFIXES, add_pto_func, add_ranges, run_each, summary_warnings, sync_kwargs, target,
-                     werror_note, werror_verdict)
+from .common import (CPP_SUFFIXES, add_launches, add_pto_func, add_ranges, block_note, blocks_ran,
+                     launch_kwargs, run_each, summary_warnings, sync_kwargs, target, werror_note, werror_verdict)
 from . import bounds
 from ..driver.loader import load_scenarios, pick_variants
 from .run import add_common
@@ -33,6 +33,7 @@ def add_parser(sub) -> None:
     add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
     add_cpp_arguments(p)
+    add_launches(p)
     p.set_defaults(func=main)
 
 
@@ -70,15 +71,18 @@ def main(args) -> int:
         plat, protocol = target(args, sc)
         tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
         res, expected = traced(lambda: sc.run(v, plat, protocol, args.seed, trace=True,
-                                              **bounds.run_kwargs(args), **sync_kwargs(args)),
+                                              **bounds.run_kwargs(args), **sync_kwargs(args),
+                                              **launch_kwargs(args)),
                                args, label, tag, many, result=lambda r: r[0])
         print("  " + profile(res).format().replace("\n", "\n  "))
-        compare(res.outputs, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
-                rerun=lambda: sc.run(v, plat, protocol, args.seed, record_writes=True,
-                                     **bounds.run_kwargs(args))[0])
+        compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
+                         rerun=lambda: sc.run(v, plat, protocol, args.seed, record_writes=True,
+                                              **bounds.run_kwargs(args), **sync_kwargs(args),
+                                              **launch_kwargs(args))[0])
         warned = summary_warnings(res.summary)
         failed, verdict = werror_verdict(args, warned)
-        print(f"{verdict} {label}: matches numpy golden" + werror_note(failed, warned))
+        print(f"{verdict} {label}{blocks_ran(res.summary)}: matches numpy golden" + werror_note(failed, warned))
+        print_block_note(res.summary)
         return failed
 
     return run_each(jobs, one)
@@ -97,9 +101,21 @@ def traced(run, args, label: str, tag: str, many: bool, result=lambda r: r):
     return out
 
 
+def print_block_note(summary) -> None:
+    """The note of a run of one block whose kernel asked for its block index, if it is one."""
+    note = block_note(summary)
+    if note:
+        print(note)
+
+
 def write_trace(run, args, label: str, tag: str, many: bool, stopped: str = "") -> None:
     """Write the Chrome trace (``-o``) and the ``--report`` of ``run`` (a RunResult, or the
-    cluster of a run that ``stopped`` with that error: up to it)."""
+    cluster of a run that ``stopped`` with that error: up to it).  A run of several blocks
+    traces one block's cluster - block 0's, or the block that stopped - and says which."""
+    cluster = getattr(run, "cluster", run)
+    nblocks = cluster.context.blocks if getattr(cluster, "context", None) is not None else 1
+    if nblocks > 1:
+        label = f"{label}, block {cluster.block} of {nblocks}"
     path = write_chrome_trace(run, _out(args.output, tag, many))
     print(f"wrote {path} ({label}, up to the {stopped})" if stopped else
           f"wrote {path} ({label}, {run.summary.cycles} cycles) - open it in https://ui.perfetto.dev")

@@ -200,7 +200,8 @@ class Kernels:
     ``aiv`` (function names, either may be None); ``sided``: the file tests a side's macro
     where these kernels may reach it, so each side is built with its own; ``sections``: the
     sides an entry has code for (a test of their macro), which must do something;
-    ``one_lane``: a lone Vector kernel that runs on AIV0 only (:func:`_one_lane`);
+    ``one_lane``: a lone Vector kernel that runs on AIV0 only, and ``lane_note`` the note
+    saying which Vector cores a lone Vector kernel runs on (:func:`_lone_vector`);
     ``own_events``: hand-written C++ that orders its pipes with events, which runs in the
     manual synchronisation mode unless a run says otherwise (docs/events.md)."""
     path: str
@@ -210,6 +211,7 @@ class Kernels:
     sided: bool = False
     sections: frozenset = frozenset()
     one_lane: bool = False
+    lane_note: str | None = None
     own_events: bool = False
 
     @property
@@ -223,7 +225,7 @@ class Kernels:
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
     """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named)."""
     out, code, text, fns = _find_kernels(path, aic, aiv)
-    out.one_lane = _one_lane(out, code)
+    out.one_lane, out.lane_note = _lone_vector(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
     out.own_events = _sets_events(out, fns) and ORIGIN_PREFIX not in text
@@ -248,9 +250,6 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
     return False
 
 
-#: the note of a run of a lone Vector kernel on AIV0 (:func:`_one_lane`)
-ONE_LANE_NOTE = ("a Vector kernel with no Cube kernel, and no get_subblockid() in the file: run on AIV0, "
-                 "one Vector core, as a Vector-only launch runs it")
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
 _OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -260,14 +259,17 @@ OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag): run i
                    "simulator's scoreboard orders them)")
 
 
-def _one_lane(k: Kernels, code: str) -> bool:
-    """A Vector kernel with no Cube kernel beside it runs on one Vector core, as the device runs
-    a Vector-only kernel (pto-isa's single-core tests: one AIV per block, sub-block 0) and as a
-    .pto Vector kernel without pipes runs - unless the file (``code``, comments blanked) asks
-    for its sub-block: a kernel that splits its work between the two is written for a mixed
-    launch, and both run it."""
+def _lone_vector(k: Kernels, code: str) -> tuple:
+    """(runs on AIV0 only, the note saying which Vector cores run it) of the kernels ``k``: a
+    Vector kernel with no Cube kernel beside it runs as :func:`ptopipe.isa.launch.lone_vector_lanes`
+    says, on both Vector cores when the file (``code``, comments blanked) asks for its sub-block;
+    other kernels run as their launch says, with no note."""
+    from ..isa.launch import lone_vector_lanes
     roles = k.roles
-    return "aiv" in roles and "aic" not in roles and not _SUBBLOCK.search(code)
+    if "aiv" not in roles or "aic" in roles:
+        return False, None
+    lanes, note = lone_vector_lanes(bool(_SUBBLOCK.search(code)), "get_subblockid()")
+    return lanes == 1, note
 
 
 def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
@@ -325,9 +327,11 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
+        # (the kernels are its __global__ functions; a file with none: every function)
+        named = sorted(f.name for f in globals_) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
-                          fix="name them: --aic NAME --aiv NAME (functions: "
-                              f"{', '.join(sorted(fns)) or 'none'})")
+                          fix=f"name them: --aic NAME --aiv NAME ({'__global__ ' if globals_ else ''}functions: "
+                              f"{', '.join(named) or 'none'})")
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
 

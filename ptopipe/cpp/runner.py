@@ -97,7 +97,7 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
     when a run first needs it (cached); a kernel crash ends this process - :func:`run_cpp` and
     ``ptopipe run file.cpp`` run it in a child process instead.  Either is None when the file
     has no kernel for that side; a lone Vector kernel that runs on AIV0 only (a Vector-only
-    launch: :data:`ptopipe.cpp.build.ONE_LANE_NOTE`) is ``(kernel, None)``."""
+    launch: :func:`ptopipe.isa.launch.lone_vector_lanes`) is ``(kernel, None)``."""
     found = find_kernels(path, aic, aiv)
     loaded = {}
 

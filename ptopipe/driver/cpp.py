@@ -24,11 +24,11 @@ def inputs(pairs) -> dict:
 
 def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) -> list:
     """What a run of the C++ kernels of ``path`` decides for the user and says as a note (a
-    lone Vector kernel run on AIV0 only; the manual synchronisation mode for a kernel that
+    lone Vector kernel run on AIV0 only or on both Vector cores; the manual synchronisation mode for a kernel that
     sets its own events, unless ``sync`` was given)."""
-    from ..cpp.build import ONE_LANE_NOTE, OWN_EVENTS_NOTE, find_kernels
+    from ..cpp.build import OWN_EVENTS_NOTE, find_kernels
     k = find_kernels(path, aic, aiv)
-    return [n for n, on in ((ONE_LANE_NOTE, k.one_lane), (OWN_EVENTS_NOTE, k.own_events and sync is None)) if on]
+    return [n for n, on in ((k.lane_note, k.lane_note), (OWN_EVENTS_NOTE, k.own_events and sync is None)) if on]
 
 
 def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",

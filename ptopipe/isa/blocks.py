@@ -139,7 +139,7 @@ def cross_block_races(clusters: list, writes: list) -> list:
     items.sort(key=lambda x: (x[0], x[2]))
     live_w: list = []                       # writes (then reads) still open at the sweep point
     live_r: list = []
-    warnings, seen = [], set()
+    twice: dict = {}                        # (the two lines) -> [first pair's items and overlap, block pairs]
     for it in items:
         lo = it[0]
         live_w = [x for x in live_w if x[1] > lo]
@@ -152,13 +152,13 @@ def cross_block_races(clusters: list, writes: list) -> list:
             if first[3] and later[3] and np.array_equal(writes[first[2]].bytes(a, b),
                                                          writes[later[2]].bytes(a, b)):
                 key = (loc_text(first[4][3]), loc_text(later[4][3]))
-                if key not in seen:
-                    seen.add(key)
-                    warnings.append(_twice(n, first, later, a, b))
+                seen = twice.setdefault(key, [(first, later, a, b), []])
+                if (first[2], later[2]) not in seen[1]:
+                    seen[1].append((first[2], later[2]))
                 continue
             raise _race(n, later, first, a, b)
         (live_w if it[3] else live_r).append(it)
-    return warnings
+    return [_twice(n, *at, pairs) for at, pairs in twice.values()]
 
 
 def _race(n: int, cur, prev, lo: int, hi: int) -> DataRaceError:
@@ -178,12 +178,16 @@ def _race(n: int, cur, prev, lo: int, hi: int) -> DataRaceError:
                    "other": b}])
 
 
-def _twice(n: int, first, later, lo: int, hi: int) -> tuple:
+def _twice(n: int, first, later, lo: int, hi: int, pairs: list) -> tuple:
+    """The warning of identical bytes written by two blocks at the same two lines: the first
+    pair's overlap, and every pair of blocks that did it (``pairs``: (block, block))."""
     a = _describe(later[2], n, later[4], True, later[0], later[1])
     b = _describe(first[2], n, first[4], True, first[0], first[1])
-    who = (f"blocks {b['block']} and {a['block']} both run the {a['op']} at {a['where']}" if a["where"] == b["where"]
+    more = "" if len(pairs) == 1 else f" (so do blocks {', '.join(f'{x} and {y}' for x, y in pairs[1:])})"
+    who = (f"blocks {b['block']} and {a['block']}{more} both run the {a['op']} at {a['where']}"
+           if a["where"] == b["where"]
            else f"block {a['block']} {a['core']} {a['op']} and block {b['block']} {b['core']} {b['op']} "
-                f"(at {b['where']})")
+                f"(at {b['where']}){more}")
     return (f"{who} on the same bytes of GM (first [{lo:#x}, {hi:#x})) and the blocks run at the same time: "
             "they store identical data, so the result does not depend on their order, but the work is "
             f"done twice - {BLOCK_FIX}", a["where"])

@@ -32,6 +32,7 @@ scenario's inputs and golden, made once, and the memories of the runs that passe
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import random
 import sys
@@ -295,20 +296,68 @@ def stream(mode: str, n: int, seed: int, depth: int, last: dict):
         last["complete"] = d is None
 
 
-def checked_target(target, schedules) -> None:
+def checked_target(target, schedules, caller: str = "explore") -> None:
     """A ConfigError at the caller's line for an :func:`explore` target that is neither a
-    Scenario nor an ``(aic, aiv)`` pair, or a number of schedules that is not one."""
+    Scenario nor an ``(aic, aiv)`` pair, or a number of schedules that is not one (``caller``:
+    the function the user called, for the message)."""
     if not isinstance(target, Scenario) and not (isinstance(target, (tuple, list)) and len(target) == 2):
         what = (f"a kernel function ({getattr(target, '__name__', target)!r})" if callable(target)
                 else with_article(type(target).__name__))
-        raise ConfigError(f"explore() takes a Scenario or an (aic, aiv) pair of kernels, got {what}",
+        raise ConfigError(f"{caller}() takes a Scenario or an (aic, aiv) pair of kernels, got {what}",
                           where=user_line(),
-                          fix="explore(SCENARIO, schedules=N), or explore((cube, vector), args={...}, "
+                          fix=f"{caller}(SCENARIO, schedules=N), or {caller}((cube, vector), args={{...}}, "
                               "schedules=N) (aiv: one kernel for both Vector cores, or a pair)")
     if isinstance(schedules, bool) or not isinstance(schedules, (int, np.integer)) or schedules < 0:
-        raise ConfigError(f"explore(): schedules={schedules!r} is not a number of schedules", where=user_line(),
+        raise ConfigError(f"{caller}(): schedules={schedules!r} is not a number of schedules", where=user_line(),
                           fix="give schedules >= 0: the explored schedules run after the default one "
                               "(0: the default schedule only)")
+
+
+#: what a run of each schedule gets from explore itself, not from its keywords
+_SET_PER_RUN = ("aic", "aiv", "args", "platform", "protocol", "schedule", "schedule_seed", "pool")
+
+
+def checked_call(target, variant, platform, protocol, args, run_kwargs: dict, caller: str = "explore") -> None:
+    """A ConfigError at the caller's line for what is wrong with an :func:`explore` call itself
+    rather than with a kernel - a keyword that neither it nor ``run()`` takes, a variant the
+    Scenario does not have, an unknown platform or protocol, an ``(aic, aiv)`` pair's kernels or
+    missing arguments - which would otherwise fail every schedule alike (or be a raw TypeError
+    from ``run()``): raised, not returned as a schedule's failure, as ``run()`` raises it."""
+    from .launch import _select_kwargs, kernels_problem, parse_protocol
+    where = user_line()
+    takes = [n for n in inspect.signature(run).parameters if n not in _SET_PER_RUN]
+    unknown = [k for k in run_kwargs if k not in takes and k != "scope"]     # (scope: the check's own)
+    if unknown:
+        own = [n for n, p in inspect.signature(explore).parameters.items()
+               if n != "target" and p.kind is not p.VAR_KEYWORD]
+        raise ConfigError(f"{caller}() got unknown keyword{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(map(repr, unknown))}", where=where,
+                          fix=f"use {caller}'s keywords ({', '.join(own)}) or run()'s, which it passes on "
+                              f"({', '.join(takes)})")
+    try:
+        get_platform(platform)
+        parse_protocol(protocol)
+        if isinstance(target, Scenario):
+            target.params(variant)
+            return
+        aic, aiv = target
+        bad = kernels_problem(aic, aiv)
+        if bad is not None:
+            raise ConfigError(f"{caller}(): {bad[0]}", fix=bad[1])
+        if args is not None and not isinstance(args, dict):
+            raise ConfigError(f"{caller}(): args is {with_article(type(args).__name__)}, not a dict of the "
+                              "kernels' arguments", fix="pass args={parameter name: value}")
+        for fn in [aic, *(aiv if isinstance(aiv, (tuple, list)) else [aiv])]:
+            if fn is not None:
+                try:
+                    _select_kwargs(fn, dict(args or {}))      # (a missing argument: a ConfigError)
+                except (TypeError, ValueError):               # (no signature to read: the run says)
+                    pass
+    except ConfigError as e:
+        if e.where is None:
+            e.where = where
+            e.args = (e.render(),)
+        raise
 
 
 def checked_depth(mode: str, depth: int | None) -> int:
@@ -370,6 +419,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
 
     ``progress(done, total)``, if given, is called before each run."""
     checked_target(target, schedules)
+    checked_call(target, variant, platform, protocol, args, run_kwargs)
     depth = checked_depth(mode, depth)
     run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)
     run_kwargs.setdefault("scope", CheckScope())

@@ -1,7 +1,9 @@
 """The numpy golden: :func:`compare` a run's outputs with the expected arrays, and on a
 mismatch explain it - the last writer (core, instruction, line, ring slot) of each output's
-first wrong element, from a re-run that records GM writes, or what the checkers of that
-re-run find (the unordered access behind a result that depends on the schedule)."""
+first wrong element and the rows of the output no write reached (and, for several blocks, the
+rows each block wrote), from a re-run that records GM writes, or what the checkers of that
+re-run find (the unordered access behind a result that depends on the schedule) - and keep
+the run's warnings with it."""
 from __future__ import annotations
 
 from typing import Callable
@@ -9,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import MismatchError, PtoPipeError
+from ..sim.race import clipped_ranges
 from .checks import WriteRecorder
 
 
@@ -27,6 +30,8 @@ def compare_launches(res: RunResult, expected: dict, rtol: float, atol: float, l
             compare(res.outputs, expected, rtol, atol, label, rerun=rerun)
     except MismatchError as e:
         s = res.summary
+        for what, loc in s.leaks:       # (what the run warned about often is the cause)
+            e.add_detail(f"the run warned: {what}" + (f" ({loc})" if loc else ""))
         if s.blocks == 1 and s.asked_block:
             e.add_detail("the kernel asked for its block index (get_block_idx / get_block_num) and ran as block "
                          "0 of 1: a kernel written for N blocks computes only block 0's share - run its N blocks "
@@ -64,7 +69,7 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
                        f"{np.max(np.abs(g - e)):.4g}); first at {first}: got {g[first]:.6g}, "
                        f"expected {e[first]:.6g}")
             first_bad.append((k, first, int(np.ravel_multi_index(first, got.shape)) if got.ndim else 0,
-                              got.dtype.itemsize))
+                              got.dtype.itemsize, got.shape))
     if bad:
         fixes = ([f"check the golden: {'; '.join(golden_wrong)}"] if golden_wrong else []) \
             + (["compare the kernel's tiling, offsets and split mode with the golden"] if first_bad else [])
@@ -112,9 +117,11 @@ def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> N
     cl = clusters[0]
     args = {name: lo for name, lo, _hi in cl.context.gm_args}
     many = len(clusters) > 1
-    for k, first, flat, item in first_bad:
+    for k, first, flat, item, shape in first_bad:
         if k not in args:
             continue
+        for text in _coverage(k, shape, item, args[k], clusters):
+            err.add_detail(text)
         addr = args[k] + flat * item
         w, cl = None, clusters[0]
         for c in reversed(clusters):
@@ -136,6 +143,48 @@ def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> N
         err.findings.append({"kind": "mismatch_writer", "output": k, "index": list(first), "addr": addr,
                              "writer": w, "ring": ring})
         err.add_detail(text)
+
+
+def _coverage(k: str, shape: tuple, item: int, base: int, clusters: list) -> list:
+    """What the recorded writes of ``clusters`` (one per block) covered of output ``k`` (at GM
+    ``base``): the rows (first axis; elements of a 1-D output) no write reached at all, and
+    for several blocks the rows each block wrote - a block that missed its share, or two
+    writing the same rows, shows there."""
+    if not shape:
+        return []
+    n = int(np.prod(shape)) * item
+    row = n // shape[0]
+    word = "rows" if len(shape) > 1 else "elements"
+    masks = []
+    for c in clusters:
+        m = np.zeros(n, bool)
+        for lo, hi, rows, *_ in c.checker.writes:
+            if lo < base + n and hi > base:
+                for a, b in clipped_ranges(lo, hi, rows, base, base + n):
+                    m[a - base:b - base] = True
+        masks.append(m.reshape(shape[0], row))
+    wrote = np.logical_or.reduce(masks)
+    out = []
+    never = np.flatnonzero(~wrote.any(1))
+    part = np.flatnonzero(wrote.any(1) & ~wrote.all(1))
+    if len(never):
+        out.append(f"{k}: {word} {_spans(never)} (of 0..{shape[0] - 1}) were never written")
+    if len(part):
+        out.append(f"{k}: {word} {_spans(part)} were written only in part")
+    if len(masks) > 1:
+        out.append(f"{k}: {word} written by each block: "
+                   + "; ".join(f"block {b} {_spans(np.flatnonzero(m.any(1)))}" for b, m in enumerate(masks)))
+    return out
+
+
+def _spans(ix, most: int = 8) -> str:
+    """Sorted indices as ranges: ``0..15, 32..47`` (the first ``most``; ``none`` if empty)."""
+    if not len(ix):
+        return "none"
+    cuts = np.flatnonzero(np.diff(ix) != 1) + 1
+    runs = [(int(r[0]), int(r[-1])) for r in np.split(np.asarray(ix), cuts)]
+    text = ", ".join(f"{a}..{b}" if a != b else f"{a}" for a, b in runs[:most])
+    return text + (f", ... ({len(runs) - most} more)" if len(runs) > most else "")
 
 
 def _ring_at(cluster, addr: int):

@@ -22,7 +22,8 @@ import numpy as np
 from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
-from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError, user_line, with_article
+from ..errors import (CompileError, ConfigError, DeadlockError, LeakError, ParseError, PtoPipeError, user_line,
+                      with_article)
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
@@ -74,6 +75,20 @@ def kernels_problem(aic, aiv) -> "tuple[str, str] | None":
     elif aiv is not None and not callable(aiv):
         return f"aiv is {aiv!r}, not a kernel function", fix
     return None
+
+
+def lone_vector_lanes(reads_subblock: bool, call: str,
+                      kernel: str = "a Vector kernel with no Cube kernel") -> "tuple[int, str]":
+    """(Vector cores, the note saying so) of a Vector kernel with no Cube kernel beside it,
+    in every front end: it runs on AIV0 alone, as the device runs a Vector-only launch (one
+    Vector core per block: pto-isa's single-core tests read and write their output, and on
+    both sub-blocks they would race themselves) - unless it reads its sub-block index
+    (``call``, in its front end's spelling): a kernel that splits its work between the two
+    sub-blocks is written for both, and both run it.  ``kernel`` names such a kernel in the
+    front end's words."""
+    if reads_subblock:
+        return 2, f"{kernel} that reads its sub-block index ({call}): run on both Vector cores, AIV0 and AIV1"
+    return 1, f"{kernel}, and no {call} in the file: run on AIV0, one Vector core, as a Vector-only launch runs it"
 
 
 #: the switches of ``run`` (True / False)
@@ -190,7 +205,8 @@ class RunSummary:
     asked_block: bool = False
 
     def format(self) -> str:
-        many = (f"; {self.blocks} blocks: the slowest block's cycles, instructions summed over the blocks"
+        many = (f"; {self.blocks} blocks: the slowest block's cycles; instructions, busy cycles and pipe "
+                "counts summed over the blocks"
                 if self.blocks > 1 else "")
         lines = [f"platform {self.platform}, protocol {self.protocol}: {self.cycles} cycles "
                  f"(simulated in {self.wall_seconds * 1e3:.1f} ms{many})"]
@@ -422,7 +438,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                     raise
                 raise err from e
             except PtoPipeError as e:
-                if nblocks > 1:
+                if nblocks > 1 and not isinstance(e, (ParseError, CompileError)):   # (those: of every block)
                     e.add_detail(f"(in block {b} of {nblocks})")
                 if launches > 1:
                     e.add_detail(f"(in launch {k} of {launches})")

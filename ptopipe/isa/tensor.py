@@ -312,6 +312,10 @@ class GlobalTensor:
             fix = (f"keep the view within '{name}': check the loop bound and the offset added to the "
                    f"pointer ({name} + offset): the view's {extent // item} elements from there must end "
                    f"within {name}[0 .. {n})")
+        elif (here() or "").split(":", 1)[0].endswith((".pto", "<pto>")):          # a .pto's op
+            fix = (f"keep the view within '{name}': check the loop bound and the offsets of its "
+                   f"pto.partition_view (and a pto.addptr on the pointer): the view's {extent // item} elements "
+                   f"from there must end within {name}[0 .. {n})")
         else:
             fix = f"keep the view within '{name}': check the loop bound and the offset added to {name}.data()"
         e = MemoryConflictError(

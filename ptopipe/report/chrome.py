@@ -77,6 +77,9 @@ def _write(f, run_or_cluster, tl: Timeline | None) -> None:
         f.write(("" if first else ",") + ",".join(buf))
     other = {"generator": "ptopipe", "platform": cluster.platform.name, "cycles": tl.cycles,
              "time_unit": "1 ts = 1 cycle"}
+    blocks = cluster.context.blocks if getattr(cluster, "context", None) is not None else 1
+    if blocks > 1:                      # (the trace is one block's cluster: which one)
+        other["block"], other["blocks"] = cluster.block, blocks
     if err is not None:
         other["stopped_by"] = {"error": type(err).__name__, "what": err.what, "where": err.where}
     f.write('],"displayTimeUnit":"ns","otherData":' + _dumps(other) + "}")

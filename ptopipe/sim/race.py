@@ -22,6 +22,7 @@ import sys
 
 from ..errors import DataRaceError, ordinal
 from .core import CoreState
+from .flags import SYNCALL_FLAG
 from .location import SourceLoc, is_cpp, is_internal, user_loc
 from .porder import GM_PIPES, SLOT, PipeOrder
 
@@ -61,6 +62,15 @@ def one_lane_store(where) -> str:
                 "function, give it a split (split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT): each lane then "
                 "stores its part")
     return "e.g. under get_subblockid() == 0"
+
+
+def lane_branch(where: str) -> str:
+    """A core- or lane-dependent branch in the words of the front end of location text ``where``."""
+    if is_cpp(where):
+        return "if (get_subblockid() == 0)"
+    if where.split(":", 1)[0].endswith((".pto", "<pto>")):
+        return "an scf.if on pto.get_subblock_idx"
+    return "if get_subblockid() == 0:"
 
 
 def clipped_ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
@@ -528,10 +538,35 @@ class HappensBefore:
             fix = (f"make {other}'s signal wait for its {b['op']}: pipe_barrier(PIPE_ALL) (or a "
                    f"set_flag / wait_flag from {pipe} to the signalling pipe) between them"
                    + (", or push a tile computed from the loaded one" if b["access"] == "read" else ""))
+        barrier = self._barrier_waiting(a, b)
+        if barrier is not None:
+            waiter, late, at = barrier
+            what += (f"; {waiter} waits at its SYNCALL ({at}) for {late}, which made its {a['op'] if late == a['core'] else b['op']} "
+                     "without having reached a SYNCALL")
+            why.append(f"a SYNCALL orders what each participant does before it against what every participant "
+                       f"does after it; {late} has not reached one, so the barrier orders nothing here - and "
+                       f"should {late} never reach it, {waiter} waits at it for ever (a deadlock on the device)")
+            fix = (f"put a SYNCALL that every core of its core_type reaches between {b['core']}'s {b['op']} and "
+                   f"{a['core']}'s {a['op']}: not under a core- or lane-dependent branch (e.g. "
+                   f"{lane_branch(a['where'])}) nor after an early return, and as many times on every core")
         return DataRaceError(
             what, where=a["where"], details="\n".join([line(a), line(b)] + why), fix=fix,
             findings=[{"kind": "data_race", "type": kind, "access": a, "other": b,
-                       "order": "write-after-read" if war is not None else None}])
+                       "order": "write-after-read" if war is not None else None,
+                       "barrier": None if barrier is None else {"waiter": barrier[0], "for": barrier[1],
+                                                                "where": barrier[2]}}])
+
+    def _barrier_waiting(self, a: dict, b: dict):
+        """(waiting core, awaited core, SYNCALL location) of a core blocked at a SYNCALL for one
+        of the two racing cores (which went on to the racing access without reaching it); None
+        when no barrier waits for either."""
+        names = (a["core"], b["core"])
+        found = [(c.name, c.waiting.flag.sender.name, str(c.where())) for c in self.cluster.cores
+                 if c.state is CoreState.BLOCKED and c.waiting is not None and c.waiting.flag.id == SYNCALL_FLAG
+                 and c.waiting.flag.sender.name in names and c.waiting.flag.sender.waiting is None]
+        # (a racing core's own barrier first: the message then names both ends of the race)
+        found.sort(key=lambda f: f[0] not in names)
+        return found[0] if found else None
 
     def _write_after_read(self, core, a: dict, b: dict, prev):
         """A race of a read and a later write of another core - the write is later in the

@@ -158,3 +158,23 @@ def test_the_report_of_several_blocks_says_which_block_it_shows(tmp_path, capsys
     code, out, _ = _cli(["run", path, "--blocks", "2", "--quiet", "--report", str(report)], capsys)
     assert code == 0
     assert "ptopipe two[default] - block 0 of 2" in report.read_text(encoding="utf-8")
+
+
+def test_trace_takes_blocks_and_says_which_block_it_traced(tmp_path, capsys):
+    """``trace --blocks N`` as run's: the verdict says the blocks, the trace (one cluster) says
+    its block in the printed line and in the JSON; one block of a kernel that asked: the note."""
+    import json
+    path = _file(tmp_path, 'SCENARIO = Scenario("two", None, vec, make_args, golden, blocks=2)\n')
+    trace = tmp_path / "t.json"
+    code, out, _ = _cli(["trace", path, "-o", str(trace)], capsys)
+    assert code == 0 and "PASS two[default] (2 blocks): matches numpy golden" in out
+    assert f"wrote {trace} (two[default], block 0 of 2, " in out and NOTE not in out
+    other = json.loads(trace.read_text(encoding="utf-8"))["otherData"]
+    assert (other["block"], other["blocks"]) == (0, 2)
+    src = tmp_path / "k.pto"
+    src.write_text(PTO, encoding="utf-8")
+    code, out, _ = _cli(["trace", str(src), "-o", str(trace), "--blocks", "2"], capsys)
+    assert code == 0 and f"wrote {trace} (k.pto @k, block 0 of 2, " in out and NOTE not in out
+    code, out, _ = _cli(["trace", str(src), "-o", str(trace)], capsys)
+    assert code == 0 and NOTE in out and "block 0 of 2" not in out
+    assert "block" not in json.loads(trace.read_text(encoding="utf-8"))["otherData"]

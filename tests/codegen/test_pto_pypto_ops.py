@@ -12,7 +12,7 @@ from ptopipe.codegen.pto_exec import plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_exec.program import walk
 from ptopipe.arch import get_platform
 from ptopipe.driver.pto import static_verdict
-from ptopipe.errors import ConfigError, DataRaceError, DeadlockError, KernelError, ParseError
+from ptopipe.errors import ConfigError, DataRaceError, DeadlockError, KernelError, MemoryConflictError, ParseError
 
 
 def vt(r, c, vr=None, vc=None, d="f32", loc="vec"):
@@ -113,6 +113,8 @@ def test_a_subview_keeps_its_source_live_for_the_placement():
     ("%t[%c0, %c8] sizes [16, 8] valid [%c16, %c16]", "the valid extent exceeds the window's sizes"),
     ("%t[%c8, %c8] sizes [16, 8] valid [%c16, %c8]", "the valid region leaves the source's static shape"),
     ("%t[%c0, %c4] sizes [16, 8] valid [%c16, %c8]", "not on a 32-byte boundary"),
+    ("%t[%c8, %c8] sizes [16, 8]", "the window is rows 8..23 of a source of 16 rows (rows 0..15): it leaves "
+                                   "its source, so only 8 of its rows are valid, where the view type says v_row=16"),
 ])
 def test_subview_refusals_name_the_op(window, what):
     body = (f"    %s = pto.subview {window} : {vt(16, 16)} -> {vt(16, 8)}\n"
@@ -122,6 +124,32 @@ def test_subview_refusals_name_the_op(window, what):
         run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
     assert what in e.value.what and "pto.subview 16x8 at" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, '%s = pto.subview')}:")
+
+
+def test_a_parse_error_is_not_said_to_be_one_blocks():
+    """A malformed op is wrong in every block: no "(in block b of N)", which a kernel error of a
+    block run gets."""
+    bad = vector_file(f"    %s = pto.subview %t[%c0] sizes [16, 8] : {vt(16, 16)} -> {vt(16, 8)}")
+    with pytest.raises(ParseError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)), blocks=2)
+    assert "needs two offsets" in e.value.what and "(in block" not in str(e.value)
+    assert e.value.where.startswith(f"<pto>:{line_of(bad, '%s = pto.subview')}:")
+    unaligned = vector_file(f"    %s = pto.subview %t[%c0, %c4] sizes [16, 8] valid [%c16, %c8] : {vt(16, 16)} -> "
+                            f"{vt(16, 8)}")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=unaligned, inputs=dict(x=X, y=np.zeros_like(X)), blocks=2)
+    assert "(in block 0 of 2)" in str(e.value)
+
+
+def test_a_view_past_its_argument_is_fixed_in_the_files_words():
+    """The fix names what a .pto offsets a view by (its pto.partition_view), not Python's x.data()."""
+    text = vector_file(f"    %yp = pto.partition_view %yv, offsets = [%c8, %c0], sizes = [%c16, %c16] : {TV} -> {pv(16, 16)}\n"
+                       f"    pto.tstore ins(%t : {vt(16, 16)}) outs(%yp : {pv(16, 16)})")
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tstore ins(%t')}:")
+    assert "check the loop bound and the offsets of its pto.partition_view" in e.value.fix
+    assert ".data()" not in e.value.fix
 
 
 # -- pto.alloc_multi_tile / pto.multi_tile_get ------------------------------------------------
@@ -336,3 +364,90 @@ def test_the_run_reader_knows_the_ops_and_the_static_reader_names_what_it_lacks(
     a, b, bias = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(3))
     got = run_pto(str(f), inputs=dict(arg0=a, arg1=b, arg2=bias, arg3=np.zeros((16, 16), np.float32)))
     np.testing.assert_allclose(got.outputs["arg3"], a @ b + bias, rtol=1e-4, atol=1e-4)
+
+
+# -- a Vector kernel that splits its work by sub-block ------------------------------------------
+
+def lanes_file(sub: str = "op", sync: str = "all") -> str:
+    """A Vector-only kernel: lane s stores ws rows [8 s, 8 s + 8) = x + 1, reaches ``sync``
+    (``all``: a pto.syncall every lane reaches; ``lane0``: one under ``scf.if`` lane == 0), then
+    stores y rows [8 s, 8 s + 8) = 2 * the other lane's ws rows.  ``sub``: how it reads s -
+    ``op`` pto.get_subblock_idx, ``param`` pypto's SPMD parameter, ``none`` not at all (s = 0)."""
+    v8, p8 = vt(8, 16), pv(8, 16)
+    params = "%x: !pto.ptr<f32>, %ws: !pto.ptr<f32>, %y: !pto.ptr<f32>"
+    if sub == "param":
+        params += ", %__pypto_spmd_subblock_idx: i32"
+    lane = {"op": "    %s64 = pto.get_subblock_idx\n    %s = arith.index_cast %s64 : i64 to index",
+            "param": "    %s = arith.index_cast %__pypto_spmd_subblock_idx : i32 to index",
+            "none": "    %s = arith.constant 0 : index"}[sub]
+    barrier = "pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<aiv_only>"
+    sync_text = {"all": f"    {barrier}", "lane0": f"    scf.if %is0 {{\n      {barrier}\n    }}"}[sync]
+    return f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func @lanes({params}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %one = arith.constant 1.0 : f32
+    %two = arith.constant 2.0 : f32
+{lane}
+    %is0 = arith.cmpi eq, %s, %c0 : index
+    %mine = arith.muli %s, %c8 : index
+    %other = arith.subi %c1, %s : index
+    %theirs = arith.muli %other, %c8 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : {TV}
+    %wv = pto.make_tensor_view %ws, shape = [%c16, %c16], strides = [%c16, %c1] : {TV}
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : {TV}
+    %t = pto.alloc_tile : {v8}
+    %xp = pto.partition_view %xv, offsets = [%mine, %c0], sizes = [%c8, %c16] : {TV} -> {p8}
+    pto.tload ins(%xp : {p8}) outs(%t : {v8})
+    pto.tadds ins(%t, %one : {v8}, f32) outs(%t : {v8})
+    %wp = pto.partition_view %wv, offsets = [%mine, %c0], sizes = [%c8, %c16] : {TV} -> {p8}
+    pto.tstore ins(%t : {v8}) outs(%wp : {p8})
+{sync_text}
+    %op = pto.partition_view %wv, offsets = [%theirs, %c0], sizes = [%c8, %c16] : {TV} -> {p8}
+    pto.tload ins(%op : {p8}) outs(%t : {v8})
+    pto.tmuls ins(%t, %two : {v8}, f32) outs(%t : {v8})
+    %yp = pto.partition_view %yv, offsets = [%mine, %c0], sizes = [%c8, %c16] : {TV} -> {p8}
+    pto.tstore ins(%t : {v8}) outs(%yp : {p8})
+    return
+  }}
+}}
+"""
+
+
+def run_lanes(text):
+    return run_pto(text=text, inputs=dict(x=X, ws=np.zeros_like(X), y=np.zeros_like(X)))
+
+
+@pytest.mark.parametrize("sub", ["op", "param"])
+def test_a_vector_only_kernel_that_reads_its_sub_block_runs_on_both_lanes(sub):
+    """The C++ front end's rule (isa.launch.lone_vector_lanes): a Vector kernel with nothing of
+    the Cube's reaching it runs on AIV0 alone unless it reads its sub-block index - here each
+    lane computes half of y, and both halves are there."""
+    res = run_lanes(lanes_file(sub))
+    want = 2 * (np.concatenate([X[8:], X[:8]]) + 1)
+    np.testing.assert_allclose(res.outputs["y"], want, rtol=1e-6)
+    assert any("reads its sub-block index (pto.get_subblock_idx): run on both Vector cores" in n
+               for n in res.notes), res.notes
+
+
+def test_a_vector_only_kernel_that_does_not_read_its_sub_block_runs_on_aiv0_and_says_so():
+    res = run_lanes(lanes_file("none"))
+    np.testing.assert_allclose(res.outputs["ws"][:8], X[:8] + 1, rtol=1e-6)
+    assert not res.outputs["ws"][8:].any()          # (no lane 1)
+    assert any("no pto.get_subblock_idx in the file: run on AIV0" in n for n in res.notes), res.notes
+
+
+def test_a_syncall_one_lane_skips_names_the_barrier_at_the_race():
+    """The SYNCALL under scf.if lane == 0: AIV0 waits there for AIV1, which loads AIV0's rows
+    unordered - a race at AIV1's TLOAD whose report names the waiting barrier and gives a
+    barrier every lane reaches as the fix (not a TPUSH / SET)."""
+    text = lanes_file("op", "lane0")
+    with pytest.raises(DataRaceError) as e:
+        run_lanes(text)
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tload ins(%op')}:")
+    assert f"AIV0 waits at its SYNCALL (<pto>:{line_of(text, '      pto.syncall')}:" in e.value.what
+    assert "for AIV1, which made its TLOAD without having reached a SYNCALL" in e.value.what
+    assert "put a SYNCALL that every core of its core_type reaches" in e.value.fix
+    assert "(e.g. an scf.if on pto.get_subblock_idx)" in e.value.fix and "TPUSH" not in e.value.fix

@@ -93,6 +93,20 @@ def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, co
     assert k.entry is None
 
 
+def test_kernels_it_cannot_tell_apart_are_listed_by_their_global_functions(tmp_path):
+    """The fix lists the __global__ functions (the kernels), not the templates they call."""
+    from ptopipe.cpp.build import find_kernels
+    from ptopipe.errors import ConfigError
+    p = tmp_path / "two.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+                 "template <int N> AICORE inline void a_impl(__gm__ float *x) { (void)x; }\n"
+                 'extern "C" __global__ AICORE void first(__gm__ float *x) { a_impl<1>(x); }\n'
+                 'extern "C" __global__ AICORE void second(__gm__ float *x) { a_impl<2>(x); }\n')
+    with pytest.raises(ConfigError) as e:
+        find_kernels(str(p))
+    assert e.value.fix == "name them: --aic NAME --aiv NAME (__global__ functions: first, second)"
+
+
 @pytest.mark.parametrize("code,one_lane", [
     ("Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, 0);", True),
     ("Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, get_subblockid() * 1024);", False),
@@ -106,6 +120,12 @@ def test_a_lone_vector_kernel_runs_on_aiv0_unless_it_asks_for_its_sub_block(tmp_
     p.write_text(LONE % (code, "k"))
     assert find_kernels(str(p)).one_lane is one_lane
     assert find_kernels(str(p), aiv="k").one_lane is one_lane                 # named, the same
+    # the note of either (ptopipe.driver.cpp.notes: what `ptopipe run` prints)
+    from ptopipe.driver.cpp import notes
+    said = notes(str(p), None, None)
+    assert len(said) == 1
+    assert ("no get_subblockid() in the file: run on AIV0, one Vector core" if one_lane else
+            "reads its sub-block index (get_subblockid()): run on both Vector cores, AIV0 and AIV1") in said[0]
 
 
 TWO_KERNELS = """#include <pto/pto-inst.hpp>

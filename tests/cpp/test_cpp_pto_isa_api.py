@@ -431,6 +431,13 @@ def test_syncall_orders_the_vector_lanes_gm_handoff(cpp_cache):
     with pytest.raises(DataRaceError) as e:
         run(0)
     assert "TSTORE" in e.value.what and "TLOAD" in e.value.what
+    with pytest.raises(DataRaceError) as e:      # a barrier lane 1 skips: AIV0 waits there for it
+        run(3)
+    assert e.value.where == f"{os.path.relpath(path)}:{_line('syncall_vec.cpp', 'TLOAD(t, gws)')}"
+    assert (f"AIV0 waits at its SYNCALL ({os.path.relpath(path)}:{_line('syncall_vec.cpp', 'mode == 3') + 1}) "
+            "for AIV1, which made its TLOAD without having reached a SYNCALL") in e.value.what
+    assert "not under a core- or lane-dependent branch (e.g. if (get_subblockid() == 0))" in e.value.fix
+    assert "TPUSH" not in e.value.fix
     with pytest.raises(ConfigError) as e:
         run(2, 3)
     assert "used_cores = 3, but the launch has 2 participating core(s)" in e.value.what

@@ -132,3 +132,29 @@ def test_ptopipe_check_is_the_python_form_of_the_check_command():
     assert res.ok and res.runs == 1
     with pytest.raises(ConfigError):
         ptopipe.check(vector)
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.check(vector)
+    assert ei.value.what.startswith("check() takes a Scenario or an (aic, aiv) pair")
+
+
+@pytest.mark.parametrize("call,what,fix", [
+    (lambda: ptopipe.check(_scenario(), schedules=0, blcks=4), "check() got unknown keyword 'blcks'",
+     "or run()'s, which it passes on ("),
+    (lambda: explore(_scenario(), schedules=0, blcks=4, tracee=1), "explore() got unknown keywords 'blcks', 'tracee'",
+     "use explore's keywords (schedules, seed, variant"),
+    (lambda: ptopipe.check(_scenario(), schedules=0, variant="nope"), "scenario sc has no variant 'nope'",
+     "choose one of: default"),
+    (lambda: ptopipe.check(_scenario(), schedules=0, platform="a9"), "unknown platform 'a9'", "a2a3"),
+    (lambda: ptopipe.check((None, (vector, None)), schedules=0), "kernel vector needs argument 'x' but args has "
+     "nothing", "add 'x' to args="),
+], ids=["check-keyword", "explore-keywords", "variant", "platform", "pair-without-args"])
+def test_a_bad_check_call_raises_a_config_error_not_a_schedule_failure(call, what, fix):
+    """What is wrong with the call itself is raised as run() raises it (a ConfigError at the
+    call, or at the kernel's definition for its missing argument), not returned as the default
+    schedule's failure nor a raw TypeError from run()."""
+    with pytest.raises(ConfigError) as ei:
+        call()
+    assert ei.value.what == what and fix in ei.value.fix, ei.value
+    assert ei.value.where is not None and ("test_api_misuse.py" in ei.value.where)
+    if "blcks" in what:
+        assert "blocks" in ei.value.fix       # the keyword meant is among those named

@@ -9,6 +9,7 @@ import pytest
 import ptopipe
 from ptopipe import ConfigError, DataRaceError, ProtocolError
 from ptopipe.isa import *
+from ptopipe.arch import PipeUnit
 
 from markers import line_of
 
@@ -41,7 +42,8 @@ def test_each_block_does_its_share():
     assert s.cores["AIV0"]["instructions"] == 3 * res.clusters[0].aiv0.instructions
     assert s.cycles == max(cl.cycles for cl in res.clusters)
     assert [cl.block for cl in res.clusters] == [0, 1, 2]
-    assert "3 blocks" in s.format()
+    assert "3 blocks: the slowest block's cycles; instructions, busy cycles and pipe counts summed" in s.format()
+    assert s.cores["AIV0"]["busy"]["V"] == sum(cl.aiv0.busy[PipeUnit.V] for cl in res.clusters)   # (as labelled)
 
 
 def test_one_block_computes_a_third():
@@ -94,6 +96,10 @@ def test_blocks_storing_identical_data_is_a_warning():
     res = ptopipe.run(aiv=(same_rows, None), args=a, blocks=2)
     warned = [w for w, _ in res.summary.leaks if "blocks 0 and 1 both run the TSTORE" in w]
     assert len(warned) == 1 and "work is done twice" in warned[0]
+    a["y"] = np.ones((3 * R, C), np.float32)                # every pair of 3 blocks: one warning
+    res = ptopipe.run(aiv=(same_rows, None), args=a, blocks=3)
+    warned = [w for w, _ in res.summary.leaks if "work is done twice" in w]
+    assert len(warned) == 1 and "blocks 0 and 1 (so do blocks 0 and 2, 1 and 2) both run the TSTORE" in warned[0]
 
 
 def test_no_cross_block_check_without_checks():
@@ -162,6 +168,25 @@ def test_a_mismatch_names_the_block_that_wrote_last():
         sc.check()
     assert re.search(rf"was last written by block 1's AIV0 TSTORE at \S*test_blocks.py:{line_of(k, 'store')}\n",
                      str(e.value))
+
+
+def test_a_mismatch_gives_the_rows_each_block_wrote_the_rows_none_did_and_the_runs_warnings():
+    """Each block advances one share (not two) per block, with the same data in the rows two
+    blocks share: the rows of the last shares are never written, the blocks overlap, and the
+    run's "work done twice" warning stays with the mismatch."""
+    def k(x, out):
+        row = (get_block_idx() + get_subblockid()) * R
+        t = Tile(TileType.Vec, float32, R, C, addr=0x0)
+        TLOAD(t, GlobalTensor(x.data() + row * C, (R, C)))
+        TSTORE(GlobalTensor(out.data() + row * C, (R, C)), t)
+    sc = ptopipe.Scenario("skew", None, k, lambda rng: args(3), lambda a: {"out": a["x"]}, blocks=3)
+    with pytest.raises(ptopipe.MismatchError) as e:
+        sc.check()
+    text = str(e.value)
+    assert f"out: rows 32..47 (of 0..{6 * R - 1}) were never written" in text
+    assert "out: rows written by each block: block 0 0..15; block 1 8..23; block 2 16..31" in text
+    assert "the run warned: blocks 0 and 1 (so do blocks 1 and 2) both run the TSTORE" in text
+    assert "work is done twice" in text
 
 
 def test_a_check_scope_takes_back_every_blocks_memories():

@@ -12,6 +12,7 @@ from ...arch.vocab import MemSpace
 from ...errors import ConfigError, PtoPipeError, refuse_unknown_parameters
 from ...sim.pipesync import PTO_EVENTS
 from ...isa.context import get_block_num
+from ...isa.launch import lone_vector_lanes
 from ..pto_syntax import (PLATFORM_OF_ARCH, SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_PARAMS, SPMD_SUBBLOCK_IDX,
                           refuse_spmd_inputs, run_line_platform)
 from .executor import Executor
@@ -160,6 +161,17 @@ def spmd_value(name: str) -> int:
     if name == SPMD_SUBBLOCK_IDX:
         return isa.get_subblockid()
     return isa.get_block_idx() if name == SPMD_BLOCK_IDX else get_block_num()
+
+
+#: the ops that read the running core's sub-block (its Vector lane)
+_SUBBLOCK_OPS = ("pto.get_subblockid", "pto.get_subblock_idx", "pto.get_subblock_num")
+
+
+def reads_subblock(prog: Program, reach, top_funcs) -> bool:
+    """Do the functions ``reach`` ask for the core's sub-block (an op of it, or pypto's SPMD
+    sub-block parameter on a function run, ``top_funcs``)?"""
+    return any(p[0][1:] == SPMD_SUBBLOCK_IDX for t in top_funcs for p in prog.funcs[t].params) or \
+        any(s.name in _SUBBLOCK_OPS for n in reach for s in walk(prog.funcs[n].body))
 
 
 def spmd_note(prog: Program, top_funcs) -> str | None:
@@ -459,10 +471,13 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     aic = kernel_for("aic") if "cube" in all_kinds or mixed else None
     aiv = None
     if "vector" in all_kinds:
-        aiv = (kernel_for("aiv0"), kernel_for("aiv1") if pipes and not one_lane else None)
-        if not pipes:
-            notes.append("a Vector kernel without cross-core pipes: run on AIV0")
-        elif one_lane:
+        lanes = 1 if one_lane else 2
+        if not pipes:                   # (nothing of the Cube's reaches it: a lone Vector kernel)
+            lanes, note = lone_vector_lanes(reads_subblock(prog, reach, tops), "pto.get_subblock_idx",
+                                                       "a Vector kernel without cross-core pipes")
+            notes.append(note)
+        aiv = (kernel_for("aiv0"), kernel_for("aiv1") if lanes == 2 else None)
+        if pipes and one_lane:
             notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
                          "on AIV0, as ptoas guards them with get_subblockid() == 0")
     return PtoLaunch(aic, aiv, args, plat, top, notes, prog, warnings + alias_notes(prog), run_warnings)

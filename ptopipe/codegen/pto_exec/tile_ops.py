@@ -505,6 +505,7 @@ def h_subview(ex, fr, s):
         raise ex.perr(s.tok, "pto.subview needs two offsets, two sizes and (optionally) two valid extents: "
                              "%tile[%r, %c] sizes [R, C] valid [%vr, %vc]")
     (r, c), (rows, cols) = offs, sizes
+    clipped = valid is None             # (the valid region: the part of src's the window covers)
     if valid is None:
         valid = [max(0, min(rows, src.valid_rows - r)), max(0, min(cols, src.valid_cols - c))]
     vr, vc = valid
@@ -526,8 +527,15 @@ def h_subview(ex, fr, s):
             raise ex.err(s, f"{where}: the view type says {spec.loc.value} {spec.rows}x{spec.cols} of "
                             f"{np.dtype(spec.dtype).name}",
                          "give the view its source's dtype and memory and the window's sizes")
-        for got, want, what in ((spec.v_rows, vr, "v_row"), (spec.v_cols, vc, "v_col")):
+        for got, want, what, at, size, n, axis in ((spec.v_rows, vr, "v_row", r, rows, src.rows, "rows"),
+                                                   (spec.v_cols, vc, "v_col", c, cols, src.cols, "columns")):
             if isinstance(spec, TileSpec) and got is not None and got != want:
+                if clipped and at + size > n:       # the window itself runs past its source
+                    raise ex.err(s, f"{where}: the window is {axis} {at}..{at + size - 1} of a source of {n} "
+                                    f"{axis} ({axis} 0..{n - 1}): it leaves its source, so only {want} of its "
+                                    f"{axis} are valid, where the view type says {what}={got}",
+                                 f"keep the window inside its source (offset + size <= {n} {axis}), or give "
+                                 f"the view a valid clause / {what}=? for the {want} {axis} it has")
                 raise ex.err(s, f"{where}: the view type says {what}={got}",
                              f"write {what}=? for a runtime extent, or make the valid clause say {got}")
     off = (r * src.cols + c) * src.item

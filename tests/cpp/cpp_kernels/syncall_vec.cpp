@@ -1,6 +1,7 @@
 // SYNCALL<SyncCoreType::AIVOnly> between the two Vector sub-blocks: lane 0 writes ws = 2 x to GM,
 // lane 1 reads it after the barrier and writes out = ws + 1.  `mode`: 0 no barrier (a GM race),
-// 1 the hard form, 2 the soft form on the int32 workspace `sw` with usedCores = `used`.
+// 1 the hard form, 2 the soft form on the int32 workspace `sw` with usedCores = `used`, 3 the hard
+// form on lane 0 only (lane 1 never reaches it).
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -22,6 +23,8 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ float *ws, 
         TSTORE(gws, t);
     }
     if (mode == 1) {
+        SYNCALL<SyncCoreType::AIVOnly>();
+    } else if (mode == 3 && get_subblockid() == 0) {
         SYNCALL<SyncCoreType::AIVOnly>();
     } else if (mode == 2) {
         SYNCALL<SyncAllMode::Soft, SyncCoreType::AIVOnly>(gsw, used);
