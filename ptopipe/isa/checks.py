@@ -79,6 +79,7 @@ class KernelChecks(HappensBefore):
         self._views: dict = {}
         # core index -> the Acc (L0C) bytes its matmuls wrote in this launch (acc_write)
         self._acc: dict = {}
+        self._acc_last: dict = {}        # core index -> (the Acc tile written last, its address)
         for c in cluster.cores:
             if c.porder is not None:
                 c.porder.slot_read = self._slot_reader(c)
@@ -165,6 +166,9 @@ class KernelChecks(HappensBefore):
         w = self._acc.get(core.index)
         if w is None:
             w = self._acc[core.index] = WrittenBytes()
+        last = self._acc_last.get(core.index)
+        if c_in is None and last is not None and last[0] is c and last[1] == c._addr:
+            return                      # the same tile, where it was, written again (each K loop's first step)
         if c_in is not None and c_in.addr is not None and \
                 not w.covers(c_in.space, c_in.addr, c_in.addr + c_in.nbytes):
             first = op.replace("_ACC", "")
@@ -177,8 +181,12 @@ class KernelChecks(HappensBefore):
                 where=str(core.where()),
                 fix=f"start the accumulation with {start} into the Acc tile - the first step of the K loop - "
                     f"and {op} for the steps after it")
-        if c.addr is not None:
-            w.add(c.space, c.addr, c.addr + c.nbytes)
+        addr = c.addr
+        if addr is not None:
+            w.add(c.space, addr, addr + c.nbytes)
+            # (the fast path above: written bytes stay written, and a tile moved by a TASSIGN
+            # has another address)
+            self._acc_last[core.index] = (c, addr)
 
     def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed

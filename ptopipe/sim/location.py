@@ -168,12 +168,25 @@ def call_site(depth: int = 2) -> SourceLoc | None:
     """:func:`caller_loc`, with the kernel lines that called the function it is in as its
     ``via`` when that function is the kernel's own (a helper the kernel calls): the user
     frames outside it, up to ptopipe's frame that runs the kernel."""
-    loc = caller_loc(depth + 1)
     f = sys._getframe(depth)
-    while f is not None and is_internal(f.f_code):
+    sites = _sites.get(id(f.f_code))            # caller_loc(depth + 1), inline
+    loc = sites.get(f.f_lasti) if sites is not None else None
+    if loc is None:
+        loc = _locate(f)
+    known = _internal           # (is_internal, inline: this runs for every ring instruction)
+    while f is not None:
+        r = known.get(id(f.f_code))
+        if not (is_internal(f.f_code) if r is None else r):
+            break
         f = f.f_back
     if loc is None or f is None:
         return loc
+    b = f.f_back
+    if b is None:
+        return loc
+    r = known.get(id(b.f_code))
+    if is_internal(b.f_code) if r is None else r:
+        return loc              # a kernel called straight from ptopipe's runner: no user callers
     return _with_callers(loc, f)
 
 

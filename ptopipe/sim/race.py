@@ -380,7 +380,7 @@ class HappensBefore:
                 if bucket[0] < epoch:
                     bucket[0] = epoch
                 d = bucket[1]
-                if write:
+                if write and key in d:
                     rec = _reusing(bucket, key, rec)
                 d[key] = rec
                 if len(d) > _PRUNE_AT:

@@ -16,6 +16,8 @@ class WrittenBytes:
         self.ranges: dict = {}           # memory space -> [[lo, hi], ...], sorted and disjoint
 
     def add(self, space, lo: int, hi: int) -> None:
+        if self.covers(space, lo, hi):      # the common case: the same tile written again
+            return
         merged = [lo, hi]
         keep = []
         for r in self.ranges.get(space, ()):
