@@ -33,3 +33,9 @@ class WrittenBytes:
         rs = self.ranges.get(space, ())
         i = bisect_right(rs, [lo, float("inf")]) - 1
         return i >= 0 and rs[i][0] <= lo and rs[i][1] >= hi
+
+    def touches(self, space, lo: int, hi: int) -> bool:
+        """Was any byte of ``[lo, hi)`` written?"""
+        rs = self.ranges.get(space, ())
+        i = bisect_right(rs, [hi, float("-inf")]) - 1     # the last range starting before hi
+        return i >= 0 and rs[i][1] > lo

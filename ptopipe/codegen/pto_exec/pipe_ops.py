@@ -220,7 +220,7 @@ def h_push(ex, fr, s):
     vs = s.values()
     tile = ex.val(fr, vs[0])
     pv = pipe_of(ex, fr, s, way_of(ex, s, True), vs[1] if len(vs) > 1 else None)
-    ex.written.read(ex, s, tile, ex.warnings)
+    ex.written.read(ex, s, tile, ex.warnings, transport=True)
     return isa.TPUSH(pv.handle, tile, split_axis(ex, s))
 
 
