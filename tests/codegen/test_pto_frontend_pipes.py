@@ -246,3 +246,19 @@ def test_a_gm_buffer_too_small_for_a_ring_at_an_addptr_of_it_is_refused_statical
     with pytest.raises(CompileError) as e:
         validate.run(op, PassContext(platform=plat, protocol="spec", as_ptoas=True))
     assert "smaller than the GM ring it holds from byte 16380" in e.value.what, e.value.what
+
+
+def test_a_given_buffer_too_small_for_a_ring_at_an_addptr_of_it_is_the_runs_error_at_the_init():
+    """A seeded slot buffer is sized for the ring 8 KiB into it, but a buffer the user gives is
+    what the device has: the ring running past it is the run's error at the ring's init (what
+    it overruns, what to allocate) - not a shape mismatch of the input."""
+    text = ring_8k_into_the_buffer()
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2))
+    io = dict(a=a, b=b, out=np.zeros((16, 16), np.float32))
+    assert run_pto(text=text, inputs=io).outputs["buf"].size == 4096       # seeded: the rings fit
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=dict(io, buf=np.zeros(2048, np.float32)))
+    assert "runs past the end of its GM argument 'buf'" in e.value.what, e.value.what
+    init = next(i for i, t in enumerate(text.splitlines(), 1) if "pto.aic_initialize_pipe" in t)
+    assert e.value.where == f"<pto>:{init}:5", e.value.where

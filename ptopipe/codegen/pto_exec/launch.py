@@ -58,6 +58,9 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
     args, notes, seeded = {}, [], {}
     refuse_spmd_inputs(inputs)
     extents, natural, origin = _param_extents(prog, inputs, platform)
+    # a given buffer is held to what its views and calls need: a ring at a pto.addptr of it that
+    # runs past its end is the run's error at the ring's init (what it overruns, by how much)
+    given = _param_extents(prog, inputs, platform, moved_rings=False)[0] if inputs else extents
     params, runs = {}, {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -99,7 +102,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                 if want is not None and want.kind == "V" and a.dtype.kind in "Vu" and \
                         a.dtype.itemsize == want.itemsize:
                     a = a.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
-                need = extents.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
+                need = given.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
                     int(np.prod(ty[2])) if isinstance(ty, tuple) and ty[0] == "memref" else 0
                 if (want is not None and a.dtype != want) or a.size < need:
                     shape = natural.get((fname, "%" + key)) or (ty[2] if ty[0] == "memref" else (need,))
@@ -236,12 +239,12 @@ def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
     return False
 
 
-def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
+def _param_extents(prog: Program, inputs: dict, platform, moved_rings: bool = True) -> tuple:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
-    x SLOT_SIZE per direction, from a constant ``pto.addptr`` of it on), and what the
-    functions it is passed to (func.call) need; with each the dense shape of the view that
-    sets it (or None) and that statement's token."""
+    x SLOT_SIZE per direction, from a constant ``pto.addptr`` of it on - unless not
+    ``moved_rings``), and what the functions it is passed to (func.call) need; with each the
+    dense shape of the view that sets it (or None) and that statement's token."""
     ext, shapes, origin = {}, {}, {}
 
     def need(key, n, shape=None, at=None):
@@ -297,7 +300,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                 # pto.addptr of it (PTOCodegen::GetGMSlotBufferSSAForPipe): the buffer holds them all
                 base, off = ((gm.text, 0) if gm is not None and gm.text in ptypes else
                              moved.get(gm.text if gm is not None else None, (None, 0)))
-                if base is not None and gm.kind == "value":
+                if base is not None and gm.kind == "value" and (moved_rings or not off):
                     ty = ptypes[base]
                     item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
                     d = int_attr(s, "dir_mask", prog)
