@@ -57,10 +57,9 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
     ``top_funcs``), the notes saying so, and the note of each tensor made up, by name."""
     args, notes, seeded = {}, [], {}
     refuse_spmd_inputs(inputs)
-    extents, natural, origin = _param_extents(prog, inputs, platform)
-    # a given buffer is held to what its views and calls need: a ring at a pto.addptr of it that
-    # runs past its end is the run's error at the ring's init (what it overruns, by how much)
-    given = _param_extents(prog, inputs, platform, moved_rings=False)[0] if inputs else extents
+    # a given buffer is held to ``given``: a ring at a pto.addptr of it that runs past its end
+    # is the run's error at the ring's init (what it overruns, by how much)
+    extents, given, natural, origin = _param_extents(prog, inputs, platform)
     params, runs = {}, {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -239,15 +238,19 @@ def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
     return False
 
 
-def _param_extents(prog: Program, inputs: dict, platform, moved_rings: bool = True) -> tuple:
+def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
-    x SLOT_SIZE per direction, from a constant ``pto.addptr`` of it on - unless not
-    ``moved_rings``), and what the functions it is passed to (func.call) need; with each the
-    dense shape of the view that sets it (or None) and that statement's token."""
-    ext, shapes, origin = {}, {}, {}
+    x SLOT_SIZE per direction, from a constant ``pto.addptr`` of it on), and what the
+    functions it is passed to (func.call) need; with each the dense shape of the view that
+    sets it (or None) and that statement's token.  Also the same without the rings at an
+    ``addptr`` (what a given buffer is held to: a ring running past it is the run's error at
+    the ring's init)."""
+    ext, held, shapes, origin = {}, {}, {}, {}
 
-    def need(key, n, shape=None, at=None):
+    def need(key, n, shape=None, at=None, moved=False):
+        if not moved and n > held.get(key, 0):
+            held[key] = n
         if n > ext.get(key, 0):
             ext[key] = n
             shapes[key] = shape
@@ -300,13 +303,14 @@ def _param_extents(prog: Program, inputs: dict, platform, moved_rings: bool = Tr
                 # pto.addptr of it (PTOCodegen::GetGMSlotBufferSSAForPipe): the buffer holds them all
                 base, off = ((gm.text, 0) if gm is not None and gm.text in ptypes else
                              moved.get(gm.text if gm is not None else None, (None, 0)))
-                if base is not None and gm.kind == "value" and (moved_rings or not off):
+                if base is not None and gm.kind == "value":
                     ty = ptypes[base]
                     item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
                     d = int_attr(s, "dir_mask", prog)
                     ways = 2 if d & 3 == 3 else 1
                     n = int_attr(s, "slot_num", prog, 0) or platform.slot_num_for(ways == 2)
-                    need((f.name, base), off - (-int_attr(s, "slot_size", prog) * n * ways // item), None, s.tok)
+                    need((f.name, base), off - (-int_attr(s, "slot_size", prog) * n * ways // item), None, s.tok,
+                         moved=off > 0)
     changed = True
     while changed:                          # callers need what their callees need
         changed = False
@@ -316,13 +320,16 @@ def _param_extents(prog: Program, inputs: dict, platform, moved_rings: bool = Tr
                     continue
                 callee = prog.funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
                 for a, p in zip(s.values(), callee.params):
+                    if held.get((callee.name, p[0]), 0) > held.get((f.name, a.text), 0):
+                        held[(f.name, a.text)] = held[(callee.name, p[0])]
+                        changed = True
                     n = ext.get((callee.name, p[0]), 0)
                     if n > ext.get((f.name, a.text), 0):
                         ext[(f.name, a.text)] = n
                         shapes[(f.name, a.text)] = shapes.get((callee.name, p[0]))
                         origin[(f.name, a.text)] = origin.get((callee.name, p[0]))
                         changed = True
-    return ext, shapes, origin
+    return ext, held, shapes, origin
 
 
 @dataclass
