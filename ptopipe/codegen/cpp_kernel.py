@@ -33,15 +33,15 @@ from .cpp_origin import mark
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
 #: the instructions whose pto-isa template arguments cannot be deduced from their operands
 #: (a non-type parameter: TCI's ``descending``, TTRI's ``isUpperOrLower``), spelled from the
-#: destination's tile type and element type (TCI: the ascending form the DSL has) and the op's
-#: attributes (TTRI's upper / lower)
+#: destination's tile type and element type and the op's attributes (TCI's direction, TTRI's
+#: upper / lower)
 #: the IR attributes an instruction takes after its operands (``ir.ops.ISA_ATTRS``), spelled
 #: as pto-isa's C++ enums
 CPP_ATTR_SPELLING = {"mode": lambda v: f"CmpMode::{CmpMode(v).name}"}
-CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem, at: f"{tile}, {elem}, 0",
+CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem, at: f"{tile}, {elem}, {int(at['descending'])}",
                      "TTRI": lambda tile, elem, at: f"{tile}, {int(at['upper'])}"}
 #: the instruction attributes pto-isa takes as template arguments, not call arguments
-CPP_TEMPLATE_ATTRS = ("upper",)
+CPP_TEMPLATE_ATTRS = ("upper", "descending")
 _CMP = {"and": "&&", "or": "||"}
 
 

@@ -179,11 +179,13 @@ PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "p
                "pto.tadddeqrelu")
 
 #: the IR attributes a tile op's instruction takes after its operands (``ir.ops.ISA_ATTRS``)
-#: as ptoas spells them in its ``ins(... {attr} : ...)``: IR name -> (ptoas key, value -> text,
-#: the reader's (family, text) -> value)
+#: as ptoas spells them in its ``ins(... {attr} : ...)``: IR name -> (ptoas key, value -> text
+#: (None: ptoas's default, left out), the reader's (family, text) -> value)
 ISA_ATTR_SPELLING = {"mode": ("cmpMode", lambda v: f"#pto<cmp {CmpMode(v).name.lower()}>",
                               lambda fam, text: int(CmpMode[re.sub(r"^cmp\s*", "", text).upper()])),
-                     "upper": ("upperOrLower", lambda v: f"{int(v)} : i32", lambda fam, text: int(text))}
+                     "upper": ("upperOrLower", lambda v: f"{int(v)} : i32", lambda fam, text: int(text)),
+                     "descending": ("descending", lambda v: "true" if v else None,
+                                    lambda fam, text: {"true": 1, "false": 0, "1": 1, "0": 0}[text.strip().lower()])}
 
 #: the tile ops whose ptoas form takes an integer scalar (AnyInteger, not ``index``): the
 #: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier

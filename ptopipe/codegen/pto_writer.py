@@ -667,8 +667,9 @@ class _Writer:
             tys = [self.ty(v.type.row_view()) if isinstance(v.type, TileValueType) else t
                    for t, v in zip(tys, op.operands)]
             res, rty = self.row_view(res, r.type, ind, st), self.ty(r.type.row_view())
-        at = "".join(f" {{{ISA_ATTR_SPELLING[k][0]} = {ISA_ATTR_SPELLING[k][1](op.attributes[k])}}}"
-                     for k in ISA_ATTRS.get(op.name[3:], ()))
+        spelled = ((ISA_ATTR_SPELLING[k][0], ISA_ATTR_SPELLING[k][1](op.attributes[k]))
+                   for k in ISA_ATTRS.get(op.name[3:], ()))
+        at = "".join(f" {{{key} = {text}}}" for key, text in spelled if text is not None)
         self.line(ind, f"{name} ins({', '.join(ins)}{at} : {', '.join(tys)}) outs({res} : {rty})")
 
     def row_view(self, name: str, t: TileValueType, ind: str, st: _Func) -> str:

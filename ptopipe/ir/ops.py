@@ -676,6 +676,9 @@ def _generated(what: str, p: str, one_row: bool):
         if at.get("upper", 0) not in (0, 1):
             raise OpError(f"{what}: upper is {at['upper']!r}; 0 is the lower triangle, 1 the upper",
                           "pass upper=0 or upper=1", "upper")
+        if at.get("descending", 0) not in (0, 1):
+            raise OpError(f"{what}: descending is {at['descending']!r}; 0 counts up, 1 down",
+                          "pass descending=0 or descending=1", "descending")
         if one_row and shape[0] != 1:
             raise OpError(f"{what}: a {shape[0]}x{shape[1]} result; pto-isa generates the sequence "
                           "along one row", f"give shape [1, {shape[1]}]", "shape")
@@ -780,8 +783,9 @@ _FORMS = {
     "TCONCAT": ([("a", "value"), ("b", "value")], _concat, ""),
     "TTRANS": ([("a", "value")], _transpose, ""),
     "TADDRELUCONV": ([("a", "value"), ("b", "value")], _add_relu_conv, ""),
-    "TCI": ([("shape", "shape"), ("dtype", "dtype"), ("start", "value")],
-            _generated("arange", "start", True), "start, start + 1, ... along one row"),
+    "TCI": ([("shape", "shape"), ("dtype", "dtype"), ("start", "value"), ("descending", "int", 0)],
+            _generated("arange", "start", True),
+            "start, start + 1, ... along one row (descending=1: start, start - 1, ...)"),
     "TTRI": ([("shape", "shape"), ("dtype", "dtype"), ("diagonal", "value"), ("upper", "int", 0)],
              _generated("tri", "diagonal", False),
              "lower (upper=0): 1 where column <= row + diagonal; upper (1): column >= row + diagonal"),
@@ -865,7 +869,8 @@ def _with_rules(op, infer_fn):
 
 #: the attributes of an operand form the instruction takes after its operands (the
 #: interpreter passes them, the writers spell them): TCMP(dst, a, b, mode)
-_ISA_ATTRS_OF_FORM = {"compare": ("mode",), "compare_scalar": ("mode",), "TTRI": ("upper",)}
+_ISA_ATTRS_OF_FORM = {"compare": ("mode",), "compare_scalar": ("mode",), "TTRI": ("upper",),
+                      "TCI": ("descending",)}
 #: DSL name -> ISA name of the ops built from the catalogue (what the runtime issues)
 ISA_NAMES: dict = {}
 for _d in CATALOGUE.values():

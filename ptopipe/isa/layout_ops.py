@@ -220,8 +220,8 @@ def TCI(dst: Tile, start, *rest, descending: bool = False) -> Event:
     """dst[0, k] = start + k (start - k if ``descending``) for the valid columns of a one-row
     tile; pto-isa's ``tmp`` tile (A2A3's vectorised form) may follow ``start``."""
     core = current_core()
-    if rest and isinstance(rest[0], (bool, np.bool_)):
-        descending, rest = bool(rest[0]), rest[1:]
+    if rest and (isinstance(rest[0], (bool, np.bool_)) or (rest[0].__class__ is int and rest[0] in (0, 1))):
+        descending, rest = bool(rest[0]), rest[1:]      # (pto-isa's template flag: bool or 0 / 1)
     tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
     _sync(events)
     d = _vec(core, "TCI", dst)[0]

@@ -142,16 +142,19 @@ def _sorting(rng):
 
 
 @pl.aiv
-def generators(y: pl.Tensor[[1, 32], pl.i32], w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32]):
+def generators(y: pl.Tensor[[1, 32], pl.i32], w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32],
+               d: pl.Tensor[[1, 32], pl.i32]):
     if pl.get_subblockid() == 0:
         pl.store(pl.arange([1, 32], pl.i32, 5), [0, 0], y)
+        pl.store(pl.arange([1, 32], pl.i32, 3, descending=1), [0, 0], d)
         pl.store(pl.tri([16, 32], pl.f32, 2), [0, 0], w)
         pl.store(pl.tri([16, 32], pl.f32, -3, upper=1), [0, 0], v)
 
 
 def _generators(rng):
     return dict(x=np.zeros((16, 32), np.float32)), dict(
-        y=np.arange(5, 37, dtype=np.int32)[None, :], w=np.tril(np.ones((16, 32), np.float32), 2),
+        y=np.arange(5, 37, dtype=np.int32)[None, :], d=np.arange(3, -29, -1, dtype=np.int32)[None, :],
+        w=np.tril(np.ones((16, 32), np.float32), 2),
         v=np.triu(np.ones((16, 32), np.float32), -3))
 
 
@@ -549,6 +552,9 @@ def test_integer_scalar_operands_ptoas_wants_typed_are_cast_and_read_back():
     _, cpp, *_ = _cpp("generators")
     assert re.search(r"TCI<\w+, int32_t, 0>\(\w+, 5\);", cpp) and re.search(r"TTRI<\w+, 0>\(\w+, 2\);", cpp), cpp
     assert re.search(r"TTRI<\w+, 1>\(\w+, -3\);", cpp), cpp
+    assert re.search(r"TCI<\w+, int32_t, 1>\(\w+, 3\);", cpp), cpp         # descending
+    assert re.search(r"pto\.tci ins\(%\w+ \{descending = true\} : i32\)", text), text
+    assert text.count("descending") == 1, text                          # (false: ptoas's default)
     assert re.search(r"pto\.ttri ins\(%\w+ \{upperOrLower = 1 : i32\} : i32\)", text), text
 
 

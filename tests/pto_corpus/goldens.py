@@ -201,6 +201,16 @@ def _fill_in(rng):
             "shifted": zeros(16, 16)}
 
 
+def _index_grids_in(rng):
+    return {"up": zeros(1, 32, dtype=I32), "down": zeros(1, 32, dtype=I32), "lo": zeros(8, 32), "hi": zeros(8, 32)}
+
+
+def _index_grids_out(i):
+    ones = np.ones((8, 32), F32)
+    return {"up": np.arange(5, 37, dtype=I32)[None], "down": np.arange(7, -25, -1, dtype=I32)[None],
+            "lo": np.tril(ones, 2), "hi": np.triu(ones, -1)}
+
+
 def _fill_out(i):
     return {"ones": np.full((16, 16), -1.5, F32), "sevens": np.full((16, 8), 7, I32),
             "shifted": i["x"] + F32.type(0.25)}
@@ -1023,6 +1033,7 @@ GOLDENS: dict[str, Golden] = {
     "v_rmsnorm_bf16_level3_a3": Golden(_rmsnorm_in, _rmsnorm_out, **BF16_TOL),
     "v_layernorm_a5": Golden(_layernorm_in, _layernorm_out, rtol=1e-4, atol=1e-4),
     "v_expands_fill_a3": Golden(_fill_in, _fill_out),
+    "v_tci_ttri_a3": Golden(_index_grids_in, _index_grids_out, rtol=0, atol=0),
     "v_cvt_f32_f16_a5": Golden(_half_trip_in, _half_trip_out),
     "v_cvt_float_int_a3": Golden(_quant_grid_in, _quant_grid_out),
     "v_int32_arith_a5": Golden(_int32_affine_in, _int32_affine_out),

@@ -236,7 +236,7 @@ def _tmov_scalar(ex, s: Stmt, srcs: list) -> dict:
 
 def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
-    ``isMSB``, ``upperOrLower``)."""
+    ``isMSB``, ``upperOrLower``, ``descending``)."""
     out = {}
     v = s.attr("isMSB")                       # THISTOGRAM: the source's upper byte, or byte 0
     if v and v[0].text == "false":
@@ -256,6 +256,11 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     v = s.attr("upperOrLower") if s.name == "pto.ttri" else None     # 1: the upper triangle
     if v:
         out["upper_or_lower"] = int(v[0].text)
+    v = s.attr("descending") if s.name == "pto.tci" else None       # start, start - 1, ...
+    if v:
+        if v[0].text not in ("true", "false"):
+            raise ex.perr(v[0], f"descending {v[0].text} is not a boolean", "use descending = true or false")
+        out["descending"] = v[0].text == "true"
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"
