@@ -35,6 +35,12 @@ class Platform:
     ring_in_gm: bool = True                          # A2A3: GM; A5: consumer UB/L1
     gm_directions: bool = False                      # *_GM directions (A5 only)
     cross_core_latency: int = 220                    # cycles for a SET to reach the peer
+    # A2A3's cross-core WAIT (``wait_flag_dev``, pto-isa a2a3/TPush.hpp) is a scalar
+    # instruction that holds the core's whole instruction issue, and its SET
+    # (``ffts_cross_core_sync(pipe, ...)``) fires from a pipe's queue after that pipe's earlier
+    # work: a round trip through another core orders this core's pipes.  A5's
+    # (``wait_intra_block(pipe, ...)``) holds one pipe only.
+    cross_core_wait_holds_issue: bool = True
     # pto-isa's TMP_UB_OFFSET (include/pto/common/constants.hpp:30: 184 KiB, TMP_UB_SIZE 8 KiB):
     # UB from here to its end is the implicit scratch A2A3's TROWEXPAND* with a column-major
     # [M, 1] operand (a2a3/TRowExpandBinOp.hpp:208) and TEXTRACT's ND -> NZ widening
@@ -99,6 +105,7 @@ A5 = Platform(
     ring_in_gm=False,
     gm_directions=True,
     max_fifo_depth=16,
+    cross_core_wait_holds_issue=False,
     # seed 001: FlagID 0-7 per pipe type on A2/A3, 0-15 on A5 with intra-block flags - so
     # the spec protocol's per-slot flags allow a 16-deep ring one way on A5
     flags_per_direction=16,

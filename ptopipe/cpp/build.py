@@ -233,10 +233,11 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
 
 
 def _sets_events(k: Kernels, fns: dict) -> bool:
-    """Does code a run of ``k`` executes set intra-core events (set_flag / wait_flag: a lone
-    trailing pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too): the bodies of the
-    kernels it runs and of the file's functions they call, transitively by name (pto-isa's
-    entries call ``__global__`` templates) - not another kernel of the file?"""
+    """Does code a run of ``k`` executes order its own pipes - set_flag / wait_flag, or a
+    pipe_barrier that other instructions follow or that a loop repeats (a lone trailing
+    pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too: ptoas writes one): the bodies
+    of the kernels it runs and of the file's functions they call, transitively by name
+    (pto-isa's entries call ``__global__`` templates) - not another kernel of the file?"""
     todo, seen = [f.name for f in k.roles.values()], set()
     while todo:
         name = todo.pop()
@@ -244,17 +245,36 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
             continue
         seen.add(name)
         body = fns[name].body
-        if _OWN_EVENTS.search(body):
+        if _OWN_EVENTS.search(body) or _orders_with_barriers(body):
             return True
         todo += [n for n in _IDENT.findall(body) if n in fns and n not in seen]
     return False
 
 
+def _orders_with_barriers(body: str) -> bool:
+    """Does a pipe_barrier in ``body`` (comments blanked) order instructions: a tile or ring
+    instruction after it, or a loop around
+    it (it then runs between two iterations' instructions)?"""
+    for m in _BARRIER.finditer(body):
+        if _INSTRUCTION.search(body, m.end()):
+            return True
+        before = body[:m.start()]
+        for loop in _LOOP.finditer(before):
+            inside = before[loop.start():]
+            if inside.count("{") > inside.count("}"):
+                return True
+    return False
+
+
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
 _OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
+_BARRIER = re.compile(r"\bpipe_barrier\s*\([^)]*\)\s*;")
+_INSTRUCTION = re.compile(r"\bT[A-Z][A-Z0-9_]*\s*[<(]")
+_LOOP = re.compile(r"\b(for|while|do)\b")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 #: the note of a run in the manual synchronisation mode by default (``Kernels.own_events``)
-OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag): run in the manual "
+OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag, or pipe_barrier between its "
+                   "instructions): run in the manual "
                    "synchronisation mode, where only they order its pipes, as on the device (--sync auto: the "
                    "simulator's scoreboard orders them)")
 

@@ -206,6 +206,8 @@ class Cluster:
             flag.arrivals.append(t)
         if self.checker is not None:
             flag.set_clocks.append(self.checker.on_set(sender, at, order))
+        if self.manual_sync:
+            flag.pipe_orders.append(sender.psync.cross_set())
         if self.signals is not None:
             self.signals.append(Signal(sender.index, flag, at))
         w = flag.waiter
@@ -228,6 +230,8 @@ class Cluster:
             g = self.flag(self.cores[f.sender.index], self.cores[f.receiver.index], f.id)
             g.count = g.carried = f.count
             g.arrivals = [0] * f.count
+            if self.manual_sync:            # (nothing of an earlier launch's pipe order)
+                g.pipe_orders = [None] * f.count
             g.origin = origin(f) if origin is not None else None
             if self.checker is not None:     # a launch boundary orders everything before it
                 g.set_clocks = [tuple([0] * len(self.cores))] * f.count

@@ -387,6 +387,8 @@ class Core:
         if flag.carried:          # a credit an earlier launch left (several launches only)
             self.cluster.on_carried(self, flag)
         arrival = flag.arrivals.pop(0)
+        if flag.pipe_orders:                      # (manual synchronisation)
+            self.psync.cross_wait(flag.pipe_orders.pop(0))
         if flag.set_clocks:
             vc = flag.set_clocks.pop(0)
             if self.vclock is not None:

@@ -17,7 +17,7 @@ SYNCALL_FLAG = 64
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
-                 "set_clocks", "signal", "sets", "drained", "carried", "origin", "sync_at")
+                 "set_clocks", "pipe_orders", "signal", "sets", "drained", "carried", "origin", "sync_at")
 
     def __init__(self, sender, receiver, fid: int):
         self.sender = sender
@@ -28,6 +28,9 @@ class Flag:
         # clock; short lists, not deques: a flag rarely has more than a few SETs pending
         self.arrivals: list = []
         self.set_clocks: list = []
+        # per pending SET (manual synchronisation only): what the sender's pipes knew of every
+        # core's pipe order (sim.pipesync.PipeSync.cross_set)
+        self.pipe_orders: list = []
         self.waiter = None               # the core blocked in WAIT on this flag
         self.owner = None                # the channel that claimed this flag id
         self.signal = "flag"             # "ready" | "free" once a channel claims it (stall kinds)

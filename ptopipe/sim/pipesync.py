@@ -107,6 +107,11 @@ class PipeSync:
         # where the consumed one was (for the race and leak reports)
         self.extra: dict = {}
         self.vc = [[0] * _N for _ in range(_N)]
+        # manual mode, across cores: the pipe issued last (a cross-core SET after it fires
+        # from its queue), and core index -> the latest of that core's pipe orders this core
+        # has learnt of through cross-core flags - see cross_set / cross_wait
+        self.last_pipe = PipeUnit.S
+        self.known: dict = {}
         self.bufs: dict = {}         # id(memory) -> {(lo, hi): _Buf}
         self.gm_bufs: dict = {}      # GM region key -> _Buf (manual mode, checkers on)
         self.gm_pages: dict = {}     # 4 KiB page -> [_Buf]
@@ -221,6 +226,36 @@ class PipeSync:
                 f"or remove the extra wait",
             findings=[{"kind": "event_hang", "core": core.name, "event": name, "sets": sets,
                        "waits": waits, "where": str(loc) if loc else None}])
+
+    # -- manual mode across cores -------------------------------------------------------------
+    def cross_set(self) -> dict:
+        """A cross-core SET of this core: what it carries - this core's knowledge of every
+        core's pipe order, its own entry the order of the pipe the SET fires from (the one
+        issued last: a ring's SET follows the data move it signals) - for :meth:`cross_wait`."""
+        k = dict(self.known)
+        k[self.core.index] = tuple(self.vc[self.last_pipe])
+        return k
+
+    def cross_wait(self, carried) -> None:
+        """A cross-core WAIT of this core consumed a SET that carried ``carried``.  The
+        knowledge is passed on; where the platform's cross-core wait holds the core's whole
+        issue (A2A3's wait_flag_dev), this core's own pipe order that comes back around (its
+        SET, through another core's WAIT and SET, to this WAIT) orders every later
+        instruction of every pipe after what happened before that SET on this core: e.g. a
+        Vector read before its TPUSH (by a V -> MTE3 event) and the TPOP that reloads the
+        same staging slot after the Cube's next push."""
+        if carried is None:
+            return
+        known = self.known
+        for i, k in carried.items():
+            m = known.get(i)
+            known[i] = k if m is None else tuple(map(max, m, k))
+        own = carried.get(self.core.index)
+        if own is not None and self.core.cluster.platform.cross_core_wait_holds_issue:
+            for row in self.vc:
+                for i in range(_N):
+                    if own[i] > row[i]:
+                        row[i] = own[i]
 
     # -- manual mode: issue without the cross-pipe scoreboard ------------------------------------
     def _loc(self):
@@ -361,6 +396,7 @@ class PipeSync:
 
     def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
         self.vc[pipe][pipe] += 1
+        self.last_pipe = pipe
         g = self.gm_next
         if srcs or dsts or g is not None:
             loc = self._loc()

@@ -154,6 +154,24 @@ def test_the_manual_default_follows_the_code_a_run_executes(tmp_path):
     assert not find_kernels(str(p), aiv="vec_fenced").own_events
 
 
+@pytest.mark.parametrize("body,own", [
+    ("TLOAD(t, g); TADD(t, t, t); TSTORE(g, t); pipe_barrier(PIPE_ALL);", False),     # ptoas's trailing one
+    ("TLOAD(t, g); pipe_barrier(PIPE_ALL); TADD(t, t, t); TSTORE(g, t);", True),      # between instructions
+    ("for (int i = 0; i < 4; ++i) { TLOAD(t, g); TADD(t, t, t); pipe_barrier(PIPE_ALL); }", True),  # a loop repeats it
+    ("for (int i = 0; i < 4; ++i) { TLOAD(t, g); TADD(t, t, t); } pipe_barrier(PIPE_ALL);", False),
+    ("// pipe_barrier(PIPE_ALL); TADD(t, t, t);\n TLOAD(t, g);", False),              # a comment
+])
+def test_pipe_barriers_between_instructions_make_the_manual_default(tmp_path, body, own):
+    """A kernel that orders its pipes with pipe_barrier alone (no set_flag / wait_flag) runs in
+    the manual mode too: in the auto mode the scoreboard would order the pipes a missing barrier
+    leaves unordered, and the race would go unreported."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "fenced.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+                 "extern \"C\" __global__ AICORE void k(__gm__ float *x) {\n" + body + "\n}\n")
+    assert find_kernels(str(p), aiv="k").own_events is own
+
+
 SINGLE_CORE = """#include <pto/pto-inst.hpp>
 using namespace pto;
 extern "C" __global__ AICORE void k(__gm__ float *out, __gm__ float *src) {

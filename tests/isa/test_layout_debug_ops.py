@@ -529,3 +529,34 @@ def test_mrgsort_merges_sorted_blocks_and_lists(platform):
     np.testing.assert_array_equal(vals, hi[0])
     rejects(platform, lambda o, i: TMRGSORT(o[1], o[0], 48), [v], [((1, 256), np.float32)] * 2,
             "multiple of 64")
+
+
+_TRANDOM_PTO = """module attributes {{pto.target_arch = "a5"}} {{
+  func.func @k(%o: !pto.ptr<ui32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %k0 = arith.constant 305419896 : i32
+    %k1 = arith.constant -1698898192 : i32
+    %w0 = arith.constant 16 : i32
+    %w1 = arith.constant 32 : i32
+    %v = pto.make_tensor_view %o, shape = [%c1, %c256], strides = [%c256, %c1] : !pto.tensor_view<?x?xui32>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c1, %c256] : !pto.tensor_view<?x?xui32> -> !pto.partition_tensor_view<1x256xui32>
+    %t = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype=ui32, rows=1, cols=256, v_row=1, v_col=256, blayout=row_major, slayout=none_box, fractal=512, pad=0>
+    pto.trandom ins(%k0, %k1, %w0, %w1, %w0, %w1{attr} : i32, i32, i32, i32, i32, i32) outs(%t : !pto.tile_buf<loc=vec, dtype=ui32, rows=1, cols=256, v_row=1, v_col=256, blayout=row_major, slayout=none_box, fractal=512, pad=0>)
+    pto.tstore ins(%t : !pto.tile_buf<loc=vec, dtype=ui32, rows=1, cols=256, v_row=1, v_col=256, blayout=row_major, slayout=none_box, fractal=512, pad=0>) outs(%p : !pto.partition_tensor_view<1x256xui32>)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("rounds", [7, 10, None])
+def test_pto_trandom_runs_the_rounds_its_attribute_names(rounds):
+    """``pto.trandom ... {rounds = 7 : i32}`` runs 7 Philox rounds (ptoas's default: 10)."""
+    attr = "" if rounds is None else f" {{rounds = {rounds} : i32}}"
+    res = ptopipe.run_pto(text=_TRANDOM_PTO.format(attr=attr), platform="a5",
+                          inputs={"o": np.zeros((1, 256), np.uint32)})
+    key, ctr = [305419896, -1698898192 & 0xFFFFFFFF], [16, 32, 16, 32]
+    want = _trandom_ref(key, ctr, 1, 256, 256, rounds=rounds or 10)
+    np.testing.assert_array_equal(res.outputs["o"], want)

@@ -248,3 +248,109 @@ def test_a_control_push_reads_its_word_on_the_scalar_unit(platform, protocol, no
     assert e.where.endswith(f"test_ring_events.py:{line_of(vec, 'ctrl-push')}"), str(e)
     assert f"test_ring_events.py:{line_of(vec, 'ctrl-write')}" in e.details, str(e)
     assert "set_flag(PIPE_V, PIPE_S" in e.fix, e.fix
+
+
+# ============================================================ a round trip through the other core
+def _round_trip(late_read):
+    """DIR_BOTH: the Cube pushes tile i (C2V), each Vector lane pops its half into a GM ring's
+    staging slot, adds 1 and pushes it back (V2C); the Cube pops it and stores it.  The Vector
+    has no reader -> MTE2 event for its staging slots: on A2A3 the TPOP of tile i + 2 (the
+    same staging slot) waits for the Cube's push of it, which follows the Cube's pop of result
+    i + 1, which follows the Vector's push of it, which its V -> MTE3 event orders after
+    everything the Vector's V pipe did before - and wait_flag_dev holds the Vector's whole
+    issue.  ``late_read``: the Vector reads tile i again after its push of result i + 1 (the
+    tile is held until then), which that round trip does not order."""
+    n = 4
+
+    def cube(a, fifo, out):
+        pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, RING_UB, 0x40000)
+        a1 = Tile(TileType.Mat, float32, M, N, addr=0)
+        acc = Tile(TileType.Acc, float32, M, N, addr=0)
+        a0 = Tile(TileType.Left, float32, M, N, addr=0)
+        eye = Tile(TileType.Right, float32, N, N, addr=0)
+        e1 = Tile(TileType.Mat, float32, N, N, addr=0x10000)
+        back = Tile(TileType.Mat, float32, M, N)
+        TLOAD(e1, gt(a, n * M * N, (N, N)))
+        set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID1)
+        wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID1)
+        TMOV(eye, e1)
+        for i in range(n):
+            TLOAD(a1, gt(a, i * M * N, (M, N)))
+            set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0)
+            wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0)
+            TMOV(a0, a1)
+            set_flag(PIPE_MTE1, PIPE_M, EVENT_ID0)
+            wait_flag(PIPE_MTE1, PIPE_M, EVENT_ID0)
+            TMATMUL(acc, a0, eye)
+            set_flag(PIPE_M, PIPE_FIX, EVENT_ID0)
+            wait_flag(PIPE_M, PIPE_FIX, EVENT_ID0)
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+            TPOP(pipe, back, TILE_UP_DOWN)
+            set_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID2)     # A2A3: the pop loads L1 on MTE2
+            wait_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID2)
+            set_flag(PIPE_MTE1, PIPE_MTE3, EVENT_ID2)     # A5: its ready wait holds MTE1
+            wait_flag(PIPE_MTE1, PIPE_MTE3, EVENT_ID2)
+            TSTORE(gt(out, i * M * N, (M, N)), back)
+            pipe_barrier(PIPE_ALL)
+            TFREE(pipe, TILE_UP_DOWN)
+
+    def vector(fifo, out2):
+        pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, RING_UB, 0x40000)
+        sub = get_subblockid()
+        parts = [Tile(TileType.Vec, float32, H, N), Tile(TileType.Vec, float32, H, N)]
+        v = Tile(TileType.Vec, float32, H, N, addr=0)
+        w = Tile(TileType.Vec, float32, H, N, addr=0x1000)
+        set_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+        for i in range(n):
+            part = parts[i % 2]
+            TPOP(pipe, part, TILE_UP_DOWN)                # trip-pop
+            set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+            wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+            wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+            TADDS(v, part, 1.0)
+            set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+            wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+            TPUSH(pipe, v, TILE_UP_DOWN)
+            set_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+            if not late_read:
+                TFREE(pipe, TILE_UP_DOWN)
+            elif i:
+                wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+                TMULS(w, parts[1 - i % 2], 2.0)           # trip-late-read
+                set_flag(PIPE_V, PIPE_MTE3, EVENT_ID3)
+                wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID3)
+                TSTORE(gt(out2, ((i - 1) * M + sub * H) * N, (H, N)), w)
+                set_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+                TFREE(pipe, TILE_UP_DOWN)
+        if late_read:
+            TFREE(pipe, TILE_UP_DOWN)
+        wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+    return cube, vector, n
+
+
+def _trip_args(n):
+    x = np.random.default_rng(3).integers(-5, 6, (n * M, N)).astype(np.float32)
+    return x, dict(a=np.concatenate([x, np.eye(N, dtype=np.float32)]), fifo=gm_buffer(4 * SLOT),
+                   out=np.zeros_like(x), out2=np.zeros_like(x))
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_round_trip_through_the_other_core_orders_the_staging_slots_reuse(platform, protocol, no_hang):
+    cube, vector, n = _round_trip(False)
+    x, args = _trip_args(n)
+    res = ptopipe.run(cube, vector, args, platform=platform, protocol=protocol, sync="manual")
+    np.testing.assert_array_equal(res.outputs["out"], x + 1)
+
+
+def test_a_read_the_round_trip_does_not_order_is_a_race_on_a2a3(no_hang):
+    """The late read of tile i (after the push of result i + 1) and the TPOP of tile i + 2 into
+    its staging slot: pto-isa's A2A3 TPOP sent tile i's free itself, so no cross-core chain
+    follows the read - the race is reported."""
+    cube, vector, n = _round_trip(True)
+    x, args = _trip_args(n)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, vector, args, platform="a2a3", protocol="pto-isa", sync="manual")
+    e = ei.value
+    assert e.where.endswith(f"test_ring_events.py:{line_of(_round_trip, 'trip-pop')}"), str(e)
+    assert f"test_ring_events.py:{line_of(_round_trip, 'trip-late-read')}" in e.details, str(e)

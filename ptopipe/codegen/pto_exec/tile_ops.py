@@ -236,7 +236,7 @@ def _tmov_scalar(ex, s: Stmt, srcs: list) -> dict:
 
 def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
-    ``isMSB``, ``upperOrLower``, ``descending``)."""
+    ``isMSB``, ``upperOrLower``, ``descending``, ``rounds``)."""
     out = {}
     v = s.attr("isMSB")                       # THISTOGRAM: the source's upper byte, or byte 0
     if v and v[0].text == "false":
@@ -261,6 +261,12 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
         if v[0].text not in ("true", "false"):
             raise ex.perr(v[0], f"descending {v[0].text} is not a boolean", "use descending = true or false")
         out["descending"] = v[0].text == "true"
+    v = s.attr("rounds") if s.name == "pto.trandom" else None        # Philox rounds (default 10)
+    if v:
+        try:
+            out["rounds"] = int(v[0].text)
+        except ValueError:
+            raise ex.perr(v[0], f"rounds {v[0].text} is not an integer", "use rounds = 7 : i32 or 10 : i32") from None
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"

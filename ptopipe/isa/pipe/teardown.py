@@ -150,6 +150,8 @@ def teardown(cluster, launch: int = 1) -> list:
                     del f.arrivals[:need]
                     if f.set_clocks:
                         del f.set_clocks[:need]
+                    if f.pipe_orders:
+                        del f.pipe_orders[:need]
                 if f.count > 0:
                     r = _row(f, launch)
                     found.append((f"{f.name} (free of {ch.name}) keeps {f.count} credit"
