@@ -294,6 +294,11 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
     (dict(GOLDEN="{'out': args['y']}"), "golden raised KeyError: 'y'", "    return {'out': args['y']}"),
     (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
      "    return dict(x=undefined_name)"),
+    # sys.exit would end the command silently, with its status and no report
+    (dict(GOLDEN="__import__('sys').exit(0)"), "golden raised SystemExit(0) (sys.exit): a scenario function "
+     "cannot end the program", "    return __import__('sys').exit(0)"),
+    (dict(ARGS="__import__('sys').exit('no data')"), "make_args raised SystemExit('no data') (sys.exit)",
+     "    return __import__('sys').exit('no data')"),
     (dict(VARIANTS="{'default': {'m': 2}}"),
      "variant 'default' of scenario 'sc' gives make_args ['m']: got an unexpected keyword argument 'm'",
      "def make_args")])

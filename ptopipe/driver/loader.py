@@ -7,7 +7,7 @@ import importlib.util
 import os
 import sys
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ending_call, user_frame
 from ..isa.scenario import Scenario
 from ..sim.location import CPP_SUFFIXES
 
@@ -96,6 +96,13 @@ def load_module(path: str, source: str | None = None, bindings: dict | None = No
         raise ConfigError(f"syntax error in {path}: {e.msg}",
                           where=f"{e.filename or path}:{e.lineno}" if e.lineno else path,
                           fix="fix the Python syntax") from None
+    except SystemExit as e:     # it would end the command silently, with no report written
+        f = user_frame(e)
+        raise ConfigError(f"loading {path} raised {ending_call(e)}: a kernel file cannot end the program",
+                          where=f"{f.filename}:{f.lineno}" if f else path,
+                          fix="ptopipe imports the file: put its script part under "
+                              "`if __name__ == \"__main__\":`, and raise an exception (e.g. ValueError) "
+                              "to report a failure") from e
     finally:
         if sys.path and sys.path[0] == d:
             sys.path.pop(0)
