@@ -32,7 +32,9 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 
@@ -66,13 +68,59 @@ INSTALL_FIX = ("install a C++17 compiler (Debian/Ubuntu: apt-get install g++; Fe
 
 
 def cache_dir() -> str:
-    """``$PTOPIPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ptopipe/cpp``, else ``~/.cache/ptopipe/cpp``."""
+    """The directory C++ builds are cached in: ``$PTOPIPE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/ptopipe/cpp``, else ``~/.cache/ptopipe/cpp``; when that one cannot be
+    written (a read-only home in a container, the variable naming a file), the user's private
+    directory under the system's temporary directory, said once in a note on stderr; when
+    neither can be written, a ConfigError naming the directory."""
     d = os.environ.get("PTOPIPE_CACHE_DIR")
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "ptopipe", "cpp")
-    os.makedirs(d, exist_ok=True)
-    return d
+    if d in _fallback:
+        return _fallback[d]
+    why = _unwritable(d)
+    if why is None:
+        return d
+    tmp = os.path.join(tempfile.gettempdir(), f"ptopipe-cpp-{_user_id()}")
+    why_tmp = _unwritable(tmp, private=True)
+    if why_tmp is not None:
+        raise ConfigError(f"cannot write the C++ build cache {d} ({why}), nor {tmp} ({why_tmp})",
+                          where="ptopipe C++ kernels",
+                          fix="point PTOPIPE_CACHE_DIR at a directory you can write (e.g. "
+                              "PTOPIPE_CACHE_DIR=$PWD/.ptopipe-cache)")
+    _fallback[d] = tmp
+    print(f"note: cannot write the C++ build cache {d} ({why}): building in {tmp} (set PTOPIPE_CACHE_DIR "
+          "to a directory you can write to keep builds there)", file=sys.stderr)
+    return tmp
+
+
+#: configured cache directory -> the directory used instead (cache_dir): probed once per process
+_fallback: dict = {}
+
+
+def _unwritable(d: str, private: bool = False) -> str | None:
+    """Why directory ``d`` (made if missing) cannot hold builds, or None when it can; with
+    ``private``, made readable by its owner only and refused unless this user owns it (a
+    directory under /tmp that anyone could have made first)."""
+    try:
+        if private:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+                return "not a directory of this user"
+        else:
+            os.makedirs(d, exist_ok=True)
+        fd, probe = tempfile.mkstemp(suffix=".probe", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None
+
+
+def _user_id() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
 
 
 _versions: dict = {}
