@@ -69,6 +69,13 @@ class Scenario:
             if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
                 raise ConfigError(f"scenario {self.name!r}: {field_name}={n!r} is not a number of {field_name}",
                                   where=_caller(), fix=f"give {field_name} >= 1 (None or 1: one {what})")
+        for field_name in ("rtol", "atol"):      # the golden comparison's tolerances
+            t = getattr(self, field_name)
+            if (isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating))
+                    or not t >= 0 or t == float("inf")):
+                raise ConfigError(f"scenario {self.name!r}: {field_name}={t!r} is not a tolerance (a finite "
+                                  "number >= 0)", where=_caller(),
+                                  fix=f"give {field_name} as a number, e.g. {field_name}=1e-5 (0: exact)")
         for field_name, check in (("sync", sync_mode), ("platform", get_platform), ("protocol", parse_protocol)):
             v = getattr(self, field_name)
             if v is None:
