@@ -50,3 +50,53 @@ def test_a_writable_cache_is_used_as_it_is(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(build, "_fallback", {}, raising=False)
     assert build.cache_dir() == str(tmp_path / "c") and os.listdir(tmp_path / "c") == []
     assert capsys.readouterr().err == ""
+
+
+C2V = os.path.join(os.path.dirname(__file__), "cpp_kernels", "c2v_add.cpp")
+
+
+@pytest.fixture
+def fake_cxx(tmp_path, monkeypatch):
+    """A compiler that logs its arguments and refuses ``-fbogus`` as clang does (``--version``:
+    a version); the build cache in ``tmp_path``.  Returns (its path, the log)."""
+    log = tmp_path / "argv.log"
+    cxx = tmp_path / "fake++"
+    cxx.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'fake++ 1.0'; exit 0; }\n"
+                   f"echo \"$@\" >> {log}\n"
+                   "for a; do [ \"$a\" = -fbogus ] && { echo \"fake++: error: unknown argument: '-fbogus'\" >&2; "
+                   "exit 1; }; done\necho 'fake++: error: no output' >&2; exit 1\n")
+    cxx.chmod(0o755)
+    monkeypatch.setenv("PTOPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CXXFLAGS", raising=False)
+    return str(cxx), log
+
+
+def test_cxx_with_flags_runs_its_first_word_with_the_rest_first(fake_cxx, monkeypatch):
+    from ptopipe.errors import CompileError
+    cxx, log = fake_cxx
+    monkeypatch.setenv("CXX", f"{cxx} -Wfoo '-DA=1 2'")
+    assert build.find_compiler() == (cxx, "fake++ 1.0") and build.compiler_args() == ["-Wfoo", "-DA=1 2"]
+    with pytest.raises(CompileError):
+        build.build(build.find_kernels(C2V))
+    assert log.read_text().splitlines()[-1].startswith("-Wfoo -DA=1 2 -std=")    # (the same split)
+
+
+@pytest.mark.parametrize("var", ["CXXFLAGS", "CXX"])
+def test_a_flag_the_compiler_refuses_names_the_variable_that_gave_it(fake_cxx, monkeypatch, var):
+    from ptopipe.errors import CompileError
+    cxx, _ = fake_cxx
+    monkeypatch.setenv("CXX", cxx + (" -fbogus" if var == "CXX" else ""))
+    if var == "CXXFLAGS":
+        monkeypatch.setenv("CXXFLAGS", "-O0 -fbogus")
+    with pytest.raises(CompileError) as ei:
+        build.build(build.find_kernels(C2V))
+    assert ei.value.fix.startswith(f"the compiler (fake++) refuses -fbogus, which ${var} gives it: correct or "
+                                   f"remove it in ${var}")
+    assert ei.value.where == f"${var}"
+
+
+def test_a_cxx_no_shell_could_split_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("CXX", "g++ 'unclosed")
+    with pytest.raises(ConfigError) as ei:
+        build.find_compiler()
+    assert ei.value.what.startswith("CXX=g++ 'unclosed: cannot split it into words") and ei.value.where == "$CXX"
