@@ -750,3 +750,12 @@ def test_a_missing_kernel_file_names_the_files_the_command_takes(cmd, takes, tmp
     what, where = _error(err)
     assert code == 1 and what == f"no such file: {f}" and where == "argument FILE"
     assert f"  fix: give the path of {takes}\n" in err, err
+
+
+@pytest.mark.parametrize("name", ["k.cpp", "k.txt"])
+def test_compile_of_a_file_that_is_no_python_names_the_files_compile_takes(name, tmp_path, capsys):
+    f = tmp_path / name
+    f.write_text("")
+    code, out, err = _cli(["compile", f], capsys)
+    assert code == 1 and _error(err) == (f"{f} is not a Python file", "argument FILE")
+    assert "  fix: give a kernel .py (pl.program, @pl kernels) or .pto file\n" in err, err

@@ -70,14 +70,17 @@ def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def load_module(path: str, source: str | None = None, bindings: dict | None = None):
+def load_module(path: str, source: str | None = None, bindings: dict | None = None, kinds: str | None = None):
     """The kernel file ``path`` imported as a module; with ``source``, that text instead of
     the file's (a variant of the file, e.g. a mutant: its code and errors still name
-    ``path`` and its lines), with ``bindings`` set in its globals first."""
+    ``path`` and its lines), with ``bindings`` set in its globals first.  ``kinds``: the
+    files the command takes, for the fix of a file that is not Python (None: a Scenario's
+    file, or a .pto / .cpp kernel where the command takes one)."""
     check_kernel_file(path)
     if not path.endswith(".py"):
         raise ConfigError(f"{path} is not a Python file", where="argument FILE",
-                          fix="give a .py file defining SCENARIO (the command also takes a .pto "
+                          fix=f"give {kinds}" if kinds else
+                              "give a .py file defining SCENARIO (the command also takes a .pto "
                               "or a .cpp kernel where it says so in --help)")
     _check_source(path)
     name = "ptopipe_kernel_" + os.path.splitext(os.path.basename(path))[0]
