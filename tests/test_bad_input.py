@@ -430,8 +430,28 @@ def test_pto_parameter_options_for_a_python_kernel_are_a_config_error(argv, opti
     code, out, err = _cli([argv[0], S1, *argv[1:]], capsys)
     what, where = _error(err)
     assert code == 1 and "PASS" not in out
-    assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel"
+    assert what == f"{option} is for .pto and C++ kernels, and {S1} is a Python kernel"
     assert where == f"option {option}"
+
+
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+PTO_K = os.path.join(_TESTS, "pto", "c2v_split_a3.pto")
+CPP_K = os.path.join(_TESTS, "cpp", "cpp_kernels", "c2v_add.cpp")
+
+
+@pytest.mark.parametrize("argv, option, kind, fix", [
+    (["run", CPP_K, "--func", "k"], "--func", ".pto kernels", "name the C++ kernel functions with --aic"),
+    (["check", CPP_K, "--range", "n=1..2"], "--range", ".pto kernels", "drop --range"),
+    (["run", PTO_K, "--aic", "k"], "--aic", "C++ kernels", "drop --aic"),
+    (["trace", PTO_K, "--aiv", "k", "-o", "{tmp}/t.json"], "--aiv", "C++ kernels", "drop --aiv"),
+    (["trace", S1, "--input", "a=1", "-o", "{tmp}/t.json"], "--input", ".pto and C++ kernels", "drop --input"),
+    (["check", S1, "--aic", "k"], "--aic", "C++ kernels", "drop --aic"),
+], ids=["cpp_func", "cpp_range", "pto_aic", "pto_trace_aiv", "py_trace_input", "py_check_aic"])
+def test_an_option_for_another_kind_of_kernel_is_a_config_error(argv, option, kind, fix, tmp_path, capsys):
+    code, out, err = _cli([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys)
+    what, where = _error(err)
+    assert code == 1 and what.startswith(f"{option} is for {kind}, and {argv[1]} is a") and where == f"option {option}"
+    assert f"  fix: {fix}" in err and not os.path.exists(tmp_path / "t.json")
 
 
 def test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line():
