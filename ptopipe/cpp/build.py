@@ -78,11 +78,15 @@ def cache_dir() -> str:
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "ptopipe", "cpp")
-    if d in _fallback:
-        return _fallback[d]
-    why = _unwritable(d)
-    if why is None:
-        return d
+    why = _unwritable(d)                # (asked every time: a directory may go away)
+    return d if why is None else _fallback(d, why)
+
+
+@functools.lru_cache(maxsize=8)
+def _fallback(d: str, why: str) -> str:
+    """The directory builds go to instead of the unwritable ``d`` (``why``: what is wrong with
+    it), said once per process in a note on stderr; a ConfigError when it cannot be written
+    either (not memoised: asked again next time)."""
     tmp = os.path.join(tempfile.gettempdir(), f"ptopipe-cpp-{_user_id()}")
     why_tmp = _unwritable(tmp, private=True)
     if why_tmp is not None:
@@ -90,14 +94,9 @@ def cache_dir() -> str:
                           where="ptopipe C++ kernels",
                           fix="point PTOPIPE_CACHE_DIR at a directory you can write (e.g. "
                               "PTOPIPE_CACHE_DIR=$PWD/.ptopipe-cache)")
-    _fallback[d] = tmp
     print(f"note: cannot write the C++ build cache {d} ({why}): building in {tmp} (set PTOPIPE_CACHE_DIR "
           "to a directory you can write to keep builds there)", file=sys.stderr)
     return tmp
-
-
-#: configured cache directory -> the directory used instead (cache_dir): probed once per process
-_fallback: dict = {}
 
 
 def _unwritable(d: str, private: bool = False) -> str | None:

@@ -22,8 +22,16 @@ def unwritable_cache(tmp_path, monkeypatch):
     tmp.mkdir()
     monkeypatch.setenv("PTOPIPE_CACHE_DIR", configured)
     monkeypatch.setattr(build.tempfile, "tempdir", str(tmp))
-    monkeypatch.setattr(build, "_fallback", {}, raising=False)
-    return configured, tmp
+    _forget_fallbacks()
+    yield configured, tmp
+    _forget_fallbacks()
+
+
+def _forget_fallbacks():
+    """The fallbacks this process said notes for, forgotten (each test starts afresh)."""
+    clear = getattr(getattr(build, "_fallback", None), "cache_clear", None)
+    if clear is not None:
+        clear()
 
 
 def test_an_unwritable_cache_falls_back_to_a_private_temporary_directory_with_one_note(unwritable_cache, capsys):
@@ -47,7 +55,6 @@ def test_a_cache_that_cannot_be_written_anywhere_is_a_config_error_naming_it(unw
 
 def test_a_writable_cache_is_used_as_it_is(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PTOPIPE_CACHE_DIR", str(tmp_path / "c"))
-    monkeypatch.setattr(build, "_fallback", {}, raising=False)
     assert build.cache_dir() == str(tmp_path / "c") and os.listdir(tmp_path / "c") == []
     assert capsys.readouterr().err == ""
 
