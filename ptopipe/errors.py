@@ -145,6 +145,14 @@ def user_frame(e: BaseException):
     return user[-1] if user else getattr(e, "ptopipe_frame", None)
 
 
+def ending_call(e: BaseException) -> str:
+    """How messages name a BaseException that is no error (``SystemExit(3) (sys.exit)``):
+    user code that raised it would end the program, silently and with its exit status,
+    instead of reporting a failure."""
+    call = f"{type(e).__name__}({', '.join(map(repr, e.args))})"
+    return call + (" (sys.exit)" if isinstance(e, SystemExit) else "")
+
+
 def user_line() -> str | None:
     """``file:line`` of the innermost frame of the running stack outside ptopipe: the user's
     line that called into it (e.g. a decorator with a bad option), or None."""

@@ -294,6 +294,11 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
     (dict(GOLDEN="{'out': args['y']}"), "golden raised KeyError: 'y'", "    return {'out': args['y']}"),
     (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
      "    return dict(x=undefined_name)"),
+    # sys.exit would end the command silently, with its status and no report
+    (dict(GOLDEN="__import__('sys').exit(0)"), "golden raised SystemExit(0) (sys.exit): a scenario function "
+     "cannot end the program", "    return __import__('sys').exit(0)"),
+    (dict(ARGS="__import__('sys').exit('no data')"), "make_args raised SystemExit('no data') (sys.exit)",
+     "    return __import__('sys').exit('no data')"),
     (dict(VARIANTS="{'default': {'m': 2}}"),
      "variant 'default' of scenario 'sc' gives make_args ['m']: got an unexpected keyword argument 'm'",
      "def make_args")])
@@ -425,8 +430,28 @@ def test_pto_parameter_options_for_a_python_kernel_are_a_config_error(argv, opti
     code, out, err = _cli([argv[0], S1, *argv[1:]], capsys)
     what, where = _error(err)
     assert code == 1 and "PASS" not in out
-    assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel"
+    assert what == f"{option} is for .pto and C++ kernels, and {S1} is a Python kernel"
     assert where == f"option {option}"
+
+
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+PTO_K = os.path.join(_TESTS, "pto", "c2v_split_a3.pto")
+CPP_K = os.path.join(_TESTS, "cpp", "cpp_kernels", "c2v_add.cpp")
+
+
+@pytest.mark.parametrize("argv, option, kind, fix", [
+    (["run", CPP_K, "--func", "k"], "--func", ".pto kernels", "name the C++ kernel functions with --aic"),
+    (["check", CPP_K, "--range", "n=1..2"], "--range", ".pto kernels", "drop --range"),
+    (["run", PTO_K, "--aic", "k"], "--aic", "C++ kernels", "drop --aic"),
+    (["trace", PTO_K, "--aiv", "k", "-o", "{tmp}/t.json"], "--aiv", "C++ kernels", "drop --aiv"),
+    (["trace", S1, "--input", "a=1", "-o", "{tmp}/t.json"], "--input", ".pto and C++ kernels", "drop --input"),
+    (["check", S1, "--aic", "k"], "--aic", "C++ kernels", "drop --aic"),
+], ids=["cpp_func", "cpp_range", "pto_aic", "pto_trace_aiv", "py_trace_input", "py_check_aic"])
+def test_an_option_for_another_kind_of_kernel_is_a_config_error(argv, option, kind, fix, tmp_path, capsys):
+    code, out, err = _cli([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys)
+    what, where = _error(err)
+    assert code == 1 and what.startswith(f"{option} is for {kind}, and {argv[1]} is a") and where == f"option {option}"
+    assert f"  fix: {fix}" in err and not os.path.exists(tmp_path / "t.json")
 
 
 def test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line():
@@ -745,3 +770,12 @@ def test_a_missing_kernel_file_names_the_files_the_command_takes(cmd, takes, tmp
     what, where = _error(err)
     assert code == 1 and what == f"no such file: {f}" and where == "argument FILE"
     assert f"  fix: give the path of {takes}\n" in err, err
+
+
+@pytest.mark.parametrize("name", ["k.cpp", "k.txt"])
+def test_compile_of_a_file_that_is_no_python_names_the_files_compile_takes(name, tmp_path, capsys):
+    f = tmp_path / name
+    f.write_text("")
+    code, out, err = _cli(["compile", f], capsys)
+    assert code == 1 and _error(err) == (f"{f} is not a Python file", "argument FILE")
+    assert "  fix: give a kernel .py (pl.program, @pl kernels) or .pto file\n" in err, err

@@ -79,7 +79,7 @@ def main(args) -> int:
 def _check_file(args, reports) -> int:
     """``check`` of one kernel file; ``reports`` (a list) collects its rows (a library)."""
     if reports is not None:
-        refuse_pto_options(args, "input", "func", *(() if args.static else ("range",)))
+        refuse_pto_options(args, "input", "func", "aic", "aiv", *(() if args.static else ("range",)))
         if args.static:
             rc = main_static(args)
             reports.append({"scenario": os.path.basename(args.file), "variant": "static",
@@ -88,7 +88,7 @@ def _check_file(args, reports) -> int:
                             {"error": "NotVerified", "what": "not verified statically", "where": args.file}})
             return rc
         return _check(args, reports)
-    refuse_pto_options(args, "input", "func", *(() if args.static else ("range",)))
+    refuse_pto_options(args, "input", "func", "aic", "aiv", *(() if args.static else ("range",)))
     if args.static:
         return main_static(args)
     if not args.json:

@@ -127,6 +127,21 @@ _PTO_ONLY_FIX = {
     "func": "drop --func: a .py kernel's functions are the ones its SCENARIO names",
     "range": "use it with check --static (which proves a DSL kernel for the range), or drop it: a "
              ".py kernel's run takes its variant's values",
+    "aic": "drop --aic: a .py kernel's functions are the ones its SCENARIO names",
+    "aiv": "drop --aiv: a .py kernel's functions are the ones its SCENARIO names",
+}
+#: the file kinds each of these options is for (:func:`refuse_pto_options`)
+_FOR = {"input": ".pto and C++ kernels", "output": ".pto and C++ kernels", "func": ".pto kernels",
+        "range": ".pto kernels", "aic": "C++ kernels", "aiv": "C++ kernels"}
+#: the fix of an option given for a C++ kernel (a .pto kernel's) that is not for it
+_NOT_FOR_CPP = {
+    "func": "name the C++ kernel functions with --aic NAME / --aiv NAME",
+    "range": "drop --range: it bounds the static check of .pto and DSL kernels; a C++ kernel runs with "
+             "its --input values",
+}
+_NOT_FOR_PTO = {
+    "aic": "drop --aic: a .pto file's function to run is its pto.entry, or the one --func names",
+    "aiv": "drop --aiv: a .pto file's function to run is its pto.entry, or the one --func names",
 }
 _DEST = {"func": "pto_func", "range": "ranges"}
 
@@ -162,16 +177,21 @@ def add_pto_func(p) -> None:
 
 
 def refuse_pto_options(args, *options: str) -> None:
-    """``--input`` / ``--output`` name a .pto kernel's parameters: for a .py kernel, whose
-    arguments come from its Scenario, they are a ConfigError rather than silently unused."""
+    """``options`` given for a kernel file they are not for - ``--input`` / ``--output`` (the
+    parameters of a .pto or C++ kernel) or ``--func`` / ``--range`` (a .pto kernel's) for a .py
+    kernel, whose arguments come from its Scenario; ``--func`` / ``--range`` for a C++ kernel;
+    ``--aic`` / ``--aiv`` (a C++ kernel's functions) for any other - are a ConfigError rather
+    than silently unused."""
     if args.file.endswith(".pto"):
-        return
-    if args.file.endswith(CPP_SUFFIXES):               # a C++ kernel takes --input / --output too
-        options = tuple(o for o in options if o not in ("input", "output"))
+        kind, fixes = "a .pto kernel", _NOT_FOR_PTO
+    elif args.file.endswith(CPP_SUFFIXES):
+        kind, fixes = "a C++ kernel", _NOT_FOR_CPP
+    else:
+        kind, fixes = "a Python kernel", _PTO_ONLY_FIX
     for opt in options:
-        if getattr(args, _DEST.get(opt, opt), None):
-            raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",
-                              where=f"option --{opt}", fix=_PTO_ONLY_FIX[opt])
+        if opt in fixes and getattr(args, _DEST.get(opt, opt), None):
+            raise ConfigError(f"--{opt} is for {_FOR[opt]}, and {args.file} is {kind}",
+                              where=f"option --{opt}", fix=fixes[opt])
 
 
 def target(args, sc) -> tuple:

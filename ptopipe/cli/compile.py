@@ -93,7 +93,7 @@ def main(args) -> int:
         return _write(texts, out)
     platform = args.platform or "a2a3"
     passes = unverified_pipeline(args.passes) if getattr(args, "no_verify", False) else args.passes
-    mod = load_module(args.file)
+    mod = load_module(args.file, kinds=args.kernel_files)
     progs = programs_of(mod, args.variant)
     if not progs:
         raise ConfigError(f"{args.file} defines no DSL program",

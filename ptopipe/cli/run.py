@@ -61,13 +61,13 @@ def _preview(a: np.ndarray) -> str:
 
 
 def main(args) -> int:
+    refuse_pto_options(args, "input", "output", "func", "range", "aic", "aiv")
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import run_cpp_file
         return run_cpp_file(args)
-    refuse_pto_options(args, "input", "output", "func", "range")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
     def one(sc, v):

@@ -10,7 +10,8 @@ from ..errors import ConfigError, PtoPipeError
 from ..isa.launch import compare_launches
 from ..report import profile, write_chrome_trace, write_html
 from .common import (CPP_SUFFIXES, add_launches, add_pto_func, add_ranges, block_note, blocks_ran,
-                     launch_kwargs, run_each, summary_warnings, sync_kwargs, target, werror_note, werror_verdict)
+                     launch_kwargs, refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
+                     werror_verdict)
 from . import bounds
 from ..driver.loader import load_scenarios, pick_variants
 from .run import add_common
@@ -57,6 +58,7 @@ def check_output(args) -> None:
 
 def main(args) -> int:
     check_output(args)
+    refuse_pto_options(args, "input", "func", "range", "aic", "aiv")    # (its --output is the trace's)
     if args.file.endswith(".pto"):
         from .pto import trace_pto
         return trace_pto(args)

@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from ..arch.vocab import TileSplitAxis
-from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
+from ..errors import CompileError, ConfigError, ParseError, PtoPipeError, user_line, with_article
 from ..ir.vocab import FunctionKind
 from ..ir.types import ScalarType, np_dtype
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
@@ -248,6 +248,30 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     return warnings, None
 
 
+def _checked_call(path, text, inputs) -> str | None:
+    """``run_pto``'s file (a path as a string) and inputs, refused at the call when they are
+    not a path / ``text=`` and a dict: a run would fail far from the call, or look for a file
+    named ``<pto>``."""
+    if text is None:
+        if path is None:
+            raise ConfigError("run_pto() needs the path of a .pto file", where=user_line(),
+                              fix="call run_pto('kernel.pto', inputs={...}), or run_pto(text=...) with the "
+                                  "file's text")
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigError(f"run_pto(path): {path!r} is {with_article(type(path).__name__)}, not the path "
+                              "of a .pto file", where=user_line(),
+                              fix="give the path as a string, e.g. run_pto('kernel.pto')")
+    elif not isinstance(text, str):
+        raise ConfigError(f"run_pto(text=): {with_article(type(text).__name__)}, not the text of a .pto file",
+                          where=user_line(), fix="give the file's text as a str (or its path as path)")
+    if inputs is not None and not isinstance(inputs, dict):
+        raise ConfigError(f"run_pto(inputs=): {with_article(type(inputs).__name__)}, not a dict "
+                          "{parameter: array or number}", where=user_line(),
+                          fix="give inputs={'arg0': array, 'n': 16, ...}: the kernel's parameter names "
+                              "(without %) to their values")
+    return os.fspath(path) if path is not None else None
+
+
 def skipped_note(reason: str) -> str:
     """The note of a run whose file the static verifier's value IR cannot express."""
     return (f"static pipe verification skipped (the value IR cannot express this file: {reason}); "
@@ -260,6 +284,7 @@ def run_pto(path: str | None = None, *, static: bool = True, **kwargs):
     ``static`` (default) :func:`static_findings` runs first: its findings are raised, its
     warnings are in the result's ``.warnings`` and a skip is in its ``.notes``."""
     from .pto_exec import run_pto as run_file
+    path = _checked_call(path, kwargs.get("text"), kwargs.get("inputs"))
     found, skipped = [], None
     if static:
         ints = {k: v for k, v in (kwargs.get("inputs") or {}).items()

@@ -21,7 +21,7 @@ import sys
 import sysconfig
 import tempfile
 
-from .build import cache_dir, find_compiler
+from .build import cache_dir, compiler_args, find_compiler
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bridge.cpp")
 FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden")
@@ -47,7 +47,7 @@ def library() -> str | None:
     cxx, version = find_compiler()
     with open(SOURCE, "rb") as f:
         src = f.read()
-    flags = list(FLAGS) + ["-I", inc]
+    flags = compiler_args() + list(FLAGS) + ["-I", inc]
     if sys.platform == "darwin":
         flags += ["-undefined", "dynamic_lookup"]   # the interpreter's symbols come from the process
     key = hashlib.sha256(b"\0".join([src, sys.version.encode(), str(sysconfig.get_config_var("SOABI")).encode(),

@@ -1,6 +1,7 @@
 """Building a C++ kernel file into shared libraries ptopipe can load.
 
-* :func:`find_compiler`: ``$CXX``, else ``g++``, else ``clang++``; none is a ConfigError saying
+* :func:`find_compiler`: ``$CXX`` (split as a shell splits it: its first word the compiler, the
+  rest :func:`compiler_args`), else ``g++``, else ``clang++``; none is a ConfigError saying
   what to install.  :func:`standard`: kernels are C++20 where the compiler has it, else C++17.
 * :func:`find_kernels`: the kernel functions of a file - ``aic=`` / ``aiv=`` by name, else the
   ``__global__`` entry that calls its Cube kernel under ``__DAV_CUBE__`` and its Vector kernel
@@ -32,7 +33,9 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 
@@ -66,22 +69,80 @@ INSTALL_FIX = ("install a C++17 compiler (Debian/Ubuntu: apt-get install g++; Fe
 
 
 def cache_dir() -> str:
-    """``$PTOPIPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ptopipe/cpp``, else ``~/.cache/ptopipe/cpp``."""
+    """The directory C++ builds are cached in: ``$PTOPIPE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/ptopipe/cpp``, else ``~/.cache/ptopipe/cpp``; when that one cannot be
+    written (a read-only home in a container, the variable naming a file), the user's private
+    directory under the system's temporary directory, said once in a note on stderr; when
+    neither can be written, a ConfigError naming the directory."""
     d = os.environ.get("PTOPIPE_CACHE_DIR")
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "ptopipe", "cpp")
-    os.makedirs(d, exist_ok=True)
-    return d
+    why = _unwritable(d)                # (asked every time: a directory may go away)
+    return d if why is None else _fallback(d, why)
+
+
+@functools.lru_cache(maxsize=8)
+def _fallback(d: str, why: str) -> str:
+    """The directory builds go to instead of the unwritable ``d`` (``why``: what is wrong with
+    it), said once per process in a note on stderr; a ConfigError when it cannot be written
+    either (not memoised: asked again next time)."""
+    tmp = os.path.join(tempfile.gettempdir(), f"ptopipe-cpp-{_user_id()}")
+    why_tmp = _unwritable(tmp, private=True)
+    if why_tmp is not None:
+        raise ConfigError(f"cannot write the C++ build cache {d} ({why}), nor {tmp} ({why_tmp})",
+                          where="ptopipe C++ kernels",
+                          fix="point PTOPIPE_CACHE_DIR at a directory you can write (e.g. "
+                              "PTOPIPE_CACHE_DIR=$PWD/.ptopipe-cache)")
+    print(f"note: cannot write the C++ build cache {d} ({why}): building in {tmp} (set PTOPIPE_CACHE_DIR "
+          "to a directory you can write to keep builds there)", file=sys.stderr)
+    return tmp
+
+
+def _unwritable(d: str, private: bool = False) -> str | None:
+    """Why directory ``d`` (made if missing) cannot hold builds, or None when it can; with
+    ``private``, made readable by its owner only and refused unless this user owns it (a
+    directory under /tmp that anyone could have made first)."""
+    try:
+        if private:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+                return "not a directory of this user"
+        else:
+            os.makedirs(d, exist_ok=True)
+        fd, probe = tempfile.mkstemp(suffix=".probe", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None
+
+
+def _user_id() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
 
 
 _versions: dict = {}
 
 
+def env_words(name: str) -> list:
+    """The words of environment variable ``name`` (``CXX``, ``CXXFLAGS``) split as a shell splits
+    them (make and ccache users set ``CXX="ccache g++"``, ``CXX="clang++ -stdlib=libc++"``);
+    a value no shell could split is a ConfigError naming it."""
+    text = os.environ.get(name, "")
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise ConfigError(f"{name}={text}: cannot split it into words as a shell would ({e})",
+                          where=f"${name}", fix="close its quote, or quote none of it") from None
+
+
 def find_compiler() -> tuple:
-    """(path, version text) of the C++ compiler to use."""
-    want = os.environ.get("CXX")
-    names = [want] if want else ["g++", "clang++"]
+    """(path, version text) of the C++ compiler to use: the first word of ``$CXX`` (the rest:
+    :func:`compiler_args`), else ``g++``, else ``clang++``."""
+    want = env_words("CXX")[:1]
+    names = want or ["g++", "clang++"]
     for name in names:
         path = shutil.which(name) if name else None
         if path:
@@ -93,16 +154,24 @@ def find_compiler() -> tuple:
                     _versions[path] = None
             if _versions[path] is not None:
                 return path, _versions[path]
-    raise ConfigError(f"no C++ compiler found ({'CXX=' + want if want else 'looked for g++ and clang++'} on PATH)",
-                      where="ptopipe C++ kernels", fix=INSTALL_FIX)
+    cxx = os.environ.get("CXX", "")
+    looked = (f"CXX={cxx}: {want[0]} is not on PATH" if want and want[0] != cxx.strip() else
+              f"CXX={cxx} is not on PATH" if want else "looked for g++ and clang++ on PATH")
+    raise ConfigError(f"no C++ compiler found ({looked})", where="ptopipe C++ kernels", fix=INSTALL_FIX)
+
+
+def compiler_args() -> list:
+    """The words of ``$CXX`` after the compiler (:func:`find_compiler`): its flags, or the compiler
+    a wrapper such as ccache runs; they come first in every compile."""
+    return env_words("CXX")[1:]
 
 
 @functools.lru_cache(maxsize=8)
-def standard(cxx: str) -> str:
-    """The ``-std=`` flag kernels are built with by compiler ``cxx``: :data:`STD20` if it takes
-    it (asked once per compiler), else :data:`STD`."""
+def standard(cxx: str, *args: str) -> str:
+    """The ``-std=`` flag kernels are built with by compiler ``cxx`` run with ``args`` first
+    (:func:`compiler_args`): :data:`STD20` if it takes it (asked once per compiler), else :data:`STD`."""
     try:
-        r = subprocess.run([cxx, STD20, "-fsyntax-only", "-x", "c++", "-"], input="", capture_output=True,
+        r = subprocess.run([cxx, *args, STD20, "-fsyntax-only", "-x", "c++", "-"], input="", capture_output=True,
                            text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return STD
@@ -443,9 +512,11 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with open(path, "rb") as f:
         src = f.read()
     unit = wrapper(path, roles)
-    # $CXXFLAGS last, so that the user's flags win (e.g. -O0 for quicker builds, -g to debug)
-    flags = [standard(cxx), *FLAGS] + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
-        shlex.split(os.environ.get("CXXFLAGS", ""))
+    # $CXX's own words first, as make runs `$(CXX) ...`; $CXXFLAGS last, so that the user's flags
+    # win (e.g. -O0 for quicker builds, -g to debug)
+    first = compiler_args()
+    flags = [*first, standard(cxx, *first), *FLAGS] + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
+        env_words("CXXFLAGS")
     key = hashlib.sha256(b"\0".join([src, unit.encode(), _headers_digest().encode(), cxx.encode(),
                                      (version or "").encode(), " ".join(flags).encode(),
                                      _local_includes(path, src)])).hexdigest()[:32]
@@ -555,6 +626,11 @@ def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
         lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
     fix = ("fix the C++ at the line the compiler names (ptopipe's pto-isa API: the headers in `ptopipe "
            "--include`, README's C++ section)")
+    blamed = _blamed_variable(first)
+    if blamed is not None:              # the compiler refuses a flag the user's environment gives it
+        fix = (f"the compiler ({os.path.basename(cxx)}) refuses {blamed[1]}, which ${blamed[0]} gives it: "
+               f"correct or remove it in ${blamed[0]} (now {blamed[0]}={os.environ.get(blamed[0], '')})")
+        where = where or f"${blamed[0]}"
     std = next((f for f in reversed(list(flags)) if f.startswith("-std=")), None)
     if std is not None and std != STD20 and _NEEDS_CXX20.search(first):
         fix = (f"the kernel needs C++20 (pto-isa's CPU tests are C++20) and this build is {std}: point CXX at a "
@@ -562,6 +638,17 @@ def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
     return CompileError(f"the C++ kernel does not compile ({os.path.basename(cxx)}): "
                         f"{first.split('error:', 1)[-1].strip()}", where=where,
                         details="\n".join(lines), fix=fix)
+
+
+def _blamed_variable(diag: str) -> tuple | None:
+    """``(variable, word)`` when compiler diagnostic line ``diag`` quotes a word that ``$CXXFLAGS``
+    or ``$CXX`` (after the compiler) gives the build - g++'s "unrecognized command-line option
+    ‘-fbogus’", clang's "unknown argument: '-fbogus'" - else None."""
+    for name, words in (("CXXFLAGS", env_words("CXXFLAGS")), ("CXX", compiler_args())):
+        for w in words:
+            if re.search("[‘'\"`]" + re.escape(w) + "[’'\"]", diag):
+                return name, w
+    return None
 
 
 def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag: str) -> CompileError:

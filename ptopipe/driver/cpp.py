@@ -11,14 +11,16 @@ import os
 
 import numpy as np
 
-from ..errors import BudgetError, DataRaceError, PtoPipeError
+from ..errors import BudgetError, DataRaceError, PtoPipeError, refuse_unknown_parameters
 from ..sim.bounds import Deadline
 from .pto import load_inputs
 
 
-def inputs(pairs) -> dict:
-    """``NAME=FILE.npy|NAME=NUMBER`` pairs as the C++ kernels' arguments."""
+def inputs(pairs, kernels) -> dict:
+    """``NAME=FILE.npy|NAME=NUMBER`` pairs as the arguments of the C++ :class:`~ptopipe.cpp.build.Kernels`
+    ``kernels``: a name none of them has is refused, as a .pto kernel's is (a typo would go unused)."""
     given = load_inputs(pairs)
+    refuse_unknown_parameters(given, {p for f in kernels.roles.values() for p in f.params})
     return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
 
 
@@ -46,8 +48,8 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     kernels = find_kernels(path, aic, aiv)
     if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
         run_kwargs.setdefault("sync", "manual")
+    kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
     libs, bridge_lib = build(kernels, platform), bridge()
-    kargs = inputs(pairs)
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd, bridge_lib)
@@ -116,8 +118,8 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.scenario import Scenario
     kernels = find_kernels(path, aic, aiv)
+    kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
     libs, bridge_lib = build(kernels, platform), bridge()
-    kargs = inputs(pairs)
     warned = [f"{where}: {what}" for what, where in build_warnings(libs)]     # (run warnings' form)
 
     def work(crash_fd):

@@ -7,7 +7,7 @@ import importlib.util
 import os
 import sys
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ending_call, user_frame
 from ..isa.scenario import Scenario
 from ..sim.location import CPP_SUFFIXES
 
@@ -70,14 +70,17 @@ def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def load_module(path: str, source: str | None = None, bindings: dict | None = None):
+def load_module(path: str, source: str | None = None, bindings: dict | None = None, kinds: str | None = None):
     """The kernel file ``path`` imported as a module; with ``source``, that text instead of
     the file's (a variant of the file, e.g. a mutant: its code and errors still name
-    ``path`` and its lines), with ``bindings`` set in its globals first."""
+    ``path`` and its lines), with ``bindings`` set in its globals first.  ``kinds``: the
+    files the command takes, for the fix of a file that is not Python (None: a Scenario's
+    file, or a .pto / .cpp kernel where the command takes one)."""
     check_kernel_file(path)
     if not path.endswith(".py"):
         raise ConfigError(f"{path} is not a Python file", where="argument FILE",
-                          fix="give a .py file defining SCENARIO (the command also takes a .pto "
+                          fix=f"give {kinds}" if kinds else
+                              "give a .py file defining SCENARIO (the command also takes a .pto "
                               "or a .cpp kernel where it says so in --help)")
     _check_source(path)
     name = "ptopipe_kernel_" + os.path.splitext(os.path.basename(path))[0]
@@ -96,6 +99,13 @@ def load_module(path: str, source: str | None = None, bindings: dict | None = No
         raise ConfigError(f"syntax error in {path}: {e.msg}",
                           where=f"{e.filename or path}:{e.lineno}" if e.lineno else path,
                           fix="fix the Python syntax") from None
+    except SystemExit as e:     # it would end the command silently, with no report written
+        f = user_frame(e)
+        raise ConfigError(f"loading {path} raised {ending_call(e)}: a kernel file cannot end the program",
+                          where=f"{f.filename}:{f.lineno}" if f else path,
+                          fix="ptopipe imports the file: put its script part under "
+                              "`if __name__ == \"__main__\":`, and raise an exception (e.g. ValueError) "
+                              "to report a failure") from e
     finally:
         if sys.path and sys.path[0] == d:
             sys.path.pop(0)

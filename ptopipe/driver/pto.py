@@ -52,14 +52,18 @@ def literal(text: str):
 
 def load_inputs(pairs, literals: set | None = None) -> dict:
     """``name=file.npy`` / ``name=NUMBER`` pairs -> ``{name: array}`` as saved, a number as a 0-d
-    array (int64 or float64; the parameter's type decides its value's type), unchecked; the
-    names given a number are added to ``literals``."""
+    array (int64 or float64; the parameter's type decides its value's type), unchecked but for
+    a name given twice (a ConfigError); the names given a number are added to ``literals``."""
     given = {}
     for p in pairs or []:
         name, sep, file = p.partition("=")
         if not sep or not name or not file:
             raise ConfigError(f"--input {p!r} is not NAME=FILE.npy or NAME=NUMBER", where="option --input",
                               fix="e.g. --input a=a.npy, or --input n=5 for a scalar parameter")
+        if name in given:           # (the last one would win, silently)
+            first = next(q for q in pairs if q.partition("=")[0] == name)
+            raise ConfigError(f"--input {name} is given twice ({first}, {p})", where="option --input",
+                              fix=f"give --input {name}=... once")
         num = literal(file)
         if num is None:
             given[name] = read_npy(file, "--input")

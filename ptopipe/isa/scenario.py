@@ -16,7 +16,7 @@ from ..arch import get_platform
 from ..protocol.versions import parse as parse_protocol
 from ..sim.cluster import sync_mode
 from .launch import RunResult, kernels_problem, run
-from ..errors import with_article
+from ..errors import ending_call, with_article
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,13 @@ class Scenario:
             if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
                 raise ConfigError(f"scenario {self.name!r}: {field_name}={n!r} is not a number of {field_name}",
                                   where=_caller(), fix=f"give {field_name} >= 1 (None or 1: one {what})")
+        for field_name in ("rtol", "atol"):      # the golden comparison's tolerances
+            t = getattr(self, field_name)
+            if (isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating))
+                    or not t >= 0 or t == float("inf")):
+                raise ConfigError(f"scenario {self.name!r}: {field_name}={t!r} is not a tolerance (a finite "
+                                  "number >= 0)", where=_caller(),
+                                  fix=f"give {field_name} as a number, e.g. {field_name}=1e-5 (0: exact)")
         for field_name, check in (("sync", sync_mode), ("platform", get_platform), ("protocol", parse_protocol)):
             v = getattr(self, field_name)
             if v is None:
@@ -180,22 +187,29 @@ def data_rng(seed) -> np.random.Generator:
 
 def _call(sc: "Scenario", name: str, *args, **params):
     """The scenario's ``make_args`` / ``golden`` (``name``) called; an exception it raises (not
-    a ptopipe error) becomes a ConfigError at the line of that function that raised it."""
+    a ptopipe error), or a ``sys.exit()`` (which would end the program silently, with no
+    report written), becomes a ConfigError at the line of that function that raised it."""
     fn = getattr(sc, name)
     try:
         return fn(*args, **params)
     except PtoPipeError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         code = getattr(fn, "__code__", None)
         where, tb = _def_loc(fn), e.__traceback__
         while tb is not None:                     # the innermost frame in fn's file
             if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
                 where = f"{code.co_filename}:{tb.tb_lineno}"
             tb = tb.tb_next
+        call = f"{name}({'rng' if name == 'make_args' else 'args'}, **params)"
+        if isinstance(e, SystemExit):
+            result = "dict of kernel arguments" if name == "make_args" else "dict of expected outputs"
+            raise ConfigError(f"scenario {sc.name!r}: {name} raised {ending_call(e)}: a scenario function "
+                              "cannot end the program", where=where,
+                              fix=f"return the {result} from {name}; raise an exception (e.g. "
+                                  "ValueError) to report a failure") from e
         raise ConfigError(f"scenario {sc.name!r}: {name} raised {type(e).__name__}: {e}", where=where,
-                          fix=f"fix {name}({'rng' if name == 'make_args' else 'args'}, **params): it runs "
-                              "before the kernel, with the variant's parameters") from e
+                          fix=f"fix {call}: it runs before the kernel, with the variant's parameters") from e
 
 
 def _def_loc(fn) -> str | None:

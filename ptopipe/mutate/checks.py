@@ -101,12 +101,16 @@ def coverage(job: Job, workers: int = 1, progress=None, engine: str = "local",
     as mutants end."""
     with open(job.path, encoding="utf-8") as f:
         source = f.read()
-    base, platform, protocol = _checks(job, source)
+    base, platform, protocol, cause = _checks(job, source)
     if base is not None:
         _status, by, error, where, what, variant = base
+        # the error's own fix (fix the syntax, the variants there are, ...) comes first
+        own = getattr(cause, "fix", None)
         raise ConfigError(f"{job.path} fails its own checks before any mutation: {error} under "
                           f"{by}{f' of variant {variant}' if variant else ''}: {what}", where=where,
-                          fix="mutate a kernel that passes `ptopipe check` with the same options")
+                          fix=(f"{own} (mutation needs a kernel that passes `ptopipe check` with the "
+                               "same options)") if own else
+                              "mutate a kernel that passes `ptopipe check` with the same options")
     found = mutants(source, dsl=_is_dsl(source))
     cov = Coverage(job.path, job.variant or "all", platform, protocol, job.schedules)
     cov.verdicts = run_units(_check_unit, [(job, m) for m in found], _lost, engine, address,
@@ -126,13 +130,14 @@ def _lost(unit: tuple, error: BaseException) -> Verdict:
 
 def check_mutant(job: Job, m: Mutant) -> Verdict:
     """The checks of ``job`` on mutant ``m``: CAUGHT with the first finding, or SURVIVED."""
-    found, _platform, _protocol = _checks(job, m.source)
+    found = _checks(job, m.source)[0]
     return Verdict(m, SURVIVED) if found is None else Verdict(m, *found)
 
 
 def _checks(job: Job, source: str) -> tuple:
-    """``(finding, platform, protocol)`` of the checks on the kernel text ``source``: the
-    finding ``(status, by, error, where, what, variant)`` or None when every check passed."""
+    """``(finding, platform, protocol, exception)`` of the checks on the kernel text ``source``:
+    the finding ``(status, by, error, where, what, variant)`` and the exception it is of, or
+    None and None when every check passed."""
     path = job.path                     # (the file name its code objects carry)
     old = linecache.cache.get(path)
     # the DSL front end reads a function's source through linecache: it must see this text
@@ -142,7 +147,7 @@ def _checks(job: Job, source: str) -> tuple:
         try:
             scenarios = load_scenarios(job.path, source, {HOOK: MutantHooks})
         except Exception as e:          # noqa: BLE001 - a mutant that does not even load is caught
-            return _finding("loading the file", None, e), platform, protocol
+            return _finding("loading the file", None, e), platform, protocol, e
         for sc in scenarios:
             platform = job.platform or sc.platform or "a2a3"
             protocol = job.protocol or sc.protocol or "spec"
@@ -152,12 +157,12 @@ def _checks(job: Job, source: str) -> tuple:
                                   platform=platform, protocol=protocol, mode=job.mode,
                                   timeout=job.timeout)
                 except Exception as e:      # noqa: BLE001 - a kernel's own exception is a finding too
-                    return _finding("the default schedule", v, e), platform, protocol
+                    return _finding("the default schedule", v, e), platform, protocol, e
                 if not res.ok:
                     seed, err = res.first
                     by = "the default schedule" if seed is None else f"schedule {seed}"
-                    return _finding(by, v, err), platform, protocol
-        return None, platform, protocol
+                    return _finding(by, v, err), platform, protocol, err
+        return None, platform, protocol, None
     finally:
         if old is None:
             linecache.cache.pop(path, None)

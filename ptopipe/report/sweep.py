@@ -51,7 +51,8 @@ def parse_value(text: str):
 
 
 def parse_params(specs) -> dict:
-    """``["depth=1,2,4", "M=64"]`` -> ``{"depth": [1, 2, 4], "M": [64]}``."""
+    """``["depth=1,2,4", "M=64"]`` -> ``{"depth": [1, 2, 4], "M": [64]}`` (a name given twice: a
+    ConfigError)."""
     out = {}
     for spec in specs or ():
         name, eq, values = spec.partition("=")
@@ -60,6 +61,9 @@ def parse_params(specs) -> dict:
         if not eq or not name.isidentifier() or not vals:
             raise ConfigError(f"bad --param {spec!r}", where="option --param",
                               fix="write --param name=v1,v2,... (e.g. depth=1,2,4,8)")
+        if name in out:             # (the last one would win, silently)
+            raise ConfigError(f"--param {name} is given twice", where="option --param",
+                              fix=f"give all its values in one: --param {name}=v1,v2,...")
         out[name] = vals
     return out
 

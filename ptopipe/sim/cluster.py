@@ -26,7 +26,7 @@ from numpy import errstate as _errstate
 
 from ..arch import MemSpace, Platform, get_platform
 from ..arch.vocab import SyncMode
-from ..errors import ConfigError, DeadlockError, KernelError, PtoPipeError
+from ..errors import ConfigError, DeadlockError, KernelError, PtoPipeError, ending_call
 from .bounds import Abort, Expired, Watchdog, check_bounds
 from .context import RunContext, RunState
 from .dataplane import data_error
@@ -65,10 +65,8 @@ def kernel_exit(core: Core, fn, e: BaseException) -> KernelError:
     """The KernelError of a kernel that raised a BaseException which is not an error, e.g.
     SystemExit from ``sys.exit()``: it would end the program, silently and with its exit
     status, in the middle of the run; located at the kernel line that raised it."""
-    call = f"{type(e).__name__}({', '.join(map(repr, e.args))})"
-    how = " (sys.exit)" if isinstance(e, SystemExit) else ""
     where = raised_at(e.__traceback__) or core.loc_override
-    return KernelError(f"the kernel {getattr(fn, '__name__', fn)} on {core.name} raised {call}{how}: a kernel "
+    return KernelError(f"the kernel {getattr(fn, '__name__', fn)} on {core.name} raised {ending_call(e)}: a kernel "
                        "cannot end the program or the run", where=str(where) if where else None,
                        fix="return from the kernel function to end it early; raise an exception "
                            "(e.g. ValueError) to report a failure")

@@ -72,6 +72,26 @@ def test_a_file_that_raises_at_import_is_one_failed_row_at_its_line(tmp_path, ca
         f"RuntimeError: import boom at {tmp_path / 'a_raises.py'}:1"
 
 
+def test_a_file_that_calls_sys_exit_is_one_failed_row_at_its_line(tmp_path, capsys):
+    """sys.exit at a kernel file's import (or in its golden) is that file's FAIL row at the
+    line that called it, not the end of the command: the other files' failures are still
+    reported, in the table and the JUnit file, and the status is 1."""
+    (tmp_path / "a_exits.py").write_text("import sys\nsys.exit(0)\nSCENARIO = None\n")
+    (tmp_path / "broken.pto").write_text("module {\n  func.func @k() {\n    pto.tnope\n    return\n  }\n}\n")
+    xml = tmp_path / "out.xml"
+    assert cli_main(["check", str(tmp_path), "--schedules", "1", "--workers", "1", "--junit", str(xml)]) == 1
+    cap = capsys.readouterr()
+    table = cap.out[cap.out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert "FAIL ConfigError" in rows[str(tmp_path / "a_exits.py")]
+    assert "FAIL ParseError" in rows[str(tmp_path / "broken.pto")] and table[-1] == "2 of 2 failed"
+    failed = {c.get("classname"): c.find("failure") for c in ET.parse(xml).getroot().find("testsuite")}
+    assert failed[str(tmp_path / "a_exits.py")].get("message") == (
+        f"ConfigError: loading {tmp_path / 'a_exits.py'} raised SystemExit(0) (sys.exit): a kernel file cannot "
+        f"end the program at {tmp_path / 'a_exits.py'}:2")
+    assert failed[str(tmp_path / "broken.pto")].get("type") == "ParseError"
+
+
 def test_a_library_that_passes_exits_0(tmp_path, capsys):
     assert cli_main(["check", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
                      os.path.join(CORPUS, "v_softmax_rows_a3.pto"), "--schedules", "1"]) == 0

@@ -67,6 +67,28 @@ def test_static_check_refuses_a_parameter_the_kernel_does_not_have(kernel, optio
     assert f"{option[0]} zz: the kernel has no parameter 'zz'" in cap.err and "PASS" not in cap.out
 
 
+CPP_ADD = os.path.join(ROOT, "tests", "cpp", "cpp_kernels", "c2v_add.cpp")
+
+
+@pytest.mark.parametrize("command", ["run", "check", "trace"])
+def test_a_cpp_kernel_refuses_an_input_it_has_no_parameter_for(command, tmp_path, capsys):
+    """As a .pto kernel does: a misspelt name is refused before the build, not left unused."""
+    import numpy as np
+    np.save(tmp_path / "b.npy", np.zeros((32, 32), np.float32))
+    extra = ["-o", str(tmp_path / "t.json")] if command == "trace" else []
+    assert cli_main([command, CPP_ADD, "--input", f"bais={tmp_path / 'b.npy'}", *extra]) == 1
+    err = capsys.readouterr().err
+    assert "error: ConfigError: --input bais: the kernel has no parameter 'bais'" in err
+    assert "fix: parameters: a, b, bias, fifo, out" in err
+
+
+@pytest.mark.parametrize("kernel", ["tests/pto/c2v_split_a3.pto", CPP_ADD])
+def test_an_input_given_twice_is_refused(kernel, tmp_path, capsys):
+    assert cli_main(["run", os.path.join(ROOT, kernel), "--input", "a=1", "--input", "a=2"]) == 1
+    err = capsys.readouterr().err
+    assert "error: ConfigError: --input a is given twice (a=1, a=2)" in err and "fix: give --input a=... once" in err
+
+
 def test_run_refuses_a_range_of_a_parameter_the_kernel_does_not_have(capsys):
     assert cli_main(["run", os.path.join(ROOT, "tests/pto/c2v_split_a3.pto"), "--range", "zz=1..5"]) == 1
     assert "--range zz: the kernel has no parameter 'zz'" in capsys.readouterr().err

@@ -108,10 +108,29 @@ def _scenario(**kw):
     (dict(sync="bogus"), "scenario 'sc': sync='bogus': unknown synchronisation mode 'bogus'"),
     (dict(platform="a6"), "scenario 'sc': platform='a6': unknown platform 'a6'"),
     (dict(protocol="pto_isa"), "scenario 'sc': protocol='pto_isa': unknown protocol 'pto_isa'"),
-], ids=["launches", "blocks", "sync", "platform", "protocol"])
+    (dict(rtol="a"), "scenario 'sc': rtol='a' is not a tolerance (a finite number >= 0)"),
+    (dict(atol=-1e-3), "scenario 'sc': atol=-0.001 is not a tolerance (a finite number >= 0)"),
+    (dict(atol=float("nan")), "scenario 'sc': atol=nan is not a tolerance (a finite number >= 0)"),
+], ids=["launches", "blocks", "sync", "platform", "protocol", "rtol-str", "atol-negative", "atol-nan"])
 def test_a_scenario_field_a_run_would_refuse_is_refused_at_the_scenario(kw, what):
     with pytest.raises(ConfigError) as ei:
         _scenario(**kw)
+    assert ei.value.what == what and ei.value.fix and _here(ei.value), ei.value
+
+
+def test_tolerances_zero_and_numpy_numbers_are_taken():
+    assert (_scenario(rtol=0, atol=np.float32(1e-3)).rtol, _scenario(rtol=0).atol) == (0, 1e-5)
+
+
+@pytest.mark.parametrize("args,kw,what", [
+    ((), {}, "run_pto() needs the path of a .pto file"),
+    ((5,), {}, "run_pto(path): 5 is an int, not the path of a .pto file"),
+    ((), dict(text=b"module {}"), "run_pto(text=): a bytes, not the text of a .pto file"),
+    (("k.pto",), dict(inputs=[1]), "run_pto(inputs=): a list, not a dict {parameter: array or number}"),
+], ids=["no-path", "int-path", "bytes-text", "inputs-list"])
+def test_a_bad_run_pto_call_is_a_config_error_at_the_call(args, kw, what):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run_pto(*args, **kw)
     assert ei.value.what == what and ei.value.fix and _here(ei.value), ei.value
 
 

@@ -85,10 +85,20 @@ def test_a_pool_gives_the_same_report_as_one_process(s1_coverage):
     assert pooled.to_dict() == s1_coverage.to_dict()
 
 
-def test_a_kernel_failing_its_own_checks_is_refused():
+def test_a_kernel_failing_its_own_checks_is_refused_with_the_errors_own_fix(tmp_path):
     with pytest.raises(ConfigError, match="fails its own checks before any mutation") as e:
         coverage(Job(os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py"), schedules=0))
     assert e.value.where.endswith("m1_no_tfree.py:15")
+    assert e.value.fix.startswith("call TFREE after the TPOP at ")
+    assert e.value.fix.endswith(" (mutation needs a kernel that passes `ptopipe check` with the same options)")
+    with pytest.raises(ConfigError) as e:             # the fix of a set-up mistake: its own
+        coverage(Job(S1, variant="nope", schedules=0))
+    assert e.value.fix.startswith("choose one of: default, ")
+    bad = tmp_path / "syn.py"
+    bad.write_text("def f(:\n")
+    with pytest.raises(ConfigError) as e:
+        coverage(Job(str(bad), schedules=0))
+    assert e.value.fix.startswith("fix the Python syntax (mutation needs") and e.value.where == f"{bad}:1"
 
 
 def test_cli_json_and_fail_under(tmp_path, capsys, monkeypatch):

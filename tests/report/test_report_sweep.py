@@ -18,6 +18,9 @@ def test_sweep_parse_params():
     assert len(grid(p)) == 6
     with pytest.raises(ConfigError):
         parse_params(["depth"])
+    with pytest.raises(ConfigError) as ei:           # the last would win, silently
+        parse_params(["depth=1", "depth=2"])
+    assert ei.value.what == "--param depth is given twice" and "--param depth=v1,v2" in ei.value.fix
 
 
 def test_sweep_depth_marks_best_in_parallel():
