@@ -206,11 +206,9 @@ MODE_FORMS = {
     "TSCATTER": (Form("MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, "
                       "typename DstTileData, typename SrcTileData", "DstTileData &dst, SrcTileData &src",
                       ("dst", "src", "maskPattern", "kw:axis=ScatterType")),),
-    # the plain store only: an atomic one is refused where it is written
+    # TSTORE<TileData, GlobalData, AtomicType::AtomicAdd>(dst, src): an atomic add into GM
     "TSTORE": (Form("typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone",
-                    "GlobalData &dst, TileData &src", ("dst", "src"),
-                    "atomicType == AtomicType::AtomicNone",
-                    "ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"),),
+                    "GlobalData &dst, TileData &src", ("dst", "src", "kw:atomic_type=atomicType")),),
     # pto-isa's multi-list merge requires its ``exhausted`` template argument
     "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
     "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),

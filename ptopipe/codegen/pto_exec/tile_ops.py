@@ -16,7 +16,7 @@ from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError
-from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal
+from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, MultiSpec, TileSpec
@@ -187,7 +187,14 @@ def h_io(ex, fr, s):
         ex.written.wrote(dst)
         return out
     ex.written.read(ex, s, src, ex.warnings)
-    return isa.TSTORE(dst, src)
+    v = s.attr("atomicType")
+    if not v:
+        return isa.TSTORE(dst, src)
+    kind = read_atomic_type([t.text for t in v])
+    if kind is None:
+        raise ex.perr(v[0], f"atomicType {' '.join(t.text for t in v)} is not an atomic type",
+                      "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
+    return isa.TSTORE(dst, src, atomic_type=kind)
 
 
 _FP_OPS = ("TMOV_FP", "TEXTRACT_FP", "TINSERT_FP", "TSTORE_FP")
