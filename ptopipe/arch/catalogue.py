@@ -1009,7 +1009,7 @@ SCRATCH_BEFORE_SCALAR = frozenset({"TSELS"})
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
     OpDef("TLOAD", "load", PipeUnit.MTE2, dsl="load", doc="GM -> tile (TLOAD)"),
-    OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
+    OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE); AtomicAdd: GM += tile"),
     OpDef("TMOV", "move", None, cost=_S1, dsl="move", doc="local move (TMOV)"),
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
           doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec, Acc -> Mat; A5 also Mat -> ScaleLeft / "

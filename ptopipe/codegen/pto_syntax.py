@@ -200,11 +200,12 @@ def atomic_type_attr(kind) -> str:
     return "" if kind is AtomicType.AtomicNone else f" {{atomicType = #pto<atomic_type {ATOMIC_TYPE_WORDS[kind]}>}}"
 
 
-def read_atomic_type(words: list):
-    """The ``AtomicType`` of an ``atomicType`` attribute's value (``words``: its tokens' texts,
-    ``#pto < atomic_type atomic_add >``), else None."""
-    if len(words) == 5 and words[:3] == ["#pto", "<", "atomic_type"] and words[4] == ">":
-        return {w: k for k, w in ATOMIC_TYPE_WORDS.items()}.get(words[3])
+def read_atomic_type(text: str):
+    """The ``AtomicType`` of an ``atomicType`` attribute's value, its tokens' texts joined
+    (``#pto<atomic_typeatomic_add>``), else None."""
+    for kind, word in ATOMIC_TYPE_WORDS.items():
+        if text == f"#pto<atomic_type{word}>":
+            return kind
     return None
 
 

@@ -6,7 +6,9 @@ On the device the N blocks of a launch run at the same time, each on a cluster o
 and nothing orders one block's GM accesses with another's; ptopipe runs them one after
 another on one GM.  So GM bytes one block writes and another block reads or writes are a
 race whatever order the simulator ran them in - except two writes of identical bytes, which
-cannot change the result (the "work done twice" warning of :mod:`ptopipe.sim.race`).
+cannot change the result (the "work done twice" warning of :mod:`ptopipe.sim.race`), and two
+atomic adds, which commute (:data:`~ptopipe.sim.race.ATOMIC_ADD`; an add and a plain access
+are a race).
 
 Each block's checker (:class:`BlockChecks`, or :class:`BlockWriteRecorder` with
 ``record_writes``) keeps the exact GM regions its cores accessed, once per region and kind

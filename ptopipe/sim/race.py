@@ -7,6 +7,9 @@ An access by core ``k`` at epoch ``e`` happens-before the current point of core 
 iff ``e <= c.vclock[k]`` - so races are judged by the order the protocol guarantees,
 not by the order the simulator happened to run the cores.
 
+An atomic-add store's access is a write of kind :data:`ATOMIC_ADD`: two of them commute (no
+race whatever their order), one and a plain access of the same bytes race unless ordered.
+
 Accesses are recorded per memory (GM, or one core's local memory for rings that live in
 a consumer's UB/L1) in 4 KiB pages.  A record covers exact bytes: a contiguous range, or
 rows of ``rowlen`` bytes every ``stride`` bytes (LEFT_RIGHT halves of two AIVs interleave
@@ -55,10 +58,10 @@ ATOMIC_WHY = ("atomic adds commute only with each other: a plain read of the byt
 def atomic_fix(plain: str, blocks: bool = False) -> str:
     """The fix of a race between atomic adds and a plain access (``plain``: who makes it; ``blocks``:
     of different blocks of a launch, which nothing inside the launch orders)."""
-    how = ("in a later launch (the blocks of one launch run at the same time)" if blocks else
-           "after every atomic add (the adding cores SET a flag after their adds, or all reach a "
-           "SYNCALL, and the other side WAITs for it)")
-    return f"make {plain} {how}, or make it an atomic add too"
+    how = (f"move {plain} to a later launch (the blocks of one launch run at the same time)" if blocks else
+           f"order {plain} after every atomic add (the adding cores SET a flag after their adds, or all "
+           "reach a SYNCALL, and the other side WAITs for it)")
+    return f"{how}, or make it an atomic add too"
 
 
 def loc_text(where) -> str:

@@ -1,7 +1,8 @@
 """``pto.tstore ... {atomicType = #pto<atomic_type atomic_add>}`` (ptoas's spelling, PTOAS
 test/basic/tstore_forms_emitc.pto) runs as pto-isa's ``TSTORE<..., AtomicType::AtomicAdd>``:
 the blocks of a launch each add their tile into what GM held.  A value that is no atomic type is
-an error at its line:col; with ``PTOAS`` set, ptoas takes the file."""
+an error at its line:col; the static reader keeps the attribute in the IR; with ``PTOAS`` set,
+ptoas takes the file."""
 import os
 import subprocess
 
@@ -41,6 +42,7 @@ def test_each_block_adds_its_tile_into_what_gm_held():
     i = _inputs()
     res = ptopipe.run_pto(text=TEXT.replace("ATTR", ATTR), inputs=i, blocks=2)
     np.testing.assert_array_equal(res.outputs["o"], i["o"] + 2 * i["x"])
+    assert not [n for n in res.notes if "static pipe verification skipped" in n], res.notes   # the IR reads it
 
 
 def test_atomic_none_is_a_plain_store():

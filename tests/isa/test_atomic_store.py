@@ -162,7 +162,7 @@ def test_an_add_and_an_unordered_plain_access_race(plain, marker):
     assert "TSTORE (atomic add)" in e.what
     assert f":{line_of(add_then, 'lane 0 adds')}" in e.details
     assert "atomic adds commute only with each other" in e.details
-    assert e.fix.startswith(f"make AIV1's {'TLOAD' if plain == 'read' else 'TSTORE'} at :{line_of(add_then, marker)} "
+    assert e.fix.startswith(f"order AIV1's {'TLOAD' if plain == 'read' else 'TSTORE'} at :{line_of(add_then, marker)} "
                             "after every atomic add")
 
 
@@ -197,4 +197,4 @@ def test_blocks_adding_into_one_tensor_are_clean_and_a_plain_store_among_them_ra
     e = ei.value
     assert "between blocks" in e.what and "TSTORE (atomic add)" in e.details
     assert f":{line_of(block_adds, 'block store')}" in e.details
-    assert e.fix.startswith("make block 1's TSTORE at ") and "in a later launch" in e.fix
+    assert e.fix.startswith("move block 1's TSTORE at ") and "to a later launch" in e.fix

@@ -190,7 +190,7 @@ def h_io(ex, fr, s):
     v = s.attr("atomicType")
     if not v:
         return isa.TSTORE(dst, src)
-    kind = read_atomic_type([t.text for t in v])
+    kind = read_atomic_type("".join(t.text for t in v))
     if kind is None:
         raise ex.perr(v[0], f"atomicType {' '.join(t.text for t in v)} is not an atomic type",
                       "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
