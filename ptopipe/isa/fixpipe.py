@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..arch.catalogue import FP_CONVERTS, FP_PARAM, FP_PATHS, OPS, platform_label
-from ..arch.vocab import ReluPreMode
+from ..arch.vocab import AtomicType, ReluPreMode
 from .context import current_core
 from .events import Event, new_event
-from .ops import _err, _gm_tile_view, _sync, arr, queue_checked_write, store_window
+from .ops import _add_into, _err, _gm_tile_view, _sync, arr, atomic_add, queue_checked_write, store_window
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 from ..sim.trace import TileArgs
@@ -134,17 +134,23 @@ def TINSERT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: in
     return _issue(core, "TINSERT_FP", pipe, src, fp, dst, s.shape)
 
 
-def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu) -> Event:
-    """GM = src converted per column with fp's words (Acc -> GM on the FIX pipe)."""
+def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu,
+              atomic_type=AtomicType.AtomicNone) -> Event:
+    """GM = src converted per column with fp's words (Acc -> GM on the FIX pipe); with
+    ``atomic_type=AtomicType.AtomicAdd``, GM += the converted tile (:func:`~ptopipe.isa.ops.atomic_add`)."""
     core = current_core()
     _sync(events)
     s = arr(src, core, "TSTORE_FP source")
     q = _check(core, "TSTORE_FP", src, dst.dtype, fp, s.shape[1], "of src")
     relu = _relu(core, "TSTORE_FP", relu_mode)
     dst = store_window(core, dst, src, "TSTORE_FP")
+    write = atomic_add(core, "TSTORE_FP", dst, atomic_type) if atomic_type else True
     v = _gm_tile_view(core, dst, src, "TSTORE_FP", "destination")
     work = ()
-    if v is not None:
+    if v is not None and write is not True:     # converted aside, then added in GM's dtype
+        out = np.empty(s.shape, dst.dtype)
+        work = ((_KERNEL, s, q, out, relu), (_add_into, v, out if dst._mat2 else out.reshape(dst.shape)))
+    elif v is not None:
         out = v if dst._mat2 else np.empty(s.shape, dst.dtype)
         work = ((_KERNEL, s, q, out, relu),) + (() if dst._mat2 else ((_put, v, out, dst.shape),))
     ps = core.psync
@@ -157,7 +163,7 @@ def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPre
     _, end = core.issue(pipe, core.costs.move(src.sname, "GM", s.size * dst.item), (src, fp), (), "TSTORE_FP",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     if chk is not None:
-        queue_checked_write(core, chk.gm_access(core, dst, True, "TSTORE_FP", None, end, pipe, work), *work)
+        queue_checked_write(core, chk.gm_access(core, dst, write, "TSTORE_FP", None, end, pipe, work), *work)
     return new_event(("TSTORE_FP", core, end))
 
 

@@ -97,9 +97,14 @@ def test_mov_insert_extract_store_convert_per_column(platform, src, dst):
         TSTORE(o["w"], part)
         TSTORE_FP(o["g"], acc_t, fp)
         TSTORE_FP(o["r"], acc_t, fp, relu_mode=ReluPreMode.NormalRelu)
+        if dst != np.uint8:                                     # (the atomic unit adds no uint8)
+            TSTORE_FP(o["s"], acc_t, fp, atomic_type=AtomicType.AtomicAdd)
     z = np.full((16, 32), 5, dst)
     got = cube(platform, body, a, b, q, dict(y=np.zeros((16, 16), dst), z=z, w=np.zeros((16, 8), dst),
-                                             g=np.zeros((16, 16), dst), r=np.zeros((16, 16), dst)))
+                                             g=np.zeros((16, 16), dst), r=np.zeros((16, 16), dst),
+                                             s=np.full((16, 16), 3, dst)))
+    if dst != np.uint8:                 # converted, then added into what GM held in its dtype
+        np.testing.assert_array_equal(got["s"], np.full((16, 16), 3, dst) + want)
     np.testing.assert_array_equal(got["r"], reference(acc, q, dst, relu=True))
     assert (got["r"] != want).any()                             # the ReLU cut something
     np.testing.assert_array_equal(got["y"], want)
