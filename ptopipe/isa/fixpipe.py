@@ -178,27 +178,41 @@ def _relu_move(s: np.ndarray, d: np.ndarray) -> None:
     np.maximum(d, 0, out=d)
 
 
-def fixpipe_move(core, src: Tile, dst: Tile, s: np.ndarray, d: np.ndarray, relu_mode, pre_quant) -> None:
+def fixpipe_move(core, src: Tile, dst: Tile, s: np.ndarray, d: np.ndarray, relu_mode, pre_quant,
+                 op: str = "TMOV") -> None:
     """The data of a TMOV whose ``ReluPreMode`` is NormalRelu or that has a pre-quant scalar
     (pto-isa's ``TMOV<..., reluMode>(dst, src[, preQuantScalar])``, Acc -> Mat / Vec): the
     fixpipe converts every column with the one quantisation word ``pre_quant`` (the format
     of an fp tile's words), then applies the ReLU; without a word it casts.  Queued on
-    ``core`` like TMOV's plain copy; TMOV has checked the path and the shapes."""
+    ``core`` like TMOV's plain copy; TMOV has checked the path and the shapes.  ``op``: the
+    instruction, for its messages (TSTORE's, :func:`fixpipe_store`)."""
     if src.loc is not TileType.Acc:
-        raise _err(core, f"TMOV's ReLU and pre-quant scalar are the fixpipe's: they move an Acc tile, not "
-                         f"{src.describe()}", "move as it is (TMOV without relu_mode / pre_quant)")
-    relu = relu_mode is not None and _relu(core, "TMOV", relu_mode)
+        raise _err(core, f"{op}'s ReLU and pre-quant scalar are the fixpipe's: they move an Acc tile, not "
+                         f"{src.describe()}", f"{'move' if op == 'TMOV' else 'store'} as it is ({op} without "
+                                              "relu_mode / pre_quant)")
+    relu = relu_mode is not None and _relu(core, op, relu_mode)
     if pre_quant is None:
         core.pending.append((_relu_move, s, d) if relu else (np.copyto, d, s, "unsafe"))
         return
     pairs = FP_CONVERTS[core.cluster.platform.id]
     if d.dtype not in pairs.get(src.dtype, ()):
         have = "; ".join(f"{a.name} -> {', '.join(b.name for b in bs)}" for a, bs in pairs.items())
-        raise _err(core, f"TMOV's scalar pre-quant does not convert {src.dtype.name} to {d.dtype.name} on "
+        raise _err(core, f"{op}'s scalar pre-quant does not convert {src.dtype.name} to {d.dtype.name} on "
                          f"{platform_label(core.cluster.platform.id)} (the fixpipe's quantisation: {have})",
-                   "move the accumulator as it is (no pre-quant scalar), or pick one of these pairs")
+                   f"{'move' if op == 'TMOV' else 'store'} the accumulator as it is (no pre-quant scalar), or "
+                   "pick one of these pairs")
     word = np.full(s.shape[1], int(pre_quant) & 0xFFFFFFFFFFFFFFFF, FP_PARAM)
     core.pending.append((_KERNEL, s, word, d, relu))
+
+
+def fixpipe_store(core, src: Tile, s: np.ndarray, dtype, relu_mode, pre_quant) -> np.ndarray:
+    """What a TSTORE with pto-isa's ``ReluPreMode`` / ``preQuantScalar`` (``TSTORE<TileData,
+    GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])``, an Acc tile) writes to
+    GM: ``s`` (the tile's valid region) converted as :func:`fixpipe_move` converts, into a
+    buffer of GM's ``dtype`` - queued on ``core``, before the store that moves it."""
+    out = np.empty(s.shape, dtype)
+    fixpipe_move(core, src, None, s, out, relu_mode, pre_quant, op="TSTORE")
+    return out
 
 
 __all__ = ["TEXTRACT_FP", "TINSERT_FP", "TMOV_FP", "TSTORE_FP"]

@@ -304,13 +304,17 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     return new_event(("TLOAD", core, end))
 
 
-def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicNone) -> Event:
+def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicNone, relu_mode=None,
+           pre_quant=None) -> Event:
     """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3).
 
     ``atomic_type=AtomicType.AtomicAdd`` (pto-isa's ``TSTORE<TileData, GlobalData,
     AtomicType::AtomicAdd>``) adds the tile's valid region into GM instead of overwriting it:
     :func:`atomic_add`.  Atomic adds of several cores or blocks to the same bytes commute and
-    are no race among themselves; one and a plain access of those bytes unordered are."""
+    are no race among themselves; one and a plain access of those bytes unordered are.
+    From an Acc tile the fixpipe may apply a ReLU (``relu_mode``, pto-isa's ``ReluPreMode``)
+    and quantise with one word (``pre_quant``, its ``preQuantScalar``) on the way:
+    :func:`ptopipe.isa.fixpipe.fixpipe_store`."""
     try:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
@@ -333,6 +337,9 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
+    if relu_mode is not None or pre_quant is not None:
+        from .fixpipe import fixpipe_store        # (fixpipe imports this module)
+        s = fixpipe_store(core, src, s, dst.dtype, relu_mode, pre_quant)
     # Acc -> f16 converts (FIX); v is 2-D when dst._mat2 (GlobalTensor.matrix)
     if write is True:
         work = (setitem, v, _ALL, s) if dst._mat2 else (_copy_unsafe, v, dst.tile5(s))
