@@ -1009,7 +1009,7 @@ SCRATCH_BEFORE_SCALAR = frozenset({"TSELS"})
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
     OpDef("TLOAD", "load", PipeUnit.MTE2, dsl="load", doc="GM -> tile (TLOAD)"),
-    OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
+    OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE); AtomicAdd: GM += tile"),
     OpDef("TMOV", "move", None, cost=_S1, dsl="move", doc="local move (TMOV)"),
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
           doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec, Acc -> Mat; A5 also Mat -> ScaleLeft / "
@@ -1249,6 +1249,12 @@ A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX, (TileType.Mat, TileType.
 CONVERTS_FROM = TileType.Acc             # the tile type whose moves and stores convert (FIX)
 LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
+#: the GM element types a TSTORE with ``AtomicType::AtomicAdd`` adds in (pto-isa's
+#: ``SetAtomicAdd``, the same on A2A3 and A5: the atomic unit's f32 / f16 / bf16 / s32 / s16 /
+#: s8 modes; a static_assert refuses any other).  Every store source takes it (the mode is
+#: set around the Vec / Mat MTE3 copy and the Acc fixpipe write alike); the fixpipe
+#: converts an Acc tile to the GM dtype first and the sum is rounded (wrapped) in that dtype.
+ATOMIC_ADD_DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32, dt.int16, dt.int8)
 
 _ND, _DN, _NZ, _ZN = TileLayout.ND, TileLayout.DN, TileLayout.NZ, TileLayout.ZN
 _SAME_LAYOUT = ((_ND, _ND), (_DN, _DN), (_NZ, _NZ))

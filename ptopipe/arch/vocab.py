@@ -464,8 +464,8 @@ class ScatterAxis(IntEnum):
 
 
 class AtomicType(IntEnum):
-    """pto-isa's ``AtomicType`` of ``TSTORE``: a plain store, or one that adds into GM.
-    ptopipe models the plain store only (a C++ ``TSTORE<..., AtomicAdd>`` does not compile)."""
+    """pto-isa's ``AtomicType`` of ``TSTORE``: a plain store, or one that adds the tile into
+    GM (``GM += tile``, in GM's dtype: :data:`~ptopipe.arch.catalogue.ATOMIC_ADD_DTYPES`)."""
     AtomicNone = 0
     AtomicAdd = 1
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..arch import get_platform
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
-from ..arch.vocab import CmpMode, Direction, TileSplitAxis, row_major_strides
+from ..arch.vocab import AtomicType, CmpMode, Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.layout import read_layout, unallocated
 from ..ir.pipe_config import lane1_empty_pushes, lane1_replays, local_slot_num, ring_of
@@ -381,7 +381,11 @@ class KernelWriter:
         if op.is_a(StoreOp):
             tile, tensor = op.tile, op.tensor
             lines, gm = self.window(tensor, g["offsets"], store_window(tensor.type.shape, tile.type.shape), op, ind)
-            return lines + [f"{ind}TSTORE({gm}, {self.names[tile]});"]
+            if op.attributes.get("atomic", 0):      # pto-isa's TSTORE<TileData, GlobalData, AtomicType>
+                head = f"TSTORE<{self.vtype(tile)}, decltype({gm}), AtomicType::{AtomicType(op.attributes['atomic']).name}>"
+            else:
+                head = "TSTORE"
+            return lines + [f"{ind}{head}({gm}, {self.names[tile]});"]
         if op.is_a(CreateOp):           # storage only: the first matmul_acc step overwrites it
             dst, pre = self.define(op.results[0], op, ind)
             return pre + [f"{ind}// {dst}: an Acc accumulator no instruction has written (pl.create)"]

@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
-from ..arch.vocab import (LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
+from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
                           default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
@@ -186,6 +186,28 @@ ISA_ATTR_SPELLING = {"mode": ("cmpMode", lambda v: f"#pto<cmp {CmpMode(v).name.l
                      "upper": ("upperOrLower", lambda v: f"{int(v)} : i32", lambda fam, text: int(text)),
                      "descending": ("descending", lambda v: "true" if v else None,
                                     lambda fam, text: {"true": 1, "false": 0, "1": 1, "0": 0}[text.strip().lower()])}
+
+#: pto.tstore's ``atomicType`` attribute, in the attribute dictionary after its ``outs(...)``
+#: (PTOAS PTOAttrs.td ``PTO_AtomicTypeEnum``, test/basic/tstore_forms_emitc.pto): ptoas's word
+#: of each of pto-isa's ``AtomicType``s; ptoas's default, atomic_none, is left out
+ATOMIC_TYPE_WORDS = {AtomicType.AtomicNone: "atomic_none", AtomicType.AtomicAdd: "atomic_add"}
+
+
+def atomic_type_attr(kind) -> str:
+    """`` {atomicType = #pto<atomic_type atomic_add>}``: the attribute dictionary a pto.tstore
+    of ``AtomicType`` ``kind`` ends with ('' for a plain store)."""
+    kind = AtomicType(kind)
+    return "" if kind is AtomicType.AtomicNone else f" {{atomicType = #pto<atomic_type {ATOMIC_TYPE_WORDS[kind]}>}}"
+
+
+def read_atomic_type(text: str):
+    """The ``AtomicType`` of an ``atomicType`` attribute's value, its tokens' texts joined
+    (``#pto<atomic_typeatomic_add>``), else None."""
+    for kind, word in ATOMIC_TYPE_WORDS.items():
+        if text == f"#pto<atomic_type{word}>":
+            return kind
+    return None
+
 
 #: the tile ops whose ptoas form takes an integer scalar (AnyInteger, not ``index``): the
 #: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier

@@ -15,7 +15,8 @@ from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, Recor
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
-                         PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal)
+                         PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+                         read_atomic_type)
 from ..errors import with_article
 
 
@@ -249,7 +250,17 @@ def h_tstore(r, fs, opt, results, loc):
                         "the store would write the whole tile", pv_t,
                         "store into a partition view of the tile's shape (ptopipe reads v_row=? / "
                         "v_col=? but moves the whole tile)")
-    emit(r, fs, StoreOp.name, [tile] + part.offsets + [part.tensor], [], {}, loc)
+    attrs = {}                      # (no atomicType: a plain store, no attribute in the IR)
+    for key, (v, t) in (r.c.attr_dict() if r.c.at("{") else {}).items():
+        text = f"{v[0]}<{v[1]}>" if isinstance(v, tuple) else repr(v)
+        if key != "atomicType":
+            raise r.c.error(f"pto.tstore's {key} {text} has no form in the value IR", t)
+        kind = read_atomic_type(text)
+        if kind is None:
+            raise r.c.error(f"atomicType {text} is not an atomic type", t,
+                            "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
+        attrs["atomic"] = int(kind)
+    emit(r, fs, StoreOp.name, [tile] + part.offsets + [part.tensor], [], attrs, loc)
 
 
 def h_treshape(r, fs, opt, results, loc):

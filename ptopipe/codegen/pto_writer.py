@@ -47,7 +47,7 @@ from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, UNSIGNED
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
-                         ptr_type, tile_buf)
+                         atomic_type_attr, ptr_type, tile_buf)
 from ..errors import with_article
 
 _IND = "  "
@@ -624,7 +624,8 @@ class _Writer:
             res = self.dest(r, st, ind)
             self.line(ind, f"pto.tload ins({pv} : {ptype}) outs({res} : {self.named_ty(st, res, r.type)})")
         else:
-            self.line(ind, f"pto.tstore ins({st[tile]} : {self.vty(st, tile)}) outs({pv} : {ptype})")
+            self.line(ind, f"pto.tstore ins({st[tile]} : {self.vty(st, tile)}) outs({pv} : {ptype})"
+                           + atomic_type_attr(op.attributes.get("atomic", 0)))
 
     def tile_op(self, op, st: _Func, ind: str) -> None:
         name = PTO_OP[op.name[3:]]

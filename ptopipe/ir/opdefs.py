@@ -334,8 +334,9 @@ def infer_type(op, kind: FunctionKind):
 
 
 #: attributes of the op classes an op may lack (read as their default), and which an op
-#: built without them does not carry: a pipe op's ring id (absent: ring 0, as pypto's id=)
-MAY_BE_ABSENT = frozenset({"id"})
+#: built without them does not carry: a pipe op's ring id (absent: ring 0, as pypto's id=), a
+#: store's atomic type (absent: a plain store)
+MAY_BE_ABSENT = frozenset({"id", "atomic"})
 
 
 def _derived(spec, fields=None):

@@ -17,13 +17,13 @@ from enum import Enum
 from functools import cached_property
 from typing import Callable
 
-from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
+from ..arch.catalogue import (ADD_RELU_CONV, ATOMIC_ADD_DTYPES, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
                               matmul_dtype_fix, op_scalar_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
 from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
-from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
+from ..arch.vocab import AtomicType, CmpMode, Direction, TileLayout, TileSplitAxis
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
@@ -383,6 +383,14 @@ def _store(kind, a, at):
     if tile.shape[1] > inner or tile.shape[0] > outer:
         raise OpError(f"store: a {tile.shape[0]}x{tile.shape[1]} tile does not fit tensor "
                       f"{'x'.join(map(str, t.shape))}", param="tile")
+    atomic = at.get("atomic")
+    if atomic is not None and atomic not in set(AtomicType):
+        raise OpError(f"store: atomic is {atomic!r}; 0 stores, 1 adds the tile into the tensor",
+                      "pass atomic=pl.ATOMIC_ADD (or leave it out: a plain store)", "atomic")
+    if atomic == AtomicType.AtomicAdd and np_dtype(t.dtype) not in ATOMIC_ADD_DTYPES:
+        raise OpError(f"store: an atomic add into a {t.dtype} tensor; the atomic unit adds "
+                      f"{', '.join(short_name(d) for d in ATOMIC_ADD_DTYPES)} in GM",
+                      "add in one of those dtypes, or store the reduced result from one core", "atomic")
     return NONE
 
 
@@ -754,7 +762,7 @@ def _subblock(kind, a, at):
 _FORMS = {
     "load": ([("tensor", "value"), ("offsets", "values"), ("shape", "shape"),
               ("space", "space", MemorySpace.Vec)], _load, ""),
-    "store": ([("tile", "value"), ("offsets", "values"), ("tensor", "value")], _store, ""),
+    "store": ([("tile", "value"), ("offsets", "values"), ("tensor", "value"), ("atomic", "int", None)], _store, ""),
     "move": ([("tile", "value"), ("space", "space"), ("dtype", "dtype", None), ("layout", "layout", None)],
              _move, ""),
     "extract": ([("tile", "value"), ("row", "value"), ("col", "value"), ("shape", "shape"),

@@ -6,7 +6,9 @@ On the device the N blocks of a launch run at the same time, each on a cluster o
 and nothing orders one block's GM accesses with another's; ptopipe runs them one after
 another on one GM.  So GM bytes one block writes and another block reads or writes are a
 race whatever order the simulator ran them in - except two writes of identical bytes, which
-cannot change the result (the "work done twice" warning of :mod:`ptopipe.sim.race`).
+cannot change the result (the "work done twice" warning of :mod:`ptopipe.sim.race`), and two
+atomic adds, which commute (:data:`~ptopipe.sim.race.ATOMIC_ADD`; an add and a plain access
+are a race).
 
 Each block's checker (:class:`BlockChecks`, or :class:`BlockWriteRecorder` with
 ``record_writes``) keeps the exact GM regions its cores accessed, once per region and kind
@@ -22,13 +24,16 @@ from bisect import bisect_right
 import numpy as np
 
 from ..errors import DataRaceError
-from ..sim.race import clipped_ranges, loc_text
+from ..sim.race import ATOMIC_ADD, ATOMIC_WHY, atomic_fix, clipped_ranges, loc_text
 from .checks import KernelChecks, WriteRecorder
 
 #: how to keep the blocks of a launch apart, for every report of a cross-block race
 BLOCK_FIX = ("give each block its own GM range: offset the block's tensors by get_block_idx() (e.g. "
              "rows [b * n / get_block_num(), (b + 1) * n / get_block_num()) for b = get_block_idx()), "
              "and its GM_SLOT_BUFFER too")
+#: the kind of an atomic add (:data:`~ptopipe.sim.race.ATOMIC_ADD`) in ``block_regions``' keys: a
+#: write (truthy), kept apart from a plain write of the same region
+ADD = 2
 
 
 class _BlockRecording:
@@ -43,7 +48,8 @@ class _BlockRecording:
     def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None,
                pipe=None, work=None) -> bool:
         if mem is self.cluster.gm:
-            key = (lo, hi, rows if rows.__class__ is not list else tuple(rows), write)
+            key = (lo, hi, rows if rows.__class__ is not list else tuple(rows),
+                   ADD if write is ATOMIC_ADD else write)
             if key not in self.block_regions:
                 self.block_regions[key] = (rows, core.name, op, where, label, ring)
         return super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe, work)
@@ -108,8 +114,10 @@ def written(cluster) -> "Written | None":
     return Written(ch, cluster.gm) if isinstance(ch, _BlockRecording) else None
 
 
-def _describe(block: int, nblocks: int, rec, write: bool, lo: int, hi: int) -> dict:
+def _describe(block: int, nblocks: int, rec, write, lo: int, hi: int) -> dict:
     rows, core, op, where, label, ring = rec
+    if write == ADD:
+        op += " (atomic add)"
     if isinstance(label, tuple):
         gt, ptr = label[:2]           # (gt, ptr, occurrence, ...): sim.race gm_label
         label = gt.describe(ptr)
@@ -149,6 +157,10 @@ def cross_block_races(clusters: list, writes: list) -> list:
                 continue
             first, later = (other, it) if other[2] < it[2] else (it, other)
             a, b = max(first[0], later[0]), min(first[1], later[1])
+            if first[3] == ADD or later[3] == ADD:
+                if first[3] == later[3]:        # two atomic adds: they commute
+                    continue
+                raise _race(n, later, first, a, b)
             if first[3] and later[3] and np.array_equal(writes[first[2]].bytes(a, b),
                                                          writes[later[2]].bytes(a, b)):
                 key = (loc_text(first[4][3]), loc_text(later[4][3]))
@@ -165,15 +177,21 @@ def _race(n: int, cur, prev, lo: int, hi: int) -> DataRaceError:
     a = _describe(cur[2], n, cur[4], cur[3], cur[0], cur[1])
     b = _describe(prev[2], n, prev[4], prev[3], prev[0], prev[1])
     kind = "write/write" if cur[3] and prev[3] else "read/write"
+    why = ("nothing orders one block's GM accesses with another's (ptopipe runs the blocks one after "
+           "another, the device at once)")
+    fix = BLOCK_FIX
+    if ADD in (cur[3], prev[3]):
+        plain = b if cur[3] == ADD else a
+        why += "; " + ATOMIC_WHY
+        fix = atomic_fix(f"block {plain['block']}'s {plain['op']} at {plain['where']}", blocks=True)
     return DataRaceError(
         f"data race ({kind}) on GM between blocks: block {a['block']} {a['core']} {a['op']} and block "
         f"{b['block']} {b['core']} {b['op']} touch the same bytes, and the {n} blocks of a launch run at "
         "the same time",
         where=a["where"],
         details="\n".join([_line(a), _line(b),
-                           f"overlap within GM[{lo:#x}, {hi:#x}); nothing orders one block's GM accesses "
-                           "with another's (ptopipe runs the blocks one after another, the device at once)"]),
-        fix=BLOCK_FIX,
+                           f"overlap within GM[{lo:#x}, {hi:#x}); {why}"]),
+        fix=fix,
         findings=[{"kind": "data_race", "type": kind, "blocks": [b["block"], a["block"]], "access": a,
                    "other": b}])
 

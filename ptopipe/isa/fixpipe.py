@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..arch.catalogue import FP_CONVERTS, FP_PARAM, FP_PATHS, OPS, platform_label
-from ..arch.vocab import ReluPreMode
+from ..arch.vocab import AtomicType, ReluPreMode
 from .context import current_core
 from .events import Event, new_event
-from .ops import _err, _gm_tile_view, _sync, arr, queue_checked_write, store_window
+from .ops import _add_into, _err, _gm_tile_view, _sync, arr, atomic_add, queue_checked_write, store_window
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 from ..sim.trace import TileArgs
@@ -134,17 +134,23 @@ def TINSERT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: in
     return _issue(core, "TINSERT_FP", pipe, src, fp, dst, s.shape)
 
 
-def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu) -> Event:
-    """GM = src converted per column with fp's words (Acc -> GM on the FIX pipe)."""
+def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu,
+              atomic_type=AtomicType.AtomicNone) -> Event:
+    """GM = src converted per column with fp's words (Acc -> GM on the FIX pipe); with
+    ``atomic_type=AtomicType.AtomicAdd``, GM += the converted tile (:func:`~ptopipe.isa.ops.atomic_add`)."""
     core = current_core()
     _sync(events)
     s = arr(src, core, "TSTORE_FP source")
     q = _check(core, "TSTORE_FP", src, dst.dtype, fp, s.shape[1], "of src")
     relu = _relu(core, "TSTORE_FP", relu_mode)
     dst = store_window(core, dst, src, "TSTORE_FP")
+    write = atomic_add(core, "TSTORE_FP", dst, atomic_type) if atomic_type else True
     v = _gm_tile_view(core, dst, src, "TSTORE_FP", "destination")
     work = ()
-    if v is not None:
+    if v is not None and write is not True:     # converted aside, then added in GM's dtype
+        out = np.empty(s.shape, dst.dtype)
+        work = ((_KERNEL, s, q, out, relu), (_add_into, v, out if dst._mat2 else out.reshape(dst.shape)))
+    elif v is not None:
         out = v if dst._mat2 else np.empty(s.shape, dst.dtype)
         work = ((_KERNEL, s, q, out, relu),) + (() if dst._mat2 else ((_put, v, out, dst.shape),))
     ps = core.psync
@@ -157,7 +163,7 @@ def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPre
     _, end = core.issue(pipe, core.costs.move(src.sname, "GM", s.size * dst.item), (src, fp), (), "TSTORE_FP",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     if chk is not None:
-        queue_checked_write(core, chk.gm_access(core, dst, True, "TSTORE_FP", None, end, pipe, work), *work)
+        queue_checked_write(core, chk.gm_access(core, dst, write, "TSTORE_FP", None, end, pipe, work), *work)
     return new_event(("TSTORE_FP", core, end))
 
 
@@ -172,27 +178,41 @@ def _relu_move(s: np.ndarray, d: np.ndarray) -> None:
     np.maximum(d, 0, out=d)
 
 
-def fixpipe_move(core, src: Tile, dst: Tile, s: np.ndarray, d: np.ndarray, relu_mode, pre_quant) -> None:
+def fixpipe_move(core, src: Tile, dst: Tile, s: np.ndarray, d: np.ndarray, relu_mode, pre_quant,
+                 op: str = "TMOV") -> None:
     """The data of a TMOV whose ``ReluPreMode`` is NormalRelu or that has a pre-quant scalar
     (pto-isa's ``TMOV<..., reluMode>(dst, src[, preQuantScalar])``, Acc -> Mat / Vec): the
     fixpipe converts every column with the one quantisation word ``pre_quant`` (the format
     of an fp tile's words), then applies the ReLU; without a word it casts.  Queued on
-    ``core`` like TMOV's plain copy; TMOV has checked the path and the shapes."""
+    ``core`` like TMOV's plain copy; TMOV has checked the path and the shapes.  ``op``: the
+    instruction, for its messages (TSTORE's, :func:`fixpipe_store`)."""
     if src.loc is not TileType.Acc:
-        raise _err(core, f"TMOV's ReLU and pre-quant scalar are the fixpipe's: they move an Acc tile, not "
-                         f"{src.describe()}", "move as it is (TMOV without relu_mode / pre_quant)")
-    relu = relu_mode is not None and _relu(core, "TMOV", relu_mode)
+        raise _err(core, f"{op}'s ReLU and pre-quant scalar are the fixpipe's: they move an Acc tile, not "
+                         f"{src.describe()}", f"{'move' if op == 'TMOV' else 'store'} as it is ({op} without "
+                                              "relu_mode / pre_quant)")
+    relu = relu_mode is not None and _relu(core, op, relu_mode)
     if pre_quant is None:
         core.pending.append((_relu_move, s, d) if relu else (np.copyto, d, s, "unsafe"))
         return
     pairs = FP_CONVERTS[core.cluster.platform.id]
     if d.dtype not in pairs.get(src.dtype, ()):
         have = "; ".join(f"{a.name} -> {', '.join(b.name for b in bs)}" for a, bs in pairs.items())
-        raise _err(core, f"TMOV's scalar pre-quant does not convert {src.dtype.name} to {d.dtype.name} on "
+        raise _err(core, f"{op}'s scalar pre-quant does not convert {src.dtype.name} to {d.dtype.name} on "
                          f"{platform_label(core.cluster.platform.id)} (the fixpipe's quantisation: {have})",
-                   "move the accumulator as it is (no pre-quant scalar), or pick one of these pairs")
+                   f"{'move' if op == 'TMOV' else 'store'} the accumulator as it is (no pre-quant scalar), or "
+                   "pick one of these pairs")
     word = np.full(s.shape[1], int(pre_quant) & 0xFFFFFFFFFFFFFFFF, FP_PARAM)
     core.pending.append((_KERNEL, s, word, d, relu))
+
+
+def fixpipe_store(core, src: Tile, s: np.ndarray, dtype, relu_mode, pre_quant) -> np.ndarray:
+    """What a TSTORE with pto-isa's ``ReluPreMode`` / ``preQuantScalar`` (``TSTORE<TileData,
+    GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])``, an Acc tile) writes to
+    GM: ``s`` (the tile's valid region) converted as :func:`fixpipe_move` converts, into a
+    buffer of GM's ``dtype`` - queued on ``core``, before the store that moves it."""
+    out = np.empty(s.shape, dtype)
+    fixpipe_move(core, src, None, s, out, relu_mode, pre_quant, op="TSTORE")
+    return out
 
 
 __all__ = ["TEXTRACT_FP", "TINSERT_FP", "TMOV_FP", "TSTORE_FP"]

@@ -18,13 +18,14 @@ import ml_dtypes
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
-from ..arch.vocab import TCVT_DEFAULT_OFF, BLayout, PlatformID, RoundMode, SaturationMode
-from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
+from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode
+from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error, tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
+from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core
 from .events import Event, TSYNC, new_event
@@ -303,8 +304,17 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     return new_event(("TLOAD", core, end))
 
 
-def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
-    """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3)."""
+def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicNone, relu_mode=None,
+           pre_quant=None) -> Event:
+    """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3).
+
+    ``atomic_type=AtomicType.AtomicAdd`` (pto-isa's ``TSTORE<TileData, GlobalData,
+    AtomicType::AtomicAdd>``) adds the tile's valid region into GM instead of overwriting it:
+    :func:`atomic_add`.  Atomic adds of several cores or blocks to the same bytes commute and
+    are no race among themselves; one and a plain access of those bytes unordered are.
+    From an Acc tile the fixpipe may apply a ReLU (``relu_mode``, pto-isa's ``ReluPreMode``)
+    and quantise with one word (``pre_quant``, its ``preQuantScalar``) on the way:
+    :func:`ptopipe.isa.fixpipe.fixpipe_store`."""
     try:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
@@ -320,14 +330,21 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
     if src.loc not in STORE_SRC:
         _need_loc(core, src, STORE_SRC, "TSTORE", "source")
+    write = atomic_add(core, "TSTORE", dst, atomic_type) if atomic_type else True
     check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe)
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
+    if relu_mode is not None or pre_quant is not None:
+        from .fixpipe import fixpipe_store        # (fixpipe imports this module)
+        s = fixpipe_store(core, src, s, dst.dtype, relu_mode, pre_quant)
     # Acc -> f16 converts (FIX); v is 2-D when dst._mat2 (GlobalTensor.matrix)
-    work = (setitem, v, _ALL, s) if dst._mat2 else (_copy_unsafe, v, dst.tile5(s))
+    if write is True:
+        work = (setitem, v, _ALL, s) if dst._mat2 else (_copy_unsafe, v, dst.tile5(s))
+    else:
+        work = (_add_into, v, s if dst._mat2 else dst.tile5(s))
     ps = core.psync
     if ps is not None and ps.gm_watch:
         ps.gm_note(dst, True, "TSTORE")
@@ -338,8 +355,39 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     end = core.issue_r(pipe, core.costs.move(src.sname, "GM", src.valid_rows * src.valid_cols * dst.item), src,
                         "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     if chk is not None:
-        queue_checked_write(core, chk.gm_access(core, dst, True, "TSTORE", None, end, pipe, (work,)), work)
+        queue_checked_write(core, chk.gm_access(core, dst, write, "TSTORE", None, end, pipe, (work,)), work)
     return new_event(("TSTORE", core, end))
+
+
+def atomic_add(core, op: str, dst: GlobalTensor, atomic_type):
+    """The race checker's kind of access of a store ``op`` into ``dst`` with pto-isa's
+    ``atomic_type`` (:class:`~ptopipe.arch.vocab.AtomicType`): ``True`` (a plain write) for
+    AtomicNone, :data:`~ptopipe.sim.race.ATOMIC_ADD` for AtomicAdd - into a GM dtype the atomic
+    unit adds in (:data:`~ptopipe.arch.catalogue.ATOMIC_ADD_DTYPES`), else a KernelError, as
+    pto-isa's ``SetAtomicAdd`` static_asserts."""
+    try:
+        kind = AtomicType(atomic_type)
+    except ValueError:
+        raise _err(core, f"{op}: atomic_type={atomic_type!r} is not an AtomicType",
+                   "pass AtomicType.AtomicNone (a plain store) or AtomicType.AtomicAdd") from None
+    if kind is AtomicType.AtomicNone:
+        return True
+    if dst.dtype not in ATOMIC_ADD_DTYPES:
+        have = ", ".join(d.name for d in ATOMIC_ADD_DTYPES)
+        raise _err(core, f"{op} with AtomicType::AtomicAdd into {dst.describe()}: the atomic unit adds "
+                         f"{have} in GM, not {dst.dtype.name} (pto-isa's SetAtomicAdd refuses it at compile time)",
+                   "add in one of those dtypes (e.g. int32 for an unsigned or 64-bit sum), or let one core "
+                   "store the reduced result with a plain TSTORE")
+    return ATOMIC_ADD
+
+
+def _add_into(d: np.ndarray, s: np.ndarray) -> None:
+    """``d += s`` in ``d``'s dtype: an atomic-add store.  An Acc source is converted to GM's
+    dtype first (the fixpipe's conversion, as for a plain store), then added and rounded (an
+    integer wraps) in that dtype, as pto-isa's CPU model does (``AddToElement``)."""
+    if s.dtype != d.dtype:
+        s = s.astype(d.dtype)
+    np.add(d, s, out=d)
 
 
 def queue_checked_write(core, applied: bool, *work) -> None:

@@ -9,7 +9,7 @@ constructs are here under their seed names: ``pl.reserve_buffer``,
 from ..errors import CompileError
 from ..ir.types import MemorySpace
 from .frontend import DSLFunction, aic, aiv, incore, parse, program
-from .surface import (AUTO, BF16, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_GM,
+from .surface import (ATOMIC_ADD, AUTO, BF16, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_GM,
                       DN, FP16, FP32, INT8, INT32, LEFT_RIGHT, ND, NO_SPLIT, NZ, STUBS, TILE_LEFT_RIGHT,
                       TILE_NO_SPLIT, TILE_UP_DOWN, UP_DOWN, Acc, DType, Left, Mat, Right, Scalar,
                       Tensor, Tile, Vec, ZN, ZZ, bf16, bool_, f16, f32, i8, i16, i32, i64, index, u8, u32)
@@ -22,7 +22,7 @@ globals().update(EVENT_IDS)     # pl.EVENT_ID0 .. pl.EVENT_ID7
 globals().update(CMP_MODES)     # pl.CMP_EQ .. pl.CMP_GE
 globals()["bool"] = bool_     # printed as pl.bool
 
-__all__ = ["AUTO", "Acc", "BF16", "CompileError", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM",
+__all__ = ["ATOMIC_ADD", "AUTO", "Acc", "BF16", "CompileError", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM",
            "DIR_V2C", "DIR_V2C_GM", "DN", "DSLFunction", "DType", "FP16", "FP32", "INT32", "INT8",
            "LEFT_RIGHT", "Left", "Mat", "MemorySpace", "ND", "NO_SPLIT", "NZ", "Right", "Scalar",
            "TILE_LEFT_RIGHT", "TILE_NO_SPLIT", "TILE_UP_DOWN", "Tensor", "Tile", "UP_DOWN", "Vec", "ZN", "ZZ",

@@ -14,7 +14,7 @@ from ..ir.vocab import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
 from ..ir.opdefs import SCALAR_CALLS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
-from ..arch.vocab import CmpMode, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
+from ..arch.vocab import AtomicType, CmpMode, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
 
 
 class DType:
@@ -122,6 +122,8 @@ PIPES = {p.name: p for p in SyncPipe}
 EVENT_IDS = {e.name: e for e in EventID}
 # the compare modes of pl.cmp / pl.cmps (pto-isa's CmpMode): pl.CMP_EQ ... pl.CMP_GE
 CMP_MODES = {f"CMP_{m.name}": m for m in CmpMode}
+# pl.store(..., atomic=pl.ATOMIC_ADD): add the tile into the tensor (pto-isa's AtomicType::AtomicAdd)
+ATOMIC_ADD = AtomicType.AtomicAdd
 
 
 class DSLOp:

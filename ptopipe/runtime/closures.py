@@ -404,6 +404,12 @@ class Compiler:
         ttype = op.tensor.type
         view = self.view(ttype, irops.store_window(ttype.shape, op.tile.type.shape), op)
         tile_f, offs_f, gt_f = self.get(op.tile), self.offsets(op.offsets), self.get(op.tensor)
+        atomic = op.attributes.get("atomic", 0)
+        if atomic:
+            def store_add():
+                tile, offs, gt = tile_f(), offs_f(), gt_f()
+                isa.TSTORE(view(gt, offs), tile, atomic_type=atomic)
+            return store_add
 
         def store():
             tile, offs, gt = tile_f(), offs_f(), gt_f()

@@ -7,6 +7,9 @@ An access by core ``k`` at epoch ``e`` happens-before the current point of core 
 iff ``e <= c.vclock[k]`` - so races are judged by the order the protocol guarantees,
 not by the order the simulator happened to run the cores.
 
+An atomic-add store's access is a write of kind :data:`ATOMIC_ADD`: two of them commute (no
+race whatever their order), one and a plain access of the same bytes race unless ordered.
+
 Accesses are recorded per memory (GM, or one core's local memory for rings that live in
 a consumer's UB/L1) in 4 KiB pages.  A record covers exact bytes: a contiguous range, or
 rows of ``rowlen`` bytes every ``stride`` bytes (LEFT_RIGHT halves of two AIVs interleave
@@ -31,6 +34,34 @@ _PRUNE_AT = 16                  # regions per page bucket before dead ones are d
 _INFLIGHT_AT = 256              # in-flight GM accesses of a core before the done ones are dropped
 _SWEEP_AT = 256                 # pages made before every page's dead records are swept
 _LIVE = (CoreState.READY, CoreState.RUNNING, CoreState.BLOCKED)
+
+
+class _AtomicAdd(int):
+    """The kind of an atomic-add store's access (``write`` of :meth:`HappensBefore.access`):
+    a write - equal to True, so it indexes the write buckets and is truthy wherever a write
+    is - told apart by identity (``is ATOMIC_ADD``) only where two accesses overlap."""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ATOMIC_ADD"
+
+
+#: an atomic add of a tile into GM (pto-isa's ``TSTORE<..., AtomicType::AtomicAdd>``): adds of
+#: several cores to the same bytes commute, so two are no race; an add and a plain read or
+#: write of the bytes that happens-before does not order are one (the read may see a partial
+#: sum, the write lose the adds or be added to)
+ATOMIC_ADD = _AtomicAdd(1)
+ATOMIC_WHY = ("atomic adds commute only with each other: a plain read of the bytes not ordered with an add "
+              "may see a partial sum, a plain write may drop the adds or be added to")
+
+
+def atomic_fix(plain: str, blocks: bool = False) -> str:
+    """The fix of a race between atomic adds and a plain access (``plain``: who makes it; ``blocks``:
+    of different blocks of a launch, which nothing inside the launch orders)."""
+    how = (f"move {plain} to a later launch (the blocks of one launch run at the same time)" if blocks else
+           f"order {plain} after every atomic add (the adding cores SET a flag after their adds, or all "
+           "reach a SYNCALL, and the other side WAITs for it)")
+    return f"{how}, or make it an atomic add too"
 
 
 def loc_text(where) -> str:
@@ -346,6 +377,8 @@ class HappensBefore:
         epoch = vc[c]
         rec = (lo, hi, rows, c, epoch, write, op, where, label, ring)
         key = (lo, hi, rows if rows.__class__ is not list else tuple(rows))   # ranges: a list
+        if write is ATOMIC_ADD:         # kept beside a plain write of the region, not replacing it
+            key += (ATOMIC_ADD,)
         pages = self.mems.get(id(mem))
         if pages is None:
             pages = self.mems[id(mem)] = {}
@@ -365,6 +398,10 @@ class HappensBefore:
                         continue
                     for r in bucket[1].values():
                         if r[4] > vc[k] and r[0] < hi and lo < r[1] and overlap(lo, hi, rows, r[0], r[1], r[2]):
+                            if r[5] is ATOMIC_ADD or write is ATOMIC_ADD:
+                                if r[5] is write:           # two atomic adds: they commute
+                                    continue
+                                raise self.race(core, mem, rec, r)
                             if work is None or not r[5]:
                                 raise self.race(core, mem, _reusing(page[mine], key, rec), r)
                             if changed is None:
@@ -487,7 +524,10 @@ class HappensBefore:
                 reused = label[3:5]         # (epoch, occurrence) of the write it replaced
             label = gt.describe(ptr)
         nbytes = sum(b - a for a, b in clipped_ranges(lo, hi, rows, lo, hi))
+        if write is ATOMIC_ADD:
+            op += " (atomic add)"
         return {"core": self.cores[c].name, "op": op, "access": "write" if write else "read",
+                "atomic": write is ATOMIC_ADD,
                 "where": loc_text(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
                 "strided": rows is not None, "epoch": epoch, "ring": ring, "nth": nth, "reused": reused,
                 "object": label if label or ring is None else f"slot {ring[1]} of {ring[0]}"}
@@ -513,9 +553,14 @@ class HappensBefore:
                f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers")
         what = (f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
                 "same bytes with no happens-before order")
-        war = self._write_after_read(core, a, b, prev)
+        atomic = a["atomic"] or b["atomic"]
+        war = None if atomic else self._write_after_read(core, a, b, prev)
         if war is not None:
             what, why, fix = war(mem.label, lo, hi)
+        if atomic:
+            plain = b if a["atomic"] else a
+            why.append(ATOMIC_WHY)
+            fix = atomic_fix(f"{plain['core']}'s {plain['op']} at {line_of(plain['where'])}")
         if a["where"] == b["where"] and a["access"] == "write" and a["core"].startswith("AIV") \
                 and b["core"].startswith("AIV"):
             fix = (f"both Vector cores run this {a['op']} on the same bytes: give each its own part "

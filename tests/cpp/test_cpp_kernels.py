@@ -735,14 +735,19 @@ def test_a_lone_vector_kernel_run_from_python_reads_gm_through_its_pointers(cpp_
 def test_an_accumulating_matmul_onto_unwritten_acc_is_reported_at_its_line(cpp_cache):
     """A K loop whose first step is TMATMUL_ACC reads L0C nothing of the launch wrote (stale
     on the device, zeros here: the numbers would look right): a KernelError at that call.
-    The correct loop (TMATMUL first) is clean, in one launch and in two on one cluster."""
+    The correct loop (TMATMUL first) is clean, in one launch and in two on one cluster; its
+    stores with pto-isa's ReluPreMode, AtomicType and preQuantScalar give the fixpipe's numbers."""
     rng = np.random.default_rng(5)
     a = rng.integers(-3, 4, (16, 48)).astype(np.float32)
     b = rng.integers(-3, 4, (48, 16)).astype(np.float32)
-    args = dict(a=a, b=b, out=np.zeros((16, 16), np.float32))
+    args = dict(a=a, b=b, out=np.zeros((16, 16), np.float32), relu=np.zeros((16, 16), np.float32),
+                q=np.zeros((16, 16), np.int8), word=0x3F800000 | 1 << 46)
     for launches in (1, 2):
         r = run_cpp(kernel("acc_k_loop.cpp"), dict(args, start=1), launches=launches)
         np.testing.assert_array_equal(r["out"], a @ b)
+        # TSTORE<Acc, G, AtomicAdd, NormalRelu>(g, acc) once a launch; TSTORE<Acc, G>(g, acc, word): scale 1
+        np.testing.assert_array_equal(r["relu"], launches * np.maximum(a @ b, 0))
+        np.testing.assert_array_equal(r["q"], np.clip(a @ b, -128, 127).astype(np.int8))
     with pytest.raises(KernelError) as ei:
         run_cpp(kernel("acc_k_loop.cpp"), dict(args, start=0))
     assert "TMATMUL_ACC accumulates onto Acc tile" in ei.value.what and "no instruction of this launch wrote" \

@@ -97,9 +97,14 @@ def test_mov_insert_extract_store_convert_per_column(platform, src, dst):
         TSTORE(o["w"], part)
         TSTORE_FP(o["g"], acc_t, fp)
         TSTORE_FP(o["r"], acc_t, fp, relu_mode=ReluPreMode.NormalRelu)
+        if dst != np.uint8:                                     # (the atomic unit adds no uint8)
+            TSTORE_FP(o["s"], acc_t, fp, atomic_type=AtomicType.AtomicAdd)
     z = np.full((16, 32), 5, dst)
     got = cube(platform, body, a, b, q, dict(y=np.zeros((16, 16), dst), z=z, w=np.zeros((16, 8), dst),
-                                             g=np.zeros((16, 16), dst), r=np.zeros((16, 16), dst)))
+                                             g=np.zeros((16, 16), dst), r=np.zeros((16, 16), dst),
+                                             s=np.full((16, 16), 3, dst)))
+    if dst != np.uint8:                 # converted, then added into what GM held in its dtype
+        np.testing.assert_array_equal(got["s"], np.full((16, 16), 3, dst) + want)
     np.testing.assert_array_equal(got["r"], reference(acc, q, dst, relu=True))
     assert (got["r"] != want).any()                             # the ReLU cut something
     np.testing.assert_array_equal(got["y"], want)
@@ -107,6 +112,36 @@ def test_mov_insert_extract_store_convert_per_column(platform, src, dst):
     np.testing.assert_array_equal(got["w"], want[:, 8:])
     z[:, 16:] = want
     np.testing.assert_array_equal(got["z"], z)
+
+
+def test_tstore_relu_and_pre_quant_scalar():
+    """pto-isa's TSTORE<Acc, G, AtomicType, ReluPreMode>(dst, acc[, preQuantScalar]): the
+    fixpipe's ReLU, its one-word quantisation, both, and with an atomic add; a Vec tile has no
+    fixpipe on its way to GM."""
+    rng = np.random.default_rng(9)
+    a, b = operands(rng, np.float16)
+    acc = a.astype(np.float32) @ b.astype(np.float32)
+    w = word(0.5, offset=3)
+    q = np.full((1, 16), w, U64)
+
+    def body(acc_t, fp, o):
+        TSTORE(o["r"], acc_t, relu_mode=ReluPreMode.NormalRelu)
+        TSTORE(o["q"], acc_t, pre_quant=w)
+        TSTORE(o["rq"], acc_t, relu_mode=ReluPreMode.NormalRelu, pre_quant=w)
+        TSTORE(o["ra"], acc_t, atomic_type=AtomicType.AtomicAdd, relu_mode=ReluPreMode.NormalRelu)
+    got = cube("a2a3", body, a, b, words(16), dict(r=np.zeros((16, 16), np.float32), q=np.zeros((16, 16), np.int8),
+                                                   rq=np.zeros((16, 16), np.int8), ra=np.ones((16, 16), np.float32)))
+    assert (acc < 0).any()
+    np.testing.assert_array_equal(got["r"], np.maximum(acc, 0))
+    np.testing.assert_array_equal(got["q"], reference(acc, q, np.int8))
+    np.testing.assert_array_equal(got["rq"], reference(acc, q, np.int8, relu=True))
+    np.testing.assert_array_equal(got["ra"], 1 + np.maximum(acc, 0))
+
+    def vec_relu(acc_t, fp, o):
+        TSTORE(o["r"], Tile(TileType.Mat, float32, 16, 16, addr=8192), relu_mode=ReluPreMode.NormalRelu)
+    with pytest.raises(KernelError, match="TSTORE's ReLU and pre-quant scalar are the fixpipe's: they move an "
+                                          "Acc tile"):
+        cube("a2a3", vec_relu, a, b, words(16), dict(r=np.zeros((16, 16), np.float32)))
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

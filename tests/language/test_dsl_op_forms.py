@@ -145,7 +145,9 @@ def _sorting(rng):
 def generators(y: pl.Tensor[[1, 32], pl.i32], w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32],
                d: pl.Tensor[[1, 32], pl.i32]):
     if pl.get_subblockid() == 0:
-        pl.store(pl.arange([1, 32], pl.i32, 5), [0, 0], y)
+        s = pl.arange([1, 32], pl.i32, 5)
+        pl.store(s, [0, 0], y)
+        pl.store(s, [0, 0], y, atomic=pl.ATOMIC_ADD)       # y = s + s
         pl.store(pl.arange([1, 32], pl.i32, 3, descending=1), [0, 0], d)
         pl.store(pl.tri([16, 32], pl.f32, 2), [0, 0], w)
         pl.store(pl.tri([16, 32], pl.f32, -3, upper=1), [0, 0], v)
@@ -153,7 +155,7 @@ def generators(y: pl.Tensor[[1, 32], pl.i32], w: pl.Tensor[[16, 32], pl.f32], v:
 
 def _generators(rng):
     return dict(x=np.zeros((16, 32), np.float32)), dict(
-        y=np.arange(5, 37, dtype=np.int32)[None, :], d=np.arange(3, -29, -1, dtype=np.int32)[None, :],
+        y=2 * np.arange(5, 37, dtype=np.int32)[None, :], d=np.arange(3, -29, -1, dtype=np.int32)[None, :],
         w=np.tril(np.ones((16, 32), np.float32), 2),
         v=np.triu(np.ones((16, 32), np.float32), -3))
 
@@ -556,6 +558,29 @@ def test_integer_scalar_operands_ptoas_wants_typed_are_cast_and_read_back():
     assert re.search(r"pto\.tci ins\(%\w+ \{descending = true\} : i32\)", text), text
     assert text.count("descending") == 1, text                          # (false: ptoas's default)
     assert re.search(r"pto\.ttri ins\(%\w+ \{upperOrLower = 1 : i32\} : i32\)", text), text
+
+
+def test_an_atomic_store_is_spelled_by_both_writers():
+    """pl.store(..., atomic=pl.ATOMIC_ADD): ptoas's attribute after the store's outs (the plain
+    store has none: atomic_none is ptoas's default), pto-isa's AtomicType template argument."""
+    _, text, *_ = _written("generators", "a2a3")
+    assert len(re.findall(r"pto\.tstore ins\(.*\) outs\(.*\) \{atomicType = #pto<atomic_type atomic_add>\}\n",
+                          text)) == 1, text
+    assert text.count("atomicType") == 1, text
+    _, cpp, *_ = _cpp("generators")
+    assert len(re.findall(r"TSTORE<\w+, decltype\((\w+)\), AtomicType::AtomicAdd>\(\1, \w+\);", cpp)) == 1, cpp
+
+
+def test_store_checks_its_atomic_attribute():
+    with pytest.raises(CompileError, match="atomic is 2; 0 stores, 1 adds"):
+        @pl.aiv
+        def bad(x: pl.Tensor[[16, 32], pl.f32]):
+            pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], x, atomic=2)
+    with pytest.raises(CompileError, match="an atomic add into a u32 tensor; the atomic unit adds f32, f16, bf16, "
+                                           "i32, i16, i8 in GM"):
+        @pl.aiv
+        def unsigned(x: pl.Tensor[[16, 32], pl.u32]):
+            pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], x, atomic=pl.ATOMIC_ADD)
 
 
 def test_compare_mode_is_spelled_per_layer_and_checked():

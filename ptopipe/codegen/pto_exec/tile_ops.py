@@ -16,7 +16,7 @@ from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError
-from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal
+from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, MultiSpec, TileSpec
@@ -187,7 +187,31 @@ def h_io(ex, fr, s):
         ex.written.wrote(dst)
         return out
     ex.written.read(ex, s, src, ex.warnings)
-    return isa.TSTORE(dst, src)
+    # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
+    kw = _relu_kwargs(ex, s)
+    pre = s.values(ins)[1:]
+    if pre:
+        kw["pre_quant"] = ex.ival(fr, pre[0])
+    v = s.attr("atomicType")
+    if v:
+        kind = read_atomic_type("".join(t.text for t in v))
+        if kind is None:
+            raise ex.perr(v[0], f"atomicType {' '.join(t.text for t in v)} is not an atomic type",
+                          "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
+        kw["atomic_type"] = kind
+    return isa.TSTORE(dst, src, **kw)
+
+
+def _relu_kwargs(ex, s: Stmt) -> dict:
+    """``{"relu_mode": ...}`` of an op's ``reluPreMode`` (the fixpipe's ReLU), else ``{}``."""
+    v = s.attr("reluPreMode")
+    if not v:
+        return {}
+    m = re.search(r"(no_relu|normal_relu)", "".join(t.text + " " for t in v))
+    if m is None:
+        raise ex.perr(v[0], f"reluPreMode {' '.join(t.text for t in v)} is not a relu mode",
+                      "use #pto<relu_pre_mode no_relu> or normal_relu")
+    return {"relu_mode": ReluPreMode.NormalRelu if m.group(1) == "normal_relu" else ReluPreMode.NoRelu}
 
 
 _FP_OPS = ("TMOV_FP", "TEXTRACT_FP", "TINSERT_FP", "TSTORE_FP")
@@ -270,13 +294,8 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"
-    v = s.attr("reluPreMode") if name in _FP_OPS or name == "TMOV" else None    # the fixpipe's ReLU
-    if v:
-        m = re.search(r"(no_relu|normal_relu)", "".join(t.text + " " for t in v))
-        if m is None:
-            raise ex.perr(v[0], f"reluPreMode {' '.join(t.text for t in v)} is not a relu mode",
-                          "use #pto<relu_pre_mode no_relu> or normal_relu")
-        out["relu_mode"] = ReluPreMode.NormalRelu if m.group(1) == "normal_relu" else ReluPreMode.NoRelu
+    if name in _FP_OPS or name == "TMOV":      # the fixpipe's ReLU
+        out.update(_relu_kwargs(ex, s))
     v = s.attr("maskPattern")
     if v:
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))

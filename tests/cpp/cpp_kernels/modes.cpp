@@ -2,7 +2,8 @@
 // descending> (an int), TTRI<TileData, isUpperOrLower> (an int operand), TFILLPAD<TileData,
 // PadValue> and TGATHER<Dst, Src, MaskPattern> (enum operands), TPRINT<PrintFormat> and
 // TSCATTER<MaskPattern, ScatterAxis> (enum keywords), TSTORE<TileData, GlobalData, AtomicType>
-// (the plain store).  seq = [5, 6, ...; 5, 4, ...], tri = upper mask from diagonal 2, pad = x
+// (an enum keyword: the plain store, then an atomic add of the same tile).  seq = [5, 6, ...;
+// 5, 4, ...], tri = twice the upper mask from diagonal 2, pad = x
 // with columns 12.. at +inf, gathered = x[:, 0::2], scattered = x at even columns, else 0; the
 // TPRINT prints x's first row 10.6f.
 // wrong = 1 gathers with a value that is no MaskPattern, wrong = 2 asks TTRI for a third side.
@@ -53,6 +54,7 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ int32_t *se
     TSTORE(s0, up);
     TSTORE(s1, down);
     TSTORE<V, G, AtomicType::AtomicNone>(gt, m);
+    TSTORE<V, G, AtomicType::AtomicAdd>(gt, m);
     TSTORE(gp, p);
     TSTORE(gg, g);
     TSTORE(gs, sc);

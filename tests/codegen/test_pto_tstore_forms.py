@@ -1,0 +1,129 @@
+"""pto.tstore's forms (PTOAS test/basic/tstore_forms_emitc.pto): ``{atomicType = #pto<atomic_type
+atomic_add>}`` runs as pto-isa's ``TSTORE<..., AtomicType::AtomicAdd>`` - the blocks of a launch each
+add their tile into what GM held; a value that is no atomic type is an error at its line:col; the
+static reader keeps the attribute in the IR - and an accumulator's ``{reluPreMode = ...}`` and
+pre-quant scalar operand (``ins(%acc, %pre : ..., i64)``) run as the fixpipe's ReLU and
+quantisation.  With ``PTOAS`` set, ptoas takes the files."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import ParseError
+
+ATTR = "{atomicType = #pto<atomic_type atomic_add>}"
+TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=16, v_row=4, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+TEXT = f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func @k(%x: !pto.ptr<f32>, %o: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %vx = pto.make_tensor_view %x, shape = [%c4, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %px = pto.partition_view %vx, offsets = [%c0, %c0], sizes = [%c4, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<4x16xf32>
+    %vo = pto.make_tensor_view %o, shape = [%c4, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %po = pto.partition_view %vo, offsets = [%c0, %c0], sizes = [%c4, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<4x16xf32>
+    %t = pto.alloc_tile : {TILE}
+    pto.tload ins(%px : !pto.partition_tensor_view<4x16xf32>) outs(%t : {TILE})
+    pto.tstore ins(%t : {TILE}) outs(%po : !pto.partition_tensor_view<4x16xf32>) ATTR
+    return
+  }}
+}}
+"""
+
+
+def _inputs():
+    return {"x": np.arange(64, dtype=np.float32).reshape(4, 16) / 8, "o": np.full((4, 16), 0.5, np.float32)}
+
+
+def test_each_block_adds_its_tile_into_what_gm_held():
+    i = _inputs()
+    res = ptopipe.run_pto(text=TEXT.replace("ATTR", ATTR), inputs=i, blocks=2)
+    np.testing.assert_array_equal(res.outputs["o"], i["o"] + 2 * i["x"])
+    assert not [n for n in res.notes if "static pipe verification skipped" in n], res.notes   # the IR reads it
+
+
+def test_atomic_none_is_a_plain_store():
+    i = _inputs()
+    res = ptopipe.run_pto(text=TEXT.replace("ATTR", "{atomicType = #pto<atomic_type atomic_none>}"), inputs=i)
+    np.testing.assert_array_equal(res.outputs["o"], i["x"])
+
+
+def test_a_value_that_is_no_atomic_type_is_an_error_at_it():
+    text = TEXT.replace("ATTR", "{atomicType = #pto<atomic_type atomic_max>}")
+    with pytest.raises(ParseError) as ei:
+        ptopipe.run_pto(text=text, inputs=_inputs())
+    line = next(n for n, l in enumerate(text.splitlines(), 1) if "atomic_max" in l)
+    col = text.splitlines()[line - 1].index("#pto<atomic_type") + 1
+    assert ei.value.where.endswith(f":{line}:{col}")
+    assert "is not an atomic type" in ei.value.what and "atomic_add" in ei.value.fix
+
+
+MAT = ("!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "
+       "slayout=row_major, fractal=512, pad=0>")
+LEFT = ("!pto.tile_buf<loc=left, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+        "slayout=row_major, fractal=512, pad=0>")
+RIGHT = ("!pto.tile_buf<loc=right, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+         "slayout=col_major, fractal=512, pad=0>")
+ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "
+       "slayout=row_major, fractal=1024, pad=0>")
+#: pto-isa's quantisation word of scale 1.0, offset 0, signed: the f32 bits, bit 46
+WORD = 0x3F800000 | 1 << 46
+
+
+def _view(name, dt):
+    return (f"    %v{name} = pto.make_tensor_view %{name}, shape = [%c16, %c16], strides = [%c16, %c1] : "
+            f"!pto.tensor_view<?x?x{dt}>\n    %p{name} = pto.partition_view %v{name}, offsets = [%c0, %c0], sizes = "
+            f"[%c16, %c16] : !pto.tensor_view<?x?x{dt}> -> !pto.partition_tensor_view<16x16x{dt}>\n")
+
+
+CUBE = (f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func @mm(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %c: !pto.ptr<f32>, %q: !pto.ptr<i8>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %w = arith.constant {WORD} : i64
+""" + "".join(_view(n, d) for n, d in (("a", "f32"), ("b", "f32"), ("c", "f32"), ("q", "i8"))) + f"""    %am = pto.alloc_tile : {MAT}
+    %bm = pto.alloc_tile : {MAT}
+    %al = pto.alloc_tile : {LEFT}
+    %br = pto.alloc_tile : {RIGHT}
+    %acc = pto.alloc_tile : {ACC}
+    pto.tload ins(%pa : !pto.partition_tensor_view<16x16xf32>) outs(%am : {MAT})
+    pto.tload ins(%pb : !pto.partition_tensor_view<16x16xf32>) outs(%bm : {MAT})
+    pto.tmov ins(%am : {MAT}) outs(%al : {LEFT})
+    pto.tmov ins(%bm : {MAT}) outs(%br : {RIGHT})
+    pto.tmatmul ins(%al, %br : {LEFT}, {RIGHT}) outs(%acc : {ACC})
+    pto.tstore ins(%acc : {ACC}) outs(%pc : !pto.partition_tensor_view<16x16xf32>) {{atomicType = #pto<atomic_type atomic_add>, reluPreMode = #pto<relu_pre_mode normal_relu>}}
+    pto.tstore ins(%acc : {ACC}, %w : i64) outs(%pq : !pto.partition_tensor_view<16x16xi8>)
+    return
+  }}
+}}
+""")
+
+
+def test_an_accumulators_relu_and_pre_quant_scalar():
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-6, 7, (16, 16)).astype(np.float32) for _ in range(2))
+    c = np.full((16, 16), 0.5, np.float32)
+    res = ptopipe.run_pto(text=CUBE, inputs={"a": a, "b": b, "c": c.copy(), "q": np.zeros((16, 16), np.int8)})
+    acc = a @ b
+    assert (acc < 0).any() and (np.abs(acc) > 127).any()
+    np.testing.assert_array_equal(res.outputs["c"], c + np.maximum(acc, 0))          # ReLU, then added
+    np.testing.assert_array_equal(res.outputs["q"], np.clip(acc, -128, 127).astype(np.int8))   # scale 1
+
+
+@pytest.mark.skipif(not os.environ.get("PTOAS"), reason="PTOAS (a ptoas binary) is not set")
+@pytest.mark.parametrize("which", ["atomic", "cube"])
+def test_ptoas_takes_the_files_and_writes_the_stores(tmp_path, which):
+    pto = tmp_path / "k.pto"
+    pto.write_text(TEXT.replace("ATTR", ATTR) if which == "atomic" else CUBE)
+    r = subprocess.run([os.environ["PTOAS"], "--pto-arch=a3", str(pto), "-o", str(tmp_path / "k.cpp")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    cpp = (tmp_path / "k.cpp").read_text()
+    assert "AtomicType::AtomicAdd" in cpp
+    if which == "cube":
+        assert "ReluPreMode::NormalRelu" in cpp
