@@ -213,11 +213,33 @@ def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
 @needs_cxx
 def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
-    first with its status switches, the split and sub-block forms of a TPipe's instructions."""
+    first with its status switches, the split and sub-block forms of a TPipe's instructions, the
+    GlobalTensor's member types and constants, cce::printf."""
     from ptopipe.cpp.build import STD20, find_compiler, standard
     cxx20 = CXX20 if standard(find_compiler()[0]) == STD20 else ""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + cxx20)
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + GLOBAL_MEMBERS
+                     + cxx20)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+#: the member types and constants of pto-isa's GlobalTensor (pto_tile.hpp) and its GlobalTensorDim
+#: (type.hpp): its kernels give a view's runtime shape as ``typename G::Shape(rows)``; cce::printf,
+#: the CPU simulator's kernel log (cpu_stub.hpp), with a 16-bit float argument
+GLOBAL_MEMBERS = """
+using GD = GlobalTensor<const float, Shape<1, 1, 1, DYNAMIC, 64>, Stride<1, 1, 1, 64, 1>, Layout::ND>;
+static_assert(std::is_same_v<GD::Shape, Shape<1, 1, 1, DYNAMIC, 64>> && std::is_same_v<GD::Stride, Stride<1, 1, 1, 64, 1>>);
+static_assert(std::is_same_v<GD::RawDType, float> && std::is_same_v<GD::DType, const float>);
+static_assert(GlobalTensorDim::DIM_0 == 0 && GlobalTensorDim::DIM_4 == 4 && GlobalTensorDim::TOTAL_DIM == 5);
+static_assert(GD::staticShape[GlobalTensorDim::DIM_3] == DYNAMIC && GD::staticShape[GlobalTensorDim::DIM_4] == 64);
+static_assert(GD::staticStride[GlobalTensorDim::DIM_3] == 64 && GD::GetShape<GlobalTensorDim::DIM_4>() == 64);
+static_assert(GD::GetStride<GlobalTensorDim::DIM_3>() == 64);
+template <typename G> int64_t viewRows(const float *p, int rows) {
+    G g(p, typename G::Shape(rows));
+    cce::printf("rows %d, first %f\\n", rows, half(1.5f));
+    return g.GetShape(GlobalTensorDim::DIM_3);
+}
+template int64_t viewRows<GD>(const float *, int);
+"""
 
 
 #: C++20, as pto-isa's CPU tests are built (its tconcat: a struct as a non-type template parameter):
