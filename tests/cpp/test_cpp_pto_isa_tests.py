@@ -1,0 +1,76 @@
+"""Kernels written as pto-isa's own tests and library kernels write them: a kernel that is a
+function template runs as the instantiation a run names (``--aiv 'runTAdd<float, 64, 64>'``), a
+bare template name is a ConfigError spelling the fix; a view's runtime shape given through
+the GlobalTensor's member type."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from ptopipe.cpp import run_cpp
+from ptopipe.cpp.build import find_kernels
+from ptopipe.errors import ConfigError
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "templated_vec.cpp")
+INSTANCE = "runDouble<float, 16, 32>"
+ROWS = 12
+
+
+def _args() -> dict:
+    src = (np.arange(16 * 32).reshape(16, 32) % 29).astype(np.float32) / 4
+    return dict(out=np.zeros((16, 32), np.float32), src=src, rows=ROWS)
+
+
+def _template_line() -> int:
+    with open(KERNEL) as f:
+        return next(i for i, ln in enumerate(f, 1) if "AICORE void runDouble" in ln)
+
+
+@needs_cxx
+def test_a_function_template_kernel_runs_as_the_instantiation_named(cpp_cache):
+    """The instantiation's template arguments reach the build (the view's row count is the
+    runtime one, given as ``typename G::Shape(rows)``) and its parameters' element types (``T``
+    is float there: an array of another type is refused as for a ``float *``)."""
+    a = _args()
+    r = run_cpp(KERNEL, a, aiv=INSTANCE)
+    want = np.zeros_like(a["out"])
+    want[:ROWS] = 2 * a["src"][:ROWS]
+    np.testing.assert_array_equal(r["out"], want)
+    assert find_kernels(KERNEL, aiv=INSTANCE).aiv.elements == [np.dtype(np.float32)] * 2 + [None]
+
+
+def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
+    """A function template is no kernel until its arguments are spelled: naming it alone, with
+    the wrong number of arguments, or naming a plain function with some, is a ConfigError at the
+    function's line saying what to write (no build runs); an instantiation the file spells
+    itself is the fix's example."""
+    at = f"{os.path.relpath(KERNEL)}:{_template_line()}"
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(KERNEL, aiv="runDouble")
+    e = ei.value
+    assert e.where == at
+    assert "runDouble" in e.what and "is a function template (template <typename T, int Rows, int Cols>)" in e.what
+    assert "--aiv 'runDouble<T, Rows, Cols>' with each parameter's type or value" in e.fix
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(KERNEL, aiv="runDouble<float, 16>")
+    assert ei.value.where == at and "takes 3 template argument(s)" in ei.value.what and "not 2" in ei.value.what
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\n"
+                 "template <typename T, int N = 8>\nvoid body(__gm__ T *x) {}\n"
+                 "void plain(__gm__ float *x) {}\n"
+                 "void caller(__gm__ float *x) { body<float, 16>(x); }\n")
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aic="body")
+    assert "--aic 'body<float, 16>'" in ei.value.fix and "with each" not in ei.value.fix
+    assert find_kernels(str(p), aic="body<half>").aic.name == "body<half>"       # (a default for N)
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="plain<float>")
+    assert "plain" in ei.value.what and "not a function template" in ei.value.what
+    assert ei.value.fix == "name it alone: --aiv plain"
+    with pytest.raises(ConfigError) as ei:                    # (listed as a template when none is named)
+        find_kernels(str(p))
+    assert "functions: body<...>, caller, plain" in ei.value.fix
