@@ -1,10 +1,13 @@
 """Kernels written as pto-isa's own tests and library kernels write them: a kernel that is a
 function template runs as the instantiation a run names (``--aiv 'runTAdd<float, 64, 64>'``), a
 bare template name is a ConfigError spelling the fix; a view's runtime shape given through
-the GlobalTensor's member type."""
+the GlobalTensor's member type; logs written with ``cce::printf`` / ``printf`` go to the process's
+stdout - stderr under ``--json``, whose stdout carries the report only."""
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -74,3 +77,54 @@ def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
     with pytest.raises(ConfigError) as ei:                    # (listed as a template when none is named)
         find_kernels(str(p))
     assert "functions: body<...>, caller, plain" in ei.value.fix
+
+
+def _cli(argv, cwd, capfd, monkeypatch) -> subprocess.CompletedProcess:
+    from ptopipe.cli import main as cli_main
+    monkeypatch.chdir(cwd)
+    code = cli_main([str(a) for a in argv])
+    out = capfd.readouterr()
+    return subprocess.CompletedProcess(argv, code, out.out, out.err)
+
+
+@needs_cxx
+def test_a_kernels_printf_is_its_stdout_and_stderr_under_json(cpp_cache, tmp_path, capfd, monkeypatch):
+    """What the kernel writes with cce::printf and printf reaches the process's stdout (C
+    stdio's buffer flushed before the child running it ends); under ``check --json`` it goes to
+    stderr, and stdout is the JSON report alone."""
+    argv = [KERNEL, "--aiv", INSTANCE]
+    for k, v in _args().items():
+        if isinstance(v, np.ndarray):
+            np.save(tmp_path / f"{k}.npy", v)
+            argv += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
+        else:
+            argv += ["--input", f"{k}={v}"]
+    logged = [f"runDouble: {ROWS} rows of 32", "runDouble: stored"]
+    plain = _cli(["run", *argv, "--quiet"], tmp_path, capfd, monkeypatch)
+    assert plain.returncode == 0, plain.stderr
+    assert [ln for ln in plain.stdout.splitlines() if ln.startswith("runDouble")] == logged, plain.stdout
+    r = _cli(["check", *argv, "--schedules", "0", "--json"], tmp_path, capfd, monkeypatch)
+    assert r.returncode == 0, r.stderr
+    (report,) = json.loads(r.stdout)
+    assert report["scenario"] == "templated_vec.cpp" and report["failure"] is None, report
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("runDouble")] == logged, r.stderr
+
+
+def test_what_c_stdio_holds_in_the_child_is_written_before_it_ends(capfd):
+    """A kernel's printf to a stdout that is not a terminal stays in C stdio's buffer: the child
+    a run forks flushes it before ending (``_exit`` would drop it)."""
+    import ctypes
+    from ptopipe.cpp.runner import in_child
+
+    kept = []                   # (the buffer outlives work: the child flushes it after)
+
+    def work(crash_fd):
+        libc = ctypes.CDLL(None)
+        libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
+        buf = ctypes.create_string_buffer(1 << 12)          # _IOFBF: held there until flushed
+        kept.append(buf)
+        libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), buf, 0, len(buf))
+        libc.printf(b"held by C stdio\n")
+        return 7
+    assert in_child(work, 30.0) == 7
+    assert capfd.readouterr().out == "held by C stdio\n"
