@@ -91,14 +91,14 @@ def _cli(argv, cwd, capfd, monkeypatch) -> subprocess.CompletedProcess:
 def test_a_kernels_printf_is_its_stdout_and_stderr_under_json(cpp_cache, tmp_path, capfd, monkeypatch):
     """What the kernel writes with cce::printf and printf reaches the process's stdout (C
     stdio's buffer flushed before the child running it ends); under ``check --json`` it goes to
-    stderr, and stdout is the JSON report alone."""
-    argv = [KERNEL, "--aiv", INSTANCE]
+    stderr, and stdout is the JSON report alone.  A rerun ptopipe makes on its own is silent."""
+    pairs = []
     for k, v in _args().items():
         if isinstance(v, np.ndarray):
             np.save(tmp_path / f"{k}.npy", v)
-            argv += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
-        else:
-            argv += ["--input", f"{k}={v}"]
+            v = tmp_path / f"{k}.npy"
+        pairs.append(f"{k}={v}")
+    argv = [KERNEL, "--aiv", INSTANCE] + [a for p in pairs for a in ("--input", p)]
     logged = [f"runDouble: {ROWS} rows of 32", "runDouble: stored"]
     plain = _cli(["run", *argv, "--quiet"], tmp_path, capfd, monkeypatch)
     assert plain.returncode == 0, plain.stderr
@@ -108,6 +108,10 @@ def test_a_kernels_printf_is_its_stdout_and_stderr_under_json(cpp_cache, tmp_pat
     (report,) = json.loads(r.stdout)
     assert report["scenario"] == "templated_vec.cpp" and report["failure"] is None, report
     assert [ln for ln in r.stderr.splitlines() if ln.startswith("runDouble")] == logged, r.stderr
+    # a rerun the command makes on its own (the pto-isa protocol note's) prints nothing
+    from ptopipe.driver.cpp import run_file
+    outputs, _ = run_file(KERNEL, None, INSTANCE, pairs, silent=True)
+    assert outputs["out"][0, 1] == 2 * _args()["src"][0, 1] and "runDouble" not in capfd.readouterr().out
 
 
 def test_what_c_stdio_holds_in_the_child_is_written_before_it_ends(capfd):
