@@ -311,6 +311,11 @@ constexpr bool tile_shape_ok()
 
 namespace pto {
 constexpr int DYNAMIC = -1;
+// TRANDOM's key and counter (include/pto/common/type.hpp)
+constexpr int PTO_RANDOM_KEY_SIZE = 2;
+constexpr int PTO_RANDOM_COUNTER_SIZE = 4;
+using TRandomKey = uint32_t[PTO_RANDOM_KEY_SIZE];
+using TRandomCounter = uint32_t[PTO_RANDOM_COUNTER_SIZE];
 // include/pto/common/constants.hpp
 constexpr const int BLOCK_BYTE_SIZE = 32;
 constexpr const int C0_SIZE_BYTE = 32;
