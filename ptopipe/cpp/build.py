@@ -395,7 +395,7 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
     if not f.template:
         raise ConfigError(f"--{role} {name}: {base} ({at}) is a function, not a function template: it takes "
                           "no template arguments", where=at, fix=f"name it alone: --{role} {base}")
-    params, args = _split(f.template), [a.strip() for a in _split(m.group(2))]
+    params, args = _split(f.template), [a.strip() for a in _split(m.group(2)) if a.strip()]
     required = sum("=" not in p and "..." not in p for p in params)
     if not any("..." in p for p in params) and not required <= len(args) <= len(params):
         count = f"{required} to {len(params)}" if required < len(params) else f"{len(params)}"

@@ -61,6 +61,9 @@ def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
     with pytest.raises(ConfigError) as ei:
         find_kernels(KERNEL, aiv="runDouble<float, 16>")
     assert ei.value.where == at and "takes 3 template argument(s)" in ei.value.what and "not 2" in ei.value.what
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(KERNEL, aiv="runDouble<>")
+    assert "not 0" in ei.value.what
     p = tmp_path / "k.cpp"
     p.write_text("#include <pto/pto-inst.hpp>\n"
                  "template <typename T, int N = 8>\nvoid body(__gm__ T *x) {}\n"
