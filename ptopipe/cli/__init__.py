@@ -40,6 +40,46 @@ def json_out(args):
     return getattr(args, "json_stream", None) or sys.stdout
 
 
+@contextlib.contextmanager
+def report_only_on_stdout(args):
+    """Within it, file descriptor 1 is stderr's: what native code writes to its stdout (a C++
+    kernel's printf / cce::printf, in this process or in the children a run forks) goes to
+    stderr, and ``args.json_stream`` (:func:`json_out`) writes to the stdout the command was
+    started with.  With no descriptor 1 or 2 to redirect, nothing is."""
+    args.json_stream = sys.stdout
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        os.close(saved)
+        yield
+        return
+    try:
+        own = sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):      # (stdout replaced in-process: it stays the report's)
+        own = False
+    stream = os.fdopen(os.dup(saved), "w", encoding=sys.stdout.encoding or "utf-8") if own else None
+    if stream is not None:
+        args.json_stream = stream
+    from ..cpp.runner import flush_c_stdio
+    try:
+        yield
+    finally:
+        flush_c_stdio()                 # (what C stdio still holds was written while fd 1 was stderr)
+        if stream is not None:
+            stream.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        args.json_stream = sys.stdout   # (an error report after it: the restored stdout)
+        if stream is not None:
+            stream.close()
+
+
 def main(argv=None) -> int:
     release()                               # Ctrl-C from here on: the KeyboardInterrupt below
     args = None
@@ -56,9 +96,8 @@ def main(argv=None) -> int:
         validate(args)
         if getattr(args, "json", False):
             # stdout carries the JSON report only (json_out): what the kernels print (TPRINT,
-            # print) and any other text go to stderr, so a tool can parse stdout as it is
-            args.json_stream = sys.stdout
-            with contextlib.redirect_stdout(sys.stderr):
+            # print, C++'s printf) and any other text go to stderr, so a tool can parse stdout as it is
+            with report_only_on_stdout(args), contextlib.redirect_stdout(sys.stderr):
                 return int(args.func(args) or 0)
         return int(args.func(args) or 0)
     except KeyboardInterrupt as e:

@@ -202,6 +202,10 @@ class Function:
     # per parameter: the element type (numpy dtype) of a pointer to one of pto-isa's element
     # types (``__gm__ float *x``), else None (a scalar, a byte / void pointer, a template type)
     elements: list = None
+    # a function template's parameter list (``typename T, int Rows``), None for a function;
+    # ``decls``: each parameter's declaration, as written (an instantiation's types come from it)
+    template: str | None = None
+    decls: list = None
 
 
 def functions(text: str) -> dict:
@@ -219,7 +223,7 @@ def functions(text: str) -> dict:
                 if depth == 0:
                     break
             i += 1
-        names, elements = [], []
+        names, elements, decls = [], [], []
         for part in _split(m.group(3)):
             part = part.split("=")[0].strip()
             if not part or part == "void":
@@ -227,12 +231,36 @@ def functions(text: str) -> dict:
             ids = re.findall(r"[A-Za-z_]\w*", part)
             names.append(ids[-1] if ids else part)
             elements.append(_pointee(part))
+            decls.append(part)
         out[m.group(2)] = Function(m.group(2), names, code.count("\n", 0, m.start(2)) + 1,
-                                   "__global__" in m.group(1), code[start:i + 1], elements)
+                                   "__global__" in m.group(1), code[start:i + 1], elements,
+                                   _template_params(code, m.start()), decls)
     return out
 
 
-_QUALIFIERS = frozenset(("__gm__", "const", "volatile", "__restrict__", "__restrict", "restrict"))
+def _template_params(code: str, start: int) -> str | None:
+    """The parameter list of the ``template <...>`` that ends right before ``start`` in ``code``
+    (a function template's head), else None."""
+    end = len(code[:start].rstrip())
+    if not end or code[end - 1] != ">":
+        return None
+    depth, i = 0, end - 1
+    while i >= 0:
+        if code[i] == ">":
+            depth += 1
+        elif code[i] == "<":
+            depth -= 1
+            if depth == 0:
+                break
+        i -= 1
+    if i < 0 or not re.search(r"\btemplate\s*$", code[:i]):
+        return None
+    params = " ".join(code[i + 1:end - 1].split())
+    return params or None           # (``template <>``: a specialisation, an ordinary function)
+
+
+_QUALIFIERS = frozenset(("__gm__", "const", "volatile", "__restrict__", "__restrict", "restrict", "__in__",
+                         "__out__"))
 
 
 def _pointee(decl: str):
@@ -294,6 +322,9 @@ class Kernels:
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
     """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named)."""
     out, code, text, fns = _find_kernels(path, aic, aiv)
+    for role, f in out.roles.items():       # (a found kernel: a named template is refused there)
+        if f.template:
+            raise _template_error(role, f, f"{shown_path(path)}:{f.line}", code)
     out.one_lane, out.lane_note = _lone_vector(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
@@ -313,7 +344,7 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
         if name in seen:
             continue
         seen.add(name)
-        body = fns[name].body
+        body = fns[base_name(name)].body
         if _OWN_EVENTS.search(body) or _orders_with_barriers(body):
             return True
         todo += [n for n in _IDENT.findall(body) if n in fns and n not in seen]
@@ -386,12 +417,8 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     if aic or aiv:
         out = Kernels(path, sided=sided)
         for role, name in (("aic", aic), ("aiv", aiv)):
-            if name is None:
-                continue
-            if name not in fns:
-                raise ConfigError(f"--{role} {name}: {where} defines no function {name!r}", where=where,
-                                  fix=f"functions defined there: {', '.join(sorted(fns)) or 'none'}")
-            setattr(out, role, fns[name])
+            if name is not None:
+                setattr(out, role, _named(path, role, name, fns, code))
         return out, code, text, fns
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
@@ -420,8 +447,80 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
         named = sorted(f.name for f in globals_) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: --aic NAME --aiv NAME ({'__global__ ' if globals_ else ''}functions: "
-                              f"{', '.join(named) or 'none'})")
+                              f"{_listed(fns, named)})")
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
+
+
+def _listed(fns: dict, names) -> str:
+    """Function ``names`` of ``fns`` for a message: a template as ``name<...>``."""
+    return ", ".join(n + ("<...>" if fns[n].template else "") for n in names) or "none"
+
+
+_INSTANCE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<(.*)>\s*$", re.S)
+
+
+def base_name(name: str) -> str:
+    """The function of a kernel's name: ``runTAdd`` of the instantiation ``runTAdd<float, 64>``."""
+    m = _INSTANCE.match(name)
+    return m.group(1) if m else name
+
+
+def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
+    """The function a user named for ``role`` (``--aic`` / ``--aiv``, ``aic=`` / ``aiv=``): a
+    function of the file, or an instantiation of a function template spelled as in C++
+    (``runTAdd<float, 64, 64>``), which is the function the library exports."""
+    where = shown_path(path)
+    m = _INSTANCE.match(name)
+    base = base_name(name).strip()
+    f = fns.get(base)
+    if f is None:
+        raise ConfigError(f"--{role} {name}: {where} defines no function {base!r}", where=where,
+                          fix=f"functions defined there: {_listed(fns, sorted(fns))}")
+    at = f"{where}:{f.line}"
+    if m is None:
+        if f.template:
+            raise _template_error(role, f, at, code)
+        return f
+    if not f.template:
+        raise ConfigError(f"--{role} {name}: {base} ({at}) is a function, not a function template: it takes "
+                          "no template arguments", where=at, fix=f"name it alone: --{role} {base}")
+    params, args = _split(f.template), [a.strip() for a in _split(m.group(2)) if a.strip()]
+    required = sum("=" not in p and "..." not in p for p in params)
+    if not any("..." in p for p in params) and not required <= len(args) <= len(params):
+        count = f"{required} to {len(params)}" if required < len(params) else f"{len(params)}"
+        raise ConfigError(f"--{role} {name}: {base} ({at}) takes {count} template argument(s) "
+                          f"(template <{f.template}>), not {len(args)}", where=at,
+                          fix=f"spell one C++ template argument per parameter: --{role} '{base}<"
+                              f"{', '.join(_template_names(f.template))}>' with each one's type or value")
+    # the element types of its pointer parameters, with the instantiation's types put in
+    given = dict(zip(_template_names(f.template), args))
+    elements = [_pointee(re.sub(r"[A-Za-z_]\w*", lambda w: given.get(w.group(0), w.group(0)), d))
+                for d in f.decls]
+    return Function(f"{base}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls)
+
+
+def _template_names(params: str) -> list:
+    """The names of a template's parameters (``typename T, int N = 4`` -> ``[T, N]``)."""
+    out = []
+    for p in _split(params):
+        ids = re.findall(r"[A-Za-z_]\w*", p.split("=")[0])
+        out.append(ids[-1] if ids else p.strip())
+    return out
+
+
+def _template_error(role: str, f: Function, at: str, code: str) -> ConfigError:
+    """A function template named (or found) as a kernel: a library exports a function, one
+    instantiation of it; the fix spells one, taken from the file where it spells one."""
+    names = set(_template_names(f.template))
+    spelled = [" ".join(s.split()) for s in re.findall(r"\b" + re.escape(f.name) + r"\s*(<[^;{}()]*?>)\s*\(", code)]
+    concrete = [s for s in spelled if not names & set(re.findall(r"[A-Za-z_]\w*", s))]
+    example = f.name + (concrete[0] if concrete else f"<{', '.join(_template_names(f.template))}>")
+    return ConfigError(f"{f.name} ({at}) is a function template (template <{f.template}>): ptopipe runs a "
+                       "function, one instantiation of it, whose template arguments it cannot guess",
+                       where=at, fix=f"spell its template arguments as in C++: --{role} '{example}'"
+                                     + ("" if concrete else " with each parameter's type or value")
+                                     + f" (the API: {role}='{example}'), or call it from an extern \"C\" "
+                                       "__global__ kernel")
 
 
 def _sections(code: str) -> frozenset:
@@ -535,7 +634,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
             diag = r.stderr or r.stdout
             missing = [n for n in roles.values() if re.search(
                 # g++: "'NAME' was not declared in this scope", clang: "use of undeclared identifier 'NAME'"
-                "^" + re.escape(tmp_src) + r":\d+:\d+: error: (?=.*\b" + re.escape(n) + r"\b)(?=.*(?:not declared|undeclared))",
+                "^" + re.escape(tmp_src) + r":\d+:\d+: error: (?=.*\b" + re.escape(base_name(n)) + r"\b)(?=.*(?:not declared|undeclared))",
                 diag, re.M)]
             if missing:     # the wrapper names a kernel function these macros leave out
                 raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
@@ -656,7 +755,7 @@ def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag
     under the build's macros (a body guarded by another side's or platform's macro)."""
     fns = functions(text)
     side = " / ".join(SIDE_NAMES[r] for r, n in roles.items() if n == name)
-    where = f"{shown_path(path)}:{fns[name].line}" if name in fns else shown_path(path)
+    where = f"{shown_path(path)}:{fns[base_name(name)].line}" if base_name(name) in fns else shown_path(path)
     macros = " ".join("-D" + d for d in defines)
     return CompileError(f"the {side} kernel {name} is not defined when ptopipe compiles it ({macros}): "
                         "a preprocessor #if around it leaves it out", where=where,

@@ -227,6 +227,11 @@ MODE_FORMS = {
                   ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar"))),
     "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
                         "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
+    # TRANDOM<Rounds>(dst, key, counter): pto-isa's TRandomKey / TRandomCounter arrays, passed
+    # on as the Python form's six words (PTO-AS pto.trandom's operands)
+    "TRANDOM": (Form("uint16_t Rounds = 10, typename DstTile", "DstTile &dst, TRandomKey &key, TRandomCounter &counter",
+                     ("dst", "key[0]", "key[1]", "counter[0]", "counter[1]", "counter[2]", "counter[3]",
+                      "kw:rounds=Rounds"), "Rounds == 7 || Rounds == 10", "pto-isa runs 7 or 10 rounds (Rounds)"),),
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
                      ("dst", "src", "fp", "kw:relu_mode=reluMode")),),
     "TEXTRACT_FP": (Form(_FP, _FP_AT, ("dst", "src", "fp", "indexRow", "indexCol", "kw:relu_mode=reluMode")),),

@@ -160,6 +160,15 @@ def seconds_left(timeout) -> float | None:
     return timeout.left() if isinstance(timeout, Deadline) else float(timeout)
 
 
+def flush_c_stdio() -> None:
+    """Flush C stdio's buffers (``fflush(NULL)``): a kernel's printf text still held there (C
+    buffers stdout that is not a terminal; a child ends with ``_exit``, which would drop it)."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
 def in_child(work, timeout=DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
     """``work(crash_fd)`` run in a forked child; its (picklable) return value, or the error it
     raised, re-raised here.  A child killed by a signal is a KernelError naming the signal and
@@ -177,6 +186,7 @@ def in_child(work, timeout=DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
     crash_r, crash_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    flush_c_stdio()                                  # (else the child would write it again)
     pid = os.fork()
     if pid == 0:                                     # the child
         status = 0
@@ -201,6 +211,7 @@ def in_child(work, timeout=DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            flush_c_stdio()
             os._exit(status)
     os.close(res_w)
     os.close(crash_w)
@@ -369,4 +380,4 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     return res
 
 
-__all__ = ["CppRunResult", "Loaded", "in_child", "kernels", "load", "run_cpp"]
+__all__ = ["CppRunResult", "Loaded", "flush_c_stdio", "in_child", "kernels", "load", "run_cpp"]

@@ -34,12 +34,13 @@ def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) 
 
 
 def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
-             after=None, failed=None, **run_kwargs) -> tuple:
+             after=None, failed=None, silent: bool = False, **run_kwargs) -> tuple:
     """The C++ kernels of ``path`` (``aic`` / ``aiv``: their function names, else found) run
     with the ``pairs``' arguments in a child process (``run_kwargs``: ``ptopipe.run``'s);
     ``after(result)`` runs there too (it writes what needs the whole run: traces, reports),
     and ``failed(error)`` when the run raises a PtoPipeError (its ``run_cluster`` holds the
-    run up to the error; only the child has it), before the error comes back here.
+    run up to the error; only the child has it), before the error comes back here; ``silent``:
+    what the kernels write to stdout themselves (printf) is dropped - a rerun of a run shown already.
     Returns ``(outputs, summary)``; the build's warnings (a ptopipe-only name the kernel uses:
     :func:`ptopipe.cpp.build.build_warnings`) come first among the summary's warnings."""
     from ..cpp.build import build, build_warnings, find_kernels
@@ -52,6 +53,8 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     libs, bridge_lib = build(kernels, platform), bridge()
 
     def work(crash_fd):
+        if silent:                      # (the child's own descriptor: the parent's stays)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         k = Loaded(kernels, libs, crash_fd, bridge_lib)
         try:
             res = run(aic=k.aic, aiv=k.aiv, args=kargs, platform=platform, **run_kwargs)
@@ -90,7 +93,7 @@ def pto_isa_note(path: str, aic: str | None, aiv: str | None, pairs, platform: s
     found = {}
     for proto in ("pto-isa",) if causal_clean else ("pto-isa", "spec"):
         try:
-            run_file(path, aic, aiv, pairs, platform, protocol=proto, causal=True, **run_kwargs)
+            run_file(path, aic, aiv, pairs, platform, protocol=proto, causal=True, silent=True, **run_kwargs)
         except BudgetError:             # out of time or instructions: no finding
             return None
         except PtoPipeError as e:

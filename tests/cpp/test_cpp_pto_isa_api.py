@@ -213,11 +213,33 @@ def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
 @needs_cxx
 def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
-    first with its status switches, the split and sub-block forms of a TPipe's instructions."""
+    first with its status switches, the split and sub-block forms of a TPipe's instructions, the
+    GlobalTensor's member types and constants, cce::printf."""
     from ptopipe.cpp.build import STD20, find_compiler, standard
     cxx20 = CXX20 if standard(find_compiler()[0]) == STD20 else ""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + cxx20)
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + GLOBAL_MEMBERS
+                     + cxx20)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+#: the member types and constants of pto-isa's GlobalTensor (pto_tile.hpp) and its GlobalTensorDim
+#: (type.hpp): its kernels give a view's runtime shape as ``typename G::Shape(rows)``; cce::printf,
+#: the CPU simulator's kernel log (cpu_stub.hpp), with a 16-bit float argument
+GLOBAL_MEMBERS = """
+using GD = GlobalTensor<const float, Shape<1, 1, 1, DYNAMIC, 64>, Stride<1, 1, 1, 64, 1>, Layout::ND>;
+static_assert(std::is_same_v<GD::Shape, Shape<1, 1, 1, DYNAMIC, 64>> && std::is_same_v<GD::Stride, Stride<1, 1, 1, 64, 1>>);
+static_assert(std::is_same_v<GD::RawDType, float> && std::is_same_v<GD::DType, const float>);
+static_assert(GlobalTensorDim::DIM_0 == 0 && GlobalTensorDim::DIM_4 == 4 && GlobalTensorDim::TOTAL_DIM == 5);
+static_assert(GD::staticShape[GlobalTensorDim::DIM_3] == DYNAMIC && GD::staticShape[GlobalTensorDim::DIM_4] == 64);
+static_assert(GD::staticStride[GlobalTensorDim::DIM_3] == 64 && GD::GetShape<GlobalTensorDim::DIM_4>() == 64);
+static_assert(GD::GetStride<GlobalTensorDim::DIM_3>() == 64);
+template <typename G> int64_t viewRows(const float *p, int rows) {
+    G g(p, typename G::Shape(rows));
+    cce::printf("rows %d, first %f\\n", rows, half(1.5f));
+    return g.GetShape(GlobalTensorDim::DIM_3);
+}
+template int64_t viewRows<GD>(const float *, int);
+"""
 
 
 #: C++20, as pto-isa's CPU tests are built (its tconcat: a struct as a non-type template parameter):
@@ -313,7 +335,10 @@ REFUSED = [
     # the fixpipe's converting push (fixpipe.hpp)
     ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
      "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
-    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation")]
+    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
+    # TRANDOM runs 7 or 10 rounds (pto-isa's A5 TRandom static_asserts it)
+    ("TRandomKey key = {1, 2}; TRandomCounter ctr = {}; TRANDOM<8>(v, key, ctr);",
+     "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)")]
 
 
 @needs_cxx
@@ -442,3 +467,24 @@ def test_syncall_orders_the_vector_lanes_gm_handoff(cpp_cache):
         run(2, 3)
     assert "used_cores = 3, but the launch has 2 participating core(s)" in e.value.what
     assert e.value.where == f"{os.path.relpath(path)}:{_line('syncall_vec.cpp', 'SYNCALL<SyncAllMode::Soft')}"
+
+
+#: Random123's known answers for Philox-4x32 (kat_vectors): the counter and key of pi's digits,
+#: and the four output words of 7 and of 10 rounds
+PHILOX_KEY, PHILOX_COUNTER = [0xA4093822, 0x299F31D0], [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344]
+PHILOX_KAT = {7: [0x4DFCCABA, 0x190A87F0, 0xC47362BA, 0xB6B5242A], 10: [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]}
+
+
+@needs_cxx
+def test_trandom_takes_pto_isas_key_and_counter_arrays(cpp_cache):
+    """``TRANDOM<Rounds>(dst, key, counter)`` with pto-isa's TRandomKey / TRandomCounter (and the
+    default 10 rounds): the words are Philox-4x32's (lane 0 of row 0 holds the counter's own four
+    outputs, 64 columns apart), laid out over the tile as pto-isa's CPU model lays them."""
+    from ptopipe.arch.catalogue import random_words
+    r = run_cpp(kernel("trandom_vec.cpp"), dict(r7=np.zeros((2, 256), np.uint32), r10=np.zeros((2, 256), np.uint32),
+                                                k0=PHILOX_KEY[0], k1=PHILOX_KEY[1]), platform="a5")
+    for rounds, out in ((7, r["r7"]), (10, r["r10"])):
+        assert out[0, ::64].tolist() == PHILOX_KAT[rounds]
+        want = np.zeros((2, 256), np.uint32)
+        random_words(PHILOX_KEY, PHILOX_COUNTER, rounds, 256, want)
+        np.testing.assert_array_equal(out, want)

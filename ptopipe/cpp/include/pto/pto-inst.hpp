@@ -23,6 +23,7 @@
 #endif
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 #include <unwind.h>
@@ -125,6 +126,27 @@ static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit floats are t
 // cpu_stub.hpp) and its test kernels' launch functions use
 typedef half aclFloat16;
 typedef void *aclrtStream;
+
+// pto-isa's kernel log (cpu_stub.hpp; its FAQ tells kernels to log with it): C's printf, to the
+// process's stdout - which `ptopipe ... --json` makes stderr, its stdout being the report's.  A
+// 16-bit float is passed as the double it is promoted to there.
+namespace ptopipe {
+template <typename A> inline auto printf_arg(A a)
+{
+    if constexpr (std::is_same_v<A, half> || std::is_same_v<A, bfloat16_t>) return double(float(a));
+    else return a;
+}
+}  // namespace ptopipe
+namespace cce {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-security"
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+template <typename... Args> inline int printf(const char *fmt, Args... args)
+{
+    return std::printf(fmt, ::ptopipe::printf_arg(args)...);
+}
+#pragma GCC diagnostic pop
+}  // namespace cce
 
 // -- the ABI ----------------------------------------------------------------------------------
 namespace ptopipe {
@@ -289,6 +311,11 @@ constexpr bool tile_shape_ok()
 
 namespace pto {
 constexpr int DYNAMIC = -1;
+// TRANDOM's key and counter (include/pto/common/type.hpp)
+constexpr int PTO_RANDOM_KEY_SIZE = 2;
+constexpr int PTO_RANDOM_COUNTER_SIZE = 4;
+using TRandomKey = uint32_t[PTO_RANDOM_KEY_SIZE];
+using TRandomCounter = uint32_t[PTO_RANDOM_COUNTER_SIZE];
 // include/pto/common/constants.hpp
 constexpr const int BLOCK_BYTE_SIZE = 32;
 constexpr const int C0_SIZE_BYTE = 32;
@@ -444,10 +471,31 @@ struct Stride {
     }
 };
 
+// the dims of a GlobalTensor's Shape / Stride (pto-isa's type.hpp), outermost first
+namespace GlobalTensorDim {
+constexpr int DIM_0 = 0;
+constexpr int DIM_1 = 1;
+constexpr int DIM_2 = 2;
+constexpr int DIM_3 = 3;
+constexpr int DIM_4 = 4;
+constexpr int TOTAL_DIM = 5;
+}  // namespace GlobalTensorDim
+
+// the member types and constants pto-isa's pto_tile.hpp declares: its kernels spell a view's
+// runtime shape through them (``GlobalTensor<...>::Shape(rows)``) and read its static dims
 template <typename Element_, typename Shape_, typename Stride_, Layout Layout_ = Layout::ND>
 struct GlobalTensor {
+    using Shape = Shape_;
+    using Stride = Stride_;
+    using RawDType = std::remove_cv_t<Element_>;
     using DType = Element_;
     static constexpr Layout layout = Layout_;
+    static constexpr int64_t staticShape[GlobalTensorDim::TOTAL_DIM] = {
+        Shape_::staticShape[0], Shape_::staticShape[1], Shape_::staticShape[2], Shape_::staticShape[3],
+        Shape_::staticShape[4]};
+    static constexpr int64_t staticStride[GlobalTensorDim::TOTAL_DIM] = {
+        Stride_::staticStride[0], Stride_::staticStride[1], Stride_::staticStride[2], Stride_::staticStride[3],
+        Stride_::staticStride[4]};
     Element_ *ptr_ = nullptr;
     Shape_ shape_;
     Stride_ stride_;
@@ -456,6 +504,21 @@ struct GlobalTensor {
     Element_ *data() const { return ptr_; }
     int64_t GetShape(int d) const { return shape_.shape[d]; }
     int64_t GetStride(int d) const { return stride_.stride[d]; }
+    // a static dim, at compile time (pto-isa refuses a DYNAMIC one there)
+    template <int dim> static constexpr int64_t GetShape()
+    {
+        static_assert(dim >= 0 && dim < GlobalTensorDim::TOTAL_DIM, "GetShape<dim>(): dim is 0 to 4");
+        static_assert(staticShape[dim] != DYNAMIC,
+                      "GetShape<dim>(): this dim is DYNAMIC, read it at run time with GetShape(dim)");
+        return staticShape[dim];
+    }
+    template <int dim> static constexpr int64_t GetStride()
+    {
+        static_assert(dim >= 0 && dim < GlobalTensorDim::TOTAL_DIM, "GetStride<dim>(): dim is 0 to 4");
+        static_assert(staticStride[dim] != DYNAMIC,
+                      "GetStride<dim>(): this dim is DYNAMIC, read it at run time with GetStride(dim)");
+        return staticStride[dim];
+    }
 };
 
 // BaseShape2D<T, rows, cols, Layout>: the Stride of a rows x cols matrix in GM, as pto-isa's

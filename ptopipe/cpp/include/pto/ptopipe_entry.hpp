@@ -158,8 +158,10 @@ PTOPIPE_EXPORT int ptopipe_abort_frames(void **out, int max)
     return n;
 }
 
-#define PTOPIPE_EXPORT_KERNEL(ROLE, NAME)                                                               \
-    PTOPIPE_EXPORT int ptopipe_run_##ROLE(const int64_t *argv) { return ::ptopipe::invoke(&NAME, argv); } \
-    PTOPIPE_EXPORT const char *ptopipe_sig_##ROLE() { return ::ptopipe::signature(&NAME); }
+// the kernel: a function's name, or an instantiation of a function template (its commas are
+// the macro's further arguments)
+#define PTOPIPE_EXPORT_KERNEL(ROLE, ...)                                                                       \
+    PTOPIPE_EXPORT int ptopipe_run_##ROLE(const int64_t *argv) { return ::ptopipe::invoke(&__VA_ARGS__, argv); } \
+    PTOPIPE_EXPORT const char *ptopipe_sig_##ROLE() { return ::ptopipe::signature(&__VA_ARGS__); }
 
 #endif  // PTOPIPE_ENTRY_HPP

@@ -1,0 +1,137 @@
+"""Kernels written as pto-isa's own tests and library kernels write them: a kernel that is a
+function template runs as the instantiation a run names (``--aiv 'runTAdd<float, 64, 64>'``), a
+bare template name is a ConfigError spelling the fix; a view's runtime shape given through
+the GlobalTensor's member type; logs written with ``cce::printf`` / ``printf`` go to the process's
+stdout - stderr under ``--json``, whose stdout carries the report only."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from ptopipe.cpp import run_cpp
+from ptopipe.cpp.build import find_kernels
+from ptopipe.errors import ConfigError
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "templated_vec.cpp")
+INSTANCE = "runDouble<float, 16, 32>"
+ROWS = 12
+
+
+def _args() -> dict:
+    src = (np.arange(16 * 32).reshape(16, 32) % 29).astype(np.float32) / 4
+    return dict(out=np.zeros((16, 32), np.float32), src=src, rows=ROWS)
+
+
+def _template_line() -> int:
+    with open(KERNEL) as f:
+        return next(i for i, ln in enumerate(f, 1) if "AICORE void runDouble" in ln)
+
+
+@needs_cxx
+def test_a_function_template_kernel_runs_as_the_instantiation_named(cpp_cache):
+    """The instantiation's template arguments reach the build (the view's row count is the
+    runtime one, given as ``typename G::Shape(rows)``) and its parameters' element types (``T``
+    is float there: an array of another type is refused as for a ``float *``)."""
+    a = _args()
+    r = run_cpp(KERNEL, a, aiv=INSTANCE)
+    want = np.zeros_like(a["out"])
+    want[:ROWS] = 2 * a["src"][:ROWS]
+    np.testing.assert_array_equal(r["out"], want)
+    assert find_kernels(KERNEL, aiv=INSTANCE).aiv.elements == [np.dtype(np.float32)] * 2 + [None]
+
+
+def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
+    """A function template is no kernel until its arguments are spelled: naming it alone, with
+    the wrong number of arguments, or naming a plain function with some, is a ConfigError at the
+    function's line saying what to write (no build runs); an instantiation the file spells
+    itself is the fix's example."""
+    at = f"{os.path.relpath(KERNEL)}:{_template_line()}"
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(KERNEL, aiv="runDouble")
+    e = ei.value
+    assert e.where == at
+    assert "runDouble" in e.what and "is a function template (template <typename T, int Rows, int Cols>)" in e.what
+    assert "--aiv 'runDouble<T, Rows, Cols>' with each parameter's type or value" in e.fix
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(KERNEL, aiv="runDouble<float, 16>")
+    assert ei.value.where == at and "takes 3 template argument(s)" in ei.value.what and "not 2" in ei.value.what
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(KERNEL, aiv="runDouble<>")
+    assert "not 0" in ei.value.what
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\n"
+                 "template <typename T, int N = 8>\nvoid body(__gm__ T *x) {}\n"
+                 "void plain(__gm__ float *x) {}\n"
+                 "void caller(__gm__ float *x) { body<float, 16>(x); }\n")
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aic="body")
+    assert "--aic 'body<float, 16>'" in ei.value.fix and "with each" not in ei.value.fix
+    assert find_kernels(str(p), aic="body<half>").aic.name == "body<half>"       # (a default for N)
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="plain<float>")
+    assert "plain" in ei.value.what and "not a function template" in ei.value.what
+    assert ei.value.fix == "name it alone: --aiv plain"
+    with pytest.raises(ConfigError) as ei:                    # (listed as a template when none is named)
+        find_kernels(str(p))
+    assert "functions: body<...>, caller, plain" in ei.value.fix
+
+
+def _cli(argv, cwd, capfd, monkeypatch) -> subprocess.CompletedProcess:
+    from ptopipe.cli import main as cli_main
+    monkeypatch.chdir(cwd)
+    code = cli_main([str(a) for a in argv])
+    out = capfd.readouterr()
+    return subprocess.CompletedProcess(argv, code, out.out, out.err)
+
+
+@needs_cxx
+def test_a_kernels_printf_is_its_stdout_and_stderr_under_json(cpp_cache, tmp_path, capfd, monkeypatch):
+    """What the kernel writes with cce::printf and printf reaches the process's stdout (C
+    stdio's buffer flushed before the child running it ends); under ``check --json`` it goes to
+    stderr, and stdout is the JSON report alone.  A rerun ptopipe makes on its own is silent."""
+    pairs = []
+    for k, v in _args().items():
+        if isinstance(v, np.ndarray):
+            np.save(tmp_path / f"{k}.npy", v)
+            v = tmp_path / f"{k}.npy"
+        pairs.append(f"{k}={v}")
+    argv = [KERNEL, "--aiv", INSTANCE] + [a for p in pairs for a in ("--input", p)]
+    logged = [f"runDouble: {ROWS} rows of 32", "runDouble: stored"]
+    plain = _cli(["run", *argv, "--quiet"], tmp_path, capfd, monkeypatch)
+    assert plain.returncode == 0, plain.stderr
+    assert [ln for ln in plain.stdout.splitlines() if ln.startswith("runDouble")] == logged, plain.stdout
+    r = _cli(["check", *argv, "--schedules", "0", "--json"], tmp_path, capfd, monkeypatch)
+    assert r.returncode == 0, r.stderr
+    (report,) = json.loads(r.stdout)
+    assert report["scenario"] == "templated_vec.cpp" and report["failure"] is None, report
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("runDouble")] == logged, r.stderr
+    # a rerun the command makes on its own (the pto-isa protocol note's) prints nothing
+    from ptopipe.driver.cpp import run_file
+    outputs, _ = run_file(KERNEL, None, INSTANCE, pairs, silent=True)
+    assert outputs["out"][0, 1] == 2 * _args()["src"][0, 1] and "runDouble" not in capfd.readouterr().out
+
+
+def test_what_c_stdio_holds_in_the_child_is_written_before_it_ends(capfd):
+    """A kernel's printf to a stdout that is not a terminal stays in C stdio's buffer: the child
+    a run forks flushes it before ending (``_exit`` would drop it)."""
+    import ctypes
+    from ptopipe.cpp.runner import in_child
+
+    kept = []                   # (the buffer outlives work: the child flushes it after)
+
+    def work(crash_fd):
+        libc = ctypes.CDLL(None)
+        libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
+        buf = ctypes.create_string_buffer(1 << 12)          # _IOFBF: held there until flushed
+        kept.append(buf)
+        libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), buf, 0, len(buf))
+        libc.printf(b"held by C stdio\n")
+        return 7
+    assert in_child(work, 30.0) == 7
+    assert capfd.readouterr().out == "held by C stdio\n"
