@@ -52,7 +52,8 @@ def _protocol_hint(args, e) -> None:
     except PtoPipeError:
         return
     e.add_detail("note: this run is clean under --protocol pto-isa (pto-isa's TPipe, which pto-isa's "
-                 "own kernels are written for); the default, spec, is seed 003's protocol")
+                 "own kernels are written for); the default, spec, is the portable reference protocol "
+                 "(docs/protocols.md)")
 
 
 def _pto_isa_note(args, summary) -> str | None:

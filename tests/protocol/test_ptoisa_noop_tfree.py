@@ -33,7 +33,7 @@ def kernels(mistake, way=DIR_C2V):
             TPOP(pipe, t)                                          # POP
             TSTORE(GlobalTensor(out.data(), (16, 32)), t)
             if mistake != "none" and not (mistake == "missing" and i == n - 1):
-                TFREE(pipe)
+                TFREE(pipe)                                        # FREE
             if mistake == "double" and i == 1:
                 TFREE(pipe)                                        # EXTRA
     return cube, (vector, None)
@@ -106,3 +106,17 @@ def test_on_a5_a_gm_ring_missing_its_tfree_is_told_where_it_would_leak():
     (w,) = [w for w, _ in res.summary.leaks if "have no TFREE" in w]
     assert w.endswith("harmless here (pto-isa's TPOP frees the GM slot on a5) but a slot never freed on "
                       "A5's consumer-local rings and the spec protocol"), w
+
+
+def test_on_a5_the_surplus_credits_of_a_tfree_after_a_gm_tpop_name_that_tfree():
+    """A5 pto-isa: the TFREE after a TPOP that freed its GM slot frees it again; the credits
+    left at the teardown are reported with the line of that TFREE (the instruction at fault),
+    not only at the pipe's construction."""
+    from ptopipe.errors import LeakError
+    cube, aiv = kernels(None, DIR_C2V_GM)
+    args = dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=3)
+    with pytest.raises(LeakError) as ei:
+        ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
+    assert "frees the slot a second time: the TFREE at " in str(ei.value), str(ei.value)
+    assert f"test_ptoisa_noop_tfree.py:{line_of(kernels, 'FREE')})" in str(ei.value), str(ei.value)

@@ -135,6 +135,9 @@ class Channel:
     # (pto-isa A5's TFREE(pipe) notifies on every call: ProtocolModel.unsplit_free_every), for
     # the diagnosis of the overwrite its extra credit allows
     unsplit_free_at: str | None = None
+    # the first tile TFREE that freed a slot its TPOP had freed already (pto-isa A5, GM ring):
+    # where the surplus credits a teardown reports come from
+    free_again_at: str | None = None
     # the first TILE_NO_SPLIT transfer of a two-lane pipe where such a transfer is AIV0's alone
     # (ProtocolModel.nosplit_lane0: pto-isa on A5): from it on, the pipe's transfers are
     # AIV0's (``lanes``); AIV1 keeps only its construction and teardown

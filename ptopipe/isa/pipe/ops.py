@@ -485,6 +485,8 @@ def _free_again(core, ch: Channel, side: Side, every: bool = False) -> Event:
     again when ``shouldNotifyFree(cons.tileIndex - 1)`` (a5/TFree.hpp; ``every``: on every
     call, the TFREE without a split): a second credit for one slot, which lets the producer
     overwrite a slot the consumer has not popped yet."""
+    if ch.free_again_at is None:
+        ch.free_again_at = _loc(core)
     end = core.issue_s(PipeUnit.MTE2, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, None, None, "free again") if core.trace is not None else None)
     if side.index and side.free and (every or ch.wait_every or ch.model.consumer_frees(ch, side.index - 1)):
