@@ -44,7 +44,7 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
+from .vocab import TCVT_PAIRS, CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
 from ..errors import with_article
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
@@ -179,6 +179,37 @@ ROW_MAJOR_FORMS = ("binary", "scalar", "unary", "fill")
 def matmul_dtype_fix() -> str:
     names = ", ".join(sorted({d.name for d in MATMUL_ACCUM}))
     return f"Cube inputs are {names}; convert with TCVT (pl.cast) first"
+
+
+def tcvt_pair_error(src, dst, platform=None) -> "tuple[str, str] | None":
+    """(what, fix) if TCVT has no ``src`` -> ``dst`` conversion on ``platform`` (a PlatformID;
+    None: on neither platform, the IR's rule), else None.  The fix names the destinations the
+    platform has for ``src`` and a two-step route through one of them where there is one."""
+    s, d = np.dtype(src), np.dtype(dst)
+    plats = list(PlatformID) if platform is None else [PlatformID(platform)]
+    if any((s.name, d.name) in TCVT_PAIRS[p] for p in plats):
+        return None
+    on = "" if platform is None else f" on {platform_label(platform)}"
+    pairs = frozenset().union(*(TCVT_PAIRS[p] for p in plats))
+    outs = sorted(dt.short_name(np.dtype(b)) for a, b in pairs if a == s.name)
+    def via(ps):        # the widest intermediate first (a float before an integer its size): it loses least
+        return sorted((np.dtype(m) for a, m in ps if a == s.name and (m, d.name) in ps and m != s.name),
+                      key=lambda m: (-m.itemsize, m.kind != "f", m.name))
+    # the IR's rule (no platform) suggests a route every platform has, where there is one
+    mids = via(frozenset.intersection(*(TCVT_PAIRS[p] for p in plats))) or via(pairs)
+    routes = [f"{dt.short_name(s)} -> {dt.short_name(m)} -> {dt.short_name(d)}" for m in mids]
+    what = f"TCVT has no {dt.short_name(s)} -> {dt.short_name(d)} conversion{on}"
+    fix = (f"{dt.short_name(s)} converts to {', '.join(outs)}{on}" if outs
+           else f"TCVT converts no {dt.short_name(s)} tile{on}")
+    if routes:
+        fix += f"; convert in two TCVTs: {routes[0]}"
+    else:
+        fix += f"; no two-step TCVT route reaches {dt.short_name(d)}"
+    if platform is not None:
+        other = _A5 if PlatformID(platform) == _A2A3 else _A2A3
+        if (s.name, d.name) in TCVT_PAIRS[other]:
+            fix += f" ({platform_label(other)} converts it directly)"
+    return what, fix
 
 
 def _range(d: np.dtype) -> tuple:

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Callable
 
 from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
-                              matmul_dtype_fix, op_scalar_error)
+                              matmul_dtype_fix, op_scalar_error, tcvt_pair_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
 from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
@@ -540,6 +540,9 @@ def _full(kind, a, at):
 
 def _cast(kind, a, at):
     x = _tile(a, "a", VEC)
+    bad = tcvt_pair_error(np_dtype(x.dtype), np_dtype(at["dtype"]))     # on either platform
+    if bad is not None:
+        raise OpError(f"cast: {bad[0]}", bad[1], "a")
     return TileValueType(x.shape, at["dtype"], MemorySpace.Vec)
 
 

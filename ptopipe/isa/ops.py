@@ -21,7 +21,7 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, scalar_error, tmp_written)
+                              op_scalar_error, scalar_error, tcvt_pair_error, tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
@@ -1000,7 +1000,10 @@ def _to_int(d, a, rounder, lo, hi):
     x = rounder(a.astype(np.float64))
     np.nan_to_num(x, copy=False, nan=0.0)
     np.clip(x, lo, hi, out=x)
-    np.copyto(d, x, casting="unsafe")
+    with np.errstate(invalid="ignore"):
+        np.copyto(d, x, casting="unsafe")
+    if float(hi) >= 2.0 ** 63:      # int64's largest value is 2^63 in float64: the cast would wrap it
+        d[x >= 2.0 ** 63] = hi
 
 
 def _adjacent(y: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -1095,6 +1098,9 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
+    bad = tcvt_pair_error(src.dtype, dst.dtype, core.cluster.platform.id)
+    if bad is not None:
+        raise _err(core, *bad)
     if sat is None and (src.dtype.name, dst.dtype.name) in TCVT_DEFAULT_OFF[core.cluster.platform.id]:
         sat = SaturationMode.OFF
     narrow = sat is not None and (dst.dtype.itemsize < src.dtype.itemsize or
