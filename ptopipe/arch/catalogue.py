@@ -556,12 +556,20 @@ def pattern_takes(pattern: MaskPattern, n: int):
 
 
 def gather_index(a_full, idx, d):
-    """``d[r, c] = a_full.flat[idx[r, c]]`` (row-major over the whole source tile), 0 for an
-    index outside it (TGATHER's index form, as pto-isa's CPU model)."""
+    """``d[r, c] = a_full.flat[idx[r, c]]`` (row-major over the whole source tile; TGATHER's
+    index form).  An index outside the source is an error: pto-isa's NPU code reads the UB
+    at ``src + index`` unchecked (npu/a2a3/TGather.hpp), whatever lies past the tile (its CPU
+    model writes 0: the ISA page leaves it implementation-defined)."""
     flat = a_full.reshape(-1)
     i = idx.astype(np.int64)
-    ok = (i >= 0) & (i < flat.size)
-    d[...] = np.where(ok, flat[np.where(ok, i, 0)], 0)
+    bad = (i < 0) | (i >= flat.size)
+    if bad.any():
+        r, c = (int(x) for x in np.argwhere(bad)[0])
+        raise DataFault(f"TGATHER index {int(i[r, c])} (for dst element [{r}, {c}]) is outside the "
+                        f"{a_full.shape[0]}x{a_full.shape[1]} source tile ({flat.size} elements)",
+                        f"keep every index in 0 .. {flat.size - 1}: the device reads whatever lies "
+                        "past the source tile")
+    d[...] = flat[i]
 
 
 def gather_compare(a, k, mode, offset: int, d_full, counts) -> None:

@@ -389,7 +389,7 @@ def _mask_gather(src_a, pattern, axis, dst_full) -> None:
 def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
             axis=GatherAxis.GATHER_ROW, mode=CmpMode.EQ, offset=0) -> Event:
     """By index: ``TGATHER(dst, src, indices[, tmp])``: dst[r, c] = src.flat[indices[r, c]]
-    (row-major over the whole src tile; 0 outside it).  By pattern: ``TGATHER(dst, src,
+    (row-major over the whole src tile; an index outside it is an error).  By pattern: ``TGATHER(dst, src,
     mask_pattern, axis)``: the src elements (GATHER_ROW: columns, GATHER_COL: rows) the
     pattern takes, packed from dst's start.  By compare: ``TGATHER(dst, src, kValue, cdst,
     tmp[, offset], mode=CmpMode.EQ | GT)``: per row the column numbers (+ offset) of the

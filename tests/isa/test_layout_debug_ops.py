@@ -387,7 +387,6 @@ def test_gather_and_scatter_by_index(platform, dtype):
     rng = np.random.default_rng(7)
     src = rand(rng, dtype, (8, 32))
     idx = rng.integers(0, 8 * 32, (4, 16)).astype(np.int32)
-    idx[0, :2], idx[3, 15] = (-1, 8 * 32), 8 * 32 + 7                   # outside src: 0
     # pto-isa's TSCATTER indices are as wide as 4-byte data, 16-bit for 2-byte data (TScatter.hpp)
     perm = rng.permutation(8 * 32)[:4 * 16].reshape(4, 16).astype(np.uint32 if np.dtype(dtype).itemsize == 4
                                                                    else np.uint16)
@@ -397,9 +396,7 @@ def test_gather_and_scatter_by_index(platform, dtype):
         TSCATTER(o[1], i[2], i[3])
     got = run_tiles(platform, call, [src, idx, src[:4, :16].copy(), perm],
                     [((4, 16), dtype), np.zeros((8, 32), dtype), ((4, 16), dtype)])
-    flat = src.reshape(-1)
-    ok = (idx >= 0) & (idx < flat.size)
-    np.testing.assert_array_equal(got[0], np.where(ok, flat[np.where(ok, idx, 0)], 0))
+    np.testing.assert_array_equal(got[0], src.reshape(-1)[idx])
     want = np.zeros(8 * 32, dtype)
     want[perm.reshape(-1)] = src[:4, :16].reshape(-1)
     np.testing.assert_array_equal(got[1], want.reshape(8, 32))
@@ -409,6 +406,14 @@ def test_gather_and_scatter_by_index(platform, dtype):
         run_tiles(platform, lambda o, i: TSCATTER(o[0], i[0], i[1]), [src[:4, :16].copy(), bad],
                   [((8, 32), dtype)])
     assert "index 9999 is outside" in ei.value.what
+    for r, c, v in ((2, 5, 8 * 32), (0, 0, -1)):       # the device would read UB past the source
+        bad = idx.copy()
+        bad[r, c] = v
+        with pytest.raises(KernelError) as ei:
+            run_tiles(platform, lambda o, i: TGATHER(o[0], i[0], i[1]), [src, bad], [((4, 16), dtype)])
+        assert ei.value.what.endswith(f"TGATHER index {v} (for dst element [{r}, {c}]) is outside the 8x32 "
+                                      "source tile (256 elements)"), ei.value.what
+        assert ei.value.fix.startswith("keep every index in 0 .. 255") and ei.value.where
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
