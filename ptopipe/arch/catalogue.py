@@ -1025,6 +1025,10 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
 #: the element type of an op's scratch tile where it is not its source's (pto-isa's and
 #: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
 SCRATCH_DTYPE = {"TPRELU": dt.uint8}
+#: the columns of an op's scratch tile where it is wider than its source (a function of the
+#: source's static columns; the writers round it up to whole 32-byte rows): A2A3's TREM puts
+#: its compare mask after a row (TMP_MINIMUM)
+SCRATCH_COLS = {"TREM": lambda cols: cols + _cdiv(cols, 64) * 2}
 #: the ops whose ``tmp`` tile pto-isa's A5 code computes through (a5/TSort32.hpp:84,
 #: TMrgSort.hpp:47, TColSum.hpp:49); A2A3 computes through every op's tmp, A5 takes the
 #: others' for parity and leaves them alone (a5/TRowExpandExpdif.hpp:120, TAddDeqRelu.hpp:24)
@@ -1039,6 +1043,87 @@ def tmp_written(name: str, platform) -> bool:
     or the destination gives the device wrong results (pto-isa's TPRELU / TXOR / TXORS pages:
     tmp must not overlap dst or the sources)."""
     return platform == _A2A3 or name in TMP_COMPUTED_ON_A5
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _row_reduce_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's TROWSUM / TROWMAX / TROWMIN (npu/a2a3/TRowReduceOps.hpp): a float row longer than
+    one 256-byte repeat is folded into tmp, one repeat per valid row at tmp's row stride
+    (FillTmp / TmpProc), so tmp needs the source's valid rows of 256 bytes each (narrower rows
+    overlap, and a row stride under 8 blocks skips the fold); an integer row accumulates in
+    one 32-byte block of tmp (docs/isa/TROWSUM.md, Temporary Space)."""
+    row = tmp.cols * tmp.item
+    if src.dtype.kind in _INT_KINDS:
+        return None if row >= 32 else f"an integer row reduction accumulates in one 32-byte block of tmp; " \
+                                      f"its rows hold {row} bytes"
+    if src.valid_cols * src.item <= 256:
+        return None
+    if tmp.rows >= src.valid_rows and row >= 256:
+        return None
+    return (f"a {src.valid_rows}x{src.valid_cols} {src.dtype.name} source folds one 256-byte repeat per row into "
+            f"tmp: {src.valid_rows} rows of at least {256 // tmp.item} {tmp.dtype.name}, not {tmp.rows}x{tmp.cols}")
+
+
+def _rem_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's TREM (npu/a2a3/TRem.hpp TRemCheck): row 0 of tmp takes a quotient row, the
+    compare mask goes at ``tmp + dst's row stride``: tmp's valid columns must be at least
+    ``Cols + ceil(Cols / 64) * 2`` of dst."""
+    need = SCRATCH_COLS["TREM"](dst.cols)
+    if tmp.valid_cols >= need:
+        return None
+    return f"pto-isa's TREM needs {need} valid tmp columns for a {dst.cols}-column dst (a row and its " \
+           f"compare mask), not {tmp.valid_cols}"
+
+
+def _rems_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's TREMS (npu/a2a3/TRemS.hpp: PTO_ASSERT tmp.GetValidCol() >= dst.GetValidCol())."""
+    if tmp.valid_cols >= dst.valid_cols:
+        return None
+    return f"pto-isa's TREMS needs {dst.valid_cols} valid tmp columns (dst's), not {tmp.valid_cols}"
+
+
+def _cvt_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's non-saturating TCVT narrowings through int32 (docs/isa/TCVT.md, Temporary tile,
+    its minimum sizes of npu/a2a3/TCvt.hpp's NonSatTorch paths): f32 -> i16, f16 -> i16 and
+    f16 -> i8 with SaturationMode::OFF; other conversions leave tmp alone."""
+    pair = (src.dtype.name, dst.dtype.name)
+    r, c = dst.valid_rows, dst.valid_cols
+    if sat != "OFF" or c == 0 or pair not in (("float32", "int16"), ("float16", "int16"), ("float16", "int8")):
+        return None
+    h = min(c, 64)
+    if pair == ("float32", "int16"):
+        head = 4 * 64 * min(c // 64, 255)
+        tail = 32 * ((min(r, 255) - 1) * src.cols // 8 + _cdiv(c % 64, 8)) if c % 64 else 0
+        need = max(head, tail)
+    elif pair == ("float16", "int16"):
+        need = 32 * _cdiv(h, 8)
+    else:
+        need = max(32 * _cdiv(h, 8), 128 + 32 * _cdiv(h, 16))
+    have = tmp.rows * tmp.cols * tmp.item
+    if have >= need:
+        return None
+    return f"the non-saturating {src.dtype.name} -> {dst.dtype.name} of a {r}x{c} tile writes {need} bytes of " \
+           f"int32 steps into tmp, which has {have}"
+
+
+#: op -> its tmp's minimum size where pto-isa's NPU code writes the tmp and its docs or code state
+#: the size (A2A3; A5 leaves these tmps alone): rule(dst, src, tmp, sat) -> what is short, or None.
+#: The tiles are read for rows / cols / valid_rows / valid_cols / item / dtype; ``sat`` is TCVT's
+#: effective SaturationMode name.
+TMP_MINIMUM = {"TROWSUM": _row_reduce_tmp, "TROWMAX": _row_reduce_tmp, "TROWMIN": _row_reduce_tmp,
+               "TREM": _rem_tmp, "TREMS": _rems_tmp, "TCVT": _cvt_tmp}
+
+
+def tmp_too_small(name: str, platform, dst, src, tmp, sat=None) -> "str | None":
+    """Why op ``name``'s ``tmp`` is smaller than pto-isa's ``platform`` writes (TMP_MINIMUM),
+    or None."""
+    rule = TMP_MINIMUM.get(name)
+    if rule is None or platform != _A2A3:
+        return None
+    return rule(dst, src, tmp, sat)
 
 
 #: the ops whose pto-isa (and ptoas) form takes the scratch tile before its scalar operand,

@@ -21,7 +21,7 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, scalar_error, tcvt_pair_error, tmp_written)
+                              op_scalar_error, scalar_error, tcvt_pair_error, tmp_too_small, tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
@@ -110,9 +110,20 @@ def _tmp_tile(core, name: str, tmp, writes: list, reads=()) -> None:
     t = arr(tmp, core, f"{name} tmp")
     if tmp.loc is not _VEC:
         raise _not_vec(core, name, [tmp])
+    _tmp_size(core, name, writes[0], next((r for r in reads if r is not None), None), tmp)
     if tmp_written(name, core.cluster.platform.id):
         _tmp_apart(core, name, tmp, t, writes, reads)
         writes.append(tmp)
+
+
+def _tmp_size(core, name: str, dst, src, tmp: Tile, sat=None) -> None:
+    """Raise if ``tmp`` is smaller than pto-isa's NPU code writes (catalogue.TMP_MINIMUM):
+    on the device the op would write past it, into whatever tile follows."""
+    short = tmp_too_small(name, core.cluster.platform.id, dst, src, tmp, sat) if src is not None else None
+    if short is not None:
+        raise _err(core, f"{name}'s tmp {tmp.describe()} is too small: {short}",
+                   f"give tmp at least that much ({name}'s page in pto-isa's docs/isa gives its size); "
+                   "the device writes past a smaller tmp")
 
 
 def _tmp_apart(core, name: str, tmp: Tile, t, writes, reads) -> None:
@@ -1137,6 +1148,7 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     if tmp is not None:
         t = arr(tmp, core, "TCVT tmp")
         if core.cluster.platform.id is _A2A3:
+            _tmp_size(core, "TCVT", dst, src, tmp, None if sat is None else sat.name)
             _tmp_apart(core, "TCVT", tmp, t, (dst,), (src,))
             return vec_issue_n(core, "TCVT", [dst, tmp], [src], dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
