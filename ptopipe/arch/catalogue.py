@@ -257,6 +257,11 @@ def op_scalar_error(op: OpDef, dtype: np.dtype, scalar) -> str | None:
 #: CmpMode -> the numpy comparison it makes
 COMPARE = {CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
            CmpMode.LE: np.less_equal, CmpMode.GT: np.greater, CmpMode.GE: np.greater_equal}
+#: TCMPS source dtypes A2A3 compares as half: pto-isa's a2a3/TCmps.hpp GenCmpCall reinterprets a
+#: 2-byte source and its scalar as ``half`` (``*reinterpret_cast<half*>(&src1)``), so the device
+#: orders int16 bit patterns as f16 values (a negative one is a negative float or a NaN) - the
+#: simulator compares so too
+CMPS_BITS_AS_HALF_A2A3 = frozenset({dt.int16})
 #: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input): words of
 #: bits, so a signed word type holds the same bits (ptoas reads an i8 mask as well)
 MASK_DTYPES = (dt.uint8, dt.uint32, dt.int8, dt.int32)
