@@ -1435,13 +1435,18 @@ def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayo
 
 
 #: the data paths of TINSERT: (source, destination) -> (pipe, platform ids that have it); Acc
-#: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (A5).  pto-isa's A5 Acc -> Vec
+#: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (the ISA page marks it A5, but
+#: pto-isa's a2a3/TInsert.hpp TINSERT_IMPL has it too).  pto-isa's A5 Acc -> Vec
 #: and Vec -> Mat insertions join memories of two cores: they run on a core holding both
 #: (see A5_MOVES), else the tile that is not on the core is reported.
 INSERT_PATHS = {(TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,)),
                 (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
-                (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A5,))}
+                (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A2A3, _A5))}
+#: the dtypes A2A3's TINSERT Vec -> Vec copies (common/arch/memory/tinsert_common.hpp
+#: CheckTInsertVecToVecCommon: "Unsupported data type for A3")
+INSERT_VEC_A2A3 = frozenset({dt.int8, dt.uint8, dt.int16, np.dtype(np.uint16), dt.float16, dt.bfloat16,
+                             dt.float32, dt.int32, dt.uint32})
 #: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
 INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
                    _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}

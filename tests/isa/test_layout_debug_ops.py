@@ -292,18 +292,26 @@ def test_insert_accumulator_into_mat_converting(platform):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_insert_vec_into_vec_is_a5_only(platform):
+def test_insert_vec_into_vec(platform):
+    """Both platforms insert Vec -> Vec (pto-isa's a2a3/TInsert.hpp has it, though its ISA page
+    marks it A5); A2A3's copy starts a block on a 32-byte column, or inserts one element."""
     a = rand(np.random.default_rng(6), np.float32, (4, 8))
     call = lambda o, i: TINSERT(o[0], i[0], 2, 8)        # noqa: E731
-    if platform == "a2a3":
-        rejects(platform, call, [a], [((8, 32), np.float32)], "Vec to Vec is not a path on A2A3")
-        return
     got = run_tiles(platform, call, [a], [np.zeros((8, 32), np.float32)])[0]
     want = np.zeros((8, 32), np.float32)
     want[2:6, 8:16] = a
     np.testing.assert_array_equal(got, want)
     rejects(platform, lambda o, i: TINSERT(o[0], i[0], 6, 30), [a], [((8, 32), np.float32)],
             "outside the 8x32 destination")
+    unaligned = lambda o, i: TINSERT(o[0], i[0], 2, 4)   # noqa: E731  (16 bytes into the row)
+    if platform == "a2a3":
+        rejects(platform, unaligned, [a], [((8, 32), np.float32)], "32-byte aligned indexCol")
+    else:
+        want = np.zeros((8, 32), np.float32)
+        want[2:6, 4:12] = a
+        np.testing.assert_array_equal(run_tiles(platform, unaligned, [a], [((8, 32), np.float32)])[0], want)
+    one = run_tiles(platform, lambda o, i: TINSERT(o[0], i[0], 3, 5), [a[:1, :1].copy()], [((8, 32), np.float32)])
+    assert one[0][3, 5] == a[0, 0] and np.count_nonzero(one[0]) == 1
 
 
 # -- TPRINT / TTRAP / TPREFETCH ----------------------------------------------------------------
