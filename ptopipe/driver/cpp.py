@@ -13,13 +13,20 @@ import numpy as np
 
 from ..errors import BudgetError, DataRaceError, PtoPipeError
 from ..sim.bounds import Deadline
-from .pto import load_inputs
+from .pto import as_declared, load_inputs
 
 
-def inputs(pairs) -> dict:
-    """``NAME=FILE.npy|NAME=NUMBER`` pairs as the C++ kernels' arguments."""
+def inputs(pairs, kernels=None) -> dict:
+    """``NAME=FILE.npy|NAME=NUMBER`` pairs as the C++ kernels' arguments; an array for a pointer
+    to bf16 / float8 elements (``kernels``' declared ones) may be saved as numpy saves them
+    (void, or the unsigned bits: :func:`ptopipe.driver.pto.as_declared`)."""
     given = load_inputs(pairs)
-    return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+    declared = {}
+    for fn in (kernels.roles.values() if kernels is not None else ()):
+        declared.update((n, e) for n, e in zip(fn.params, fn.elements or ()) if e is not None)
+    return {k: (v.item() if v.ndim == 0 else
+                np.ascontiguousarray(as_declared(v, declared[k]) if k in declared else v))
+            for k, v in given.items()}
 
 
 def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) -> list:
@@ -47,7 +54,7 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
         run_kwargs.setdefault("sync", "manual")
     libs, bridge_lib = build(kernels, platform), bridge()
-    kargs = inputs(pairs)
+    kargs = inputs(pairs, kernels)
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd, bridge_lib)
@@ -117,7 +124,7 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
     from ..isa.scenario import Scenario
     kernels = find_kernels(path, aic, aiv)
     libs, bridge_lib = build(kernels, platform), bridge()
-    kargs = inputs(pairs)
+    kargs = inputs(pairs, kernels)
     warned = [f"{where}: {what}" for what, where in build_warnings(libs)]     # (run warnings' form)
 
     def work(crash_fd):
