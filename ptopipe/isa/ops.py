@@ -1101,7 +1101,8 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     integer through int32 and keeps the low bits (A2A3's PyTorch-compatible path).  Without
     one, the pairs pto-isa's NPU headers default to OFF (vocab.TCVT_DEFAULT_OFF: f16 -> u8 /
     i8 / i16, f32 -> i16, i64 -> i32, i32 -> i16) wrap, as on the device.  ``tmp`` is A2A3's
-    scratch for those narrowings (written there, unused on A5)."""
+    scratch for those narrowings (written there, unused on A5; catalogue.TMP_MINIMUM sizes it).
+    Only the pairs the run's platform converts (vocab.TCVT_PAIRS) are taken."""
     core = current_core()
     tmp, mode, sat, events = _tcvt_args(core, (mode, sat_mode, tmp) + events)
     if events:
