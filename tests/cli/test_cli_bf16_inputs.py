@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.cli.common import write_outputs
+from ptopipe.cli import main as cli_main
 from ptopipe.cpp.build import find_kernels
 from ptopipe.driver.cpp import inputs
 from ptopipe.errors import ConfigError
@@ -23,6 +23,24 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ bfloat16_t 
 """
 
 
+TILE = ("!pto.tile_buf<loc=vec, dtype=bf16, rows=1, cols=16, v_row=1, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+COPY_PTO = f"""module {{
+  func.func @k(%x: !pto.ptr<bf16>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %v = pto.make_tensor_view %x, shape = [%c1, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xbf16>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c1, %c16] : !pto.tensor_view<?x?xbf16> -> !pto.partition_tensor_view<1x16xbf16>
+    %t = pto.alloc_tile : {TILE}
+    pto.tload ins(%p : !pto.partition_tensor_view<1x16xbf16>) outs(%t : {TILE})
+    pto.tstore ins(%t : {TILE}) outs(%p : !pto.partition_tensor_view<1x16xbf16>)
+    return
+  }}
+}}
+"""
+
+
 def test_a_bf16_parameter_takes_void_and_bit_files_and_outputs_load_back(tmp_path):
     k = tmp_path / "k.cpp"
     k.write_text(KERNEL)
@@ -31,7 +49,10 @@ def test_a_bf16_parameter_takes_void_and_bit_files_and_outputs_load_back(tmp_pat
     np.save(tmp_path / "void.npy", bf)                            # np.load gives |V2
     assert np.load(tmp_path / "void.npy").dtype.kind == "V"
     np.save(tmp_path / "bits.npy", bf.view(np.uint16))
-    write_outputs({"o": bf}, [f"o={tmp_path / 'out.npy'}"])      # --output's file
+    pto = tmp_path / "copy.pto"                                   # --output's file, from a .pto run
+    pto.write_text(COPY_PTO)
+    assert cli_main(["run", str(pto), "--input", f"x={tmp_path / 'void.npy'}", "--output",
+                     f"x={tmp_path / 'out.npy'}", "--quiet"]) == 0
     for f in ("void", "bits", "out"):
         got = inputs([f"o={tmp_path / f}.npy", f"u={tmp_path / 'bits.npy'}"], kernels)
         assert got["o"].dtype == ml_dtypes.bfloat16 and np.array_equal(got["o"].view(np.uint16), bf.view(np.uint16))
