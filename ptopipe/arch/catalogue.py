@@ -565,16 +565,24 @@ def gather_index(a_full, idx, d):
     index form).  An index outside the source is an error: pto-isa's NPU code reads the UB
     at ``src + index`` unchecked (npu/a2a3/TGather.hpp), whatever lies past the tile (its CPU
     model writes 0: the ISA page leaves it implementation-defined)."""
-    flat = a_full.reshape(-1)
+    bad = gather_index_error(a_full.shape, idx)
+    if bad is not None:
+        raise DataFault(*bad)
+    d[...] = a_full.reshape(-1)[idx.astype(np.int64)]
+
+
+def gather_index_error(shape, idx) -> "tuple[str, str] | None":
+    """(what, fix) for the first index of ``idx`` outside a source tile of ``shape`` (TGATHER's
+    index form), else None."""
+    n = int(shape[0]) * int(shape[1])
     i = idx.astype(np.int64)
-    bad = (i < 0) | (i >= flat.size)
-    if bad.any():
-        r, c = (int(x) for x in np.argwhere(bad)[0])
-        raise DataFault(f"TGATHER index {int(i[r, c])} (for dst element [{r}, {c}]) is outside the "
-                        f"{a_full.shape[0]}x{a_full.shape[1]} source tile ({flat.size} elements)",
-                        f"keep every index in 0 .. {flat.size - 1}: the device reads whatever lies "
-                        "past the source tile")
-    d[...] = flat[i]
+    bad = (i < 0) | (i >= n)
+    if not bad.any():
+        return None
+    r, c = (int(x) for x in np.argwhere(bad)[0])
+    return (f"TGATHER index {int(i[r, c])} (for dst element [{r}, {c}]) is outside the {shape[0]}x{shape[1]} "
+            f"source tile ({n} elements)",
+            f"keep every index in 0 .. {n - 1}: the device reads whatever lies past the source tile")
 
 
 def gather_compare(a, k, mode, offset: int, d_full, counts) -> None:

@@ -21,8 +21,8 @@ from ..arch import PipeUnit
 from ..arch import dtypes as dt
 from ..arch.catalogue import (CONCAT_INDEX, GATHER_COMPARE, GATHER_COMPARE_A2A3_EQ_ONLY, GATHER_COMPARE_INDEX,
                               GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_CONVERTS, INSERT_PATHS, INSERT_VEC_A2A3,
-                              OPS, concat_counted, gather_compare, mrgsort_blocks, pad_value, pattern_takes,
-                              platform_label)
+                              OPS, concat_counted, gather_compare, gather_index_error, mrgsort_blocks, pad_value,
+                              pattern_takes, platform_label)
 from ..arch.vocab import CmpMode, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
 from .events import Event, new_event
@@ -423,6 +423,10 @@ def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
             _same_dtype(core, "TGATHER", dst, src)
         _rule(core, _GATHER, dst, _GATHER_OK)
         i = _index_tile(core, "TGATHER", idx, *d.shape)
+        core.cluster.sync()          # the indices' values decide: one past src is an error at this line
+        bad = gather_index_error(src._full.shape, i)
+        if bad is not None:
+            raise _err(core, *bad)
         core.pending.append((_GATHER.kernel, src._full, i, d))
         return _issue(core, "TGATHER", [dst], [src, idx], tmp, *d.shape, dst.item)
     pattern, axis, events = _pattern(core, "TGATHER", rest, mask_pattern, axis)

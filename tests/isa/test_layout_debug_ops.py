@@ -417,11 +417,13 @@ def test_gather_and_scatter_by_index(platform, dtype):
     for r, c, v in ((2, 5, 8 * 32), (0, 0, -1)):       # the device would read UB past the source
         bad = idx.copy()
         bad[r, c] = v
+        gather = lambda o, i: TGATHER(o[0], i[0], i[1])      # noqa: E731
         with pytest.raises(KernelError) as ei:
-            run_tiles(platform, lambda o, i: TGATHER(o[0], i[0], i[1]), [src, bad], [((4, 16), dtype)])
-        assert ei.value.what.endswith(f"TGATHER index {v} (for dst element [{r}, {c}]) is outside the 8x32 "
-                                      "source tile (256 elements)"), ei.value.what
-        assert ei.value.fix.startswith("keep every index in 0 .. 255") and ei.value.where
+            run_tiles(platform, gather, [src, bad], [((4, 16), dtype)])
+        assert ei.value.what == (f"TGATHER index {v} (for dst element [{r}, {c}]) is outside the 8x32 "
+                                 "source tile (256 elements)"), ei.value.what
+        assert ei.value.fix.startswith("keep every index in 0 .. 255")
+        assert ei.value.where.endswith(f":{gather.__code__.co_firstlineno}"), ei.value.where   # the TGATHER
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
