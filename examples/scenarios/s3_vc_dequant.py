@@ -1,6 +1,7 @@
 """S3 vc_dequant: Vector -> Cube (V2C, depth 2).  The Vector cores dequantise the
 quantised weight B (int8 or int16) one K-tile of 64 rows at a time,
-dequant(q) = (q - offset) * scale in f32, and TPUSH the Vec tiles; the Cube TPOPs each
+dequant(q) = (q - offset) * scale in f32 (int8 converts through f16: TCVT has no
+int8 -> f32), and TPUSH the Vec tiles; the Cube TPOPs each
 K-tile as a Mat tile, moves it to L0B and accumulates A[:, k-tile] @ B_k with TMATMUL
 (first K-tile) / TMATMUL_ACC.  M=16, K 64/128/256, N 32/64.
 Split: UP_DOWN (each AIV dequantises half the rows of a K-tile), LEFT_RIGHT (half the
@@ -54,11 +55,16 @@ def vector(q, fifo, K, N, split, offset, scale):
     q_ub = Tile(TileType.Vec, q.dtype, r, c, addr=0x0)
     f_ub = Tile(TileType.Vec, float32, r, c, addr=0x4000)
     d_ub = Tile(TileType.Vec, float32, r, c, addr=0x8000)
+    h_ub = Tile(TileType.Vec, float16, r, c, addr=0xC000)
     for kt in range(K // TK):
         row0 = kt * TK + (sub * r if split == TILE_UP_DOWN else 0)
         col0 = sub * c if split == TILE_LEFT_RIGHT else 0
         TLOAD(q_ub, GlobalTensor(q.data() + row0 * N + col0, (r, c), (N, 1)))
-        TCVT(f_ub, q_ub)
+        if q.dtype.itemsize == 1:     # TCVT has no int8 -> f32: through f16, which holds every int8
+            TCVT(h_ub, q_ub)
+            TCVT(f_ub, h_ub)
+        else:
+            TCVT(f_ub, q_ub)
         TSUBS(f_ub, f_ub, offset)
         TMULS(d_ub, f_ub, scale)
         TPUSH(pipe, d_ub, split)

@@ -44,7 +44,7 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
+from .vocab import TCVT_PAIRS, CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
 from ..errors import with_article
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
@@ -181,6 +181,37 @@ def matmul_dtype_fix() -> str:
     return f"Cube inputs are {names}; convert with TCVT (pl.cast) first"
 
 
+def tcvt_pair_error(src, dst, platform=None) -> "tuple[str, str] | None":
+    """(what, fix) if TCVT has no ``src`` -> ``dst`` conversion on ``platform`` (a PlatformID;
+    None: on neither platform, the IR's rule), else None.  The fix names the destinations the
+    platform has for ``src`` and a two-step route through one of them where there is one."""
+    s, d = np.dtype(src), np.dtype(dst)
+    plats = list(PlatformID) if platform is None else [PlatformID(platform)]
+    if any((s.name, d.name) in TCVT_PAIRS[p] for p in plats):
+        return None
+    on = "" if platform is None else f" on {platform_label(platform)}"
+    pairs = frozenset().union(*(TCVT_PAIRS[p] for p in plats))
+    outs = sorted(dt.short_name(np.dtype(b)) for a, b in pairs if a == s.name)
+    def via(ps):        # the widest intermediate first (a float before an integer its size): it loses least
+        return sorted((np.dtype(m) for a, m in ps if a == s.name and (m, d.name) in ps and m != s.name),
+                      key=lambda m: (-m.itemsize, m.kind != "f", m.name))
+    # the IR's rule (no platform) suggests a route every platform has, where there is one
+    mids = via(frozenset.intersection(*(TCVT_PAIRS[p] for p in plats))) or via(pairs)
+    routes = [f"{dt.short_name(s)} -> {dt.short_name(m)} -> {dt.short_name(d)}" for m in mids]
+    what = f"TCVT has no {dt.short_name(s)} -> {dt.short_name(d)} conversion{on}"
+    fix = (f"{dt.short_name(s)} converts to {', '.join(outs)}{on}" if outs
+           else f"TCVT converts no {dt.short_name(s)} tile{on}")
+    if routes:
+        fix += f"; convert in two TCVTs: {routes[0]}"
+    else:
+        fix += f"; no two-step TCVT route reaches {dt.short_name(d)}"
+    if platform is not None:
+        other = _A5 if PlatformID(platform) == _A2A3 else _A2A3
+        if (s.name, d.name) in TCVT_PAIRS[other]:
+            fix += f" ({platform_label(other)} converts it directly)"
+    return what, fix
+
+
 def _range(d: np.dtype) -> tuple:
     if d.kind in _INT_KINDS:
         info = np.iinfo(d)
@@ -226,6 +257,11 @@ def op_scalar_error(op: OpDef, dtype: np.dtype, scalar) -> str | None:
 #: CmpMode -> the numpy comparison it makes
 COMPARE = {CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
            CmpMode.LE: np.less_equal, CmpMode.GT: np.greater, CmpMode.GE: np.greater_equal}
+#: TCMPS source dtypes A2A3 compares as half: pto-isa's a2a3/TCmps.hpp GenCmpCall reinterprets a
+#: 2-byte source and its scalar as ``half`` (``*reinterpret_cast<half*>(&src1)``), so the device
+#: orders int16 bit patterns as f16 values (a negative one is a negative float or a NaN) - the
+#: simulator compares so too
+CMPS_BITS_AS_HALF_A2A3 = frozenset({dt.int16})
 #: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input): words of
 #: bits, so a signed word type holds the same bits (ptoas reads an i8 mask as well)
 MASK_DTYPES = (dt.uint8, dt.uint32, dt.int8, dt.int32)
@@ -525,12 +561,28 @@ def pattern_takes(pattern: MaskPattern, n: int):
 
 
 def gather_index(a_full, idx, d):
-    """``d[r, c] = a_full.flat[idx[r, c]]`` (row-major over the whole source tile), 0 for an
-    index outside it (TGATHER's index form, as pto-isa's CPU model)."""
-    flat = a_full.reshape(-1)
+    """``d[r, c] = a_full.flat[idx[r, c]]`` (row-major over the whole source tile; TGATHER's
+    index form).  An index outside the source is an error: pto-isa's NPU code reads the UB
+    at ``src + index`` unchecked (npu/a2a3/TGather.hpp), whatever lies past the tile (its CPU
+    model writes 0: the ISA page leaves it implementation-defined)."""
+    bad = gather_index_error(a_full.shape, idx)
+    if bad is not None:
+        raise DataFault(*bad)
+    d[...] = a_full.reshape(-1)[idx.astype(np.int64)]
+
+
+def gather_index_error(shape, idx) -> "tuple[str, str] | None":
+    """(what, fix) for the first index of ``idx`` outside a source tile of ``shape`` (TGATHER's
+    index form), else None."""
+    n = int(shape[0]) * int(shape[1])
     i = idx.astype(np.int64)
-    ok = (i >= 0) & (i < flat.size)
-    d[...] = np.where(ok, flat[np.where(ok, i, 0)], 0)
+    bad = (i < 0) | (i >= n)
+    if not bad.any():
+        return None
+    r, c = (int(x) for x in np.argwhere(bad)[0])
+    return (f"TGATHER index {int(i[r, c])} (for dst element [{r}, {c}]) is outside the {shape[0]}x{shape[1]} "
+            f"source tile ({n} elements)",
+            f"keep every index in 0 .. {n - 1}: the device reads whatever lies past the source tile")
 
 
 def gather_compare(a, k, mode, offset: int, d_full, counts) -> None:
@@ -956,7 +1008,8 @@ _CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPA
 #: 4-byte element; not 1-byte with the value output, :86)
 _COLARG = types("f16 f32 uint16 u32", a5="i8 u8 i16 uint16 i32 u32 f16 bf16 f32")
 _U16 = np.dtype(np.uint16)     # no short name, but a tile dtype (a .pto file's ui16)
-_POW = types("i8 u8 i16 i32 u32 f32", a5="i8 u8 i16 i32 u32 f16 f32")   # TPOW/TPOWS (DEFAULT)
+# TPOW / TPOWS (DEFAULT): a2a3/TPow.hpp:266 and a5/TPow.hpp:632 (both take uint16)
+_POW = types("i8 u8 i16 uint16 i32 u32 f32", a5="i8 u8 i16 uint16 i32 u32 f16 f32")
 #: TPOW / TPOWS with PowAlgorithm.HIGH_PRECISION (A5: floats only, bf16 too; A2A3 ignores it)
 POW_HIGH_PRECISION = types("i8 u8 i16 i32 u32 f32", a5="f16 bf16 f32")
 _A5_B32 = types("", a5="i8 u8 i16 i32 u32 f16 bf16 f32")     # TINTERLEAVE/TDEINTERLEAVE (A5 only)
@@ -986,6 +1039,10 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
 #: the element type of an op's scratch tile where it is not its source's (pto-isa's and
 #: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
 SCRATCH_DTYPE = {"TPRELU": dt.uint8}
+#: the columns of an op's scratch tile where it is wider than its source (a function of the
+#: source's static columns; the writers round it up to whole 32-byte rows): A2A3's TREM puts
+#: its compare mask after a row (TMP_MINIMUM)
+SCRATCH_COLS = {"TREM": lambda cols: cols + _cdiv(cols, 64) * 2}
 #: the ops whose ``tmp`` tile pto-isa's A5 code computes through (a5/TSort32.hpp:84,
 #: TMrgSort.hpp:47, TColSum.hpp:49); A2A3 computes through every op's tmp, A5 takes the
 #: others' for parity and leaves them alone (a5/TRowExpandExpdif.hpp:120, TAddDeqRelu.hpp:24)
@@ -1000,6 +1057,87 @@ def tmp_written(name: str, platform) -> bool:
     or the destination gives the device wrong results (pto-isa's TPRELU / TXOR / TXORS pages:
     tmp must not overlap dst or the sources)."""
     return platform == _A2A3 or name in TMP_COMPUTED_ON_A5
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _row_reduce_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's TROWSUM / TROWMAX / TROWMIN (npu/a2a3/TRowReduceOps.hpp): a float row longer than
+    one 256-byte repeat is folded into tmp, one repeat per valid row at tmp's row stride
+    (FillTmp / TmpProc), so tmp needs the source's valid rows of 256 bytes each (narrower rows
+    overlap, and a row stride under 8 blocks skips the fold); an integer row accumulates in
+    one 32-byte block of tmp (docs/isa/TROWSUM.md, Temporary Space)."""
+    row = tmp.cols * tmp.item
+    if src.dtype.kind in _INT_KINDS:
+        return None if row >= 32 else f"an integer row reduction accumulates in one 32-byte block of tmp; " \
+                                      f"its rows hold {row} bytes"
+    if src.valid_cols * src.item <= 256:
+        return None
+    if tmp.rows >= src.valid_rows and row >= 256:
+        return None
+    return (f"a {src.valid_rows}x{src.valid_cols} {src.dtype.name} source folds one 256-byte repeat per row into "
+            f"tmp: {src.valid_rows} rows of at least {256 // tmp.item} {tmp.dtype.name}, not {tmp.rows}x{tmp.cols}")
+
+
+def _rem_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's TREM (npu/a2a3/TRem.hpp TRemCheck): row 0 of tmp takes a quotient row, the
+    compare mask goes at ``tmp + dst's row stride``: tmp's valid columns must be at least
+    ``Cols + ceil(Cols / 64) * 2`` of dst."""
+    need = SCRATCH_COLS["TREM"](dst.cols)
+    if tmp.valid_cols >= need:
+        return None
+    return f"pto-isa's TREM needs {need} valid tmp columns for a {dst.cols}-column dst (a row and its " \
+           f"compare mask), not {tmp.valid_cols}"
+
+
+def _rems_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's TREMS (npu/a2a3/TRemS.hpp: PTO_ASSERT tmp.GetValidCol() >= dst.GetValidCol())."""
+    if tmp.valid_cols >= dst.valid_cols:
+        return None
+    return f"pto-isa's TREMS needs {dst.valid_cols} valid tmp columns (dst's), not {tmp.valid_cols}"
+
+
+def _cvt_tmp(dst, src, tmp, sat=None) -> "str | None":
+    """A2A3's non-saturating TCVT narrowings through int32 (docs/isa/TCVT.md, Temporary tile,
+    its minimum sizes of npu/a2a3/TCvt.hpp's NonSatTorch paths): f32 -> i16, f16 -> i16 and
+    f16 -> i8 with SaturationMode::OFF; other conversions leave tmp alone."""
+    pair = (src.dtype.name, dst.dtype.name)
+    r, c = dst.valid_rows, dst.valid_cols
+    if sat != "OFF" or c == 0 or pair not in (("float32", "int16"), ("float16", "int16"), ("float16", "int8")):
+        return None
+    h = min(c, 64)
+    if pair == ("float32", "int16"):
+        head = 4 * 64 * min(c // 64, 255)
+        tail = 32 * ((min(r, 255) - 1) * src.cols // 8 + _cdiv(c % 64, 8)) if c % 64 else 0
+        need = max(head, tail)
+    elif pair == ("float16", "int16"):
+        need = 32 * _cdiv(h, 8)
+    else:
+        need = max(32 * _cdiv(h, 8), 128 + 32 * _cdiv(h, 16))
+    have = tmp.rows * tmp.cols * tmp.item
+    if have >= need:
+        return None
+    return f"the non-saturating {src.dtype.name} -> {dst.dtype.name} of a {r}x{c} tile writes {need} bytes of " \
+           f"int32 steps into tmp, which has {have}"
+
+
+#: op -> its tmp's minimum size where pto-isa's NPU code writes the tmp and its docs or code state
+#: the size (A2A3; A5 leaves these tmps alone): rule(dst, src, tmp, sat) -> what is short, or None.
+#: The tiles are read for rows / cols / valid_rows / valid_cols / item / dtype; ``sat`` is TCVT's
+#: effective SaturationMode name.
+TMP_MINIMUM = {"TROWSUM": _row_reduce_tmp, "TROWMAX": _row_reduce_tmp, "TROWMIN": _row_reduce_tmp,
+               "TREM": _rem_tmp, "TREMS": _rems_tmp, "TCVT": _cvt_tmp}
+
+
+def tmp_too_small(name: str, platform, dst, src, tmp, sat=None) -> "str | None":
+    """Why op ``name``'s ``tmp`` is smaller than pto-isa's ``platform`` writes (TMP_MINIMUM),
+    or None."""
+    rule = TMP_MINIMUM.get(name)
+    if rule is None or platform != _A2A3:
+        return None
+    return rule(dst, src, tmp, sat)
 
 
 #: the ops whose pto-isa (and ptoas) form takes the scratch tile before its scalar operand,
@@ -1312,13 +1450,18 @@ def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayo
 
 
 #: the data paths of TINSERT: (source, destination) -> (pipe, platform ids that have it); Acc
-#: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (A5).  pto-isa's A5 Acc -> Vec
+#: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (the ISA page marks it A5, but
+#: pto-isa's a2a3/TInsert.hpp TINSERT_IMPL has it too).  pto-isa's A5 Acc -> Vec
 #: and Vec -> Mat insertions join memories of two cores: they run on a core holding both
 #: (see A5_MOVES), else the tile that is not on the core is reported.
 INSERT_PATHS = {(TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,)),
                 (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
-                (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A5,))}
+                (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A2A3, _A5))}
+#: the dtypes A2A3's TINSERT Vec -> Vec copies (common/arch/memory/tinsert_common.hpp
+#: CheckTInsertVecToVecCommon: "Unsupported data type for A3")
+INSERT_VEC_A2A3 = frozenset({dt.int8, dt.uint8, dt.int16, np.dtype(np.uint16), dt.float16, dt.bfloat16,
+                             dt.float32, dt.int32, dt.uint32})
 #: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
 INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
                    _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}

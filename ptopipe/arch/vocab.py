@@ -396,6 +396,37 @@ _NARROWING_OFF = frozenset({("float16", "uint8"), ("float16", "int8"), ("float32
 TCVT_DEFAULT_OFF = {PlatformID.PLATFORM_A2A3: _NARROWING_OFF, PlatformID.PLATFORM_A5: _NARROWING_OFF}
 
 
+def _pairs(table: str) -> frozenset:
+    """``"src: dst dst; src: dst"`` -> {(src, dst), ...} of numpy dtype names."""
+    out = set()
+    for entry in table.split(";"):
+        src, dsts = entry.split(":")
+        out.update((src.strip(), d) for d in dsts.split())
+    return frozenset(out)
+
+
+#: (source, destination) dtype names of the conversions TCVT has on each platform: the one
+#: table of TCVT's dtype rule (the ISA, the IR's cast and both writers ask it).  A2A3: the
+#: ``if constexpr`` chain of ``GenCastCall`` / ``GenCastCallSpecialCases`` in
+#: include/pto/npu/a2a3/TCvt.hpp, which has no ``else``: any other pair compiles and converts
+#: nothing, the destination keeps its old bytes (int32 -> f16 is its ``vconv_deq`` with scale
+#: 1).  A5: the ``castData`` overloads of include/pto/npu/a5/TCvt.hpp (another pair has no
+#: overload and does not compile).  Both agree with docs/isa/TCVT.md "Supported Conversions"
+#: over the dtypes ptopipe's tiles hold (its int4 / hifloat8 / fp4 rows have no tile dtype here).
+TCVT_PAIRS = {
+    PlatformID.PLATFORM_A2A3: _pairs(
+        "float32: float16 float32 bfloat16 int16 int32 int64; float16: float32 int32 int16 int8 uint8;"
+        "bfloat16: float32 int32; int16: float16 float32; int32: float32 int16 int64 float16;"
+        "int64: float32 int32; uint8: float16; int8: float16"),
+    PlatformID.PLATFORM_A5: _pairs(
+        "float32: float32 float16 bfloat16 int16 int32 int64 float8_e4m3fn float8_e5m2;"
+        "float16: float32 int32 int16 int8 uint8; bfloat16: float32 int32 float16;"
+        "uint8: float16 uint16; int8: float16 int16 int32; int16: uint8 float16 float32 uint32 int32;"
+        "int32: float32 int16 uint16 int64 uint8; uint32: uint8 uint16 int16; int64: float32 int32;"
+        "float8_e4m3fn: float32; float8_e5m2: float32"),
+}
+
+
 class CmpMode(IntEnum):
     """pto-isa's ``CmpMode`` of ``TCMP`` / ``TCMPS`` (its numbering): the comparison whose
     truth each bit of the packed predicate mask holds."""

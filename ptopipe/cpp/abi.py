@@ -746,11 +746,17 @@ class Dispatcher:
                     # raw bytes (gm_buffer's uint8: a ring's GM_SLOT_BUFFER) are untyped memory
                     if want is not None and v.dtype != want and v.dtype != np.uint8:
                         lib = "np" if want.type.__module__ == "numpy" else want.type.__module__
+                        fix = f"convert the array: {name}.astype({lib}.{want})"
+                        if want.kind == "V":      # numpy saves bf16 / float8 as void: the CLI takes that
+                            fix += (f" (--input {name}=FILE.npy: np.save(FILE, x.astype({lib}.{want})), or its "
+                                    f"bits x.view(np.uint{8 * want.itemsize}); in Python, view bits as "
+                                    f"{name}.view({lib}.{want}))")
+                        else:
+                            fix += f" (--input {name}=FILE.npy: save that array)"
                         raise ConfigError(
                             f"{label}: argument {name!r} is an array of {v.dtype}, but parameter {name!r} "
                             f"points to {want} elements: the kernel would read its bytes as {want}",
-                            where=label, fix=f"convert the array: {name}.astype({lib}.{want}) (for --input "
-                                             f"{name}=FILE.npy, save it so)")
+                            where=label, fix=fix)
                     words.append(me.fake(v.ptr.addr))
                 elif kind == "f":
                     words.append(struct.unpack("<q", struct.pack("<d", float(v)))[0])

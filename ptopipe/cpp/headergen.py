@@ -106,11 +106,16 @@ class Form:
     check: str | None = None
     why: str | None = None          # the check's message (default: the check itself)
     op: str | None = None           # the ABI op the form runs, a C++ expression (default: the instruction's)
+    more: tuple = ()                # further (check, message) pairs, each its own static_assert
 
 
 _FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
 _FP_AT = "DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol"
 _DESCENDING = "descending == 0 || descending == 1"
+#: pto-isa's TCI CheckValid (npu/a2a3/TCI.hpp, cpu/TCI.hpp): the start's type is dst's element type
+_CI_SAME_TYPE = ("std::is_same<typename TileData::DType, T>::value",
+                 "the start's type T must be dst's element type (pto-isa: 'Fix: TCI expect src and dst same "
+                 "datatype'); write TCI<TileData, typename TileData::DType, descending>(dst, start)")
 _D2 = "typename TileDataDst, typename TileDataSrc"
 _D3 = "typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1"
 _P2 = "TileDataDst &dst, TileDataSrc &src"
@@ -187,10 +192,10 @@ MODE_FORMS = {
                    "DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp",
                    ("dst", "base", "exp", "tmp", "kw:algorithm=PrecisionType")),),
     "TCI": (Form("typename TileData, typename T, int descending", "TileData &dst, T start",
-                 ("dst", "start", "kw:descending=descending"), _DESCENDING),
+                 ("dst", "start", "kw:descending=descending"), _DESCENDING, more=(_CI_SAME_TYPE,)),
             Form("typename TileData, typename TileDataTmp, typename T, int descending",
                  "TileData &dst, T start, TileDataTmp &tmp", ("dst", "start", "tmp", "kw:descending=descending"),
-                 _DESCENDING)),
+                 _DESCENDING, more=(_CI_SAME_TYPE,))),
     "TTRI": (Form("typename TileData, int isUpperOrLower", "TileData &dst, int diagonal",
                   ("dst", "diagonal", "isUpperOrLower")),),
     # TFILLPAD<TFillPadMode::X>(dst, src): the mode picks the catalogue's TFILLPAD, _INPLACE or _EXPAND
@@ -413,7 +418,8 @@ def _modal(name: str, op: int) -> list:
             else:
                 fwd.append(f)
         params = ", ".join([form.params] + _EVENT_P + [_SITE])
-        check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
+        checks = ([(form.check, form.why or form.check)] if form.check else []) + list(form.more)
+        check = "".join(f"static_assert({c}, \"{name}: {why}\"); " for c, why in checks)
         call = ", ".join(fwd + _EVENT_A)
         out.append(f"template <{form.template}{_EVENT_T}> inline RecordEvent {name}({params}) "
                    f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")

@@ -13,15 +13,22 @@ import numpy as np
 
 from ..errors import BudgetError, DataRaceError, PtoPipeError, refuse_unknown_parameters
 from ..sim.bounds import Deadline
-from .pto import load_inputs
+from .pto import as_declared, load_inputs
 
 
 def inputs(pairs, kernels) -> dict:
     """``NAME=FILE.npy|NAME=NUMBER`` pairs as the arguments of the C++ :class:`~ptopipe.cpp.build.Kernels`
-    ``kernels``: a name none of them has is refused, as a .pto kernel's is (a typo would go unused)."""
+    ``kernels``: a name none of them has is refused, as a .pto kernel's is (a typo would go unused);
+    an array for a pointer to bf16 / float8 elements may be saved as numpy saves them (void, or
+    the unsigned bits: :func:`ptopipe.driver.pto.as_declared`)."""
     given = load_inputs(pairs)
     refuse_unknown_parameters(given, {p for f in kernels.roles.values() for p in f.params})
-    return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+    declared = {}
+    for fn in kernels.roles.values():
+        declared.update((n, e) for n, e in zip(fn.params, fn.elements or ()) if e is not None)
+    return {k: (v.item() if v.ndim == 0 else
+                np.ascontiguousarray(as_declared(v, declared[k]) if k in declared else v))
+            for k, v in given.items()}
 
 
 def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) -> list:

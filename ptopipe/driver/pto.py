@@ -50,6 +50,22 @@ def literal(text: str):
         return float(text)
 
 
+#: how a bf16 / float8 array is given: numpy has no such dtype, so ``np.save`` writes an
+#: ml_dtypes array as void (``|V2``) and np.load reads it back so; either that or its bits load
+BITS_FIX = ("a bf16 / float8 array: np.save(f, x) of an ml_dtypes array, or of its bits "
+            "x.view(np.uint16) / x.view(np.uint8)")
+
+
+def as_declared(v: np.ndarray, want) -> np.ndarray:
+    """``v`` as the bf16 / float8 elements a parameter declares (``want``, an ml_dtypes dtype)
+    when the file holds them as numpy can save them: void (``|V2`` from ``np.save`` of an
+    ml_dtypes array) or unsigned bits of the same width; any other array as it is."""
+    want = np.dtype(want)
+    if want.kind == "V" and v.dtype.kind in "Vu" and v.dtype.itemsize == want.itemsize and not v.dtype.fields:
+        return v.view(want)
+    return v
+
+
 def load_inputs(pairs, literals: set | None = None) -> dict:
     """``name=file.npy`` / ``name=NUMBER`` pairs -> ``{name: array}`` as saved, a number as a 0-d
     array (int64 or float64; the parameter's type decides its value's type), unchecked but for
@@ -109,13 +125,11 @@ def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
             v = given[a.name]
             if isinstance(t, TensorType):
                 want = np_dtype(t.dtype)
-                if want.kind == "V" and v.dtype.kind in "Vu" and v.dtype.itemsize == want.itemsize:
-                    v = v.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
+                v = as_declared(v, want)
                 if tuple(v.shape) != tuple(t.shape) or v.dtype != want:
                     raise ConfigError(f"--input {a.name}: {v.dtype}{list(v.shape)} but the kernel takes "
                                       f"{t.dtype}{list(t.shape)}", where="option --input",
-                                      fix="save the array with that shape and dtype (a bf16 / float8 "
-                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
+                                      fix=f"save the array with that shape and dtype ({BITS_FIX})")
                 args[a.name] = np.ascontiguousarray(v)
             else:
                 args[a.name] = _scalar(a.name, t, v)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .instances import Instances, owns_storage, storage_op
 from .opdefs import CopyOp, ForOp, IfOp
-from .ops import SCRATCH_OPS
+from .ops import SCRATCH_OPS, scratch_type
 from .types import TileValueType
 
 
@@ -107,7 +107,8 @@ class _Liveness:
             self.refs[op.results[0]] = frozenset((op,))
             if has_scratch(op):
                 key = ("scratch", op)
-                self.storages[key] = Storage(key, op.operands[0].type, p, p, loop, loops, loc=op.loc)
+                self.storages[key] = Storage(key, scratch_type(op.spec.name, op.operands[0].type), p, p, loop,
+                                             loops, loc=op.loc)
 
 
 def _aliases(refs: dict, flows: list) -> None:

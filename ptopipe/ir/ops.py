@@ -18,9 +18,9 @@ from functools import cached_property
 from typing import Callable
 
 from ..arch.catalogue import (ADD_RELU_CONV, ATOMIC_ADD_DTYPES, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
-                              matmul_dtype_fix, op_scalar_error)
+                              matmul_dtype_fix, op_scalar_error, tcvt_pair_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
-from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
+from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_COLS, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
 from ..arch.vocab import AtomicType, CmpMode, Direction, TileLayout, TileSplitAxis
@@ -548,6 +548,9 @@ def _full(kind, a, at):
 
 def _cast(kind, a, at):
     x = _tile(a, "a", VEC)
+    bad = tcvt_pair_error(np_dtype(x.dtype), np_dtype(at["dtype"]))     # on either platform
+    if bad is not None:
+        raise OpError(f"cast: {bad[0]}", bad[1], "a")
     return TileValueType(x.shape, at["dtype"], MemorySpace.Vec)
 
 
@@ -898,8 +901,16 @@ SCRATCH_OPS = frozenset(d.dsl for d in CATALOGUE.values() if d.dsl is not None a
 def scratch_type(dsl: str, source: TileValueType) -> TileValueType:
     """The type of the scratch tile of op ``dsl`` (one of SCRATCH_OPS) whose source (operand
     0) is ``source``: the source's shape, in the catalogue's SCRATCH_DTYPE where it has one."""
-    d = SCRATCH_DTYPE.get(ISA_NAMES[dsl])
-    return source if d is None else TileValueType(source.shape, short_name(d), source.space)
+    name = ISA_NAMES[dsl]
+    d, cols = SCRATCH_DTYPE.get(name), SCRATCH_COLS.get(name)
+    if d is None and cols is None:
+        return source
+    dtype = source.dtype if d is None else short_name(d)
+    shape = source.shape
+    if cols is not None:
+        per_block = max(1, 32 // np_dtype(dtype).itemsize)        # whole 32-byte rows
+        shape = (shape[0], -(-cols(shape[1]) // per_block) * per_block)
+    return TileValueType(shape, dtype, source.space)
 
 
 def scratch_index(dsl: str, operand_types) -> int:

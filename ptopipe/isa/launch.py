@@ -375,9 +375,13 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     for k, a in arrays.items():
         a = args[k]             # (ascontiguousarray makes a 0-d array 1-d)
         if not is_element_type(a.dtype):
+            fix = "pass a numeric array, e.g. np.asarray(x, dtype=np.float32)"
+            if a.dtype.kind == "V" and a.dtype.itemsize in (1, 2) and not a.dtype.fields:
+                fix = (f"a {a.dtype} array is how np.load reads a saved bf16 / float8 array: view it as its "
+                       f"type (x.view(ml_dtypes.{'bfloat16' if a.dtype.itemsize == 2 else 'float8_e4m3fn'})); "
+                       "the CLI's --input does so for a parameter declared bf16 / float8")
             raise ConfigError(f"argument {k!r} is a numpy array of dtype {a.dtype}, which GM cannot hold",
-                              where=f"args[{k!r}]",
-                              fix="pass a numeric array, e.g. np.asarray(x, dtype=np.float32)")
+                              where=f"args[{k!r}]", fix=fix)
         if a.ndim > 5 or a.ndim == 0:
             raise ConfigError(f"argument {k!r} has {a.ndim} dimensions; GM tensors have 1 to 5",
                               where=f"args[{k!r}]",

@@ -20,9 +20,9 @@ import numpy as np
 from ..arch import PipeUnit
 from ..arch import dtypes as dt
 from ..arch.catalogue import (CONCAT_INDEX, GATHER_COMPARE, GATHER_COMPARE_A2A3_EQ_ONLY, GATHER_COMPARE_INDEX,
-                              GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_CONVERTS, INSERT_PATHS, OPS,
-                              concat_counted, gather_compare, mrgsort_blocks, pad_value, pattern_takes,
-                              platform_label)
+                              GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_CONVERTS, INSERT_PATHS, INSERT_VEC_A2A3,
+                              OPS, concat_counted, gather_compare, gather_index_error, mrgsort_blocks, pad_value,
+                              pattern_takes, platform_label)
 from ..arch.vocab import CmpMode, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
 from .events import Event, new_event
@@ -300,7 +300,7 @@ def TRANDOM(dst: Tile, *args, rounds: int = 10) -> Event:
 def TINSERT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
     """dst[index_row + i, index_col + j] = src[i, j] over src's valid region (TEXTRACT's
     inverse): Acc -> Mat on FIX, converting f32 to f16 / bf16 (A5 also f32 -> f32, i32 ->
-    i32); Vec -> Vec on V, same dtype (A5)."""
+    i32); Vec -> Vec on V, same dtype (A2A3: a 32-byte aligned column, or one element)."""
     core = current_core()
     _sync(events)
     s = _valid(src, core, "TINSERT source")
@@ -325,12 +325,27 @@ def TINSERT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *event
     if index_row < 0 or index_col < 0 or index_row + r > dst.rows or index_col + c > dst.cols:
         raise _err(core, f"TINSERT block {r}x{c} at ({index_row}, {index_col}) is outside the "
                          f"{dst.rows}x{dst.cols} destination")
+    if pid is PlatformID.PLATFORM_A2A3 and src.loc is TileType.Vec and dst.loc is TileType.Vec:
+        _a2a3_vec_insert(core, dst, src, r, c, index_col)
     core.pending.append((setitem, d, (slice(index_row, index_row + r), slice(index_col, index_col + c)), s))
     cost = (core.costs.vector_op("TINSERT", r, c, src.item) if pipe is PipeUnit.V
             else core.costs.move(src.sname, dst.sname, r * c * dst.item))
     args = TileArgs((r, c), dst.dtype) if core.trace is not None else None
     _, end = core.issue(pipe, cost, (src,), (dst,), "TINSERT", args)
     return new_event(("TINSERT", core, end))
+
+
+def _a2a3_vec_insert(core, dst: Tile, src: Tile, r: int, c: int, index_col: int) -> None:
+    """pto-isa's A2A3 TINSERT Vec -> Vec (a2a3/TInsert.hpp TInsertVecToVecNDDispatch): its
+    dtypes, and a block (not one element) starting on a 32-byte column boundary."""
+    if src.dtype not in INSERT_VEC_A2A3:
+        raise _err(core, f"TINSERT Vec->Vec on A2A3 copies {', '.join(sorted(d.name for d in INSERT_VEC_A2A3))} "
+                         f"tiles, not {src.dtype.name}", "insert on A5, or TRESHAPE the tiles to a 4-byte type")
+    if (r, c) != (1, 1) and (index_col * src.item) % 32:
+        raise _err(core, f"TINSERT Vec->Vec on A2A3: a {r}x{c} block at column {index_col} starts "
+                         f"{index_col * src.item} bytes into the row; pto-isa's A2A3 copy needs a 32-byte "
+                         "aligned indexCol (a2a3/TInsert.hpp)",
+                   f"insert at a column that is a multiple of {32 // src.item}, or one element at a time")
 
 
 # -- TGATHER / TSCATTER / TSORT32 ------------------------------------------------------------
@@ -389,7 +404,7 @@ def _mask_gather(src_a, pattern, axis, dst_full) -> None:
 def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
             axis=GatherAxis.GATHER_ROW, mode=CmpMode.EQ, offset=0) -> Event:
     """By index: ``TGATHER(dst, src, indices[, tmp])``: dst[r, c] = src.flat[indices[r, c]]
-    (row-major over the whole src tile; 0 outside it).  By pattern: ``TGATHER(dst, src,
+    (row-major over the whole src tile; an index outside it is an error).  By pattern: ``TGATHER(dst, src,
     mask_pattern, axis)``: the src elements (GATHER_ROW: columns, GATHER_COL: rows) the
     pattern takes, packed from dst's start.  By compare: ``TGATHER(dst, src, kValue, cdst,
     tmp[, offset], mode=CmpMode.EQ | GT)``: per row the column numbers (+ offset) of the
@@ -408,6 +423,10 @@ def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
             _same_dtype(core, "TGATHER", dst, src)
         _rule(core, _GATHER, dst, _GATHER_OK)
         i = _index_tile(core, "TGATHER", idx, *d.shape)
+        core.cluster.sync()          # the indices' values decide: one past src is an error at this line
+        bad = gather_index_error(src._full.shape, i)
+        if bad is not None:
+            raise _err(core, *bad)
         core.pending.append((_GATHER.kernel, src._full, i, d))
         return _issue(core, "TGATHER", [dst], [src, idx], tmp, *d.shape, dst.item)
     pattern, axis, events = _pattern(core, "TGATHER", rest, mask_pattern, axis)

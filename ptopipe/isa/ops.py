@@ -21,7 +21,7 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, scalar_error, tmp_written)
+                              op_scalar_error, scalar_error, tcvt_pair_error, tmp_too_small, tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
@@ -111,9 +111,20 @@ def _tmp_tile(core, name: str, tmp, writes: list, reads=()) -> None:
     t = arr(tmp, core, f"{name} tmp")
     if tmp.loc is not _VEC:
         raise _not_vec(core, name, [tmp])
+    _tmp_size(core, name, writes[0], next((r for r in reads if r is not None), None), tmp)
     if tmp_written(name, core.cluster.platform.id):
         _tmp_apart(core, name, tmp, t, writes, reads)
         writes.append(tmp)
+
+
+def _tmp_size(core, name: str, dst, src, tmp: Tile, sat=None) -> None:
+    """Raise if ``tmp`` is smaller than pto-isa's NPU code writes (catalogue.TMP_MINIMUM):
+    on the device the op would write past it, into whatever tile follows."""
+    short = tmp_too_small(name, core.cluster.platform.id, dst, src, tmp, sat) if src is not None else None
+    if short is not None:
+        raise _err(core, f"{name}'s tmp {tmp.describe()} is too small: {short}",
+                   f"give tmp at least that much ({name}'s page in pto-isa's docs/isa gives its size); "
+                   "the device writes past a smaller tmp")
 
 
 def _tmp_apart(core, name: str, tmp: Tile, t, writes, reads) -> None:
@@ -1048,7 +1059,10 @@ def _to_int(d, a, rounder, lo, hi):
     x = rounder(a.astype(np.float64))
     np.nan_to_num(x, copy=False, nan=0.0)
     np.clip(x, lo, hi, out=x)
-    np.copyto(d, x, casting="unsafe")
+    with np.errstate(invalid="ignore"):
+        np.copyto(d, x, casting="unsafe")
+    if float(hi) >= 2.0 ** 63:      # int64's largest value is 2^63 in float64: the cast would wrap it
+        d[x >= 2.0 ** 63] = hi
 
 
 def _adjacent(y: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -1135,7 +1149,8 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     integer through int32 and keeps the low bits (A2A3's PyTorch-compatible path).  Without
     one, the pairs pto-isa's NPU headers default to OFF (vocab.TCVT_DEFAULT_OFF: f16 -> u8 /
     i8 / i16, f32 -> i16, i64 -> i32, i32 -> i16) wrap, as on the device.  ``tmp`` is A2A3's
-    scratch for those narrowings (written there, unused on A5)."""
+    scratch for those narrowings (written there, unused on A5; catalogue.TMP_MINIMUM sizes it).
+    Only the pairs the run's platform converts (vocab.TCVT_PAIRS) are taken."""
     core = current_core()
     tmp, mode, sat, events = _tcvt_args(core, (mode, sat_mode, tmp) + events)
     if events:
@@ -1143,6 +1158,9 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
+    bad = tcvt_pair_error(src.dtype, dst.dtype, core.cluster.platform.id)
+    if bad is not None:
+        raise _err(core, *bad)
     if sat is None and (src.dtype.name, dst.dtype.name) in TCVT_DEFAULT_OFF[core.cluster.platform.id]:
         sat = SaturationMode.OFF
     narrow = sat is not None and (dst.dtype.itemsize < src.dtype.itemsize or
@@ -1179,6 +1197,7 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     if tmp is not None:
         t = arr(tmp, core, "TCVT tmp")
         if core.cluster.platform.id is _A2A3:
+            _tmp_size(core, "TCVT", dst, src, tmp, None if sat is None else sat.name)
             _tmp_apart(core, "TCVT", tmp, t, (dst,), (src,))
             return vec_issue_n(core, "TCVT", [dst, tmp], [src], dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))

@@ -19,8 +19,8 @@ from operator import setitem
 import numpy as np
 
 from ..arch import dtypes as dt
-from ..arch.catalogue import (ADD_RELU_CONV, MASK_DTYPES, OPS, PART_ARG_INDEX, POW_HIGH_PRECISION, by_form,
-                              scalar_error)
+from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES, OPS, PART_ARG_INDEX,
+                              POW_HIGH_PRECISION, by_form, scalar_error)
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
 from .context import current_core
 from .events import Event
@@ -227,6 +227,8 @@ def _compare_scalar(op):
         _rule(core, op, src0, ok)
         _mask_words(core, name, dst, m, *a.shape, "destination")
         _int32_eq_only(core, name, src0, mode)
+        if src0.dtype in CMPS_BITS_AS_HALF_A2A3 and core.cluster.platform.id is _A2A3:
+            a, b = a.view(np.float16), np.asarray(b, src0.dtype).view(np.float16)
         core.pending.append((fn, a, b, mode, m))
         return _issue(core, name, [dst], srcs, None, *a.shape, src0.item)
     instr.__doc__ = f"{name}(dst, src0, scalar_or_tile, mode=CmpMode.EQ): the packed predicate " \

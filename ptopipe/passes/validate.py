@@ -43,8 +43,9 @@ from ..ir.pipe_config import shared_buffer_error
 from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.catalogue import tcvt_pair_error
 from ..ir.ops import ISA_NAMES, RULE_FREE_FORMS, rule_dtype
-from ..ir.types import TensorType, TileValueType
+from ..ir.types import TensorType, TileValueType, np_dtype
 from .expand_mixed import RING_NAME
 from ..ir.opdefs import CONSUMER_OPS, CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop
 from .util import (RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
@@ -85,6 +86,10 @@ def _check_dtypes(f, plat) -> None:
     either platform), on the dtype the instruction checks when it is issued."""
     for op in f.walk():
         isa = ISA_NAMES.get(getattr(op, "call_name", None))
+        if isa == "TCVT":
+            bad = tcvt_pair_error(rule_dtype(op.a, op.results[0].type), np_dtype(op.results[0].type.dtype), plat.id)
+            if bad is not None:
+                raise error(f"{op.name}: {bad[0]}", op, bad[1])
         if isa is None or CATALOGUE[isa].form in RULE_FREE_FORMS or not op.results:
             continue
         src = op.a if any(p.name == "a" for p in op.spec.params) else None

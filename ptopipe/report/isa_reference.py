@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 
 from ..arch.catalogue import OPS
+from ..arch.dtypes import short_name
 from ..arch.platform import PlatformID
+from ..arch.vocab import TCVT_PAIRS
 from ..codegen.pto_syntax import pto_op_name
 from ..ir.ops import NO_DSL_FORM
 
@@ -27,6 +29,8 @@ FORMS = {
 
 
 def _dtypes(op) -> str:
+    if op.name == "TCVT":
+        return "the pairs of the TCVT table below"
     allowed = op.allowed()
     if allowed is None:
         return "any"
@@ -67,7 +71,23 @@ def page() -> str:
         what = " ".join(op.doc.split()).replace("|", "\\|")
         rows.append(f"| `{op.name}` | `{pto}` | {dsl} | {FORMS.get(op.form, op.form)} | {pipe} | "
                     f"{_dtypes(op)} | {_cost(op)} | {what} |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + _tcvt_rows()) + "\n"
+
+
+def _tcvt_rows() -> list:
+    """The conversions TCVT has on each platform (``vocab.TCVT_PAIRS``); another pair is an
+    error at its line naming a two-step route."""
+    a2, a5 = (TCVT_PAIRS[p] for p in (PlatformID.PLATFORM_A2A3, PlatformID.PLATFORM_A5))
+    srcs = sorted({s for s, _ in a2 | a5}, key=lambda n: short_name(n))
+
+    def dsts(pairs, src):
+        return ", ".join(sorted(short_name(d) for s, d in pairs if s == src)) or "-"
+    return ["", "## TCVT conversions", "",
+            "The destination dtypes TCVT converts each source dtype to (pto-isa's npu/a2a3 and "
+            "npu/a5 TCvt.hpp; `vocab.TCVT_PAIRS`).  Another pair is a KernelError at its line "
+            "(a CompileError for `pl.cast`) naming a two-step route where there is one.", "",
+            "| source | A2A3 | A5 |", "|---|---|---|"] + \
+        [f"| {short_name(s)} | {dsts(a2, s)} | {dsts(a5, s)} |" for s in srcs]
 
 
 if __name__ == "__main__":

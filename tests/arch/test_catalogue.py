@@ -13,6 +13,7 @@ from ptopipe import KernelError
 from ptopipe.arch import PipeUnit, PlatformID, TileType, catalogue
 from ptopipe.arch.costs import CostTable
 from ptopipe.arch.dtypes import as_dtype
+from ptopipe.arch.catalogue import tcvt_pair_error
 from ptopipe.ir import ops as irops
 from ptopipe.ir.ops import OpError
 from ptopipe.ir.types import TILE_SPACES, MemorySpace, TileValueType
@@ -203,12 +204,16 @@ def _ir_accepts(op, dtype) -> bool:
 def test_isa_and_ir_apply_the_catalogue_dtype_rule(op):
     """The ISA takes a dtype on a platform iff the catalogue's rule for that platform does;
     the IR (no platform) iff either platform does."""
+    def rule(dtype, platform=None):     # TCVT's rule is its pair table (dtype -> dtype here)
+        if op.name == "TCVT":
+            return tcvt_pair_error(as_dtype(dtype), as_dtype(dtype), platform)
+        return op.dtype_error(as_dtype(dtype), platform)
     for dtype in _TILE_DTYPES:
         for platform in PlatformID:
-            want = op.dtype_error(as_dtype(dtype), platform) is None
+            want = rule(dtype, platform) is None
             assert _isa_accepts(op, dtype, platform.name[9:].lower()) == want, (op.name, dtype, platform)
         if op.dsl is not None:
-            assert _ir_accepts(op, dtype) == (op.dtype_error(as_dtype(dtype)) is None), (op.name, dtype)
+            assert _ir_accepts(op, dtype) == (rule(dtype) is None), (op.name, dtype)
 
 
 def test_move_error_lists_exactly_the_legal_moves():

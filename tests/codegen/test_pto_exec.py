@@ -1425,3 +1425,17 @@ def test_a_push_of_a_partly_written_tile_is_pypto_s_widened_transport_not_a_read
     assert seen["push"] == []
     assert len(seen["add"]) == 1 and "before anything wrote its bytes" in seen["add"][0]
     assert len(seen["push-nothing"]) == 1
+
+
+def test_a_tci_start_of_another_integer_type_than_its_tile_is_refused_at_its_line():
+    """pto-isa's TCI static_asserts that the start's type is the tile's element type (a2a3/TCI.hpp
+    CheckValid); an i32 start runs."""
+    tile = vec_t(1, 32, "i32")
+    body = ("    %s = arith.constant 5 : {ty}\n    %a = pto.alloc_tile : " + tile + "\n"
+            "    pto.tci ins(%s : {ty}) outs(%a : " + tile + ")\n")
+    text = vector_kernel(body.replace("{ty}", "i16"))
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    assert "pto.tci: the start is i16 but the destination holds int32" in e.value.what, e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tci')}:"), e.value.where
+    run_pto(text=vector_kernel(body.replace("{ty}", "i32")), inputs=dict(x=X, y=X * 0))

@@ -50,16 +50,18 @@ def test_a_mode_that_is_no_value_of_its_kind_is_an_error_at_its_line(cpp_cache, 
 
 
 @needs_cxx
-def test_an_int_mode_out_of_range_does_not_compile(cpp_cache, tmp_path):
+def test_an_int_mode_out_of_range_and_a_mistyped_start_do_not_compile(cpp_cache, tmp_path):
     f = tmp_path / "modes_bad.cpp"
     f.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
                  "extern \"C\" __global__ AICORE void vec_kernel(__gm__ float *out)\n{\n"
                  "    Tile<TileType::Vec, int32_t, 1, 16> t;\n    Tile<TileType::Vec, float, 1, 16> v;\n"
                  "    TCI<Tile<TileType::Vec, int32_t, 1, 16>, int32_t, 2>(t, 0);\n"
+                 "    TCI<Tile<TileType::Vec, int32_t, 1, 16>, int16_t, 0>(t, 0);\n"
                  "}\n")
     with pytest.raises(CompileError) as ei:
         run_cpp(str(f), {"out": np.zeros(16, np.float32)}, aiv="vec_kernel")
     text = str(ei.value) + (ei.value.details or "")
     assert "TCI: descending == 0 || descending == 1" in text
+    assert "TCI: the start's type T must be dst's element type" in text      # pto-isa's CheckValid
     path, line, _col = ei.value.where.rsplit(":", 2)
     assert path.endswith("modes_bad.cpp") and line == "7"

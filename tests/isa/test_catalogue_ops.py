@@ -311,6 +311,25 @@ def test_int32_compare_modes_per_platform(platform):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
+def test_int16_compare_scalar_per_platform(platform):
+    """pto-isa's A2A3 TCMPS compares an int16 source and scalar as the half floats of their bits
+    (a2a3/TCmps.hpp GenCmpCall): -3 is 0xFFFD, a NaN, so GT is false everywhere and NE true,
+    and negatives order by magnitude backwards; A5 compares the integers."""
+    a = (np.arange(8 * 32, dtype=np.int16).reshape(8, 32) % 11 - 5) * 700
+    for mode, scalar in ((CmpMode.GT, -3), (CmpMode.NE, -3), (CmpMode.LT, -1400), (CmpMode.GE, 2100)):
+        got = run_tiles(platform, lambda o, i: TCMPS(o[0], i[0], scalar, mode), [a], [((8, 32), np.uint8)])
+        if platform == "a2a3":
+            h = a.view(np.float16)
+            with np.errstate(invalid="ignore"):
+                want = CMP[mode](h, np.array(scalar, np.int16).view(np.float16))
+        else:
+            want = CMP[mode](a, np.int16(scalar))
+        np.testing.assert_array_equal(got[0][:, :4], packed(want, np.uint8), err_msg=mode.name)
+        if platform == "a2a3" and mode is CmpMode.GT:
+            assert not got[0].any()                     # every compare with a NaN is false
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
 def test_compare_checks_its_mask_and_mode(platform):
     a = np.zeros((8, 32), np.float32)
     rejects(platform, lambda o, i: TCMP(o[0], i[0], i[0]), [a], [((8, 32), np.float32)],

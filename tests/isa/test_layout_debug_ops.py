@@ -292,18 +292,26 @@ def test_insert_accumulator_into_mat_converting(platform):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_insert_vec_into_vec_is_a5_only(platform):
+def test_insert_vec_into_vec(platform):
+    """Both platforms insert Vec -> Vec (pto-isa's a2a3/TInsert.hpp has it, though its ISA page
+    marks it A5); A2A3's copy starts a block on a 32-byte column, or inserts one element."""
     a = rand(np.random.default_rng(6), np.float32, (4, 8))
     call = lambda o, i: TINSERT(o[0], i[0], 2, 8)        # noqa: E731
-    if platform == "a2a3":
-        rejects(platform, call, [a], [((8, 32), np.float32)], "Vec to Vec is not a path on A2A3")
-        return
     got = run_tiles(platform, call, [a], [np.zeros((8, 32), np.float32)])[0]
     want = np.zeros((8, 32), np.float32)
     want[2:6, 8:16] = a
     np.testing.assert_array_equal(got, want)
     rejects(platform, lambda o, i: TINSERT(o[0], i[0], 6, 30), [a], [((8, 32), np.float32)],
             "outside the 8x32 destination")
+    unaligned = lambda o, i: TINSERT(o[0], i[0], 2, 4)   # noqa: E731  (16 bytes into the row)
+    if platform == "a2a3":
+        rejects(platform, unaligned, [a], [((8, 32), np.float32)], "32-byte aligned indexCol")
+    else:
+        want = np.zeros((8, 32), np.float32)
+        want[2:6, 4:12] = a
+        np.testing.assert_array_equal(run_tiles(platform, unaligned, [a], [((8, 32), np.float32)])[0], want)
+    one = run_tiles(platform, lambda o, i: TINSERT(o[0], i[0], 3, 5), [a[:1, :1].copy()], [((8, 32), np.float32)])
+    assert one[0][3, 5] == a[0, 0] and np.count_nonzero(one[0]) == 1
 
 
 # -- TPRINT / TTRAP / TPREFETCH ----------------------------------------------------------------
@@ -387,7 +395,6 @@ def test_gather_and_scatter_by_index(platform, dtype):
     rng = np.random.default_rng(7)
     src = rand(rng, dtype, (8, 32))
     idx = rng.integers(0, 8 * 32, (4, 16)).astype(np.int32)
-    idx[0, :2], idx[3, 15] = (-1, 8 * 32), 8 * 32 + 7                   # outside src: 0
     # pto-isa's TSCATTER indices are as wide as 4-byte data, 16-bit for 2-byte data (TScatter.hpp)
     perm = rng.permutation(8 * 32)[:4 * 16].reshape(4, 16).astype(np.uint32 if np.dtype(dtype).itemsize == 4
                                                                    else np.uint16)
@@ -397,9 +404,7 @@ def test_gather_and_scatter_by_index(platform, dtype):
         TSCATTER(o[1], i[2], i[3])
     got = run_tiles(platform, call, [src, idx, src[:4, :16].copy(), perm],
                     [((4, 16), dtype), np.zeros((8, 32), dtype), ((4, 16), dtype)])
-    flat = src.reshape(-1)
-    ok = (idx >= 0) & (idx < flat.size)
-    np.testing.assert_array_equal(got[0], np.where(ok, flat[np.where(ok, idx, 0)], 0))
+    np.testing.assert_array_equal(got[0], src.reshape(-1)[idx])
     want = np.zeros(8 * 32, dtype)
     want[perm.reshape(-1)] = src[:4, :16].reshape(-1)
     np.testing.assert_array_equal(got[1], want.reshape(8, 32))
@@ -409,6 +414,16 @@ def test_gather_and_scatter_by_index(platform, dtype):
         run_tiles(platform, lambda o, i: TSCATTER(o[0], i[0], i[1]), [src[:4, :16].copy(), bad],
                   [((8, 32), dtype)])
     assert "index 9999 is outside" in ei.value.what
+    for r, c, v in ((2, 5, 8 * 32), (0, 0, -1)):       # the device would read UB past the source
+        bad = idx.copy()
+        bad[r, c] = v
+        gather = lambda o, i: TGATHER(o[0], i[0], i[1])      # noqa: E731
+        with pytest.raises(KernelError) as ei:
+            run_tiles(platform, gather, [src, bad], [((4, 16), dtype)])
+        assert ei.value.what == (f"TGATHER index {v} (for dst element [{r}, {c}]) is outside the 8x32 "
+                                 "source tile (256 elements)"), ei.value.what
+        assert ei.value.fix.startswith("keep every index in 0 .. 255")
+        assert ei.value.where.endswith(f":{gather.__code__.co_firstlineno}"), ei.value.where   # the TGATHER
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -18,32 +18,48 @@ ROUND = {RoundMode.CAST_RINT: np.rint, RoundMode.CAST_FLOOR: np.floor, RoundMode
          RoundMode.CAST_ROUND: lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)}
 
 
+def _src(dt):
+    """The source dtype of each destination: TCVT has no f32 -> int8 (docs/isa/TCVT.md), so
+    int8 converts from f16 (X rounded to half first; its overflows become infinities)."""
+    return np.float16 if dt is np.int8 else np.float32
+
+
+def _as_src(x, dt):
+    with np.errstate(over="ignore"):            # 70000 and 1e10 are infinities in f16
+        return x.astype(_src(dt))
+
+
 def _want(x, mode, dt):
-    """f32 -> int8 / int32 saturates; f32 -> int16 is one of pto-isa's default-OFF pairs: the
-    value saturated into int32, then its low 16 bits."""
-    r = np.nan_to_num(ROUND[mode](x.astype(np.float64)), nan=0.0)
+    """f16 -> int8 (SaturationMode::ON) / f32 -> int32 / int64 saturate; f32 -> int16 is one
+    of pto-isa's default-OFF pairs: the value saturated into int32, then its low 16 bits."""
+    with np.errstate(over="ignore"):
+        r = np.nan_to_num(ROUND[mode](_as_src(x, dt).astype(np.float64)), nan=0.0)
     if dt is np.int16:
         return np.clip(r, -2 ** 31, 2 ** 31 - 1).astype(np.int64).astype(np.int16)
+    if dt is np.int64:              # 2^63 - 1 is no float64: saturate by comparison
+        return np.array([min(max(int(v), -2 ** 63), 2 ** 63 - 1) for v in r[0]], np.int64)[None]
     info = np.iinfo(dt)
     return np.clip(r, info.min, info.max).astype(dt)
 
 
 def _run(mode, dt, platform="a2a3"):
     def vec(x, out):
-        a = Tile(TileType.Vec, float32, 1, 32, addr=0)
-        b = Tile(TileType.Vec, dt, 1, 32, addr=0x200)
+        a = Tile(TileType.Vec, np.dtype(_src(dt)), 1, 32, addr=0)
+        b = Tile(TileType.Vec, dt, 1, 32, addr=0x400)
         e = TLOAD(a, x)
-        if mode is None:
+        if dt is np.int8:                   # f16 -> int8 wraps by default: saturate explicitly
+            TCVT(b, a, mode or RoundMode.CAST_RINT, SaturationMode.ON, e)
+        elif mode is None:
             TCVT(b, a, e)                       # no mode, an event: CAST_RINT after the load
         else:
             TCVT(b, a, mode)
         TSTORE(out, b)
-    res = ptopipe.run(None, (vec, None), dict(x=X, out=np.zeros((1, 32), dt)), platform=platform)
+    res = ptopipe.run(None, (vec, None), dict(x=_as_src(X, dt), out=np.zeros((1, 32), dt)), platform=platform)
     return res.outputs["out"]
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
-@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64])
 @pytest.mark.parametrize("mode", [None] + list(ROUND))
 def test_float_to_int_rounds_and_saturates_or_wraps(mode, dt, platform):
     got = _run(mode, dt, platform)
@@ -115,7 +131,7 @@ def test_float_narrowing_rounds_by_mode(dtype, mode):
 #: next to them that keep saturating: (source, destination, wraps)
 PAIRS = [(np.float16, np.int8, True), (np.float16, np.uint8, True), (np.float16, np.int16, True),
          (np.float32, np.int16, True), (np.int32, np.int16, True), (np.int64, np.int32, True),
-         (np.float32, np.int8, False), (np.float32, np.uint8, False), (np.float16, np.int32, False)]
+         (np.float32, np.int32, False), (np.float32, np.int64, False), (np.float16, np.int32, False)]
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
@@ -146,4 +162,47 @@ def test_default_saturation_follows_pto_isa_per_pair(platform):
         else:
             want = np.clip(r, np.iinfo(d).min, np.iinfo(d).max).astype(d)
         np.testing.assert_array_equal(res[f"o{k}"], want, err_msg=f"{np.dtype(s).name} -> {np.dtype(d).name}")
-    assert res["o0"][0, 0] == -56 and res["o6"][0, 0] == 127      # 200.0: wraps into int8 from half only
+    assert res["o0"][0, 0] == -56                                  # 200.0 wraps into int8
+
+
+@pytest.mark.parametrize("platform, src, dst, route", [
+    ("a2a3", np.int8, np.float32, "i8 -> f16 -> f32"), ("a2a3", np.uint8, np.float32, "u8 -> f16 -> f32"),
+    ("a2a3", np.float16, bfloat16, "f16 -> f32 -> bf16"), ("a2a3", np.float32, np.int8, "f32 -> f16 -> i8"),
+    ("a2a3", np.int16, np.int32, "i16 -> f32 -> i32"), ("a5", np.float32, np.int8, "f32 -> f16 -> i8")])
+def test_a_pair_the_platform_cannot_convert_is_refused_at_its_line(platform, src, dst, route):
+    """pto-isa's A2A3 TCvt.hpp converts nothing for a pair it has no vconv for (the device
+    keeps dst's old bytes), A5's has no overload: refused at the line, naming the platform's
+    destinations for the source and a two-step route (vocab.TCVT_PAIRS)."""
+    def vec(x, out):
+        a = Tile(TileType.Vec, np.dtype(src), 1, 32, addr=0)
+        b = Tile(TileType.Vec, np.dtype(dst), 1, 32, addr=0x400)
+        TLOAD(a, x)
+        TCVT(b, a)                                      # PAIR
+        TSTORE(out, b)
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(None, (vec, None), dict(x=np.ones((1, 32), src), out=np.zeros((1, 32), dst)), platform=platform)
+    e = ei.value
+    assert "TCVT has no" in e.what and f"on {platform.upper()}" in e.what, e.what
+    assert route in e.fix and "converts to" in e.fix, e.fix
+    assert e.where.endswith(f":{line_of(vec, 'PAIR')}"), e.where
+
+
+def test_a5_converts_pairs_a2a3_lacks():
+    """i16 -> i32 and i8 -> i32 widen exactly on A5 (castData overloads of a5/TCvt.hpp)."""
+    x = np.arange(-16, 16, dtype=np.int16).reshape(1, 32) * 1000
+
+    def vec(x, y, o, p):
+        a = Tile(TileType.Vec, int16, 1, 32, addr=0)
+        b = Tile(TileType.Vec, int32, 1, 32, addr=0x400)
+        c = Tile(TileType.Vec, int8, 1, 32, addr=0x800)
+        TLOAD(a, x)
+        TCVT(b, a)
+        TSTORE(o, b)
+        TLOAD(c, y)
+        TCVT(b, c)
+        TSTORE(p, b)
+    y = np.arange(-128, 128, 8, dtype=np.int8).reshape(1, 32)
+    res = ptopipe.run(None, (vec, None), dict(x=x, y=y, o=np.zeros((1, 32), np.int32), p=np.zeros((1, 32), np.int32)),
+                      platform="a5").outputs
+    np.testing.assert_array_equal(res["o"], x.astype(np.int32))
+    np.testing.assert_array_equal(res["p"], y.astype(np.int32))

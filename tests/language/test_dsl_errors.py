@@ -352,6 +352,29 @@ def k(x: pl.Tensor[[16, 32], pl.bf16], y: pl.Tensor[[16, 32], pl.bf16]):
     assert e.fix == "convert with TCVT (pl.cast) to one of f16, f32, i16, i32 first (A5 takes bfloat16)"
 
 
+def test_a_cast_tcvt_cannot_make_is_refused_naming_a_route():
+    """pl.cast is TCVT: int8 -> f32 is on neither platform (docs/isa/TCVT.md), refused when
+    parsed; int16 -> int32 is A5's only, refused when compiling for A2A3 (vocab.TCVT_PAIRS)."""
+    from ptopipe.passes.manager import compile_program
+    src = HEAD + '''
+@pl.aiv(split=pl.TILE_NO_SPLIT)
+def k(x: pl.Tensor[[16, 32], pl.i8], y: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.cast(t, pl.f32), [0, 0], y)
+'''
+    with pytest.raises(CompileError) as ei:
+        pl.parse(src, filename="e.py")
+    assert ei.value.what == "pl.cast: TCVT has no i8 -> f32 conversion", ei.value.what
+    assert "i8 -> f16 -> f32" in ei.value.fix and ei.value.where.startswith("e.py:7:"), ei.value
+    prog = pl.parse(src.replace("pl.i8", "pl.i16").replace("pl.f32", "pl.i32"), filename="e.py")
+    compile_program(prog, "a5")
+    with pytest.raises(CompileError) as ei:
+        compile_program(prog, "a2a3")
+    assert ei.value.what.endswith("TCVT has no i16 -> i32 conversion on A2A3"), ei.value.what
+    assert "i16 -> f32 -> i32" in ei.value.fix and "(A5 converts it directly)" in ei.value.fix
+    assert ei.value.where.startswith("e.py:7:"), ei.value.where
+
+
 def test_type_errors_take_the_right_article_and_say_the_fix():
     """'an Acc tile' (not 'a Acc'), and a matmul of mixed dtypes / a load larger than its
     tensor say how to fix them."""

@@ -157,7 +157,7 @@ def test_an_operand_that_does_not_line_up_with_the_result_is_refused():
 
 
 def test_a_per_row_operand_split_by_columns_is_refused():
-    e = _refused(LR, "pl.dequant(pl.cast(v, pl.i8), pl.load(a, [0, 0], [16, 16]), "
+    e = _refused(LR, "pl.dequant(pl.cast(pl.cast(v, pl.f16), pl.i8), pl.load(a, [0, 0], [16, 16]), "
                      "pl.load(a, [0, 0], [16, 16]))")
     assert e.what.startswith("pl.dequant reads one column of its 'scale' operand (a Vector "
                              "tile) for every column of its result, but that operand is split by "

@@ -14,6 +14,7 @@ from ...isa.context import current_core, get_block_num
 from ...isa.ops import SCALAR_FIRST as ISA_SCALAR_FIRST
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
+from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError
 from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
@@ -368,6 +369,8 @@ def op_catalogue(ex, fr, s):
     if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and ex.core.cluster.platform.name == "a5":
         what, fix = a5_scratch_refusal(s.name)
         raise ParseError(what, where=ex.where(s), fix=fix)
+    if s.name == "pto.tci":
+        _tci_start_type(ex, s, ins, dsts[0])
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
@@ -391,6 +394,21 @@ def op_catalogue(ex, fr, s):
     for t in dsts:
         ex.written.wrote(t)
     return out
+
+
+def _tci_start_type(ex, s, ins, dst) -> None:
+    """``pto.tci ins(%s : i16) outs(<i32 tile>)``: the start's declared integer type must be the
+    destination's element type (ptoas's TCI verifier; pto-isa's TCI CheckValid static_asserts
+    "TCI expect src and dst same datatype").  An ``index`` start is the writer's cast."""
+    words = [t for t in ins or [] if t.kind == "word" and re.fullmatch(r"u?i\d+", t.text)]
+    if not words or not isinstance(dst, isa.Tile):
+        return
+    declared = words[0].text.replace("ui", "u")
+    have = short_name(dst.dtype)
+    if declared != have:
+        raise ex.perr(words[0], f"pto.tci: the start is {words[0].text} but the destination holds {dst.dtype.name}; "
+                                "pto-isa's TCI takes a start of the tile's element type",
+                      f"declare the start {have.replace('u', 'ui') if have.startswith('u') else have}")
 
 
 #: scalar-first forms ``s op tile`` of the catalogue's scalar ops: the tile op that gives
