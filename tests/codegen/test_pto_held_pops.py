@@ -68,6 +68,12 @@ def test_a_tile_popped_while_one_of_its_type_is_held_gets_an_alloc_tile(platform
     assert (d1, d2) == ("pto.declare_tile", "pto.alloc_tile")
     # a ring ptoas's frontend op would build (A5's default) is written with a handle to pop into
     assert "tpop_from_aic" not in text and "aiv_initialize_pipe" not in text
+    from ptopipe.codegen.pto_exec import run_pto
+    args = _held_args(pl.program(held, name="held"))
+    res = run_pto(text=text, inputs=args, platform=platform)
+    a, b1, b2 = args["a"], args["b1"], args["b2"]
+    np.testing.assert_array_equal(res.outputs["out"], np.maximum(a @ b1, 0) - a @ b2)
+    assert not [w for w, _ in res.summary.leaks if "still holds" in w]
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
@@ -103,3 +109,32 @@ def test_ptoas_keeps_the_held_pops_apart_and_its_cpp_computes_numpys_numbers(pla
                   protocol="pto-isa")
     np.testing.assert_array_equal(res["v4"], np.maximum(a @ b1, 0) - a @ b2)
     assert not [w for w, _ in res.summary.leaks if "still holds" in w]
+
+
+def _held_args(prog):
+    from ptopipe.passes.slot_buffer import with_slot_buffer
+    rng = np.random.default_rng(7)
+    a, b1, b2 = (rng.integers(-3, 4, s).astype(np.float32) for s in ((M, K), (K, N), (K, N)))
+    return with_slot_buffer(prog, dict(a=a, b1=b1, b2=b2, out=np.zeros((M, N), np.float32)))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_run_of_identical_declarations_popped_while_held_folds_them_as_ptoas_does(platform, monkeypatch):
+    """The spelling ptoas folds (two identical ``declare_tile``s on A2A3; two frontend
+    ``tpop_from_aic``s on A5, which ptoas lowers to them): ptopipe's run of the file computes
+    what ptoas's C++ computes - the second matmul twice - and warns at the second pop, naming
+    the first."""
+    from ptopipe.codegen import pto_writer
+    from ptopipe.codegen.pto_exec import run_pto
+    monkeypatch.setattr(pto_writer._Writer, "held_alike", lambda self, f: set())
+    prog = pl.program(held, name="held")
+    text = write_pto(compile_program(prog, platform), platform)
+    pops = [k + 1 for k, line in enumerate(text.splitlines()) if re.search(r"pto\.tpop(_from_aic)?\(?", line)
+            and "%y" in line]
+    assert len(pops) == 2, pops
+    args = _held_args(prog)
+    res = run_pto(text=text, inputs=args, platform=platform)
+    a, b2 = args["a"], args["b2"]
+    np.testing.assert_array_equal(res.outputs["out"], np.maximum(a @ b2, 0) - a @ b2)
+    found = [(w, str(loc)) for w, loc in res.summary.leaks if "still holds" in w]
+    assert found and all(loc.split(":")[-2] == str(pops[1]) and f":{pops[0]}:" in w for w, loc in found), found
