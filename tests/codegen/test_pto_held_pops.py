@@ -16,8 +16,11 @@ import numpy as np
 import pytest
 
 import ptopipe.language as pl
-from ptopipe.codegen import write_pto
-from ptopipe.passes import compile_program
+from ptopipe.codegen import read_pto, write_pto
+from ptopipe.codegen.pto_load import PTO_PASSES
+from ptopipe.ir import first_difference, structural_equal
+from ptopipe.passes import PassManager, compile_program
+from ptopipe.passes.manager import PassContext
 
 M, K, N, TM = 32, 32, 32, 16
 
@@ -62,7 +65,8 @@ def _pops(text):
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_tile_popped_while_one_of_its_type_is_held_gets_an_alloc_tile(platform):
-    text = _pto(held, platform)
+    op = compile_program(pl.program(held, name="held"), platform)
+    text = write_pto(op, platform)
     (n1, d1, t1), (n2, d2, t2) = _pops(text)
     assert t1 == t2 and (n1, n2) == ("%y1", "%y2")
     assert (d1, d2) == ("pto.declare_tile", "pto.alloc_tile")
@@ -74,6 +78,9 @@ def test_a_tile_popped_while_one_of_its_type_is_held_gets_an_alloc_tile(platform
     a, b1, b2 = args["a"], args["b1"], args["b2"]
     np.testing.assert_array_equal(res.outputs["out"], np.maximum(a @ b1, 0) - a @ b2)
     assert not [w for w, _ in res.summary.leaks if "still holds" in w]
+    # and it reads back to the program (the lower-level ring is the one the IR describes)
+    back = PassManager(list(PTO_PASSES)).run(read_pto(text, "held.pto"), PassContext(platform=platform))
+    assert structural_equal(op, back), first_difference(op, back)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
