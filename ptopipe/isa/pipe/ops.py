@@ -286,7 +286,12 @@ def _check_repop(core, tile: Tile, prev, loc) -> None:
             ".pto into one C++ Tile: pop a tile held at the same time as another of its type into a "
             "pto.alloc_tile), or TFREE the first before popping again")
     here = str(loc)
-    if (what, here) not in core.cluster.warnings:
+    if pch.pop_frees:
+        # said at the exit only if that TFREE comes (diagnostics.held_repops): a kernel with no
+        # TFREE at all holds nothing here, and its missing TFREEs are the warning then
+        if not any(r[1] == what and r[2] == here for r in pside.repops):
+            pside.repops.append((pi, what, here))
+    elif (what, here) not in core.cluster.warnings:
         core.cluster.warnings.append((what, here))
 
 
