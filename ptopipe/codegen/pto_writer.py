@@ -173,6 +173,11 @@ class _Writer:
         # their addresses, or ptoas's placement (and the run's) could put two tiles the
         # events do not order in one buffer
         self.placed = any(o.is_a(*EVENT_OPS) for o in prog.walk())
+        self.own = set()
+        for f in prog.body:
+            if f.kind is not FunctionKind.Group:
+                self.own |= self.held_alike(f)
+        self.own_rings = {ring_of(o) for o in self.own}
         if self.placed:
             self.line("", f"// {PLACED_LEVEL}: every tile at the address ptopipe's allocator gave it "
                           "(the program orders its pipes with events)")
@@ -526,7 +531,8 @@ class _Writer:
             self.line(ind, f"{k} = arith.constant {op.gm_offset // item} : index")
             self.line(ind, f"{moved} = pto.addptr {st[gm]}, {k} : {short} -> {short}")
             gm_arg = f"{moved} : {_param_type(gm.type)}"
-        sp = ring_spelling(op, self.plat, f.sym_name in self.nosplit)
+        sp = ring_spelling(op, self.plat, f.sym_name in self.nosplit,
+                           frontend=not any(r in self.own_rings for r in op.rings))
         for what in sp.unsupported:
             self.note(op, what)
         trailing = list(sp.extra)
@@ -586,12 +592,55 @@ class _Writer:
         elif cls is TPop and h is not None and isinstance(op.tile.type, TileValueType):
             r = op.tile
             res, t = st.bind(r), self.ty(r.type)
-            self.line(ind, f"{res} = pto.declare_tile -> {t}")
+            if op in self.own:      # a buffer of its own: see held_alike
+                self.line(ind, f"{res} = pto.alloc_tile{self.at(st, None, r.type, res[1:])} : {t}")
+            else:
+                self.line(ind, f"{res} = pto.declare_tile -> {t}")
             self.line(ind, f"pto.tpop({res}, {h} : {t}, !pto.pipe){sattr}")
         else:
             r = op.results[0]
             what = "tpop_from_" + me if cls is TPop else "talloc_to_" + peer
             self.line(ind, f"{st.bind(r)} = pto.{what}{sattr} -> {self.ty(r.type)}")
+
+    def held_alike(self, f) -> set:
+        """The TPOPs of ``f`` that pop while a tile popped earlier, of the same ``.pto`` type,
+        is still held (not yet freed) - two matmul results crossing to the Vector side and
+        combined there.  ptoas folds identical ``pto.declare_tile`` ops (pure, no operands:
+        its CSE) into one C++ Tile, so ``TPOP(pipe, v); TPOP(pipe, v)`` would leave the first
+        pop's data without a handle; such a TPOP pops into a ``pto.alloc_tile`` (an allocation,
+        never folded; the TPOP rebinds it to its slot), on a pipe with a handle (a ring ptoas's
+        frontend ops would pop is written in the lower-level spelling, :func:`ring_spelling`).
+        A TFREE frees the oldest held pop of its ring; held pops are tracked through nested
+        regions conservatively (a free inside a region is not assumed to end an outer hold;
+        a loop body is walked twice, for a pop held into the next iteration)."""
+        own = set()
+
+        def walk(block, held):          # held: [(ring, .pto type or None, the TPOP)], oldest first
+            held = list(held)
+            for op in block:
+                if op.is_a(TPop):
+                    t = self.ty(op.tile.type) if isinstance(op.tile.type, TileValueType) else None
+                    if t is not None and any(h[1] == t for h in held):
+                        own.add(op)
+                    held.append((ring_of(op), t, op))
+                elif op.is_a(TFree):
+                    ring = ring_of(op)
+                    k = next((j for j, h in enumerate(held) if h[0] == ring), None)
+                    if k is not None:
+                        del held[k]
+                elif op.regions:
+                    more = []
+                    for region in op.regions:
+                        for b in region.blocks:
+                            left = [h for h in walk(b, held) if h not in held]
+                            if left and op.is_a(ForOp):     # still held in the next iteration
+                                walk(b, held + left)
+                            more += [h for h in left if h not in more]
+                    held += more
+            return held
+
+        walk(f.body, [])
+        return own
 
     @staticmethod
     def _pop_split(op, d):
@@ -736,7 +785,7 @@ class RingSpelling:
     unsupported: tuple = ()     # why ptoas rejects it (a ring it cannot build)
 
 
-def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
+def ring_spelling(init, platform, nosplit: bool, frontend: bool = True) -> RingSpelling:
     """The spelling of ``init`` (a compiled ``pl.*_initialize_pipe``) under which ptoas builds
     the ring the IR describes - ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>``.
 
@@ -748,7 +797,9 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     go to ``extra``: ``ptopipe.lanes``; a LocalSlotNum on an A5 consumer-local ring, which
     stages nothing (``ptopipe.local_slot_num``); an l2g2l ring whose IR left LocalSlotNum
     to pto-isa's default (``ptopipe.default_local_slot_num``: the reserve then holds
-    SLOT_NUM slots, the seed 003 rule).  The reader reverses this (:mod:`.pto_pipe_ops`)."""
+    SLOT_NUM slots, the seed 003 rule).  ``frontend=False``: the lower-level spelling even
+    for a ring the frontend op builds (its handle lets a TPOP pop into a tile of the
+    kernel's: :meth:`_Writer.held_alike`).  The reader reverses this (:mod:`.pto_pipe_ops`)."""
     plat = get_platform(platform)
     mask = int(init.dir_mask)
     n = init.slot_num
@@ -762,7 +813,7 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     head = f"dir_mask = {mask}, slot_size = {init.slot_size}"
     # (a ring with a pipe id: the lower-level spelling, whose handle names the ring each
     # push / pop uses - ptoas's frontend ops carry no pipe handle)
-    if not gm_dir and n == fn and flag == 0 and not init.pipe_id and (lsn == flsn or not in_gm):
+    if frontend and not gm_dir and n == fn and flag == 0 and not init.pipe_id and (lsn == flsn or not in_gm):
         if lsn != flsn:
             extra.append(f"ptopipe.local_slot_num = {lsn}")
         return RingSpelling("frontend", head + ns, tuple(extra))

@@ -35,7 +35,7 @@ from .context import refuse_nested_run
 from .golden import compare, compare_launches
 from ..protocol.versions import parse as parse_protocol
 from .pipe import leaks
-from .pipe.diagnostics import unpaired_frees, zeroed_pops
+from .pipe.diagnostics import held_repops, unpaired_frees, zeroed_pops
 from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, explain_carried, ledger,
                             teardown)
 from .tensor import GlobalTensor, GMPtr
@@ -527,7 +527,8 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
             _raise_leaks(stuck, then=f"so the teardown hangs ({hang.where}): {hang.what}")
         raise
     flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
-    flag_warnings = list(flag_warnings) + unpaired_frees(cluster) + zeroed_pops(cluster) + cluster.warnings
+    flag_warnings = list(flag_warnings) + unpaired_frees(cluster) + held_repops(cluster) + zeroed_pops(cluster) \
+        + cluster.warnings
     if not final:
         flag_warnings, flag_errors, extra = list(flag_warnings) + list(flag_errors) + extra, (), []
     if (extra or flag_errors) and leak_check:

@@ -43,7 +43,7 @@ class Tile:
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
-                 "hbw", "hbu", "pad")
+                 "hbw", "hbu", "pad", "pop_rec")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,
@@ -90,6 +90,7 @@ class Tile:
         self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
         self._push = None       # TPUSH's queued copies from this tile: (plan, source array, per tag)
         self.hbw = self.hbu = None   # sim.porder: what happens before its last write / its uses
+        self.pop_rec = None     # its latest tile TPOP: (channel, consumer side, pop index, line)
         if addr is not None:
             _assign(self, addr, "")       # (a Tile(addr=), a .pto alloc_tile, a DSL tile: no TASSIGN)
 

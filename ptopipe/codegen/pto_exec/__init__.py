@@ -1,7 +1,8 @@
 """Run PTO-AS (``.pto``) as ptoas reads it: buffer semantics, on the simulated cluster.
 
 A ``pto.alloc_tile`` (``declare_tile``, ``memref.alloc``) is a buffer at an address - the
-one it names (``addr = %c``) or one this executor places - and every op reads and writes
+one it names (``addr = %c``) or one this executor places; identical ``declare_tile`` ops that
+ptoas folds are one tile (:func:`.tile_ops.declare_folds`) - and every op reads and writes
 buffers through :mod:`ptopipe.isa`, exactly as the pto-isa C++ that ptoas emits does.  So
 tiles that overlap alias as on the device, an accumulator read before anything wrote it
 holds what its memory holds, and every checker of the ISA layer (deadlocks, protocol

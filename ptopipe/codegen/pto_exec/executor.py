@@ -49,6 +49,7 @@ class Executor:
         self.written = Written()        # which local bytes the kernel wrote (reads before: warned)
         self.warnings = []              # findings the run goes on after (the launch's list)
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
+        self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:

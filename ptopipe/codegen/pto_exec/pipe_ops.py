@@ -11,7 +11,7 @@ from ...protocol.model import cluster_model
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict
 from .program import int_attr, res_type, str_attr, walk
-from .tile_ops import tile_of
+from .tile_ops import folded, tile_of
 from .types import TileSpec
 from .values import PipeVal, Reserved
 
@@ -251,7 +251,7 @@ def h_pop(ex, fr, s):
     spec = res_type(ex, s)
     if not isinstance(spec, TileSpec):
         raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
-    tile = tile_of(ex, s, spec, None, fr)
+    tile = folded(ex, fr, s) or tile_of(ex, s, spec, None, fr)
     vs = s.values()
     if spec.v_rows is None and vs:
         tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))

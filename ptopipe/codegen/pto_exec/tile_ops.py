@@ -94,6 +94,47 @@ def tile_of(ex, s, spec: TileSpec, addr, fr):
     return t
 
 
+#: ops that declare a tile ptoas gives no storage (the TPOP binds it): ``pto.declare_tile``,
+#: and the frontend pops, which ptoas lowers to a ``declare_tile`` + ``pto.tpop``
+_DECLARING = ("pto.declare_tile", "pto.tpop_from_aic", "pto.tpop_from_aiv")
+
+
+def declare_folds(stmts) -> dict:
+    """``id(stmt) -> name``: each tile declaration of ``stmts`` (a function body) that ptoas
+    folds into an earlier identical one that dominates it, and that one's result.  ptoas's
+    ``declare_tile`` is pure and has no operands, so its CSE merges two of one type into one C++
+    Tile - two frontend pops of one type too - and a TPOP into the second rebinds the first
+    (:func:`ptopipe.isa.pipe.ops._check_repop` warns where a pop is still held then).  A
+    ``declare_tile`` with valid-shape operands is not folded."""
+    out = {}
+
+    def walk(body, seen):
+        seen = dict(seen)                # a region sees its parents' declarations, not its siblings'
+        for s in body:
+            if s.name in _DECLARING and s.results and (s.name != "pto.declare_tile" or not s.used()):
+                ty = s.result_type_text()
+                key = re.sub(r"\s+", "", ty) if ty else None
+                if key in seen:
+                    out[id(s)] = seen[key]
+                elif key is not None:
+                    seen[key] = s.results[0]
+            for region in s.regions:
+                for block in region:
+                    walk(block.stmts, seen)
+    walk(stmts, {})
+    return out
+
+
+def folded(ex, fr, s):
+    """The tile an earlier identical declaration made, where ptoas folds ``s`` into it
+    (:func:`declare_folds`), else None."""
+    folds = ex.folds.get(fr.f.name)
+    if folds is None:
+        folds = ex.folds[fr.f.name] = declare_folds(fr.f.body)
+    name = folds.get(id(s))
+    return None if name is None else fr.env.get(name)
+
+
 def h_alloc(ex, fr, s):
     spec = res_type(ex, s)
     if isinstance(spec, tuple) and spec[0] == "memref":
@@ -106,6 +147,9 @@ def h_alloc(ex, fr, s):
     addr = ex.ival(fr, a[0]) if a else ex.layout.sites.get(id(s))
     if s.name == "pto.declare_tile":
         addr = None
+        same = folded(ex, fr, s)
+        if same is not None:
+            return same
     return tile_of(ex, s, spec, addr, fr)
 
 

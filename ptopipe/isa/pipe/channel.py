@@ -56,7 +56,7 @@ class Side:
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
-                 "self_freed", "switched_off", "pop_holds", "zeroed")
+                 "self_freed", "switched_off", "pop_holds", "zeroed", "repops")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -76,6 +76,9 @@ class Side:
         self.extra_free = None           # the first TFREE with no TPOP to pair (pto-isa GM rings)
         self.self_freed = 0              # tile TPOPs that freed their slot themselves (pto-isa GM rings)
         self.zeroed = None               # [TPOPs, first TPOP line] the library handed zeros (pop_zeroes)
+        # where the TPOP frees its slot itself: (pop index, warning, line) of a TPOP into a tile
+        # whose pop ``index`` had no TFREE yet - said at the exit if that TFREE came (ops._check_repop)
+        self.repops: list = []
         self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
         self.record = True               # setRecordStatus

@@ -599,6 +599,18 @@ def unpaired_frees(cluster) -> list:
     return out
 
 
+def held_repops(cluster) -> list:
+    """Where the TPOP frees its slot itself (pto-isa, GM ring): the TPOPs into a tile whose
+    earlier pop the kernel freed only after them (``ops._check_repop``), said at the exit, when
+    the TFREE that ended that hold is known; a pop never TFREEd is :func:`unpaired_frees`'s."""
+    out = []
+    for ch in cluster.state.channels.values():
+        if ch.pop_frees:
+            for side in ch.sides.values():
+                out += [(what, here) for i, what, here in side.repops if side.tfrees > i]
+    return out
+
+
 def zeroed_pops(cluster) -> list:
     """Warnings where the library handed a TPOP zeros instead of its tile (pto-isa's CPU
     simulator on AIV1 of a TILE_NO_SPLIT C2V ring, ``ProtocolModel.pop_zeroes``): what the

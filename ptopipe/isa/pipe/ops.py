@@ -21,7 +21,7 @@ from ..events import Event, TSYNC, new_event
 from ..ops import arr, queue_checked_write
 from ..regions import forget_tile, popped_into, reserve, ring_wrote
 from ..tensor import GlobalTensor
-from ..tile import Tile, bind
+from ..tile import Tile, _describe, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
 from ...protocol.geometry import ODD_SPLITS
@@ -152,6 +152,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if isinstance(tile, GlobalTensor):
             return pop_address(core, ch, side, tag, tile, split, loc)
         raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+    prev = tile.pop_rec
+    if prev is not None and core.cluster.checker is not None:
+        _check_repop(core, tile, prev, loc)
+    tile.pop_rec = (ch, side, i, loc)
     c = tile._plan
     p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
         plan(core, ch, tile, split, pop_plan)
@@ -257,6 +261,40 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     return new_event(("TPOP", core, end))
 
 
+def _check_repop(core, tile: Tile, prev, loc) -> None:
+    """A TPOP into the Tile object whose earlier pop is still held (no TFREE for it yet): the
+    device rebinds the tile to the new slot and the kernel has no handle to the first pop's
+    data any more.  A kernel may mean it (drop a tile it does not need and free it later in
+    order), so it is a warning here naming the first TPOP, not an error: it is what ptoas
+    makes of two popped tiles of one type held at once when it folds their identical
+    ``pto.declare_tile`` ops into one C++ Tile, and the epilogue then reads the second tile
+    where it meant the first."""
+    pch, pside, pi, ploc = prev
+    if pside.core is None or pside.core.cluster is not core.cluster:
+        return                      # a pop of an earlier run: its cursors are gone
+    if pch.pop_frees:               # the TPOP freed its slot itself: the kernel's TFREE ends the hold
+        if pside.tfrees > pi:
+            return
+    elif not any(h[1] is tile for h in pside.held):
+        return
+    # no address in the text: the staging slot it names moves on with every pop of a loop
+    desc = _describe(tile.loc, tile.name, tile.dtype, tile.rows, tile.cols, tile.layout, None, None)
+    what = (f"TPOP on {core.name} into {desc}, which still holds the tile "
+            f"popped at {ploc} from {pch.name} (not yet freed): this pop rebinds the tile, so nothing reads "
+            "that pop's data any more and every later read of the tile sees this one's - pop each tile "
+            "the kernel reads into a Tile of its own (ptoas folds identical pto.declare_tile ops of a "
+            ".pto into one C++ Tile: pop a tile held at the same time as another of its type into a "
+            "pto.alloc_tile), or TFREE the first before popping again")
+    here = str(loc)
+    if pch.pop_frees:
+        # said at the exit only if that TFREE comes (diagnostics.held_repops): a kernel with no
+        # TFREE at all holds nothing here, and its missing TFREEs are the warning then
+        if not any(r[1] == what and r[2] == here for r in pside.repops):
+            pside.repops.append((pi, what, here))
+    elif (what, here) not in core.cluster.warnings:
+        core.cluster.warnings.append((what, here))
+
+
 def _zero_fill(core, side: Side, tile: Tile, loc) -> None:
     """The library hands the kernel zeros for this popped tile (``ProtocolModel.pop_zeroes``):
     its valid region is filled after the tile's load or binding; the TPOPs that had data to
@@ -332,8 +370,9 @@ def _check_stage_free(core, ch: Channel, side: Side, tile: Tile, s, n: int) -> N
 def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
     """A TPOP must not load into bytes of another tile popped earlier and not yet freed: the
     load would overwrite data the kernel still holds.  (Popping again into the *same* Tile
-    object gives up its old contents - nothing can read them any more; a missing TFREE is
-    then reported by the hold limit, the deadlock report or the leak check.)"""
+    object gives up its old contents - nothing can read them any more: a warning, see
+    :func:`_check_repop`; a missing TFREE is then reported by the hold limit, the deadlock
+    report or the leak check.)"""
     lo = tile.addr
     hi = lo + tile.nbytes
     for h in side.held:
