@@ -1080,7 +1080,7 @@ def _adjacent(y: np.ndarray, up: np.ndarray) -> np.ndarray:
 
 
 def _to_float(d, a, mode: RoundMode) -> None:
-    """A float array into a narrower float dtype rounded by ``mode``: nearest-even first,
+    """A float (or 32-bit integer) array into a float dtype rounded by ``mode``: nearest-even first,
     then one step where the mode wants the other neighbour (FLOOR / CEIL / TRUNC by the
     side the exact value lies on, ROUND: ties away from zero).  float64 holds every source
     value and both neighbours exactly, so the comparisons are exact."""
@@ -1141,8 +1141,8 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     (the arguments after src are told apart by their types).  A float becomes an integer
     rounded by ``mode`` (pto-isa's RoundMode; default CAST_RINT: to nearest, ties to even) and
     saturated to the integer's range (NaN: 0), as the vector unit converts; float to float
-    rounds to nearest, integer to float is exact or rounds to nearest, integer to integer
-    keeps the low bits.  An explicit SaturationMode (include/pto/common/type.hpp) decides for
+    rounds to nearest (another mode: to that neighbour), integer to float is exact or rounded
+    by ``mode`` as well (a 32-bit source), integer to integer keeps the low bits.  An explicit SaturationMode (include/pto/common/type.hpp) decides for
     the narrowing pairs: ON clamps to the destination's range first (an integer narrowing
     too, and a float one to its largest finite value - pto-isa's CPU TCvt_Impl clamps to
     the intersection of the two types' ranges), OFF narrows a float to an 8- or 16-bit
@@ -1192,6 +1192,13 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
             core.pending.append((_copy_unsafe, d, a))        # exact widening, or nearest-even
         else:
             core.pending.append((_to_float, d, a, mode))
+    elif dst.dtype.kind == "f" and mode not in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):
+        # an integer to a float under another mode: the device has one conversion per mode
+        if mode is RoundMode.CAST_ODD or src.dtype.itemsize > 4:
+            raise _err(core, f"TCVT {src.dtype.name} -> {dst.dtype.name} with {mode.name}: "
+                             f"{'von Neumann rounding' if mode is RoundMode.CAST_ODD else 'a 64-bit source'} "
+                             "is not modelled under that mode", "use CAST_RINT (to nearest, ties to even)")
+        core.pending.append((_to_float, d, a, mode))     # (float64 holds every 32-bit integer)
     else:
         core.pending.append((_copy_unsafe, d, a))
     if tmp is not None:

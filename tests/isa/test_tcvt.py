@@ -90,20 +90,26 @@ def test_unmodelled_modes_are_reported_at_their_line():
         assert ei.value.where.endswith(f":{line_of(vec, marker)}"), ei.value.where
 
 
-@pytest.mark.parametrize("dtype", [np.float16, bfloat16])
+@pytest.mark.parametrize("src_dtype,dtype", [(np.float32, np.float16), (np.float32, bfloat16),
+                                             (np.int32, np.float32)])
 @pytest.mark.parametrize("mode", [RoundMode.CAST_ROUND, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
                                   RoundMode.CAST_TRUNC, RoundMode.CAST_RINT])
-def test_float_narrowing_rounds_by_mode(dtype, mode):
-    """f32 -> f16 / bf16 under each RoundMode, against numpy's nextafter neighbours of the
-    nearest-even result: ties (exact halfway values) and both signs included."""
+def test_float_narrowing_rounds_by_mode(src_dtype, dtype, mode):
+    """f32 -> f16 / bf16 and i32 -> f32 (beyond 2^24 not every integer is a float32) under each
+    RoundMode, against numpy's nextafter neighbours of the nearest-even result: ties (exact
+    halfway values) and both signs included."""
     rng = np.random.default_rng(3)
-    ulp16 = 2.0 ** -10 if dtype is np.float16 else 2.0 ** -7
-    base = rng.uniform(-4, 4, 64).astype(np.float32)
-    ties = np.array([1 + ulp16 / 2, -(1 + ulp16 / 2), 1 + 3 * ulp16 / 2, 2 + ulp16, -0.0, 0.0], np.float32)
-    x = np.concatenate([base, ties, np.zeros(128 - 64 - len(ties), np.float32)]).reshape(4, 32)
+    if src_dtype is np.int32:
+        base = rng.integers(-2 ** 31, 2 ** 31 - 1, 64, dtype=np.int64)
+        ties = np.array([2 ** 24 + 1, -(2 ** 24 + 1), 2 ** 24 + 3, 2 ** 25 + 2, 0, 7], np.int64)
+    else:
+        ulp16 = 2.0 ** -10 if dtype is np.float16 else 2.0 ** -7
+        base = rng.uniform(-4, 4, 64)
+        ties = np.array([1 + ulp16 / 2, -(1 + ulp16 / 2), 1 + 3 * ulp16 / 2, 2 + ulp16, -0.0, 0.0])
+    x = np.concatenate([base, ties, np.zeros(128 - 64 - len(ties))]).astype(src_dtype).reshape(4, 32)
 
     def vec(src, out):
-        a = Tile(TileType.Vec, float32, 4, 32, addr=0)
+        a = Tile(TileType.Vec, src_dtype, 4, 32, addr=0)
         h = Tile(TileType.Vec, dtype, 4, 32, addr=0x400)
         TLOAD(a, src)
         TCVT(h, a, mode)
