@@ -295,10 +295,11 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
 def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tmp_path):
     """`compile k_a5.pto --emit pto --platform a2a3` gives the kernels a gm_slot_buffer
     parameter; the entry's func.calls must pass it (ptopipe reads its own
-    output), and the written file runs to the same numbers."""
+    output), and the written file runs to the same numbers (under the spec protocol, which the
+    file is read back and run with)."""
     from ptopipe.cli import main as cli_main
     out = tmp_path / "k.pto"
-    assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
+    assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto", "--protocol", "spec",
                      "--platform", platform, "-o", str(out)]) == 0
     op, _, plat = load_pto(str(out), platform, "spec")
     args = _inputs(op)

@@ -142,3 +142,23 @@ def test_ptoas_takes_stores_in_the_tensors_rank_and_empty_lane1_pushes(platform,
         assert r.returncode == 0, r.stderr[-2000:]
     cpp = (tmp_path / "v2c.cpp").read_text()
     assert re.search(r"TPUSH<TPipe<[^>]*>, Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, -1, -1,", cpp)
+
+
+def test_the_default_a5_no_split_pto_runs_after_ptoas(tmp_path):
+    """`compile --emit pto` (pto-isa by default) of the shipped A5 TILE_NO_SPLIT example: ptoas's
+    C++ of it runs on ptopipe's headers under pto-isa (AIV0 the pipe's one lane) to numpy's numbers."""
+    import numpy as np
+    from ptopipe.cli import main as cli_main
+    from ptopipe.cpp import run_cpp
+    from ptopipe.isa.scenario import data_rng
+    rel = "examples/mixed/s2_cv_nosplit.py"
+    pto = tmp_path / "s2.pto"
+    assert cli_main(["compile", str(ROOT / rel), "--emit", "pto", "--platform", "a5", "-o", str(pto)]) == 0
+    assert run_ptoas(pto, "a5").returncode == 0
+    sc = load_module(str(ROOT / rel)).SCENARIO
+    args = sc.make_args(data_rng(0), **sc.params("default"))
+    # ptoas names the parameters v1, v2, ... in the entry's order
+    got = run_cpp(str(pto.with_suffix(".cpp")), {f"v{i + 1}": args[k] for i, k in enumerate(("a", "b", "bias", "out",
+                                                                                               "gm_slot_buffer"))},
+                  platform="a5", protocol="pto-isa")
+    np.testing.assert_allclose(got["v4"], sc.golden(args, **sc.params("default"))["out"], rtol=1e-5, atol=1e-5)
