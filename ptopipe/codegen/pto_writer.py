@@ -643,6 +643,16 @@ class _Writer:
             # declared in whole 32-byte rows: the sources' static shape only when they have as many columns
             self.note(op, "pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the sources' "
                           "static shape")
+        if name == "pto.tcvt" and op.results[0].type.static_shape != op.operands[0].type.static_shape:
+            # each dtype's rows are padded to whole 32-byte blocks (arch.vocab.static_shape): a
+            # narrow tile converted between dtypes of two sizes has two static shapes, which
+            # pto-isa's TCVT takes (valid shapes equal) and ptoas's verifier does not
+            src, dst = op.operands[0].type, op.results[0].type
+            (sr, sc), (dr, dc) = src.static_shape, dst.static_shape
+            self.note(op, f"pto.tcvt of {src.dtype} {src.shape[0]}x{src.shape[1]} to {dst.dtype}: pto-isa pads "
+                          f"each to whole 32-byte rows ({sr}x{sc} and {dr}x{dc}), and ptoas's verifier takes src "
+                          "and dst of one static shape only (a tile whose rows are whole 32 bytes in both dtypes "
+                          "converts; --emit cpp, pto-isa's C++, takes this one)")
         if FORM_OF_DSL.get(op.name[3:]) == "part" and len({v.type.shape for v in op.operands}) > 1:
             # a DSL tile's static shape is its valid shape; ptoas's verifier wants one static shape
             self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")

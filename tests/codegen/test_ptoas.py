@@ -38,7 +38,8 @@ ARCH = {"a2a3": "a3", "a5": "a5"}
 #: a reason the writer notes -> what ptoas says when it rejects the file for it
 REJECTS = {"SLOT_NUM": "expects 'slot_num' to be 4 or 8",
            "address flow": "is unknown",
-           "ring in GM by its direction": "expects 'dir_mask' to be 1, 2, or 3"}
+           "ring in GM by its direction": "expects 'dir_mask' to be 1, 2, or 3",
+           "pto.tcvt of": "'pto.tcvt' op expects src and dst to have compatible shapes"}
 _KERNEL = re.compile(r"AICORE (?:inline )?void (\w+)\(")
 _TPIPE = re.compile(r"TPipe<(\d+), Direction::(\w+), (\d+), (\d+), (\d+), (true|false)>")
 
@@ -162,3 +163,16 @@ def test_the_default_a5_no_split_pto_runs_after_ptoas(tmp_path):
                                                                                                "gm_slot_buffer"))},
                   platform="a5", protocol="pto-isa")
     np.testing.assert_allclose(got["v4"], sc.golden(args, **sc.params("default"))["out"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_cast_the_writer_notes_is_one_ptoas_rejects(platform, tmp_path):
+    """The narrow f32 -> f16 cast the writer notes (two static shapes): ptoas rejects it so."""
+    import ptopipe.language as pl
+    from test_pto_ptoas_spelling import narrow_cast
+    notes = []
+    pto = tmp_path / "nc.pto"
+    pto.write_text(write_pto(compile_program(pl.program(narrow_cast, name="nc"), platform), platform, notes))
+    assert len(notes) == 1 and notes[0][0].startswith("pto.tcvt of")
+    r = run_ptoas(pto, platform)
+    assert r.returncode != 0 and REJECTS["pto.tcvt of"] in r.stderr, r.stderr[-2000:]
