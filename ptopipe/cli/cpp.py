@@ -24,6 +24,26 @@ def add_arguments(p) -> None:
                    help="(.cpp files) the Vector kernel function (default: as --aic, *aiv* / *vec*)")
 
 
+def _written_for(args) -> None:
+    """Without --platform / --protocol, a C++ file ptopipe wrote runs on the platform and under
+    the protocol it was compiled for (its first line: :func:`ptopipe.codegen.cpp_writer.written_for`),
+    said in a note; any other C++ keeps the defaults (a2a3, spec)."""
+    from ..codegen.cpp_writer import written_for
+    if args.platform is not None and args.protocol is not None:
+        return
+    with open(args.file, encoding="utf-8", errors="replace") as f:
+        target = written_for(f.readline())
+    if target is None:
+        return
+    took = []
+    for key, value in zip(("platform", "protocol"), target):
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+            took.append(f"{key} {value}")
+    print(f"note: {' and '.join(took)}: what ptopipe compiled the file for (its first line; "
+          f"{' / '.join('--' + t.split()[0] for t in took)} to choose another)")
+
+
 def _notes(args) -> None:
     for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None), getattr(args, "sync", None)):
         print(f"note: {n}")
@@ -67,6 +87,7 @@ def _pto_isa_note(args, summary) -> str | None:
 
 
 def run_cpp_file(args) -> int:
+    _written_for(args)
     platform = args.platform or "a2a3"
     protocol = args.protocol or "spec"
     reports = getattr(args, "report", None) or getattr(args, "png", None)
@@ -105,6 +126,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     def check(sc, warned):
         mine = []
         return check_scenarios(args, mine, [(sc, warned)]), mine
+    _written_for(args)
     _notes(args)
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                                   getattr(args, "input", None), args.platform or "a2a3", check,
@@ -130,6 +152,7 @@ def trace_cpp_file(args) -> int:
         if not stopped:
             print("  " + profile(run).format().replace("\n", "\n  "), flush=True)
     after, failed = child_reports(write)
+    _written_for(args)
     _, summary = _run(args, after, trace=True, failed=failed, **launch_kwargs(args))
     warned = summary_warnings(summary)
     failed_w, verdict = werror_verdict(args, warned)
