@@ -232,15 +232,20 @@ def scenarios(path: str, launched: list, protocol: str) -> list:
     """The launches of the .pto file ``path`` as ``(Scenario, run warnings)`` pairs (one per
     function run, a 'default' variant each) for ``check``: the executor's kernels, the given
     arrays, seeded random data for the others; the list the runs' executors add their
-    warnings to (reads before writes: what the run finds and goes on after)."""
+    warnings to (reads before writes: what the run finds and goes on after).  A level3 file
+    ptopipe wrote (:func:`~ptopipe.codegen.pto_syntax.placed_level`) runs in the manual
+    synchronisation mode, as ``run`` runs it."""
+    from ..codegen.pto_syntax import placed_level
     from ..isa.scenario import Scenario
+    with open(path, encoding="utf-8", errors="replace") as f:
+        sync = "manual" if placed_level(f.readline()) else None
     out = []
     for pl in launched:
         def make_args(rng, pl=pl):
             return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
         name = os.path.basename(path) + ("" if len(launched) == 1 else f"@{pl.func}")
         out.append((Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
-                             protocol=protocol), _with_load_warnings(pl)))
+                             protocol=protocol, sync=sync), _with_load_warnings(pl)))
     return out
 
 

@@ -600,9 +600,9 @@ def test_the_compilers_own_event_before_a_tfree_does_not_make_the_file_level3(tm
 
 
 def test_a_level3_file_runs_with_its_own_events_only(tmp_path, capsys):
-    """ptoas builds a level3 file's pipes with the file's events alone: `run` of such a file that
-    ptopipe wrote runs in the manual mode (a note says so), so a missing event is the race the
-    device has; --sync auto still lets the scoreboard order the pipes."""
+    """ptoas builds a level3 file's pipes with the file's events alone: `run` (and `check`) of such
+    a file that ptopipe wrote runs in the manual mode (a note says so), so a missing event is the
+    race the device has; --sync auto still lets the scoreboard order the pipes."""
     from ptopipe.cli import main as cli_main
     text = write_pto(compile_program(pl.program(_idle, _manual, name="m"), "a2a3"))
     ev = re.compile(r".*pto\.(set|wait)_flag\[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID0>\]\n")
@@ -617,3 +617,8 @@ def test_a_level3_file_runs_with_its_own_events_only(tmp_path, capsys):
     assert cli_main([*run, str(tmp_path / "m_no_wait.pto")]) == 1
     assert "DataRaceError" in capsys.readouterr().err
     assert cli_main([*run, "--sync", "auto", str(tmp_path / "m_no_wait.pto")]) == 0
+    capsys.readouterr()
+    check = ["check", "--input", f"x={tmp_path / 'x.npy'}"]      # check runs it as run does
+    assert cli_main([*check, str(tmp_path / "m.pto")]) == 0
+    assert "(manual sync)" in capsys.readouterr().out
+    assert cli_main([*check, str(tmp_path / "m_no_wait.pto")]) == 1
