@@ -25,23 +25,11 @@ def add_arguments(p) -> None:
 
 
 def _written_for(args) -> None:
-    """Without --platform / --protocol, a C++ file ptopipe wrote runs on the platform and under
-    the protocol it was compiled for (its first line: :func:`ptopipe.codegen.cpp_writer.written_for`),
-    said in a note; any other C++ keeps the defaults (a2a3, spec)."""
-    from ..codegen.cpp_writer import written_for
-    if args.platform is not None and args.protocol is not None:
-        return
-    with open(args.file, encoding="utf-8", errors="replace") as f:
-        target = written_for(f.readline())
-    if target is None:
-        return
-    took = []
-    for key, value in zip(("platform", "protocol"), target):
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-            took.append(f"{key} {value}")
-    print(f"note: {' and '.join(took)}: what ptopipe compiled the file for (its first line; "
-          f"{' / '.join('--' + t.split()[0] for t in took)} to choose another)")
+    """The platform and protocol not given, from a C++ file ptopipe wrote
+    (:func:`ptopipe.driver.cpp.run_target`), with its note."""
+    args.platform, args.protocol, note = cpp.run_target(args.file, args.platform, args.protocol)
+    if note:
+        print(f"note: {note}")
 
 
 def _notes(args) -> None:

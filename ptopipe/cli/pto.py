@@ -12,7 +12,7 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError
 from . import bounds
-from .common import (block_note, blocks_ran, launch_kwargs, scalar_ranges, summary_warnings, sync_kwargs, werror_note, werror_verdict,
+from .common import (block_note, blocks_ran, launch_kwargs, scalar_ranges, summary_warnings, werror_note, werror_verdict,
                      write_outputs)
 
 
@@ -115,31 +115,18 @@ def run_pto(args) -> int:
     return max([_run_one(args, pl, protocol, static) for pl in launched], default=0)
 
 
-#: the note of a level3 file ptopipe wrote, run in the manual synchronisation mode by default
-LEVEL3_NOTE = ("the file is level3 (its first line): its program orders its pipes with its own events, which "
-               "ptoas keeps as they are - run in the manual synchronisation mode, where only they order its "
-               "pipes, as on the device (--sync auto: the simulator's scoreboard orders them)")
-
-
-def _file_sync(args) -> dict:
-    """``sync_kwargs(args)``; without --sync, the manual mode for a level3 file ptopipe wrote
-    (:func:`~ptopipe.codegen.pto_syntax.placed_level`), whose events are all that orders its pipes
-    once ptoas has built it, as for C++ that sets its own events."""
-    given = sync_kwargs(args)
-    if given:
-        return given
-    from ..codegen.pto_syntax import placed_level
-    with open(args.file, encoding="utf-8", errors="replace") as f:
-        head = f.readline()
-    return {"sync": "manual"} if placed_level(head) else {}
+def _file_sync(args) -> tuple:
+    """``({"sync": mode} or {}, note)`` of a run of the file (:func:`ptopipe.driver.pto.file_sync`)."""
+    sync, note = pto.file_sync(args.file, getattr(args, "sync", None))
+    return ({"sync": sync} if sync else {}), note
 
 
 def _run_one(args, pl, protocol, static) -> int:
     from ..isa import run as run_kernels
     reports = getattr(args, "report", None) or getattr(args, "png", None)
-    sync = _file_sync(args)
-    if sync and not sync_kwargs(args) and not getattr(args, "quiet", False):
-        print(f"note: {LEVEL3_NOTE}")
+    sync, note = _file_sync(args)
+    if note and not getattr(args, "quiet", False):
+        print(f"note: {note}")
     res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
                       **sync, **launch_kwargs(args), causal=getattr(args, "causal", False))
@@ -178,7 +165,7 @@ def trace_pto(args) -> int:
         tag = pl.func if many else "default"
         res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
                                          protocol=protocol, trace=True, **bounds.run_kwargs(args),
-                                         **_file_sync(args), **launch_kwargs(args)), args, label, tag, many)
+                                         **_file_sync(args)[0], **launch_kwargs(args)), args, label, tag, many)
         warned = _run_warnings(static, pl) + summary_warnings(res.summary)
         failed, verdict = werror_verdict(args, warned, static)
         if failed:

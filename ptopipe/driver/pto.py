@@ -235,10 +235,8 @@ def scenarios(path: str, launched: list, protocol: str) -> list:
     warnings to (reads before writes: what the run finds and goes on after).  A level3 file
     ptopipe wrote (:func:`~ptopipe.codegen.pto_syntax.placed_level`) runs in the manual
     synchronisation mode, as ``run`` runs it."""
-    from ..codegen.pto_syntax import placed_level
     from ..isa.scenario import Scenario
-    with open(path, encoding="utf-8", errors="replace") as f:
-        sync = "manual" if placed_level(f.readline()) else None
+    sync = file_sync(path, None)[0]
     out = []
     for pl in launched:
         def make_args(rng, pl=pl):
@@ -247,6 +245,25 @@ def scenarios(path: str, launched: list, protocol: str) -> list:
         out.append((Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
                              protocol=protocol, sync=sync), _with_load_warnings(pl)))
     return out
+
+
+#: the note of a level3 file ptopipe wrote, run in the manual synchronisation mode by default
+LEVEL3_NOTE = ("the file is level3 (its first line): its program orders its pipes with its own events, which "
+               "ptoas keeps as they are - run in the manual synchronisation mode, where only they order its "
+               "pipes, as on the device (--sync auto: the simulator's scoreboard orders them)")
+
+
+def file_sync(path: str, sync: str | None) -> tuple:
+    """``(sync, note)`` of a run of the .pto file ``path``: ``sync`` when given; else the manual
+    mode for a level3 file ptopipe wrote (:func:`~ptopipe.codegen.pto_syntax.placed_level`), whose
+    events are all that orders its pipes once ptoas has built it (as for C++ that sets its own
+    events), with :data:`LEVEL3_NOTE`; else None (auto)."""
+    from ..codegen.pto_syntax import placed_level
+    if sync is not None:
+        return sync, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        placed = placed_level(f.readline())
+    return ("manual", LEVEL3_NOTE) if placed else (None, None)
 
 
 def scenario_at(path: str, inputs: tuple, func: str | None, platform: str | None, protocol: str,

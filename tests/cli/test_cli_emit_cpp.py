@@ -174,26 +174,21 @@ def test_emit_pto_is_device_code_for_pto_isa_by_default(capsys):
     assert "ptopipe.data_lane" in capsys.readouterr().out
 
 
-def test_run_of_the_written_cpp_takes_the_platform_and_protocol_it_was_compiled_for(tmp_path, capsys):
+def test_run_of_the_written_cpp_takes_the_platform_and_protocol_it_was_compiled_for(tmp_path):
     """The first line of the C++ says what the program was compiled for; `run` / `check` / `trace`
     of the file take it unless --platform / --protocol say otherwise (a note says so)."""
-    import argparse
-    from ptopipe.cli.cpp import _written_for
     from ptopipe.codegen.cpp_writer import written_for
+    from ptopipe.driver.cpp import run_target
     out = tmp_path / "s2.cpp"
     s2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
     assert cli_main(["compile", s2, "--emit", "cpp", "--platform", "a5", "-o", str(out)]) == 0
     assert written_for(out.read_text().splitlines()[0]) == ("a5", "pto-isa")
     assert written_for(_want("a2a3", "spec").splitlines()[0]) == ("a2a3", "spec")
-    args = argparse.Namespace(file=str(out), platform=None, protocol=None)
-    _written_for(args)
-    assert (args.platform, args.protocol) == ("a5", "pto-isa")
-    assert "platform a5 and protocol pto-isa: what ptopipe compiled the file for" in capsys.readouterr().out
-    args = argparse.Namespace(file=str(out), platform=None, protocol="spec")
-    _written_for(args)
-    assert (args.platform, args.protocol) == ("a5", "spec")
+    platform, protocol, note = run_target(str(out), None, None)
+    assert (platform, protocol) == ("a5", "pto-isa")
+    assert note.startswith("platform a5 and protocol pto-isa: what ptopipe compiled the file for")
+    assert run_target(str(out), None, "spec")[:2] == ("a5", "spec")
+    assert run_target(str(out), "a2a3", "spec") == ("a2a3", "spec", None)
     other = tmp_path / "hand.cpp"
     other.write_text("// a kernel\n")
-    args = argparse.Namespace(file=str(other), platform=None, protocol=None)
-    _written_for(args)
-    assert (args.platform, args.protocol) == (None, None)
+    assert run_target(str(other), None, None) == (None, None, None)
