@@ -273,7 +273,8 @@ def _type_checks(src):
     compiler defines __DAV_CUBE__ / __DAV_VEC__ per core: the entry's calls sit under them),
     for the platform its first line names (A5: PTO_NPU_ARCH_A5, which declares the *_GM
     directions)."""
-    arch = ["-DPTO_NPU_ARCH_A5"] if " for a5, " in src.read_text().splitlines()[0] else []
+    from ptopipe.codegen.cpp_writer import written_for
+    arch = ["-DPTO_NPU_ARCH_A5"] if written_for(src.read_text().splitlines()[0])[0] == "a5" else []
     for define in ([], ["-D__DAV_CUBE__"], ["-D__DAV_VEC__"]):
         r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", *arch, *define, "-I", MOCK, str(src)],
                            capture_output=True, text=True, timeout=60)
