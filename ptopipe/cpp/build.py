@@ -234,9 +234,12 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
 
 def _sets_events(k: Kernels, fns: dict) -> bool:
     """Does code a run of ``k`` executes set intra-core events (set_flag / wait_flag: a lone
-    trailing pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too): the bodies of the
-    kernels it runs and of the file's functions they call, transitively by name (pto-isa's
-    entries call ``__global__`` templates) - not another kernel of the file?"""
+    trailing pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too, and so does a
+    set_flag / wait_flag pair right before a TFREE - the order of the free signal after the
+    slot's reads, which ptopipe's compiler gives pto-isa's A5 free in auto-synchronised
+    kernels and ptoas keeps as it is): the bodies of the kernels it runs and of the file's
+    functions they call, transitively by name (pto-isa's entries call ``__global__``
+    templates) - not another kernel of the file?"""
     todo, seen = [f.name for f in k.roles.values()], set()
     while todo:
         name = todo.pop()
@@ -244,7 +247,7 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
             continue
         seen.add(name)
         body = fns[name].body
-        if _OWN_EVENTS.search(body):
+        if _OWN_EVENTS.search(_FREE_ORDER.sub("", body)):
             return True
         todo += [n for n in _IDENT.findall(body) if n in fns and n not in seen]
     return False
@@ -252,6 +255,9 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
 
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
 _OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
+#: one event set and waited for right before a TFREE (comments between them allowed)
+_FREE_ORDER = re.compile(r"\bset_flag\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;\s*(?://[^\n]*\s*)*"
+                         r"wait_flag\s*\(\s*\1\s*,\s*\2\s*,\s*\3\s*\)\s*;(?=\s*(?://[^\n]*\s*)*TFREE\b)")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 #: the note of a run in the manual synchronisation mode by default (``Kernels.own_events``)
 OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag): run in the manual "

@@ -176,3 +176,24 @@ def test_a_cast_the_writer_notes_is_one_ptoas_rejects(platform, tmp_path):
     assert len(notes) == 1 and notes[0][0].startswith("pto.tcvt of")
     r = run_ptoas(pto, platform)
     assert r.returncode != 0 and REJECTS["pto.tcvt of"] in r.stderr, r.stderr[-2000:]
+
+
+def test_an_a5_pto_isa_kernel_storing_a_popped_tile_runs_after_ptoas(tmp_path):
+    """An A5 pto-isa kernel that stores the tile it popped: the compiler's own MTE3 -> V event
+    before the TFREE leaves the file level2 (ptoas places the tiles), and ptoas's C++ of it runs
+    as an auto-synchronised kernel (that event orders the free, not the kernel's pipes) to numpy's
+    numbers."""
+    import numpy as np
+    import ptopipe.language as pl
+    from ptopipe.cpp import run_cpp
+    from test_pto import _store_popped
+    pto = tmp_path / "sp.pto"
+    pto.write_text(write_pto(compile_program(pl.program(_store_popped, name="sp"), "a5", protocol="pto-isa"), "a5"))
+    assert not pto.read_text().startswith("//") and "{ptopipe.free_order}" in pto.read_text()
+    r = run_ptoas(pto, "a5")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(2))
+    got = run_cpp(str(pto.with_suffix(".cpp")), dict(v1=a, v2=b, v3=np.zeros((16, 16), np.float32),
+                                                     v4=np.zeros(8192, np.uint8)), platform="a5", protocol="pto-isa")
+    np.testing.assert_array_equal(got["v3"], a @ b)
