@@ -115,6 +115,7 @@ class _Func:
         self.addr_names = {}        # address -> the name of its i64 constant
         self.tops = {}              # memory -> the first byte no tile or ring of the function uses
         self.consts_at = 0          # where in the output the address constants go
+        self.declared_pops = set()  # the types of the popped tiles written with pto.declare_tile
 
     def fresh(self, hint: str | None) -> str:
         if hint is None:
@@ -593,7 +594,16 @@ class _Writer:
         elif cls is TPop and h is not None and isinstance(op.tile.type, TileValueType):
             r = op.tile
             res, t = st.bind(r), self.ty(r.type)
-            self.line(ind, f"{res} = pto.declare_tile -> {t}")
+            if t in st.declared_pops and not st.placed:
+                # ptoas's C++ declares two pto.declare_tile of one type as one Tile variable
+                # (its emitc CSE merges the declarations), and both TPOPs then bind that one
+                # tile - the first popped tile is lost while it is still read.  An alloc_tile
+                # is a variable of its own (PlanMemory gives it bytes that TPOP, binding the
+                # tile to its slot, leaves unused)
+                self.line(ind, f"{res} = pto.alloc_tile : {t}")
+            else:
+                st.declared_pops.add(t)
+                self.line(ind, f"{res} = pto.declare_tile -> {t}")
             self.line(ind, f"pto.tpop({res}, {h} : {t}, !pto.pipe){sattr}")
         else:
             r = op.results[0]

@@ -622,3 +622,33 @@ def test_a_level3_file_runs_with_its_own_events_only(tmp_path, capsys):
     assert cli_main([*check, str(tmp_path / "m.pto")]) == 0
     assert "(manual sync)" in capsys.readouterr().out
     assert cli_main([*check, str(tmp_path / "m_no_wait.pto")]) == 1
+
+
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=4)
+def _two_held(a: pl.Tensor[[16, 16], pl.f32], b1: pl.Tensor[[16, 16], pl.f32], b2: pl.Tensor[[16, 16], pl.f32],
+              out: pl.Tensor[[16, 16], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y1 = pl.move(pl.matmul(al, pl.move(pl.load(b1, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)), space=pl.Vec)
+    y2 = pl.move(pl.matmul(al, pl.move(pl.load(b2, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)), space=pl.Vec)
+    pl.store(pl.sub(pl.relu(y1), y2), [0, 0], out)
+
+
+def two_held_args(rng):
+    a, b1, b2 = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(3))
+    return dict(a=a, b1=b1, b2=b2, out=np.zeros((16, 16), np.float32)), np.maximum(a @ b1, 0) - a @ b2
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_second_popped_tile_of_a_type_is_a_tile_of_its_own(platform):
+    """Two popped tiles of one type held at once: ptoas's C++ would declare two identical
+    pto.declare_tile as one Tile (both TPOPs then bind it; tests/codegen/test_ptoas.py runs it), so
+    the second is an alloc_tile.  The file reads back to the program and runs to numpy's numbers."""
+    op = compile_program(pl.program(_two_held, name="th"), platform, protocol="pto-isa")
+    text = write_pto(op)
+    assert re.search(r"%y1 = pto.declare_tile -> (.*)\n\s*pto.tpop\(%y1, ", text), text
+    assert re.search(r"%y2 = pto.alloc_tile : (.*)\n\s*pto.tpop\(%y2, ", text), text
+    back = _reread(op, platform, "pto-isa")
+    assert structural_equal(op, back), first_difference(op, back)
+    args, want = two_held_args(np.random.default_rng(4))
+    res = ptopipe.run_pto(text=text, inputs=args, protocol="pto-isa")
+    np.testing.assert_array_equal(res.outputs["out"], want)

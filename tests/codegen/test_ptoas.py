@@ -197,3 +197,25 @@ def test_an_a5_pto_isa_kernel_storing_a_popped_tile_runs_after_ptoas(tmp_path):
     got = run_cpp(str(pto.with_suffix(".cpp")), dict(v1=a, v2=b, v3=np.zeros((16, 16), np.float32),
                                                      v4=np.zeros(8192, np.uint8)), platform="a5", protocol="pto-isa")
     np.testing.assert_array_equal(got["v3"], a @ b)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_two_popped_tiles_held_at_once_stay_two_after_ptoas(platform, tmp_path):
+    """ptoas's C++ of a kernel holding two popped tiles of one type keeps two Tile variables (the
+    writer's second is an alloc_tile; two pto.declare_tile became one) and computes numpy's numbers."""
+    import numpy as np
+    import ptopipe.language as pl
+    from ptopipe.cpp import run_cpp
+    from test_pto import _two_held, two_held_args
+    pto = tmp_path / "th.pto"
+    pto.write_text(write_pto(compile_program(pl.program(_two_held, name="th"), platform, protocol="pto-isa"), platform))
+    r = run_ptoas(pto, platform)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cpp = pto.with_suffix(".cpp").read_text()
+    pops = re.findall(r"TPOP<TPipe<[^>]*>, Tile<[^>]*>, TileSplitAxis::\w+>\(\w+, (\w+)\);", cpp)
+    assert len(pops) == 2 and pops[0] != pops[1], pops
+    args, want = two_held_args(np.random.default_rng(4))
+    gm = np.zeros(16384, np.uint8)
+    got = run_cpp(str(pto.with_suffix(".cpp")), {"v1": args["a"], "v2": args["b1"], "v3": args["b2"], "v4": args["out"],
+                                                 "v5": gm}, platform=platform, protocol="pto-isa")
+    np.testing.assert_array_equal(got["v4"], want)
