@@ -164,6 +164,22 @@ def row_major_strides(shape) -> tuple:
     return tuple(reversed(st))
 
 
+def gm_layout(rows: int, cols: int, row_stride: int, col_stride: int, tile: TileLayout) -> TileLayout:
+    """The GM layout (pto-isa's GlobalTensor ``Layout``) of a ``rows x cols`` view with these
+    element strides as a move with a ``tile``-layout tile sees it, read as ptoas reads a view
+    (InferPTOLayout): ND when rows are ``cols`` elements apart with unit column stride, DN when
+    columns are ``rows`` apart with unit row stride, ND when neither; a view both describe (a
+    row or column vector) takes the tile's preference - ND for a row-major tile, DN for a
+    column-major one (a boxed tile: DN for a column, else ND)."""
+    nd = (cols == 1 or col_stride == 1) and (rows == 1 or row_stride == (1 if cols == 1 else cols))
+    dn = (rows == 1 or row_stride == 1) and (cols == 1 or col_stride == (1 if rows == 1 else rows))
+    if nd and dn:
+        if not tile.fractal:
+            return TileLayout.DN if tile.blayout is BLayout.ColMajor else TileLayout.ND
+        return TileLayout.DN if cols == 1 and rows != 1 else TileLayout.ND
+    return TileLayout.DN if dn else TileLayout.ND
+
+
 def _tile_block(loc: TileType, layout: TileLayout, itemsize: int) -> tuple:
     """pto_tile.hpp's inner box of a ``loc`` tile in ``layout``: one 32-byte block along a row
     (ND) or a column (DN), else one fractal - 16 x 32 bytes row-major inside (NZ, ZZ), 32 bytes

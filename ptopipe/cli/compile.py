@@ -26,7 +26,8 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + "; the kernels are compiled for it (flag numbering, hold "
                         "limits, the A5 no-split lane; a pto-isa release or the CPU simulator: "
-                        "for pto-isa's device code) (default: pto-isa with --emit cpp, else spec)")
+                        "for pto-isa's device code) (default: pto-isa with --emit cpp and --emit pto - "
+                        "device code, a .pto being ptoas's input -, else spec)")
     p.add_argument("--passes", default=None, metavar="P1,P2,...",
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--no-verify", action="store_true",
@@ -55,6 +56,10 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main, kernel_files="a kernel .py (pl.program, @pl kernels) or .pto file")   # (the FILE it takes)
 
 
+#: the --emit kinds that are device code, compiled for the pto-isa protocol unless --protocol says
+DEVICE_EMITS = ("cpp", "pto")
+
+
 def _emit(kind: str, op, platform: str, protocol: str) -> str:
     if kind == "cpp":
         from ..codegen import write_cpp
@@ -77,7 +82,8 @@ def main(args) -> int:
         if os.path.exists(out) and os.path.samefile(out, args.file):
             raise ConfigError(f"-o {out} is the input file: the output would overwrite the source",
                               where="option -o", fix="write the output to another file")
-    protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
+    # the C++ and the .pto (ptoas's input) are device code: pto-isa's TPipe runs them
+    protocol = args.protocol or ("pto-isa" if args.emit in DEVICE_EMITS else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
         if getattr(args, "no_verify", False):
             raise ConfigError("--no-verify is for DSL kernel files: a .pto file is always verified "

@@ -24,6 +24,14 @@ def add_arguments(p) -> None:
                    help="(.cpp files) the Vector kernel function (default: as --aic, *aiv* / *vec*)")
 
 
+def _written_for(args) -> None:
+    """The platform and protocol not given, from a C++ file ptopipe wrote
+    (:func:`ptopipe.driver.cpp.run_target`), with its note."""
+    args.platform, args.protocol, note = cpp.run_target(args.file, args.platform, args.protocol)
+    if note:
+        print(f"note: {note}")
+
+
 def _notes(args) -> None:
     for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None), getattr(args, "sync", None)):
         print(f"note: {n}")
@@ -68,6 +76,7 @@ def _pto_isa_note(args, summary) -> str | None:
 
 
 def run_cpp_file(args) -> int:
+    _written_for(args)
     platform = args.platform or "a2a3"
     protocol = args.protocol or "spec"
     reports = getattr(args, "report", None) or getattr(args, "png", None)
@@ -106,6 +115,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     def check(sc, warned):
         mine = []
         return check_scenarios(args, mine, [(sc, warned)]), mine
+    _written_for(args)
     _notes(args)
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                                   getattr(args, "input", None), args.platform or "a2a3", check,
@@ -131,6 +141,7 @@ def trace_cpp_file(args) -> int:
         if not stopped:
             print("  " + profile(run).format().replace("\n", "\n  "), flush=True)
     after, failed = child_reports(write)
+    _written_for(args)
     _, summary = _run(args, after, trace=True, failed=failed, **launch_kwargs(args))
     warned = summary_warnings(summary)
     failed_w, verdict = werror_verdict(args, warned)

@@ -12,7 +12,7 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError
 from . import bounds
-from .common import (block_note, blocks_ran, launch_kwargs, scalar_ranges, summary_warnings, sync_kwargs, werror_note, werror_verdict,
+from .common import (block_note, blocks_ran, launch_kwargs, scalar_ranges, summary_warnings, werror_note, werror_verdict,
                      write_outputs)
 
 
@@ -115,12 +115,21 @@ def run_pto(args) -> int:
     return max([_run_one(args, pl, protocol, static) for pl in launched], default=0)
 
 
+def _file_sync(args) -> tuple:
+    """``({"sync": mode} or {}, note)`` of a run of the file (:func:`ptopipe.driver.pto.file_sync`)."""
+    sync, note = pto.file_sync(args.file, getattr(args, "sync", None))
+    return ({"sync": sync} if sync else {}), note
+
+
 def _run_one(args, pl, protocol, static) -> int:
     from ..isa import run as run_kernels
     reports = getattr(args, "report", None) or getattr(args, "png", None)
+    sync, note = _file_sync(args)
+    if note and not getattr(args, "quiet", False):
+        print(f"note: {note}")
     res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                      **sync_kwargs(args), **launch_kwargs(args), causal=getattr(args, "causal", False))
+                      **sync, **launch_kwargs(args), causal=getattr(args, "causal", False))
     if reports:
         from .trace import write_reports
         write_reports(res, args, os.path.basename(args.file), "default")
@@ -156,7 +165,7 @@ def trace_pto(args) -> int:
         tag = pl.func if many else "default"
         res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
                                          protocol=protocol, trace=True, **bounds.run_kwargs(args),
-                                         **sync_kwargs(args), **launch_kwargs(args)), args, label, tag, many)
+                                         **_file_sync(args)[0], **launch_kwargs(args)), args, label, tag, many)
         warned = _run_warnings(static, pl) + summary_warnings(res.summary)
         failed, verdict = werror_verdict(args, warned, static)
         if failed:

@@ -203,16 +203,18 @@ class KernelWriter:
         name = self.names[v]
         return name if getattr(v, "op", None) is None else f"{name}.data()"
 
-    def window(self, tensor, offsets, window, op, ind) -> tuple:
-        """(lines declaring a GlobalTensor window, its name) at ``offsets`` of ``tensor``."""
+    def window(self, tensor, offsets, window, op, ind, tile) -> tuple:
+        """(lines declaring a GlobalTensor window, its name) at ``offsets`` of ``tensor``, in the
+        GM layout a move with ``tile`` needs (:func:`~ptopipe.codegen.cpp_types.global_type`)."""
         t = tensor.type
         terms = []
         for o, s in zip(offsets, row_major_strides(t.shape)):
             e = self.expr(o)
             if e != "0":
                 terms.append(e if s == 1 else f"{e} * {s}")
-        gtype = self.alias(T.global_type(t.dtype, window, t.shape),
-                           f"Gm_{'x'.join(map(str, window))}_{t.dtype}")
+        lay = tile.type.written_layout(self.platform)
+        gtype = T.global_type(t.dtype, window, t.shape, lay)
+        gtype = self.alias(gtype, f"Gm_{'x'.join(map(str, window))}_{t.dtype}{'_DN' if 'Layout::DN' in gtype else ''}")
         g = self.fresh(f"gm{self.ngm}")
         self.ngm += 1
         ptr = self.gm_ptr(tensor) + (f" + ({' + '.join(terms)})" if terms else "")
@@ -380,7 +382,8 @@ class KernelWriter:
         g = operand_groups(spec, op.operands)
         if op.is_a(StoreOp):
             tile, tensor = op.tile, op.tensor
-            lines, gm = self.window(tensor, g["offsets"], store_window(tensor.type.shape, tile.type.shape), op, ind)
+            lines, gm = self.window(tensor, g["offsets"], store_window(tensor.type.shape, tile.type.shape), op, ind,
+                                    tile)
             if op.attributes.get("atomic", 0):      # pto-isa's TSTORE<TileData, GlobalData, AtomicType>
                 head = f"TSTORE<{self.vtype(tile)}, decltype({gm}), AtomicType::{AtomicType(op.attributes['atomic']).name}>"
             else:
@@ -395,7 +398,7 @@ class KernelWriter:
         r = op.results[0]
         dst, pre = self.define(r, op, ind)
         if op.is_a(LoadOp):
-            lines, gm = self.window(op.tensor, op.offsets, op.shape, op, ind)
+            lines, gm = self.window(op.tensor, op.offsets, op.shape, op, ind, r)
             return pre + lines + [f"{ind}TLOAD({dst}, {gm});"]
         args, tiles = [], [r]
         for p in spec.operands:

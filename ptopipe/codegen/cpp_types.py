@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import re
 
-from ..arch.vocab import PLAIN_DIRECTION, Direction, SLayout, TileSplitAxis, row_major_strides
+from ..arch.vocab import (PLAIN_DIRECTION, Direction, SLayout, TileLayout, TileSplitAxis, gm_layout,
+                          row_major_strides)
 from ..errors import CompileError
 from ..ir.types import ScalarType, TensorType, TileValueType
 
@@ -94,14 +95,22 @@ def _pad5(xs) -> list:
     return [1] * (5 - len(xs)) + xs
 
 
-def global_type(dtype: str, window, tensor_shape) -> str:
-    """``GlobalTensor<T, pto::Shape<...>, pto::Stride<...>>`` of a ``window`` (extents per
-    dimension) of a row-major tensor of ``tensor_shape``."""
-    shp = ", ".join(map(str, _pad5(window)))
+def global_type(dtype: str, window, tensor_shape, tile: TileLayout | None = None) -> str:
+    """``GlobalTensor<T, pto::Shape<...>, pto::Stride<...>[, pto::Layout::DN]>`` of a ``window``
+    (extents per dimension) of a row-major tensor of ``tensor_shape``, moved with a tile in
+    layout ``tile`` (None: no tile).  The layout is the one ptoas reads off the view for that
+    tile (:func:`ptopipe.arch.vocab.gm_layout`): DN for the one-column window of a DN tile whose
+    rows are contiguous - pto-isa's Vec TLOAD moves only ND<-ND and DN<-DN - else pto-isa's
+    default ND, left unwritten."""
+    win = _pad5(window)
+    shp = ", ".join(map(str, win))
     std = list(row_major_strides(tensor_shape))
     std = [1] * (5 - len(std)) + std if len(std) < 5 else std
     # pto-isa spells the unused outer strides with the full size; 1 is as good for extent 1
-    return f"GlobalTensor<{ctype(dtype)}, pto::Shape<{shp}>, pto::Stride<{', '.join(map(str, std))}>>"
+    head = f"GlobalTensor<{ctype(dtype)}, pto::Shape<{shp}>, pto::Stride<{', '.join(map(str, std))}>"
+    if tile is not None and gm_layout(win[3], win[4], std[3], std[4], tile) is TileLayout.DN:
+        return head + ", pto::Layout::DN>"
+    return head + ">"
 
 
 def tensor_global(t: TensorType) -> str:

@@ -30,12 +30,29 @@ lives in :mod:`.cpp_types`; docs/cpp.md has the table.
 """
 from __future__ import annotations
 
+import re
+
+from ..arch.vocab import Protocol
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ProgramOp, ReturnOp
 from . import cpp_types as T
 from .cpp_kernel import KernelWriter, err, params
 from ..errors import with_article
+
+#: the first line of the C++ ptopipe writes: the platform and protocol the program was compiled
+#: for, which a run of the file takes unless told others (:func:`written_for`)
+HEADER = ("// pto-isa C++ of program {name!r} for {platform} under the {protocol} protocol, "
+          "written by ptopipe (ptopipe compile --emit cpp)")
+_HEADER = re.compile(r"// pto-isa C\+\+ of program .* for (\S+) under the (\S+) protocol, written by ptopipe ")
+
+
+def written_for(first_line: str) -> tuple | None:
+    """``(platform, protocol)`` a C++ file ptopipe wrote was compiled for, read from its first
+    line (:data:`HEADER`); None for any other C++."""
+    m = _HEADER.match(first_line)
+    return (m.group(1), m.group(2)) if m else None
+
 
 PRELUDE = """#include <pto/pto-inst.hpp>
 
@@ -85,8 +102,8 @@ def write_cpp(program_op, platform=None, protocol: str | None = None) -> str:
     kinds = {f.sym_name: f.kind for f in fns}
     called = {op.callee for f in fns if kinds[f.sym_name] is FunctionKind.Group
               for op in f.walk() if op.is_a(CallOp)}
-    out = [f"// pto-isa C++ of program {program_op.sym_name!r} for {have}, "
-           "written by ptopipe (ptopipe compile --emit cpp)", PRELUDE]
+    out = [HEADER.format(name=program_op.sym_name, platform=have, protocol=protocol or Protocol.PTO_ISA.value),
+           PRELUDE]
     # the kernels first: a Group entry calls them (a .pto file may define its entry first)
     for f in sorted(fns, key=lambda f: f.kind is FunctionKind.Group):
         kind = f.kind
@@ -107,7 +124,6 @@ def _check_one_lane_pipes(fns, platform: str, protocol: str | None) -> None:
     C++ TPipe has both lanes, AIV1 runs nothing and the first handshake waits for it forever -
     a CompileError at the init instead."""
     from ..arch import get_platform
-    from ..arch.vocab import Protocol
     from ..protocol.model import compile_model, platform_kind
     model = compile_model(protocol or Protocol.PTO_ISA.value, platform_kind(get_platform(platform)))
     proto = model.protocol

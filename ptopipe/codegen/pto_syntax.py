@@ -144,11 +144,24 @@ PTOPIPE_BASE = "ptopipe.base"
 #: how ptoas assembles a file whose tiles carry their addresses (``alloc_tile addr = %c``,
 #: ``reserve_buffer {auto = false, base = N}``): level2's PlanMemory refuses both
 PLACED_LEVEL = "ptoas --pto-level=level3"
+
+
+def placed_level(text: str) -> bool:
+    """Does ``text`` open with the writer's level3 line (a program that orders its pipes with
+    events of its own, every tile at its address: ptoas builds it as written, with no sync of
+    its own)?"""
+    return text.startswith(f"// {PLACED_LEVEL}:")
+
+
 #: the attribute of the writer's ``pto.tmov`` of a loop / branch value into the buffer that
 #: carries it (pto_buffers): the reader takes the buffer to hold the moved value, no op
 CARRY = "ptopipe.carry"
 #: the attribute of the ``pto.tmov`` that spells the IR's named copy ``pl.copy`` of a tile
 NAMED_COPY = "ptopipe.copy"
+#: on a ``pto.set_flag`` / ``wait_flag`` / ``barrier`` the compiler placed before a TFREE for the
+#: order the protocol's free signal lacks (the IR's ``free_order``): not the kernel's own
+#: events, which make the file level3 (:data:`PLACED_LEVEL`)
+FREE_ORDER = "ptopipe.free_order"
 #: on the ``arith.cmpi`` whose result guards a two-lane TILE_NO_SPLIT AIV kernel's data ops
 #: (``scf.if`` it: AIV0 only); the IR says the same by the kernel's split
 DATA_LANE_MARK = "ptopipe.data_lane"

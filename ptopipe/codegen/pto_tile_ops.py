@@ -14,9 +14,9 @@ from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, i
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
-                         PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
-                         read_atomic_type)
+from .pto_syntax import (CARRY, EVENT_IDS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND,
+                         IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+                         a5_scratch_refusal, read_atomic_type)
 from ..errors import with_article
 
 
@@ -449,7 +449,20 @@ def h_flag(r, fs, opt, results, loc):
         e = emit(r, fs, ConstOp.name, [], [INDEX], {"value": int(v[8:])}, loc).results[0]
     c.expect("]")
     name = RecordEvent.name if opt.text.startswith(("pto.set_flag", "pto.record_event")) else WaitEvent.name
-    emit(r, fs, name, [e], [], {"src": src, "dst": dst}, loc)
+    _mark_free_order(r, emit(r, fs, name, [e], [], {"src": src, "dst": dst}, loc))
+
+
+def _mark_free_order(r, op) -> None:
+    """An event op's trailing ``{ptopipe.free_order}``: the writer's mark of an event the
+    compiler placed before a TFREE (the IR's ``free_order``; any other attribute is refused)."""
+    if not r.c.at("{"):
+        return
+    attrs = r.c.attr_dict()
+    for key, (_v, tok) in attrs.items():
+        if key != FREE_ORDER:
+            raise r.c.error(f"unknown attribute {key!r} on {op.name}'s pto op", tok,
+                            f"an event takes only {{{FREE_ORDER}}} (the compiler's own event before a TFREE)")
+    op.free_order = True
 
 
 def h_tprint(r, fs, opt, results, loc):
@@ -496,7 +509,12 @@ def h_barrier(r, fs, opt, results, loc):
         attrs = {"pipe": r.c.attr_value()}
     else:
         attrs = {}
+    mark = attrs.pop(FREE_ORDER, None)
     p = _pipe_attr(r, attrs, "pipe", opt) if "pipe" in attrs else PIPES["PIPE_ALL"]
-    emit(r, fs, Barrier.name, [], [], {"pipe": p}, loc)
+    op = emit(r, fs, Barrier.name, [], [], {"pipe": p}, loc)
+    if mark is not None:
+        op.free_order = True
+    else:
+        _mark_free_order(r, op)
 
 

@@ -35,17 +35,17 @@ from ..ir.layout import read_layout, unallocated
 from ..ir.vocab import FunctionKind
 from ..ir.pipe_config import lane1_empty_pushes, lane1_replays, local_slot_num, ring_of
 from ..protocol.rings import frontend_ring
-from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp,
+from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp,
                          CallOp, ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
-                         WaitEvent, YieldOp)
+                         WaitEvent, YieldOp, own_events)
 from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_window
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          atomic_type_attr, ptr_type, tile_buf)
 from ..errors import with_article
@@ -53,6 +53,12 @@ from ..errors import with_article
 _IND = "  "
 FORM_OF_DSL = {d.dsl: d.form for d in CATALOGUE.values() if d.dsl}
 _EVENTS = (RecordEvent, WaitEvent)
+
+
+def _free_order(op) -> str:
+    """The mark of an event LowerPlatform placed for the protocol's free order (not the
+    kernel's own: the reader takes it back; ptoas keeps a discardable attribute as it is)."""
+    return f" {{{FREE_ORDER}}}" if op.free_order else ""
 
 
 def _err(msg: str, op, fix: str | None = None) -> CompileError:
@@ -171,8 +177,9 @@ class _Writer:
         # a program that orders its pipes with events was synchronised for the tiles the
         # allocator kept apart (it shares no memory in such a function): the file keeps
         # their addresses, or ptoas's placement (and the run's) could put two tiles the
-        # events do not order in one buffer
-        self.placed = any(o.is_a(*EVENT_OPS) for o in prog.walk())
+        # events do not order in one buffer.  The events LowerPlatform placed before a TFREE
+        # are not the program's: its other pipes are ordered by no event, and its tiles share
+        self.placed = bool(own_events(prog))
         self.own = set()
         for f in prog.body:
             if f.kind is not FunctionKind.Group:
@@ -246,7 +253,7 @@ class _Writer:
             raise _err(f"function {f.sym_name!r} has tiles or rings without an address, and its "
                        "program orders its pipes with events: the .pto keeps the allocator's addresses",
                        missing[0] if missing else f, "compile the program first (ptopipe compile)")
-        event = next((o for o in f.walk() if o.is_a(*EVENT_OPS)), None)
+        event = next(iter(own_events(f)), None)
         if event is not None:         # (a result used in turn from several buffers is carried too)
             for bufs in st.plan.declare.values():
                 buf = bufs[0]
@@ -422,12 +429,12 @@ class _Writer:
             name = "pto.set_flag" if cls is RecordEvent else "pto.wait_flag"
             k = _static_event(op.event_id)
             if k is not None:
-                self.line(ind, PTO_EVENTS.call(name, op.src.value, op.dst.value, k))
+                self.line(ind, PTO_EVENTS.call(name, op.src.value, op.dst.value, k) + _free_order(op))
             else:
                 pipes = f"#pto.pipe<{op.src.value}>, #pto.pipe<{op.dst.value}>"
-                self.line(ind, f"{name}_dyn [{pipes}, {self._index(op.event_id, st, ind)}]")
+                self.line(ind, f"{name}_dyn [{pipes}, {self._index(op.event_id, st, ind)}]{_free_order(op)}")
         elif cls is Barrier:
-            self.line(ind, f"pto.barrier #pto.pipe<{op.pipe.value}>")
+            self.line(ind, f"pto.barrier #pto.pipe<{op.pipe.value}>{_free_order(op)}")
         elif cls is GetSubblockIdOp:            # ptoas: an i64, cast to index
             raw = st.fresh(f"{op.result.name or 'sub'}_i64")
             self.line(ind, f"{raw} = pto.get_subblock_idx")
@@ -686,6 +693,16 @@ class _Writer:
             # declared in whole 32-byte rows: the sources' static shape only when they have as many columns
             self.note(op, "pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the sources' "
                           "static shape")
+        if name == "pto.tcvt" and op.results[0].type.static_shape != op.operands[0].type.static_shape:
+            # each dtype's rows are padded to whole 32-byte blocks (arch.vocab.static_shape): a
+            # narrow tile converted between dtypes of two sizes has two static shapes, which
+            # pto-isa's TCVT takes (valid shapes equal) and ptoas's verifier does not
+            src, dst = op.operands[0].type, op.results[0].type
+            (sr, sc), (dr, dc) = src.static_shape, dst.static_shape
+            self.note(op, f"pto.tcvt of {src.dtype} {src.shape[0]}x{src.shape[1]} to {dst.dtype}: pto-isa pads "
+                          f"each to whole 32-byte rows ({sr}x{sc} and {dr}x{dc}), and ptoas's verifier takes src "
+                          "and dst of one static shape only (a tile whose rows are whole 32 bytes in both dtypes "
+                          "converts; --emit cpp, pto-isa's C++, takes this one)")
         if FORM_OF_DSL.get(op.name[3:]) == "part" and len({v.type.shape for v in op.operands}) > 1:
             # a DSL tile's static shape is its valid shape; ptoas's verifier wants one static shape
             self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")

@@ -335,9 +335,12 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
 def _sets_events(k: Kernels, fns: dict) -> bool:
     """Does code a run of ``k`` executes order its own pipes - set_flag / wait_flag, or a
     pipe_barrier that other instructions follow or that a loop repeats (a lone trailing
-    pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too: ptoas writes one): the bodies
-    of the kernels it runs and of the file's functions they call, transitively by name
-    (pto-isa's entries call ``__global__`` templates) - not another kernel of the file?"""
+    pipe_barrier(PIPE_ALL) ends auto-synchronised kernels too: ptoas writes one; so does a
+    set_flag / wait_flag pair right before a TFREE - the order of the free signal after the
+    slot's reads, which ptopipe's compiler gives pto-isa's A5 free in auto-synchronised
+    kernels and ptoas keeps as it is): the bodies of the kernels it runs and of the file's
+    functions they call, transitively by name (pto-isa's entries call ``__global__``
+    templates) - not another kernel of the file?"""
     todo, seen = [f.name for f in k.roles.values()], set()
     while todo:
         name = todo.pop()
@@ -345,7 +348,7 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
             continue
         seen.add(name)
         body = fns[base_name(name)].body
-        if _OWN_EVENTS.search(body) or _orders_with_barriers(body):
+        if _OWN_EVENTS.search(_FREE_ORDER.sub("", body)) or _orders_with_barriers(body):
             return True
         todo += [n for n in _IDENT.findall(body) if n in fns and n not in seen]
     return False
@@ -371,6 +374,9 @@ _OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
 _BARRIER = re.compile(r"\bpipe_barrier\s*\([^)]*\)\s*;")
 _INSTRUCTION = re.compile(r"\bT[A-Z][A-Z0-9_]*\s*[<(]")
 _LOOP = re.compile(r"\b(for|while|do)\b")
+#: one event set and waited for right before a TFREE (comments between them allowed)
+_FREE_ORDER = re.compile(r"\bset_flag\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*;\s*(?://[^\n]*\s*)*"
+                         r"wait_flag\s*\(\s*\1\s*,\s*\2\s*,\s*\3\s*\)\s*;(?=\s*(?://[^\n]*\s*)*TFREE\b)")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 #: the note of a run in the manual synchronisation mode by default (``Kernels.own_events``)
 OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag, or pipe_barrier between its "

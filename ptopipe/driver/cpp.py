@@ -31,6 +31,24 @@ def inputs(pairs, kernels) -> dict:
             for k, v in given.items()}
 
 
+def run_target(path: str, platform: str | None, protocol: str | None) -> tuple:
+    """``(platform, protocol, note)`` a run of the C++ file ``path`` takes: the given ones, and for
+    those not given (None) the ones a file ptopipe wrote was compiled for (its first line:
+    :func:`ptopipe.codegen.cpp_writer.written_for`), said in ``note``; any other C++ keeps None
+    (the commands' defaults, a2a3 and spec) and no note."""
+    from ..codegen.cpp_writer import written_for
+    if platform is not None and protocol is not None:
+        return platform, protocol, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        target = written_for(f.readline())
+    if target is None:
+        return platform, protocol, None
+    took = [(k, v) for k, given, v in zip(("platform", "protocol"), (platform, protocol), target) if given is None]
+    note = (f"{' and '.join(f'{k} {v}' for k, v in took)}: what ptopipe compiled the file for (its first line; "
+            f"{' / '.join('--' + k for k, _ in took)} to choose another)")
+    return platform or target[0], protocol or target[1], note
+
+
 def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) -> list:
     """What a run of the C++ kernels of ``path`` decides for the user and says as a note (a
     lone Vector kernel run on AIV0 only or on both Vector cores; the manual synchronisation mode for a kernel that

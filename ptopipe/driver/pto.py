@@ -250,16 +250,38 @@ def scenarios(path: str, launched: list, protocol: str) -> list:
     """The launches of the .pto file ``path`` as ``(Scenario, run warnings)`` pairs (one per
     function run, a 'default' variant each) for ``check``: the executor's kernels, the given
     arrays, seeded random data for the others; the list the runs' executors add their
-    warnings to (reads before writes: what the run finds and goes on after)."""
+    warnings to (reads before writes: what the run finds and goes on after).  A level3 file
+    ptopipe wrote (:func:`~ptopipe.codegen.pto_syntax.placed_level`) runs in the manual
+    synchronisation mode, as ``run`` runs it."""
     from ..isa.scenario import Scenario
+    sync = file_sync(path, None)[0]
     out = []
     for pl in launched:
         def make_args(rng, pl=pl):
             return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
         name = os.path.basename(path) + ("" if len(launched) == 1 else f"@{pl.func}")
         out.append((Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
-                             protocol=protocol), _with_load_warnings(pl)))
+                             protocol=protocol, sync=sync), _with_load_warnings(pl)))
     return out
+
+
+#: the note of a level3 file ptopipe wrote, run in the manual synchronisation mode by default
+LEVEL3_NOTE = ("the file is level3 (its first line): its program orders its pipes with its own events, which "
+               "ptoas keeps as they are - run in the manual synchronisation mode, where only they order its "
+               "pipes, as on the device (--sync auto: the simulator's scoreboard orders them)")
+
+
+def file_sync(path: str, sync: str | None) -> tuple:
+    """``(sync, note)`` of a run of the .pto file ``path``: ``sync`` when given; else the manual
+    mode for a level3 file ptopipe wrote (:func:`~ptopipe.codegen.pto_syntax.placed_level`), whose
+    events are all that orders its pipes once ptoas has built it (as for C++ that sets its own
+    events), with :data:`LEVEL3_NOTE`; else None (auto)."""
+    from ..codegen.pto_syntax import placed_level
+    if sync is not None:
+        return sync, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        placed = placed_level(f.readline())
+    return ("manual", LEVEL3_NOTE) if placed else (None, None)
 
 
 def scenario_at(path: str, inputs: tuple, func: str | None, platform: str | None, protocol: str,

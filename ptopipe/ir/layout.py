@@ -29,7 +29,7 @@ from .vocab import AUTO
 from ..arch.vocab import ALIGNMENT as ALIGN, PTOAS_SLOT_NUMS, TileSplitAxis
 from .instances import owns_storage
 from .liveness import analyse, has_scratch
-from .opdefs import EVENT_OPS, FuncOp, ImportPeerBufferOp, ReserveBufferOp
+from .opdefs import FuncOp, ImportPeerBufferOp, ReserveBufferOp, own_events
 
 
 def _align(x: int) -> int:
@@ -98,7 +98,7 @@ def plan_function(func) -> FunctionLayout:
     reserves = _reserves(func)
     fixed = _fixed_regions(reserves)
     live = []             # (end, memory, lo, hi) of placed storage still live
-    manual = any(op.is_a(*EVENT_OPS) for op in func.walk())
+    manual = bool(own_events(func))
     footprints = {}       # tile type -> its footprint: a function has few distinct tile types
     for st in sorted(analyse(func).values(), key=lambda st: st.start):
         mem = st.type.space.mem_space.value

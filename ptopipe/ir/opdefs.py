@@ -1103,12 +1103,17 @@ PIPE_OPS = CROSS_CORE_OPS + INITIALIZE_PIPE
 
 # -- intra-core events (PTO-AS record_event / wait_event / pto.barrier: pto-isa's set_flag /
 # wait_flag / pipe_barrier); the event id is a value (a loop may select it, e.g. i % 2)
+_FREE_ORDER_DOC = ("placed by LowerPlatform before a TFREE the compiler placed, for the order the "
+                   "protocol's free signal lacks: not the kernel's own synchronisation (own_events)")
+
+
 class _Event(OpClass):
     __slots__ = ()
     axes = NO_TILE
     src = attribute("pipe", SyncPipe)
     dst = attribute("pipe", SyncPipe)
     event_id = operand(ScalarType)
+    free_order = annotation(bool, doc=_FREE_ORDER_DOC)
 
     @staticmethod
     def infer(kind, a, at):
@@ -1142,14 +1147,22 @@ class Barrier(OpClass):
     name = "pl.barrier"
     doc = "pipe_barrier(pipe): PIPE_ALL orders everything after everything before"
     pipe = attribute("pipe", SyncPipe, default=SyncPipe.PIPE_ALL)
+    free_order = annotation(bool, doc=_FREE_ORDER_DOC)
 
     @staticmethod
     def infer(kind, a, at):
         return NONE
 
 
-#: the intra-core sync ops (a kernel with any of them orders its pipes by hand)
+#: the intra-core sync ops
 EVENT_OPS = (RecordEvent, WaitEvent, Barrier)
+
+
+def own_events(op) -> list:
+    """The intra-core sync ops in ``op`` (walked) that the kernel orders its pipes with by hand:
+    every one but those LowerPlatform placed for the ring protocol's free order (``free_order``),
+    which a kernel the scoreboard synchronises has too."""
+    return [o for o in op.walk() if o.is_a(*EVENT_OPS) and not o.free_order]
 
 
 # -- the ring buffers (seed 003): declared at the top of a kernel, not DSL calls ------------------

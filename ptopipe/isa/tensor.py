@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
-from ..arch.vocab import GM_LAYOUTS, BLayout, TileLayout, row_major_strides
+from ..arch.vocab import GM_LAYOUTS, TileLayout, gm_layout, row_major_strides
 from ..sim.location import user_loc
 from .context import here, site
 
@@ -356,22 +356,10 @@ class GlobalTensor:
 
     def layout_for(self, tile) -> TileLayout:
         """The GM layout a move with ``tile`` sees: ``layout`` when given, else ptoas's reading
-        of the last two dimensions (InferPTOLayout): ND when rows are ``cols`` elements apart
-        with unit column stride, DN when columns are ``rows`` apart with unit row stride, ND
-        when neither; a tensor both describe (a row or column vector) takes the tile's
-        preference - ND for a row-major tile, DN for a column-major one (a boxed tile: DN for
-        a column, else ND)."""
+        of the last two dimensions (:func:`ptopipe.arch.vocab.gm_layout`)."""
         if self.layout is not None:
             return self.layout
-        rows, cols = self.shape[3], self.shape[4]
-        rs, cs = self.stride[3], self.stride[4]
-        nd = (cols == 1 or cs == 1) and (rows == 1 or rs == (1 if cols == 1 else cols))
-        dn = (rows == 1 or rs == 1) and (cols == 1 or cs == (1 if rows == 1 else rows))
-        if nd and dn:
-            if not tile.layout.fractal:
-                return TileLayout.DN if tile.layout.blayout is BLayout.ColMajor else TileLayout.ND
-            return TileLayout.DN if cols == 1 and rows != 1 else TileLayout.ND
-        return TileLayout.DN if dn else TileLayout.ND
+        return gm_layout(self.shape[3], self.shape[4], self.stride[3], self.stride[4], tile.layout)
 
     def describe(self, ptr: "GMPtr | None" = None) -> str:
         """Readable description; ``ptr`` overrides the current address (for past accesses)."""

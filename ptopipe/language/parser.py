@@ -97,6 +97,10 @@ def error(src: Source, node, msg: str, fix: str | None = None) -> CompileError:
     return CompileError(msg, where=str(src.loc(node)), fix=fix)
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _assigned_names(stmts) -> list:
     out = []
     for s in stmts:
@@ -170,6 +174,9 @@ class FunctionParser:
         # loop's block argument it starts -> (that op, the loop body)
         self.unwritten: dict = {}
         self.guarded = False                     # reading matmul_acc(..., init_cond=)'s acc
+        # a name a loop body defines, which does not outlive the loop: name -> (the line
+        # assigning it, the loop's line, the loop's result names)
+        self.loop_locals: dict = {}
         self.taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
                      {a.arg for a in fdef.args.args}
 
@@ -429,8 +436,10 @@ class FunctionParser:
         self.env[name] = op.buf
 
     # loops and branches ---------------------------------------------------------------------
-    def _yield_stmt(self, stmts):
-        """(body without a trailing ``targets = pl.yield_(...)``, targets, value nodes)."""
+    def _yield_stmt(self, stmts, carried=None):
+        """(body without a trailing ``targets = pl.yield_(...)``, targets, value nodes, the
+        statement).  ``carried``: a loop's init value nodes, which the yielded values must
+        match one for one."""
         if stmts:
             last = stmts[-1]
             if isinstance(last, ast.Assign) and _is_call_to(last.value, self.lookup_ns, "yield_"):
@@ -440,8 +449,18 @@ class FunctionParser:
                     raise self.err(last, "pl.yield_ results must be assigned to names")
                 if last.value.keywords:
                     raise self.err(last.value, "pl.yield_ takes positional values only")
-                if len(names) != len(last.value.args):
-                    raise self.err(last, f"{len(names)} names for {len(last.value.args)} yielded values")
+                got = len(last.value.args)
+                if carried is not None and got != len(carried):
+                    raise self.err(last.value, f"the loop carries {_count(len(carried), 'value')} "
+                                               f"(init_values=({', '.join(ast.unparse(x) for x in carried)}"
+                                               f"{',' if len(carried) == 1 else ''}) at line {self.loc(carried[0]).line}) "
+                                               f"but pl.yield_ gives {got}" if carried else
+                                   "a loop without init_values carries nothing to pl.yield_",
+                                   "yield the next value of each carried name, in the init_values' order"
+                                   if carried else "carry values with pl.range(..., init_values=(x0, ...))")
+                if len(names) != got:
+                    raise self.err(last, f"{_count(len(names), 'name')} for {got} yielded values",
+                                   "assign one name per yielded value: `a, b = pl.yield_(x, y)`")
                 return stmts[:-1], [n.id for n in names], last.value.args, last
         return stmts, [], [], None
 
@@ -498,11 +517,9 @@ class FunctionParser:
             raise self.err(it, "init_values= needs `for i, (x, ...) in pl.range(...)`")
         if not isinstance(tgt, ast.Name):
             raise self.err(tgt, "the loop variable must be a plain name")
-        body_ast, ynames, yvals, ynode = self._yield_stmt(s.body)
+        body_ast, ynames, yvals, ynode = self._yield_stmt(s.body, inits_ast or [])
         if explicit and not ynames:
             raise self.err(s, "a loop with init_values must end with `x = pl.yield_(v)`")
-        if ynames and len(ynames) != len(explicit):
-            raise self.err(ynode, f"the loop carries {len(explicit)} values but yields {len(ynames)}")
         inits = [self.expr(x) for x in (inits_ast or [])]
         # implicit loop-carried values: names reassigned in the body that exist before it
         carried = [n for n in _assigned_names(body_ast) if n in self.env
@@ -538,6 +555,10 @@ class FunctionParser:
                                      f"the loop body makes it {with_article(describe(y.type))}",
                                "a value carried across iterations must keep its type")
         self.emit(Operation(YieldOp.name, yields, (), {}, (), here))
+        for n in self.env:                  # what the body defined ends with it
+            if n not in before and n not in sources:
+                self.loop_locals.setdefault(n, (self.loc(last[n]).line if n in last else here.line, here.line,
+                                                ynames + carried))
         self.block = outer
         self.env = before
         names = [self.fresh(n) for n in ynames + carried]
@@ -603,6 +624,14 @@ class FunctionParser:
         if node.id in self.env:
             return self.env[node.id]
         obj = self.ns.get(node.id, _MISSING)
+        if obj is _MISSING and node.id in self.loop_locals:
+            line, loop, results = self.loop_locals[node.id]
+            use = (f"use the loop's result ({', '.join(results)}), or carry it" if results else "carry it")
+            raise self.err(node, f"'{node.id}' is assigned at line {line}, inside the loop at line {loop}, "
+                                 "and read after it: a loop body's values end with the loop",
+                           f"{use}: pl.range(..., init_values=(x0, ...)) and `x = pl.yield_(...)` "
+                           "give the last iteration's value after the loop (or define it before the loop, "
+                           "which carries it)")
         if obj is _MISSING:
             raise self.err(node, f"name '{node.id}' is not defined",
                            "define it before use (kernel values) or at module level (constants)")

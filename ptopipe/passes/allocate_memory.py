@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import allocate_function, tiles_fit_problem
-from ..ir.opdefs import EVENT_OPS, ReserveBufferOp
+from ..ir.opdefs import ReserveBufferOp, own_events
 from ..ir.vocab import AUTO
 from .util import error, func_name, functions, platform_of
 from .properties import IRProperty
@@ -38,7 +38,7 @@ def run(program, ctx):
     for f in functions(program):
         placed.update(op for op in f.body if op.is_a(ReserveBufferOp) and op.base is AUTO)
         lay = allocate_function(f)              # (whether a ring fits its memory: Validate)
-        event = next((op for op in f.walk() if op.is_a(*EVENT_OPS)), None)
+        event = next(iter(own_events(f)), None)
         if event is not None:
             remarks.missed(NAME, event, f"the tiles of {func_name(f)} share no memory: it orders "
                                         f"its pipes with events ({event.name} here), and a reuse "

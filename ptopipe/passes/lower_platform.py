@@ -159,12 +159,16 @@ def _order_frees(f, plat, model) -> None:
             src = SyncPipe[f"PIPE_{p.name}"]
             ids = free_ids(src, dst)
             if not ids:             # every id of the pair is the kernel's own: order everything
-                at.insert_before(Barrier.build(pipe=SyncPipe.PIPE_ALL, loc=free.loc))
+                barrier = Barrier.build(pipe=SyncPipe.PIPE_ALL, loc=free.loc)
+                barrier.free_order = True
+                at.insert_before(barrier)
                 break
             for cls in (RecordEvent, WaitEvent):
                 eid = ConstOp.build(value=int(ids[0]), result_types=[INDEX], loc=free.loc)
                 at.insert_before(eid)
-                at.insert_before(cls.build(src=src, dst=dst, event_id=eid.results[0], loc=free.loc))
+                ev = cls.build(src=src, dst=dst, event_id=eid.results[0], loc=free.loc)
+                ev.free_order = True        # (not the kernel's own events: docs/pto.md)
+                at.insert_before(ev)
 
 
 def _free_event_ids(f):

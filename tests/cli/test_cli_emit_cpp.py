@@ -24,7 +24,7 @@ def _want(platform: str, protocol: str = "pto-isa") -> str:
     """The C++ is pto-isa C++: --emit cpp compiles for the pto-isa protocol by default."""
     (prog,) = programs_of(load_module(S1))
     op = compile_program(prog, platform, protocol=protocol)
-    return write_cpp(op, platform)
+    return write_cpp(op, platform, protocol)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
@@ -158,3 +158,37 @@ def test_no_verify_writes_a_kernel_the_static_proof_refuses(tmp_path, capsys):
     pto = os.path.join(ROOT, "tests", "pto", "nosplit_c2v_a5.pto")
     assert cli_main(["compile", pto, "--emit", "cpp", "--no-verify"]) == 1
     assert "--no-verify is for DSL kernel files" in capsys.readouterr().err
+
+
+def test_emit_pto_is_device_code_for_pto_isa_by_default(capsys):
+    """A .pto is ptoas's input, device code: --emit pto compiles for pto-isa as --emit cpp does.
+    On A5 the NO_SPLIT pipe then has one lane (``ptopipe.lanes = 1``; no lane-1 replay)."""
+    from ptopipe.codegen import write_pto
+    s2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
+    (prog,) = programs_of(load_module(s2))
+    assert cli_main(["compile", s2, "--emit", "pto", "--platform", "a5"]) == 0
+    text = capsys.readouterr().out
+    assert text == write_pto(compile_program(prog, "a5", protocol="pto-isa"), "a5") + "\n"
+    assert "ptopipe.lanes = 1" in text and "ptopipe.data_lane" not in text
+    assert cli_main(["compile", s2, "--emit", "pto", "--platform", "a5", "--protocol", "spec"]) == 0
+    assert "ptopipe.data_lane" in capsys.readouterr().out
+
+
+def test_run_of_the_written_cpp_takes_the_platform_and_protocol_it_was_compiled_for(tmp_path):
+    """The first line of the C++ says what the program was compiled for; `run` / `check` / `trace`
+    of the file take it unless --platform / --protocol say otherwise (a note says so)."""
+    from ptopipe.codegen.cpp_writer import written_for
+    from ptopipe.driver.cpp import run_target
+    out = tmp_path / "s2.cpp"
+    s2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
+    assert cli_main(["compile", s2, "--emit", "cpp", "--platform", "a5", "-o", str(out)]) == 0
+    assert written_for(out.read_text().splitlines()[0]) == ("a5", "pto-isa")
+    assert written_for(_want("a2a3", "spec").splitlines()[0]) == ("a2a3", "spec")
+    platform, protocol, note = run_target(str(out), None, None)
+    assert (platform, protocol) == ("a5", "pto-isa")
+    assert note.startswith("platform a5 and protocol pto-isa: what ptopipe compiled the file for")
+    assert run_target(str(out), None, "spec")[:2] == ("a5", "spec")
+    assert run_target(str(out), "a2a3", "spec") == ("a2a3", "spec", None)
+    other = tmp_path / "hand.cpp"
+    other.write_text("// a kernel\n")
+    assert run_target(str(other), None, None) == (None, None, None)

@@ -273,7 +273,8 @@ def _type_checks(src):
     compiler defines __DAV_CUBE__ / __DAV_VEC__ per core: the entry's calls sit under them),
     for the platform its first line names (A5: PTO_NPU_ARCH_A5, which declares the *_GM
     directions)."""
-    arch = ["-DPTO_NPU_ARCH_A5"] if " for a5, " in src.read_text().splitlines()[0] else []
+    from ptopipe.codegen.cpp_writer import written_for
+    arch = ["-DPTO_NPU_ARCH_A5"] if written_for(src.read_text().splitlines()[0])[0] == "a5" else []
     for define in ([], ["-D__DAV_CUBE__"], ["-D__DAV_VEC__"]):
         r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", *arch, *define, "-I", MOCK, str(src)],
                            capture_output=True, text=True, timeout=60)
@@ -497,3 +498,21 @@ def test_a_tile_pushed_by_a_two_lane_no_split_kernel_is_empty_on_aiv1(tmp_path):
     src = tmp_path / "k.cpp"
     src.write_text(cpp)
     _type_checks(src)
+
+
+def test_a_one_column_tile_moves_through_a_dn_global_tensor():
+    """A [TM, 1] column load / store: the GlobalTensor has the layout the DN tile needs (pto-isa's
+    Vec TLOAD moves only ND<-ND and DN<-DN), spelled as ptoas's C++ spells it; a wider window
+    keeps pto-isa's default ND (tests/cpp/test_cpp_roundtrip.py runs the kernel)."""
+    from test_cpp_roundtrip import per_row_program
+    for plat in PLATFORMS:
+        cpp = strip_origins(write_cpp(compile_program(per_row_program(), plat), plat))
+        dn = re.findall(r"using (\w+) = GlobalTensor<float, pto::Shape<1, 1, 1, 8, 1>, "
+                        r"pto::Stride<1, 1, 1, 1, 1>, pto::Layout::DN>;", cpp)
+        assert len(dn) == 1, cpp
+        aiv = section(cpp, "per_row_aiv")
+        load = re.search(rf"{dn[0]} (\w+)\(rs[^;]*\);\n\s*TLOAD\((\w+), \1\);", aiv)
+        assert load and re.search(rf"TileVec_8x1_f32 {load.group(2)};", cpp), aiv
+        assert re.search(rf"{dn[0]} (\w+)\(mx[^;]*\);\n\s*TSTORE\(\1, \w+\);", aiv), aiv
+        assert re.search(r"using \w+ = GlobalTensor<float, pto::Shape<1, 1, 1, 8, 16>, pto::Stride<1, 1, 1, 16, 1>>;",
+                         cpp), cpp

@@ -295,10 +295,11 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
 def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tmp_path):
     """`compile k_a5.pto --emit pto --platform a2a3` gives the kernels a gm_slot_buffer
     parameter; the entry's func.calls must pass it (ptopipe reads its own
-    output), and the written file runs to the same numbers."""
+    output), and the written file runs to the same numbers (under the spec protocol, which the
+    file is read back and run with)."""
     from ptopipe.cli import main as cli_main
     out = tmp_path / "k.pto"
-    assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
+    assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto", "--protocol", "spec",
                      "--platform", platform, "-o", str(out)]) == 0
     op, _, plat = load_pto(str(out), platform, "spec")
     args = _inputs(op)
@@ -569,3 +570,85 @@ def test_a_store_writes_its_partition_view_in_the_tensors_rank(platform):
     want = np.zeros((2, 4, 16), np.float32)
     want[0] = 3 * y[1]
     np.testing.assert_array_equal(res.outputs["out3"], want)
+
+
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=4)
+def _store_popped(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+    bl = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+    al = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    pl.store(pl.move(pl.matmul(al, bl), space=pl.Vec), [0, 0], out)
+
+
+def test_the_compilers_own_event_before_a_tfree_does_not_make_the_file_level3(tmp_path):
+    """pto-isa's A5 free signal does not wait for a TSTORE of the popped tile, so the compiler
+    puts set_flag / wait_flag(MTE3, V) before the TFREE; those are not the program's own events:
+    the file stays level2 (ptoas places the tiles, which share memory), the events carry
+    {ptopipe.free_order} and read back as the compiler's (the round trip is exact)."""
+    op = compile_program(pl.program(_store_popped, name="sp"), "a5", protocol="pto-isa")
+    text = write_pto(op)
+    assert not text.startswith("//") and "addr =" not in text and "auto = true" in text, text
+    assert len(re.findall(r"pto\.(set|wait)_flag\[#pto.pipe<PIPE_MTE3>, #pto.pipe<PIPE_V>, "
+                          r"#pto.event<EVENT_ID\d>\] \{ptopipe.free_order\}\n", text)) == 2, text
+    back = _reread(op, "a5", "pto-isa")
+    assert structural_equal(op, back), first_difference(op, back)
+    path = tmp_path / "sp.pto"
+    path.write_text(text)
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(2))
+    res = ptopipe.run_pto(str(path), inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)), protocol="pto-isa")
+    np.testing.assert_array_equal(res.outputs["out"], a @ b)
+
+
+def test_a_level3_file_runs_with_its_own_events_only(tmp_path, capsys):
+    """ptoas builds a level3 file's pipes with the file's events alone: `run` (and `check`) of such
+    a file that ptopipe wrote runs in the manual mode (a note says so), so a missing event is the
+    race the device has; --sync auto still lets the scoreboard order the pipes."""
+    from ptopipe.cli import main as cli_main
+    text = write_pto(compile_program(pl.program(_idle, _manual, name="m"), "a2a3"))
+    ev = re.compile(r".*pto\.(set|wait)_flag\[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID0>\]\n")
+    assert len(ev.findall(text)) == 2
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    np.save(tmp_path / "x.npy", x)
+    for name, body in (("m.pto", text), ("m_no_wait.pto", ev.sub("", text))):
+        (tmp_path / name).write_text(body)
+    run = ["run", "--quiet", "--input", f"x={tmp_path / 'x.npy'}"]
+    assert cli_main([*run[:1], str(tmp_path / "m.pto"), *run[2:]]) == 0
+    assert "manual synchronisation mode" in capsys.readouterr().out
+    assert cli_main([*run, str(tmp_path / "m_no_wait.pto")]) == 1
+    assert "DataRaceError" in capsys.readouterr().err
+    assert cli_main([*run, "--sync", "auto", str(tmp_path / "m_no_wait.pto")]) == 0
+    capsys.readouterr()
+    check = ["check", "--input", f"x={tmp_path / 'x.npy'}"]      # check runs it as run does
+    assert cli_main([*check, str(tmp_path / "m.pto")]) == 0
+    assert "(manual sync)" in capsys.readouterr().out
+    assert cli_main([*check, str(tmp_path / "m_no_wait.pto")]) == 1
+
+
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=4)
+def _two_held(a: pl.Tensor[[16, 16], pl.f32], b1: pl.Tensor[[16, 16], pl.f32], b2: pl.Tensor[[16, 16], pl.f32],
+              out: pl.Tensor[[16, 16], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y1 = pl.move(pl.matmul(al, pl.move(pl.load(b1, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)), space=pl.Vec)
+    y2 = pl.move(pl.matmul(al, pl.move(pl.load(b2, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)), space=pl.Vec)
+    pl.store(pl.sub(pl.relu(y1), y2), [0, 0], out)
+
+
+def two_held_args(rng):
+    a, b1, b2 = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(3))
+    return dict(a=a, b1=b1, b2=b2, out=np.zeros((16, 16), np.float32)), np.maximum(a @ b1, 0) - a @ b2
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_second_popped_tile_of_a_type_is_a_tile_of_its_own(platform):
+    """Two popped tiles of one type held at once: ptoas's C++ would declare two identical
+    pto.declare_tile as one Tile (both TPOPs then bind it; tests/codegen/test_ptoas.py runs it), so
+    the second is an alloc_tile.  The file reads back to the program and runs to numpy's numbers."""
+    op = compile_program(pl.program(_two_held, name="th"), platform, protocol="pto-isa")
+    text = write_pto(op)
+    assert re.search(r"%y1 = pto.declare_tile -> (.*)\n\s*pto.tpop\(%y1, ", text), text
+    assert re.search(r"%y2 = pto.alloc_tile : (.*)\n\s*pto.tpop\(%y2, ", text), text
+    back = _reread(op, platform, "pto-isa")
+    assert structural_equal(op, back), first_difference(op, back)
+    args, want = two_held_args(np.random.default_rng(4))
+    res = ptopipe.run_pto(text=text, inputs=args, protocol="pto-isa")
+    np.testing.assert_array_equal(res.outputs["out"], want)

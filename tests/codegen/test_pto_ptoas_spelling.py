@@ -324,3 +324,26 @@ def test_compile_emit_pto_warns_of_what_ptoas_will_reject(tmp_path, capsys):
     assert code == 0 and (tmp_path / "k.pto").exists()
     assert "warning: ptoas will reject this .pto: ptoas builds rings of SLOT_NUM 4 or 8 only: " \
            "this ring has 2 slots (at " in err
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def narrow_cast(a: pl.Tensor[[16, 16], pl.f16], b: pl.Tensor[[16, 8], pl.f16], out: pl.Tensor[[16, 8], pl.f16],
+                wide: pl.Tensor[[16, 16], pl.f16]):
+    al = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y = pl.move(pl.matmul(al, pl.move(pl.load(b, [0, 0], [16, 8], space=pl.Mat), space=pl.Right)), space=pl.Vec)
+    pl.store(pl.cast(y, pl.f16), [0, 0], out)       # <- narrow
+    w = pl.move(pl.matmul(al, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)), space=pl.Vec)
+    pl.store(pl.cast(w, pl.f16), [0, 0], wide)
+
+
+def test_a_cast_between_two_static_shapes_is_noted():
+    """An 8-column f32 -> f16 cast: f32 rows are 32 bytes as they are, f16 rows are padded to 16
+    columns, and ptoas's pto.tcvt takes one static shape only: the writer notes it, at the DSL
+    line (tests/codegen/test_ptoas.py sees ptoas reject it); the 16-column cast is not noted."""
+    from markers import line_of
+    for plat in ("a2a3", "a5"):
+        notes = []
+        text = write_pto(compile_program(pl.program(narrow_cast, name="nc"), plat), plat, notes)
+        assert [(w.split(":")[0], int(at.split(":")[-2])) for w, at in notes] == \
+            [("pto.tcvt of f32 8x8 to f16", line_of(narrow_cast.pyfunc, "<- narrow"))], notes
+        assert "rows=8, cols=8, v_row=8, v_col=8" in text and "rows=8, cols=16, v_row=8, v_col=8" in text

@@ -38,7 +38,8 @@ ARCH = {"a2a3": "a3", "a5": "a5"}
 #: a reason the writer notes -> what ptoas says when it rejects the file for it
 REJECTS = {"SLOT_NUM": "expects 'slot_num' to be 4 or 8",
            "address flow": "is unknown",
-           "ring in GM by its direction": "expects 'dir_mask' to be 1, 2, or 3"}
+           "ring in GM by its direction": "expects 'dir_mask' to be 1, 2, or 3",
+           "pto.tcvt of": "'pto.tcvt' op expects src and dst to have compatible shapes"}
 _KERNEL = re.compile(r"AICORE (?:inline )?void (\w+)\(")
 _TPIPE = re.compile(r"TPipe<(\d+), Direction::(\w+), (\d+), (\d+), (\d+), (true|false)>")
 
@@ -142,3 +143,79 @@ def test_ptoas_takes_stores_in_the_tensors_rank_and_empty_lane1_pushes(platform,
         assert r.returncode == 0, r.stderr[-2000:]
     cpp = (tmp_path / "v2c.cpp").read_text()
     assert re.search(r"TPUSH<TPipe<[^>]*>, Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, -1, -1,", cpp)
+
+
+def test_the_default_a5_no_split_pto_runs_after_ptoas(tmp_path):
+    """`compile --emit pto` (pto-isa by default) of the shipped A5 TILE_NO_SPLIT example: ptoas's
+    C++ of it runs on ptopipe's headers under pto-isa (AIV0 the pipe's one lane) to numpy's numbers."""
+    import numpy as np
+    from ptopipe.cli import main as cli_main
+    from ptopipe.cpp import run_cpp
+    from ptopipe.isa.scenario import data_rng
+    rel = "examples/mixed/s2_cv_nosplit.py"
+    pto = tmp_path / "s2.pto"
+    assert cli_main(["compile", str(ROOT / rel), "--emit", "pto", "--platform", "a5", "-o", str(pto)]) == 0
+    assert run_ptoas(pto, "a5").returncode == 0
+    sc = load_module(str(ROOT / rel)).SCENARIO
+    args = sc.make_args(data_rng(0), **sc.params("default"))
+    # ptoas names the parameters v1, v2, ... in the entry's order
+    got = run_cpp(str(pto.with_suffix(".cpp")), {f"v{i + 1}": args[k] for i, k in enumerate(("a", "b", "bias", "out",
+                                                                                               "gm_slot_buffer"))},
+                  platform="a5", protocol="pto-isa")
+    np.testing.assert_allclose(got["v4"], sc.golden(args, **sc.params("default"))["out"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_cast_the_writer_notes_is_one_ptoas_rejects(platform, tmp_path):
+    """The narrow f32 -> f16 cast the writer notes (two static shapes): ptoas rejects it so."""
+    import ptopipe.language as pl
+    from test_pto_ptoas_spelling import narrow_cast
+    notes = []
+    pto = tmp_path / "nc.pto"
+    pto.write_text(write_pto(compile_program(pl.program(narrow_cast, name="nc"), platform), platform, notes))
+    assert len(notes) == 1 and notes[0][0].startswith("pto.tcvt of")
+    r = run_ptoas(pto, platform)
+    assert r.returncode != 0 and REJECTS["pto.tcvt of"] in r.stderr, r.stderr[-2000:]
+
+
+def test_an_a5_pto_isa_kernel_storing_a_popped_tile_runs_after_ptoas(tmp_path):
+    """An A5 pto-isa kernel that stores the tile it popped: the compiler's own MTE3 -> V event
+    before the TFREE leaves the file level2 (ptoas places the tiles), and ptoas's C++ of it runs
+    as an auto-synchronised kernel (that event orders the free, not the kernel's pipes) to numpy's
+    numbers."""
+    import numpy as np
+    import ptopipe.language as pl
+    from ptopipe.cpp import run_cpp
+    from test_pto import _store_popped
+    pto = tmp_path / "sp.pto"
+    pto.write_text(write_pto(compile_program(pl.program(_store_popped, name="sp"), "a5", protocol="pto-isa"), "a5"))
+    assert not pto.read_text().startswith("//") and "{ptopipe.free_order}" in pto.read_text()
+    r = run_ptoas(pto, "a5")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(2))
+    got = run_cpp(str(pto.with_suffix(".cpp")), dict(v1=a, v2=b, v3=np.zeros((16, 16), np.float32),
+                                                     v4=np.zeros(8192, np.uint8)), platform="a5", protocol="pto-isa")
+    np.testing.assert_array_equal(got["v3"], a @ b)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_two_popped_tiles_held_at_once_stay_two_after_ptoas(platform, tmp_path):
+    """ptoas's C++ of a kernel holding two popped tiles of one type keeps two Tile variables (the
+    writer's second is an alloc_tile; two pto.declare_tile became one) and computes numpy's numbers."""
+    import numpy as np
+    import ptopipe.language as pl
+    from ptopipe.cpp import run_cpp
+    from test_pto import _two_held, two_held_args
+    pto = tmp_path / "th.pto"
+    pto.write_text(write_pto(compile_program(pl.program(_two_held, name="th"), platform, protocol="pto-isa"), platform))
+    r = run_ptoas(pto, platform)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cpp = pto.with_suffix(".cpp").read_text()
+    pops = re.findall(r"TPOP<TPipe<[^>]*>, Tile<[^>]*>, TileSplitAxis::\w+>\(\w+, (\w+)\);", cpp)
+    assert len(pops) == 2 and pops[0] != pops[1], pops
+    args, want = two_held_args(np.random.default_rng(4))
+    gm = np.zeros(16384, np.uint8)
+    got = run_cpp(str(pto.with_suffix(".cpp")), {"v1": args["a"], "v2": args["b1"], "v3": args["b2"], "v4": args["out"],
+                                                 "v5": gm}, platform=platform, protocol="pto-isa")
+    np.testing.assert_array_equal(got["v4"], want)

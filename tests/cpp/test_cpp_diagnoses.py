@@ -172,6 +172,32 @@ def test_pipe_barriers_between_instructions_make_the_manual_default(tmp_path, bo
     assert find_kernels(str(p), aiv="k").own_events is own
 
 
+FREED = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec(__gm__ float *x) {
+    TSTORE(g, t);
+    set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0);
+    wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID0);
+    TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);
+}
+"""
+
+
+def test_an_event_that_orders_a_tfree_alone_keeps_the_auto_default(tmp_path):
+    """The set_flag / wait_flag(MTE3, V) pair ptopipe's compiler puts before an A5 pto-isa TFREE
+    (and ptoas passes through from the .pto) orders the free signal, not the kernel's pipes: ptoas's
+    C++ of an auto-synchronised kernel keeps the auto default.  The same pair elsewhere, or a pair
+    of two events, is the kernel's own."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "freed.cpp"
+    p.write_text(FREED)
+    assert not find_kernels(str(p)).own_events
+    p.write_text(FREED.replace("    TFREE<", "    TSTORE(g, t);\n    TFREE<"))
+    assert find_kernels(str(p)).own_events
+    p.write_text(FREED.replace("wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)", "wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)"))
+    assert find_kernels(str(p)).own_events
+
+
 SINGLE_CORE = """#include <pto/pto-inst.hpp>
 using namespace pto;
 extern "C" __global__ AICORE void k(__gm__ float *out, __gm__ float *src) {

@@ -106,3 +106,40 @@ def test_a_no_split_v2c_kernel_pushes_from_one_lane_in_cpp_too(cpp_cache, tmp_pa
     got = run_cpp(str(path), args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(got["out"], want)
     assert got.summary.cycles == py.summary.cycles
+
+
+def per_row_program():
+    """A per-row scale loaded from GM as a [TM, 1] column (pl.load(rs, [r, 0], [TM, 1])) times a
+    matmul result, and that result's row maxima stored as a [TM, 1] column: both one-column
+    Vec tiles, DN, moved to and from GM."""
+    import ptopipe.language as pl
+    M = K = N = 16
+
+    @pl.incore(split=pl.TILE_UP_DOWN)
+    def per_row(a: pl.Tensor[[M, K], pl.f32], b: pl.Tensor[[K, N], pl.f32], rs: pl.Tensor[[M, 1], pl.f32],
+                out: pl.Tensor[[M, N], pl.f32], mx: pl.Tensor[[M, 1], pl.f32]):
+        al = pl.move(pl.load(a, [0, 0], [M, K], space=pl.Mat), space=pl.Left)
+        bl = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+        y = pl.mul(pl.move(pl.matmul(al, bl), space=pl.Vec), pl.load(rs, [0, 0], [M, 1]))
+        pl.store(y, [0, 0], out)
+        pl.store(pl.row_max(y), [0, 0], mx)
+    return pl.program(per_row, name="per_row")
+
+
+@needs_cxx
+def test_a_per_row_column_moves_through_a_dn_global_tensor_in_cpp(cpp_cache, tmp_path):
+    """pto-isa's Vec TLOAD moves only ND<-ND and DN<-DN: the C++ of a [TM, 1] column load views
+    GM as a DN GlobalTensor (as ptoas's C++ of the same .pto does) and runs; numbers as numpy's."""
+    from ptopipe.passes.slot_buffer import with_slot_buffer
+    rng = np.random.default_rng(5)
+    program = per_row_program()
+    args = with_slot_buffer(program, dict(
+        a=rng.integers(-3, 4, (16, 16)).astype(np.float32), b=rng.integers(-3, 4, (16, 16)).astype(np.float32),
+        rs=rng.integers(-3, 4, (16, 1)).astype(np.float32), out=np.zeros((16, 16), np.float32),
+        mx=np.zeros((16, 1), np.float32)))
+    y = args["rs"] * (args["a"] @ args["b"])
+    path = tmp_path / "per_row.cpp"
+    path.write_text(write_cpp(compile_program(program, "a2a3", protocol="pto-isa"), "a2a3", "pto-isa"))
+    got = run_cpp(str(path), args, platform="a2a3", protocol="pto-isa")
+    np.testing.assert_array_equal(got["out"], y)
+    np.testing.assert_array_equal(got["mx"], y.max(axis=1, keepdims=True))

@@ -246,6 +246,33 @@ def k(x: pl.Tensor[[16, 16], pl.f16]):
     c = pl.matmul(a, b)
     d = pl.matmul_acc(c, a, @@c)
 ''',
+    # the loop's scoping: a yield of another count than the carried values, a body value read
+    # after the loop (the loop's result, or a carried value, is what outlives it)
+    "yield_count": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    s0 = pl.load(x, [0, 0], [16, 32])
+    for i, (s,) in pl.range(2, init_values=(s0,)):
+        y = pl.adds(s, 1.0)
+        total = @@pl.yield_(y, s)
+    pl.store(total, [0, 0], x)
+''',
+    "yield_names": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    s0 = pl.load(x, [0, 0], [16, 32])
+    for i, (s, t) in pl.range(2, init_values=(s0, s0)):
+        @@a = pl.yield_(s, t)
+''',
+    "body_value_after_loop": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    s0 = pl.load(x, [0, 0], [16, 32])
+    for i, (s,) in pl.range(2, init_values=(s0,)):
+        s_new = pl.adds(s, 1.0)
+        total = pl.yield_(s_new)
+    pl.store(@@s_new, [0, 0], x)
+''',
 }
 
 
@@ -407,3 +434,22 @@ def k(a: pl.Tensor[[16, 32], pl.f32]):
             pl.parse(HEAD + body, filename="e.py")
         assert ei.value.what == what, (name, ei.value.what)
         assert ei.value.fix and fix in ei.value.fix, (name, ei.value.fix)
+
+
+def test_loop_scoping_errors_say_what_the_loop_carries_and_what_outlives_it():
+    """A yield of another count names the loop's init_values and their line; a body value read
+    after the loop is not 'not defined': it is the loop's, and the loop's result is named."""
+    text, _, _ = _case(CASES["yield_count"])
+    with pytest.raises(CompileError) as e:
+        pl.parse(text, filename="y.py")
+    assert e.value.what == "the loop carries 1 value (init_values=(s0,) at line 6) but pl.yield_ gives 2"
+    text, _, _ = _case(CASES["yield_names"])
+    with pytest.raises(CompileError) as e:
+        pl.parse(text, filename="y.py")
+    assert e.value.what == "1 name for 2 yielded values" and "a, b = pl.yield_(x, y)" in e.value.fix
+    text, _, _ = _case(CASES["body_value_after_loop"])
+    with pytest.raises(CompileError) as e:
+        pl.parse(text, filename="b.py")
+    assert e.value.what == ("'s_new' is assigned at line 7, inside the loop at line 6, and read after it: "
+                            "a loop body's values end with the loop")
+    assert e.value.fix.startswith("use the loop's result (total), or carry it")

@@ -59,8 +59,10 @@ struct Tile {
 
 template <int... N> struct Shape { static_assert(sizeof...(N) == 5, "Shape has 5 dims"); };
 template <int... N> struct Stride { static_assert(sizeof...(N) == 5, "Stride has 5 dims"); };
-template <typename T, typename Sh, typename St> struct GlobalTensor {
+enum class Layout { ND, DN, NZ };
+template <typename T, typename Sh, typename St, Layout L = Layout::ND> struct GlobalTensor {
     static constexpr bool is_global = true;
+    static constexpr Layout layout = L;
     GlobalTensor() = default;
     explicit GlobalTensor(T *p) : p_(p) {}
     T *data() { return p_; }
@@ -76,13 +78,27 @@ struct TPipe {
 };
 
 template <typename X> struct is_gt { static constexpr bool value = false; };
-template <typename T, typename A, typename B> struct is_gt<GlobalTensor<T, A, B>> { static constexpr bool value = true; };
+template <typename T, typename A, typename B, Layout L> struct is_gt<GlobalTensor<T, A, B, L>> {
+    static constexpr bool value = true;
+};
+// tload_common.hpp / tstore_common.hpp: a Vec tile moves only ND<->ND (RowMajor) and DN<->DN
+// (ColMajor, unboxed); a TSTORE of one row or one column is free of it
+template <typename G, typename Tl> constexpr bool same_layout()
+{
+    return (G::layout == Layout::ND && Tl::isRowMajor && !Tl::boxed) ||
+           (G::layout == Layout::DN && !Tl::isRowMajor && !Tl::boxed);
+}
 
 template <typename X> void TASSIGN(X &, uint64_t) {}
 template <typename Tl, typename G> void TLOAD(Tl &t, G &g) {
     static_assert(is_gt<G>::value && (Tl::Loc == TileType::Vec || Tl::Loc == TileType::Mat), "TLOAD");
+    static_assert(Tl::Loc != TileType::Vec || same_layout<G, Tl>(), "TLOAD(VecTile, GlobalTensor): ND2ND / DN2DN");
 }
-template <typename G, typename Tl> void TSTORE(G &g, Tl &t) { static_assert(is_gt<G>::value, "TSTORE"); }
+template <typename G, typename Tl> void TSTORE(G &g, Tl &t) {
+    static_assert(is_gt<G>::value, "TSTORE");
+    static_assert(Tl::Loc != TileType::Vec || Tl::Rows == 1 || Tl::Cols == 1 || same_layout<G, Tl>(),
+                  "TSTORE(GlobalTensor, VecTile): ND2ND / DN2DN");
+}
 template <typename D, typename S> void TMOV(D &, S &) {}
 template <typename D, typename S> void TEXTRACT(D &, S &, int64_t, int64_t) {}
 template <typename C, typename A, typename B> void TMATMUL(C &, A &, B &) {
