@@ -557,8 +557,8 @@ def TSCATTER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
 
 
 def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> Event:
-    """Per row, each block of 32 src values with their idx (uint32) sorted by value,
-    descending (ties: the smaller index first), into dst as 8-byte [value, index] tuples
+    """Per row, each block of 32 src values with their idx (uint32; a one-row idx serves every
+    row) sorted by value, descending (ties: the smaller index first), into dst as 8-byte [value, index] tuples
     (dst: 2 (f32) or 4 (f16) columns per source column).  No wait events (pto-isa's
     TSORT32 does not sync); without ``tmp`` the valid columns are a multiple of 32."""
     core = current_core()
@@ -566,9 +566,11 @@ def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> Event:
     if src.dtype != dst.dtype:
         _same_dtype(core, "TSORT32", dst, src)
     _rule(core, _SORT, src, _SORT_OK)
-    if idx.dtype != dt.uint32 or i.shape[0] < s.shape[0] or i.shape[1] < s.shape[1]:
+    # one index row serves every row (pto-isa: idxStride 0 when idx's valid rows are 1)
+    if idx.dtype != dt.uint32 or (i.shape[0] < s.shape[0] and i.shape[0] != 1) or i.shape[1] < s.shape[1]:
         raise _err(core, f"TSORT32: the index tile {idx.describe()} must be uint32 with a valid region "
-                         f"covering the {s.shape[0]}x{s.shape[1]} values", "one uint32 index per value")
+                         f"covering the {s.shape[0]}x{s.shape[1]} values (or one row of {s.shape[1]} indices "
+                         "for every row)", "one uint32 index per value, or one index row shared by the rows")
     if tmp is None and s.shape[1] % 32:
         raise _err(core, f"TSORT32: {s.shape[1]} valid columns are not whole blocks of 32; the "
                          "form without tmp sorts whole blocks", "pass a tmp tile (TSORT32(dst, src, idx, tmp))")
@@ -576,7 +578,8 @@ def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> Event:
     if d.shape[0] < s.shape[0] or d.shape[1] < width:
         raise _err(core, f"TSORT32: dst's valid region {d.shape[0]}x{d.shape[1]} cannot hold "
                          f"{s.shape[0]}x{s.shape[1]} 8-byte tuples", f"give dst {width} valid columns")
-    core.pending.append((_SORT.kernel, s, i[:s.shape[0], :s.shape[1]], d[:s.shape[0]]))
+    ix = i[:s.shape[0], :s.shape[1]] if i.shape[0] != 1 else np.broadcast_to(i[:1, :s.shape[1]], s.shape)
+    core.pending.append((_SORT.kernel, s, ix, d[:s.shape[0]]))
     return _issue(core, "TSORT32", [dst], [src, idx], tmp, *s.shape, src.item)
 
 

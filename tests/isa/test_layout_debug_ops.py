@@ -465,6 +465,13 @@ def test_sort32_blocks_of_value_index_pairs(platform, dtype):
             assert vals.tolist() == [p[0] for p in pairs] and ids.tolist() == [p[1] for p in pairs]
     rejects(platform, lambda o, i: TSORT32(o[0], i[0], i[1]), [v, idx], [((2, 80 * per), dtype)],
             "not whole blocks of 32")
+    # one index row for every row (pto-isa's idxStride 0 when idx has one valid row)
+    shared = run_tiles(platform, call, [v, idx[:1] + 7], [((2, 80 * per), dtype), ((2, 96), dtype)])[0]
+    ids = shared.view(np.uint8).reshape(2, 80, 8)[:, :, 4:].copy().view(np.uint32).reshape(2, 80)
+    for r in range(2):
+        for b in range(0, 80, 32):
+            pairs = sorted(zip(v[r, b:b + 32].tolist(), (idx[0, b:b + 32] + 7).tolist()), key=lambda p: (-p[0], p[1]))
+            assert ids[r, b:b + len(pairs)].tolist() == [p[1] for p in pairs]
 
 
 # -- TQUANT / TDEQUANT -----------------------------------------------------------------------------
