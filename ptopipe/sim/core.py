@@ -92,6 +92,9 @@ class Core:
         #: how messages spell the kernel's event calls (``sim.pipesync.EventWords``), set by
         #: the front end that runs it (None: the ISA's)
         self.event_words = None
+        #: the front end's name of the statement running at ``loc_override`` (a ``.pto`` file's
+        #: ``pto.tadd``), for messages naming it (None: the instruction's own name)
+        self.op_word = None
         self.clock = 0
         self.pipe_free = [0] * len(_PIPES)   # indexed by PipeUnit
         self.busy = [0] * len(_PIPES)
