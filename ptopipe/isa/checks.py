@@ -82,8 +82,8 @@ class KernelChecks(HappensBefore):
         for c in cluster.cores:
             if c.porder is not None:
                 c.porder.slot_read = self._slot_reader(c)
-        # core index -> its reads of tile bytes nothing wrote (isa.unwritten; wraps its issue*)
-        self.unwritten = {c.index: UnwrittenReads(c) for c in cluster.cores}
+        for c in cluster.cores:         # each core's reads of tile bytes nothing wrote (core.unwritten)
+            UnwrittenReads(c)
 
     @staticmethod
     def _slot_reader(core):
@@ -165,7 +165,7 @@ class KernelChecks(HappensBefore):
         device it holds what the last kernel left (the simulator's zeros, or a relaunch's carried
         memory, would hide a K loop that forgot its first TMATMUL).  An error, not the warning of
         another read of unwritten bytes: the result is wrong wherever the kernel runs."""
-        if self.unwritten[core.index].covered(c_in):
+        if core.unwritten.covered(c_in):
             return
         first = op.replace("_ACC", "")
         start = (f"{first} (or {first}_BIAS)" if not op.endswith("_MX") else

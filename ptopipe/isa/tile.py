@@ -175,11 +175,10 @@ class Tile:
             self._stale()
         core = self.core
         core.cluster.sync()
-        chk = core.cluster.checker
-        if chk is not None and greenlet.getcurrent() is core.glet:
+        if core.unwritten is not None and greenlet.getcurrent() is core.glet:
             # the kernel itself may set the bytes through this view (a Python test's shortcut):
             # taken as written (isa.unwritten)
-            chk.unwritten[core.index].wrote(self)
+            core.unwritten.wrote(self)
         return self._valid
 
     def _stale(self) -> None:

@@ -3,10 +3,10 @@
 The simulator's memories start at zero (a relaunch's, as the last launch left them), so a
 kernel that adds a bias it never loaded, or pushes a tile whose TMOV was dropped, computes
 plausible numbers here and garbage on the device, where local memory holds whatever the last
-kernel left.  With the checkers on, :class:`UnwrittenReads` (one per core and launch, installed
-by :class:`~ptopipe.isa.checks.KernelChecks`) wraps the core's ``issue*`` methods, as
-:class:`~ptopipe.sim.porder.PipeOrder` does, so every front end (Python kernels, C++ kernels
-through the C ABI, the DSL runtime, ``.pto`` files) gets it at the instruction's line:
+kernel left.  With the checkers on, :class:`UnwrittenReads` (one per core and launch, made by
+:class:`~ptopipe.isa.checks.KernelChecks`) sees every instruction's operands where the core
+issues it (``Core.issue*``), so every front end (Python kernels, C++ kernels through the C ABI,
+the DSL runtime, ``.pto`` files) gets it at the instruction's line:
 
 - an instruction's destinations are written over the bytes their valid region spans (first to
   last valid element, the rows between included): TLOAD, TMOV, TEXTRACT, an op's destination,
@@ -23,8 +23,9 @@ through the C ABI, the DSL runtime, ``.pto`` files) gets it at the instruction's
 - a Python kernel that sets a tile's bytes through ``Tile.array`` (a test's shortcut, no
   instruction of the device) has written its valid region.
 
-The hot path is one identity test per operand: a tile known to be written at its current
-bytes carries this core's checker (``Tile.known_written``); a new address or valid shape
+The hot path is one identity test per operand, inline in the issue methods: a tile known to be
+written at its current bytes carries this core's checker (``Tile.known_written``, None with the
+checkers off, as the core's ``unwritten``); a new address or valid shape
 clears it (:func:`~ptopipe.isa.tile.bind`, ``Tile.SetValid``), and the next launch has other
 checkers, so nothing is carried from one launch to the next: local memory is not the
 previous launch's to read.
@@ -45,65 +46,41 @@ VIEWS = frozenset({"TRESHAPE"})
 
 
 class UnwrittenReads(WrittenBytes):
-    """Written byte ranges of one core's local memories in one launch, and the wrappers of the
-    core's ``issue*`` methods that record the writes and check the reads of its instructions."""
+    """Written byte ranges of one core's local memories in one launch, and the reads of bytes
+    none wrote.  The core's ``issue*`` methods call :meth:`read` / :meth:`wrote` for an
+    operand not known to be written (:attr:`Tile.known_written`), :meth:`operands` for the
+    operands of an instruction of any arity."""
 
-    __slots__ = ("core", "reported", "_issue", "_w", "_r", "_rw", "_rrw")
+    __slots__ = ("core", "reported")
 
     def __init__(self, core):
         super().__init__()
         self.core = core
         self.reported: set = set()      # (line, instruction, tile) already warned of
-        self._issue, self._w, self._r = core.issue, core.issue_w, core.issue_r
-        self._rw, self._rrw = core.issue_rw, core.issue_rrw
-        core.issue, core.issue_w, core.issue_r = self.issue, self.issue_w, self.issue_r
-        core.issue_rw, core.issue_rrw = self.issue_rw, self.issue_rrw
+        core.unwritten = self
 
-    # The wrappers: reads are checked before writes (an in-place op reads its destination's
-    # old value), and a tile already known written at its bytes costs one identity test.
-    def issue_w(self, pipe, cost, d, name, args=None) -> int:
-        if d.known_written is not self:
-            self.wrote(d)
-        return self._w(pipe, cost, d, name, args)
-
-    def issue_r(self, pipe, cost, s, name, args=None) -> int:
-        if s.known_written is not self:
-            self.read(s, name)
-        return self._r(pipe, cost, s, name, args)
-
-    def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
-        if s.known_written is not self:
-            self.read(s, name)
-        if d.known_written is not self:
-            self.wrote(d)
-        return self._rw(pipe, cost, s, d, name, args)
-
-    def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
-        if s0.known_written is not self:
-            self.read(s0, name)
-        if s1.known_written is not self:
-            self.read(s1, name)
-        if d.known_written is not self:
-            self.wrote(d)
-        return self._rrw(pipe, cost, s0, s1, d, name, args)
-
-    def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
+    def operands(self, srcs, dsts, name: str) -> None:
+        """Instruction ``name`` reads the tiles ``srcs``, then writes ``dsts`` (an in-place op
+        reads its destination's old value first)."""
         if name in VIEWS and dsts[0]._addr == srcs[0]._addr:
-            return self._issue(pipe, cost, srcs, dsts, name, args)
+            return
         for s in srcs:
             if s.__class__ is Tile and s.known_written is not self:
                 self.read(s, name)
         for d in dsts:
             if d.__class__ is Tile and d.known_written is not self:
                 self.wrote(d)
-        return self._issue(pipe, cost, srcs, dsts, name, args)
 
     def wrote(self, t: Tile) -> None:
         """``t``'s valid region has been written (an instruction's destination, a TPOP's binding)."""
-        span = _span(t)
-        if span is not None:
-            self.add(t.space, *span)
-            t.known_written = self
+        a = t._addr                     # (_span, inline: a TPOP rebinds its tile every time)
+        vr, vc = t.valid_rows, t.valid_cols
+        if a is None or vr == 0 or vc == 0:
+            return
+        hi = a + ((vr - 1) * t.cols + vc) * t.item
+        if not self.covers(t.space, a, hi):
+            self.add(t.space, a, hi)
+        t.known_written = self
 
     def covered(self, t: Tile) -> bool:
         """Has every byte of ``t``'s valid region been written?"""

@@ -46,8 +46,9 @@ def _unwritten(res) -> list:
     return [(what, loc) for what, loc in res.summary.leaks if "before anything wrote" in what]
 
 
-def test_a_tile_nothing_wrote_is_a_warning_at_the_read_once_and_the_run_goes_on():
-    res = _run("unloaded")
+@pytest.mark.parametrize("timing", [True, False])
+def test_a_tile_nothing_wrote_is_a_warning_at_the_read_once_and_the_run_goes_on(timing):
+    res = _run("unloaded", timing=timing)
     np.testing.assert_array_equal(res.outputs["y"], X)               # x + 0 (the device: x + garbage)
     (what, loc), = _unwritten(res)
     assert what.startswith("TADD reads b (Vec tile 'b' float32 16x16 @AIV0.UB[0x1000]) before anything "
@@ -55,9 +56,10 @@ def test_a_tile_nothing_wrote_is_a_warning_at_the_read_once_and_the_run_goes_on(
     assert str(loc).endswith(f"test_unwritten.py:{line_of(add_bias, 'ADD')}"), loc
 
 
+@pytest.mark.parametrize("timing", [True, False])
 @pytest.mark.parametrize("how, y", [("loaded", 4 * X), ("alias", X + 3), ("empty", X)])
-def test_bytes_written_under_any_name_or_no_bytes_read_are_no_warning(how, y):
-    res = _run(how)
+def test_bytes_written_under_any_name_or_no_bytes_read_are_no_warning(how, y, timing):
+    res = _run(how, timing=timing)
     np.testing.assert_array_equal(res.outputs["y"], y)
     assert not res.summary.leaks
 
@@ -104,11 +106,12 @@ def vector(out, fifo):
     TFREE(pipe)
 
 
+@pytest.mark.parametrize("timing", [True, False])
 @pytest.mark.parametrize("push", ["product", "nothing"])
-def test_a_push_warns_only_when_nothing_wrote_its_tile(push):
+def test_a_push_warns_only_when_nothing_wrote_its_tile(push, timing):
     a = np.eye(N, dtype=np.float32)
     res = ptopipe.run(lambda a, fifo: cube(a, fifo, push), (vector, None),
-                      dict(a=a, out=np.zeros_like(a), fifo=ptopipe.gm_buffer(2 * SLOT)))
+                      dict(a=a, out=np.zeros_like(a), fifo=ptopipe.gm_buffer(2 * SLOT)), timing=timing)
     found = _unwritten(res)
     if push == "product":
         assert not found                # the part the matmul wrote is what the consumer uses
@@ -155,9 +158,11 @@ def views(x, y, how):
     TSTORE(y, o)
 
 
+@pytest.mark.parametrize("timing", [True, False])
 @pytest.mark.parametrize("how", ["in place", "array", "copy"])
-def test_bytes_set_through_a_view_are_written_a_reshape_to_other_bytes_reads(how):
-    res = ptopipe.run(None, (lambda x, y: views(x, y, how), None), dict(x=X, y=np.zeros((N, 1), np.float32)))
+def test_bytes_set_through_a_view_are_written_a_reshape_to_other_bytes_reads(how, timing):
+    res = ptopipe.run(None, (lambda x, y: views(x, y, how), None), dict(x=X, y=np.zeros((N, 1), np.float32)),
+                      timing=timing)
     np.testing.assert_array_equal(res.outputs["y"], np.full((N, 1), 3, np.float32))
     found = _unwritten(res)
     if how == "copy":

@@ -223,9 +223,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             end = core.issue_s(PipeUnit.S, p.cost, "TPOP",
                                RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
             ps.bind(tile, end, ch.wait_pipe, loc)
-            chk = core.cluster.checker
-            if chk is not None:                    # (issued with no tile: the binding writes it)
-                chk.unwritten[core.index].wrote(tile)
+            if core.unwritten is not None:         # (issued with no tile: the binding writes it)
+                core.unwritten.wrote(tile)
         else:
             end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
                                RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
