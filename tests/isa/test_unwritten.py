@@ -170,3 +170,23 @@ def test_bytes_set_through_a_view_are_written_a_reshape_to_other_bytes_reads(how
         assert what.startswith("TRESHAPE reads a tile") and str(loc).endswith(f":{line_of(views, 'RESHAPE')}")
     else:
         assert not found
+
+
+def add_bias_manual(x, y):
+    """``add_bias`` with its own events (manual synchronisation: the issue path is PipeSync's)."""
+    t = Tile(TileType.Vec, float32, N, N, addr=0)
+    b = Tile(TileType.Vec, float32, N, N, addr=0x1000, name="b")
+    TLOAD(t, x)
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+    TADD(t, t, b)                                       # ADD-MANUAL
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+    TSTORE(y, t)
+
+
+def test_a_kernel_ordering_its_own_pipes_is_checked_alike():
+    res = ptopipe.run(None, (add_bias_manual, None), dict(x=X, y=np.zeros_like(X)), sync="manual")
+    np.testing.assert_array_equal(res.outputs["y"], X)
+    (what, loc), = _unwritten(res)
+    assert what.startswith("TADD reads b") and str(loc).endswith(f":{line_of(add_bias_manual, 'ADD-MANUAL')}")
