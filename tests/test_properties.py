@@ -43,11 +43,13 @@ PIPES = list(PipeUnit)
 
 # -- Core.issue_* vs Core.issue ---------------------------------------------------------------
 class _Operand:
-    """What the scoreboard sees of a tile: when its data are ready and when reads end."""
-    __slots__ = ("ready_at", "read_end")
+    """What the scoreboard sees of a tile: when its data are ready and when reads end (and
+    ``known_written``, the checkers' mark: None, as every tile's with the checkers off)."""
+    __slots__ = ("ready_at", "read_end", "known_written")
 
     def __init__(self, ready_at, read_end):
         self.ready_at, self.read_end = ready_at, read_end
+        self.known_written = None
 
 
 _issue = st.tuples(st.sampled_from(["w", "r", "rw", "rrw", "s"]), st.sampled_from(PIPES),

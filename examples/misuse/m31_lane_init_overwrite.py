@@ -38,7 +38,7 @@ def vector(out, fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, DEPTH)(fifo, RING_UB, 0)
     if sub == 0:                          # lane 0 "initialises" the output: all of it
         zero = Tile(TileType.Vec, float32, T, T, addr=0x2000)
-        TMULS(zero, zero, 0.0)
+        TEXPANDS(zero, 0.0)
         for i in range(tiles):
             TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), zero)   # M31: AIV1's rows too
     part = Tile(TileType.Vec, float32, H, T)

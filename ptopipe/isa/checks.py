@@ -1,8 +1,10 @@
 """The checkers' isa-level half: ring-slot accesses for the happens-before checker,
 the address flow's slot views (a read or write of a popped slot after its TFREE, a write of
 a TALLOCed slot after its TPUSH - by the pointer's slot generation, or by address for a
-pointer that lost it, as a C++ kernel's does), and flags left over at kernel end (what may
-be left is the protocol model's call).
+pointer that lost it, as a C++ kernel's does), flags left over at kernel end (what may
+be left is the protocol model's call), and reads of tile bytes nothing wrote (each core's
+:class:`~ptopipe.isa.unwritten.UnwrittenReads`: a warning, and an error for an accumulating
+matmul onto such an Acc tile).
 
 :class:`KernelChecks` extends the sim-level :class:`~ptopipe.sim.race.HappensBefore`
 checker: a race on a ring slot is a protocol violation (the slot was reused before the
@@ -19,8 +21,8 @@ from ..sim.location import is_cpp, is_internal
 from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
-from ..sim.written import WrittenBytes
 from .pipe import SlotPtr
+from .unwritten import UnwrittenReads
 from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, part_rows, part_shape
 
 
@@ -77,12 +79,11 @@ class KernelChecks(HappensBefore):
         self._unordered_free: dict = {}
         # core index -> [SlotView] of the address flow's slots it TALLOCed / popped (slot_view)
         self._views: dict = {}
-        # core index -> the Acc (L0C) bytes its matmuls wrote in this launch (acc_write)
-        self._acc: dict = {}
-        self._acc_last: dict = {}        # core index -> (the Acc tile written last, its address)
         for c in cluster.cores:
             if c.porder is not None:
                 c.porder.slot_read = self._slot_reader(c)
+        for c in cluster.cores:         # each core's reads of tile bytes nothing wrote (core.unwritten)
+            UnwrittenReads(c)
 
     @staticmethod
     def _slot_reader(core):
@@ -158,35 +159,24 @@ class KernelChecks(HappensBefore):
         return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, self.gm_label(core, gt, p, op, where),
                            None, end, pipe, work)
 
-    def acc_write(self, core, op: str, c, c_in=None) -> None:
-        """Matmul ``op`` of ``core`` writes Acc tile ``c``; an accumulating form reads ``c_in``
-        first, which some instruction of this launch must have written: L0C is not cleared at
-        a launch, so on the device it holds what the last kernel left (the simulator's zeros,
-        or a relaunch's carried memory, would hide a K loop that forgot its first TMATMUL)."""
-        w = self._acc.get(core.index)
-        if w is None:
-            w = self._acc[core.index] = WrittenBytes()
-        last = self._acc_last.get(core.index)
-        if c_in is None and last is not None and last[0] is c and last[1] == c._addr:
-            return                      # the same tile, where it was, written again (each K loop's first step)
-        if c_in is not None and c_in.addr is not None and \
-                not w.covers(c_in.space, c_in.addr, c_in.addr + c_in.nbytes):
-            first = op.replace("_ACC", "")
-            start = (f"{first} (or {first}_BIAS)" if not op.endswith("_MX") else
-                     f"{op}(c, a, a_scale, b, b_scale) without c_in")
-            raise KernelError(
-                f"{op} accumulates onto {c_in.describe()}, whose bytes no instruction of this launch wrote: L0C "
-                "is not cleared when a kernel starts, so on the device it holds what the last kernel left "
-                "(here it holds zeros, or a relaunch's leftovers, and the result looks right)",
-                where=str(core.where()),
-                fix=f"start the accumulation with {start} into the Acc tile - the first step of the K loop - "
-                    f"and {op} for the steps after it")
-        addr = c.addr
-        if addr is not None:
-            w.add(c.space, addr, addr + c.nbytes)
-            # (the fast path above: written bytes stay written, and a tile moved by a TASSIGN
-            # has another address)
-            self._acc_last[core.index] = (c, addr)
+    def acc_read(self, core, op: str, c_in) -> None:
+        """Matmul ``op`` of ``core`` accumulates onto Acc tile ``c_in``, which some instruction of
+        this launch must have written (isa.unwritten): L0C is not cleared at a launch, so on the
+        device it holds what the last kernel left (the simulator's zeros, or a relaunch's carried
+        memory, would hide a K loop that forgot its first TMATMUL).  An error, not the warning of
+        another read of unwritten bytes: the result is wrong wherever the kernel runs."""
+        if core.unwritten.covered(c_in):
+            return
+        first = op.replace("_ACC", "")
+        start = (f"{first} (or {first}_BIAS)" if not op.endswith("_MX") else
+                 f"{op}(c, a, a_scale, b, b_scale) without c_in")
+        raise KernelError(
+            f"{op} accumulates onto {c_in.describe()}, whose bytes no instruction of this launch wrote: L0C "
+            "is not cleared when a kernel starts, so on the device it holds what the last kernel left "
+            "(here it holds zeros, or a relaunch's leftovers, and the result looks right)",
+            where=str(core.where()),
+            fix=f"start the accumulation with {start} into the Acc tile - the first step of the K loop - "
+                f"and {op} for the steps after it")
 
     def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed

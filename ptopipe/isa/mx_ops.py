@@ -18,7 +18,7 @@ from ..arch.vocab import PlatformID
 from ..sim.trace import MatmulArgs
 from .context import current_core
 from .events import Event, new_event
-from .ops import _acc_written, _err, _gemv_check, _mm_layouts, _same_shape, _sync, arr
+from .ops import _acc_read, _err, _gemv_check, _mm_layouts, _same_shape, _sync, arr
 from .tile import TASSIGN, Tile, TileLayout, TileType
 from ..errors import with_article
 
@@ -93,7 +93,8 @@ def _mx(op: str, gemv: bool):
             if bias.loc is not TileType.Bias or bias.dtype.name != "float32" or Bi.shape[1] != n:
                 raise _err(core, f"{op}: bias is {bias.describe()}; pto-isa takes a float32 Bias tile of one row "
                                  f"and {n} columns", "declare the bias Tile(TileType.Bias, float32, 1, N)")
-        _acc_written(core, op, c, c_in)
+        if c_in is not None:
+            _acc_read(core, op, c_in)
         core.pending.append((kernel, A, sa._valid[:m, :groups], B, sb._valid[:groups, :n], Ci, Bi, C))
         srcs = tuple(t for t in (a, sa, b, sb, c_in, bias) if t is not None)
         _, end = core.issue(PipeUnit.M, core.costs.matmul(m, k, n, a.item), srcs, (c,), op,

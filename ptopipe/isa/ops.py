@@ -586,12 +586,12 @@ def _ufunc_into(ufunc, a, b, d):
     ufunc(a, b, out=d)
 
 
-def _acc_written(core, op: str, c: Tile, c_in: Tile | None = None) -> None:
-    """With the checkers on: ``op`` writes Acc tile ``c`` (after reading ``c_in``, which this
-    launch must have written: KernelChecks.acc_write)."""
+def _acc_read(core, op: str, c_in: Tile) -> None:
+    """With the checkers on: ``op`` accumulates onto ``c_in``, which this launch must have
+    written (KernelChecks.acc_read)."""
     chk = core.cluster.checker
     if chk is not None:
-        chk.acc_write(core, op, c, c_in)
+        chk.acc_read(core, op, c_in)
 
 
 def _mm_issue(core, op, a, b, c, srcs, A, B):
@@ -614,9 +614,6 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
-    chk = core.cluster.checker
-    if chk is not None:
-        chk.acc_write(core, "TMATMUL", c)
     if C.shape[1] == c.cols:             # the region written is contiguous: write in place
         core.pending.append((_product, A, B, acc, C))
     else:
@@ -634,7 +631,7 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     if C is not c_out._valid:           # (valid shapes that do not chain) c_out's first m x n: c_in's too
         Ci = c_in._full[:C.shape[0], :C.shape[1]]
     _same_shape(core, "TMATMUL_ACC", ("c_out", C), ("c_in", Ci))
-    _acc_written(core, "TMATMUL_ACC", c_out, c_in)
+    _acc_read(core, "TMATMUL_ACC", c_in)
     core.pending.append((_product_acc, Ci, A, B, acc, C))
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
 
@@ -648,7 +645,6 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     Bi = arr(bias, core, "TMATMUL_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:
         raise _err(core, f"TMATMUL_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
-    _acc_written(core, "TMATMUL_BIAS", c)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
@@ -668,7 +664,6 @@ def TGEMV(c: Tile, a: Tile, b: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TGEMV", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV", a, b)
-    _acc_written(core, "TGEMV", c)
     core.pending.append((_product_into, A, B, acc, C))
     return _mm_issue(core, "TGEMV", a, b, c, None, A, B)
 
@@ -682,7 +677,7 @@ def TGEMV_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     _gemv_check(core, "TGEMV_ACC", a, b)
     Ci = arr(c_in, core, "TGEMV_ACC accumulator input")
     _same_shape(core, "TGEMV_ACC", ("c_out", C), ("c_in", Ci))
-    _acc_written(core, "TGEMV_ACC", c_out, c_in)
+    _acc_read(core, "TGEMV_ACC", c_in)
     core.pending.append((_product_acc, Ci, A, B, acc, C))
     return _mm_issue(core, "TGEMV_ACC", a, b, c_out, (a, b, c_in), A, B)
 
@@ -697,7 +692,6 @@ def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     Bi = arr(bias, core, "TGEMV_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:
         raise _err(core, f"TGEMV_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
-    _acc_written(core, "TGEMV_BIAS", c)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
 

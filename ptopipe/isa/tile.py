@@ -43,7 +43,7 @@ class Tile:
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
-                 "hbw", "hbu", "pad", "pop_rec")
+                 "hbw", "hbu", "pad", "pop_rec", "known_written")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,
@@ -91,6 +91,8 @@ class Tile:
         self._push = None       # TPUSH's queued copies from this tile: (plan, source array, per tag)
         self.hbw = self.hbu = None   # sim.porder: what happens before its last write / its uses
         self.pop_rec = None     # its latest tile TPOP: (channel, consumer side, pop index, line)
+        # the checker (isa.unwritten) of the core that knows its bytes, where they are now, written
+        self.known_written = None
         if addr is not None:
             _assign(self, addr, "")       # (a Tile(addr=), a .pto alloc_tile, a DSL tile: no TASSIGN)
 
@@ -106,6 +108,7 @@ class Tile:
     @addr.setter
     def addr(self, addr: int | None) -> None:
         self._addr = addr
+        self.known_written = None
 
     @property
     def nbytes(self) -> int:
@@ -136,6 +139,7 @@ class Tile:
         self.valid_rows, self.valid_cols = int(rows), int(cols)
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)
         self._plan = None
+        self.known_written = None           # other bytes: not known written
         if self._full is not None:
             self._valid = self._full[:self.valid_rows, :self.valid_cols]
 
@@ -170,7 +174,12 @@ class Tile:
         issuing instructions rather than keeping an older view."""
         if self._valid is None or self.addr is None:
             self._stale()
-        self.core.cluster.sync()
+        core = self.core
+        core.cluster.sync()
+        if core.unwritten is not None and greenlet.getcurrent() is core.glet:
+            # the kernel itself may set the bytes through this view (a Python test's shortcut):
+            # taken as written (isa.unwritten)
+            core.unwritten.wrote(self)
         return self._valid
 
     def _stale(self) -> None:
@@ -260,6 +269,7 @@ def bind(tile: Tile, core, addr: int, how: str = "") -> None:
     tile._addr = addr
     tile.core = core
     tile.mem, tile._full, tile._valid = v
+    tile.known_written = None               # other bytes: not known written
 
 
 def _is_int(v) -> bool:

@@ -92,6 +92,9 @@ class Core:
         #: how messages spell the kernel's event calls (``sim.pipesync.EventWords``), set by
         #: the front end that runs it (None: the ISA's)
         self.event_words = None
+        #: the front end's name of the statement running at ``loc_override`` (a ``.pto`` file's
+        #: ``pto.tadd``), for messages naming it (None: the instruction's own name)
+        self.op_word = None
         self.clock = 0
         self.pipe_free = [0] * len(_PIPES)   # indexed by PipeUnit
         self.busy = [0] * len(_PIPES)
@@ -115,6 +118,10 @@ class Core:
         self.vclock = None  # happens-before vector clock (checkers)
         self.porder = None  # causal order of its pipes (sim.porder; with the race checker)
         self.psync = None   # intra-core event flags (sim.pipesync), made on first use
+        # the checkers' record of the bytes its instructions wrote (isa.unwritten; None: off):
+        # an operand whose ``known_written`` is not it goes through its ``read`` / ``wrote``
+        # (a tile's is None unless a checker set it, so with the checkers off nothing is called)
+        self.unwritten = None
         # an exploring run's schedule policy (None by default): the ISA calls
         # ``cluster.visible(core, kind)`` at every GM / ring access when it is set
         self.policy = cluster.policy
@@ -122,7 +129,8 @@ class Core:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
             self.issue = self._issue_untimed
-            self.issue_w = self.issue_r = self.issue_rw = self.issue_rrw = self.issue_s = self._untimed
+            self.issue_w, self.issue_r = self._untimed_w, self._untimed_r
+            self.issue_rw, self.issue_rrw, self.issue_s = self._untimed_rw, self._untimed_rrw, self._untimed
             self.limit = -1 if self.until is not None else min(self.budget, SYNC_EVERY)
         if cluster.manual_sync:
             # manual synchronisation: pipes ordered only by events (replaces the issue methods)
@@ -166,6 +174,9 @@ class Core:
     # -- timing -----------------------------------------------------------------------
     def issue(self, pipe: PipeUnit, cost: int, srcs=(), dsts=(), name: str = "", args=None):
         """Issue one instruction; returns its (start, end) in cycles."""
+        uw = self.unwritten
+        if uw is not None:
+            uw.operands(srcs, dsts, name)
         pf = self.pipe_free
         start = self.clock
         t = pf[pipe]
@@ -200,6 +211,8 @@ class Core:
     # tuples, no loops): w = writes one tile, r = reads one tile, rw / rrw = reads one or
     # two and writes one, s = touches no tile (flags, scalar).  They return the end cycle.
     def issue_w(self, pipe, cost, d, name, args=None) -> int:
+        if d.known_written is not self.unwritten:
+            self.unwritten.wrote(d)
         pf = self.pipe_free
         start = self.clock
         t = pf[pipe]
@@ -222,6 +235,8 @@ class Core:
         return end
 
     def issue_r(self, pipe, cost, s, name, args=None) -> int:
+        if s.known_written is not self.unwritten:
+            self.unwritten.read(s, name)
         pf = self.pipe_free
         start = self.clock
         t = pf[pipe]
@@ -242,6 +257,11 @@ class Core:
         return end
 
     def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
+        uw = self.unwritten
+        if s.known_written is not uw:
+            uw.read(s, name)
+        if d.known_written is not uw:
+            uw.wrote(d)
         pf = self.pipe_free
         start = self.clock
         t = pf[pipe]
@@ -269,6 +289,13 @@ class Core:
         return end
 
     def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
+        uw = self.unwritten
+        if s0.known_written is not uw:
+            uw.read(s0, name)
+        if s1.known_written is not uw:
+            uw.read(s1, name)
+        if d.known_written is not uw:
+            uw.wrote(d)
         pf = self.pipe_free
         start = self.clock
         t = pf[pipe]
@@ -336,11 +363,33 @@ class Core:
 
     def _issue_untimed(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
         """``issue`` with timing off: one cycle of issue per instruction, no pipes."""
+        uw = self.unwritten
+        if uw is not None:
+            uw.operands(srcs, dsts, name)
         t = self._untimed()
         return t, t
 
+    # the fixed-arity forms with timing off: their operands' reads and writes, then _untimed
+    def _untimed_w(self, pipe, cost, d, name, args=None) -> int:
+        if d.known_written is not self.unwritten:
+            self.unwritten.wrote(d)
+        return self._untimed()
+
+    def _untimed_r(self, pipe, cost, s, name, args=None) -> int:
+        if s.known_written is not self.unwritten:
+            self.unwritten.read(s, name)
+        return self._untimed()
+
+    def _untimed_rw(self, pipe, cost, s, d, name, args=None) -> int:
+        self._issue_untimed(pipe, cost, (s,), (d,), name)
+        return self.clock
+
+    def _untimed_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
+        self._issue_untimed(pipe, cost, (s0, s1), (d,), name)
+        return self.clock
+
     def _untimed(self, *_operands) -> int:
-        """Every fixed-arity ``issue_*`` with timing off."""
+        """``issue_s`` with timing off, and the count and clock of every untimed issue."""
         n = self.instructions = self.instructions + 1
         t = self.clock = self.clock + 1
         if n > self.limit:

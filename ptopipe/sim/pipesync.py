@@ -395,6 +395,9 @@ class PipeSync:
         return start, end
 
     def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
+        uw = self.core.unwritten            # (Core.issue's check of reads of unwritten bytes)
+        if uw is not None:
+            uw.operands(srcs, dsts, name)
         self.vc[pipe][pipe] += 1
         self.last_pipe = pipe
         g = self.gm_next

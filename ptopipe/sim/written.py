@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+#: up to this many ranges in a memory, ``covers`` scans them (cheaper than a bisection)
+_SCAN = 8
+
 
 class WrittenBytes:
     """Written byte ranges per memory space of one core."""
@@ -31,6 +34,13 @@ class WrittenBytes:
 
     def covers(self, space, lo: int, hi: int) -> bool:
         rs = self.ranges.get(space, ())
+        if len(rs) <= _SCAN:
+            # (the checked hot path: a few ranges, scanned) the first range ending at or after
+            # hi is the only one that can hold [lo, hi): every one before it ends before hi
+            for r in rs:
+                if r[1] >= hi:
+                    return r[0] <= lo
+            return False
         i = bisect_right(rs, [lo, float("inf")]) - 1
         return i >= 0 and rs[i][0] <= lo and rs[i][1] >= hi
 

@@ -48,6 +48,7 @@ def family(S, n, mode, protocol):
     def cube(fifo):
         pipe, ack = pipes(fifo)
         acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+        acc.array[...] = 0                          # (what is pushed: set by the test, not computed)
         got = Tile(TileType.Mat, float32, T, T)
         for i in range(n):
             if ack is not None and i == n - 1:

@@ -130,6 +130,8 @@ def run(platform, protocol, way, drop=None):
 def test_a_kernel_with_the_ring_events_is_clean_and_matches_numpy(platform, protocol, way, in_gm, no_hang):
     a, res = run(platform, protocol, way)
     np.testing.assert_array_equal(res["out"], golden(a))
+    # a zero-copy pop writes its tile (isa.unwritten), the cube's TMATMUL its push
+    assert not [w for w, _ in res.summary.leaks if "before anything wrote" in w], res.summary.leaks
 
 
 #: the dropped pair -> (kernel, line of the later access = where, line of the earlier one, the event)

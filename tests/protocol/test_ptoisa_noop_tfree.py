@@ -22,6 +22,9 @@ def kernels(mistake, way=DIR_C2V):
         acc = Tile(TileType.Acc, float32, 16, 32, addr=0)
         TLOAD(m, x)
         TMOV(a, m)
+        TLOAD(Tile(TileType.Mat, float32, 16, 32, addr=0x2000), x)          # b = [x; x]: its two
+        TLOAD(Tile(TileType.Mat, float32, 16, 32, addr=0x2000 + SLOT), x)   # halves' bytes
+        TMOV(b, Tile(TileType.Mat, float32, 32, 32, addr=0x2000))
         TMATMUL(acc, a, b)
         for _ in range(n):
             TPUSH(pipe, acc)

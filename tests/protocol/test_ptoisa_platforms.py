@@ -233,6 +233,7 @@ def _gm_pop_kernels(direction, tfree, n=6):
     def cube(fifo):
         pipe = TPipe(0, direction, SLOT, 2, peers=(0,))(fifo, 0x8000, 0)
         acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        acc.array[...] = 0                # (what is pushed: set by the test, not computed)
         for i in range(n):
             TPUSH(pipe, acc)              # gm push
 

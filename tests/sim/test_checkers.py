@@ -146,15 +146,23 @@ SLOT = 16 * 16 * 4
 
 
 def _pair(cube_body, vector_body, platform="a2a3"):
-    def cube(fifo):
+    def cube(fifo, z):
         pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x8000, 0)
-        cube_body(pipe, Tile(TileType.Acc, float32, 16, 16, addr=0x0))
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        mat = Tile(TileType.Mat, float32, 16, 16, addr=0x0)
+        left, right = Tile(TileType.Left, float32, 16, 16, addr=0x0), Tile(TileType.Right, float32, 16, 16, addr=0x0)
+        TLOAD(mat, z)
+        TMOV(left, mat)
+        TMOV(right, mat)
+        TMATMUL(acc, left, right)                   # (the pushed tile holds what the Cube computed)
+        cube_body(pipe, acc)
 
     def vector(fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x8000, 0)
         vector_body(pipe, Tile(TileType.Vec, float32, 16, 16))
 
-    return ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(8 * SLOT)), platform=platform)
+    return ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(8 * SLOT), z=np.zeros((16, 16), np.float32)),
+                       platform=platform)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

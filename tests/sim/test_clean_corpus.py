@@ -8,6 +8,7 @@ import pytest
 
 from ptopipe import PtoPipeError
 from ptopipe.isa.explore import MODES, explore, run_schedule
+from ptopipe.isa.unwritten import UNWRITTEN
 
 from corpus import all_clean_kernels
 
@@ -23,6 +24,8 @@ def test_correct_kernel_clean_under_every_mode_where_valid(entry, no_hang):
             res = explore(entry.scenario, schedules=2, seed=1, variant=entry.variant, platform=plat,
                           protocol=proto, mode=mode, include_default=i == 0)
             assert res.ok, f"{entry.name} {plat}/{proto} {mode}: {res.first}"
+            # (nor does it read a tile nothing wrote: isa.unwritten)
+            assert not [w for w, _ in res.warnings if UNWRITTEN in w], f"{entry.name} {plat}/{proto}: {res.warnings}"
     for (plat, proto), why in entry.excluded.items():
         with pytest.raises(PtoPipeError):
             run_schedule(entry.scenario, None, entry.variant, plat, proto)

@@ -248,6 +248,7 @@ def test_split_modes_differ_at_the_two_ends(platform, protocol, no_hang):
 def _uaf_cube(x, fifo):
     pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    acc.array[...] = 0                  # (what is pushed: set by the test, not computed)
     for i in range(2):
         TPUSH(pipe, acc)
 
@@ -392,6 +393,7 @@ def _both_bind(fifo, v2c_off):
 def both_cube(fifo, v2c_off):
     c2v, v2c = _both_bind(fifo, v2c_off)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    acc.array[...] = 0                  # (what is pushed: set by the test, not computed)
     m = Tile(TileType.Mat, float32, T, T)
     TPUSH(c2v, acc)
     TPOP(v2c, m)
@@ -424,6 +426,7 @@ def _dirboth_bind(fifo, raw):
 def dirboth_cube(fifo, raw):
     pipe = _dirboth_bind(fifo, raw)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    acc.array[...] = 0                  # (what is pushed: set by the test, not computed)
     m = Tile(TileType.Mat, float32, T, T)
     TPUSH(pipe, acc)
     TPOP(pipe, m)
@@ -603,6 +606,7 @@ def _d3(sync_period=None):
     def cube(fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 4, 4, peers=(0,), sync_period=sync_period)(fifo, RING_UB)
         acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        acc.array[...] = 0              # (what is pushed: set by the test, not computed)
         for i in range(6):
             TPUSH(pipe, acc)  # d3-push
 

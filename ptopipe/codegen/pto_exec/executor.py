@@ -20,7 +20,6 @@ from .tile_ops import (h_addptr, h_alloc, h_alloc_multi, h_multi_get, h_bind_til
                        h_io, h_load_scalar, h_partition, h_pointer_cast, h_print, h_reinterpret,
                        h_reshape, h_set_validshape, h_setval, h_store_scalar, h_subblock,
                        h_subblock_num, h_tassign, h_tprint, h_trap, h_view, h_view_dim, op_catalogue)
-from .written import Written
 from .values import Reserved, Return
 
 
@@ -46,7 +45,6 @@ class Executor:
         self.flag_bases = {}            # function name -> {id(init stmt): its FlagID}
         self.inited = set()             # locations of the pipe inits this core has run
         self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order
-        self.written = Written()        # which local bytes the kernel wrote (reads before: warned)
         self.warnings = []              # findings the run goes on after (the launch's list)
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
@@ -75,6 +73,7 @@ class Executor:
         path = self.prog.path
         for s in stmts:
             core.loc_override = SourceLoc(path, s.tok.line, s.col, fr.f.name)
+            core.op_word = s.name
             h = HANDLERS.get(s.name)
             try:
                 res = op_catalogue(self, fr, s) if h is None else h(self, fr, s)

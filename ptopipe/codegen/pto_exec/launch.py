@@ -13,6 +13,7 @@ from ...errors import ConfigError, PtoPipeError, refuse_unknown_parameters
 from ...sim.pipesync import PTO_EVENTS
 from ...isa.context import get_block_num
 from ...isa.launch import lone_vector_lanes
+from ...isa.unwritten import UNWRITTEN
 from ..pto_syntax import (PLATFORM_OF_ARCH, SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_PARAMS, SPMD_SUBBLOCK_IDX,
                           refuse_spmd_inputs, run_line_platform)
 from .executor import Executor
@@ -29,7 +30,8 @@ from .types import ScalarT, TileSpec, check_input_fits, dtype_name, int_range
 class PtoRun:
     """What :func:`run_pto` returns: the run's result, the function run, the notes on what was
     decided (random inputs, cores), what ``pto.tprint`` printed in simulated order, and the
-    warnings (tiles at explicit addresses that overlap while live)."""
+    warnings (tiles at explicit addresses that overlap while live, tiles read before anything
+    wrote them: ``"file:line:col: what"``)."""
     result: object
     func: str
     notes: list
@@ -513,4 +515,7 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
     for k, a in list(outputs.items()):
         if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
-    return PtoRun(res, pl.func, pl.notes, res.prints, pl.warnings + list(dict.fromkeys(pl.run_warnings)))
+    # the run's reads of tile bytes nothing wrote (isa.unwritten), as "file:line:col: what" too
+    unwritten = [f"{loc}: {what}" for what, loc in res.summary.leaks if UNWRITTEN in what]
+    return PtoRun(res, pl.func, pl.notes, res.prints,
+                  pl.warnings + list(dict.fromkeys(pl.run_warnings + unwritten)))

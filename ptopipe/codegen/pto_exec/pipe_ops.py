@@ -220,7 +220,6 @@ def h_push(ex, fr, s):
     vs = s.values()
     tile = ex.val(fr, vs[0])
     pv = pipe_of(ex, fr, s, way_of(ex, s, True), vs[1] if len(vs) > 1 else None)
-    ex.written.read(ex, s, tile, ex.warnings, transport=True)
     return isa.TPUSH(pv.handle, tile, split_axis(ex, s))
 
 
@@ -241,7 +240,6 @@ def h_pop(ex, fr, s):
             pv = pipe_of(ex, fr, s, way_of(ex, s, False), vs[1] if len(vs) > 1 else None)
             tile = ex.val(fr, vs[0])
             isa.TPOP(pv.handle, tile, split_axis(ex, s))
-            ex.written.wrote(tile)
             return None
         pv = pipe_of(ex, fr, s, way_of(ex, s, False), vs[0] if vs else None)
         sid = SlotId(pv, split_axis(ex, s), ex.where(s))     # %sid = pto.tpop(%pipe) -> index
@@ -256,7 +254,6 @@ def h_pop(ex, fr, s):
     if spec.v_rows is None and vs:
         tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))
     isa.TPOP(pv.handle, tile, split_axis(ex, s))
-    ex.written.wrote(tile)
     return tile
 
 
@@ -274,7 +271,6 @@ def h_fifo_tile(ex, fr, s):
         raise ex.perr(s.tok, "pto.get_fifo_tile gives a !pto.tile_buf")
     sid.tile = tile_of(ex, s, spec, None, fr)
     isa.TPOP(sid.pipe.handle, sid.tile, sid.split)
-    ex.written.wrote(sid.tile)
     return sid.tile
 
 

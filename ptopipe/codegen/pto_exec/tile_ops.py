@@ -228,10 +228,7 @@ def h_io(ex, fr, s):
         raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
     src, dst = ex.val(fr, s.values(ins)[0]), ex.val(fr, s.values(outs)[0])
     if s.name == "pto.tload":
-        out = isa.TLOAD(dst, src)
-        ex.written.wrote(dst)
-        return out
-    ex.written.read(ex, s, src, ex.warnings)
+        return isa.TLOAD(dst, src)
     # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
     kw = _relu_kwargs(ex, s)
     pre = s.values(ins)[1:]
@@ -423,21 +420,12 @@ def op_catalogue(ex, fr, s):
         extra = operands[n:]
         if all(isinstance(x, isa.Tile) for x in extra):
             operands = operands[:n]
-    sources = [t for t in (srcs[:n - len(dsts)] if n is not None else srcs) if isinstance(t, isa.Tile)]
-    if n is None and (op.tmp or op.scratch) and len(sources) > 1:
-        sources = sources[:-1]                       # pto-isa's scratch tile: written, not read
-    for t in sources:
-        ex.written.read(ex, s, t, ex.warnings)
     if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
             and isinstance(operands[2], isa.Tile):
-        out = _scalar_first(ex, s, name, *operands)
-    else:
-        if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
-            operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
-        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name), **quant)
-    for t in dsts:
-        ex.written.wrote(t)
-    return out
+        return _scalar_first(ex, s, name, *operands)
+    if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
+        operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
+    return getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name), **quant)
 
 
 def _tci_start_type(ex, s, ins, dst) -> None:

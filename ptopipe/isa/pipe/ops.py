@@ -190,6 +190,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             else:
                 tile._addr = s.addr
                 tile.mem, tile._full, tile._valid = v
+                tile.known_written = None          # (bind's, inline)
                 s.gen += 1
                 tile.binding = (s, s.gen)
             stage = tile.binding
@@ -226,6 +227,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             end = core.issue_s(PipeUnit.S, p.cost, "TPOP",
                                RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
             ps.bind(tile, end, ch.wait_pipe, loc)
+            if core.unwritten is not None:         # (issued with no tile: the binding writes it)
+                core.unwritten.wrote(tile)
         else:
             end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
                                RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
