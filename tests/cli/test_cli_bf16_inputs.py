@@ -13,7 +13,6 @@ from ptopipe.cli import main as cli_main
 from ptopipe.cpp.build import find_kernels
 from ptopipe.driver.cpp import inputs
 from ptopipe.errors import ConfigError
-from ptopipe.isa import *  # noqa: F403
 
 KERNEL = """#include <pto/pto-inst.hpp>
 using namespace pto;
