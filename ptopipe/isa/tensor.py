@@ -162,7 +162,7 @@ def _geometry(shape: tuple, stride: "tuple | None", item: int, layout=TileLayout
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "layout", "_view", "_cache_key", "_cache_gm", "rows", "cols",
                  "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2",
-                 "_extent")
+                 "_extent", "_lay")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None,
                  layout: TileLayout | None = None):
@@ -199,6 +199,7 @@ class GlobalTensor:
          self._rb) = d
         self._grid = self._grid_buf = None
         self._grid_ph = self._grid_n = 0
+        self._lay = None            # (a tile's layout, the GM layout a move with it sees): layout_for
 
     # -- pto-isa API --------------------------------------------------------------------
     def data(self) -> GMPtr:
@@ -359,7 +360,15 @@ class GlobalTensor:
         of the last two dimensions (:func:`ptopipe.arch.vocab.gm_layout`)."""
         if self.layout is not None:
             return self.layout
-        return gm_layout(self.shape[3], self.shape[4], self.stride[3], self.stride[4], tile.layout)
+        # the last answer, for the tile layout it was for: a tensor's shape and strides are
+        # fixed when it is made (assign moves its pointer only), so it stays right
+        tl = tile.layout
+        c = self._lay
+        if c is not None and c[0] is tl:
+            return c[1]
+        lay = gm_layout(self.shape[3], self.shape[4], self.stride[3], self.stride[4], tl)
+        self._lay = (tl, lay)
+        return lay
 
     def describe(self, ptr: "GMPtr | None" = None) -> str:
         """Readable description; ``ptr`` overrides the current address (for past accesses)."""

@@ -51,12 +51,16 @@ class UnwrittenReads(WrittenBytes):
     operand not known to be written (:attr:`Tile.known_written`), :meth:`operands` for the
     operands of an instruction of any arity."""
 
-    __slots__ = ("core", "reported")
+    __slots__ = ("core", "reported", "spans")
 
     def __init__(self, core):
         super().__init__()
         self.core = core
         self.reported: set = set()      # (line, instruction, tile) already warned of
+        # (memory space, lo, hi) known to be written: the spans a tile is rebound to again and
+        # again (a TPOP's staging slots) are found without a range search.  Written bytes only
+        # grow within a launch, so a span once covered stays covered.
+        self.spans: set = set()
         core.unwritten = self
 
     def operands(self, srcs, dsts, name: str) -> None:
@@ -77,9 +81,12 @@ class UnwrittenReads(WrittenBytes):
         vr, vc = t.valid_rows, t.valid_cols
         if a is None or vr == 0 or vc == 0:
             return
-        hi = a + ((vr - 1) * t.cols + vc) * t.item
-        if not self.covers(t.space, a, hi):
-            self.add(t.space, a, hi)
+        key = (t.space, a, a + ((vr - 1) * t.cols + vc) * t.item)
+        spans = self.spans
+        if key not in spans:
+            if not self.covers(*key):
+                self.add(*key)
+            spans.add(key)
         t.known_written = self
 
     def covered(self, t: Tile) -> bool:
@@ -95,7 +102,9 @@ class UnwrittenReads(WrittenBytes):
         span = _span(t)
         if span is None:
             return
-        if self.covers(t.space, *span):
+        key = (t.space, *span)
+        if key in self.spans or self.covers(*key):
+            self.spans.add(key)
             t.known_written = self
             return
         if name in TRANSPORT and self.touches(t.space, *span):

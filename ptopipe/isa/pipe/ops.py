@@ -152,10 +152,12 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if isinstance(tile, GlobalTensor):
             return pop_address(core, ch, side, tag, tile, split, loc)
         raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    prev = tile.pop_rec
-    if prev is not None and core.cluster.checker is not None:
-        _check_repop(core, tile, prev, loc)
-    tile.pop_rec = (ch, side, i, loc)
+    if core.cluster.checker is not None:      # (the re-pop warning is the checkers')
+        prev = tile.pop_rec
+        # _check_repop's own early returns, inline: the common loop popped, freed, pops again
+        if prev is not None and (prev[1].tfrees <= prev[2] if prev[0].pop_frees else prev[1].held):
+            _check_repop(core, tile, prev, loc)
+        tile.pop_rec = (ch, side, i, loc)
     c = tile._plan
     p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
         plan(core, ch, tile, split, pop_plan)
