@@ -251,3 +251,22 @@ def test_a_loop_of_checked_runs_does_not_keep_the_earlier_clusters():
     kept = sum(r() is not None for r in alive)
     assert res.cluster is alive[-1]()
     assert kept <= 16, f"{kept} of 36 clusters still alive"     # (all 36 before)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([(8, 1), (1, 8), (8, 16), (4, 4)]),
+                          st.sampled_from(["nd", "dn", "strided"]),
+                          st.sampled_from(list(TileLayout))), min_size=1, max_size=6))
+def test_a_tensors_remembered_gm_layout_is_gm_layouts_answer(moves):
+    """GlobalTensor.layout_for remembers its answer for the tile layout it last moved with (a
+    tensor's shape and strides are fixed): every answer, alternating layouts included, is the
+    one arch.vocab.gm_layout gives."""
+    from types import SimpleNamespace
+
+    from ptopipe.arch.vocab import gm_layout
+    made = {}
+    for (rows, cols), order, tl in moves:
+        stride = {"nd": (cols, 1), "dn": (1, rows), "strided": (2 * cols, 1)}[order]
+        key = (rows, cols, order)
+        g = made.setdefault(key, GlobalTensor(float32, (1, 1, 1, rows, cols), (1, 1, 1) + stride))
+        assert g.layout_for(SimpleNamespace(layout=tl)) is gm_layout(rows, cols, *stride, tl)
