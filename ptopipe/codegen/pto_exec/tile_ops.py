@@ -17,7 +17,7 @@ from ...arch import PipeUnit
 from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError
-from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
+from ..pto_syntax import ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, MultiSpec, TileSpec
@@ -324,9 +324,10 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
         out["upper_or_lower"] = int(v[0].text)
     v = s.attr("descending") if s.name == "pto.tci" else None       # start, start - 1, ...
     if v:
-        if v[0].text not in ("true", "false"):
-            raise ex.perr(v[0], f"descending {v[0].text} is not a boolean", "use descending = true or false")
-        out["descending"] = v[0].text == "true"
+        try:                                    # (read as the static reader reads it)
+            out["descending"] = bool(ISA_ATTR_SPELLING["descending"][2]("", v[0].text))
+        except KeyError:
+            raise ex.perr(v[0], f"descending {v[0].text} is not a boolean", "use descending = true or false") from None
     v = s.attr("rounds") if s.name == "pto.trandom" else None        # Philox rounds (default 10)
     if v:
         try:
