@@ -464,9 +464,7 @@ KERNEL = textwrap.dedent('''\
             time.sleep(10000)  # SLEEP
         if mode == "exit":
             sys.exit(0)  # EXIT
-        end = time.perf_counter() + (0.6 if mode == "slow" else 0)
-        while time.perf_counter() < end:  # SLOW
-            pass
+        time.sleep(0.6 if mode == "slow" else 0)  # SLOW
         TSTORE(out, t)
 
 
