@@ -44,9 +44,10 @@ def released(request):
 
 
 def _scanned_later(request) -> bool:
+    """Does a test module of this one's directory that runs after it use :func:`released`?"""
     here = request.node.path
     items = request.session.items
-    later = [i for i, item in enumerate(items) if item.path == here][-1:]
+    last = max((i for i, item in enumerate(items) if item.path == here), default=len(items))
     return any(item.path.parent == here.parent and item.path != here
                and getattr(getattr(item, "module", None), "released", None) is released
-               for item in items[later[0] + 1:] if later)
+               for item in items[last + 1:])

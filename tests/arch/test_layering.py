@@ -9,7 +9,7 @@ import ast
 import pathlib
 
 import ptopipe
-from package_trees import module_nodes, released  # noqa: F401  (released: the trees go after the last module scanning them)
+from package_trees import module_nodes, released  # noqa: F401  (released: drops the trees)
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4.25,

@@ -10,7 +10,7 @@ import functools
 import pathlib
 
 import ptopipe
-from package_trees import module_nodes, module_tree, released  # noqa: F401  (released: the trees go after the last module scanning them)
+from package_trees import module_nodes, module_tree, released  # noqa: F401  (released: drops the trees)
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 
