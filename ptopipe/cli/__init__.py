@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -33,6 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").add_parser(sub)
     return p
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> argparse.ArgumentParser:
+    """The parser :func:`main` parses with, built once per process: building it is most of an
+    in-process command's start (a tool or test calling ``main`` again and again), and parsing
+    leaves it as it was (each parse fills its own namespace)."""
+    return build_parser()
 
 
 def json_out(args):
@@ -84,7 +93,7 @@ def main(argv=None) -> int:
     release()                               # Ctrl-C from here on: the KeyboardInterrupt below
     args = None
     try:
-        parser = build_parser()             # (imports every subcommand)
+        parser = _parser()                  # (imports every subcommand)
         args = parser.parse_args(argv)
         if args.include:
             from ..cpp import include_dir

@@ -9,7 +9,7 @@ import ast
 import pathlib
 
 import ptopipe
-from package_trees import module_tree, released  # noqa: F401  (released: the trees go with this module)
+from package_trees import module_nodes, released  # noqa: F401  (released: drops the trees)
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4.25,
@@ -20,7 +20,7 @@ def _imports(path: pathlib.Path):
     """(line, target subpackage) of every ptopipe import in ``path`` (incl. lazy ones)."""
     rel = path.relative_to(PKG).with_suffix("").parts
     here = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
-    for node in ast.walk(module_tree(path)):
+    for node in module_nodes(path):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here[:len(here) - (node.level - 1)] if node.level > 1 else list(here)
@@ -89,8 +89,7 @@ def _private_imports(path: pathlib.Path, source: str | None = None):
     module by the module at ``path`` (its text: ``source``, else the file's)."""
     rel = path.relative_to(PKG).with_suffix("").parts
     here = list(rel[:-1])
-    tree = module_tree(path) if source is None else ast.parse(source, str(path))
-    for node in ast.walk(tree):
+    for node in module_nodes(path) if source is None else ast.walk(ast.parse(source, str(path))):
         if not isinstance(node, ast.ImportFrom):
             continue
         if node.level:

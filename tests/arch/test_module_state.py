@@ -10,13 +10,13 @@ import functools
 import pathlib
 
 import ptopipe
-from package_trees import module_tree, released  # noqa: F401  (released: the trees go with this module)
+from package_trees import module_nodes, module_tree, released  # noqa: F401  (released: drops the trees)
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 
 
 def _globals_rebound(path: pathlib.Path):
-    for node in ast.walk(module_tree(path) if path.is_relative_to(PKG) else ast.parse(path.read_text())):
+    for node in module_nodes(path) if path.is_relative_to(PKG) else ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Global):
             yield node.lineno, ", ".join(node.names)
 
@@ -70,7 +70,7 @@ def _globals_mutated(path: pathlib.Path, source: str | None = None):
     or deleted, or a mutating method called on it."""
     tree = module_tree(path) if source is None else ast.parse(source, str(path))
     names = _mutable_globals(tree)
-    for fn in ast.walk(tree):
+    for fn in module_nodes(path) if source is None else ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}

@@ -46,6 +46,7 @@ def _s4(depth):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.DEPTH = mod.LAG = depth          # the Vector cores push SlotNum tiles before their first pop
+    mod.M = 2 * depth * mod.TM           # then every slot is filled once more (not S4's 8 tiles)
     return mod
 
 
