@@ -17,11 +17,14 @@ _getcurrent = greenlet.getcurrent
 
 def current_core() -> Core:
     try:
-        return _getcurrent().core     # only a core's greenlet has .core
+        core = _getcurrent().core     # only a core's greenlet has .core
     except AttributeError:
         raise KernelError("an ISA instruction was called outside a running kernel",
                           fix="call ISA functions only inside kernel functions started by "
                               "ptopipe.run(...)") from None
+    if core.ff is not None:           # a call the fast-forward engine does not record
+        core.ff.unhooked(core)
+    return core
 
 
 def here() -> str | None:

@@ -285,6 +285,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TLOAD, (dst, src, *events), None)
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TLOAD)
     if events:
@@ -330,6 +332,9 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TSTORE, (dst, src, *events),
+                            dict(atomic_type=atomic_type, relu_mode=relu_mode, pre_quant=pre_quant))
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TSTORE)
     if events:
@@ -433,6 +438,8 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TMOV, (dst, src, *events), dict(relu_mode=relu_mode, pre_quant=pre_quant))
     if events:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")
@@ -611,6 +618,8 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TMATMUL, (c, a, b, *events), None)
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
@@ -805,6 +814,8 @@ def _binary(op):
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -839,6 +850,8 @@ def _scalar(op):
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, scalar, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -876,6 +889,8 @@ def _unary(op):
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)

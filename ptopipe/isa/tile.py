@@ -175,6 +175,8 @@ class Tile:
         if self._valid is None or self.addr is None:
             self._stale()
         core = self.core
+        if core.ff is not None:           # the kernel reads memory: the exact state first
+            core.ff.unhooked(core)
         core.cluster.sync()
         if core.unwritten is not None and greenlet.getcurrent() is core.glet:
             # the kernel itself may set the bytes through this view (a Python test's shortcut):

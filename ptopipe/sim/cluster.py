@@ -34,6 +34,7 @@ from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .location import raised_at
 from .memory import Memory, MemoryPool
+from .periodic import FastForward, applies
 from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
 
@@ -80,6 +81,20 @@ def locate(e: PtoPipeError, loc) -> None:
         e.args = (e.render(),)
 
 
+ENGINES = ("exact", "periodic")
+
+
+def engine_name(e) -> str:
+    """The name of an execution engine (``"exact"``, ``"periodic"``: :mod:`.periodic`)."""
+    if e is None:
+        return "exact"
+    if e not in ENGINES:
+        raise ConfigError(f"unknown engine {e!r}", where="engine",
+                          fix="use engine='exact' (every instruction simulated) or engine='periodic' "
+                              "(a kernel's steady state fast-forwarded: the same results)")
+    return e
+
+
 def sync_mode(s) -> SyncMode:
     """``"auto"`` / ``"manual"`` (or a SyncMode; None: auto) as a SyncMode."""
     if s is None:
@@ -102,12 +117,15 @@ class Cluster:
                  sync: "SyncMode | str" = SyncMode.AUTO,
                  schedule: SchedulePolicy | None = None, context: RunContext | None = None,
                  pool: MemoryPool | None = None, shared_gm: bool = False, block: int = 0,
-                 gm: Memory | None = None):
+                 gm: Memory | None = None, engine: str = "exact"):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by
         # the cores (set before them) at every visible event
         self.policy = schedule
+        # "periodic": fast-forward the kernels' steady state where it applies (sim.periodic)
+        self.engine = engine_name(engine)
+        self.ff = None               # its FastForward while the run learns or records
         self._next = None            # the core a visible event handed over to
         self.platform = get_platform(platform)
         # manual synchronisation (sim.pipesync): read by the cores, set before them
@@ -255,6 +273,8 @@ class Cluster:
         if pol is not None and pol.skew is not None:
             for core in kernels:                     # lane skew: per-core start offsets
                 core.clock += pol.skew[core.index]
+        if self.engine == "periodic" and applies(self):
+            FastForward(self, [c for c in kernels])
         dog = Watchdog(self, self.deadline)
         gc_thresholds = gc.get_threshold()
         if self.checker is not None or self.trace is not None:
@@ -269,6 +289,8 @@ class Cluster:
                         if c.state is ready_state and (core is None or c.clock < core.clock):
                             core = c
                     if core is None:
+                        if self.ff is not None and self.ff.deadlock():
+                            continue          # (recording: the cores now wait exactly)
                         break
                 else:
                     core, self._next = self._next, None
@@ -285,6 +307,8 @@ class Cluster:
                 else:
                     marks.append((n, core))
                 core.glet.switch()
+            if self.ff is not None:
+                self.ff.finish()
             blocked = [c for c in self.cores if c.state is CoreState.BLOCKED]
             if blocked:
                 raise self.deadlock(blocked)
@@ -293,6 +317,8 @@ class Cluster:
         except BaseException as e:
             dog.stop()               # no interrupt from here on
             self.ended = True
+            if self.ff is not None:
+                self.ff.drop()
             # the watchdog's interrupt: raise its located BudgetError
             err = dog.error(e) or e
             # apply what was queued (reports read the memories), but an error doing so must

@@ -8,6 +8,8 @@ TFREE, are reported instead of silently corrupting data.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from ...arch.vocab import C2V, V2C
@@ -149,6 +151,9 @@ class Channel:
     def __post_init__(self):
         m = self.model
         self.sync_period = m.sync_period(self.cfg)
+        # the pushes after which the ring's behaviour repeats: its tags (SlotNum), its free
+        # batches (SyncPeriod) and a consumer's two staging slots (sim.periodic's blocks)
+        self.cycle = math.lcm(self.slot_num, self.sync_period, 2)
         # the model's decisions the hot ops read, as plain attributes (decided once here)
         self.wait_every = m.waits_every(self.cfg)   # every push waits, every release signals
         self.startup_credits = m.channel_credits(self)   # free SETs per link at bind
