@@ -281,7 +281,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
         launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
         fast_paths: bool = True, pool: MemoryPool | None = None, blocks: int = 1,
-        engine: str = "exact") -> RunResult:
+        engine: str | None = None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -350,7 +350,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``engine="periodic"`` fast-forwards the kernels' steady state (:mod:`ptopipe.sim.periodic`):
     once every core's calls repeat and the machine is proven to move by one constant per
     ring period, the repeated instructions are only recorded - the same outputs, cycles,
-    counts and errors as the default ``"exact"`` engine, which simulates every instruction.
+    counts and errors as the ``"exact"`` engine, which simulates every instruction (None:
+    the environment's ``PTOPIPE_ENGINE``, else ``"exact"``).
     It applies with the checkers, the trace, exploration and ``until_cycle`` off and in the
     automatic synchronisation mode; any other run is exact.
 

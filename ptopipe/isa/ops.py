@@ -593,6 +593,14 @@ def _ufunc_into(ufunc, a, b, d):
     ufunc(a, b, out=d)
 
 
+# these run unchanged on operands with one more leading axis - a batch of repeated blocks
+# (sim.periodic; ``batch_out``: the argument each writes): matmul broadcasts its leading axes
+for _k in (_product, _product_into, _product_acc, _ufunc_into):
+    _k.batch_out = -1
+_copy_unsafe.batch_out = 0
+del _k
+
+
 def _acc_read(core, op: str, c_in: Tile) -> None:
     """With the checkers on: ``op`` accumulates onto ``c_in``, which this launch must have
     written (KernelChecks.acc_read)."""

@@ -12,6 +12,7 @@ names every blocked core, what it waits for, and the wait-for chain.
 from __future__ import annotations
 
 import gc
+import os
 from collections import deque
 from functools import partial
 from itertools import starmap
@@ -85,11 +86,13 @@ ENGINES = ("exact", "periodic")
 
 
 def engine_name(e) -> str:
-    """The name of an execution engine (``"exact"``, ``"periodic"``: :mod:`.periodic`)."""
+    """The name of an execution engine (``"exact"``, ``"periodic"``: :mod:`.periodic`); None:
+    the environment's ``PTOPIPE_ENGINE``, else ``"exact"``."""
+    where = "engine"
     if e is None:
-        return "exact"
+        e, where = os.environ.get("PTOPIPE_ENGINE") or "exact", "PTOPIPE_ENGINE"
     if e not in ENGINES:
-        raise ConfigError(f"unknown engine {e!r}", where="engine",
+        raise ConfigError(f"unknown engine {e!r}", where=where,
                           fix="use engine='exact' (every instruction simulated) or engine='periodic' "
                               "(a kernel's steady state fast-forwarded: the same results)")
     return e
@@ -117,7 +120,7 @@ class Cluster:
                  sync: "SyncMode | str" = SyncMode.AUTO,
                  schedule: SchedulePolicy | None = None, context: RunContext | None = None,
                  pool: MemoryPool | None = None, shared_gm: bool = False, block: int = 0,
-                 gm: Memory | None = None, engine: str = "exact"):
+                 gm: Memory | None = None, engine: str | None = None):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by

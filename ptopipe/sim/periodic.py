@@ -2,38 +2,39 @@
 
 A streaming kernel repeats itself: every ring period each core issues the same instructions
 on the same tiles, its GM windows moved by a constant.  The exact engine simulates each one
-(timing, scoreboard, flags, the instruction's own checks).  This engine learns the period,
-proves the machine repeats with it, and from then on only records:
+(timing, scoreboard, flags, the instruction's own checks, its numpy work).  This engine
+learns the period, proves that the machine repeats with it, and from then on only records:
 
-1. LEARN - every hooked ISA call (the hot instructions call :meth:`FastForward.call` first)
-   runs exactly and is logged with what it did: the data work it queued, the cross-core
-   flags it waited for and set, what it returned.  Once every core's calls repeat, the
-   machine state (cores, flags, rings, and the tiles the calls use: :class:`_Snapshot`) is
-   taken at four block boundaries.  A block is a whole number of every core's periods and
-   of every ring's cycle (the ``cycle`` of each object of the state that has one: a ring's
-   slots, its SyncPeriod, its staging slots).  The state must move by the same amount each
-   block - clocks and counters by a constant, memory views by a constant offset,
-   everything else equal - and so must every call's work: the engine's step then commutes
-   with that move, so every later block moves by it too.
-2. RECORD - a hooked call that matches the learned call at its position (the same
-   function, the same tiles, its GM window at the predicted offset and inside its tensor)
-   queues the learned data work with its GM views moved, counts the flags it waits for and
-   sets (a core still blocks while a count is zero) and returns the learned result moved.
-   The machine state is not touched.
+1. LEARN - every hooked ISA call (the hot instructions hand their calls to
+   :meth:`FastForward.call` first) is made exactly and logged with what it did: the
+   cross-core flags it waited for and set and what it returned; the data work the cores
+   queue is logged in the order they queue it.  Once every core's calls repeat, the
+   machine state (cores, flags, rings and the tiles the calls use: :class:`_Walk`) is taken
+   at four block boundaries.  A block is a whole number of every core's periods and of
+   every ring's ``cycle`` (its slots, its SyncPeriod, its staging slots).  The state must
+   move by the same amount each block - clocks and counters by a constant, memory views by
+   a constant offset, everything else equal - and so must the calls and the data work
+   between the boundaries: the engine's step then commutes with that move, so every later
+   block moves by it too.
+2. RECORD - a hooked call that is the learned call at its place (the same function, the
+   same tiles, its GM windows where the block puts them and inside their tensors) counts
+   the flags it waits for and sets (a core still blocks while a count is zero, so the
+   cores keep in step) and returns the learned result moved.  Nothing else: neither the
+   machine state nor memory is touched.
 3. MATERIALIZE - at the first call that does not match, any other use of the machine (an
    ISA call that is not hooked, ``Tile.array``), a deadlock, the instruction budget in
-   sight or the end of the run, the exact state is rebuilt: the last snapshot moved by the
-   number of whole blocks every core has completed since, then the calls recorded after
-   that cut re-run exactly, in the order they were recorded (their data work, queued when
-   they were recorded, is not queued again).  The run goes on exactly.
+   sight or the end of the run: the data work of every block all cores completed is applied
+   (the learned blocks' work, moved, in the order it was queued), the state is set to the
+   last boundary moved by those blocks, and the calls the cores recorded after that cut are
+   made exactly, in an order the flags allow.  The run goes on exactly.
 
-The data work is queued in the order the cores issue it, as the exact engine does, and the
-timing model depends only on each core's instruction sequence and on which SET each WAIT
-takes (flags are FIFO), not on the order the cores ran in: outputs, cycles, per-core counts
-and stalls, errors and their lines are the exact engine's (tests/sim/test_periodic.py runs
-both).  The engine applies to runs with the checkers, the trace, exploration and the cycle
-bound off, automatic synchronisation and timing on (:func:`applies`); every other run, and
-every kernel that never settles, runs exactly.
+The timing model depends only on each core's instruction sequence and on which SET each
+WAIT takes (flags are FIFO), not on the order the cores ran in; the data work runs in an
+order the exact engine ran it.  So outputs, cycles, per-core counts and stalls, errors and
+their lines are the exact engine's (tests/sim/test_periodic.py runs both).  The engine
+applies to runs with the checkers, the trace, exploration and the cycle bound off,
+automatic synchronisation and timing on (:func:`applies`); every other run, and every
+kernel that never settles, runs exactly.
 """
 from __future__ import annotations
 
@@ -46,38 +47,44 @@ import greenlet
 import numpy as np
 
 from ..errors import KernelError
+from .dataplane import batch_out
 
 LEARN, RECORD, OFF = "learn", "record", "off"
 
-#: calls a core may run while learning before the engine gives up on the run (exact from then)
+#: hooked calls a core may make while learning before the run is left exact
 LEARN_LIMIT = 20000
 #: the longest per-core period (in calls) looked for
 MAX_PERIOD = 256
-#: blocks between snapshots: at least this many ring cycles (a multiple of every cycle)
-MIN_BLOCK_CYCLES = 2
+#: ring cycles per block
+BLOCK_CYCLES = 2
 #: snapshots that must move by one constant (three equal moves)
 SNAPSHOTS = 4
+#: queued data operations between applications while materializing (Cluster.sync's)
+_SYNC_EVERY = 4096
+#: the bytes a batch's copies of the buffers its blocks write may take (and the most blocks
+#: in one batch)
+BATCH_BYTES = 16 << 20
+BATCH_BLOCKS = 1 << 16
 
-# fields of the machine state that are the scheduler's (who runs, who waits) or caches the
-# engine keeps for itself: compared, never written back (materialize reconciles them)
+# fields of the machine state that are the scheduler's (who runs, who waits): neither
+# compared nor written back (materialize reconciles them)
 _SCHEDULER_FIELDS = frozenset({"state", "waiting", "waiter", "glet", "limit"})
-# fields that are not machine state at all: never walked
+# fields that are not machine state: never walked
 _SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadline", "ff", "trace", "waits",
                           "signals", "context", "pool", "kernel", "explainers", "annotators", "hinters",
                           "finishers", "carried_hooks", "warnings", "policy", "costs", "event_words", "op_word",
-                          "loc_override", "cluster", "platform", "memories", "gm", "model", "_sites"})
-
-
-_BLOCKED = _READY = None     # CoreState members (set below: sim.core imports nothing from here)
+                          "loc_override", "cluster", "platform", "memories", "gm", "model"})
+_SCALARS = (int, float, str, bool)
+_tuple_new = tuple.__new__      # a tuple or tuple subclass (an Event, a SourceLoc) from its items
 
 
 class _Restart(Exception):
-    """A core suspended in its first WAIT of a call run exactly, woken after RECORD began:
-    the call did nothing yet, so it is made again as a recorded one."""
+    """A core suspended in the first WAIT of an exactly made call, resumed after recording
+    began: the call has done nothing yet, so it is made again as a recorded one."""
 
 
 class _Unsettled(Exception):
-    """The machine does not move by one constant per block (the check's reason)."""
+    """The machine does not move by one constant per block (why)."""
 
 
 def applies(cluster) -> bool:
@@ -86,25 +93,26 @@ def applies(cluster) -> bool:
             and not cluster.manual_sync and cluster.timing and cluster.until_cycle is None)
 
 
-# -- values as a form and the numbers that move ----------------------------------------
+# -- values: a form, and the numbers that move ------------------------------------------
 class _Buffers:
-    """The memories' byte arrays, by address: a view into one is a (memory, offset) form."""
+    """The memories' byte arrays by address: a view into one has a (memory, offset) form."""
 
     def __init__(self, cluster):
         bufs = [cluster.gm.buf] + [m.buf for c in cluster.cores for m in c.memories.values()]
         self.spans = sorted((b.__array_interface__["data"][0], b.nbytes, b) for b in bufs)
+        self.by_id = {id(b): b for b in bufs}
 
     def find(self, a: np.ndarray):
         p = a.__array_interface__["data"][0]
         for lo, n, b in self.spans:
-            if lo <= p < lo + n or (n == 0 and p == lo):
+            if lo <= p < lo + n:
                 return b, p - lo
         return None, None
 
 
-def _form(v, bufs: _Buffers, nums: list, refs, keep: dict):
-    """The form of value ``v`` (hashable; equal forms differ only in ``nums``) - appending the
-    numbers that may move (ints, memory offsets) to ``nums``.  ``refs(obj)`` gives a mutable
+def _form(v, bufs: _Buffers, nums: list, place, keep: dict):
+    """The form of value ``v`` - hashable; two values of one form differ only in the numbers
+    it appends to ``nums`` (ints, offsets of memory views).  ``place(obj)``: a mutable
     object's place in the walk (None: the object itself, kept in ``keep`` by id)."""
     t = v.__class__
     if t is int:
@@ -120,68 +128,42 @@ def _form(v, bufs: _Buffers, nums: list, refs, keep: dict):
         nums.append(off)
         return ("a", id(b), v.shape, v.strides, v.dtype.str)
     if isinstance(v, tuple):
-        return ("t", t, tuple(_form(x, bufs, nums, refs, keep) for x in v))
+        return ("t", t, tuple(_form(x, bufs, nums, place, keep) for x in v))
     if t is partial:
-        return ("p", _form(v.func, bufs, nums, refs, keep), _form(v.args, bufs, nums, refs, keep),
-                _form(tuple(sorted(v.keywords.items())), bufs, nums, refs, keep))
+        return ("p", _form(v.func, bufs, nums, place, keep), _form(v.args, bufs, nums, place, keep),
+                _form(tuple(sorted(v.keywords.items())), bufs, nums, place, keep))
     if isinstance(v, (np.generic, np.dtype, enum.Enum, frozenset)):
         return ("k", t, v)
-    r = refs(v)
+    r = place(v)
     if r is not None:
         return ("r", r)
     keep[id(v)] = v
     return ("o", id(v))
 
 
-def _build(form, nums, objs, bufs_by_id, keep):
-    """The value of ``form`` with the numbers ``nums`` (an iterator); ``objs``: the walk's
-    objects by place."""
-    if form == 0:
-        return next(nums)
-    k = form[0]
-    if k == "k":
-        return form[2]
-    if k == "a":
-        _, bid, shape, strides, dt = form
-        return np.ndarray(shape, np.dtype(dt), buffer=bufs_by_id[bid], offset=next(nums), strides=strides)
-    if k == "t":
-        items = [_build(f, nums, objs, bufs_by_id, keep) for f in form[2]]
-        t = form[1]
-        return tuple(items) if t is tuple else t(*items)
-    if k == "p":
-        fn = _build(form[1], nums, objs, bufs_by_id, keep)
-        args = _build(form[2], nums, objs, bufs_by_id, keep)
-        kw = dict(_build(form[3], nums, objs, bufs_by_id, keep))
-        return partial(fn, *args, **kw)
-    if k == "r":
-        return objs[form[1]]
-    return keep[form[1]]                    # ("o", id): the object itself
-
-
 def _maker(form, base, step, objs, bufs_by_id, keep):
-    """A function of the block ``q`` that builds the value of ``form`` whose numbers are
-    ``base + q * step`` (the numbers taken in order; :func:`_build` made once)."""
-    pos = [0]
+    """A function of the block ``q`` building the value of ``form`` whose numbers are
+    ``base + q * step`` (taken in order)."""
+    pos = iter(range(len(base)))
 
     def mk(f):
         if f == 0:
-            b, d = base[pos[0]], step[pos[0]]
-            pos[0] += 1
+            i = next(pos)
+            b, d = base[i], step[i]
             return lambda q: b + q * d
         k = f[0]
         if k == "a":
             _, bid, shape, strides, dt = f
-            b, d = base[pos[0]], step[pos[0]]
-            pos[0] += 1
-            buf, dt = bufs_by_id[bid], np.dtype(dt)
-            nd = np.ndarray
+            i = next(pos)
+            b, d, buf, dt, nd = base[i], step[i], bufs_by_id[bid], np.dtype(dt), np.ndarray
             return lambda q: nd(shape, dt, buffer=buf, offset=b + q * d, strides=strides)
         if k == "t":
-            ms = [mk(x) for x in f[2]]
-            t = f[1]
-            if len(ms) == 3:                     # (an Event, a queued operation of three)
-                m0, m1, m2 = ms
-                return lambda q: _tuple_new(t, (m0(q), m1(q), m2(q)))
+            ms, t = [mk(x) for x in f[2]], f[1]
+            moving = [i for i, x in enumerate(f[2]) if not _fixed(x)]
+            if len(moving) == 1:                 # (an Event: its end; a queued copy: its GM view)
+                i, m = moving[0], ms[moving[0]]
+                head, tail = tuple(x(0) for x in ms[:i]), tuple(x(0) for x in ms[i + 1:])
+                return lambda q: _tuple_new(t, head + (m(q),) + tail)
             return lambda q: _tuple_new(t, [m(q) for m in ms])
         if k == "p":
             fm, am, km = mk(f[1]), mk(f[2]), mk(f[3])
@@ -191,56 +173,60 @@ def _maker(form, base, step, objs, bufs_by_id, keep):
     return mk(form)
 
 
-_tuple_new = tuple.__new__      # a tuple or tuple subclass (an Event, a SourceLoc) from its items
+def _fixed(form) -> bool:
+    """``form`` has no number: its value is the same in every block."""
+    if form == 0:
+        return False
+    k = form[0]
+    if k == "a":
+        return False
+    if k == "t":
+        return all(_fixed(x) for x in form[2])
+    if k == "p":
+        return _fixed(form[1]) and _fixed(form[2]) and _fixed(form[3])
+    return True
 
 
 class _Moving:
-    """A value that moves by a constant per block: its form, numbers at block 0 and moves."""
+    """A value that moves by one constant per block: its form, its numbers in block 0 and
+    their move per block."""
     __slots__ = ("form", "base", "step", "obj", "still", "keep")
 
     def __init__(self, form, base, step, obj, keep):
         self.form, self.base, self.step, self.obj, self.keep = form, base, step, obj, keep
-        self.still = not any(step)          # the same value every block: ``obj`` itself
-
-    def at(self, q, objs, bufs_by_id):
-        if self.still:
-            return self.obj
-        return _build(self.form, iter([b + q * s for b, s in zip(self.base, self.step)]), objs, bufs_by_id,
-                      self.keep)
+        self.still = not any(step)          # the same value every block (``obj``)
 
     def maker(self, objs, bufs_by_id):
-        """``at`` as a function of ``q`` alone (for the calls recorded again and again)."""
+        """The value in block ``q``, as a function of ``q``."""
         if self.still:
             obj = self.obj
             return lambda q: obj
         return _maker(self.form, self.base, self.step, objs, bufs_by_id, self.keep)
 
 
-def _moving(samples, objs, bufs) -> _Moving:
-    """The _Moving of a value sampled at consecutive blocks (raises _Unsettled if it is not)."""
-    forms = []
-    keep = {}
+def _moving(samples, walk, bufs) -> _Moving:
+    """The _Moving of a value sampled in consecutive blocks (_Unsettled if it is not one)."""
+    keep, forms = {}, []
     for v in samples:
         nums = []
-        forms.append((_form(v, bufs, nums, objs.place, keep), nums))
+        forms.append((_form(v, bufs, nums, walk.place, keep), nums))
     f0, n0 = forms[0]
+    if any(f != f0 for f, _ in forms[1:]):
+        raise _Unsettled(f"{type(samples[0]).__name__} values of different forms")
     step = None
-    for f, n in forms[1:]:
-        if f != f0:
-            raise _Unsettled(f"its form changed: {f0!r} -> {f!r}")
     for (_, a), (_, b) in zip(forms, forms[1:]):
         d = [y - x for x, y in zip(a, b)]
         if step is None:
             step = d
         elif d != step:
-            raise _Unsettled(f"it moved by {step} then by {d}")
+            raise _Unsettled(f"it moved by {step}, then by {d}")
     return _Moving(f0, n0, step or [0] * len(n0), samples[0], keep)
 
 
 # -- the machine state ----------------------------------------------------------------------
 class _Walk:
     """Every mutable object of the machine state reachable from ``roots``, in a fixed order,
-    with its fields' values (the scheduler's and the non-state fields: see the sets above)."""
+    with its fields' values."""
 
     def __init__(self, roots):
         self.objs: list = []
@@ -265,9 +251,9 @@ class _Walk:
 
 def _walkable(o) -> bool:
     t = o.__class__
-    if t in (list, dict, set):
+    if t is list or t is dict or t is set:
         return True
-    if isinstance(o, (type, greenlet.greenlet, np.ndarray, tuple, partial)) or callable(o) and not hasattr(o, "__dict__"):
+    if isinstance(o, (type, greenlet.greenlet, np.ndarray, tuple, partial)):
         return False
     if t.__module__.startswith(("numpy", "builtins", "enum", "functools")):
         return False
@@ -279,27 +265,19 @@ def _fields(o) -> list:
     if t is list:
         return list(enumerate(o))
     if t is dict:
-        return [(k, v) for k, v in o.items() if not (isinstance(k, str) and k in _SKIP_FIELDS)]
+        return [(k, v) for k, v in o.items() if not (k.__class__ is str and k in _SKIP_FIELDS)]
     if t is set:
         return [("set", frozenset(id(x) if _walkable(x) else x for x in o))]
-    if callable(o) and not hasattr(t, "__slots__") and isinstance(getattr(o, "__dict__", None), dict) \
-            and t.__module__ == "builtins":
-        return []
-    names = []
-    for k in getattr(o, "__dict__", {}):
-        names.append(k)
+    names = list(getattr(o, "__dict__", ()))
     for c in t.__mro__:
-        for k in c.__dict__.get("__slots__", ()):
-            if k not in ("__dict__", "__weakref__"):
-                names.append(k)
+        names.extend(k for k in c.__dict__.get("__slots__", ()) if k not in ("__dict__", "__weakref__"))
     out = []
     for k in names:
-        if k in _SKIP_FIELDS:
-            continue
-        try:
-            out.append((k, getattr(o, k)))
-        except AttributeError:
-            continue
+        if k not in _SKIP_FIELDS:
+            try:
+                out.append((k, getattr(o, k)))
+            except AttributeError:          # (an unset slot)
+                pass
     return out
 
 
@@ -311,529 +289,66 @@ def _children(v, todo) -> None:
         todo.append(v)
 
 
-class _Snapshot:
-    """The machine state at one block boundary: the walk and every core's call count."""
-
-    def __init__(self, roots, counts):
-        self.walk = _Walk(roots)
-        self.counts = counts
-
-
-# -- learned and recorded calls -----------------------------------------------------------
-class _Call:
-    """One hooked call: made exactly (learning) or recorded."""
-    __slots__ = ("fn", "args", "kw", "sig", "loc", "work", "flags", "result", "ptrs")
-
-    def __init__(self, fn, args, kw, sig, loc):
-        self.fn, self.args, self.kw, self.sig, self.loc = fn, args, kw, sig, loc
-        # the GlobalTensor arguments' pointers at the call (the kernel moves them later)
-        self.ptrs = tuple(a.ptr for a in args if _is_gt(a))
-        self.work: list = []
-        self.flags: list = []
-        self.result = None
-
-
-class _Learned:
-    """One position of a core's block: the call and how its parts move per block."""
-    __slots__ = ("fn", "args", "kw", "gts", "work", "flags", "result", "loc", "ptr", "waits", "sets",
-                 "still_work", "makers", "result_at", "addrs", "scalars")
-
-    def __init__(self, calls, objs, bufs):
-        c0 = calls[0]
-        self.fn, self.kw, self.loc, self.flags = c0.fn, c0.kw, c0.loc, c0.flags
-        for c in calls[1:]:
-            if c.flags != c0.flags or c.kw != c0.kw or len(c.work) != len(c0.work):
-                raise _Unsettled(f"the call {getattr(c0.fn, '__name__', c0.fn)} did other work")
-        self.args = c0.args
-        # a GlobalTensor argument's pointer: (position, moving address)
-        where = [i for i, a in enumerate(c0.args) if _is_gt(a)]
-        self.gts = []
-        for k, i in enumerate(where):
-            p0 = c0.ptrs[k]
-            if p0 is None or any(c.ptrs[k] is None or c.ptrs[k].dtype != p0.dtype or c.ptrs[k].bounds != p0.bounds
-                                 for c in calls):
-                raise _Unsettled("a GlobalTensor argument changed")
-            self.gts.append((i, _moving([c.ptrs[k].addr for c in calls], objs, bufs), p0.dtype, p0.bounds,
-                             c0.args[i]._extent))
-        self.work = [_moving([c.work[j] for c in calls], objs, bufs) for j in range(len(c0.work))]
-        self.result = _moving([c.result for c in calls], objs, bufs)
-
-    def compile(self, objs, bufs_by_id) -> None:
-        """What recording this call does, made ready: the WAITs it needs (flag, count), the
-        flags it sets, its work (all of it the same each block, or a maker per item), its
-        result, its GlobalTensors' addresses."""
-        need = {}
-        for f, d in self.flags:
-            if d < 0:
-                need[f] = need.get(f, 0) + 1
-        self.waits = tuple(need.items())
-        self.sets = tuple(f for f, d in self.flags if d > 0)
-        self.still_work = all(w.still for w in self.work)
-        self.makers = (tuple(w.obj for w in self.work) if self.still_work
-                       else tuple(w.maker(objs, bufs_by_id) for w in self.work))
-        self.result_at = self.result.maker(objs, bufs_by_id)
-        self.addrs = tuple((i, mv.base[0], mv.step[0], dt, bounds, ext) for i, mv, dt, bounds, ext in self.gts)
-        self.scalars = tuple(i for i, a in enumerate(self.args) if not _walkable(a))
-
-
+# -- calls ------------------------------------------------------------------------------------
 def _is_gt(a) -> bool:
     return a.__class__.__name__ == "GlobalTensor"
 
 
 def _sig(fn, args, kw):
-    """What must be the same for two calls to be the same call: the function, the objects
-    (GlobalTensors by identity, their pointers apart) and the other values."""
+    """What two calls share when they are the same call: the function, the objects (by
+    identity; a GlobalTensor's pointer apart) and the other values."""
     out = [fn]
     for a in args:
         t = a.__class__
-        if t is int or t is float or t is str or t is bool or a is None:
-            out.append((t, a))
-        else:
-            out.append(id(a))
+        out.append((t, a) if a is None or t in _SCALARS else id(a))
     if kw:
-        out.append(tuple(sorted((k, v if isinstance(v, (int, float, str)) or v is None else id(v))
-                                for k, v in kw.items())))
+        out.append(tuple(sorted((k, v if v is None or v.__class__ in _SCALARS else id(v)) for k, v in kw.items())))
     return tuple(out)
 
 
-class _CoreState:
-    __slots__ = ("core", "log", "n", "period", "cur", "waits_done", "block", "base", "rec", "shadow_wait",
-                 "cap")
+class _Call:
+    """One hooked call made exactly while learning."""
+    __slots__ = ("fn", "args", "kw", "sig", "loc", "flags", "result", "ptrs", "nwork")
 
-    def __init__(self, core):
-        self.core = core
-        self.log: list = []          # learning: the calls made, in order
-        self.n = 0                   # hooked calls completed
-        self.period = None           # calls per period (learning)
-        self.cur = None              # the call running exactly (learning)
-        self.waits_done = 0          # WAITs the running call has passed
-        self.block = None            # calls per block (recording)
-        self.base = None             # the call count at the last snapshot
-        self.rec: list = []          # recording: (global sequence, call number, actual call)
-        self.shadow_wait = None      # the flag a recording core is blocked on
-        self.cap = None              # call count at which the budget comes in sight
+    def __init__(self, fn, args, kw, loc):
+        self.fn, self.args, self.kw, self.loc = fn, args, kw or None, loc
+        self.sig = _sig(fn, args, kw)
+        # the GlobalTensor arguments' pointers at the call (the kernel moves them on)
+        self.ptrs = tuple(a.ptr for a in args if _is_gt(a))
+        self.flags: list = []        # (flag, -1 for a WAIT / +1 for a SET), in order
+        self.result = None
+        self.nwork = 0               # data operations it queued
 
 
-class FastForward:
-    """The fast-forward engine of one cluster (attached to it and its cores as ``ff``)."""
+class _Learned:
+    """One place of a core's block: the call there and how it moves per block."""
+    __slots__ = ("fn", "args", "kw", "loc", "flags", "waits", "sets", "addrs", "scalars", "checks", "result")
 
-    def __init__(self, cluster, kernels):
-        self.cluster = cluster
-        self.mode = LEARN
-        self.st = {c.index: _CoreState(c) for c in kernels}
-        self.snaps: list = []
-        self.ref = None               # (core index, call number mod block) of the snapshots
-        self.next_snap = None         # the reference core's call count at the next snapshot
-        self.block_factor = 1
-        self.learned: dict = {}
-        self.shadow: dict = {}
-        self.seq = 0
-        self.reason = None            # why the run was not (or no longer) fast-forwarded
-        self.blocks_skipped = 0
-        self._taps(True)
-        for c in kernels:
-            c.ff = self
-        cluster.ff = self
-
-    # -- the taps of learning: what each exactly made call queued, waited for and set ----
-    def _taps(self, on: bool) -> None:
-        cl = self.cluster
-        if on:
-            tap = _Tap(self)
-            tap.extend_plain(cl.pending)
-            cl.pending = tap
-            for c in cl.cores:
-                c.pending = tap
-                c.wait_flag = partial(_learn_wait, self, c, c.__class__.wait_flag.__get__(c))
-            cl.set_flag = partial(_learn_set, self, cl.__class__.set_flag.__get__(cl))
-        else:
-            plain = list(cl.pending)
-            cl.pending = plain
-            for c in cl.cores:
-                c.pending = plain
-                c.__dict__.pop("wait_flag", None)
-            cl.__dict__.pop("set_flag", None)
-
-    def _give_up(self, why: str) -> None:
-        if self.mode == LEARN:
-            self._taps(False)
-        self.mode = OFF
-        self.reason = self.reason or why
-        for s in self.st.values():
-            s.core.ff = None
-
-    # -- the hook --------------------------------------------------------------------------
-    def call(self, core, fn, args, kw):
-        """A hooked ISA call of ``core``: made exactly and learned, or recorded."""
-        if self.mode == RECORD:
-            return self._record(core, fn, args, kw)
-        return self._learn(core, fn, args, kw)
-
-    def unhooked(self, core) -> None:
-        """The kernel uses the machine other than through a hooked call: learning starts
-        over; recording stops (the exact state is rebuilt first)."""
-        if self.mode == RECORD:
-            self.materialize()
-        elif self.mode == LEARN:
-            self._relearn(core)
-
-    def _relearn(self, core) -> None:
-        for s in self.st.values():
-            s.log.clear()
-            s.period = None
-        self.snaps.clear()
-        self.ref = self.next_snap = None
-
-    # -- learning --------------------------------------------------------------------------
-    def _learn(self, core, fn, args, kw):
-        st = self.st[core.index]
-        if self.next_snap is not None and self.ref[0] == core.index and st.n == self.next_snap:
-            self._snapshot(st)
-            if self.mode == RECORD:
-                return self._record(core, fn, args, kw)
-        from .location import call_site
-        c = _Call(fn, args, kw, _sig(fn, args, kw), core.loc_override or call_site(4))
-        st.cur, st.waits_done = c, 0
-        core.ff = None
-        try:
-            r = fn(*args, **kw) if kw else fn(*args)
-        except _Restart:
-            st.cur = None
-            core.ff = self
-            return self._record(core, fn, args, kw)
-        finally:
-            if core.ff is None and self.mode != OFF:
-                core.ff = self
-        st.cur = None
-        c.result = r
-        if self.mode != LEARN:
-            return r
-        st.n += 1
-        st.log.append(c)
-        if len(st.log) > LEARN_LIMIT:
-            self._give_up(f"{core.name}'s calls did not settle into a period within {LEARN_LIMIT} calls")
-        elif st.period is None and len(st.log) % 8 == 0:
-            self._detect(st)
-        return r
-
-    def _detect(self, st) -> None:
-        sigs = [c.sig for c in st.log[-2 * MAX_PERIOD:]]
-        n = len(sigs)
-        for p in range(1, n // 3 + 1):
-            if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
-                st.period = p
-                break
-        if st.period is not None and all(s.period is not None or s.core.state.value == "done"
-                                         for s in self.st.values()):
-            self._plan()
-
-    def _plan(self) -> None:
-        """Every core repeats: choose the block and the moments of the snapshots."""
-        cycle = 1
-        for o in _Walk(self._roots()).objs:
-            c = getattr(o, "cycle", None) if not isinstance(o, (list, dict, set)) else None
-            if isinstance(c, int) and c > 0:
-                cycle = math.lcm(cycle, c)
-        live = [s for s in self.st.values() if s.period is not None]
-        if not live:
-            return
-        ref = live[0]
-        ref.block = ref.period * cycle * MIN_BLOCK_CYCLES * self.block_factor
-        self.ref = (ref.core.index, None)
-        self.next_snap = ref.n + 1
-
-    def _roots(self) -> list:
-        """Where the machine state is: the cluster, its cores and the objects the calls use."""
-        roots = [self.cluster] + [s.core for s in self.st.values()]
-        for s in self.st.values():
-            for c in s.log[-(s.period or 1) * 4:]:
-                roots.extend(a for a in c.args if not _is_gt(a))
-        return roots
-
-    def _clean(self) -> bool:
-        """No other core is inside an exactly made call past its first WAIT."""
-        for s in self.st.values():
-            c = s.cur
-            if c is not None and (s.waits_done or c.work or len([f for f in c.flags if f[1] > 0])):
-                return False
-        return True
-
-    def _snapshot(self, ref) -> None:
-        if not self._clean():
-            self.next_snap += 1                 # try the reference core's next call
-            if self.snaps:
-                self.snaps.clear()
-            return
-        counts = {i: s.n for i, s in self.st.items()}
-        self.snaps.append(_Snapshot(self._roots(), counts))
-        self.next_snap = ref.n + ref.block
-        if len(self.snaps) == SNAPSHOTS:
-            try:
-                self._prove()
-            except _Unsettled as e:
-                self.snaps.clear()
-                self.block_factor *= 2
-                if self.block_factor > 4:
-                    self._give_up(f"the machine did not repeat: {e}")
-                    return
-                self._plan()
-                return
-            self._taps(False)
-            self.mode = RECORD
-            self.shadow = {}
-            self.waiting = list(self.st.values())
-            for s in self.st.values():
-                s.base = s.n
-            self._budget_caps()
-
-    def _prove(self) -> None:
-        """The snapshots move by one constant per block, and so does every call: the
-        learned blocks and the state's moves (raises _Unsettled)."""
-        snaps = self.snaps
-        walks = [s.walk for s in snaps]
-        if len({len(w.objs) for w in walks}) != 1:
-            raise _Unsettled("the machine state grew")
-        bufs = _Buffers(self.cluster)
-        last = walks[-1]
-        self.bufs = bufs
-        self.bufs_by_id = {id(b): b for _, _, b in bufs.spans}
-        # the state: every field of every object, moving by one constant
-        state = []
-        for k, obj in enumerate(last.objs):
-            fields = [w.fields[k] for w in walks]
-            keys = [tuple(x[0] for x in f) for f in fields]
-            if len(set(keys)) != 1:
-                raise _Unsettled(f"the fields of {type(obj).__name__} changed")
-            for j, (key, _) in enumerate(fields[-1]):
-                if key in _SCHEDULER_FIELDS:
-                    continue
-                vals = [f[j][1] for f in fields]
-                try:
-                    m = _moving(vals, last, bufs)
-                except _Unsettled as e:
-                    raise _Unsettled(f"{type(obj).__name__}.{key}: {e}") from None
-                if not m.still:
-                    state.append((obj, key, m))
-        self.state = state
-        # the calls: every core's block, the same calls each block
-        self.learned = {}
-        for i, s in self.st.items():
-            counts = [sn.counts[i] for sn in snaps]
-            steps = {b - a for a, b in zip(counts, counts[1:])}
-            if len(steps) != 1:
-                raise _Unsettled(f"{s.core.name} made {sorted(steps)} calls per block")
-            blk = steps.pop()
-            if blk == 0:
-                continue                       # (a core that finished)
-            if s.period is None or blk % s.period:
-                raise _Unsettled(f"{s.core.name}'s block is not a whole number of its periods")
-            s.block = blk
-            first = len(s.log) - (s.n - counts[0])
-            blocks = [s.log[first + b * blk:first + (b + 1) * blk] for b in range(SNAPSHOTS - 1)]
-            if any(len(b) != blk for b in blocks):
-                raise _Unsettled("the log is shorter than the blocks")
-            if len({tuple(c.sig for c in b) for b in blocks}) != 1:
-                raise _Unsettled(f"{s.core.name}'s blocks differ")
-            # the learned block starts at the last snapshot (block SNAPSHOTS - 1 is the next one)
-            self.learned[i] = [_Learned([b[j] for b in blocks], last, bufs) for j in range(blk)]
-            for ln in self.learned[i]:
-                ln.compile(last.objs, self.bufs_by_id)
-            s.log.clear()
-
-    def _budget_caps(self) -> None:
-        """The call count of each core from which the instruction budget could be met in a
-        block: recording stops there (the exact engine then meets it where it does)."""
-        moves = {(id(o), k): m for o, k, m in self.state}
-        for s in self.st.values():
-            if s.block is None:
-                continue
-            c = s.core
-            mi, mb = moves.get((id(c), "instructions")), moves.get((id(c), "budget"))
-            di = mi.step[0] if mi is not None else 0
-            db = mb.step[0] if mb is not None else 0
-            gap = c.budget - c.instructions
-            per = di - db
-            if per <= 0:
-                s.cap = None
-                continue
-            blocks = gap // per - 2
-            s.cap = s.base + max(0, blocks) * s.block
-
-    # -- recording -------------------------------------------------------------------------
-    def _record(self, core, fn, args, kw):
-        st = self.st[core.index]
-        blk = st.block
-        n = st.n
-        if blk is None or (st.cap is not None and n >= st.cap):
-            self.materialize()
-            return fn(*args, **kw) if kw else fn(*args)
-        q, j = divmod(n - st.base, blk)
-        q += SNAPSHOTS - 1                      # (the learned block 0 starts at the first snapshot)
-        ln = self.learned[core.index][j]
-        if ln.fn is not fn or not _same_args(ln, args, kw, q):
-            self.materialize()
-            return fn(*args, **kw) if kw else fn(*args)
-        sh = self.shadow
-        if ln.waits:
-            # every WAIT's count first: a core blocks before it does anything
-            while True:
-                short = None
-                for f, k in ln.waits:
-                    if sh.get(f, f.count) < k:
-                        short = f
-                        break
-                if short is None:
-                    break
-                st.shadow_wait = short
-                core.state = _BLOCKED
-                self.cluster.main.switch()
-                st.shadow_wait = None
-                if self.mode != RECORD:         # materialized meanwhile: made exactly
-                    return fn(*args, **kw) if kw else fn(*args)
-            for f, k in ln.waits:
-                sh[f] = sh.get(f, f.count) - k
-        for f in ln.sets:
-            sh[f] = sh.get(f, f.count) + 1
-            for s in self.waiting:
-                if s.shadow_wait is f:
-                    s.shadow_wait = None
-                    s.core.state = _READY
-        pend = self.cluster.pending
-        if ln.still_work:
-            pend.extend(ln.makers)
-        else:
-            for m in ln.makers:
-                pend.append(m(q))
-        self.seq += 1
-        rec = st.rec
-        rec.append((self.seq, n, fn, args, kw, q, j))
-        st.n = n + 1
-        if len(rec) > 4 * blk:
-            self._prune()
-        if len(pend) >= 4096:
-            self.cluster.sync()
-        return ln.result_at(q)
-
-    def _cut(self) -> int:
-        """Whole blocks every recording core has completed since the last snapshot."""
-        return min(((s.n - s.base) // s.block for s in self.st.values() if s.block), default=0)
-
-    def _prune(self) -> None:
-        """Forget the recorded calls before the cut (only the later ones are made again)."""
-        q = self._cut()
-        for s in self.st.values():
-            if s.block:
-                cut = s.base + q * s.block
-                k = 0
-                while k < len(s.rec) and s.rec[k][1] < cut:
-                    k += 1
-                del s.rec[:k]
-
-    @property
-    def walk_objs(self):
-        return self.snaps[-1].walk.objs
-
-    # -- materialize -----------------------------------------------------------------------
-    def materialize(self) -> None:
-        """Rebuild the exact state and go on exactly (see the module docstring)."""
-        if self.mode != RECORD:
-            return
-        self.mode = OFF
-        sts = [s for s in self.st.values() if s.block]
-        q = self._cut()
-        self.blocks_skipped = q
-        objs, bb = self.walk_objs, self.bufs_by_id
-        for obj, key, m in self.state:
-            v = m.at(q + SNAPSHOTS - 1, objs, bb)
-            if isinstance(obj, (list, dict)):
-                obj[key] = v
-            else:
-                setattr(obj, key, v)
-        # the shadow counts were the flags' counts: the moved state has them (the
-        # re-made calls below count them again)
-        for s in self.st.values():
-            s.core.ff = None
-        cut = {s.core.index: s.base + q * s.block for s in sts}
-        later = sorted((r for s in self.st.values() for r in s.rec if r[1] >= cut.get(s.core.index, 0)),
-                       key=lambda r: r[0])
-        owner = {id(r): s for s in self.st.values() for r in s.rec}
-        for r in later:
-            self._remake(owner[id(r)].core, r)
-        for s in self.st.values():
-            s.rec.clear()
-            if s.shadow_wait is not None:
-                s.shadow_wait = None
-                s.core.state = s.core.state.__class__.READY
-            c = s.core
-            c.limit = -1 if c.trace is not None else min(c.budget, c.instructions + 4096)
-
-    def _remake(self, core, r) -> None:
-        """Make the recorded call ``r`` of ``core`` exactly, again: its GM tensors at the
-        addresses it had, its data work not queued again (it was, when it was recorded)."""
-        _, _, fn, args, kw, q, j = r
-        ln = self.learned[core.index][j]
-        saved = [(args[i], args[i].ptr) for i, *_ in ln.gts]
-        for (i, mv, dt, bounds, _e), (gt, ptr) in zip(ln.gts, saved):
-            gt.ptr = ptr.__class__(mv.at(q, None, None) if not mv.still else mv.obj, dt, bounds)
-        loc, keep = core.loc_override, core.pending
-        core.loc_override = ln.loc
-        core.pending = []
-        g = _Remake(lambda: fn(*args, **kw) if kw else fn(*args), parent=greenlet.getcurrent())
-        g.core = core
-        try:
-            g.switch()
-        finally:
-            core.loc_override, core.pending = loc, keep
-            for gt, ptr in saved:
-                gt.ptr = ptr
-
-    def blocking(self, core) -> None:
-        """``core`` is about to block in a WAIT made exactly."""
-        if isinstance(greenlet.getcurrent(), _Remake):
-            raise KernelError(f"internal error: {core.name} blocked re-making a recorded call",
-                              fix="run with engine='exact' and report this kernel")
-
-    def resumed(self, core, flag) -> None:
-        """``core`` resumed in a WAIT made exactly: after RECORD began, its call starts over."""
-        if self.mode == RECORD:
-            core.waiting = None
-            if flag.waiter is core:
-                flag.waiter = None
-            raise _Restart()
-
-    def finish(self) -> None:
-        """The run's kernels all returned (or the run stops): the exact state, and no hooks."""
-        if self.mode == RECORD:
-            self.materialize()
-        elif self.mode == LEARN:
-            self._give_up("the run ended while learning")
-        for s in self.st.values():
-            s.core.ff = None
-        self.cluster.ff = None
-
-    def deadlock(self) -> bool:
-        """Every core waits: when recording, rebuild the exact state and let the cores make
-        their calls exactly (they block again where the exact engine reports them)."""
-        if self.mode == RECORD:
-            self.materialize()
-            return True
-        return False
+    def __init__(self, calls, walk, bufs):
+        c0 = calls[0]
+        self.fn, self.args, self.kw, self.loc, self.flags = c0.fn, c0.args, c0.kw, c0.loc, c0.flags
+        if any(c.flags != c0.flags for c in calls[1:]):
+            raise _Unsettled(f"{getattr(c0.fn, '__name__', c0.fn)} waited for or set other flags")
+        # a GlobalTensor argument: (position, address in block 0, its move, dtype, bounds, extent)
+        self.addrs = []
+        for k, i in enumerate(i for i, a in enumerate(c0.args) if _is_gt(a)):
+            p0 = c0.ptrs[k]
+            if p0 is None or any(c.ptrs[k] is None or c.ptrs[k].dtype != p0.dtype or c.ptrs[k].bounds != p0.bounds
+                                 for c in calls):
+                raise _Unsettled("a GlobalTensor argument changed")
+            mv = _moving([c.ptrs[k].addr for c in calls], walk, bufs)
+            self.addrs.append((i, mv.base[0], mv.step[0], p0.dtype, p0.bounds, c0.args[i]._extent))
+        self.addrs = tuple(self.addrs)
+        self.scalars = tuple(i for i, a in enumerate(c0.args) if not _walkable(a) and not _is_gt(a))
+        self.checks = bool(self.addrs or self.scalars)
+        self.result = _moving([c.result for c in calls], walk, bufs).maker(walk.objs, bufs.by_id)
 
 
-class _Remake(greenlet.greenlet):
-    core = None
-
-
-_SCALARS = (int, float, str, bool)
-
-
-def _same_args(ln: _Learned, args, kw, q) -> bool:
-    """The call is the learned one: the same objects (the tiles, the pipe; by identity, as
-    they compare) and scalars of the same type and value, its GlobalTensors' pointers where
-    the block puts them and inside their tensors."""
+def _same_args(ln: _Learned, args, q) -> bool:
+    """Beyond ``args == ln.args`` (the same tiles and pipe - they compare by identity - and
+    equal scalars): scalars of the same type, and the GlobalTensors' pointers where block
+    ``q`` puts them and inside their tensors."""
     la = ln.args
-    if args != la or (kw or None) != (ln.kw or None):
-        return False
     for i in ln.scalars:
         if args[i].__class__ is not la[i].__class__:
             return False
@@ -847,35 +362,704 @@ def _same_args(ln: _Learned, args, kw, q) -> bool:
     return True
 
 
+class _Unbatchable(Exception):
+    """The blocks' data work cannot run as one batch (why)."""
+
+
+def _span(a: np.ndarray, off: int):
+    """The bytes ``[lo, hi)`` of array ``a`` whose first element is at byte ``off``."""
+    lo = hi = off
+    for n, st in zip(a.shape, a.strides):
+        if n == 0:
+            return off, off
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+def _meet(a, la, da, b, lb, db, nq) -> bool:
+    """Whether windows ``[a + q*da, +la)`` and ``[b + r*db, +lb)`` meet for some blocks q, r
+    below ``nq`` (exactly when they move alike, else by their hulls)."""
+    if da != db:
+        ha = (a + min(0, (nq - 1) * da), a + la + max(0, (nq - 1) * da))
+        hb = (b + min(0, (nq - 1) * db), b + lb + max(0, (nq - 1) * db))
+        return ha[0] < hb[1] and hb[0] < ha[1]
+    # x = (a - b) + k*d meets when -la < x < lb, for some k = q - r in -(nq-1) .. nq-1
+    # (a range symmetric in k, so the move's sign does not matter)
+    c, d = a - b, abs(da)
+    lo = math.floor((-la - c) / d) + 1
+    hi = math.ceil((lb - c) / d) - 1
+    return max(lo, -(nq - 1)) <= min(hi, nq - 1)
+
+
+class _Moved:
+    """A batch's GM window that moves with the block: one strided view over every block's."""
+    __slots__ = ("buf", "off", "d", "shape", "strides", "dtype")
+
+    def __init__(self, buf, off, d, a):
+        self.buf, self.off, self.d, self.shape, self.strides, self.dtype = buf, off, d, a.shape, a.strides, a.dtype
+
+    def view(self, b, nq, temps):
+        return np.ndarray((nq,) + self.shape, self.dtype, buffer=self.buf, offset=self.off + b * self.d,
+                          strides=(self.d,) + self.strides)
+
+
+class _Version:
+    """A batch's view of what one write of the block put in a buffer it writes in place:
+    every write has its own copies, one per block (row q + 1 is block q's; row 0 holds the
+    buffer as it was before the batch).  ``row`` 1: the view reads its own block's copy,
+    0: the block before's."""
+    __slots__ = ("w", "off", "shape", "strides", "dtype", "row")
+
+    def __init__(self, w, off, a, row):
+        self.w, self.off, self.shape, self.strides, self.dtype, self.row = w, off, a.shape, a.strides, a.dtype, row
+
+    def view(self, b, nq, temps):
+        t = temps[self.w]
+        return np.ndarray((nq,) + self.shape, self.dtype, buffer=t, offset=self.off + self.row * t.shape[1],
+                          strides=(t.shape[1],) + self.strides)
+
+
+class _Batch:
+    """The data work of consecutive blocks run as one operation per place in the block.
+
+    The block's work is renamed as a compiler would: every write to a buffer used in place
+    (a local tile, a ring slot) gets copies of its own, one per block, and every read
+    reads the copy of the write that put its bytes there - earlier in its block, or, for
+    bytes the block writes only later, the last write of the block before (a pipeline's
+    skew: the consumer reads what the producer pushed a block earlier).  A buffer the block
+    only reads is shared, and a GM window that moves with the block is one strided view
+    over all the blocks (no window a block writes meets another's).  The places then run in
+    an order in which every read comes after the write it reads.  Raises _Unbatchable when
+    the work is not such (a read of bytes of two writes, a cycle, an operation that does
+    not run on a batch)."""
+
+    def __init__(self, makers, bufs: _Buffers, nq: int):
+        it0, it1 = [m(0) for m in makers], [m(1) for m in makers]
+        acc = []                 # (place, arg, writes, buffer, offset in block 0, move, lo, hi, array)
+        for k, (x0, x1) in enumerate(zip(it0, it1)):
+            out = batch_out(x0)
+            if out is None:
+                raise _Unbatchable(f"{getattr(x0[0], '__name__', x0[0])} does not run on a batch")
+            reads = []
+            for i, (a, a1) in enumerate(zip(x0[1:], x1[1:])):
+                if a.__class__ is not np.ndarray:
+                    if i == out:
+                        raise _Unbatchable("an operation writes no array")
+                    continue
+                b, off = bufs.find(a)
+                if b is None:
+                    if i == out or a1 is not a:
+                        raise _Unbatchable("an operation uses an array outside the memories")
+                    continue
+                b1, off1 = bufs.find(a1)
+                if b1 is not b:
+                    raise _Unbatchable("an array moved to another memory")
+                x = (k, i, i == out, b, off, off1 - off, *_span(a, off), a)
+                if i == out:
+                    write = x
+                else:
+                    reads.append(x)
+            acc.extend(reads)                # (an operation reads its operands, then writes)
+            acc.append(write)
+        fixed = [x for x in acc if x[5] == 0]
+        moving = [x for x in acc if x[5] != 0]
+        written = {}                         # buffer written in place -> [lo, hi) of its accesses
+        for x in fixed:
+            if x[2]:
+                written[id(x[3])] = (x[6], x[7])
+        for x in fixed:
+            if id(x[3]) in written:
+                lo, hi = written[id(x[3])]
+                written[id(x[3])] = (min(lo, x[6]), max(hi, x[7]))
+        for x in moving:
+            a, la, d = x[6], x[7] - x[6], x[5]
+            if x[2] and abs(d) < la:
+                raise _Unbatchable("a GM window a block writes meets the next block's")
+            for y in fixed:
+                if y[3] is x[3] and _meet(a, la, d, y[6], y[7] - y[6], 0, nq):
+                    raise _Unbatchable("a GM window meets a buffer used in place")
+            for y in moving:
+                if y is not x and y[3] is x[3] and (x[2] or y[2]) and _meet(a, la, d, y[6], y[7] - y[6], y[5], nq):
+                    raise _Unbatchable("GM windows of the blocks meet")
+        # who wrote each byte: per written buffer, the writing access (-1: none), in the
+        # order of the work; first the block's last writes (what the next block reads early)
+        own = {k: np.full(hi - lo, -1, np.int64) for k, (lo, hi) in written.items()}
+
+        def owners(x):
+            lo = written[id(x[3])][0]
+            a = x[8]
+            return np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=own[id(x[3])],
+                              offset=(x[4] - lo) * 8, strides=tuple(s * 8 for s in a.strides) + (8,))
+        writes = [n for n, x in enumerate(acc) if x[2] and x[5] == 0]
+        for n in writes:
+            owners(acc[n])[...] = n
+        last = {k: v.copy() for k, v in own.items()}
+        for v in own.values():
+            v[...] = -1
+        src, edges = {}, {k: set() for k in range(len(it0))}
+        for n, x in enumerate(acc):
+            if x[5] or id(x[3]) not in written:
+                continue
+            o = owners(x)
+            if x[2]:
+                o[...] = n
+                continue
+            who = np.unique(o)
+            if len(who) != 1:
+                raise _Unbatchable("a read of bytes two writes put there")
+            w, row = int(who[0]), 1
+            if w < 0:                            # written later in the block, or never
+                lo = written[id(x[3])][0]
+                a = x[8]
+                prev = np.unique(np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=last[id(x[3])],
+                                            offset=(x[4] - lo) * 8, strides=tuple(s * 8 for s in a.strides) + (8,)))
+                if len(prev) != 1:
+                    raise _Unbatchable("a read of bytes two writes put there")
+                w, row = int(prev[0]), 0
+                if w < 0:
+                    continue                     # never written: the buffer itself
+            src[n] = (w, row)
+            if acc[w][0] != x[0]:
+                edges[acc[w][0]].add(x[0])
+        # an order of the places in which every read comes after the write it reads
+        indeg = {k: 0 for k in edges}
+        for k, vs in edges.items():
+            for v in vs:
+                indeg[v] += 1
+        ready = [k for k in sorted(indeg) if indeg[k] == 0]
+        order = []
+        while ready:
+            k = ready.pop(0)
+            order.append(k)
+            for v in sorted(edges[k]):
+                indeg[v] -= 1
+                if indeg[v] == 0:
+                    ready.append(v)
+            ready.sort()
+        if len(order) != len(it0):
+            raise _Unbatchable("the block's work depends on itself across blocks")
+        # the copies: one per in-place write (its hull), and every access as a view
+        self.writes = {n: k for k, n in enumerate(writes)}
+        self.hulls = [(acc[n][3], acc[n][6], acc[n][7], acc[n][8], acc[n][4]) for n in writes]
+        self.bytes = sum(hi - lo for _, lo, hi, _, _ in self.hulls)      # the copies of one block
+        rows = [list(x) for x in it0]
+        for n, x in enumerate(acc):
+            k, i, w, b, off, d, lo, hi, a = x
+            if d:
+                rows[k][1 + i] = _Moved(b, off, d, a)
+            elif w:
+                rows[k][1 + i] = _Version(self.writes[n], off - lo, a, 1)
+            elif n in src:
+                wn, row = src[n]
+                rows[k][1 + i] = _Version(self.writes[wn], off - acc[wn][6], a, row)
+        self.args = [(rows[k][0], tuple(rows[k][1:]),
+                      tuple(i for i, a in enumerate(rows[k][1:]) if a.__class__ in (_Moved, _Version)))
+                     for k in order]
+
+    def run(self, b: int, nq: int) -> None:
+        """The work of blocks ``b`` .. ``b + nq - 1`` (``nq`` at most the batch's size)."""
+        temps = []
+        for buf, lo, hi, _, _ in self.hulls:
+            t = np.empty((nq + 1, hi - lo), np.uint8)
+            t[0] = buf[lo:hi]
+            temps.append(t)
+        for fn, args, views in self.args:
+            args = list(args)
+            for i in views:
+                args[i] = args[i].view(b, nq, temps)
+            fn(*args)
+        for (buf, lo, hi, a, off), t in zip(self.hulls, temps):      # the last block's, in the block's order
+            real = np.ndarray(a.shape, a.dtype, buffer=buf, offset=off, strides=a.strides)
+            real[...] = np.ndarray(a.shape, a.dtype, buffer=t, offset=nq * t.shape[1] + off - lo,
+                                   strides=a.strides)
+
+
+class _CoreState:
+    """What the engine keeps for one core."""
+    __slots__ = ("core", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns")
+
+    def __init__(self, core):
+        self.core = core
+        self.log: list = []          # learning: the calls made, in order
+        self.n = 0                   # hooked calls completed (made or recorded)
+        self.period = None           # learning: calls per period
+        self.cur = None              # learning: the call being made exactly
+        self.waits_done = 0          # learning: WAITs the call being made has passed
+        self.block = None            # calls per block
+        self.base = None             # the call count at the last snapshot
+        self.cap = None              # the call count at which the budget comes in sight
+        self.j = self.q = 0          # recording: the place in the block, the block
+        self.lns = None              # recording: the learned calls of a block
+
+
+class FastForward:
+    """The fast-forward engine of one run on a cluster (the cluster's and its cores' ``ff``)."""
+
+    def __init__(self, cluster, cores):
+        self.cluster = cluster
+        self.mode = LEARN
+        self.st = {c.index: _CoreState(c) for c in cores}
+        self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
+        self.gwork: list = []         # learning: the data operations queued, in order
+        self.ref = None               # the core whose calls time the snapshots
+        self.next_snap = None         # its call count at the next one
+        self.block_factor = 1
+        self.learned: dict = {}
+        self.reason = None            # why the run was not (or no longer) fast-forwarded
+        self.blocks_skipped = 0       # blocks recorded instead of simulated
+        self.unbatched = None         # why their data work did not run in batches
+        self._taps(True)
+        for c in cores:
+            c.ff = self
+        cluster.ff = self
+
+    # -- the taps of learning: what each exactly made call waited for, set and queued -----
+    def _taps(self, on: bool) -> None:
+        cl = self.cluster
+        if on:
+            tap = _Tap(self)
+            list.extend(tap, cl.pending)
+            cl.pending = tap
+            for c in cl.cores:
+                c.pending = tap
+                c.wait_flag = partial(_learn_wait, self, c, c.__class__.wait_flag.__get__(c))
+            cl.set_flag = partial(_learn_set, self, cl.__class__.set_flag.__get__(cl))
+        else:
+            plain = list(cl.pending)
+            cl.pending = plain
+            for c in cl.cores:
+                c.pending = plain
+                c.__dict__.pop("wait_flag", None)
+            cl.__dict__.pop("set_flag", None)
+
+    def _off(self, why: str | None = None) -> None:
+        """No more hooks: every call is made exactly from here on."""
+        if self.mode == LEARN:
+            self._taps(False)
+        self.mode = OFF
+        self.__dict__.pop("call", None)
+        self.reason = self.reason or why
+        for s in self.st.values():
+            s.core.ff = None
+        self.cluster.ff = None
+
+    # -- the hooks ---------------------------------------------------------------------------
+    def call(self, core, fn, args, kw):
+        """A hooked ISA call of ``core``: made exactly and learned, or recorded."""
+        if self.mode == RECORD:
+            return self._record(core, fn, args, kw)
+        return self._learn(core, fn, args, kw)
+
+    def unhooked(self, core) -> None:
+        """The kernel uses the machine other than through a hooked call: learning starts
+        over; recording stops (the exact state first)."""
+        if self.mode == RECORD:
+            self.materialize()
+        elif self.mode == LEARN:
+            self._relearn()
+
+    def blocking(self, core) -> None:
+        """``core`` is about to block in a WAIT made exactly."""
+        if isinstance(greenlet.getcurrent(), _Remake):
+            raise KernelError(f"internal error: {core.name} blocked while the fast-forward engine re-made "
+                              "its recorded calls", fix="run with engine='exact' and report this kernel")
+
+    def resumed(self, core, flag) -> None:
+        """``core`` resumed in a WAIT made exactly: after recording began, its call starts over."""
+        if self.mode == RECORD:
+            core.waiting = None
+            if flag.waiter is core:
+                flag.waiter = None
+            raise _Restart()
+
+    def deadlock(self) -> bool:
+        """Every core waits.  Recording: the exact state, and the cores make their calls
+        exactly (they block again where the exact engine reports them)."""
+        if self.mode == RECORD:
+            self.materialize()
+            return True
+        return False
+
+    def finish(self) -> None:
+        """The kernels all returned: the exact state, and no more hooks."""
+        learning = self.mode == LEARN
+        if self.mode == RECORD:
+            self.materialize()
+        self._off("the run ended while learning" if learning else None)
+
+    def drop(self) -> None:
+        """The run stops with an error: no more hooks (the state stays as it is)."""
+        self._off("the run stopped")
+
+    # -- learning ----------------------------------------------------------------------------
+    def _learn(self, core, fn, args, kw):
+        st = self.st[core.index]
+        if st is self.ref and st.n == self.next_snap:
+            self._snapshot(st)
+            if self.mode == RECORD:
+                return self._record(core, fn, args, kw)
+        from .location import call_site
+        c = _Call(fn, args, kw, core.loc_override or call_site(4))   # (<- _learn <- call <- the op <- kernel)
+        st.cur, st.waits_done = c, 0
+        core.ff = None
+        try:
+            r = fn(*args, **kw) if kw else fn(*args)
+        except _Restart:
+            st.cur = None
+            core.ff = self
+            return self._record(core, fn, args, kw)
+        finally:
+            if core.ff is None and self.mode != OFF:
+                core.ff = self
+        st.cur = None
+        if self.mode != LEARN:
+            return r
+        c.result = r
+        st.n += 1
+        st.log.append(c)
+        if len(st.log) > LEARN_LIMIT:
+            self._off(f"{core.name}'s calls did not settle into a period within {LEARN_LIMIT} calls")
+        elif st.period is None and len(st.log) % 8 == 0:
+            self._detect(st)
+        return r
+
+    def _relearn(self) -> None:
+        for s in self.st.values():
+            s.log.clear()
+            s.period = None
+        self.snaps.clear()
+        self.gwork.clear()
+        self.ref = self.next_snap = None
+
+    def _detect(self, st) -> None:
+        """``st``'s core has made its last calls three times over: its period."""
+        sigs = [c.sig for c in st.log[-3 * MAX_PERIOD:]]
+        n = len(sigs)
+        for p in range(1, n // 3 + 1):
+            if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
+                st.period = p
+                break
+        if st.period is not None and all(s.period is not None or s.core.state.value == "done"
+                                         for s in self.st.values()):
+            self._plan()
+
+    def _roots(self) -> list:
+        """Where the machine state is: the cluster, its cores, the objects the calls use."""
+        roots = [self.cluster] + [s.core for s in self.st.values()]
+        for s in self.st.values():
+            for c in s.log[-(s.period or 1) * 3:]:
+                roots.extend(a for a in c.args if not _is_gt(a))
+        return roots
+
+    def _plan(self) -> None:
+        """Every core repeats: the block, and the reference core whose calls time the snapshots."""
+        cycle = 1
+        for o in _Walk(self._roots()).objs:
+            c = getattr(o, "cycle", None) if o.__class__ not in (list, dict, set) else None
+            if c.__class__ is int and c > 0:
+                cycle = math.lcm(cycle, c)
+        ref = next((s for s in self.st.values() if s.period is not None), None)
+        if ref is not None:
+            ref.block = ref.period * cycle * BLOCK_CYCLES * self.block_factor
+            self.ref, self.next_snap = ref, ref.n + 1
+            self.snaps.clear()
+
+    def _clean(self) -> bool:
+        """No core is inside an exactly made call past its first WAIT: the state is one
+        between calls (the suspended calls have done nothing yet)."""
+        for s in self.st.values():
+            c = s.cur
+            if c is not None and (s.waits_done or c.nwork or any(d > 0 for _, d in c.flags)):
+                return False
+        return True
+
+    def _snapshot(self, ref) -> None:
+        if not self._clean():
+            self.next_snap += 1                 # the reference core's next call
+            self.snaps.clear()
+            return
+        if not self.snaps:
+            self.gwork.clear()
+        self.snaps.append((_Walk(self._roots()), {i: s.n for i, s in self.st.items()}, len(self.gwork)))
+        self.next_snap = ref.n + ref.block
+        if len(self.snaps) < SNAPSHOTS:
+            return
+        try:
+            self._prove()
+        except _Unsettled as e:
+            self.block_factor *= 2
+            if self.block_factor > 4:
+                self._off(f"the machine did not repeat: {e}")
+            else:
+                self._plan()
+            return
+        self._start_recording()
+
+    def _prove(self) -> None:
+        """The snapshots move by one constant per block, and so do the calls and the data
+        work between them (raises _Unsettled): the moves, the learned blocks."""
+        walks = [w for w, _, _ in self.snaps]
+        if len({len(w.objs) for w in walks}) != 1:
+            raise _Unsettled("the machine state grew")
+        last = walks[-1]
+        bufs = self.bufs = _Buffers(self.cluster)
+        state = []
+        for k, obj in enumerate(last.objs):
+            fields = [w.fields[k] for w in walks]
+            if len({tuple(x[0] for x in f) for f in fields}) != 1:
+                raise _Unsettled(f"the fields of {type(obj).__name__} changed")
+            for j, (key, _) in enumerate(fields[-1]):
+                if key in _SCHEDULER_FIELDS:
+                    continue
+                try:
+                    m = _moving([f[j][1] for f in fields], last, bufs)
+                except _Unsettled as e:
+                    raise _Unsettled(f"{type(obj).__name__}.{key}: {e}") from None
+                if not m.still:
+                    state.append((obj, key, m.maker(last.objs, bufs.by_id)))
+        # the calls: every core's blocks are the same calls
+        learned = {}
+        for i, s in self.st.items():
+            counts = [c[i] for _, c, _ in self.snaps]
+            steps = {b - a for a, b in zip(counts, counts[1:])}
+            blk = steps.pop()
+            if steps:
+                raise _Unsettled(f"{s.core.name} made different numbers of calls per block")
+            if blk == 0:
+                continue                       # (a core whose kernel returned)
+            if s.period is None or blk % s.period:
+                raise _Unsettled(f"{s.core.name}'s block is not a whole number of its periods")
+            first = len(s.log) - (s.n - counts[0])
+            blocks = [s.log[first + b * blk:first + (b + 1) * blk] for b in range(SNAPSHOTS - 1)]
+            if first < 0 or len({tuple(c.sig for c in b) for b in blocks}) != 1:
+                raise _Unsettled(f"{s.core.name}'s blocks differ")
+            s.block = blk
+            learned[i] = [_Learned([b[j] for b in blocks], last, bufs) for j in range(blk)]
+            s.log.clear()
+        # the data work: the same operations each block, in the same order
+        ends = [o for _, _, o in self.snaps]
+        slices = [self.gwork[a:b] for a, b in zip(ends, ends[1:])]
+        if len({len(w) for w in slices}) != 1:
+            raise _Unsettled("the blocks queued different numbers of data operations")
+        self.work = [_moving([w[k] for w in slices], last, bufs).maker(last.objs, bufs.by_id)
+                     for k in range(len(slices[0]))]
+        self.gwork = []
+        self.state, self.learned, self.walk = state, learned, last
+
+    def _start_recording(self) -> None:
+        """The proof holds: from here on the hooked calls are recorded."""
+        self._taps(False)
+        self.mode = RECORD
+        self.call = self._record                # (the hooks call it straight)
+        flags = {}
+        for lns in self.learned.values():
+            for ln in lns:
+                for f, _ in ln.flags:
+                    flags.setdefault(f, len(flags))
+        self.flag_list = list(flags)
+        self.shadow = [f.count for f in self.flag_list]   # the flags' counts as recorded calls see them
+        self.shadow_waiter = [None] * len(flags)          # the recording core blocked on each
+        for lns in self.learned.values():
+            for ln in lns:
+                need = {}
+                for f, d in ln.flags:
+                    if d < 0:
+                        need[flags[f]] = need.get(flags[f], 0) + 1
+                ln.waits = tuple(need.items())
+                ln.sets = tuple(flags[f] for f, d in ln.flags if d > 0)
+        for s in self.st.values():
+            s.base = s.n
+            s.j, s.q = 0, SNAPSHOTS - 1        # (block 0 of the learned moves starts at the first snapshot)
+            s.lns = self.learned.get(s.core.index)
+            s.cap = self._cap(s)
+
+    def _cap(self, s):
+        """The call count from which the core's instruction budget could be met within a
+        block: recording stops there, and the exact engine meets it where it does."""
+        if s.block is None:
+            return None
+        c = s.core
+        per = None
+        for obj, key, mk in self.state:
+            if obj is c and key in ("instructions", "budget"):
+                d = mk(1) - mk(0)
+                per = (per or 0) + (d if key == "instructions" else -d)
+        if not per or per <= 0:
+            return None
+        return s.base + max(0, (c.budget - c.instructions) // per - 2) * s.block
+
+    # -- recording ---------------------------------------------------------------------------
+    def _record(self, core, fn, args, kw):
+        st = self.st[core.index]
+        lns = st.lns
+        if lns is None or st.n == st.cap:
+            return self._stop(fn, args, kw)
+        ln = lns[st.j]
+        if ln.fn is not fn or args != ln.args or (kw or None) != ln.kw or ln.checks and not _same_args(ln, args, st.q):
+            return self._stop(fn, args, kw)
+        sh = self.shadow
+        if ln.waits:
+            while True:                          # every WAIT's count first: a core blocks before anything
+                for i, k in ln.waits:
+                    if sh[i] < k:
+                        self.shadow_waiter[i] = st
+                        core.state = _BLOCKED
+                        self.cluster.main.switch()
+                        break
+                else:
+                    break
+                if self.mode != RECORD:          # materialized meanwhile: made exactly
+                    return fn(*args, **kw) if kw else fn(*args)
+            for i, k in ln.waits:
+                sh[i] -= k
+        if ln.sets:
+            waiter = self.shadow_waiter
+            for i in ln.sets:
+                sh[i] += 1
+                w = waiter[i]
+                if w is not None:
+                    waiter[i] = None
+                    w.core.state = _READY
+        q = st.q
+        st.n += 1
+        j = st.j + 1
+        if j == st.block:
+            st.j, st.q = 0, q + 1
+        else:
+            st.j = j
+        return ln.result(q)
+
+    def _stop(self, fn, args, kw):
+        """A call recording cannot take: the exact state, then the call made exactly."""
+        self.materialize()
+        return fn(*args, **kw) if kw else fn(*args)
+
+    # -- materialize -------------------------------------------------------------------------
+    def materialize(self) -> None:
+        """The exact state; the run goes on exactly (see the module docstring)."""
+        if self.mode != RECORD:
+            return
+        self._off()
+        sts = [s for s in self.st.values() if s.block]
+        q = min(((s.n - s.base) // s.block for s in sts), default=0)
+        self.blocks_skipped = q
+        cl = self.cluster
+        # the data work of the blocks every core completed, after what was queued before
+        self._apply(SNAPSHOTS - 1, SNAPSHOTS - 1 + q)
+        # the state at the cut
+        at = SNAPSHOTS - 1 + q
+        for obj, key, mk in self.state:
+            if obj.__class__ is list or obj.__class__ is dict:
+                obj[key] = mk(at)
+            else:
+                setattr(obj, key, mk(at))
+        # the calls after the cut, made exactly in an order the flags allow (the recorded
+        # order was one; the timing depends on none: see the module docstring)
+        todo = [[s, s.base + q * s.block] for s in sts if s.base + q * s.block < s.n]
+        cl.ff = self                            # (a re-made call must not block: blocking())
+        while todo:
+            for t in todo:
+                s, k = t
+                ln = s.lns[(k - s.base) % s.block]
+                if all(self.flag_list[i].count >= n for i, n in ln.waits):
+                    self._remake(s, k, ln)
+                    t[1] = k + 1
+                    break
+            else:
+                raise KernelError("internal error: the fast-forward engine cannot re-make its recorded calls",
+                                  fix="run with engine='exact' and report this kernel")
+            todo = [t for t in todo if t[1] < t[0].n]
+        cl.ff = None
+        for s in self.st.values():
+            if s in self.shadow_waiter:         # blocked recording: makes its call exactly
+                s.core.state = _READY
+            c = s.core
+            c.limit = -1 if c.trace is not None else min(c.budget, c.instructions + _SYNC_EVERY)
+
+    def _apply(self, b: int, end: int) -> None:
+        """The data work of blocks ``b`` .. ``end - 1``: in batches where it can be, else block
+        after block, after the work queued before them."""
+        cl = self.cluster
+        cl.sync()
+        batch, size = None, 1
+        if end - b > 1:
+            try:
+                batch = _Batch(self.work, self.bufs, min(BATCH_BLOCKS, end - b))
+                size = max(2, min(BATCH_BLOCKS, BATCH_BYTES // max(1, batch.bytes)))
+            except _Unbatchable as e:
+                self.unbatched = str(e)
+        while b < end:
+            nq = min(size, end - b)
+            if batch is not None and nq > 1:
+                try:
+                    with np.errstate(all="ignore"):
+                        batch.run(b, nq)
+                    b += nq
+                    continue
+                except Exception:               # (made again one block at a time: located)
+                    batch = None
+            pend = cl.pending
+            pend.extend([m(b) for m in self.work])
+            if len(pend) >= _SYNC_EVERY:
+                cl.sync()
+            b += 1
+        cl.sync()
+
+    def _remake(self, s, k, ln) -> None:
+        """Make the recorded call number ``k`` of core ``s`` exactly: its GM tensors at the
+        addresses it had, at its kernel line."""
+        core = s.core
+        q = (k - s.base) // s.block + SNAPSHOTS - 1
+        args, kw, fn = ln.args, ln.kw, ln.fn
+        saved = [(args[i], args[i].ptr) for i, *_ in ln.addrs]
+        for (_, b, d, dt, bounds, _e), (gt, ptr) in zip(ln.addrs, saved):
+            gt.ptr = ptr.__class__(b + q * d, dt, bounds)
+        loc = core.loc_override
+        core.loc_override = ln.loc
+        g = _Remake(lambda: fn(*args, **kw) if kw else fn(*args), parent=greenlet.getcurrent())
+        g.core = core
+        try:
+            g.switch()
+        finally:
+            core.loc_override = loc
+            for gt, ptr in saved:
+                gt.ptr = ptr
+
+
+class _Remake(greenlet.greenlet):
+    """Where a recorded call is made again (ISA calls find their core on the greenlet)."""
+    core = None
+
+
 class _Tap(list):
-    """The queue of data work while learning: each item is also logged on the call that
-    queued it."""
+    """The queue of data work while learning: each operation is also logged, in order, and
+    counted on the call that queued it."""
 
     def __init__(self, ff):
         super().__init__()
         self.ff = ff
 
-    def extend_plain(self, items):
-        list.extend(self, items)
-
     def append(self, item):
         list.append(self, item)
-        self.ff._tapped(item)
+        self.ff._tapped((item,))
 
     def extend(self, items):
         items = list(items)
         list.extend(self, items)
-        for i in items:
-            self.ff._tapped(i)
+        self.ff._tapped(items)
 
 
-def _tapped(self, item) -> None:
+def _tapped(self: FastForward, items) -> None:
     core = getattr(greenlet.getcurrent(), "core", None)
     s = self.st.get(core.index) if core is not None else None
     if s is None or s.cur is None:
-        self._relearn(core)
+        self._relearn()                         # queued outside a hooked call
     else:
-        s.cur.work.append(item)
+        s.cur.nwork += len(items)
+        self.gwork.extend(items)
 
 
 FastForward._tapped = _tapped
@@ -886,7 +1070,7 @@ def _learn_wait(ff, core, wait, flag, what, info=None):
     if s is not None and s.cur is not None:
         s.cur.flags.append((flag, -1))
     elif ff.mode == LEARN:
-        ff._relearn(core)
+        ff._relearn()
     r = wait(flag, what, info)
     if s is not None:
         s.waits_done += 1
@@ -898,27 +1082,13 @@ def _learn_set(ff, set_flag, sender, flag, at, order=None):
     if s is not None and s.cur is not None:
         s.cur.flags.append((flag, 1))
     elif ff.mode == LEARN:
-        ff._relearn(sender)
+        ff._relearn()
     return set_flag(sender, flag, at, order)
 
 
-def _drop(self) -> None:
-    """The run stops with an error: no more hooks (its state stays as it is)."""
-    if self.mode == LEARN:
-        self._taps(False)
-    self.mode = OFF
-    for s in self.st.values():
-        s.core.ff = None
-    self.cluster.ff = None
-
-
-FastForward.drop = _drop
-
-
-def _states() -> None:
-    global _BLOCKED, _READY
+def _core_states():
     from .core import CoreState
-    _BLOCKED, _READY = CoreState.BLOCKED, CoreState.READY
+    return CoreState.BLOCKED, CoreState.READY
 
 
-_states()
+_BLOCKED, _READY = _core_states()
