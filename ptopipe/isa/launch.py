@@ -268,6 +268,12 @@ class RunResult:
         return self.outputs[name]
 
     @property
+    def fast_forward(self):
+        """What ``engine="periodic"`` did in the last launch's block 0
+        (:class:`~ptopipe.sim.periodic.FastForwardReport`; None: the exact engine ran)."""
+        return self.cluster.fast_forward
+
+    @property
     def prints(self) -> list:
         """The texts the (last launch's) TPRINTs printed, in simulated-time order (block by block)."""
         return [t for cl in self.clusters or [self.cluster] for t in prints(cl)]

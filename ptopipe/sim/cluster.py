@@ -129,6 +129,7 @@ class Cluster:
         # "periodic": fast-forward the kernels' steady state where it applies (sim.periodic)
         self.engine = engine_name(engine)
         self.ff = None               # its FastForward while the run learns or records
+        self.fast_forward = None     # what it did (periodic.FastForwardReport; None: not used)
         self._next = None            # the core a visible event handed over to
         self.platform = get_platform(platform)
         # manual synchronisation (sim.pipesync): read by the cores, set before them
@@ -292,7 +293,8 @@ class Cluster:
                         if c.state is ready_state and (core is None or c.clock < core.clock):
                             core = c
                     if core is None:
-                        if self.ff is not None and self.ff.deadlock():
+                        if self.ff is not None and any(c.state is CoreState.BLOCKED for c in cores) \
+                                and self.ff.deadlock():
                             continue          # (recording: the cores now wait exactly)
                         break
                 else:

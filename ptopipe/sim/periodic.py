@@ -41,6 +41,7 @@ from __future__ import annotations
 import enum
 import math
 from collections import deque
+from dataclasses import dataclass
 from functools import partial
 
 import greenlet
@@ -76,6 +77,20 @@ _SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadlin
                           "loc_override", "cluster", "platform", "memories", "gm", "model"})
 _SCALARS = (int, float, str, bool)
 _tuple_new = tuple.__new__      # a tuple or tuple subclass (an Event, a SourceLoc) from its items
+
+
+@dataclass(frozen=True)
+class FastForwardReport:
+    """What the fast-forward engine did in one run of the kernels on a cluster."""
+    #: whole blocks (of every core's calls) recorded instead of simulated
+    blocks: int = 0
+    #: hooked calls recorded instead of simulated
+    calls: int = 0
+    #: why the run was not fast-forwarded, or stopped being (None: it ran to its end recorded,
+    #: or had nothing to record)
+    reason: str | None = None
+    #: why the recorded blocks' data work did not run in batches (None: it did, or there was none)
+    unbatched: str | None = None
 
 
 class _Restart(Exception):
@@ -158,9 +173,15 @@ def _maker(form, base, step, objs, bufs_by_id, keep):
             b, d, buf, dt, nd = base[i], step[i], bufs_by_id[bid], np.dtype(dt), np.ndarray
             return lambda q: nd(shape, dt, buffer=buf, offset=b + q * d, strides=strides)
         if k == "t":
-            ms, t = [mk(x) for x in f[2]], f[1]
+            t = f[1]
+            if len(f[2]) == 3 and f[2][2] == 0 and _fixed(f[2][0]) and _fixed(f[2][1]):   # (an Event: its end)
+                h0, h1 = mk(f[2][0])(0), mk(f[2][1])(0)
+                i = next(pos)
+                b, d = base[i], step[i]
+                return lambda q: _tuple_new(t, (h0, h1, b + q * d))
+            ms = [mk(x) for x in f[2]]
             moving = [i for i, x in enumerate(f[2]) if not _fixed(x)]
-            if len(moving) == 1:                 # (an Event: its end; a queued copy: its GM view)
+            if len(moving) == 1:                 # (a queued copy: its GM view)
                 i, m = moving[0], ms[moving[0]]
                 head, tail = tuple(x(0) for x in ms[:i]), tuple(x(0) for x in ms[i + 1:])
                 return lambda q: _tuple_new(t, head + (m(q),) + tail)
@@ -578,11 +599,11 @@ class _Batch:
 
 
 class _CoreState:
-    """What the engine keeps for one core."""
-    __slots__ = ("core", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns")
+    """What the engine keeps for one core; while recording, the core's ``ff``."""
+    __slots__ = ("core", "ff", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns")
 
-    def __init__(self, core):
-        self.core = core
+    def __init__(self, core, ff):
+        self.core, self.ff = core, ff
         self.log: list = []          # learning: the calls made, in order
         self.n = 0                   # hooked calls completed (made or recorded)
         self.period = None           # learning: calls per period
@@ -594,6 +615,32 @@ class _CoreState:
         self.j = self.q = 0          # recording: the place in the block, the block
         self.lns = None              # recording: the learned calls of a block
 
+    def unhooked(self, core) -> None:
+        self.ff.unhooked(core)
+
+    def call(self, core, fn, args, kw):
+        """Record a hooked call of the core (the module docstring's RECORD): it must be the
+        learned call at its place; its WAITs and SETs go on the counts; it returns the
+        learned result moved to its block."""
+        n = self.n
+        ln = self.lns[self.j]
+        q = self.q
+        if n == self.cap:
+            return self.ff._stop(fn, args, kw, "the instruction budget in sight")
+        if ln.fn is not fn or args != ln.args or (kw or None) != ln.kw or ln.checks and not _same_args(ln, args, q):
+            return self.ff._stop(fn, args, kw)
+        if ln.waits and not self.ff._wait(self, core, ln):
+            return fn(*args, **kw) if kw else fn(*args)     # (materialized meanwhile: made exactly)
+        if ln.sets:
+            self.ff._set(ln)
+        self.n = n + 1
+        j = self.j + 1
+        if j == self.block:
+            self.j, self.q = 0, q + 1
+        else:
+            self.j = j
+        return ln.result(q)
+
 
 class FastForward:
     """The fast-forward engine of one run on a cluster (the cluster's and its cores' ``ff``)."""
@@ -601,7 +648,7 @@ class FastForward:
     def __init__(self, cluster, cores):
         self.cluster = cluster
         self.mode = LEARN
-        self.st = {c.index: _CoreState(c) for c in cores}
+        self.st = {c.index: _CoreState(c, self) for c in cores}
         self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
         self.gwork: list = []         # learning: the data operations queued, in order
         self.ref = None               # the core whose calls time the snapshots
@@ -640,15 +687,20 @@ class FastForward:
         if self.mode == LEARN:
             self._taps(False)
         self.mode = OFF
-        self.__dict__.pop("call", None)
         self.reason = self.reason or why
         for s in self.st.values():
             s.core.ff = None
         self.cluster.ff = None
+        self.cluster.fast_forward = self.report()
+
+    def report(self) -> FastForwardReport:
+        calls = sum(self.blocks_skipped * s.block for s in self.st.values() if s.block and s.lns)
+        return FastForwardReport(self.blocks_skipped, calls, self.reason, self.unbatched)
 
     # -- the hooks ---------------------------------------------------------------------------
     def call(self, core, fn, args, kw):
-        """A hooked ISA call of ``core``: made exactly and learned, or recorded."""
+        """A hooked ISA call of ``core``: made exactly and learned (or, for a core with no
+        block to record, the exact state first)."""
         if self.mode == RECORD:
             return self._record(core, fn, args, kw)
         return self._learn(core, fn, args, kw)
@@ -657,7 +709,7 @@ class FastForward:
         """The kernel uses the machine other than through a hooked call: learning starts
         over; recording stops (the exact state first)."""
         if self.mode == RECORD:
-            self.materialize()
+            self.materialize(f"the kernel on {core.name} used the machine other than by a recorded instruction")
         elif self.mode == LEARN:
             self._relearn()
 
@@ -679,7 +731,7 @@ class FastForward:
         """Every core waits.  Recording: the exact state, and the cores make their calls
         exactly (they block again where the exact engine reports them)."""
         if self.mode == RECORD:
-            self.materialize()
+            self.materialize("every core waits")
             return True
         return False
 
@@ -700,7 +752,7 @@ class FastForward:
         if st is self.ref and st.n == self.next_snap:
             self._snapshot(st)
             if self.mode == RECORD:
-                return self._record(core, fn, args, kw)
+                return core.ff.call(core, fn, args, kw)
         from .location import call_site
         c = _Call(fn, args, kw, core.loc_override or call_site(4))   # (<- _learn <- call <- the op <- kernel)
         st.cur, st.waits_done = c, 0
@@ -709,11 +761,11 @@ class FastForward:
             r = fn(*args, **kw) if kw else fn(*args)
         except _Restart:
             st.cur = None
-            core.ff = self
-            return self._record(core, fn, args, kw)
+            core.ff = st if st.lns is not None else self
+            return core.ff.call(core, fn, args, kw)
         finally:
             if core.ff is None and self.mode != OFF:
-                core.ff = self
+                core.ff = st if self.mode == RECORD and st.lns is not None else self
         st.cur = None
         if self.mode != LEARN:
             return r
@@ -853,7 +905,6 @@ class FastForward:
         """The proof holds: from here on the hooked calls are recorded."""
         self._taps(False)
         self.mode = RECORD
-        self.call = self._record                # (the hooks call it straight)
         flags = {}
         for lns in self.learned.values():
             for ln in lns:
@@ -875,6 +926,8 @@ class FastForward:
             s.j, s.q = 0, SNAPSHOTS - 1        # (block 0 of the learned moves starts at the first snapshot)
             s.lns = self.learned.get(s.core.index)
             s.cap = self._cap(s)
+            if s.lns is not None:
+                s.core.ff = s                   # (its calls go straight to its record)
 
     def _cap(self, s):
         """The call count from which the core's instruction budget could be met within a
@@ -893,56 +946,50 @@ class FastForward:
 
     # -- recording ---------------------------------------------------------------------------
     def _record(self, core, fn, args, kw):
-        st = self.st[core.index]
-        lns = st.lns
-        if lns is None or st.n == st.cap:
-            return self._stop(fn, args, kw)
-        ln = lns[st.j]
-        if ln.fn is not fn or args != ln.args or (kw or None) != ln.kw or ln.checks and not _same_args(ln, args, st.q):
-            return self._stop(fn, args, kw)
-        sh = self.shadow
-        if ln.waits:
-            while True:                          # every WAIT's count first: a core blocks before anything
-                for i, k in ln.waits:
-                    if sh[i] < k:
-                        self.shadow_waiter[i] = st
-                        core.state = _BLOCKED
-                        self.cluster.main.switch()
-                        break
-                else:
-                    break
-                if self.mode != RECORD:          # materialized meanwhile: made exactly
-                    return fn(*args, **kw) if kw else fn(*args)
-            for i, k in ln.waits:
-                sh[i] -= k
-        if ln.sets:
-            waiter = self.shadow_waiter
-            for i in ln.sets:
-                sh[i] += 1
-                w = waiter[i]
-                if w is not None:
-                    waiter[i] = None
-                    w.core.state = _READY
-        q = st.q
-        st.n += 1
-        j = st.j + 1
-        if j == st.block:
-            st.j, st.q = 0, q + 1
-        else:
-            st.j = j
-        return ln.result(q)
+        """A call of a core that records nothing (no block of its own): the exact state."""
+        return self._stop(fn, args, kw, "a core with no block made a call")
 
-    def _stop(self, fn, args, kw):
+    def _wait(self, st, core, ln) -> bool:
+        """The WAITs of a recorded call, on the counts: blocks the core until every one can be
+        taken, then takes them (False: the run was materialized meanwhile)."""
+        sh = self.shadow
+        while True:
+            for i, k in ln.waits:
+                if sh[i] < k:
+                    self.shadow_waiter[i] = st
+                    core.state = _BLOCKED
+                    self.cluster.main.switch()
+                    break
+            else:
+                break
+            if self.mode != RECORD:
+                return False
+        for i, k in ln.waits:
+            sh[i] -= k
+        return True
+
+    def _set(self, ln) -> None:
+        """The SETs of a recorded call, on the counts: wakes a core blocked on one."""
+        sh, waiter = self.shadow, self.shadow_waiter
+        for i in ln.sets:
+            sh[i] += 1
+            w = waiter[i]
+            if w is not None:
+                waiter[i] = None
+                w.core.state = _READY
+
+    def _stop(self, fn, args, kw, why: str = "a call differed from the learned one"):
         """A call recording cannot take: the exact state, then the call made exactly."""
-        self.materialize()
+        self.materialize(f"{why}: {getattr(fn, '__name__', fn)} on {greenlet.getcurrent().core.name}")
         return fn(*args, **kw) if kw else fn(*args)
 
     # -- materialize -------------------------------------------------------------------------
-    def materialize(self) -> None:
-        """The exact state; the run goes on exactly (see the module docstring)."""
+    def materialize(self, why: str | None = None) -> None:
+        """The exact state; the run goes on exactly (see the module docstring).  ``why``:
+        what ended the recording (None: the run's end)."""
         if self.mode != RECORD:
             return
-        self._off()
+        self._off(why)
         sts = [s for s in self.st.values() if s.block]
         q = min(((s.n - s.base) // s.block for s in sts), default=0)
         self.blocks_skipped = q
