@@ -66,6 +66,10 @@ _SYNC_EVERY = 4096
 #: in one batch)
 BATCH_BYTES = 16 << 20
 BATCH_BLOCKS = 1 << 16
+#: operations on more bytes than this (on average) run one block after another: batching
+#: saves numpy's cost per call, which such operations hardly pay (and a batched matmul may
+#: leave BLAS)
+BATCH_OP_BYTES = 16 << 10
 
 # fields of the machine state that are the scheduler's (who runs, who waits): neither
 # compared nor written back (materialize reconciles them)
@@ -112,8 +116,7 @@ def applies(cluster) -> bool:
 class _Buffers:
     """The memories' byte arrays by address: a view into one has a (memory, offset) form."""
 
-    def __init__(self, cluster):
-        bufs = [cluster.gm.buf] + [m.buf for c in cluster.cores for m in c.memories.values()]
+    def __init__(self, bufs):
         self.spans = sorted((b.__array_interface__["data"][0], b.nbytes, b) for b in bufs)
         self.by_id = {id(b): b for b in bufs}
 
@@ -543,7 +546,10 @@ class _Batch:
                 if w < 0:
                     continue                     # never written: the buffer itself
             src[n] = (w, row)
-            if acc[w][0] != x[0]:
+            if acc[w][0] == x[0]:
+                if row == 0:                     # (reads what it wrote the block before: a recurrence)
+                    raise _Unbatchable("an operation reads what it wrote the block before")
+            else:
                 edges[acc[w][0]].add(x[0])
         # an order of the places in which every read comes after the write it reads
         indeg = {k: 0 for k in edges}
@@ -857,7 +863,8 @@ class FastForward:
         if len({len(w.objs) for w in walks}) != 1:
             raise _Unsettled("the machine state grew")
         last = walks[-1]
-        bufs = self.bufs = _Buffers(self.cluster)
+        cl = self.cluster
+        bufs = self.bufs = _Buffers([cl.gm.buf] + [m.buf for c in cl.cores for m in c.memories.values()])
         state = []
         for k, obj in enumerate(last.objs):
             fields = [w.fields[k] for w in walks]
@@ -866,8 +873,12 @@ class FastForward:
             for j, (key, _) in enumerate(fields[-1]):
                 if key in _SCHEDULER_FIELDS:
                     continue
+                vals = [f[j][1] for f in fields]
+                v0 = vals[0]
+                if all(v is v0 for v in vals):
+                    continue                     # (the same object throughout: still)
                 try:
-                    m = _moving([f[j][1] for f in fields], last, bufs)
+                    m = _moving(vals, last, bufs)
                 except _Unsettled as e:
                     raise _Unsettled(f"{type(obj).__name__}.{key}: {e}") from None
                 if not m.still:
@@ -1032,7 +1043,11 @@ class FastForward:
         cl = self.cluster
         cl.sync()
         batch, size = None, 1
-        if end - b > 1:
+        first = [m(b) for m in self.work]
+        big = sum(a.nbytes for x in first for a in x[1:] if a.__class__ is np.ndarray) > BATCH_OP_BYTES * len(first)
+        if big:
+            self.unbatched = "its operations are large (batching would save little)"
+        elif end - b > 1:
             try:
                 batch = _Batch(self.work, self.bufs, min(BATCH_BLOCKS, end - b))
                 size = max(2, min(BATCH_BLOCKS, BATCH_BYTES // max(1, batch.bytes)))
