@@ -58,6 +58,8 @@ LEARN_LIMIT = 20000
 MAX_PERIOD = 256
 #: ring cycles per block
 BLOCK_CYCLES = 2
+#: times a run learns again after its recording stopped at a call that differed
+RELEARNS = 8
 #: snapshots that must move by one constant (three equal moves)
 SNAPSHOTS = 4
 #: queued data operations between applications while materializing (Cluster.sync's)
@@ -632,7 +634,7 @@ class _CoreState:
         ln = self.lns[self.j]
         q = self.q
         if n == self.cap:
-            return self.ff._stop(fn, args, kw, "the instruction budget in sight")
+            return self.ff._stop(fn, args, kw, "the instruction budget in sight", False)
         if ln.fn is not fn or args != ln.args or (kw or None) != ln.kw or ln.checks and not _same_args(ln, args, q):
             return self.ff._stop(fn, args, kw)
         if ln.waits and not self.ff._wait(self, core, ln):
@@ -663,6 +665,8 @@ class FastForward:
         self.learned: dict = {}
         self.reason = None            # why the run was not (or no longer) fast-forwarded
         self.blocks_skipped = 0       # blocks recorded instead of simulated
+        self.calls_skipped = 0        # hooked calls recorded instead of simulated
+        self.relearns = 0
         self.unbatched = None         # why their data work did not run in batches
         self._taps(True)
         for c in cores:
@@ -693,15 +697,15 @@ class FastForward:
         if self.mode == LEARN:
             self._taps(False)
         self.mode = OFF
-        self.reason = self.reason or why
+        if why:
+            self.reason = why
         for s in self.st.values():
             s.core.ff = None
         self.cluster.ff = None
         self.cluster.fast_forward = self.report()
 
     def report(self) -> FastForwardReport:
-        calls = sum(self.blocks_skipped * s.block for s in self.st.values() if s.block and s.lns)
-        return FastForwardReport(self.blocks_skipped, calls, self.reason, self.unbatched)
+        return FastForwardReport(self.blocks_skipped, self.calls_skipped, self.reason, self.unbatched)
 
     # -- the hooks ---------------------------------------------------------------------------
     def call(self, core, fn, args, kw):
@@ -715,7 +719,8 @@ class FastForward:
         """The kernel uses the machine other than through a hooked call: learning starts
         over; recording stops (the exact state first)."""
         if self.mode == RECORD:
-            self.materialize(f"the kernel on {core.name} used the machine other than by a recorded instruction")
+            self.materialize(f"the kernel on {core.name} used the machine other than by a recorded instruction",
+                             True)
         elif self.mode == LEARN:
             self._relearn()
 
@@ -859,6 +864,8 @@ class FastForward:
     def _prove(self) -> None:
         """The snapshots move by one constant per block, and so do the calls and the data
         work between them (raises _Unsettled): the moves, the learned blocks."""
+        if any(f.carried for f in self.cluster.flags()):
+            raise _Unsettled("a WAIT may still take a credit an earlier launch left (the ledger names it)")
         walks = [w for w, _, _ in self.snaps]
         if len({len(w.objs) for w in walks}) != 1:
             raise _Unsettled("the machine state grew")
@@ -989,21 +996,22 @@ class FastForward:
                 waiter[i] = None
                 w.core.state = _READY
 
-    def _stop(self, fn, args, kw, why: str = "a call differed from the learned one"):
+    def _stop(self, fn, args, kw, why: str = "a call differed from the learned one", relearn: bool = True):
         """A call recording cannot take: the exact state, then the call made exactly."""
-        self.materialize(f"{why}: {getattr(fn, '__name__', fn)} on {greenlet.getcurrent().core.name}")
+        self.materialize(f"{why}: {getattr(fn, '__name__', fn)} on {greenlet.getcurrent().core.name}", relearn)
         return fn(*args, **kw) if kw else fn(*args)
 
     # -- materialize -------------------------------------------------------------------------
-    def materialize(self, why: str | None = None) -> None:
-        """The exact state; the run goes on exactly (see the module docstring).  ``why``:
-        what ended the recording (None: the run's end)."""
+    def materialize(self, why: str | None = None, relearn: bool = False) -> None:
+        """The exact state; the run goes on exactly (see the module docstring) - learning
+        again if ``relearn``.  ``why``: what ended the recording (None: the run's end)."""
         if self.mode != RECORD:
             return
         self._off(why)
         sts = [s for s in self.st.values() if s.block]
         q = min(((s.n - s.base) // s.block for s in sts), default=0)
-        self.blocks_skipped = q
+        self.blocks_skipped += q
+        self.calls_skipped += sum(q * s.block for s in sts)
         cl = self.cluster
         # the data work of the blocks every core completed, after what was queued before
         self._apply(SNAPSHOTS - 1, SNAPSHOTS - 1 + q)
@@ -1036,6 +1044,24 @@ class FastForward:
                 s.core.state = _READY
             c = s.core
             c.limit = -1 if c.trace is not None else min(c.budget, c.instructions + _SYNC_EVERY)
+        self.shadow_waiter = [None] * len(self.shadow_waiter)
+        cl.fast_forward = self.report()
+        if relearn and self.relearns < RELEARNS:
+            self._learn_again()
+
+    def _learn_again(self) -> None:
+        """After recording stopped at a call that differed (a loop's next phase, a kernel
+        reading a tile): learn the run's next steady state."""
+        self.relearns += 1
+        self.mode = LEARN
+        self._taps(True)
+        self._relearn()
+        self.block_factor = 1
+        for s in self.st.values():
+            s.period = s.block = s.cur = s.lns = s.cap = None
+            if s.core.state is not _DONE:
+                s.core.ff = self
+        self.cluster.ff = self
 
     def _apply(self, b: int, end: int) -> None:
         """The data work of blocks ``b`` .. ``end - 1``: in batches where it can be, else block
@@ -1150,7 +1176,7 @@ def _learn_set(ff, set_flag, sender, flag, at, order=None):
 
 def _core_states():
     from .core import CoreState
-    return CoreState.BLOCKED, CoreState.READY
+    return CoreState.BLOCKED, CoreState.READY, CoreState.DONE
 
 
-_BLOCKED, _READY = _core_states()
+_BLOCKED, _READY, _DONE = _core_states()
