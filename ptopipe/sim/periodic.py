@@ -350,7 +350,7 @@ class _Call:
 
 class _Learned:
     """One place of a core's block: the call there and how it moves per block."""
-    __slots__ = ("fn", "args", "kw", "loc", "flags", "waits", "sets", "addrs", "scalars", "checks", "result")
+    __slots__ = ("fn", "args", "kw", "loc", "flags", "waits", "sets", "addrs", "scalars", "checks", "result", "event")
 
     def __init__(self, calls, walk, bufs):
         c0 = calls[0]
@@ -369,7 +369,13 @@ class _Learned:
         self.addrs = tuple(self.addrs)
         self.scalars = tuple(i for i, a in enumerate(c0.args) if not _walkable(a) and not _is_gt(a))
         self.checks = bool(self.addrs or self.scalars)
-        self.result = _moving([c.result for c in calls], walk, bufs).maker(walk.objs, bufs.by_id)
+        m = _moving([c.result for c in calls], walk, bufs)
+        self.result = m.maker(walk.objs, bufs.by_id)
+        f = m.form
+        self.event = None       # a result of three, its last an int that moves: (type, a, b, base, move)
+        if not m.still and f != 0 and f[0] == "t" and len(f[2]) == 3 and f[2][2] == 0 and _fixed(f[2][0]) \
+                and _fixed(f[2][1]):
+            self.event = (f[1], m.obj[0], m.obj[1], m.base[0], m.step[0])
 
 
 def _same_args(ln: _Learned, args, q) -> bool:
@@ -631,15 +637,23 @@ class _CoreState:
         """Record a hooked call of the core (the module docstring's RECORD): it must be the
         learned call at its place; its WAITs and SETs go on the counts; it returns the
         learned result moved to its block."""
-        n = self.n
         ln = self.lns[self.j]
         q = self.q
-        if n == self.cap:
-            return self.ff._stop(fn, args, kw, "the instruction budget in sight", False)
         if ln.fn is not fn or args != ln.args or (kw or None) != ln.kw or ln.checks and not _same_args(ln, args, q):
             return self.ff._stop(fn, args, kw)
-        if ln.waits and not self.ff._wait(self, core, ln):
-            return fn(*args, **kw) if kw else fn(*args)     # (materialized meanwhile: made exactly)
+        n = self.n
+        if n == self.cap:
+            return self.ff._stop(fn, args, kw, "the instruction budget in sight", False)
+        if ln.waits:
+            sh = self.ff.shadow
+            for i, k in ln.waits:
+                if sh[i] < k:
+                    if not self.ff._wait(self, core, ln):
+                        return fn(*args, **kw) if kw else fn(*args)     # (materialized meanwhile)
+                    break
+            else:
+                for i, k in ln.waits:
+                    sh[i] -= k
         if ln.sets:
             self.ff._set(ln)
         self.n = n + 1
@@ -648,6 +662,9 @@ class _CoreState:
             self.j, self.q = 0, q + 1
         else:
             self.j = j
+        ev = ln.event
+        if ev is not None:                      # (an Event: its end moves)
+            return _tuple_new(ev[0], (ev[1], ev[2], ev[3] + q * ev[4]))
         return ln.result(q)
 
 
