@@ -130,6 +130,9 @@ class Tile:
         return self.valid_cols
 
     def SetValid(self, rows: int, cols: int) -> None:
+        core = self.core
+        if core is not None and core.ff is not None:      # the exact state first (sim.periodic)
+            core.ff.unhooked(core)
         # (exact ints first: the common case skips the isinstance checks)
         if not ((rows.__class__ is int or _is_int(rows)) and (cols.__class__ is int or _is_int(cols))
                 and 0 <= rows <= self.rows and 0 <= cols <= self.cols):
@@ -162,7 +165,10 @@ class Tile:
         """The whole rows x cols view (bound to the current core's memory)."""
         if self._full is None or self.addr is None:
             self._stale()
-        self.core.cluster.sync()
+        core = self.core
+        if core.ff is not None:           # the kernel reads memory: the exact state first
+            core.ff.unhooked(core)
+        core.cluster.sync()
         return self._full
 
     @property

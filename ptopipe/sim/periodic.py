@@ -38,11 +38,13 @@ kernel that never settles, runs exactly.
 """
 from __future__ import annotations
 
+import copy
 import enum
 import math
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
+from sys import _getframe
 
 import greenlet
 import numpy as np
@@ -62,8 +64,10 @@ BLOCK_CYCLES = 2
 RELEARNS = 8
 #: snapshots that must move by one constant (three equal moves)
 SNAPSHOTS = 4
-#: later snapshots tried, one block apart, before blocks twice as long are
+#: later snapshots tried, one block apart, before longer blocks are
 SLIDES = 4
+#: the block lengths tried, in multiples of the first (cores whose periods differ: 2 and 3 tiles)
+BLOCK_FACTORS = (1, 2, 3, 4, 6)
 #: queued data operations between applications while materializing (Cluster.sync's)
 _SYNC_EVERY = 4096
 #: the bytes a batch's copies of the buffers its blocks write may take (and the most blocks
@@ -84,6 +88,9 @@ _SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadlin
                           "finishers", "carried_hooks", "warnings", "policy", "costs", "event_words", "op_word",
                           "loc_override", "cluster", "platform", "memories", "gm", "model"})
 _SCALARS = (int, float, str, bool)
+# an operand's scoreboard (sim.core's issue): the fields a recorded call leaves as they were
+# at the last snapshot (no Python reads them; materialize sets them)
+_SCOREBOARD = frozenset({"ready_at", "read_end"})
 _tuple_new = tuple.__new__      # a tuple or tuple subclass (an Event, a SourceLoc) from its items
 
 
@@ -140,7 +147,9 @@ def _form(v, bufs: _Buffers, nums: list, place, keep: dict):
     if t is int:
         nums.append(v)
         return 0
-    if v is None or t is bool or t is str or t is float or t is bytes:
+    if t is float or isinstance(v, np.floating):
+        return ("k", t, v, math.copysign(1.0, v))          # (-0.0 is not 0.0)
+    if v is None or t is bool or t is str or t is bytes:
         return ("k", t, v)
     if t is np.ndarray:
         b, off = bufs.find(v)
@@ -322,13 +331,20 @@ def _is_gt(a) -> bool:
     return a.__class__.__name__ == "GlobalTensor"
 
 
+def _gt_key(a) -> tuple:
+    """A GlobalTensor as a call sees it, its pointer apart (a kernel may make a new one per
+    call: pypto's and ptoas's C++ do)."""
+    return ("G", a.shape, a.stride, a.dtype, a.layout)
+
+
 def _sig(fn, args, kw):
     """What two calls share when they are the same call: the function, the objects (by
     identity; a GlobalTensor's pointer apart) and the other values."""
     out = [fn]
     for a in args:
         t = a.__class__
-        out.append((t, a) if a is None or t in _SCALARS else id(a))
+        out.append((t, a, math.copysign(1.0, a)) if t is float else (t, a) if a is None or t in _SCALARS
+                   else _gt_key(a) if _is_gt(a) else id(a))
     if kw:
         out.append(tuple(sorted((k, v if v is None or v.__class__ in _SCALARS else id(v)) for k, v in kw.items())))
     return tuple(out)
@@ -336,27 +352,39 @@ def _sig(fn, args, kw):
 
 class _Call:
     """One hooked call made exactly while learning."""
-    __slots__ = ("fn", "args", "kw", "sig", "loc", "flags", "result", "ptrs", "nwork")
+    __slots__ = ("fn", "args", "kw", "sig", "loc", "site", "flags", "result", "ptrs", "nwork", "post")
 
-    def __init__(self, fn, args, kw, loc):
-        self.fn, self.args, self.kw, self.loc = fn, args, kw or None, loc
-        self.sig = _sig(fn, args, kw)
+    def __init__(self, fn, args, kw, loc, site):
+        self.fn, self.args, self.kw, self.loc, self.site = fn, args, kw or None, loc, site
+        self.sig = (site, _sig(fn, args, kw))
         # the GlobalTensor arguments' pointers at the call (the kernel moves them on)
         self.ptrs = tuple(a.ptr for a in args if _is_gt(a))
         self.flags: list = []        # (flag, -1 for a WAIT / +1 for a SET), in order
         self.result = None
         self.nwork = 0               # data operations it queued
+        self.post = None             # [(argument, field, value)]: what it changed on its operands
 
 
 class _Learned:
     """One place of a core's block: the call there and how it moves per block."""
-    __slots__ = ("fn", "args", "kw", "loc", "flags", "waits", "sets", "addrs", "scalars", "checks", "result", "event")
+    __slots__ = ("fn", "args", "kw", "loc", "site", "flags", "waits", "sets", "addrs", "scalars", "floats", "checks",
+                 "result", "event", "post", "gtkeys")
 
     def __init__(self, calls, walk, bufs):
         c0 = calls[0]
         self.fn, self.args, self.kw, self.loc, self.flags = c0.fn, c0.args, c0.kw, c0.loc, c0.flags
+        self.site = c0.site
+        keys = [(i, k) for i, k, _ in c0.post]
+        if any([(i, k) for i, k, _ in c.post] != keys for c in calls[1:]):
+            raise _Unsettled(f"{getattr(c0.fn, '__name__', c0.fn)} changed other fields of its operands")
+        self.post = tuple((i, k, _moving([c.post[n][2] for c in calls], walk, bufs).maker(walk.objs, bufs.by_id))
+                          for n, (i, k) in enumerate(keys))
         if any(c.flags != c0.flags for c in calls[1:]):
             raise _Unsettled(f"{getattr(c0.fn, '__name__', c0.fn)} waited for or set other flags")
+        if any(d < 0 and any(e > 0 for _, e in c0.flags[:k]) for k, (_, d) in enumerate(c0.flags)):
+            # (recorded, its WAITs are taken first: a SET before one could be what lets
+            # another core give it)
+            raise _Unsettled(f"{getattr(c0.fn, '__name__', c0.fn)} sets a flag before it waits for one")
         # a GlobalTensor argument: (position, address in block 0, its move, dtype, bounds, extent)
         self.addrs = []
         for k, i in enumerate(i for i, a in enumerate(c0.args) if _is_gt(a)):
@@ -368,6 +396,8 @@ class _Learned:
             self.addrs.append((i, mv.base[0], mv.step[0], p0.dtype, p0.bounds, c0.args[i]._extent))
         self.addrs = tuple(self.addrs)
         self.scalars = tuple(i for i, a in enumerate(c0.args) if not _walkable(a) and not _is_gt(a))
+        self.gtkeys = tuple((i, _gt_key(a)) for i, a in enumerate(c0.args) if _is_gt(a))
+        self.floats = tuple(i for i in self.scalars if c0.args[i].__class__ is float)
         self.checks = bool(self.addrs or self.scalars)
         m = _moving([c.result for c in calls], walk, bufs)
         self.result = m.maker(walk.objs, bufs.by_id)
@@ -378,6 +408,22 @@ class _Learned:
             self.event = (f[1], m.obj[0], m.obj[1], m.base[0], m.step[0])
 
 
+def _alike(ln: _Learned, args) -> bool:
+    """``args`` are the learned call's but for GlobalTensors made anew alike (same shape,
+    strides, dtype and layout; :func:`_same_args` checks their pointers)."""
+    la = ln.args
+    if not ln.gtkeys or len(args) != len(la):
+        return False
+    gts = dict(ln.gtkeys)
+    for i, (a, b) in enumerate(zip(args, la)):
+        if i in gts:
+            if not _is_gt(a) or _gt_key(a) != gts[i]:
+                return False
+        elif a is not b and not (a.__class__ in _SCALARS and a == b):
+            return False
+    return True
+
+
 def _same_args(ln: _Learned, args, q) -> bool:
     """Beyond ``args == ln.args`` (the same tiles and pipe - they compare by identity - and
     equal scalars): scalars of the same type, and the GlobalTensors' pointers where block
@@ -385,6 +431,9 @@ def _same_args(ln: _Learned, args, q) -> bool:
     la = ln.args
     for i in ln.scalars:
         if args[i].__class__ is not la[i].__class__:
+            return False
+    for i in ln.floats:                          # (-0.0 == 0.0, but is another scalar)
+        if math.copysign(1.0, args[i]) != math.copysign(1.0, la[i]):
             return False
     for i, b, d, dt, bounds, ext in ln.addrs:
         p = args[i].ptr
@@ -633,14 +682,23 @@ class _CoreState:
     def unhooked(self, core) -> None:
         self.ff.unhooked(core)
 
-    def call(self, core, fn, args, kw):
+    def call(self, core, fn, args, kw, depth=2):
         """Record a hooked call of the core (the module docstring's RECORD): it must be the
-        learned call at its place; its WAITs and SETs go on the counts; it returns the
-        learned result moved to its block."""
+        learned call at its place, from its line (the kernel's frame ``depth`` frames up);
+        its WAITs and SETs go on the counts; it returns the learned result moved to its
+        block."""
         ln = self.lns[self.j]
         q = self.q
-        if ln.fn is not fn or args != ln.args or (kw or None) != ln.kw or ln.checks and not _same_args(ln, args, q):
+        if ln.fn is not fn or (kw or None) != ln.kw or args != ln.args and not _alike(ln, args) \
+                or ln.checks and not _same_args(ln, args, q):
             return self.ff._stop(fn, args, kw)
+        site = core.loc_override
+        if site is None:
+            f = _getframe(depth)                # (<- the op <- the kernel)
+            if f.f_lasti != ln.site[1] or f.f_code is not ln.site[0]:
+                return self.ff._stop(fn, args, kw, "the call came from another line")
+        elif site != ln.site:
+            return self.ff._stop(fn, args, kw, "the call came from another line")
         n = self.n
         if n == self.cap:
             return self.ff._stop(fn, args, kw, "the instruction budget in sight", False)
@@ -656,6 +714,8 @@ class _CoreState:
                     sh[i] -= k
         if ln.sets:
             self.ff._set(ln)
+        for i, k, mk in ln.post:
+            setattr(args[i], k, mk(q))
         self.n = n + 1
         j = self.j + 1
         if j == self.block:
@@ -679,7 +739,7 @@ class FastForward:
         self.gwork: list = []         # learning: the data operations queued, in order
         self.ref = None               # the core whose calls time the snapshots
         self.next_snap = None         # its call count at the next one
-        self.block_factor = 1
+        self.factor = 0               # (into BLOCK_FACTORS)
         self.slides = 0
         self.learned: dict = {}
         self.reason = None            # why the run was not (or no longer) fast-forwarded
@@ -727,7 +787,7 @@ class FastForward:
         return FastForwardReport(self.blocks_skipped, self.calls_skipped, self.reason, self.unbatched)
 
     # -- the hooks ---------------------------------------------------------------------------
-    def call(self, core, fn, args, kw):
+    def call(self, core, fn, args, kw, depth=2):
         """A hooked ISA call of ``core``: made exactly and learned (or, for a core with no
         block to record, the exact state first)."""
         if self.mode == RECORD:
@@ -782,9 +842,15 @@ class FastForward:
         if st is self.ref and st.n == self.next_snap:
             self._snapshot(st)
             if self.mode == RECORD:
-                return core.ff.call(core, fn, args, kw)
+                return core.ff.call(core, fn, args, kw, 4)     # (<- _learn <- call <- the op <- kernel)
         from .location import call_site
-        c = _Call(fn, args, kw, core.loc_override or call_site(4))   # (<- _learn <- call <- the op <- kernel)
+        site = core.loc_override
+        if site is None:                        # the kernel's line: its frame and instruction
+            f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
+            site = (f.f_code, f.f_lasti)
+        c = _Call(fn, args, kw, core.loc_override or call_site(4), site)
+        ops = [(i, a, dict(_fields(a))) for i, a in enumerate(args) if _walkable(a) and not _is_gt(a)]
+        gts = [(a, a.ptr) for a in args if _is_gt(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
         try:
@@ -792,14 +858,21 @@ class FastForward:
         except _Restart:
             st.cur = None
             core.ff = st if st.lns is not None else self
-            return core.ff.call(core, fn, args, kw)
+            return core.ff.call(core, fn, args, kw, 4)
         finally:
             if core.ff is None and self.mode != OFF:
                 core.ff = st if self.mode == RECORD and st.lns is not None else self
         st.cur = None
         if self.mode != LEARN:
             return r
+        if any(a.ptr is not p for a, p in gts):
+            self._off(f"{getattr(fn, '__name__', fn)} assigned a GlobalTensor its address (the address flow)")
+            return r
         c.result = r
+        # what the call changed on its operands (a TPOP binds its tile to the slot) but their
+        # scoreboard: a recorded call changes it too, as the kernel may read it
+        c.post = [(i, k, v) for i, a, was in ops for k, v in _fields(a)
+                  if k not in _SCOREBOARD and (k not in was or was[k] is not v)]
         st.n += 1
         st.log.append(c)
         if len(st.log) > LEARN_LIMIT:
@@ -846,7 +919,7 @@ class FastForward:
                 cycle = math.lcm(cycle, c)
         ref = next((s for s in self.st.values() if s.period is not None), None)
         if ref is not None:
-            ref.block = ref.period * cycle * BLOCK_CYCLES * self.block_factor
+            ref.block = ref.period * cycle * BLOCK_CYCLES * BLOCK_FACTORS[self.factor]
             self.ref, self.next_snap = ref, ref.n + 1
             self.snaps.clear()
 
@@ -879,9 +952,9 @@ class FastForward:
             if self.slides <= SLIDES:
                 self.snaps.pop(0)
                 return
-            self.block_factor *= 2
+            self.factor += 1
             self.slides = 0
-            if self.block_factor > 4:
+            if self.factor == len(BLOCK_FACTORS):
                 self._off(f"the machine did not repeat: {e}")
             else:
                 self._plan()
@@ -1022,6 +1095,10 @@ class FastForward:
             if w is not None:
                 waiter[i] = None
                 w.core.state = _READY
+            f = self.flag_list[i]
+            if f.waiter is not None:            # a core still in the WAIT of a call made exactly:
+                w, f.waiter = f.waiter, None    # it makes that call again, recorded (resumed())
+                w.wake()
 
     def _stop(self, fn, args, kw, why: str = "a call differed from the learned one", relearn: bool = True):
         """A call recording cannot take: the exact state, then the call made exactly."""
@@ -1083,7 +1160,7 @@ class FastForward:
         self.mode = LEARN
         self._taps(True)
         self._relearn()
-        self.block_factor = 1
+        self.factor = 0
         for s in self.st.values():
             s.period = s.block = s.cur = s.lns = s.cap = None
             if s.core.state is not _DONE:
@@ -1131,7 +1208,8 @@ class FastForward:
         args, kw, fn = ln.args, ln.kw, ln.fn
         saved = [(args[i], args[i].ptr) for i, *_ in ln.addrs]
         for (_, b, d, dt, bounds, _e), (gt, ptr) in zip(ln.addrs, saved):
-            gt.ptr = ptr.__class__(b + q * d, dt, bounds)
+            gt.ptr = moved = copy.copy(ptr)
+            moved.addr = b + q * d
         loc = core.loc_override
         core.loc_override = ln.loc
         g = _Remake(lambda: fn(*args, **kw) if kw else fn(*args), parent=greenlet.getcurrent())
