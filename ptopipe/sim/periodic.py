@@ -43,7 +43,7 @@ import enum
 import math
 from collections import deque
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from sys import _getframe
 
 import greenlet
@@ -52,22 +52,26 @@ import numpy as np
 from ..errors import KernelError
 from .dataplane import batch_out
 
-LEARN, RECORD, OFF = "learn", "record", "off"
+WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
 
+#: hooked calls a core makes exactly, at no cost, before learning begins (a short run is not
+#: worth learning)
+WARMUP_CALLS = 256
 #: hooked calls a core may make while learning before the run is left exact
 LEARN_LIMIT = 20000
 #: the longest per-core period (in calls) looked for
 MAX_PERIOD = 256
-#: ring cycles per block
-BLOCK_CYCLES = 2
 #: times a run learns again after its recording stopped at a call that differed
 RELEARNS = 8
 #: snapshots that must move by one constant (three equal moves)
 SNAPSHOTS = 4
 #: later snapshots tried, one block apart, before longer blocks are
 SLIDES = 4
-#: the block lengths tried, in multiples of the first (cores whose periods differ: 2 and 3 tiles)
-BLOCK_FACTORS = (1, 2, 3, 4, 6)
+#: a block is the reference core's periods until every ring is back in the phase it was in (a
+#: whole number of its cycles: its slots, its SyncPeriod, two staging slots), at most this many
+MAX_BLOCK_PERIODS = 64
+#: times a longer block is tried when one does not prove
+LONGER = 4
 #: queued data operations between applications while materializing (Cluster.sync's)
 _SYNC_EVERY = 4096
 #: the bytes a batch's copies of the buffers its blocks write may take (and the most blocks
@@ -305,17 +309,21 @@ def _fields(o) -> list:
         return [(k, v) for k, v in o.items() if not (k.__class__ is str and k in _SKIP_FIELDS)]
     if t is set:
         return [("set", frozenset(id(x) if _walkable(x) else x for x in o))]
-    names = list(getattr(o, "__dict__", ()))
-    for c in t.__mro__:
-        names.extend(k for k in c.__dict__.get("__slots__", ()) if k not in ("__dict__", "__weakref__"))
-    out = []
-    for k in names:
-        if k not in _SKIP_FIELDS:
-            try:
-                out.append((k, getattr(o, k)))
-            except AttributeError:          # (an unset slot)
-                pass
+    d = getattr(o, "__dict__", None)
+    out = [(k, v) for k, v in d.items() if k not in _SKIP_FIELDS] if d else []
+    for k in _slots(t):
+        try:
+            out.append((k, getattr(o, k)))
+        except AttributeError:              # (an unset slot)
+            pass
     return out
+
+
+@lru_cache(maxsize=None)
+def _slots(t) -> tuple:
+    """The slots of class ``t`` that hold machine state (every class of its MRO's)."""
+    return tuple(k for c in t.__mro__ for k in c.__dict__.get("__slots__", ())
+                 if k not in ("__dict__", "__weakref__") and k not in _SKIP_FIELDS)
 
 
 def _children(v, todo) -> None:
@@ -337,6 +345,12 @@ def _gt_key(a) -> tuple:
     return ("G", a.shape, a.stride, a.dtype, a.layout)
 
 
+def _tuple_key(a) -> tuple:
+    """A tuple argument (an Event: an earlier instruction's completion) as a call sees it,
+    its numbers apart (they move with the block)."""
+    return ("T", a.__class__, tuple("i" if x.__class__ is int else id(x) for x in a))
+
+
 def _sig(fn, args, kw):
     """What two calls share when they are the same call: the function, the objects (by
     identity; a GlobalTensor's pointer apart) and the other values."""
@@ -344,7 +358,7 @@ def _sig(fn, args, kw):
     for a in args:
         t = a.__class__
         out.append((t, a, math.copysign(1.0, a)) if t is float else (t, a) if a is None or t in _SCALARS
-                   else _gt_key(a) if _is_gt(a) else id(a))
+                   else _gt_key(a) if _is_gt(a) else _tuple_key(a) if isinstance(a, tuple) else id(a))
     if kw:
         out.append(tuple(sorted((k, v if v is None or v.__class__ in _SCALARS else id(v)) for k, v in kw.items())))
     return tuple(out)
@@ -368,7 +382,7 @@ class _Call:
 class _Learned:
     """One place of a core's block: the call there and how it moves per block."""
     __slots__ = ("fn", "args", "kw", "loc", "site", "flags", "waits", "sets", "addrs", "scalars", "floats", "checks",
-                 "result", "event", "post", "gtkeys")
+                 "result", "event", "post", "gtkeys", "tuples")
 
     def __init__(self, calls, walk, bufs):
         c0 = calls[0]
@@ -397,8 +411,11 @@ class _Learned:
         self.addrs = tuple(self.addrs)
         self.scalars = tuple(i for i, a in enumerate(c0.args) if not _walkable(a) and not _is_gt(a))
         self.gtkeys = tuple((i, _gt_key(a)) for i, a in enumerate(c0.args) if _is_gt(a))
+        # a tuple argument (an Event): (position, its value in a block)
+        self.tuples = tuple((i, _moving([c.args[i] for c in calls], walk, bufs).maker(walk.objs, bufs.by_id))
+                            for i, a in enumerate(c0.args) if isinstance(a, tuple))
         self.floats = tuple(i for i in self.scalars if c0.args[i].__class__ is float)
-        self.checks = bool(self.addrs or self.scalars)
+        self.checks = bool(self.addrs or self.scalars or self.tuples)
         m = _moving([c.result for c in calls], walk, bufs)
         self.result = m.maker(walk.objs, bufs.by_id)
         f = m.form
@@ -412,12 +429,16 @@ def _alike(ln: _Learned, args) -> bool:
     """``args`` are the learned call's but for GlobalTensors made anew alike (same shape,
     strides, dtype and layout; :func:`_same_args` checks their pointers)."""
     la = ln.args
-    if not ln.gtkeys or len(args) != len(la):
+    if not (ln.gtkeys or ln.tuples) or len(args) != len(la):
         return False
     gts = dict(ln.gtkeys)
+    moving = {i for i, _ in ln.tuples}
     for i, (a, b) in enumerate(zip(args, la)):
         if i in gts:
             if not _is_gt(a) or _gt_key(a) != gts[i]:
+                return False
+        elif i in moving:
+            if a.__class__ is not b.__class__:
                 return False
         elif a is not b and not (a.__class__ in _SCALARS and a == b):
             return False
@@ -434,6 +455,9 @@ def _same_args(ln: _Learned, args, q) -> bool:
             return False
     for i in ln.floats:                          # (-0.0 == 0.0, but is another scalar)
         if math.copysign(1.0, args[i]) != math.copysign(1.0, la[i]):
+            return False
+    for i, mk in ln.tuples:                      # (an Event: where the block puts it)
+        if args[i] != mk(q):
             return False
     for i, b, d, dt, bounds, ext in ln.addrs:
         p = args[i].ptr
@@ -679,6 +703,8 @@ class _CoreState:
         self.j = self.q = 0          # recording: the place in the block, the block
         self.lns = None              # recording: the learned calls of a block
 
+    recording = True          # (the core's ff only while the run records)
+
     def unhooked(self, core) -> None:
         self.ff.unhooked(core)
 
@@ -733,21 +759,23 @@ class FastForward:
 
     def __init__(self, cluster, cores):
         self.cluster = cluster
-        self.mode = LEARN
+        self.mode = WARMUP
         self.st = {c.index: _CoreState(c, self) for c in cores}
         self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
         self.gwork: list = []         # learning: the data operations queued, in order
         self.ref = None               # the core whose calls time the snapshots
         self.next_snap = None         # its call count at the next one
-        self.factor = 0               # (into BLOCK_FACTORS)
         self.slides = 0
+        self.longer = 0               # times the block was made longer
+        self.grow = 0                 # the block must be longer than this (in calls)
+        self.sizing = False           # finding the block's length (the rings' phases)
+        self.phased, self.phase0 = [], []
         self.learned: dict = {}
         self.reason = None            # why the run was not (or no longer) fast-forwarded
         self.blocks_skipped = 0       # blocks recorded instead of simulated
         self.calls_skipped = 0        # hooked calls recorded instead of simulated
         self.relearns = 0
         self.unbatched = None         # why their data work did not run in batches
-        self._taps(True)
         for c in cores:
             c.ff = self
         cluster.ff = self
@@ -788,11 +816,29 @@ class FastForward:
 
     # -- the hooks ---------------------------------------------------------------------------
     def call(self, core, fn, args, kw, depth=2):
-        """A hooked ISA call of ``core``: made exactly and learned (or, for a core with no
-        block to record, the exact state first)."""
-        if self.mode == RECORD:
+        """A hooked ISA call of ``core``: made exactly (and learned, after the warm-up) - or,
+        for a core with no block to record, the exact state first."""
+        mode = self.mode
+        if mode == WARMUP:
+            st = self.st[core.index]
+            core.ff = None
+            try:
+                r = fn(*args, **kw) if kw else fn(*args)
+            finally:
+                if self.mode != OFF:
+                    core.ff = self
+            st.n += 1
+            if st.n >= WARMUP_CALLS and self.mode == WARMUP:
+                self.mode = LEARN               # (from the next call on)
+                self._taps(True)
+            return r
+        if mode == RECORD:
             return self._record(core, fn, args, kw)
         return self._learn(core, fn, args, kw)
+
+    @property
+    def recording(self) -> bool:
+        return self.mode == RECORD
 
     def unhooked(self, core) -> None:
         """The kernel uses the machine other than through a hooked call: learning starts
@@ -801,7 +847,7 @@ class FastForward:
             self.materialize(f"the kernel on {core.name} used the machine other than by a recorded instruction",
                              True)
         elif self.mode == LEARN:
-            self._relearn()
+            self._relearn()             # (warming up: nothing to start over)
 
     def blocking(self, core) -> None:
         """``core`` is about to block in a WAIT made exactly."""
@@ -830,7 +876,8 @@ class FastForward:
         learning = self.mode == LEARN
         if self.mode == RECORD:
             self.materialize()
-        self._off("the run ended while learning" if learning else None)
+        self._off("the run ended while learning" if learning else
+                  "the run ended before learning began (a short run)" if self.mode == WARMUP else None)
 
     def drop(self) -> None:
         """The run stops with an error: no more hooks (the state stays as it is)."""
@@ -848,8 +895,11 @@ class FastForward:
         if site is None:                        # the kernel's line: its frame and instruction
             f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
             site = (f.f_code, f.f_lasti)
-        c = _Call(fn, args, kw, core.loc_override or call_site(4), site)
-        ops = [(i, a, dict(_fields(a))) for i, a in enumerate(args) if _walkable(a) and not _is_gt(a)]
+        # (what a call did is kept once the snapshots are being taken: the blocks they prove)
+        proving = self.ref is not None
+        c = _Call(fn, args, kw, (core.loc_override or call_site(4)) if proving else None, site)
+        ops = [(i, a, dict(_fields(a))) for i, a in enumerate(args) if _walkable(a) and not _is_gt(a)] \
+            if proving else ()
         gts = [(a, a.ptr) for a in args if _is_gt(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
@@ -869,10 +919,11 @@ class FastForward:
             self._off(f"{getattr(fn, '__name__', fn)} assigned a GlobalTensor its address (the address flow)")
             return r
         c.result = r
-        # what the call changed on its operands (a TPOP binds its tile to the slot) but their
-        # scoreboard: a recorded call changes it too, as the kernel may read it
+        # what the call changed on its operands (a TPOP binds its tile to a slot: its address)
+        # but their scoreboard and their private fields (caches, views the public ones read
+        # through Tile.array): a recorded call changes it too, as the kernel may read it
         c.post = [(i, k, v) for i, a, was in ops for k, v in _fields(a)
-                  if k not in _SCOREBOARD and (k not in was or was[k] is not v)]
+                  if k[0] != "_" and k not in _SCOREBOARD and (k not in was or was[k] is not v)]
         st.n += 1
         st.log.append(c)
         if len(st.log) > LEARN_LIMIT:
@@ -883,6 +934,7 @@ class FastForward:
 
     def _relearn(self) -> None:
         self.slides = 0
+        self.sizing = False
         for s in self.st.values():
             s.log.clear()
             s.period = None
@@ -911,16 +963,12 @@ class FastForward:
         return roots
 
     def _plan(self) -> None:
-        """Every core repeats: the block, and the reference core whose calls time the snapshots."""
-        cycle = 1
-        for o in _Walk(self._roots()).objs:
-            c = getattr(o, "cycle", None) if o.__class__ not in (list, dict, set) else None
-            if c.__class__ is int and c > 0:
-                cycle = math.lcm(cycle, c)
+        """Every core repeats: the reference core, whose calls time the snapshots (the block
+        is sized at the first one)."""
         ref = next((s for s in self.st.values() if s.period is not None), None)
         if ref is not None:
-            ref.block = ref.period * cycle * BLOCK_CYCLES * BLOCK_FACTORS[self.factor]
-            self.ref, self.next_snap = ref, ref.n + 1
+            ref.block = None
+            self.ref, self.next_snap, self.sizing, self.longer, self.grow = ref, ref.n + 1, False, 0, 0
             self.snaps.clear()
 
     def _clean(self) -> bool:
@@ -933,13 +981,34 @@ class FastForward:
         return True
 
     def _snapshot(self, ref) -> None:
+        if self.sizing:
+            # the first snapshot's rings were in some phase: the block ends the first time
+            # (a whole number of the reference core's periods later, longer than ``grow``)
+            # every ring is in it again and every core has made whole periods
+            n0 = self.snaps[0][1]
+            if ref.n - n0[ref.core.index] <= self.grow or [o.phase() for o in self.phased] != self.phase0 \
+                    or any(s.period and (s.n - n0[i]) % s.period for i, s in self.st.items()):
+                self.next_snap = ref.n + ref.period
+                if ref.n - n0[ref.core.index] > ref.period * MAX_BLOCK_PERIODS:
+                    self._off("the rings and the cores' periods never came back to one phase")
+                return
+            ref.block = ref.n - n0[ref.core.index]
+            self.sizing = False
         if not self._clean():
             self.next_snap += 1                 # the reference core's next call
             self.snaps.clear()
             return
         if not self.snaps:
             self.gwork.clear()
-        self.snaps.append((_Walk(self._roots()), {i: s.n for i, s in self.st.items()}, len(self.gwork)))
+        walk = _Walk(self._roots())
+        self.snaps.append((walk, {i: s.n for i, s in self.st.items()}, len(self.gwork)))
+        if len(self.snaps) == 1 and ref.block is None:
+            self.phased = [o for o in walk.objs if o.__class__ not in (list, dict, set)
+                           and getattr(o, "cycle", None).__class__ is int and hasattr(o, "phase")]
+            self.phase0 = [o.phase() for o in self.phased]
+            self.sizing = True
+            self.next_snap = ref.n + ref.period
+            return
         self.next_snap = ref.n + ref.block
         if len(self.snaps) < SNAPSHOTS:
             return
@@ -947,19 +1016,26 @@ class FastForward:
             self._prove()
         except _Unsettled as e:
             # not yet (a pipeline filling up settles a few blocks later): the next block's
-            # snapshot, a few times; then blocks twice as long
+            # snapshot, a few times; then longer blocks
             self.slides += 1
             if self.slides <= SLIDES:
                 self.snaps.pop(0)
                 return
-            self.factor += 1
-            self.slides = 0
-            if self.factor == len(BLOCK_FACTORS):
-                self._off(f"the machine did not repeat: {e}")
-            else:
-                self._plan()
+            self._longer(f"the machine did not repeat: {e}")
             return
         self._start_recording()
+
+    def _longer(self, why: str) -> None:
+        """Blocks longer than this one, a few times; then the run is left exact."""
+        self.longer += 1
+        self.slides = 0
+        if self.longer > LONGER:
+            self._off(why)
+        else:
+            ref = self.ref
+            self.grow, ref.block = ref.block, None
+            self.snaps.clear()
+            self.next_snap = ref.n + 1
 
     def _prove(self) -> None:
         """The snapshots move by one constant per block, and so do the calls and the data
@@ -1160,7 +1236,6 @@ class FastForward:
         self.mode = LEARN
         self._taps(True)
         self._relearn()
-        self.factor = 0
         for s in self.st.values():
             s.period = s.block = s.cur = s.lns = s.cap = None
             if s.core.state is not _DONE:
@@ -1206,6 +1281,11 @@ class FastForward:
         core = s.core
         q = (k - s.base) // s.block + SNAPSHOTS - 1
         args, kw, fn = ln.args, ln.kw, ln.fn
+        if ln.tuples:
+            args = list(args)
+            for i, mk in ln.tuples:
+                args[i] = mk(q)
+            args = tuple(args)
         saved = [(args[i], args[i].ptr) for i, *_ in ln.addrs]
         for (_, b, d, dt, bounds, _e), (gt, ptr) in zip(ln.addrs, saved):
             gt.ptr = moved = copy.copy(ptr)

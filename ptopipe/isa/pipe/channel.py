@@ -189,6 +189,13 @@ class Channel:
         transfer made them so (``lane0_at``)."""
         return (0,) if self.lane0_at is not None else self.cfg.peers
 
+    def phase(self) -> tuple:
+        """Where each side's cursors are in the ring's ``cycle``: two states of a run whose
+        phases are equal use the same slots, staging slots and free batches next (the
+        fast-forward engine's blocks end on equal phases, :mod:`ptopipe.sim.periodic`)."""
+        c = self.cycle
+        return tuple((s.index % c, s.freed % c, s.tfrees % c) for s in self.sides.values())
+
     # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet).
     # ``tiles`` counts slot fills; the others count instructions summed over the cores
     @property
