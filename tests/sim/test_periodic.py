@@ -49,14 +49,18 @@ def engines(monkeypatch):
 
 
 def _copy(args: dict) -> dict:
-    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+    """A run's own arguments: arrays copied, lists fresh (a kernel may log into one)."""
+    return {k: v.copy() if isinstance(v, np.ndarray) else [] if isinstance(v, list) else v
+            for k, v in args.items()}
 
 
 def _run(aic, aiv, args, engine, kw):
+    mine = _copy(args)
+    logs = {k: v for k, v in mine.items() if isinstance(v, list)}
     try:
-        return ptopipe.run(aic, aiv, _copy(args), checks=False, engine=engine, **kw), None
+        return ptopipe.run(aic, aiv, mine, checks=False, engine=engine, **kw), None, logs
     except PtoPipeError as e:
-        return None, e
+        return None, e, logs
 
 
 def _fields(summary) -> dict:
@@ -66,13 +70,15 @@ def _fields(summary) -> dict:
 
 
 def same(aic, aiv, args, made=None, engaged=True, **kw):
-    """Run on both engines and assert the same results (see the module docstring); with
+    """Run on both engines and assert the same results (see the module docstring; list
+    arguments start empty in each run and must end equal: a kernel may log into one); with
     ``made`` (the :func:`engines` fixture) and ``engaged``, that the periodic run recorded
     at least one whole block.  Returns the exact run's result, or its error."""
-    exact, e_err = _run(aic, aiv, args, "exact", kw)
+    exact, e_err, e_logs = _run(aic, aiv, args, "exact", kw)
     if made is not None:
         made.clear()
-    fast, f_err = _run(aic, aiv, args, "periodic", kw)
+    fast, f_err, f_logs = _run(aic, aiv, args, "periodic", kw)
+    assert f_logs == e_logs, "the kernels logged other values"
     if e_err is not None or f_err is not None:
         assert (type(f_err), str(f_err)) == (type(e_err), str(e_err))
         assert f_err.to_dict() == e_err.to_dict()
@@ -189,3 +195,315 @@ def test_c2v_streams(engines, plat, proto, split, depth, sync, op, n):
     a = c2v_args(n, depth, split, sync, op)
     res = same(c2v_cube, _lanes(split), a, engines, platform=plat, protocol=proto)
     assert np.array_equal(res.outputs["out"], c2v_golden(a))
+
+
+# ============================================================================ V2C streams
+# Each lane loads its part of tile i of x, adds 1 and pushes it; the Cube pops the tile,
+# multiplies it by w and stores the product.  ``gm``: the ring in GM on A5 too (DIR_V2C_GM).
+def _v2c_pipe(fifo, depth, split, gm):
+    peers = (0,) if split == TILE_NO_SPLIT else (0, 1)
+    d = DIR_V2C_GM if gm and platform_id() == PLATFORM_A5 else DIR_V2C
+    return TPipe(1, d, SLOT, depth, peers=peers)(fifo, 0, RING_L1)
+
+
+def v2c_cube(w, out, fifo, n, depth, split, gm):
+    pipe = _v2c_pipe(fifo, depth, split, gm)
+    xt = Tile(TileType.Mat, float32, T, T)
+    w1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    w0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(w1, w)
+    TMOV(w0, w1)
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        TPOP(pipe, xt, split)
+        TMOV(x0, xt)
+        TFREE(pipe, split)
+        TMATMUL(acc, x0, w0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, acc)
+
+
+def v2c_vec(x, fifo, n, depth, split, gm):
+    pipe = _v2c_pipe(fifo, depth, split, gm)
+    r, c, off = _part(split)
+    t = Tile(TileType.Vec, float32, r, c, addr=0)
+    s = Tile(TileType.Vec, float32, r, c, addr=0x1000)
+    src = GlobalTensor(x.data(), (r, c), (T, 1))
+    for i in range(n):
+        src.assign(x.data() + i * T * T + off)
+        TLOAD(t, src)
+        TADDS(s, t, 1.0)
+        TPUSH(pipe, s, split)
+
+
+V2C_CASES = [  # platform, protocol, split, depth, GM ring on A5, iterations
+    ("a2a3", "spec", TILE_UP_DOWN, 4, False, 300),
+    ("a2a3", "pto-isa", TILE_NO_SPLIT, 2, False, 300),
+    ("a5", "spec", TILE_LEFT_RIGHT, 8, False, 300),
+    ("a5", "spec", TILE_UP_DOWN, 4, True, 302),
+]
+
+
+@pytest.mark.parametrize("plat,proto,split,depth,gm,n", V2C_CASES)
+def test_v2c_streams(engines, plat, proto, split, depth, gm, n):
+    rng = np.random.default_rng(1)
+    a = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+             fifo=gm_buffer(depth * SLOT), n=n, depth=depth, split=split, gm=gm)
+    lanes = (v2c_vec, v2c_vec) if split != TILE_NO_SPLIT else (v2c_vec, None)
+    res = same(v2c_cube, lanes, a, engines, engaged=False, platform=plat, protocol=proto)
+    want = ((a["x"] + 1).reshape(-1, T, T) @ a["w"]).reshape(-1, T)
+    assert np.array_equal(res.outputs["out"], want)
+
+
+# ============================================================================ both ways
+# Seed 003's init API, DIR_BOTH: the lanes push x+1 (V2C) two tiles ahead; the Cube pops it,
+# multiplies by w and pushes the product back (C2V); the lanes pop it and subtract y.
+def both_cube(w, fifo, n):
+    pipe = aic_initialize_pipe(DIR_C2V | DIR_V2C, SLOT, fifo, RING_UB, RING_L1)
+    x = Tile(TileType.Mat, float32, T, T)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    w1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    w0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(w1, w)
+    TMOV(w0, w1)
+    for i in range(n):
+        TPOP(pipe, x, TILE_UP_DOWN)
+        TMOV(x0, x)
+        TFREE(pipe, TILE_UP_DOWN)
+        TMATMUL(acc, x0, w0)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def both_vec(x, y, out, fifo, n):
+    pipe = aiv_initialize_pipe(DIR_C2V | DIR_V2C, SLOT, fifo, RING_UB, RING_L1)
+    h = T // 2
+    sub = get_subblockid()
+    a = Tile(TileType.Vec, float32, h, T, addr=0)
+    b = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    yt = Tile(TileType.Vec, float32, h, T, addr=0x2000)
+    r = Tile(TileType.Vec, float32, h, T)
+    src = GlobalTensor(x.data(), (h, T))
+    ysrc = GlobalTensor(y.data(), (h, T))
+    dst = GlobalTensor(out.data(), (h, T))
+    lag = 2
+    for i in range(n + lag):
+        if i < n:
+            src.assign(x.data() + (i * T + sub * h) * T)
+            TLOAD(a, src)
+            TADDS(b, a, 1.0)
+            TPUSH(pipe, b, TILE_UP_DOWN)
+        j = i - lag
+        if j >= 0:
+            off = (j * T + sub * h) * T
+            ysrc.assign(y.data() + off)
+            TLOAD(yt, ysrc)
+            TPOP(pipe, r, TILE_UP_DOWN)
+            TSUB(a, r, yt)
+            TFREE(pipe, TILE_UP_DOWN)
+            dst.assign(out.data() + off)
+            TSTORE(dst, a)
+
+
+@pytest.mark.parametrize("plat,proto", [("a2a3", "pto-isa"), ("a5", "spec")])
+def test_both_ways(engines, plat, proto):
+    n = 300
+    rng = np.random.default_rng(2)
+    a = dict(x=rint(rng, (n * T, T)), y=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
+             out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(8 * SLOT), n=n)
+    res = same(both_cube, both_vec, a, engines, engaged=False, platform=plat, protocol=proto)
+    want = ((a["x"] + 1).reshape(-1, T, T) @ a["w"]).reshape(-1, T) - a["y"]
+    assert np.array_equal(res.outputs["out"], want)
+
+
+# ============================================================================ variations
+# One C2V ring of depth 4 (UP_DOWN) with a plain Cube producer; the lanes vary.
+def plain_cube(x, fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))       # the identity, after the data
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def plain_args(n, seed=3, **more):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rint(rng, (n * T, T)), np.eye(T, dtype=np.float32)])
+    return dict(x=x, out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(4 * SLOT), n=n, **more)
+
+
+def _lane():
+    h = T // 2
+    sub = get_subblockid()
+    return h, sub * h * T
+
+
+def scaled_vec(out, fifo, n, change, scale):
+    """Multiplies by ``scale[0]`` up to iteration ``change``, by ``scale[1]`` after it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TMULS(o, part, scale[0] if i < change else scale[1])
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("scale", [(3.0, 5.0), (2.0, 2)], ids=["value", "type"])
+def test_loop_changes_midway(engines, scale):
+    """A scalar that changes after iteration 300 (to another value, or to an int of the same
+    value) ends the recording there."""
+    a = plain_args(400, change=300, scale=scale)
+    res = same(plain_cube, scaled_vec, a, engines)
+    x = a["x"][:-T]
+    want = np.concatenate([x[:300 * T] * np.float32(scale[0]), x[300 * T:] * np.float32(scale[1])])
+    assert np.array_equal(res.outputs["out"], want)
+
+
+def summing_vec(y, out, total, fifo, n):
+    """Prologue: load y.  Loop: out_i = part_i + y, total += part_i.  Epilogue: store total."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    yt = Tile(TileType.Vec, float32, h, T, addr=0)
+    o = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    s = Tile(TileType.Vec, float32, h, T, addr=0x2000)
+    TLOAD(yt, GlobalTensor(y.data() + off, (h, T)))
+    TSUB(s, yt, yt)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADD(o, part, yt)
+        TADD(s, s, part)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+    TMULS(s, s, 0.5)
+    TSTORE(GlobalTensor(total.data() + off, (h, T)), s)
+
+
+def test_prologue_and_epilogue(engines):
+    n = 303                   # not a multiple of the ring depth (4)
+    rng = np.random.default_rng(4)
+    a = plain_args(n, y=rint(rng, (T, T)), total=np.zeros((T, T), np.float32))
+    res = same(plain_cube, summing_vec, a, engines)
+    x = a["x"][:-T]
+    assert np.array_equal(res.outputs["out"], x + np.tile(a["y"], (n, 1)))
+    assert np.array_equal(res.outputs["total"], x.reshape(n, T, T).sum(axis=0) * np.float32(0.5))
+
+
+def peeking_vec(out, fifo, n, first, seen):
+    """Reads its result tile from Python every 50 iterations from iteration ``first`` on
+    (into ``seen``)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        if i >= first and i % 50 == 49:
+            seen.append((get_subblockid(), i, o.array.tobytes()))
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("first", [0, 250])
+def test_tile_read_inside_the_loop(engines, first):
+    """Read from the start, the reads keep the engine learning; read from iteration 250, they
+    end its recording (it must have recorded before)."""
+    n = 400
+    a = plain_args(n, first=first, seen=[])
+    res = same(plain_cube, peeking_vec, a, engines, engaged=first > 0)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def event_cube(x, fifo, n):
+    """Each instruction waits for the event of the one before it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    ev = TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    ev = TMOV(e0, e1, ev)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        ev = TLOAD(x1, src, ev)
+        ev = TMOV(x0, x1, ev)
+        ev = TMATMUL(acc, x0, e0, ev)
+        ev = TPUSH(pipe, acc, TILE_UP_DOWN, ev)
+
+
+def test_events_between_calls(engines):
+    a = plain_args(300, change=300, scale=(1.0, 1.0))
+    res = same(event_cube, scaled_vec, a, engines, engaged=False)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T])
+
+
+def acc_cube(x, w, fifo, n):
+    """out_i = x_i[:, :8] @ w[:8] + x_i[:, 8:] @ w[8:]: a TMATMUL then a TMATMUL_ACC."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    k = T // 2
+    xa = Tile(TileType.Mat, float32, T, k, addr=0)
+    xb = Tile(TileType.Mat, float32, T, k, addr=0x1000)
+    wa = Tile(TileType.Mat, float32, k, T, addr=0x2000)
+    wb = Tile(TileType.Mat, float32, k, T, addr=0x3000)
+    a0 = Tile(TileType.Left, float32, T, k, addr=0)
+    b0 = Tile(TileType.Right, float32, k, T, addr=0)
+    b1 = Tile(TileType.Right, float32, k, T, addr=0x800)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(wa, GlobalTensor(w.data(), (k, T)))
+    TLOAD(wb, GlobalTensor(w.data() + k * T, (k, T)))
+    TMOV(b0, wa)
+    TMOV(b1, wb)
+    sa = GlobalTensor(x.data(), (T, k), (T, 1))
+    sb = GlobalTensor(x.data(), (T, k), (T, 1))
+    for i in range(n):
+        sa.assign(x.data() + i * T * T)
+        sb.assign(x.data() + i * T * T + k)
+        TLOAD(xa, sa)
+        TLOAD(xb, sb)
+        TMOV(a0, xa)
+        TMATMUL(acc, a0, b0)
+        TMOV(a0, xb)
+        TMATMUL_ACC(acc, acc, a0, b1)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_matmul_accumulate(engines, plat):
+    n = 300
+    rng = np.random.default_rng(5)
+    a = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+             fifo=gm_buffer(4 * SLOT), n=n, change=n, scale=(1.0, 1.0))
+    res = same(acc_cube, scaled_vec, a, engines, engaged=False, platform=plat, protocol="pto-isa")
+    assert np.array_equal(res.outputs["out"], (a["x"].reshape(n, T, T) @ a["w"]).reshape(-1, T))
+
+
+@pytest.mark.parametrize("launches,blocks", [(3, 1), (1, 2)])
+def test_launches_and_blocks(engines, launches, blocks):
+    a = c2v_args(300, 4, TILE_UP_DOWN, None, "add", seed=6)
+    res = same(c2v_cube, _lanes(TILE_UP_DOWN), a, engines, launches=launches, blocks=blocks)
+    assert np.array_equal(res.outputs["out"], c2v_golden(a))
+    assert len(engines) == launches * blocks
