@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import PtoPipeError
+from ptopipe.errors import LeakError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.sim import periodic
 from markers import line_of
@@ -546,3 +546,60 @@ def resized_vec(out, fifo, n, change):
 def test_valid_region_changed_while_recording(engines, change):
     a = plain_args(400, change=change)
     same(plain_cube, resized_vec, a, engines)
+
+
+# ============================================================================ late misuse
+def careless_vec(out, fifo, n, pops, skip_free):
+    """Pops ``pops`` tiles (the Cube pushes ``n``) and forgets the TFREE of iteration
+    ``skip_free``; its GM window walks by one tile per pop, whatever ``out`` holds."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(pops):
+        TPOP(pipe, part, TILE_UP_DOWN)  # late pop
+        TADDS(o, part, 1.0)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)  # late store
+        if i != skip_free:
+            TFREE(pipe, TILE_UP_DOWN)
+
+
+def _late(engines, n=400, pops=400, skip_free=-1, rows=None, **kw):
+    a = plain_args(n, pops=pops, skip_free=skip_free)
+    if rows is not None:
+        a["out"] = np.zeros((rows, T), np.float32)
+    return same(plain_cube, careless_vec, a, engines, **kw)
+
+
+def test_late_leak(engines):
+    """One TPOP short at the end: the last tile is never popped."""
+    err = _late(engines, pops=399)
+    assert isinstance(err, LeakError) and "never popped" in err.what
+
+
+def test_late_extra_pop(engines):
+    err = _late(engines, pops=401)
+    assert isinstance(err, ptopipe.DeadlockError)
+    assert f"test_periodic.py:{line_of(careless_vec, 'late pop')}" in str(err)
+
+
+def test_late_window_out_of_range(engines):
+    """``out`` is one row short: the last TSTORE's window ends past it."""
+    err = _late(engines, rows=400 * T - 1)
+    assert isinstance(err, PtoPipeError)
+    assert err.where.endswith(f":{line_of(careless_vec, 'late store')}")
+
+
+@pytest.mark.parametrize("budget", [1234, 1777])
+def test_late_instruction_budget(engines, budget):
+    """The instruction budget met in the middle of the steady state."""
+    err = _late(engines, max_instructions=budget)
+    assert isinstance(err, ptopipe.BudgetError)
+
+
+def test_late_missing_free(engines):
+    """The TFREE of iteration 700 is missing: the lanes hold one slot more from then on."""
+    err = _late(engines, n=800, pops=800, skip_free=700)
+    assert isinstance(err, LeakError) and "799 TFREEs" in err.what
