@@ -603,3 +603,33 @@ def test_late_missing_free(engines):
     """The TFREE of iteration 700 is missing: the lanes hold one slot more from then on."""
     err = _late(engines, n=800, pops=800, skip_free=700)
     assert isinstance(err, LeakError) and "799 TFREEs" in err.what
+
+
+def two_site_cube(x, fifo, n, change):
+    """Pushes from one line up to iteration ``change``, from another after it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        if i < change:
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+        else:
+            TPUSH(pipe, acc, TILE_UP_DOWN)  # second site
+
+
+@pytest.mark.xfail(strict=True, reason="the call site is not part of a call's identity: calls from "
+                                       "another line are recorded (and re-made) with the learned line")
+def test_late_leak_from_another_line(engines):
+    a = plain_args(400, pops=399, skip_free=-1, change=300)
+    err = same(two_site_cube, careless_vec, a, engines)
+    assert err.where.endswith(f":{line_of(two_site_cube, 'second site')}")
