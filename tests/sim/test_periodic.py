@@ -633,3 +633,27 @@ def test_late_leak_from_another_line(engines):
     a = plain_args(400, pops=399, skip_free=-1, change=300)
     err = same(two_site_cube, careless_vec, a, engines)
     assert err.where.endswith(f":{line_of(two_site_cube, 'second site')}")
+
+
+def gm_part_vec(out, fifo, n):
+    """Address flow on the consumer side: its part of the GM slot as a GlobalTensor."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    half = GlobalTensor(float32, (h, T))
+    v = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, half, TILE_UP_DOWN)
+        TLOAD(v, half)
+        TFREE(pipe, half, TILE_UP_DOWN)
+        TADDS(v, v, 0.5)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, v)
+
+
+@pytest.mark.xfail(strict=True, reason="re-making a recorded TPOP into a GlobalTensor rebuilds its SlotPtr "
+                                       "as a GMPtr: TypeError")
+def test_gm_slot_popped_as_a_tensor(engines):
+    a = plain_args(400)
+    res = same(plain_cube, gm_part_vec, a, engines, platform="a2a3")
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + np.float32(0.5))
