@@ -64,9 +64,9 @@ def _run(aic, aiv, args, engine, kw):
 
 
 def _fields(summary) -> dict:
-    d = dataclasses.asdict(summary)
-    d.pop("wall_seconds")
-    return d
+    """Every field of a summary but wall_seconds (shallow: a leak's location is a tuple subclass
+    dataclasses.asdict cannot rebuild)."""
+    return {f.name: getattr(summary, f.name) for f in dataclasses.fields(summary) if f.name != "wall_seconds"}
 
 
 def same(aic, aiv, args, made=None, engaged=True, **kw):
@@ -657,3 +657,59 @@ def test_gm_slot_popped_as_a_tensor(engines):
     a = plain_args(400)
     res = same(plain_cube, gm_part_vec, a, engines, platform="a2a3")
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + np.float32(0.5))
+
+
+def tagging_cube(x, fifo, n, tags):
+    """Logs the producer's tile id (pipe.prod.getTileId()) before every push."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        tags.append(pipe.prod.getTileId())
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+@pytest.mark.xfail(strict=True, reason="pipe.prod.getTileId() reads the ring's state, which recorded calls "
+                                       "do not move: it returns the tag of the snapshot")
+def test_tile_id_read_while_recording(engines):
+    a = plain_args(300, pops=300, skip_free=-1, tags=[])
+    same(tagging_cube, careless_vec, a, engines)
+
+
+def withholding_vec(fifo, n):
+    """Turns its free notification off before the last TPOP (pipe.cons.setFreeStatus)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(n):
+        if i == n - 1:
+            pipe.cons.setFreeStatus(False)
+        TPOP(pipe, t)
+        TFREE(pipe)
+
+
+def pushing_cube(fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(n):
+        TPUSH(pipe, acc)
+    return  # teardown
+
+
+@pytest.mark.xfail(strict=True, reason="pipe.cons.setFreeStatus(False) is not seen while recording: the "
+                                       "recorded TFREE still frees (examples/misuse/m16)")
+@pytest.mark.parametrize("proto", ["spec", "pto-isa"])
+def test_free_switched_off_while_recording(engines, proto):
+    err = same(pushing_cube, (withholding_vec, None), dict(fifo=gm_buffer(4 * SLOT), n=300), engines,
+               protocol=proto)
+    assert isinstance(err, ptopipe.DeadlockError)
+    assert err.where.endswith(f":{line_of(pushing_cube, 'teardown')}")
