@@ -10,7 +10,12 @@ Part 2 draws --fuzz random kernels of the fuzz generator (tests/fuzz_kernels.py:
 / DIR_BOTH pipes, SlotNum 1..8, the three splits, tile and address flow, op chains, clean
 and mutated) with every pipe's trip count raised to --tiles (the generator draws 1..6, too
 few for the engine to engage) and a mutation moved to one of the last iterations (misuse that
-shows only after the engine engaged), and runs each on both engines.
+shows only after the engine engaged), and runs each on both engines.  The generated kernels
+make a GlobalTensor per GM access, which the engine takes as a new object each time (it
+never engages); so each kernel runs a second time with ``GlobalTensor(ptr, ...)`` giving
+the tensor made at that place of the source before, moved with ``assign`` - when the exact
+engine gives that form the plain form's results (else the kernel is reported as not
+transformable and that form is skipped).
 
 Equal means: the outputs bit for bit (and each launch's), every field of the summary but
 ``wall_seconds``, the prints; for a failing run the error's class, text and ``to_dict()``.
@@ -24,6 +29,7 @@ Usage:  python benchmarks/engine_equal.py [--part 1|2|all] [--variants default|a
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import glob
 import os
@@ -64,6 +70,10 @@ periodic.FastForward.__init__ = _spy
 def _copy(args: dict) -> dict:
     return {k: v.copy() if isinstance(v, np.ndarray) else [] if isinstance(v, list) else v
             for k, v in args.items()}
+
+
+#: why periodic runs did not fast-forward (the engine's reason, its first clause), counted
+WHY_NOT = collections.Counter()
 
 
 def _outcome(run):
@@ -124,6 +134,10 @@ def both(make_run) -> tuple:
     _MADE.clear()
     fast = _outcome(make_run("periodic"))
     engaged = any(f.blocks_skipped > 0 for f in _MADE)
+    if not engaged:
+        why = "the engine did not apply" if not _MADE else (
+            "; ".join(dict.fromkeys(str(f.reason) for f in _MADE if f.reason)) or "it recorded no whole block")
+        WHY_NOT[why.split(":")[0][:90]] += 1
     return differences(exact, fast), engaged, exact
 
 
@@ -217,6 +231,30 @@ def fuzz_specs(n: int, first_seed: int, tiles: int) -> list:
     return out
 
 
+def reusing_tensors(make_tensor):
+    """``GlobalTensor`` that gives, for a GM pointer, the tensor made at the same place of the
+    source (and core, shape, stride, tensor) before, moved there with ``assign``."""
+    import greenlet
+
+    from ptopipe.isa.tensor import GMPtr
+    made = {}
+
+    def tensor(ptr, shape, stride=None, *rest, **kw):
+        if ptr.__class__ is not GMPtr or rest or kw:
+            return make_tensor(ptr, shape, stride, *rest, **kw)
+        f = sys._getframe(1)
+        core = getattr(greenlet.getcurrent(), "core", None)
+        key = (f.f_code, f.f_lasti, core and core.index, tuple(shape), stride and tuple(stride), ptr.dtype,
+               ptr.bounds)
+        t = made.get(key)
+        if t is None:
+            t = made[key] = make_tensor(ptr, shape, stride)
+        else:
+            t.assign(ptr)
+        return t
+    return tensor
+
+
 def part2(ns) -> tuple:
     import fuzz_kernels as fk
     from fuzz_spec import MAX_INSTRUCTIONS
@@ -229,21 +267,33 @@ def part2(ns) -> tuple:
         os.makedirs(d_k)
         path = fk.write_kernel(spec, d_k)
         mod = fk.load(path)
+        plain = mod.GlobalTensor
         args = mod.make_args(np.random.default_rng(spec.data_seed))
 
-        def make(engine, mod=mod, spec=spec, args=args):
-            return lambda: ptopipe.run(mod.cube, mod.vector, _copy(args), platform=spec.platform,
+        def make(engine, reuse, mod=mod, spec=spec, args=args, plain=plain):
+            def go():
+                mod.GlobalTensor = reusing_tensors(plain) if reuse else plain
+                try:
+                    return ptopipe.run(mod.cube, mod.vector, _copy(args), platform=spec.platform,
                                        protocol=spec.protocol, max_instructions=budget, checks=False,
                                        engine=engine)
-        d, e, ex = both(make)
-        runs += 1
-        engaged += e
-        bad += bool(d)
+                finally:
+                    mod.GlobalTensor = plain
+            return go
         what = "clean" if spec.mutation is None else f"{spec.mutation[0]}@{spec.mutation[2]}"
-        verdict = "DIFFERS" if d else ("same error " + type(ex[1]).__name__ if ex[1] is not None else "same")
-        print(f"{f'k{k} {what}':40s} {spec.platform + '/' + spec.protocol:13s} {'yes' if e else '-':3s} {verdict}")
-        for line in d:
-            print(f"    {line}\n    kernel: {path}\n    spec: {spec!r}")
+        for reuse in (False, True):
+            d, e, ex = both(lambda engine: make(engine, reuse))
+            label = f"k{k} {what}" + (" (tensors reused)" if reuse else "")
+            if reuse and differences(_outcome(make("exact", False)), ex):
+                print(f"{label:40s} {spec.platform + '/' + spec.protocol:13s} {'':3s} not transformable")
+                continue
+            runs += 1
+            engaged += e
+            bad += bool(d)
+            verdict = "DIFFERS" if d else ("same error " + type(ex[1]).__name__ if ex[1] is not None else "same")
+            print(f"{label:40s} {spec.platform + '/' + spec.protocol:13s} {'yes' if e else '-':3s} {verdict}")
+            for line in d:
+                print(f"    {line}\n    kernel: {path}\n    spec: {spec!r}")
     return bad, runs, engaged
 
 
@@ -264,6 +314,9 @@ def main() -> int:
             bad, runs, engaged = bad + b, runs + r, engaged + e
     print(f"\n{runs} kernel runs on both engines, {engaged} fast-forwarded, {bad} with a difference, "
           f"{time.perf_counter() - t0:.0f} s")
+    print("why the others were not fast-forwarded (periodic runs, the transform checks included):")
+    for why, n in WHY_NOT.most_common():
+        print(f"  {n:5d}  {why}")
     return 1 if bad else 0
 
 
