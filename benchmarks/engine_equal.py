@@ -6,7 +6,7 @@ variant with --variants all) on both platforms and both protocols, and the .pto 
 tests/pto on their own platform with both protocols, loaded as ``ptopipe run`` loads them -
 once with ``engine="exact"`` and once with ``engine="periodic"``, checkers off.
 
-Part 2 draws --fuzz random kernels of the fuzz generator (tests/fuzz_kernels.py: C2V / V2C
+Part 2 draws twice --fuzz random kernels of the fuzz generator (tests/fuzz_kernels.py: C2V / V2C
 / DIR_BOTH pipes, SlotNum 1..8, the three splits, tile and address flow, op chains, clean
 and mutated) with every pipe's trip count raised to --tiles (the generator draws 1..6, too
 few for the engine to engage) and a mutation moved to one of the last iterations (misuse that
@@ -15,7 +15,9 @@ make a GlobalTensor per GM access, which the engine takes as a new object each t
 never engages); so each kernel runs a second time with ``GlobalTensor(ptr, ...)`` giving
 the tensor made at that place of the source before, moved with ``assign`` - when the exact
 engine gives that form the plain form's results (else the kernel is reported as not
-transformable and that form is skipped).
+transformable and that form is skipped).  The second --fuzz kernels ("hooked") use only the
+instructions the engine records (tile flow, no K split, no TCVT / TROWSUM, no events), in
+the reused form only: the ones it can fast-forward.
 
 Equal means: the outputs bit for bit (and each launch's), every field of the summary but
 ``wall_seconds``, the prints; for a failing run the error's class, text and ``to_dict()``.
@@ -207,15 +209,19 @@ def part1(ns) -> tuple:
 
 
 # -- part 2: the fuzz generator's kernels, longer ----------------------------------------------
-def fuzz_specs(n: int, first_seed: int, tiles: int) -> list:
+def fuzz_specs(n: int, first_seed: int, tiles: int, hooked: bool = False) -> list:
+    """``n`` kernels of the fuzz generator, every pipe running ``tiles`` iterations, a mutation
+    in one of the last ones; ``hooked``: only the instructions the engine records (tile flow,
+    no TALLOC; no K split, TEXTRACT / TMATMUL_ACC; no TCVT / TROWSUM op; no events)."""
     from hypothesis import HealthCheck, given, seed, settings
 
     import fuzz_kernels as fk
+    from fuzz_spec import WIDE_ONLY
     specs = []
 
     @seed(first_seed)
     @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(spec=fk.kernel_specs())
+    @given(spec=fk.kernel_specs(flows=("tile",)) if hooked else fk.kernel_specs())
     def draw(spec):
         specs.append(spec)
 
@@ -223,6 +229,10 @@ def fuzz_specs(n: int, first_seed: int, tiles: int) -> list:
     out = []
     for spec in specs[:n]:
         pipes = tuple(replace(p, tiles=tiles) for p in spec.pipes)
+        if hooked:
+            pipes = tuple(replace(p, ksplit=False, events=False,
+                                  pre=tuple(o for o in p.pre if o[0] not in WIDE_ONLY),
+                                  post=tuple(o for o in p.post if o[0] not in WIDE_ONLY)) for p in pipes)
         mutation = spec.mutation
         if mutation is not None:           # the same misuse, in one of the last iterations
             name, p, it = mutation
@@ -262,7 +272,9 @@ def part2(ns) -> tuple:
     bad = runs = engaged = 0
     budget = MAX_INSTRUCTIONS * max(1, ns.tiles)
     print(f"\n{'fuzz kernel':40s} {'combo':13s} {'ff':3s} result")
-    for k, spec in enumerate(fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles)):
+    kernels = [(spec, (False, True), "") for spec in fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles)]
+    kernels += [(spec, (True,), " hooked") for spec in fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles, hooked=True)]
+    for k, (spec, forms, kind) in enumerate(kernels):
         d_k = os.path.join(work, f"k{k}")
         os.makedirs(d_k)
         path = fk.write_kernel(spec, d_k)
@@ -280,8 +292,8 @@ def part2(ns) -> tuple:
                 finally:
                     mod.GlobalTensor = plain
             return go
-        what = "clean" if spec.mutation is None else f"{spec.mutation[0]}@{spec.mutation[2]}"
-        for reuse in (False, True):
+        what = ("clean" if spec.mutation is None else f"{spec.mutation[0]}@{spec.mutation[2]}") + kind
+        for reuse in forms:
             d, e, ex = both(lambda engine: make(engine, reuse))
             label = f"k{k} {what}" + (" (tensors reused)" if reuse else "")
             if reuse and differences(_outcome(make("exact", False)), ex):
