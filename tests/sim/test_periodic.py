@@ -7,7 +7,7 @@ equal (and so are the per-launch outputs and the prints), and a failing run fail
 same error class, text, ``where`` and findings - and, where a test says so, that the periodic
 run really recorded whole blocks (it did not fall back to simulating everything).
 
-The kernels stream 16x16 tiles for 300-800 iterations (the engine engages after about
+The kernels stream 16x16 tiles for 200-800 iterations (the engine engages after about
 100-150) and cover: C2V, V2C and both ways; the three splits; ring depths 2, 4 and 8 and a
 SyncPeriod above 1; GM and local rings; both platforms and both protocols; vector ops
 between a pop and its store; a matmul chain with an accumulate (an instruction the engine
@@ -16,6 +16,9 @@ not a multiple of the depth; a loop that changes midway; a tile read from Python
 loop; events passed between calls; several launches and blocks.  Then misuse that shows only
 late, after the engine engaged: a leak, a deadlock, a GM window out of range, the
 instruction budget and a missing TFREE - each with the exact engine's error and line.
+
+The differences still open are strict xfails (they turn into passes when fixed), and so are
+common kernels the engine does not fast-forward yet (their results are equal).
 """
 import dataclasses
 
@@ -180,13 +183,13 @@ def _lanes(split):
 
 
 C2V_CASES = [  # platform, protocol, split, depth, sync_period, op, iterations
-    ("a2a3", "spec", TILE_UP_DOWN, 4, None, "muls", 300),
-    ("a2a3", "pto-isa", TILE_LEFT_RIGHT, 2, None, "add", 300),
-    ("a2a3", "pto-isa", TILE_NO_SPLIT, 8, None, "abs", 300),
-    ("a2a3", "pto-isa", TILE_UP_DOWN, 8, 2, "add", 300),
-    ("a5", "spec", TILE_NO_SPLIT, 2, None, "add", 300),
-    ("a5", "pto-isa", TILE_UP_DOWN, 4, None, "abs", 301),       # 301: not a multiple of the depth
-    ("a5", "pto-isa", TILE_NO_SPLIT, 8, 4, "muls", 300),
+    ("a2a3", "spec", TILE_UP_DOWN, 4, None, "muls", 250),
+    ("a2a3", "pto-isa", TILE_LEFT_RIGHT, 2, None, "add", 250),
+    ("a2a3", "pto-isa", TILE_NO_SPLIT, 8, None, "abs", 250),
+    ("a2a3", "pto-isa", TILE_UP_DOWN, 8, 2, "add", 250),
+    ("a5", "spec", TILE_NO_SPLIT, 2, None, "add", 250),
+    ("a5", "pto-isa", TILE_UP_DOWN, 4, None, "abs", 251),       # 251: not a multiple of the depth
+    ("a5", "pto-isa", TILE_NO_SPLIT, 8, 4, "muls", 250),
 ]
 
 
@@ -239,10 +242,9 @@ def v2c_vec(x, fifo, n, depth, split, gm):
 
 
 V2C_CASES = [  # platform, protocol, split, depth, GM ring on A5, iterations
-    ("a2a3", "spec", TILE_UP_DOWN, 4, False, 300),
-    ("a2a3", "pto-isa", TILE_NO_SPLIT, 2, False, 300),
-    ("a5", "spec", TILE_LEFT_RIGHT, 8, False, 300),
-    ("a5", "spec", TILE_UP_DOWN, 4, True, 302),
+    ("a2a3", "pto-isa", TILE_NO_SPLIT, 2, False, 250),      # a2a3/spec UP_DOWN: test_v2c_stream_engages
+    ("a5", "spec", TILE_LEFT_RIGHT, 8, False, 250),
+    ("a5", "spec", TILE_UP_DOWN, 4, True, 251),
 ]
 
 
@@ -307,9 +309,9 @@ def both_vec(x, y, out, fifo, n):
             TSTORE(dst, a)
 
 
-@pytest.mark.parametrize("plat,proto", [("a2a3", "pto-isa"), ("a5", "spec")])
+@pytest.mark.parametrize("plat,proto", [("a5", "spec")])      # a2a3/pto-isa: test_both_ways_engages
 def test_both_ways(engines, plat, proto):
-    n = 300
+    n = 250
     rng = np.random.default_rng(2)
     a = dict(x=rint(rng, (n * T, T)), y=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
              out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(8 * SLOT), n=n)
@@ -367,12 +369,12 @@ def scaled_vec(out, fifo, n, change, scale):
 
 @pytest.mark.parametrize("scale", [(3.0, 5.0), (2.0, 2)], ids=["value", "type"])
 def test_loop_changes_midway(engines, scale):
-    """A scalar that changes after iteration 300 (to another value, or to an int of the same
+    """A scalar that changes after iteration 220 (to another value, or to an int of the same
     value) ends the recording there."""
-    a = plain_args(400, change=300, scale=scale)
+    a = plain_args(300, change=220, scale=scale)
     res = same(plain_cube, scaled_vec, a, engines)
     x = a["x"][:-T]
-    want = np.concatenate([x[:300 * T] * np.float32(scale[0]), x[300 * T:] * np.float32(scale[1])])
+    want = np.concatenate([x[:220 * T] * np.float32(scale[0]), x[220 * T:] * np.float32(scale[1])])
     assert np.array_equal(res.outputs["out"], want)
 
 
@@ -426,11 +428,10 @@ def peeking_vec(out, fifo, n, first, seen):
         TFREE(pipe, TILE_UP_DOWN)
 
 
-@pytest.mark.parametrize("first", [0, 250])
-def test_tile_read_inside_the_loop(engines, first):
-    """Read from the start, the reads keep the engine learning; read from iteration 250, they
+@pytest.mark.parametrize("first,n", [(0, 200), (200, 300)])
+def test_tile_read_inside_the_loop(engines, first, n):
+    """Read from the start, the reads keep the engine learning; read from iteration 200, they
     end its recording (it must have recorded before)."""
-    n = 400
     a = plain_args(n, first=first, seen=[])
     res = same(plain_cube, peeking_vec, a, engines, engaged=first > 0)
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
@@ -456,7 +457,7 @@ def event_cube(x, fifo, n):
 
 
 def test_events_between_calls(engines):
-    a = plain_args(300, change=300, scale=(1.0, 1.0))
+    a = plain_args(200, change=200, scale=(1.0, 1.0))
     res = same(event_cube, scaled_vec, a, engines, engaged=False)
     assert np.array_equal(res.outputs["out"], a["x"][:-T])
 
@@ -503,7 +504,7 @@ def test_matmul_accumulate(engines, plat):
 
 @pytest.mark.parametrize("launches,blocks", [(3, 1), (1, 2)])
 def test_launches_and_blocks(engines, launches, blocks):
-    a = c2v_args(300, 4, TILE_UP_DOWN, None, "add", seed=6)
+    a = c2v_args(220, 4, TILE_UP_DOWN, None, "add", seed=6)
     res = same(c2v_cube, _lanes(TILE_UP_DOWN), a, engines, launches=launches, blocks=blocks)
     assert np.array_equal(res.outputs["out"], c2v_golden(a))
     assert len(engines) == launches * blocks
@@ -513,7 +514,7 @@ def test_launches_and_blocks(engines, launches, blocks):
 @pytest.mark.xfail(strict=True, reason="a scalar of -0.0 after 0.0 was learned is taken as the learned "
                                        "call (0.0 == -0.0): the recorded work multiplies by 0.0")
 def test_negative_zero_scalar(engines):
-    a = plain_args(400, change=300, scale=(0.0, -0.0))
+    a = plain_args(300, change=220, scale=(0.0, -0.0))
     same(plain_cube, scaled_vec, a, engines)
 
 
@@ -542,9 +543,9 @@ def resized_vec(out, fifo, n, change):
 
 @pytest.mark.xfail(strict=True, reason="Tile.SetValid is no ISA call: the engine records the learned "
                                        "(whole-tile) work, and re-makes earlier calls with the new region")
-@pytest.mark.parametrize("change", [350, 399])
+@pytest.mark.parametrize("change", [250, 299])
 def test_valid_region_changed_while_recording(engines, change):
-    a = plain_args(400, change=change)
+    a = plain_args(300, change=change)
     same(plain_cube, resized_vec, a, engines)
 
 
@@ -566,7 +567,7 @@ def careless_vec(out, fifo, n, pops, skip_free):
             TFREE(pipe, TILE_UP_DOWN)
 
 
-def _late(engines, n=400, pops=400, skip_free=-1, rows=None, **kw):
+def _late(engines, n=300, pops=300, skip_free=-1, rows=None, **kw):
     a = plain_args(n, pops=pops, skip_free=skip_free)
     if rows is not None:
         a["out"] = np.zeros((rows, T), np.float32)
@@ -575,19 +576,19 @@ def _late(engines, n=400, pops=400, skip_free=-1, rows=None, **kw):
 
 def test_late_leak(engines):
     """One TPOP short at the end: the last tile is never popped."""
-    err = _late(engines, pops=399)
+    err = _late(engines, pops=299)
     assert isinstance(err, LeakError) and "never popped" in err.what
 
 
 def test_late_extra_pop(engines):
-    err = _late(engines, pops=401)
+    err = _late(engines, pops=301)
     assert isinstance(err, ptopipe.DeadlockError)
     assert f"test_periodic.py:{line_of(careless_vec, 'late pop')}" in str(err)
 
 
 def test_late_window_out_of_range(engines):
     """``out`` is one row short: the last TSTORE's window ends past it."""
-    err = _late(engines, rows=400 * T - 1)
+    err = _late(engines, rows=300 * T - 1)
     assert isinstance(err, PtoPipeError)
     assert err.where.endswith(f":{line_of(careless_vec, 'late store')}")
 
@@ -630,7 +631,7 @@ def two_site_cube(x, fifo, n, change):
 @pytest.mark.xfail(strict=True, reason="the call site is not part of a call's identity: calls from "
                                        "another line are recorded (and re-made) with the learned line")
 def test_late_leak_from_another_line(engines):
-    a = plain_args(400, pops=399, skip_free=-1, change=300)
+    a = plain_args(300, pops=299, skip_free=-1, change=220)
     err = same(two_site_cube, careless_vec, a, engines)
     assert err.where.endswith(f":{line_of(two_site_cube, 'second site')}")
 
@@ -682,7 +683,7 @@ def tagging_cube(x, fifo, n, tags):
 @pytest.mark.xfail(strict=True, reason="pipe.prod.getTileId() reads the ring's state, which recorded calls "
                                        "do not move: it returns the tag of the snapshot")
 def test_tile_id_read_while_recording(engines):
-    a = plain_args(300, pops=300, skip_free=-1, tags=[])
+    a = plain_args(220, pops=220, skip_free=-1, tags=[])
     same(tagging_cube, careless_vec, a, engines)
 
 
@@ -709,7 +710,58 @@ def pushing_cube(fifo, n):
                                        "recorded TFREE still frees (examples/misuse/m16)")
 @pytest.mark.parametrize("proto", ["spec", "pto-isa"])
 def test_free_switched_off_while_recording(engines, proto):
-    err = same(pushing_cube, (withholding_vec, None), dict(fifo=gm_buffer(4 * SLOT), n=300), engines,
+    err = same(pushing_cube, (withholding_vec, None), dict(fifo=gm_buffer(4 * SLOT), n=200), engines,
                protocol=proto)
     assert isinstance(err, ptopipe.DeadlockError)
     assert err.where.endswith(f":{line_of(pushing_cube, 'teardown')}")
+
+
+# ============================================================================ open: not engaging
+# Equal results, but the engine never records a block on these common kernels.
+@pytest.mark.xfail(strict=True, reason="producers blocked in an exactly made WAIT when recording starts are "
+                                       "not woken by recorded SETs: every core blocks, the engine materializes "
+                                       "after 0 blocks")
+def test_v2c_stream_engages(engines):
+    n = 250
+    rng = np.random.default_rng(1)
+    a = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+             fifo=gm_buffer(4 * SLOT), n=n, depth=4, split=TILE_UP_DOWN, gm=False)
+    same(v2c_cube, (v2c_vec, v2c_vec), a, engines)
+
+
+@pytest.mark.xfail(strict=True, reason="a warm-up longer than the first snapshots (the lag of a both-way "
+                                       "kernel) makes the proof fail at every block size: the engine gives up")
+def test_both_ways_engages(engines):
+    n = 300
+    rng = np.random.default_rng(2)
+    a = dict(x=rint(rng, (n * T, T)), y=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
+             out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(8 * SLOT), n=n)
+    same(both_cube, both_vec, a, engines, platform="a2a3", protocol="pto-isa")
+
+
+def fresh_tensor_vec(out, fifo, n):
+    """Stores through a new GlobalTensor each iteration (the common idiom)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        TSTORE(GlobalTensor(out.data() + i * T * T + off, (h, T)), o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.xfail(strict=True, reason="a GlobalTensor is part of a call's identity by id(): one made per "
+                                       "call never repeats")
+def test_fresh_tensor_per_call_engages(engines):
+    a = plain_args(250)
+    res = same(plain_cube, fresh_tensor_vec, a, engines)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+@pytest.mark.xfail(strict=True, reason="an Event argument is part of a call's identity by id(): a chain of "
+                                       "events never repeats")
+def test_event_chain_engages(engines):
+    a = plain_args(250, change=250, scale=(1.0, 1.0))
+    same(event_cube, scaled_vec, a, engines)
