@@ -10,7 +10,8 @@ Part 2 draws twice --fuzz random kernels of the fuzz generator (tests/fuzz_kerne
 / DIR_BOTH pipes, SlotNum 1..8, the three splits, tile and address flow, op chains, clean
 and mutated) with every pipe's trip count raised to --tiles (the generator draws 1..6, too
 few for the engine to engage) and a mutation moved to one of the last iterations (misuse that
-shows only after the engine engaged), and runs each on both engines.  The generated kernels
+shows only after the engine engaged; --mutate-at 0.6: in the middle of the steady state), and
+runs each on both engines.  The generated kernels
 make a GlobalTensor per GM access, which the engine takes as a new object each time (it
 never engages); so each kernel runs a second time with ``GlobalTensor(ptr, ...)`` giving
 the tensor made at that place of the source before, moved with ``assign`` - when the exact
@@ -27,6 +28,7 @@ ran exactly: the engine did not apply or did not engage).
 
 Usage:  python benchmarks/engine_equal.py [--part 1|2|all] [--variants default|all]
                                           [--only NAME] [--fuzz 40] [--fuzz-seed 0] [--tiles 200]
+                                          [--mutate-at 1.0]
 """
 from __future__ import annotations
 
@@ -209,9 +211,9 @@ def part1(ns) -> tuple:
 
 
 # -- part 2: the fuzz generator's kernels, longer ----------------------------------------------
-def fuzz_specs(n: int, first_seed: int, tiles: int, hooked: bool = False) -> list:
+def fuzz_specs(n: int, first_seed: int, tiles: int, hooked: bool = False, at: float = 1.0) -> list:
     """``n`` kernels of the fuzz generator, every pipe running ``tiles`` iterations, a mutation
-    in one of the last ones; ``hooked``: only the instructions the engine records (tile flow,
+    in one of the iterations before ``at * tiles`` (1: the last ones); ``hooked``: only the instructions the engine records (tile flow,
     no TALLOC; no K split, TEXTRACT / TMATMUL_ACC; no TCVT / TROWSUM op; no events)."""
     from hypothesis import HealthCheck, given, seed, settings
 
@@ -234,9 +236,9 @@ def fuzz_specs(n: int, first_seed: int, tiles: int, hooked: bool = False) -> lis
                                   pre=tuple(o for o in p.pre if o[0] not in WIDE_ONLY),
                                   post=tuple(o for o in p.post if o[0] not in WIDE_ONLY)) for p in pipes)
         mutation = spec.mutation
-        if mutation is not None:           # the same misuse, in one of the last iterations
+        if mutation is not None:           # the same misuse, late (after the engine engaged)
             name, p, it = mutation
-            mutation = (name, p, tiles - 1 - it)
+            mutation = (name, p, max(0, min(tiles - 1, int(at * tiles)) - 1 - it))
         out.append(replace(spec, pipes=pipes, mutation=mutation))
     return out
 
@@ -272,8 +274,9 @@ def part2(ns) -> tuple:
     bad = runs = engaged = 0
     budget = MAX_INSTRUCTIONS * max(1, ns.tiles)
     print(f"\n{'fuzz kernel':40s} {'combo':13s} {'ff':3s} result")
-    kernels = [(spec, (False, True), "") for spec in fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles)]
-    kernels += [(spec, (True,), " hooked") for spec in fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles, hooked=True)]
+    kernels = [(spec, (False, True), "") for spec in fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles, at=ns.mutate_at)]
+    kernels += [(spec, (True,), " hooked")
+                for spec in fuzz_specs(ns.fuzz, ns.fuzz_seed, ns.tiles, hooked=True, at=ns.mutate_at)]
     for k, (spec, forms, kind) in enumerate(kernels):
         d_k = os.path.join(work, f"k{k}")
         os.makedirs(d_k)
@@ -317,6 +320,8 @@ def main() -> int:
     ap.add_argument("--fuzz", type=int, default=40, help="random kernels in part 2")
     ap.add_argument("--fuzz-seed", type=int, default=0)
     ap.add_argument("--tiles", type=int, default=200, help="trip count of every pipe of a random kernel")
+    ap.add_argument("--mutate-at", type=float, default=1.0,
+                    help="a mutation goes just before this fraction of the trip count (1: the last iterations)")
     ns = ap.parse_args()
     t0 = time.perf_counter()
     bad = runs = engaged = 0
