@@ -687,6 +687,28 @@ def test_tile_id_read_while_recording(engines):
     same(tagging_cube, careless_vec, a, engines)
 
 
+def popped_reading_vec(out, fifo, n, seen):
+    """Logs where its popped tile is and what it holds (Tile.addr, Tile.full) every iteration."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        seen.append((part.addr, part.full.tobytes()))
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.xfail(strict=True, reason="recorded TPOPs do not rebind the popped tile: Tile.addr / .full read "
+                                       "from Python show the slot of the snapshot")
+def test_popped_tile_read_while_recording(engines):
+    same(plain_cube, popped_reading_vec, plain_args(220, seen=[]), engines, platform="a5")
+
+
 def withholding_vec(fifo, n):
     """Turns its free notification off before the last TPOP (pipe.cons.setFreeStatus)."""
     pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
