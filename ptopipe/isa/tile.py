@@ -130,12 +130,11 @@ class Tile:
         return self.valid_cols
 
     def SetValid(self, rows: int, cols: int) -> None:
+        if rows == self.valid_rows and cols == self.valid_cols and rows.__class__ is int and cols.__class__ is int:
+            return              # the same region (a loop's every block): nothing changes
         core = self.core
-        if core is not None and core.ff is not None:      # (sim.periodic)
-            if rows != self.valid_rows or cols != self.valid_cols:
-                core.ff.unhooked(core)                    # another region: the exact state first
-            elif core.ff.recording:
-                return          # the same (a loop's every block): as learning saw it
+        if core is not None and core.ff is not None:      # another region: the exact state first
+            core.ff.unhooked(core)                        # (sim.periodic)
         # (exact ints first: the common case skips the isinstance checks)
         if not ((rows.__class__ is int or _is_int(rows)) and (cols.__class__ is int or _is_int(cols))
                 and 0 <= rows <= self.rows and 0 <= cols <= self.cols):

@@ -919,11 +919,11 @@ class FastForward:
             self._off(f"{getattr(fn, '__name__', fn)} assigned a GlobalTensor its address (the address flow)")
             return r
         c.result = r
-        # what the call changed on its operands (a TPOP binds its tile to a slot: its address)
-        # but their scoreboard and their private fields (caches, views the public ones read
-        # through Tile.array): a recorded call changes it too, as the kernel may read it
+        # what the call changed on its operands (a TPOP binds its tile to a slot: its address,
+        # its views) but their scoreboard: a recorded call changes it too, as the kernel may
+        # read it
         c.post = [(i, k, v) for i, a, was in ops for k, v in _fields(a)
-                  if k[0] != "_" and k not in _SCOREBOARD and (k not in was or was[k] is not v)]
+                  if k not in _SCOREBOARD and (k not in was or was[k] is not v)]
         st.n += 1
         st.log.append(c)
         if len(st.log) > LEARN_LIMIT:
@@ -1094,6 +1094,14 @@ class FastForward:
                      for k in range(len(slices[0]))]
         self.gwork = []
         self.state, self.learned, self.walk = state, learned, last
+        # the operands' fields recorded calls set (post): at the cut they are the state's again
+        touched = {(id(ln.args[i]), k): (ln.args[i], k) for lns in learned.values() for ln in lns
+                   for i, k, _ in ln.post}
+        self.touched = []
+        for o, k in touched.values():
+            place = last.place(o)
+            if place is not None:
+                self.touched.extend((o, key, v) for key, v in last.fields[place] if key == k)
 
     def _start_recording(self) -> None:
         """The proof holds: from here on the hooked calls are recorded."""
@@ -1195,7 +1203,10 @@ class FastForward:
         cl = self.cluster
         # the data work of the blocks every core completed, after what was queued before
         self._apply(SNAPSHOTS - 1, SNAPSHOTS - 1 + q)
-        # the state at the cut
+        # the state at the cut (the operands' fields recorded calls set: the last snapshot's,
+        # then what moves)
+        for obj, key, v in self.touched:
+            setattr(obj, key, v)
         at = SNAPSHOTS - 1 + q
         for obj, key, mk in self.state:
             if obj.__class__ is list or obj.__class__ is dict:

@@ -510,9 +510,7 @@ def test_launches_and_blocks(engines, launches, blocks):
     assert len(engines) == launches * blocks
 
 
-# ============================================================================ open differences
-@pytest.mark.xfail(strict=True, reason="a scalar of -0.0 after 0.0 was learned is taken as the learned "
-                                       "call (0.0 == -0.0): the recorded work multiplies by 0.0")
+# ============================================================================ differences once open
 def test_negative_zero_scalar(engines):
     a = plain_args(300, change=220, scale=(0.0, -0.0))
     same(plain_cube, scaled_vec, a, engines)
@@ -541,8 +539,6 @@ def resized_vec(out, fifo, n, change):
         TFREE(pipe, TILE_UP_DOWN)
 
 
-@pytest.mark.xfail(strict=True, reason="Tile.SetValid is no ISA call: the engine records the learned "
-                                       "(whole-tile) work, and re-makes earlier calls with the new region")
 @pytest.mark.parametrize("change", [250, 299])
 def test_valid_region_changed_while_recording(engines, change):
     a = plain_args(300, change=change)
@@ -628,8 +624,6 @@ def two_site_cube(x, fifo, n, change):
             TPUSH(pipe, acc, TILE_UP_DOWN)  # second site
 
 
-@pytest.mark.xfail(strict=True, reason="the call site is not part of a call's identity: calls from "
-                                       "another line are recorded (and re-made) with the learned line")
 def test_late_leak_from_another_line(engines):
     a = plain_args(300, pops=299, skip_free=-1, change=220)
     err = same(two_site_cube, careless_vec, a, engines)
@@ -652,11 +646,11 @@ def gm_part_vec(out, fifo, n):
         TSTORE(dst, v)
 
 
-@pytest.mark.xfail(strict=True, reason="re-making a recorded TPOP into a GlobalTensor rebuilds its SlotPtr "
-                                       "as a GMPtr: TypeError")
 def test_gm_slot_popped_as_a_tensor(engines):
+    """The address flow (a TPOP assigns its GlobalTensor a slot) is made exactly throughout."""
     a = plain_args(400)
-    res = same(plain_cube, gm_part_vec, a, engines, platform="a2a3")
+    res = same(plain_cube, gm_part_vec, a, engines, engaged=False, platform="a2a3")
+    assert "address flow" in engines[0].reason
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + np.float32(0.5))
 
 
@@ -680,11 +674,10 @@ def tagging_cube(x, fifo, n, tags):
         TPUSH(pipe, acc, TILE_UP_DOWN)
 
 
-@pytest.mark.xfail(strict=True, reason="pipe.prod.getTileId() reads the ring's state, which recorded calls "
-                                       "do not move: it returns the tag of the snapshot")
 def test_tile_id_read_while_recording(engines):
+    """The ring's state read from Python (pipe.prod.getTileId()) is the exact one."""
     a = plain_args(220, pops=220, skip_free=-1, tags=[])
-    same(tagging_cube, careless_vec, a, engines)
+    same(tagging_cube, careless_vec, a, engines, engaged=False)
 
 
 def popped_reading_vec(out, fifo, n, seen):
@@ -703,10 +696,33 @@ def popped_reading_vec(out, fifo, n, seen):
         TFREE(pipe, TILE_UP_DOWN)
 
 
-@pytest.mark.xfail(strict=True, reason="recorded TPOPs do not rebind the popped tile: Tile.addr / .full read "
-                                       "from Python show the slot of the snapshot")
 def test_popped_tile_read_while_recording(engines):
-    same(plain_cube, popped_reading_vec, plain_args(220, seen=[]), engines, platform="a5")
+    """A popped tile's address and bytes read from Python (Tile.addr, Tile.full) are the exact ones."""
+    same(plain_cube, popped_reading_vec, plain_args(220, seen=[]), engines, engaged=False, platform="a5")
+
+
+def addr_reading_vec(out, fifo, n, seen):
+    """Logs where its popped tile is (Tile.addr: no memory read) every iteration."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        seen.append(part.addr)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_popped_tile_address_while_recording(engines, plat):
+    """A recorded TPOP binds its tile where the exact one would (the staging slot it
+    alternates on A2A3, the ring slot of a zero-copy pop on A5): Tile.addr read from Python
+    is the exact one while the engine records."""
+    same(plain_cube, addr_reading_vec, plain_args(300, seen=[]), engines, platform=plat)
 
 
 def withholding_vec(fifo, n):
@@ -728,8 +744,6 @@ def pushing_cube(fifo, n):
     return  # teardown
 
 
-@pytest.mark.xfail(strict=True, reason="pipe.cons.setFreeStatus(False) is not seen while recording: the "
-                                       "recorded TFREE still frees (examples/misuse/m16)")
 @pytest.mark.parametrize("proto", ["spec", "pto-isa"])
 def test_free_switched_off_while_recording(engines, proto):
     err = same(pushing_cube, (withholding_vec, None), dict(fifo=gm_buffer(4 * SLOT), n=200), engines,
@@ -738,11 +752,8 @@ def test_free_switched_off_while_recording(engines, proto):
     assert err.where.endswith(f":{line_of(pushing_cube, 'teardown')}")
 
 
-# ============================================================================ open: not engaging
-# Equal results, but the engine never records a block on these common kernels.
-@pytest.mark.xfail(strict=True, reason="producers blocked in an exactly made WAIT when recording starts are "
-                                       "not woken by recorded SETs: every core blocks, the engine materializes "
-                                       "after 0 blocks")
+# ============================================================================ kernels it engages on
+# Common kernels the engine records: V2C, both ways, a tensor or an event per call.
 def test_v2c_stream_engages(engines):
     n = 250
     rng = np.random.default_rng(1)
@@ -751,8 +762,6 @@ def test_v2c_stream_engages(engines):
     same(v2c_cube, (v2c_vec, v2c_vec), a, engines)
 
 
-@pytest.mark.xfail(strict=True, reason="a warm-up longer than the first snapshots (the lag of a both-way "
-                                       "kernel) makes the proof fail at every block size: the engine gives up")
 def test_both_ways_engages(engines):
     n = 300
     rng = np.random.default_rng(2)
@@ -774,16 +783,12 @@ def fresh_tensor_vec(out, fifo, n):
         TFREE(pipe, TILE_UP_DOWN)
 
 
-@pytest.mark.xfail(strict=True, reason="a GlobalTensor is part of a call's identity by id(): one made per "
-                                       "call never repeats")
 def test_fresh_tensor_per_call_engages(engines):
     a = plain_args(250)
     res = same(plain_cube, fresh_tensor_vec, a, engines)
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
 
 
-@pytest.mark.xfail(strict=True, reason="an Event argument is part of a call's identity by id(): a chain of "
-                                       "events never repeats")
 def test_event_chain_engages(engines):
     a = plain_args(250, change=250, scale=(1.0, 1.0))
     same(event_cube, scaled_vec, a, engines)
