@@ -7,8 +7,8 @@ equal (and so are the per-launch outputs and the prints), and a failing run fail
 same error class, text, ``where`` and findings - and, where a test says so, that the periodic
 run really recorded whole blocks (it did not fall back to simulating everything).
 
-The kernels stream 16x16 tiles for 200-800 iterations (the engine engages after about
-100-150) and cover: C2V, V2C and both ways; the three splits; ring depths 2, 4 and 8 and a
+The kernels stream 16x16 tiles for 200-800 iterations (the engine engages after a warm-up
+and learning, about 100-150) and cover: C2V, V2C and both ways; the three splits; ring depths 2, 4 and 8 and a
 SyncPeriod above 1; GM and local rings; both platforms and both protocols; vector ops
 between a pop and its store; a matmul chain with an accumulate (an instruction the engine
 does not record: it must still be exact); a prologue and an epilogue; a trip count that is
@@ -17,8 +17,11 @@ loop; events passed between calls; several launches and blocks.  Then misuse tha
 late, after the engine engaged: a leak, a deadlock, a GM window out of range, the
 instruction budget and a missing TFREE - each with the exact engine's error and line.
 
-The differences still open are strict xfails (they turn into passes when fixed), and so are
-common kernels the engine does not fast-forward yet (their results are equal).
+Then what the kernel's Python does between recorded instructions: a scalar of -0.0 after
+0.0, Tile.SetValid, a call from another line, the address flow, the ring's or a popped tile's
+state read or switched (pipe.prod.getTileId(), setFreeStatus, Tile.addr / .full) - the exact
+results throughout; and kernels it must record: V2C, both ways, a GlobalTensor or an Event
+made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.
 """
 import dataclasses
 
@@ -792,3 +795,35 @@ def test_fresh_tensor_per_call_engages(engines):
 def test_event_chain_engages(engines):
     a = plain_args(250, change=250, scale=(1.0, 1.0))
     same(event_cube, scaled_vec, a, engines)
+
+
+def converting_vec(x, out, n):
+    """A Vector-only loop of the other recorded instructions: a fill, a product, a conversion
+    there and back, an extract, a row reduction."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    b = Tile(TileType.Vec, float32, T, T, addr=0x400)
+    h = Tile(TileType.Vec, float16, T, T, addr=0x800)
+    e = Tile(TileType.Vec, float32, 8, 8, addr=0xC00)
+    r = Tile(TileType.Vec, float32, 8, 1, addr=0xD00)
+    w = Tile(TileType.Vec, float32, 8, 8, addr=0xE00)
+    src = GlobalTensor(x.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        TEXPANDS(b, 2.0)
+        TMUL(b, a, b)
+        TCVT(h, b)
+        TCVT(a, h)
+        TEXTRACT(e, a, 8, 8)
+        TROWSUM(r, e, w)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, a)
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_fills_conversions_extracts_and_reductions(engines, plat):
+    n = 300
+    x = rint(np.random.default_rng(9), (n * T, T), -50, 50)
+    res = same(None, (converting_vec, None), dict(x=x, out=np.zeros_like(x), n=n), engines, platform=plat)
+    assert np.array_equal(res.outputs["out"], x * 2)
