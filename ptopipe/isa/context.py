@@ -15,13 +15,24 @@ from ..sim.location import user_loc
 _getcurrent = greenlet.getcurrent
 
 
-def current_core() -> Core:
+def kernel_core() -> Core:
+    """The core whose kernel is running (a query of it changes nothing)."""
     try:
         return _getcurrent().core     # only a core's greenlet has .core
     except AttributeError:
         raise KernelError("an ISA instruction was called outside a running kernel",
                           fix="call ISA functions only inside kernel functions started by "
                               "ptopipe.run(...)") from None
+
+
+def current_core() -> Core:
+    """The core whose kernel is running, for an instruction on it: the fast-forward engine
+    (sim.periodic) does not record the instructions that ask for it this way, so it gives
+    them the exact machine first."""
+    core = kernel_core()
+    if core.ff is not None:
+        core.ff.unhooked(core)
+    return core
 
 
 def here() -> str | None:
@@ -44,13 +55,13 @@ def site() -> str | None:
 
 def get_subblockid() -> int:
     """The Vector core's sub-block id (0 or 1); 0 on the Cube core."""
-    return current_core().subblock
+    return kernel_core().subblock
 
 
 def get_block_idx() -> int:
     """The index of the block (cluster) running the kernel, 0 .. get_block_num() - 1
     (``ptopipe.run(blocks=N)``: each block on a cluster of its own)."""
-    cluster = current_core().cluster
+    cluster = kernel_core().cluster
     cluster.state.asked_block = True
     return cluster.block
 
@@ -58,7 +69,7 @@ def get_block_idx() -> int:
 def get_block_num() -> int:
     """The number of blocks (clusters) of the launch: ``ptopipe.run(blocks=N)``'s N (pto-isa's
     cpu_stub.hpp ``get_block_num``: the configured core count)."""
-    cluster = current_core().cluster
+    cluster = kernel_core().cluster
     cluster.state.asked_block = True
     return cluster.context.blocks
 
@@ -66,7 +77,7 @@ def get_block_num() -> int:
 def get_subblockdim() -> int:
     """The number of Vector sub-blocks of the cluster (pto-isa's cpu_stub.hpp
     ``get_subblockdim``): its AIV cores, 2."""
-    return sum(1 for c in current_core().cluster.cores if c.kind is CoreKind.AIV)
+    return sum(1 for c in kernel_core().cluster.cores if c.kind is CoreKind.AIV)
 
 
 def platform_id():

@@ -268,6 +268,12 @@ class RunResult:
         return self.outputs[name]
 
     @property
+    def fast_forward(self):
+        """What ``engine="periodic"`` did in the last launch's block 0
+        (:class:`~ptopipe.sim.periodic.FastForwardReport`; None: the exact engine ran)."""
+        return self.cluster.fast_forward
+
+    @property
     def prints(self) -> list:
         """The texts the (last launch's) TPRINTs printed, in simulated-time order (block by block)."""
         return [t for cl in self.clusters or [self.cluster] for t in prints(cl)]
@@ -280,7 +286,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
         launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
-        fast_paths: bool = True, pool: MemoryPool | None = None, blocks: int = 1) -> RunResult:
+        fast_paths: bool = True, pool: MemoryPool | None = None, blocks: int = 1,
+        engine: str | None = None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -345,6 +352,14 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     block's, its instruction and pipe counts summed over the blocks.  With ``trace`` every
     block is traced; the result's ``cluster`` (its reports) is block 0's, ``clusters`` all
     of the last launch's, and a failed block's error carries that block's cluster.
+
+    ``engine="periodic"`` fast-forwards the kernels' steady state (:mod:`ptopipe.sim.periodic`):
+    once every core's calls repeat and the machine is proven to move by one constant per
+    ring period, the repeated instructions are only recorded - the same outputs, cycles,
+    counts and errors as the ``"exact"`` engine, which simulates every instruction (None:
+    the environment's ``PTOPIPE_ENGINE``, else ``"exact"``).
+    It applies with the checkers, the trace, exploration and ``until_cycle`` off and in the
+    automatic synchronisation mode; any other run is exact.
 
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
@@ -412,7 +427,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
             cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                               max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
                               timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
-                              shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None)
+                              shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None, engine=engine)
             cluster.causal = causal and timing
             if checker is not None:
                 cluster.checker = checker(cluster)

@@ -27,7 +27,7 @@ from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
 from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
-from .context import _getcurrent, current_core
+from .context import _getcurrent, current_core, kernel_core
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileLayout, TileType
@@ -285,6 +285,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TLOAD, (dst, src, *events), None)
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TLOAD)
     if events:
@@ -330,6 +332,9 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TSTORE, (dst, src, *events),
+                            dict(atomic_type=atomic_type, relu_mode=relu_mode, pre_quant=pre_quant))
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TSTORE)
     if events:
@@ -433,6 +438,8 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TMOV, (dst, src, *events), dict(relu_mode=relu_mode, pre_quant=pre_quant))
     if events:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")
@@ -466,7 +473,9 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
     """Copy the block of ``src`` starting at (row, col) into ``dst``: Mat -> Left / Right
     (MTE1), Vec -> Vec (V), Acc -> Mat (FIX); on A5 also Acc -> Vec (FIX) and Vec -> Mat
     (:data:`~ptopipe.arch.catalogue.EXTRACT_PATHS`)."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TEXTRACT, (dst, src, index_row, index_col, *events), None)
     if events:
         TSYNC(*events)
     s = arr(src, core, "TEXTRACT source")
@@ -586,6 +595,14 @@ def _ufunc_into(ufunc, a, b, d):
     ufunc(a, b, out=d)
 
 
+# these run unchanged on operands with one more leading axis - a batch of repeated blocks
+# (sim.periodic; ``batch_out``: the argument each writes): matmul broadcasts its leading axes
+for _k in (_product, _product_into, _product_acc, _ufunc_into):
+    _k.batch_out = -1
+_copy_unsafe.batch_out = 0
+del _k
+
+
 def _acc_read(core, op: str, c_in: Tile) -> None:
     """With the checkers on: ``op`` accumulates onto ``c_in``, which this launch must have
     written (KernelChecks.acc_read)."""
@@ -611,6 +628,8 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TMATMUL, (c, a, b, *events), None)
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
@@ -623,7 +642,9 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
 
 def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     """c_out = c_in + a @ b."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TMATMUL_ACC, (c_out, c_in, a, b, *events), None)
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_ACC", c_out, a, b)
@@ -638,7 +659,9 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
 
 def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     """c = a @ b + bias (bias: 1 x N, broadcast over rows)."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TMATMUL_BIAS, (c, a, b, bias, *events), None)
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_BIAS", c, a, b)
@@ -805,6 +828,8 @@ def _binary(op):
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -839,6 +864,8 @@ def _scalar(op):
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, scalar, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -876,6 +903,8 @@ def _unary(op):
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -906,7 +935,9 @@ def _row_reduce(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src: Tile, tmp: Tile | None = None, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, tmp, *events), None)
         _sync(events if tmp is None or isinstance(tmp, Tile) else (tmp,) + events)
         a = arr(src, core)
         d = arr(dst, core)
@@ -932,7 +963,9 @@ def _col_reduce(op):
     name, fn, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, *events), None)
         tmp = None
         if takes_tmp and events and events[0].__class__ is Tile:
             # pto-isa's TCOLSUM(dst, src, tmp, isBinary): the sum through tmp, pairwise or
@@ -1034,7 +1067,9 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
 
 def TEXPANDS(dst: Tile, scalar, *events) -> Event:
     """Fill dst with a scalar."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TEXPANDS, (dst, scalar, *events), None)
     if events:
         TSYNC(*events)
     d = arr(dst, core)
@@ -1145,7 +1180,9 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     i8 / i16, f32 -> i16, i64 -> i32, i32 -> i16) wrap, as on the device.  ``tmp`` is A2A3's
     scratch for those narrowings (written there, unused on A5; catalogue.TMP_MINIMUM sizes it).
     Only the pairs the run's platform converts (vocab.TCVT_PAIRS) are taken."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TCVT, (dst, src, mode, sat_mode, tmp, *events), None)
     tmp, mode, sat, events = _tcvt_args(core, (mode, sat_mode, tmp) + events)
     if events:
         TSYNC(*events)

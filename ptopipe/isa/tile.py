@@ -130,6 +130,11 @@ class Tile:
         return self.valid_cols
 
     def SetValid(self, rows: int, cols: int) -> None:
+        if rows == self.valid_rows and cols == self.valid_cols and rows.__class__ is int and cols.__class__ is int:
+            return              # the same region (a loop's every block): nothing changes
+        core = self.core
+        if core is not None and core.ff is not None:      # another region: the exact state first
+            core.ff.unhooked(core)                        # (sim.periodic)
         # (exact ints first: the common case skips the isinstance checks)
         if not ((rows.__class__ is int or _is_int(rows)) and (cols.__class__ is int or _is_int(cols))
                 and 0 <= rows <= self.rows and 0 <= cols <= self.cols):
@@ -162,7 +167,10 @@ class Tile:
         """The whole rows x cols view (bound to the current core's memory)."""
         if self._full is None or self.addr is None:
             self._stale()
-        self.core.cluster.sync()
+        core = self.core
+        if core.ff is not None:           # the kernel reads memory: the exact state first
+            core.ff.unhooked(core)
+        core.cluster.sync()
         return self._full
 
     @property
@@ -175,6 +183,8 @@ class Tile:
         if self._valid is None or self.addr is None:
             self._stale()
         core = self.core
+        if core.ff is not None:           # the kernel reads memory: the exact state first
+            core.ff.unhooked(core)
         core.cluster.sync()
         if core.unwritten is not None and greenlet.getcurrent() is core.glet:
             # the kernel itself may set the bytes through this view (a Python test's shortcut):

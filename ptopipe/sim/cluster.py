@@ -12,6 +12,7 @@ names every blocked core, what it waits for, and the wait-for chain.
 from __future__ import annotations
 
 import gc
+import os
 from collections import deque
 from functools import partial
 from itertools import starmap
@@ -34,6 +35,7 @@ from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .location import raised_at
 from .memory import Memory, MemoryPool
+from .periodic import FastForward, applies
 from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
 
@@ -80,6 +82,22 @@ def locate(e: PtoPipeError, loc) -> None:
         e.args = (e.render(),)
 
 
+ENGINES = ("exact", "periodic")
+
+
+def engine_name(e) -> str:
+    """The name of an execution engine (``"exact"``, ``"periodic"``: :mod:`.periodic`); None:
+    the environment's ``PTOPIPE_ENGINE``, else ``"exact"``."""
+    where = "engine"
+    if e is None:
+        e, where = os.environ.get("PTOPIPE_ENGINE") or "exact", "PTOPIPE_ENGINE"
+    if e not in ENGINES:
+        raise ConfigError(f"unknown engine {e!r}", where=where,
+                          fix="use engine='exact' (every instruction simulated) or engine='periodic' "
+                              "(a kernel's steady state fast-forwarded: the same results)")
+    return e
+
+
 def sync_mode(s) -> SyncMode:
     """``"auto"`` / ``"manual"`` (or a SyncMode; None: auto) as a SyncMode."""
     if s is None:
@@ -102,12 +120,16 @@ class Cluster:
                  sync: "SyncMode | str" = SyncMode.AUTO,
                  schedule: SchedulePolicy | None = None, context: RunContext | None = None,
                  pool: MemoryPool | None = None, shared_gm: bool = False, block: int = 0,
-                 gm: Memory | None = None):
+                 gm: Memory | None = None, engine: str | None = None):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by
         # the cores (set before them) at every visible event
         self.policy = schedule
+        # "periodic": fast-forward the kernels' steady state where it applies (sim.periodic)
+        self.engine = engine_name(engine)
+        self.ff = None               # its FastForward while the run learns or records
+        self.fast_forward = None     # what it did (periodic.FastForwardReport; None: not used)
         self._next = None            # the core a visible event handed over to
         self.platform = get_platform(platform)
         # manual synchronisation (sim.pipesync): read by the cores, set before them
@@ -255,6 +277,8 @@ class Cluster:
         if pol is not None and pol.skew is not None:
             for core in kernels:                     # lane skew: per-core start offsets
                 core.clock += pol.skew[core.index]
+        if self.engine == "periodic" and applies(self):
+            FastForward(self, [c for c in kernels])
         dog = Watchdog(self, self.deadline)
         gc_thresholds = gc.get_threshold()
         if self.checker is not None or self.trace is not None:
@@ -269,6 +293,9 @@ class Cluster:
                         if c.state is ready_state and (core is None or c.clock < core.clock):
                             core = c
                     if core is None:
+                        if self.ff is not None and any(c.state is CoreState.BLOCKED for c in cores) \
+                                and self.ff.deadlock():
+                            continue          # (recording: the cores now wait exactly)
                         break
                 else:
                     core, self._next = self._next, None
@@ -285,6 +312,8 @@ class Cluster:
                 else:
                     marks.append((n, core))
                 core.glet.switch()
+            if self.ff is not None:
+                self.ff.finish()
             blocked = [c for c in self.cores if c.state is CoreState.BLOCKED]
             if blocked:
                 raise self.deadlock(blocked)
@@ -293,6 +322,8 @@ class Cluster:
         except BaseException as e:
             dog.stop()               # no interrupt from here on
             self.ended = True
+            if self.ff is not None:
+                self.ff.drop()
             # the watchdog's interrupt: raise its located BudgetError
             err = dog.error(e) or e
             # apply what was queued (reports read the memories), but an error doing so must

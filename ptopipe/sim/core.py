@@ -125,6 +125,9 @@ class Core:
         # an exploring run's schedule policy (None by default): the ISA calls
         # ``cluster.visible(core, kind)`` at every GM / ring access when it is set
         self.policy = cluster.policy
+        # the fast-forward engine while it learns or records this core's calls (sim.periodic;
+        # None: every call is made exactly): the hot instructions hand their calls to it
+        self.ff = None
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
@@ -427,11 +430,16 @@ class Core:
         if self.policy is not None:
             self.cluster.visible(self, WAIT)
         while flag.count == 0:
+            ff = self.cluster.ff
+            if ff is not None:
+                ff.blocking(self)
             self.waiting = Wait(flag, what, None, info() if callable(info) else info)
             flag.waiter = self
             self.state = CoreState.BLOCKED
             self.cluster.main.switch()
             self.waiting = None
+            if ff is not None:
+                ff.resumed(self, flag)
         flag.count -= 1
         if flag.carried:          # a credit an earlier launch left (several launches only)
             self.cluster.on_carried(self, flag)

@@ -15,11 +15,27 @@ exact).
 """
 from __future__ import annotations
 
+from operator import setitem
+
 import numpy as np
 
 from ..arch.catalogue import kernel_op
 from ..errors import KernelError
 from .location import SourceLoc, user_loc
+
+def batch_out(entry: tuple) -> int | None:
+    """Which argument of a queued ``(fn, *args)`` it writes, when it runs unchanged on
+    operands with one more, leading axis (a batch of repeated blocks: :mod:`.periodic`);
+    None when it may not.  Kernels say so with a ``batch_out`` attribute (an index of their
+    arguments); ``d[...] = v`` and ``np.copyto(d, v)`` write their first."""
+    fn = entry[0]
+    if fn is setitem:
+        return 0 if entry[2] is Ellipsis else None
+    if fn is np.copyto:
+        return 0
+    k = getattr(fn, "batch_out", None)
+    return None if k is None else k % (len(entry) - 1)
+
 
 def describe_work(entry: tuple) -> str:
     """What a queued ``(fn, *args)`` does, for an error message."""

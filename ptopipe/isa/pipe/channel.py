@@ -8,6 +8,8 @@ TFREE, are reported instead of silently corrupting data.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from ...arch.vocab import C2V, V2C
@@ -149,6 +151,9 @@ class Channel:
     def __post_init__(self):
         m = self.model
         self.sync_period = m.sync_period(self.cfg)
+        # the pushes after which the ring's behaviour repeats: its tags (SlotNum), its free
+        # batches (SyncPeriod) and a consumer's two staging slots (sim.periodic's blocks)
+        self.cycle = math.lcm(self.slot_num, self.sync_period, 2)
         # the model's decisions the hot ops read, as plain attributes (decided once here)
         self.wait_every = m.waits_every(self.cfg)   # every push waits, every release signals
         self.startup_credits = m.channel_credits(self)   # free SETs per link at bind
@@ -183,6 +188,13 @@ class Channel:
         """The Vector lanes of the pipe's transfers: its peers, or AIV0 alone once a NO_SPLIT
         transfer made them so (``lane0_at``)."""
         return (0,) if self.lane0_at is not None else self.cfg.peers
+
+    def phase(self) -> tuple:
+        """Where each side's cursors are in the ring's ``cycle``: two states of a run whose
+        phases are equal use the same slots, staging slots and free batches next (the
+        fast-forward engine's blocks end on equal phases, :mod:`ptopipe.sim.periodic`)."""
+        c = self.cycle
+        return tuple((s.index % c, s.freed % c, s.tfrees % c) for s in self.sides.values())
 
     # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet).
     # ``tiles`` counts slot fills; the others count instructions summed over the cores
@@ -237,6 +249,8 @@ class _SideCtl:
 
     def _sides(self):
         core = self._h.core
+        if core.ff is not None:           # the ring's state, exactly (sim.periodic)
+            core.ff.unhooked(core)
         return [ch.sides[core.index] for ch in self._h.channels.values()
                 if ch.sides[core.index].role == self._role]
 

@@ -42,6 +42,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                           # fast-forward (sim.periodic)
+        return core.ff.call(core, TPUSH, (pipe, tile, split, *events), None)
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TPUSH)
     loc = core.loc_override or call_site(2)           # call_site <- TPUSH <- kernel (<- its callers)
@@ -115,6 +117,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                           # fast-forward (sim.periodic)
+        return core.ff.call(core, TPOP, (pipe, tile, split, *events), None)
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TPOP)
     loc = core.loc_override or call_site(2)
@@ -403,6 +407,8 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
         core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
+    if core.ff is not None:                           # fast-forward (sim.periodic)
+        return core.ff.call(core, TFREE, (pipe, obj, split, *events), dict(unsplit=unsplit) if unsplit else None)
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TFREE)
     if obj is not None or pipe.__class__ is not PipeHandle:

@@ -1,0 +1,829 @@
+"""The fast-forward engine (``engine="periodic"``, :mod:`ptopipe.sim.periodic`) gives exactly
+the exact engine's results.
+
+:func:`same` runs a kernel on both engines (checkers off: the only runs it engages on) and
+asserts the outputs are bitwise equal, every field of the summary but ``wall_seconds`` is
+equal (and so are the per-launch outputs and the prints), and a failing run fails with the
+same error class, text, ``where`` and findings - and, where a test says so, that the periodic
+run really recorded whole blocks (it did not fall back to simulating everything).
+
+The kernels stream 16x16 tiles for 200-800 iterations (the engine engages after a warm-up
+and learning, about 100-150) and cover: C2V, V2C and both ways; the three splits; ring depths 2, 4 and 8 and a
+SyncPeriod above 1; GM and local rings; both platforms and both protocols; vector ops
+between a pop and its store; a matmul chain with an accumulate (an instruction the engine
+does not record: it must still be exact); a prologue and an epilogue; a trip count that is
+not a multiple of the depth; a loop that changes midway; a tile read from Python inside the
+loop; events passed between calls; several launches and blocks.  Then misuse that shows only
+late, after the engine engaged: a leak, a deadlock, a GM window out of range, the
+instruction budget and a missing TFREE - each with the exact engine's error and line.
+
+Then what the kernel's Python does between recorded instructions: a scalar of -0.0 after
+0.0, Tile.SetValid, a call from another line, the address flow, the ring's or a popped tile's
+state read or switched (pipe.prod.getTileId(), setFreeStatus, Tile.addr / .full) - the exact
+results throughout; and kernels it must record: V2C, both ways, a GlobalTensor or an Event
+made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import LeakError, PtoPipeError
+from ptopipe.isa import *  # noqa: F403
+from ptopipe.sim import periodic
+from markers import line_of
+
+T = 16
+SLOT = T * T * 4
+RING_UB = 0x10000            # A5 C2V ring in each AIV's UB (A2A3: the local staging ring)
+RING_L1 = 0x40000            # A5 V2C ring in the Cube's L1 (A2A3: the local staging ring)
+
+
+@pytest.fixture
+def engines(monkeypatch):
+    """The FastForward engines the runs made (so a test can see that one recorded blocks)."""
+    made = []
+    init = periodic.FastForward.__init__
+
+    def spy(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(periodic.FastForward, "__init__", spy)
+    return made
+
+
+def _copy(args: dict) -> dict:
+    """A run's own arguments: arrays copied, lists fresh (a kernel may log into one)."""
+    return {k: v.copy() if isinstance(v, np.ndarray) else [] if isinstance(v, list) else v
+            for k, v in args.items()}
+
+
+def _run(aic, aiv, args, engine, kw):
+    mine = _copy(args)
+    logs = {k: v for k, v in mine.items() if isinstance(v, list)}
+    try:
+        return ptopipe.run(aic, aiv, mine, checks=False, engine=engine, **kw), None, logs
+    except PtoPipeError as e:
+        return None, e, logs
+
+
+def _fields(summary) -> dict:
+    """Every field of a summary but wall_seconds (shallow: a leak's location is a tuple subclass
+    dataclasses.asdict cannot rebuild)."""
+    return {f.name: getattr(summary, f.name) for f in dataclasses.fields(summary) if f.name != "wall_seconds"}
+
+
+def same(aic, aiv, args, made=None, engaged=True, **kw):
+    """Run on both engines and assert the same results (see the module docstring; list
+    arguments start empty in each run and must end equal: a kernel may log into one); with
+    ``made`` (the :func:`engines` fixture) and ``engaged``, that the periodic run recorded
+    at least one whole block.  Returns the exact run's result, or its error."""
+    exact, e_err, e_logs = _run(aic, aiv, args, "exact", kw)
+    if made is not None:
+        made.clear()
+    fast, f_err, f_logs = _run(aic, aiv, args, "periodic", kw)
+    assert f_logs == e_logs, "the kernels logged other values"
+    if e_err is not None or f_err is not None:
+        assert (type(f_err), str(f_err)) == (type(e_err), str(e_err))
+        assert f_err.to_dict() == e_err.to_dict()
+        out = e_err
+    else:
+        assert exact.outputs.keys() == fast.outputs.keys()
+        for name in exact.outputs:
+            a, b = exact.outputs[name], fast.outputs[name]
+            assert a.dtype == b.dtype and a.shape == b.shape, name
+            assert a.tobytes() == b.tobytes(), f"output {name} differs"
+        assert _fields(fast.summary) == _fields(exact.summary)
+        assert len(fast.launches) == len(exact.launches)
+        for la, lb in zip(exact.launches, fast.launches):
+            assert {k: v.tobytes() for k, v in la.items()} == {k: v.tobytes() for k, v in lb.items()}
+        assert fast.prints == exact.prints
+        out = exact
+    if made is not None and engaged:
+        assert made, "the periodic engine did not apply to the run"
+        assert any(f.blocks_skipped > 0 for f in made), [(f.mode, f.reason) for f in made]
+    return out
+
+
+def rint(rng, shape, lo=-8, hi=9):
+    return rng.integers(lo, hi, shape).astype(np.float32)
+
+
+def _part(split):
+    """(rows, cols, element offset of this lane's part in a TxT tile) of a split."""
+    sub = get_subblockid()
+    if split == TILE_UP_DOWN:
+        return T // 2, T, sub * (T // 2) * T
+    if split == TILE_LEFT_RIGHT:
+        return T, T // 2, sub * (T // 2)
+    return T, T, 0
+
+
+# ============================================================================ C2V streams
+# The Cube multiplies tile i of x by w and pushes it; each lane pops its part, combines it
+# with its part of y (a binary, a scalar or a unary op), stores it and frees the slot.
+def _c2v_pipe(fifo, depth, split, sync):
+    peers = (0,) if split == TILE_NO_SPLIT else (0, 1)
+    return TPipe(0, DIR_C2V, SLOT, depth, peers=peers, sync_period=sync)(fifo, RING_UB)
+
+
+def c2v_cube(x, w, fifo, n, depth, split, sync):
+    pipe = _c2v_pipe(fifo, depth, split, sync)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    w1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    w0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(w1, w)
+    TMOV(w0, w1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, w0)
+        TPUSH(pipe, acc, split)
+
+
+VEC_OPS = {"add": lambda o, p, y: TADD(o, p, y), "muls": lambda o, p, y: TMULS(o, p, 3.0),
+           "abs": lambda o, p, y: TABS(o, p)}
+GOLDEN_OPS = {"add": lambda p, y: p + y, "muls": lambda p, y: p * np.float32(3.0), "abs": lambda p, y: np.abs(p)}
+
+
+def c2v_vec(y, out, fifo, n, depth, split, sync, op):
+    pipe = _c2v_pipe(fifo, depth, split, sync)
+    r, c, off = _part(split)
+    part = Tile(TileType.Vec, float32, r, c)
+    o = Tile(TileType.Vec, float32, r, c, addr=0)
+    yt = Tile(TileType.Vec, float32, r, c, addr=0x1000)
+    TLOAD(yt, GlobalTensor(y.data() + off, (r, c), (T, 1)))
+    dst = GlobalTensor(out.data(), (r, c), (T, 1))
+    fn = VEC_OPS[op]
+    for i in range(n):
+        TPOP(pipe, part, split)
+        fn(o, part, yt)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, split)
+
+
+def c2v_args(n, depth=4, split=TILE_UP_DOWN, sync=None, op="muls", seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), y=rint(rng, (T, T)),
+                out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(depth * SLOT), n=n, depth=depth,
+                split=split, sync=sync, op=op)
+
+
+def c2v_golden(a):
+    prod = (a["x"].reshape(-1, T, T) @ a["w"]).reshape(-1, T)
+    return GOLDEN_OPS[a["op"]](prod, np.tile(a["y"], (a["n"], 1)))
+
+
+def _lanes(split):
+    return (c2v_vec, c2v_vec) if split != TILE_NO_SPLIT else (c2v_vec, None)
+
+
+C2V_CASES = [  # platform, protocol, split, depth, sync_period, op, iterations
+    ("a2a3", "spec", TILE_UP_DOWN, 4, None, "muls", 250),
+    ("a2a3", "pto-isa", TILE_LEFT_RIGHT, 2, None, "add", 250),
+    ("a2a3", "pto-isa", TILE_NO_SPLIT, 8, None, "abs", 250),
+    ("a2a3", "pto-isa", TILE_UP_DOWN, 8, 2, "add", 250),
+    ("a5", "spec", TILE_NO_SPLIT, 2, None, "add", 250),
+    ("a5", "pto-isa", TILE_UP_DOWN, 4, None, "abs", 251),       # 251: not a multiple of the depth
+    ("a5", "pto-isa", TILE_NO_SPLIT, 8, 4, "muls", 250),
+]
+
+
+@pytest.mark.parametrize("plat,proto,split,depth,sync,op,n", C2V_CASES)
+def test_c2v_streams(engines, plat, proto, split, depth, sync, op, n):
+    a = c2v_args(n, depth, split, sync, op)
+    res = same(c2v_cube, _lanes(split), a, engines, platform=plat, protocol=proto)
+    assert np.array_equal(res.outputs["out"], c2v_golden(a))
+
+
+# ============================================================================ V2C streams
+# Each lane loads its part of tile i of x, adds 1 and pushes it; the Cube pops the tile,
+# multiplies it by w and stores the product.  ``gm``: the ring in GM on A5 too (DIR_V2C_GM).
+def _v2c_pipe(fifo, depth, split, gm):
+    peers = (0,) if split == TILE_NO_SPLIT else (0, 1)
+    d = DIR_V2C_GM if gm and platform_id() == PLATFORM_A5 else DIR_V2C
+    return TPipe(1, d, SLOT, depth, peers=peers)(fifo, 0, RING_L1)
+
+
+def v2c_cube(w, out, fifo, n, depth, split, gm):
+    pipe = _v2c_pipe(fifo, depth, split, gm)
+    xt = Tile(TileType.Mat, float32, T, T)
+    w1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    w0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(w1, w)
+    TMOV(w0, w1)
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        TPOP(pipe, xt, split)
+        TMOV(x0, xt)
+        TFREE(pipe, split)
+        TMATMUL(acc, x0, w0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, acc)
+
+
+def v2c_vec(x, fifo, n, depth, split, gm):
+    pipe = _v2c_pipe(fifo, depth, split, gm)
+    r, c, off = _part(split)
+    t = Tile(TileType.Vec, float32, r, c, addr=0)
+    s = Tile(TileType.Vec, float32, r, c, addr=0x1000)
+    src = GlobalTensor(x.data(), (r, c), (T, 1))
+    for i in range(n):
+        src.assign(x.data() + i * T * T + off)
+        TLOAD(t, src)
+        TADDS(s, t, 1.0)
+        TPUSH(pipe, s, split)
+
+
+V2C_CASES = [  # platform, protocol, split, depth, GM ring on A5, iterations
+    ("a2a3", "pto-isa", TILE_NO_SPLIT, 2, False, 250),      # a2a3/spec UP_DOWN: test_v2c_stream_engages
+    ("a5", "spec", TILE_LEFT_RIGHT, 8, False, 250),
+    ("a5", "spec", TILE_UP_DOWN, 4, True, 251),
+]
+
+
+@pytest.mark.parametrize("plat,proto,split,depth,gm,n", V2C_CASES)
+def test_v2c_streams(engines, plat, proto, split, depth, gm, n):
+    rng = np.random.default_rng(1)
+    a = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+             fifo=gm_buffer(depth * SLOT), n=n, depth=depth, split=split, gm=gm)
+    lanes = (v2c_vec, v2c_vec) if split != TILE_NO_SPLIT else (v2c_vec, None)
+    res = same(v2c_cube, lanes, a, engines, engaged=False, platform=plat, protocol=proto)
+    want = ((a["x"] + 1).reshape(-1, T, T) @ a["w"]).reshape(-1, T)
+    assert np.array_equal(res.outputs["out"], want)
+
+
+# ============================================================================ both ways
+# Seed 003's init API, DIR_BOTH: the lanes push x+1 (V2C) two tiles ahead; the Cube pops it,
+# multiplies by w and pushes the product back (C2V); the lanes pop it and subtract y.
+def both_cube(w, fifo, n):
+    pipe = aic_initialize_pipe(DIR_C2V | DIR_V2C, SLOT, fifo, RING_UB, RING_L1)
+    x = Tile(TileType.Mat, float32, T, T)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    w1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    w0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(w1, w)
+    TMOV(w0, w1)
+    for i in range(n):
+        TPOP(pipe, x, TILE_UP_DOWN)
+        TMOV(x0, x)
+        TFREE(pipe, TILE_UP_DOWN)
+        TMATMUL(acc, x0, w0)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def both_vec(x, y, out, fifo, n):
+    pipe = aiv_initialize_pipe(DIR_C2V | DIR_V2C, SLOT, fifo, RING_UB, RING_L1)
+    h = T // 2
+    sub = get_subblockid()
+    a = Tile(TileType.Vec, float32, h, T, addr=0)
+    b = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    yt = Tile(TileType.Vec, float32, h, T, addr=0x2000)
+    r = Tile(TileType.Vec, float32, h, T)
+    src = GlobalTensor(x.data(), (h, T))
+    ysrc = GlobalTensor(y.data(), (h, T))
+    dst = GlobalTensor(out.data(), (h, T))
+    lag = 2
+    for i in range(n + lag):
+        if i < n:
+            src.assign(x.data() + (i * T + sub * h) * T)
+            TLOAD(a, src)
+            TADDS(b, a, 1.0)
+            TPUSH(pipe, b, TILE_UP_DOWN)
+        j = i - lag
+        if j >= 0:
+            off = (j * T + sub * h) * T
+            ysrc.assign(y.data() + off)
+            TLOAD(yt, ysrc)
+            TPOP(pipe, r, TILE_UP_DOWN)
+            TSUB(a, r, yt)
+            TFREE(pipe, TILE_UP_DOWN)
+            dst.assign(out.data() + off)
+            TSTORE(dst, a)
+
+
+@pytest.mark.parametrize("plat,proto", [("a5", "spec")])      # a2a3/pto-isa: test_both_ways_engages
+def test_both_ways(engines, plat, proto):
+    n = 250
+    rng = np.random.default_rng(2)
+    a = dict(x=rint(rng, (n * T, T)), y=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
+             out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(8 * SLOT), n=n)
+    res = same(both_cube, both_vec, a, engines, engaged=False, platform=plat, protocol=proto)
+    want = ((a["x"] + 1).reshape(-1, T, T) @ a["w"]).reshape(-1, T) - a["y"]
+    assert np.array_equal(res.outputs["out"], want)
+
+
+# ============================================================================ variations
+# One C2V ring of depth 4 (UP_DOWN) with a plain Cube producer; the lanes vary.
+def plain_cube(x, fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))       # the identity, after the data
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def plain_args(n, seed=3, **more):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rint(rng, (n * T, T)), np.eye(T, dtype=np.float32)])
+    return dict(x=x, out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(4 * SLOT), n=n, **more)
+
+
+def _lane():
+    h = T // 2
+    sub = get_subblockid()
+    return h, sub * h * T
+
+
+def scaled_vec(out, fifo, n, change, scale):
+    """Multiplies by ``scale[0]`` up to iteration ``change``, by ``scale[1]`` after it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TMULS(o, part, scale[0] if i < change else scale[1])
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("scale", [(3.0, 5.0), (2.0, 2)], ids=["value", "type"])
+def test_loop_changes_midway(engines, scale):
+    """A scalar that changes after iteration 220 (to another value, or to an int of the same
+    value) ends the recording there."""
+    a = plain_args(300, change=220, scale=scale)
+    res = same(plain_cube, scaled_vec, a, engines)
+    x = a["x"][:-T]
+    want = np.concatenate([x[:220 * T] * np.float32(scale[0]), x[220 * T:] * np.float32(scale[1])])
+    assert np.array_equal(res.outputs["out"], want)
+
+
+def summing_vec(y, out, total, fifo, n):
+    """Prologue: load y.  Loop: out_i = part_i + y, total += part_i.  Epilogue: store total."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    yt = Tile(TileType.Vec, float32, h, T, addr=0)
+    o = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    s = Tile(TileType.Vec, float32, h, T, addr=0x2000)
+    TLOAD(yt, GlobalTensor(y.data() + off, (h, T)))
+    TSUB(s, yt, yt)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADD(o, part, yt)
+        TADD(s, s, part)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+    TMULS(s, s, 0.5)
+    TSTORE(GlobalTensor(total.data() + off, (h, T)), s)
+
+
+def test_prologue_and_epilogue(engines):
+    n = 303                   # not a multiple of the ring depth (4)
+    rng = np.random.default_rng(4)
+    a = plain_args(n, y=rint(rng, (T, T)), total=np.zeros((T, T), np.float32))
+    res = same(plain_cube, summing_vec, a, engines)
+    x = a["x"][:-T]
+    assert np.array_equal(res.outputs["out"], x + np.tile(a["y"], (n, 1)))
+    assert np.array_equal(res.outputs["total"], x.reshape(n, T, T).sum(axis=0) * np.float32(0.5))
+
+
+def peeking_vec(out, fifo, n, first, seen):
+    """Reads its result tile from Python every 50 iterations from iteration ``first`` on
+    (into ``seen``)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        if i >= first and i % 50 == 49:
+            seen.append((get_subblockid(), i, o.array.tobytes()))
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("first,n", [(0, 200), (200, 300)])
+def test_tile_read_inside_the_loop(engines, first, n):
+    """Read from the start, the reads keep the engine learning; read from iteration 200, they
+    end its recording (it must have recorded before)."""
+    a = plain_args(n, first=first, seen=[])
+    res = same(plain_cube, peeking_vec, a, engines, engaged=first > 0)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def event_cube(x, fifo, n):
+    """Each instruction waits for the event of the one before it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    ev = TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    ev = TMOV(e0, e1, ev)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        ev = TLOAD(x1, src, ev)
+        ev = TMOV(x0, x1, ev)
+        ev = TMATMUL(acc, x0, e0, ev)
+        ev = TPUSH(pipe, acc, TILE_UP_DOWN, ev)
+
+
+def test_events_between_calls(engines):
+    a = plain_args(200, change=200, scale=(1.0, 1.0))
+    res = same(event_cube, scaled_vec, a, engines, engaged=False)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T])
+
+
+def acc_cube(x, w, fifo, n):
+    """out_i = x_i[:, :8] @ w[:8] + x_i[:, 8:] @ w[8:]: a TMATMUL then a TMATMUL_ACC."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    k = T // 2
+    xa = Tile(TileType.Mat, float32, T, k, addr=0)
+    xb = Tile(TileType.Mat, float32, T, k, addr=0x1000)
+    wa = Tile(TileType.Mat, float32, k, T, addr=0x2000)
+    wb = Tile(TileType.Mat, float32, k, T, addr=0x3000)
+    a0 = Tile(TileType.Left, float32, T, k, addr=0)
+    b0 = Tile(TileType.Right, float32, k, T, addr=0)
+    b1 = Tile(TileType.Right, float32, k, T, addr=0x800)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(wa, GlobalTensor(w.data(), (k, T)))
+    TLOAD(wb, GlobalTensor(w.data() + k * T, (k, T)))
+    TMOV(b0, wa)
+    TMOV(b1, wb)
+    sa = GlobalTensor(x.data(), (T, k), (T, 1))
+    sb = GlobalTensor(x.data(), (T, k), (T, 1))
+    for i in range(n):
+        sa.assign(x.data() + i * T * T)
+        sb.assign(x.data() + i * T * T + k)
+        TLOAD(xa, sa)
+        TLOAD(xb, sb)
+        TMOV(a0, xa)
+        TMATMUL(acc, a0, b0)
+        TMOV(a0, xb)
+        TMATMUL_ACC(acc, acc, a0, b1)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_matmul_accumulate(engines, plat):
+    n = 300
+    rng = np.random.default_rng(5)
+    a = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+             fifo=gm_buffer(4 * SLOT), n=n, change=n, scale=(1.0, 1.0))
+    res = same(acc_cube, scaled_vec, a, engines, engaged=False, platform=plat, protocol="pto-isa")
+    assert np.array_equal(res.outputs["out"], (a["x"].reshape(n, T, T) @ a["w"]).reshape(-1, T))
+
+
+@pytest.mark.parametrize("launches,blocks", [(3, 1), (1, 2)])
+def test_launches_and_blocks(engines, launches, blocks):
+    a = c2v_args(220, 4, TILE_UP_DOWN, None, "add", seed=6)
+    res = same(c2v_cube, _lanes(TILE_UP_DOWN), a, engines, launches=launches, blocks=blocks)
+    assert np.array_equal(res.outputs["out"], c2v_golden(a))
+    assert len(engines) == launches * blocks
+
+
+# ============================================================================ differences once open
+def test_negative_zero_scalar(engines):
+    a = plain_args(300, change=220, scale=(0.0, -0.0))
+    same(plain_cube, scaled_vec, a, engines)
+
+
+def resized_vec(out, fifo, n, change):
+    """Halves the valid rows of its result tiles (Tile.SetValid) for iteration ``change``."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    s = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        if i == change + 1:
+            o.SetValid(h, T)
+            s.SetValid(h, T)
+        TMULS(o, part, 2.0)
+        if i == change:
+            o.SetValid(h // 2, T)
+            s.SetValid(h // 2, T)
+        TADDS(s, o, 1.0)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, s)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("change", [250, 299])
+def test_valid_region_changed_while_recording(engines, change):
+    a = plain_args(300, change=change)
+    same(plain_cube, resized_vec, a, engines)
+
+
+# ============================================================================ late misuse
+def careless_vec(out, fifo, n, pops, skip_free):
+    """Pops ``pops`` tiles (the Cube pushes ``n``) and forgets the TFREE of iteration
+    ``skip_free``; its GM window walks by one tile per pop, whatever ``out`` holds."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(pops):
+        TPOP(pipe, part, TILE_UP_DOWN)  # late pop
+        TADDS(o, part, 1.0)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)  # late store
+        if i != skip_free:
+            TFREE(pipe, TILE_UP_DOWN)
+
+
+def _late(engines, n=300, pops=300, skip_free=-1, rows=None, **kw):
+    a = plain_args(n, pops=pops, skip_free=skip_free)
+    if rows is not None:
+        a["out"] = np.zeros((rows, T), np.float32)
+    return same(plain_cube, careless_vec, a, engines, **kw)
+
+
+def test_late_leak(engines):
+    """One TPOP short at the end: the last tile is never popped."""
+    err = _late(engines, pops=299)
+    assert isinstance(err, LeakError) and "never popped" in err.what
+
+
+def test_late_extra_pop(engines):
+    err = _late(engines, pops=301)
+    assert isinstance(err, ptopipe.DeadlockError)
+    assert f"test_periodic.py:{line_of(careless_vec, 'late pop')}" in str(err)
+
+
+def test_late_window_out_of_range(engines):
+    """``out`` is one row short: the last TSTORE's window ends past it."""
+    err = _late(engines, rows=300 * T - 1)
+    assert isinstance(err, PtoPipeError)
+    assert err.where.endswith(f":{line_of(careless_vec, 'late store')}")
+
+
+@pytest.mark.parametrize("budget", [1234, 1777])
+def test_late_instruction_budget(engines, budget):
+    """The instruction budget met in the middle of the steady state."""
+    err = _late(engines, max_instructions=budget)
+    assert isinstance(err, ptopipe.BudgetError)
+
+
+def test_late_missing_free(engines):
+    """The TFREE of iteration 700 is missing: the lanes hold one slot more from then on."""
+    err = _late(engines, n=800, pops=800, skip_free=700)
+    assert isinstance(err, LeakError) and "799 TFREEs" in err.what
+
+
+def two_site_cube(x, fifo, n, change):
+    """Pushes from one line up to iteration ``change``, from another after it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        if i < change:
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+        else:
+            TPUSH(pipe, acc, TILE_UP_DOWN)  # second site
+
+
+def test_late_leak_from_another_line(engines):
+    a = plain_args(300, pops=299, skip_free=-1, change=220)
+    err = same(two_site_cube, careless_vec, a, engines)
+    assert err.where.endswith(f":{line_of(two_site_cube, 'second site')}")
+
+
+def gm_part_vec(out, fifo, n):
+    """Address flow on the consumer side: its part of the GM slot as a GlobalTensor."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    half = GlobalTensor(float32, (h, T))
+    v = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, half, TILE_UP_DOWN)
+        TLOAD(v, half)
+        TFREE(pipe, half, TILE_UP_DOWN)
+        TADDS(v, v, 0.5)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, v)
+
+
+def test_gm_slot_popped_as_a_tensor(engines):
+    """The address flow (a TPOP assigns its GlobalTensor a slot) is made exactly throughout."""
+    a = plain_args(400)
+    res = same(plain_cube, gm_part_vec, a, engines, engaged=False, platform="a2a3")
+    assert "address flow" in engines[0].reason
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + np.float32(0.5))
+
+
+def tagging_cube(x, fifo, n, tags):
+    """Logs the producer's tile id (pipe.prod.getTileId()) before every push."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        tags.append(pipe.prod.getTileId())
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def test_tile_id_read_while_recording(engines):
+    """The ring's state read from Python (pipe.prod.getTileId()) is the exact one."""
+    a = plain_args(220, pops=220, skip_free=-1, tags=[])
+    same(tagging_cube, careless_vec, a, engines, engaged=False)
+
+
+def popped_reading_vec(out, fifo, n, seen):
+    """Logs where its popped tile is and what it holds (Tile.addr, Tile.full) every iteration."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        seen.append((part.addr, part.full.tobytes()))
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+def test_popped_tile_read_while_recording(engines):
+    """A popped tile's address and bytes read from Python (Tile.addr, Tile.full) are the exact ones."""
+    same(plain_cube, popped_reading_vec, plain_args(220, seen=[]), engines, engaged=False, platform="a5")
+
+
+def addr_reading_vec(out, fifo, n, seen):
+    """Logs where its popped tile is (Tile.addr: no memory read) every iteration."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        seen.append(part.addr)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_popped_tile_address_while_recording(engines, plat):
+    """A recorded TPOP binds its tile where the exact one would (the staging slot it
+    alternates on A2A3, the ring slot of a zero-copy pop on A5): Tile.addr read from Python
+    is the exact one while the engine records."""
+    same(plain_cube, addr_reading_vec, plain_args(300, seen=[]), engines, platform=plat)
+
+
+def withholding_vec(fifo, n):
+    """Turns its free notification off before the last TPOP (pipe.cons.setFreeStatus)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(n):
+        if i == n - 1:
+            pipe.cons.setFreeStatus(False)
+        TPOP(pipe, t)
+        TFREE(pipe)
+
+
+def pushing_cube(fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(n):
+        TPUSH(pipe, acc)
+    return  # teardown
+
+
+@pytest.mark.parametrize("proto", ["spec", "pto-isa"])
+def test_free_switched_off_while_recording(engines, proto):
+    err = same(pushing_cube, (withholding_vec, None), dict(fifo=gm_buffer(4 * SLOT), n=200), engines,
+               protocol=proto)
+    assert isinstance(err, ptopipe.DeadlockError)
+    assert err.where.endswith(f":{line_of(pushing_cube, 'teardown')}")
+
+
+# ============================================================================ kernels it engages on
+# Common kernels the engine records: V2C, both ways, a tensor or an event per call.
+def test_v2c_stream_engages(engines):
+    n = 250
+    rng = np.random.default_rng(1)
+    a = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+             fifo=gm_buffer(4 * SLOT), n=n, depth=4, split=TILE_UP_DOWN, gm=False)
+    same(v2c_cube, (v2c_vec, v2c_vec), a, engines)
+
+
+def test_both_ways_engages(engines):
+    n = 300
+    rng = np.random.default_rng(2)
+    a = dict(x=rint(rng, (n * T, T)), y=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
+             out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(8 * SLOT), n=n)
+    same(both_cube, both_vec, a, engines, platform="a2a3", protocol="pto-isa")
+
+
+def fresh_tensor_vec(out, fifo, n):
+    """Stores through a new GlobalTensor each iteration (the common idiom)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        TSTORE(GlobalTensor(out.data() + i * T * T + off, (h, T)), o)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+def test_fresh_tensor_per_call_engages(engines):
+    a = plain_args(250)
+    res = same(plain_cube, fresh_tensor_vec, a, engines)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def test_event_chain_engages(engines):
+    a = plain_args(250, change=250, scale=(1.0, 1.0))
+    same(event_cube, scaled_vec, a, engines)
+
+
+def converting_vec(x, out, n):
+    """A Vector-only loop of the other recorded instructions: a fill, a product, a conversion
+    there and back, an extract, a row reduction."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    b = Tile(TileType.Vec, float32, T, T, addr=0x400)
+    h = Tile(TileType.Vec, float16, T, T, addr=0x800)
+    e = Tile(TileType.Vec, float32, 8, 8, addr=0xC00)
+    r = Tile(TileType.Vec, float32, 8, 1, addr=0xD00)
+    w = Tile(TileType.Vec, float32, 8, 8, addr=0xE00)
+    src = GlobalTensor(x.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        TEXPANDS(b, 2.0)
+        TMUL(b, a, b)
+        TCVT(h, b)
+        TCVT(a, h)
+        TEXTRACT(e, a, 8, 8)
+        TROWSUM(r, e, w)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, a)
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_fills_conversions_extracts_and_reductions(engines, plat):
+    n = 300
+    x = rint(np.random.default_rng(9), (n * T, T), -50, 50)
+    res = same(None, (converting_vec, None), dict(x=x, out=np.zeros_like(x), n=n), engines, platform=plat)
+    assert np.array_equal(res.outputs["out"], x * 2)
