@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .values import Unsettled, as_moving, is_fixed
-from .walk import walkable
 
 SCALARS = (int, float, str, bool)
 # an operand's scoreboard (sim.core's issue): the fields a recorded call leaves as they were
@@ -88,7 +89,10 @@ class Learned:
             mv = as_moving([c.ptrs[k].addr for c in calls], walk, bufs)
             self.addrs.append((i, mv.base[0], mv.step[0], p0.dtype, p0.bounds, c0.args[i]._extent))
         self.addrs = tuple(self.addrs)
-        self.scalars = tuple(i for i, a in enumerate(c0.args) if not walkable(a) and not is_tensor(a))
+        # numbers: equal ones may still differ in type (3 == 3.0 == True); other values that are
+        # equal (None, enum members) are the same
+        self.scalars = tuple(i for i, a in enumerate(c0.args) if a.__class__ in (int, float, bool)
+                             or isinstance(a, np.generic))
         self.gtkeys = tuple((i, tensor_key(a)) for i, a in enumerate(c0.args) if is_tensor(a))
         # a tuple argument (an Event): (position, its value in a block)
         self.tuples = tuple((i, as_moving([c.args[i] for c in calls], walk, bufs).maker(walk.objs, bufs.by_id))
