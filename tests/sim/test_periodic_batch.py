@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from ptopipe.arch.catalogue import muls
-from ptopipe.sim.periodic import _Batch, _Buffers, _meet, _Unbatchable
+from ptopipe.sim.periodic.batch import Batch as _Batch, Unbatchable as _Unbatchable, meet as _meet
+from ptopipe.sim.periodic.values import Buffers as _Buffers
 
 TILE = (4, 4)                  # float32: 64 bytes
 NB = 64

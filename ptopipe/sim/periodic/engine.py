@@ -1,0 +1,757 @@
+"""The fast-forward engine of one run: its hooks, learning, proof, recording and
+materialization (the package docstring says how)."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import partial
+from sys import _getframe
+
+import greenlet
+import numpy as np
+
+from ...errors import KernelError
+from ..location import call_site
+from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
+from .calls import SCOREBOARD, Call, Learned, alike, is_tensor, same_args
+from .values import Buffers, Unsettled, as_moving, tuple_new
+from .walk import SCHEDULER_FIELDS, Walk, fields_of, walkable
+
+WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
+
+#: hooked calls a core makes exactly, at no cost, before learning begins (a short run is not
+#: worth learning)
+WARMUP_CALLS = 256
+#: hooked calls a core may make while learning before the run is left exact
+LEARN_LIMIT = 20000
+#: the longest per-core period (in calls) looked for
+MAX_PERIOD = 256
+#: times a run learns again after its recording stopped at a call that differed
+RELEARNS = 8
+#: snapshots that must move by one constant (three equal moves)
+SNAPSHOTS = 4
+#: later snapshots tried, one block apart, before longer blocks are
+SLIDES = 4
+#: a block is the reference core's periods until every ring is back in the phase it was in (a
+#: whole number of its cycles: its slots, its SyncPeriod, two staging slots), at most this many
+MAX_BLOCK_PERIODS = 64
+#: times a longer block is tried when one does not prove
+LONGER = 4
+#: queued data operations between applications while materializing (Cluster.sync's)
+_SYNC_EVERY = 4096
+
+
+@dataclass(frozen=True)
+class FastForwardReport:
+    """What the fast-forward engine did in one run of the kernels on a cluster."""
+    #: whole blocks (of every core's calls) recorded instead of simulated
+    blocks: int = 0
+    #: hooked calls recorded instead of simulated
+    calls: int = 0
+    #: why the run was not fast-forwarded, or stopped being (None: it ran to its end recorded,
+    #: or had nothing to record)
+    reason: str | None = None
+    #: why the recorded blocks' data work did not run in batches (None: it did, or there was none)
+    unbatched: str | None = None
+
+
+class _Restart(Exception):
+    """A core suspended in the first WAIT of an exactly made call, resumed after recording
+    began: the call has done nothing yet, so it is made again as a recorded one."""
+
+
+def applies(cluster) -> bool:
+    """Whether a run on ``cluster`` can be fast-forwarded (see the module docstring)."""
+    return (cluster.checker is None and cluster.trace is None and cluster.policy is None
+            and not cluster.manual_sync and cluster.timing and cluster.until_cycle is None)
+
+
+class _CoreState:
+    """What the engine keeps for one core; while recording, the core's ``ff``."""
+    __slots__ = ("core", "ff", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns")
+
+    def __init__(self, core, ff):
+        self.core, self.ff = core, ff
+        self.log: list = []          # learning: the calls made, in order
+        self.n = 0                   # hooked calls completed (made or recorded)
+        self.period = None           # learning: calls per period
+        self.cur = None              # learning: the call being made exactly
+        self.waits_done = 0          # learning: WAITs the call being made has passed
+        self.block = None            # calls per block
+        self.base = None             # the call count at the last snapshot
+        self.cap = None              # the call count at which the budget comes in sight
+        self.j = self.q = 0          # recording: the place in the block, the block
+        self.lns = None              # recording: the learned calls of a block
+
+    recording = True          # (the core's ff only while the run records)
+
+    def unhooked(self, core) -> None:
+        self.ff.unhooked(core)
+
+    def call(self, core, fn, args, kw, depth=2):
+        """Record a hooked call of the core (the module docstring's RECORD): it must be the
+        learned call at its place, from its line (the kernel's frame ``depth`` frames up);
+        its WAITs and SETs go on the counts; it returns the learned result moved to its
+        block."""
+        ln = self.lns[self.j]
+        q = self.q
+        if ln.fn is not fn or (kw or None) != ln.kw or args != ln.args and not alike(ln, args) \
+                or ln.checks and not same_args(ln, args, q):
+            return self.ff._stop(fn, args, kw)
+        site = core.loc_override
+        if site is None:
+            f = _getframe(depth)                # (<- the op <- the kernel)
+            if f.f_lasti != ln.site[1] or f.f_code is not ln.site[0]:
+                return self.ff._stop(fn, args, kw, "the call came from another line")
+        elif site != ln.site:
+            return self.ff._stop(fn, args, kw, "the call came from another line")
+        n = self.n
+        if n == self.cap:
+            return self.ff._stop(fn, args, kw, "the instruction budget in sight", False)
+        if ln.waits:
+            sh = self.ff.shadow
+            for i, k in ln.waits:
+                if sh[i] < k:
+                    if not self.ff._wait(self, core, ln):
+                        return fn(*args, **kw) if kw else fn(*args)     # (materialized meanwhile)
+                    break
+            else:
+                for i, k in ln.waits:
+                    sh[i] -= k
+        if ln.sets:
+            self.ff._set(ln)
+        for i, k, mk in ln.post:
+            setattr(args[i], k, mk(q))
+        self.n = n + 1
+        j = self.j + 1
+        if j == self.block:
+            self.j, self.q = 0, q + 1
+        else:
+            self.j = j
+        ev = ln.event
+        if ev is not None:                      # (an Event: its end moves)
+            return tuple_new(ev[0], (ev[1], ev[2], ev[3] + q * ev[4]))
+        return ln.result(q)
+
+
+class FastForward:
+    """The fast-forward engine of one run on a cluster (the cluster's and its cores' ``ff``)."""
+
+    def __init__(self, cluster, cores):
+        self.cluster = cluster
+        self.mode = WARMUP
+        self.st = {c.index: _CoreState(c, self) for c in cores}
+        self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
+        self.gwork: list = []         # learning: the data operations queued, in order
+        self.ref = None               # the core whose calls time the snapshots
+        self.next_snap = None         # its call count at the next one
+        self.slides = 0
+        self.longer = 0               # times the block was made longer
+        self.grow = 0                 # the block must be longer than this (in calls)
+        self.sizing = False           # finding the block's length (the rings' phases)
+        self.phased, self.phase0 = [], []
+        self.learned: dict = {}
+        self.reason = None            # why the run was not (or no longer) fast-forwarded
+        self.blocks_skipped = 0       # blocks recorded instead of simulated
+        self.calls_skipped = 0        # hooked calls recorded instead of simulated
+        self.relearns = 0
+        self.unbatched = None         # why their data work did not run in batches
+        for c in cores:
+            c.ff = self
+        cluster.ff = self
+
+    # -- the taps of learning: what each exactly made call waited for, set and queued -----
+    def _taps(self, on: bool) -> None:
+        cl = self.cluster
+        if on:
+            tap = _Tap(self)
+            list.extend(tap, cl.pending)
+            cl.pending = tap
+            for c in cl.cores:
+                c.pending = tap
+                c.wait_flag = partial(_learn_wait, self, c, c.__class__.wait_flag.__get__(c))
+            cl.set_flag = partial(_learn_set, self, cl.__class__.set_flag.__get__(cl))
+        else:
+            plain = list(cl.pending)
+            cl.pending = plain
+            for c in cl.cores:
+                c.pending = plain
+                c.__dict__.pop("wait_flag", None)
+            cl.__dict__.pop("set_flag", None)
+
+    def _off(self, why: str | None = None) -> None:
+        """No more hooks: every call is made exactly from here on."""
+        if self.mode == LEARN:
+            self._taps(False)
+        self.mode = OFF
+        if why:
+            self.reason = why
+        for s in self.st.values():
+            s.core.ff = None
+        self.cluster.ff = None
+        self.cluster.fast_forward = self.report()
+
+    def report(self) -> FastForwardReport:
+        return FastForwardReport(self.blocks_skipped, self.calls_skipped, self.reason, self.unbatched)
+
+    # -- the hooks ---------------------------------------------------------------------------
+    def call(self, core, fn, args, kw, depth=2):
+        """A hooked ISA call of ``core``: made exactly (and learned, after the warm-up) - or,
+        for a core with no block to record, the exact state first."""
+        mode = self.mode
+        if mode == WARMUP:
+            st = self.st[core.index]
+            core.ff = None
+            try:
+                r = fn(*args, **kw) if kw else fn(*args)
+            finally:
+                if self.mode != OFF:
+                    core.ff = self
+            st.n += 1
+            if st.n >= WARMUP_CALLS and self.mode == WARMUP:
+                self.mode = LEARN               # (from the next call on)
+                self._taps(True)
+            return r
+        if mode == RECORD:
+            return self._record(core, fn, args, kw)
+        return self._learn(core, fn, args, kw)
+
+    @property
+    def recording(self) -> bool:
+        return self.mode == RECORD
+
+    def unhooked(self, core) -> None:
+        """The kernel uses the machine other than through a hooked call: learning starts
+        over; recording stops (the exact state first)."""
+        if self.mode == RECORD:
+            self.materialize(f"the kernel on {core.name} used the machine other than by a recorded instruction",
+                             True)
+        elif self.mode == LEARN:
+            self._relearn()             # (warming up: nothing to start over)
+
+    def blocking(self, core) -> None:
+        """``core`` is about to block in a WAIT made exactly."""
+        if isinstance(greenlet.getcurrent(), _Remake):
+            raise KernelError(f"internal error: {core.name} blocked while the fast-forward engine re-made "
+                              "its recorded calls", fix="run with engine='exact' and report this kernel")
+
+    def resumed(self, core, flag) -> None:
+        """``core`` resumed in a WAIT made exactly: after recording began, its call starts over."""
+        if self.mode == RECORD:
+            core.waiting = None
+            if flag.waiter is core:
+                flag.waiter = None
+            raise _Restart()
+
+    def deadlock(self) -> bool:
+        """Every core waits.  Recording: the exact state, and the cores make their calls
+        exactly (they block again where the exact engine reports them)."""
+        if self.mode == RECORD:
+            self.materialize("every core waits")
+            return True
+        return False
+
+    def finish(self) -> None:
+        """The kernels all returned: the exact state, and no more hooks."""
+        learning = self.mode == LEARN
+        if self.mode == RECORD:
+            self.materialize()
+        self._off("the run ended while learning" if learning else
+                  "the run ended before learning began (a short run)" if self.mode == WARMUP else None)
+
+    def drop(self) -> None:
+        """The run stops with an error: no more hooks (the state stays as it is)."""
+        self._off("the run stopped")
+
+    # -- learning ----------------------------------------------------------------------------
+    def _learn(self, core, fn, args, kw):
+        st = self.st[core.index]
+        if st is self.ref and st.n == self.next_snap:
+            self._snapshot(st)
+            if self.mode == RECORD:
+                return core.ff.call(core, fn, args, kw, 4)     # (<- _learn <- call <- the op <- kernel)
+        site = core.loc_override
+        if site is None:                        # the kernel's line: its frame and instruction
+            f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
+            site = (f.f_code, f.f_lasti)
+        # (what a call did is kept once the snapshots are being taken: the blocks they prove)
+        proving = self.ref is not None
+        c = Call(fn, args, kw, (core.loc_override or call_site(4)) if proving else None, site)
+        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
+            if proving else ()
+        gts = [(a, a.ptr) for a in args if is_tensor(a)]
+        st.cur, st.waits_done = c, 0
+        core.ff = None
+        try:
+            r = fn(*args, **kw) if kw else fn(*args)
+        except _Restart:
+            st.cur = None
+            core.ff = st if st.lns is not None else self
+            return core.ff.call(core, fn, args, kw, 4)
+        finally:
+            if core.ff is None and self.mode != OFF:
+                core.ff = st if self.mode == RECORD and st.lns is not None else self
+        st.cur = None
+        if self.mode != LEARN:
+            return r
+        if any(a.ptr is not p for a, p in gts):
+            self._off(f"{getattr(fn, '__name__', fn)} assigned a GlobalTensor its address (the address flow)")
+            return r
+        c.result = r
+        # what the call changed on its operands (a TPOP binds its tile to a slot: its address,
+        # its views) but their scoreboard: a recorded call changes it too, as the kernel may
+        # read it
+        c.post = [(i, k, v) for i, a, was in ops for k, v in fields_of(a)
+                  if k not in SCOREBOARD and (k not in was or was[k] is not v)]
+        st.n += 1
+        st.log.append(c)
+        if len(st.log) > LEARN_LIMIT:
+            self._off(f"{core.name}'s calls did not settle into a period within {LEARN_LIMIT} calls")
+        elif st.period is None and len(st.log) % 8 == 0:
+            self._detect(st)
+        return r
+
+    def _relearn(self) -> None:
+        self.slides = 0
+        self.sizing = False
+        for s in self.st.values():
+            s.log.clear()
+            s.period = None
+        self.snaps.clear()
+        self.gwork.clear()
+        self.ref = self.next_snap = None
+
+    def _detect(self, st) -> None:
+        """``st``'s core has made its last calls three times over: its period."""
+        sigs = [c.sig for c in st.log[-3 * MAX_PERIOD:]]
+        n = len(sigs)
+        for p in range(1, n // 3 + 1):
+            if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
+                st.period = p
+                break
+        if st.period is not None and all(s.period is not None or s.core.state.value == "done"
+                                         for s in self.st.values()):
+            self._plan()
+
+    def _roots(self) -> list:
+        """Where the machine state is: the cluster, its cores, the objects the calls use."""
+        roots = [self.cluster] + [s.core for s in self.st.values()]
+        for s in self.st.values():
+            for c in s.log[-(s.period or 1) * 3:]:
+                roots.extend(a for a in c.args if not is_tensor(a))
+        return roots
+
+    def _plan(self) -> None:
+        """Every core repeats: the reference core, whose calls time the snapshots (the block
+        is sized at the first one)."""
+        ref = next((s for s in self.st.values() if s.period is not None), None)
+        if ref is not None:
+            ref.block = None
+            self.ref, self.next_snap, self.sizing, self.longer, self.grow = ref, ref.n + 1, False, 0, 0
+            self.snaps.clear()
+
+    def _clean(self) -> bool:
+        """No core is inside an exactly made call past its first WAIT: the state is one
+        between calls (the suspended calls have done nothing yet)."""
+        for s in self.st.values():
+            c = s.cur
+            if c is not None and (s.waits_done or c.nwork or any(d > 0 for _, d in c.flags)):
+                return False
+        return True
+
+    def _snapshot(self, ref) -> None:
+        if self.sizing:
+            # the first snapshot's rings were in some phase: the block ends the first time
+            # (a whole number of the reference core's periods later, longer than ``grow``)
+            # every ring is in it again and every core has made whole periods
+            n0 = self.snaps[0][1]
+            if ref.n - n0[ref.core.index] <= self.grow or [o.phase() for o in self.phased] != self.phase0 \
+                    or any(s.period and (s.n - n0[i]) % s.period for i, s in self.st.items()):
+                self.next_snap = ref.n + ref.period
+                if ref.n - n0[ref.core.index] > ref.period * MAX_BLOCK_PERIODS:
+                    self._off("the rings and the cores' periods never came back to one phase")
+                return
+            ref.block = ref.n - n0[ref.core.index]
+            self.sizing = False
+        if not self._clean():
+            self.next_snap += 1                 # the reference core's next call
+            self.snaps.clear()
+            return
+        if not self.snaps:
+            self.gwork.clear()
+        walk = Walk(self._roots())
+        self.snaps.append((walk, {i: s.n for i, s in self.st.items()}, len(self.gwork)))
+        if len(self.snaps) == 1 and ref.block is None:
+            self.phased = [o for o in walk.objs if o.__class__ not in (list, dict, set)
+                           and getattr(o, "cycle", None).__class__ is int and hasattr(o, "phase")]
+            self.phase0 = [o.phase() for o in self.phased]
+            self.sizing = True
+            self.next_snap = ref.n + ref.period
+            return
+        self.next_snap = ref.n + ref.block
+        if len(self.snaps) < SNAPSHOTS:
+            return
+        try:
+            self._prove()
+        except Unsettled as e:
+            # not yet (a pipeline filling up settles a few blocks later): the next block's
+            # snapshot, a few times; then longer blocks
+            self.slides += 1
+            if self.slides <= SLIDES:
+                self.snaps.pop(0)
+                return
+            self._longer(f"the machine did not repeat: {e}")
+            return
+        self._start_recording()
+
+    def _longer(self, why: str) -> None:
+        """Blocks longer than this one, a few times; then the run is left exact."""
+        self.longer += 1
+        self.slides = 0
+        if self.longer > LONGER:
+            self._off(why)
+        else:
+            ref = self.ref
+            self.grow, ref.block = ref.block, None
+            self.snaps.clear()
+            self.next_snap = ref.n + 1
+
+    def _prove(self) -> None:
+        """The snapshots move by one constant per block, and so do the calls and the data
+        work between them (raises Unsettled): the moves, the learned blocks."""
+        if any(f.carried for f in self.cluster.flags()):
+            raise Unsettled("a WAIT may still take a credit an earlier launch left (the ledger names it)")
+        walks = [w for w, _, _ in self.snaps]
+        if len({len(w.objs) for w in walks}) != 1:
+            raise Unsettled("the machine state grew")
+        last = walks[-1]
+        cl = self.cluster
+        bufs = self.bufs = Buffers([cl.gm.buf] + [m.buf for c in cl.cores for m in c.memories.values()])
+        state = []
+        for k, obj in enumerate(last.objs):
+            fields = [w.fields[k] for w in walks]
+            if len({tuple(x[0] for x in f) for f in fields}) != 1:
+                raise Unsettled(f"the fields of {type(obj).__name__} changed")
+            for j, (key, _) in enumerate(fields[-1]):
+                if key in SCHEDULER_FIELDS:
+                    continue
+                vals = [f[j][1] for f in fields]
+                v0 = vals[0]
+                if all(v is v0 for v in vals):
+                    continue                     # (the same object throughout: still)
+                try:
+                    m = as_moving(vals, last, bufs)
+                except Unsettled as e:
+                    raise Unsettled(f"{type(obj).__name__}.{key}: {e}") from None
+                if not m.still:
+                    state.append((obj, key, m.maker(last.objs, bufs.by_id)))
+        # the calls: every core's blocks are the same calls
+        learned = {}
+        for i, s in self.st.items():
+            counts = [c[i] for _, c, _ in self.snaps]
+            steps = {b - a for a, b in zip(counts, counts[1:])}
+            blk = steps.pop()
+            if steps:
+                raise Unsettled(f"{s.core.name} made different numbers of calls per block")
+            if blk == 0:
+                continue                       # (a core whose kernel returned)
+            if s.period is None or blk % s.period:
+                raise Unsettled(f"{s.core.name}'s block is not a whole number of its periods")
+            first = len(s.log) - (s.n - counts[0])
+            blocks = [s.log[first + b * blk:first + (b + 1) * blk] for b in range(SNAPSHOTS - 1)]
+            if first < 0 or len({tuple(c.sig for c in b) for b in blocks}) != 1:
+                raise Unsettled(f"{s.core.name}'s blocks differ")
+            s.block = blk
+            learned[i] = [Learned([b[j] for b in blocks], last, bufs) for j in range(blk)]
+            s.log.clear()
+        # the data work: the same operations each block, in the same order
+        ends = [o for _, _, o in self.snaps]
+        slices = [self.gwork[a:b] for a, b in zip(ends, ends[1:])]
+        if len({len(w) for w in slices}) != 1:
+            raise Unsettled("the blocks queued different numbers of data operations")
+        self.work = [as_moving([w[k] for w in slices], last, bufs).maker(last.objs, bufs.by_id)
+                     for k in range(len(slices[0]))]
+        self.gwork = []
+        self.state, self.learned, self.walk = state, learned, last
+        # the operands' fields recorded calls set (post): at the cut they are the state's again
+        touched = {(id(ln.args[i]), k): (ln.args[i], k) for lns in learned.values() for ln in lns
+                   for i, k, _ in ln.post}
+        self.touched = []
+        for o, k in touched.values():
+            place = last.place(o)
+            if place is not None:
+                self.touched.extend((o, key, v) for key, v in last.fields[place] if key == k)
+
+    def _start_recording(self) -> None:
+        """The proof holds: from here on the hooked calls are recorded."""
+        self._taps(False)
+        self.mode = RECORD
+        flags = {}
+        for lns in self.learned.values():
+            for ln in lns:
+                for f, _ in ln.flags:
+                    flags.setdefault(f, len(flags))
+        self.flag_list = list(flags)
+        self.shadow = [f.count for f in self.flag_list]   # the flags' counts as recorded calls see them
+        self.shadow_waiter = [None] * len(flags)          # the recording core blocked on each
+        for lns in self.learned.values():
+            for ln in lns:
+                need = {}
+                for f, d in ln.flags:
+                    if d < 0:
+                        need[flags[f]] = need.get(flags[f], 0) + 1
+                ln.waits = tuple(need.items())
+                ln.sets = tuple(flags[f] for f, d in ln.flags if d > 0)
+        for s in self.st.values():
+            s.base = s.n
+            s.j, s.q = 0, SNAPSHOTS - 1        # (block 0 of the learned moves starts at the first snapshot)
+            s.lns = self.learned.get(s.core.index)
+            s.cap = self._cap(s)
+            if s.lns is not None:
+                s.core.ff = s                   # (its calls go straight to its record)
+
+    def _cap(self, s):
+        """The call count from which the core's instruction budget could be met within a
+        block: recording stops there, and the exact engine meets it where it does."""
+        if s.block is None:
+            return None
+        c = s.core
+        per = None
+        for obj, key, mk in self.state:
+            if obj is c and key in ("instructions", "budget"):
+                d = mk(1) - mk(0)
+                per = (per or 0) + (d if key == "instructions" else -d)
+        if not per or per <= 0:
+            return None
+        return s.base + max(0, (c.budget - c.instructions) // per - 2) * s.block
+
+    # -- recording ---------------------------------------------------------------------------
+    def _record(self, core, fn, args, kw):
+        """A call of a core that records nothing (no block of its own): the exact state."""
+        return self._stop(fn, args, kw, "a core with no block made a call")
+
+    def _wait(self, st, core, ln) -> bool:
+        """The WAITs of a recorded call, on the counts: blocks the core until every one can be
+        taken, then takes them (False: the run was materialized meanwhile)."""
+        sh = self.shadow
+        while True:
+            for i, k in ln.waits:
+                if sh[i] < k:
+                    self.shadow_waiter[i] = st
+                    core.state = _BLOCKED
+                    self.cluster.main.switch()
+                    break
+            else:
+                break
+            if self.mode != RECORD:
+                return False
+        for i, k in ln.waits:
+            sh[i] -= k
+        return True
+
+    def _set(self, ln) -> None:
+        """The SETs of a recorded call, on the counts: wakes a core blocked on one."""
+        sh, waiter = self.shadow, self.shadow_waiter
+        for i in ln.sets:
+            sh[i] += 1
+            w = waiter[i]
+            if w is not None:
+                waiter[i] = None
+                w.core.state = _READY
+            f = self.flag_list[i]
+            if f.waiter is not None:            # a core still in the WAIT of a call made exactly:
+                w, f.waiter = f.waiter, None    # it makes that call again, recorded (resumed())
+                w.wake()
+
+    def _stop(self, fn, args, kw, why: str = "a call differed from the learned one", relearn: bool = True):
+        """A call recording cannot take: the exact state, then the call made exactly."""
+        self.materialize(f"{why}: {getattr(fn, '__name__', fn)} on {greenlet.getcurrent().core.name}", relearn)
+        return fn(*args, **kw) if kw else fn(*args)
+
+    # -- materialize -------------------------------------------------------------------------
+    def materialize(self, why: str | None = None, relearn: bool = False) -> None:
+        """The exact state; the run goes on exactly (see the module docstring) - learning
+        again if ``relearn``.  ``why``: what ended the recording (None: the run's end)."""
+        if self.mode != RECORD:
+            return
+        self._off(why)
+        sts = [s for s in self.st.values() if s.block]
+        q = min(((s.n - s.base) // s.block for s in sts), default=0)
+        self.blocks_skipped += q
+        self.calls_skipped += sum(q * s.block for s in sts)
+        cl = self.cluster
+        # the data work of the blocks every core completed, after what was queued before
+        self._apply(SNAPSHOTS - 1, SNAPSHOTS - 1 + q)
+        # the state at the cut (the operands' fields recorded calls set: the last snapshot's,
+        # then what moves)
+        for obj, key, v in self.touched:
+            setattr(obj, key, v)
+        at = SNAPSHOTS - 1 + q
+        for obj, key, mk in self.state:
+            if obj.__class__ is list or obj.__class__ is dict:
+                obj[key] = mk(at)
+            else:
+                setattr(obj, key, mk(at))
+        # the calls after the cut, made exactly in an order the flags allow (the recorded
+        # order was one; the timing depends on none: see the module docstring)
+        todo = [[s, s.base + q * s.block] for s in sts if s.base + q * s.block < s.n]
+        cl.ff = self                            # (a re-made call must not block: blocking())
+        while todo:
+            for t in todo:
+                s, k = t
+                ln = s.lns[(k - s.base) % s.block]
+                if all(self.flag_list[i].count >= n for i, n in ln.waits):
+                    self._remake(s, k, ln)
+                    t[1] = k + 1
+                    break
+            else:
+                raise KernelError("internal error: the fast-forward engine cannot re-make its recorded calls",
+                                  fix="run with engine='exact' and report this kernel")
+            todo = [t for t in todo if t[1] < t[0].n]
+        cl.ff = None
+        for s in self.st.values():
+            if s in self.shadow_waiter:         # blocked recording: makes its call exactly
+                s.core.state = _READY
+            c = s.core
+            c.limit = -1 if c.trace is not None else min(c.budget, c.instructions + _SYNC_EVERY)
+        self.shadow_waiter = [None] * len(self.shadow_waiter)
+        cl.fast_forward = self.report()
+        if relearn and self.relearns < RELEARNS:
+            self._learn_again()
+
+    def _learn_again(self) -> None:
+        """After recording stopped at a call that differed (a loop's next phase, a kernel
+        reading a tile): learn the run's next steady state."""
+        self.relearns += 1
+        self.mode = LEARN
+        self._taps(True)
+        self._relearn()
+        for s in self.st.values():
+            s.period = s.block = s.cur = s.lns = s.cap = None
+            if s.core.state is not _DONE:
+                s.core.ff = self
+        self.cluster.ff = self
+
+    def _apply(self, b: int, end: int) -> None:
+        """The data work of blocks ``b`` .. ``end - 1``: in batches where it can be, else block
+        after block, after the work queued before them."""
+        cl = self.cluster
+        cl.sync()
+        batch, size = None, 1
+        first = [m(b) for m in self.work]
+        big = sum(a.nbytes for x in first for a in x[1:] if a.__class__ is np.ndarray) > BATCH_OP_BYTES * len(first)
+        if big:
+            self.unbatched = "its operations are large (batching would save little)"
+        elif end - b > 1:
+            try:
+                batch = Batch(self.work, self.bufs, min(BATCH_BLOCKS, end - b))
+                size = max(2, min(BATCH_BLOCKS, BATCH_BYTES // max(1, batch.bytes)))
+            except Unbatchable as e:
+                self.unbatched = str(e)
+        while b < end:
+            nq = min(size, end - b)
+            if batch is not None and nq > 1:
+                try:
+                    with np.errstate(all="ignore"):
+                        batch.run(b, nq)
+                    b += nq
+                    continue
+                except Exception:               # (made again one block at a time: located)
+                    batch = None
+            pend = cl.pending
+            pend.extend([m(b) for m in self.work])
+            if len(pend) >= _SYNC_EVERY:
+                cl.sync()
+            b += 1
+        cl.sync()
+
+    def _remake(self, s, k, ln) -> None:
+        """Make the recorded call number ``k`` of core ``s`` exactly: its GM tensors at the
+        addresses it had, at its kernel line."""
+        core = s.core
+        q = (k - s.base) // s.block + SNAPSHOTS - 1
+        args, kw, fn = ln.args, ln.kw, ln.fn
+        if ln.tuples:
+            args = list(args)
+            for i, mk in ln.tuples:
+                args[i] = mk(q)
+            args = tuple(args)
+        saved = [(args[i], args[i].ptr) for i, *_ in ln.addrs]
+        for (_, b, d, dt, bounds, _e), (gt, ptr) in zip(ln.addrs, saved):
+            gt.ptr = moved = copy.copy(ptr)
+            moved.addr = b + q * d
+        loc = core.loc_override
+        core.loc_override = ln.loc
+        g = _Remake(lambda: fn(*args, **kw) if kw else fn(*args), parent=greenlet.getcurrent())
+        g.core = core
+        try:
+            g.switch()
+        finally:
+            core.loc_override = loc
+            for gt, ptr in saved:
+                gt.ptr = ptr
+
+
+class _Remake(greenlet.greenlet):
+    """Where a recorded call is made again (ISA calls find their core on the greenlet)."""
+    core = None
+
+
+class _Tap(list):
+    """The queue of data work while learning: each operation is also logged, in order, and
+    counted on the call that queued it."""
+
+    def __init__(self, ff):
+        super().__init__()
+        self.ff = ff
+
+    def append(self, item):
+        list.append(self, item)
+        self.ff._tapped((item,))
+
+    def extend(self, items):
+        items = list(items)
+        list.extend(self, items)
+        self.ff._tapped(items)
+
+
+def _tapped(self: FastForward, items) -> None:
+    core = getattr(greenlet.getcurrent(), "core", None)
+    s = self.st.get(core.index) if core is not None else None
+    if s is None or s.cur is None:
+        self._relearn()                         # queued outside a hooked call
+    else:
+        s.cur.nwork += len(items)
+        self.gwork.extend(items)
+
+
+FastForward._tapped = _tapped
+
+
+def _learn_wait(ff, core, wait, flag, what, info=None):
+    s = ff.st.get(core.index)
+    if s is not None and s.cur is not None:
+        s.cur.flags.append((flag, -1))
+    elif ff.mode == LEARN:
+        ff._relearn()
+    r = wait(flag, what, info)
+    if s is not None:
+        s.waits_done += 1
+    return r
+
+
+def _learn_set(ff, set_flag, sender, flag, at, order=None):
+    s = ff.st.get(sender.index)
+    if s is not None and s.cur is not None:
+        s.cur.flags.append((flag, 1))
+    elif ff.mode == LEARN:
+        ff._relearn()
+    return set_flag(sender, flag, at, order)
+
+
+def _core_states():
+    from ..core import CoreState
+    return CoreState.BLOCKED, CoreState.READY, CoreState.DONE
+
+
+_BLOCKED, _READY, _DONE = _core_states()

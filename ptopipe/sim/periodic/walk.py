@@ -1,0 +1,89 @@
+"""The machine state the fast-forward engine snapshots: every mutable object reachable from
+the cluster, its cores and the objects the kernels' calls use, in a fixed order, with the
+values of its fields."""
+from __future__ import annotations
+
+import enum
+from collections import deque
+from functools import lru_cache, partial
+
+import greenlet
+import numpy as np
+
+# fields of the machine state that are the scheduler's (who runs, who waits): neither
+# compared nor written back (materialize reconciles them)
+SCHEDULER_FIELDS = frozenset({"state", "waiting", "waiter", "glet", "limit"})
+# fields that are not machine state: never walked
+SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadline", "ff", "trace", "waits",
+                          "signals", "context", "pool", "kernel", "explainers", "annotators", "hinters",
+                          "finishers", "carried_hooks", "warnings", "policy", "costs", "event_words", "op_word",
+                          "loc_override", "cluster", "platform", "memories", "gm", "model"})
+
+
+class Walk:
+    """Every mutable object of the machine state reachable from ``roots``, in a fixed order,
+    with its fields' values."""
+
+    def __init__(self, roots):
+        self.objs: list = []
+        self._place: dict = {}
+        self.fields: list = []        # per object: [(key, value)]
+        todo = deque(roots)
+        while todo:
+            o = todo.popleft()
+            if id(o) in self._place or not walkable(o):
+                continue
+            self._place[id(o)] = len(self.objs)
+            self.objs.append(o)
+            items = fields_of(o)
+            self.fields.append(items)
+            for k, v in items:
+                if k not in SCHEDULER_FIELDS:
+                    children_of(v, todo)
+
+    def place(self, o):
+        return self._place.get(id(o))
+
+
+def walkable(o) -> bool:
+    t = o.__class__
+    if t is list or t is dict or t is set:
+        return True
+    if isinstance(o, (type, greenlet.greenlet, np.ndarray, tuple, partial, enum.Enum)):
+        return False
+    if t.__module__.startswith(("numpy", "builtins", "enum", "functools")):
+        return False
+    return hasattr(o, "__dict__") or hasattr(t, "__slots__")
+
+
+def fields_of(o) -> list:
+    t = o.__class__
+    if t is list:
+        return list(enumerate(o))
+    if t is dict:
+        return [(k, v) for k, v in o.items() if not (k.__class__ is str and k in SKIP_FIELDS)]
+    if t is set:
+        return [("set", frozenset(id(x) if walkable(x) else x for x in o))]
+    d = getattr(o, "__dict__", None)
+    out = [(k, v) for k, v in d.items() if k not in SKIP_FIELDS] if d else []
+    for k in _slots(t):
+        try:
+            out.append((k, getattr(o, k)))
+        except AttributeError:              # (an unset slot)
+            pass
+    return out
+
+
+@lru_cache(maxsize=None)
+def _slots(t) -> tuple:
+    """The slots of class ``t`` that hold machine state (every class of its MRO's)."""
+    return tuple(k for c in t.__mro__ for k in c.__dict__.get("__slots__", ())
+                 if k not in ("__dict__", "__weakref__") and k not in SKIP_FIELDS)
+
+
+def children_of(v, todo) -> None:
+    if isinstance(v, tuple):
+        for x in v:
+            children_of(x, todo)
+    elif walkable(v):
+        todo.append(v)
