@@ -193,10 +193,18 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             divisors = [d for d in range(1, p.slot_num + 1) if p.slot_num % d == 0]
             pipes[k] = replace(p, api="tmpipe", sync=draw(st.sampled_from(divisors)))
         pipes[k] = replace(pipes[k], events=draw(st.booleans()))
-    if len(pipes) == 1 and draw(st.booleans()) and (platform == "a2a3" or pipes[0].flow == "tile"):
+    # (on A5 only a pipe already on the consumer-local rings: its padding and split were
+    # drawn for them - the seed-003 API has no GM directions)
+    if len(pipes) == 1 and draw(st.booleans()) and (platform == "a2a3" or pipes[0].flow == "tile"
+                                                     and not pipes[0].gm_dir):
         both = pipes[0].kind == "both"       # the seed-003 API: SlotNum 8 one way, 4 both ways
         pipes[0] = replace(pipes[0], api="init", sync=0, flag_id=0, slot_num=4 if both else 8, local_slot_num=2,
                            gm_dir=False, lag=min(pipes[0].lag, 4 if both else 8))
+    # pto-isa A5's pushVec2MatFiFo: a LEFT_RIGHT part pushed into the Cube's local L1 ring is at
+    # least 32 bytes a row (ptopipe.protocol.geometry.split_push_problem)
+    pipes = [replace(p, K=max(p.K, 64 // np.dtype(DTYPES[p.dtype][0]).itemsize))
+             if platform == "a5" and not p.gm_dir and p.kind != "c2v" and p.split_v2c == "TILE_LEFT_RIGHT" else p
+             for p in pipes]
     pipes = [_holds(draw, platform, protocol, p) for p in pipes]
     mutation = None
     if mutate or (mutate is None and draw(st.booleans())):

@@ -64,7 +64,7 @@ def _item(mem, o, q):
     return (_ufunc_into, np.add, x, y, d)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(block=st.lists(op, min_size=1, max_size=8), nq=st.integers(2, 9), seed=st.integers(0, 2 ** 16))
 def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed):
     rng = np.random.default_rng(seed)
