@@ -44,6 +44,10 @@ class Tile:
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
                  "hbw", "hbu", "pad", "pop_rec", "known_written")
+    #: fields that count events, not cycles (a binding names its pop: sim.periodic's moves)
+    counter_fields = ("binding",)
+    #: fields that are simulated times (cycles): the scoreboard's (sim.core's issue)
+    time_fields = ("ready_at", "read_end")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,

@@ -76,6 +76,11 @@ class _CoreLet(greenlet.greenlet):
 
 
 class Core:
+    #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
+    counter_fields = ("budget", "instructions", "busy", "stall")
+    #: fields that are simulated times (cycles): the issue clock, each pipe's free time
+    time_fields = ("clock", "pipe_free")
+
     def __init__(self, cluster, name: str, kind: CoreKind, index: int, subblock: int,
                  memories: dict):
         self.cluster = cluster

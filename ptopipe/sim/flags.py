@@ -18,6 +18,10 @@ SYNCALL_FLAG = 64
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
                  "set_clocks", "pipe_orders", "signal", "sets", "drained", "carried", "origin", "sync_at")
+    #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
+    counter_fields = ("sets", "drained")
+    #: fields that are simulated times (cycles): the pending SETs' arrivals
+    time_fields = ("arrivals",)
 
     def __init__(self, sender, receiver, fid: int):
         self.sender = sender

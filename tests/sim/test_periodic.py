@@ -827,3 +827,18 @@ def test_fills_conversions_extracts_and_reductions(engines, plat):
     x = rint(np.random.default_rng(9), (n * T, T), -50, 50)
     res = same(None, (converting_vec, None), dict(x=x, out=np.zeros_like(x), n=n), engines, platform=plat)
     assert np.array_equal(res.outputs["out"], x * 2)
+
+
+def test_times_that_drift_apart():
+    """Two cores whose steady states have different periods in cycles: every block moves each
+    time linearly, but two of them move at different rates and would change order - the
+    engine stops recording before they can (recorded past it, a Vector core's busy cycles
+    differed)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "two_rates_kernel.py")
+    spec = importlib.util.spec_from_file_location("two_rates_kernel", path)
+    k = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(k)
+    args = k.make_args(np.random.default_rng(k.DATA_SEED))
+    same(k.cube, k.vector, args, platform=k.PLATFORM, protocol=k.PROTOCOL)

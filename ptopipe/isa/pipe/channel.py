@@ -22,6 +22,8 @@ from ...protocol.model import ProtocolModel
 class Slot:
     """One ring slot as seen by one consumer peer."""
     __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc", "reads")
+    #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
+    counter_fields = ("gen", "free_gen", "pop_gen")
 
     def __init__(self, tag: int):
         self.tag = tag
@@ -59,6 +61,8 @@ class Side:
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
                  "self_freed", "switched_off", "pop_holds", "zeroed", "repops")
+    #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
+    counter_fields = ("index", "freed", "tfrees", "self_freed", "pushed", "zeroed")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core

@@ -107,7 +107,7 @@ class _CoreState:
             return self.ff._stop(fn, args, kw, "the call came from another line")
         n = self.n
         if n == self.cap:
-            return self.ff._stop(fn, args, kw, "the instruction budget in sight", False)
+            return self.ff._stop(fn, args, kw, "the instruction budget or a crossing of two times in sight")
         if ln.waits:
             sh = self.ff.shadow
             for i, k in ln.waits:
@@ -427,7 +427,7 @@ class FastForward:
         last = walks[-1]
         cl = self.cluster
         bufs = self.bufs = Buffers([cl.gm.buf] + [m.buf for c in cl.cores for m in c.memories.values()])
-        state = []
+        state, times = [], []
         for k, obj in enumerate(last.objs):
             fields = [w.fields[k] for w in walks]
             if len({tuple(x[0] for x in f) for f in fields}) != 1:
@@ -445,6 +445,13 @@ class FastForward:
                     raise Unsettled(f"{type(obj).__name__}.{key}: {e}") from None
                 if not m.still:
                     state.append((obj, key, m.maker(last.objs, bufs.by_id)))
+                    if key in last.times[k]:
+                        times.append((obj, key, m))
+                    elif key not in last.counters[k]:
+                        raise Unsettled(f"{type(obj).__name__}.{key} moves but is neither a time nor a count")
+        self.time_cap = _crossing(last, times)
+        if self.time_cap is not None and self.time_cap < 2:
+            raise Unsettled("two simulated times would cross within two blocks")
         # the calls: every core's blocks are the same calls
         learned = {}
         for i, s in self.st.items():
@@ -511,8 +518,9 @@ class FastForward:
                 s.core.ff = s                   # (its calls go straight to its record)
 
     def _cap(self, s):
-        """The call count from which the core's instruction budget could be met within a
-        block: recording stops there, and the exact engine meets it where it does."""
+        """The call count at which recording stops: before the core's instruction budget
+        could be met within a block (the exact engine meets it where it does), and before two
+        simulated times could cross (:func:`_crossing`)."""
         if s.block is None:
             return None
         c = s.core
@@ -521,9 +529,10 @@ class FastForward:
             if obj is c and key in ("instructions", "budget"):
                 d = mk(1) - mk(0)
                 per = (per or 0) + (d if key == "instructions" else -d)
-        if not per or per <= 0:
-            return None
-        return s.base + max(0, (c.budget - c.instructions) // per - 2) * s.block
+        caps = [] if self.time_cap is None else [s.base + (self.time_cap - 1) * s.block]
+        if per and per > 0:
+            caps.append(s.base + max(0, (c.budget - c.instructions) // per - 2) * s.block)
+        return min(caps, default=None)
 
     # -- recording ---------------------------------------------------------------------------
     def _record(self, core, fn, args, kw):
@@ -690,6 +699,36 @@ class FastForward:
             core.loc_override = loc
             for gt, ptr in saved:
                 gt.ptr = ptr
+
+
+def _crossing(walk, moving) -> int | None:
+    """The blocks after the last snapshot for which no two simulated times can change order
+    (None: for ever; 0: not even one block).  The timing model compares times (maxima, a
+    pipe drained before an issue), so two that move at different rates - two streams of
+    different periods on the cores, a time left behind that another catches up - would give
+    a later block other choices than the learned ones (the comparisons are of stored times:
+    a cost or a latency is added before a time is stored).  A faster time more than a
+    block's largest move (how far a time strays from its line within a block) ahead of a
+    slower one stays ahead; one behind it may record until it comes within that of it."""
+    rate = {}
+    for obj, key, m in moving:
+        rate[id(obj), key] = m.step
+    pts = []                                  # (time at the last snapshot, cycles a block)
+    for k, obj in enumerate(walk.objs):
+        names = walk.times[k]
+        for key, v in walk.fields[k]:
+            if key in names and v.__class__ is int:
+                pts.append((v, rate.get((id(obj), key), (0,))[0]))
+    margin = max((abs(r) for _, r in pts), default=0)
+    cap = None
+    for ti, ri in pts:
+        for tj, rj in pts:
+            # i moves faster than j: safe while it stays more than a block's move ahead (for
+            # ever) or behind (until it comes within one of j)
+            if ri > rj and ti <= tj + margin:
+                q = 0 if ti >= tj - margin else (tj - margin - ti - 1) // (ri - rj)
+                cap = q if cap is None else min(cap, q)
+    return cap
 
 
 class _Remake(greenlet.greenlet):

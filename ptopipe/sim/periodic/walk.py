@@ -20,6 +20,16 @@ SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadline
                           "loc_override", "cluster", "platform", "memories", "gm", "model"})
 
 
+class _All:
+    """Every field (of a list or dict held in a counting or a time field)."""
+
+    def __contains__(self, key) -> bool:
+        return True
+
+
+ALL = _All()
+
+
 class Walk:
     """Every mutable object of the machine state reachable from ``roots``, in a fixed order,
     with its fields' values."""
@@ -28,18 +38,28 @@ class Walk:
         self.objs: list = []
         self._place: dict = {}
         self.fields: list = []        # per object: [(key, value)]
-        todo = deque(roots)
+        # per object: the names of its fields that count events and those that are simulated
+        # times (its class's ``counter_fields`` / ``time_fields``; ALL: a list or dict held in
+        # such a field)
+        self.counters: list = []
+        self.times: list = []
+        todo = deque((o, (), ()) for o in roots)
         while todo:
-            o = todo.popleft()
+            o, counting, timing = todo.popleft()
             if id(o) in self._place or not walkable(o):
                 continue
             self._place[id(o)] = len(self.objs)
             self.objs.append(o)
             items = fields_of(o)
             self.fields.append(items)
+            counting = counting or getattr(o.__class__, "counter_fields", ())
+            timing = timing or getattr(o.__class__, "time_fields", ())
+            self.counters.append(counting)
+            self.times.append(timing)
             for k, v in items:
                 if k not in SCHEDULER_FIELDS:
-                    children_of(v, todo)
+                    children_of(v, todo, ALL if counting is ALL or k in counting else (),
+                                ALL if timing is ALL or k in timing else ())
 
     def place(self, o):
         return self._place.get(id(o))
@@ -81,9 +101,9 @@ def _slots(t) -> tuple:
                  if k not in ("__dict__", "__weakref__") and k not in SKIP_FIELDS)
 
 
-def children_of(v, todo) -> None:
+def children_of(v, todo, counting, timing) -> None:
     if isinstance(v, tuple):
         for x in v:
-            children_of(x, todo)
+            children_of(x, todo, counting, timing)
     elif walkable(v):
-        todo.append(v)
+        todo.append((v, counting, timing))
