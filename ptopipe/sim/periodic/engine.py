@@ -646,6 +646,8 @@ class FastForward:
         after block, after the work queued before them."""
         cl = self.cluster
         cl.sync()
+        if b >= end:
+            return
         batch, size = None, 1
         first = [m(b) for m in self.work]
         big = sum(a.nbytes for x in first for a in x[1:] if a.__class__ is np.ndarray) > BATCH_OP_BYTES * len(first)
