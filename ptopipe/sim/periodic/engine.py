@@ -108,6 +108,8 @@ class _CoreState:
         n = self.n
         if n == self.cap:
             return self.ff._stop(fn, args, kw, "the instruction budget or a crossing of two times in sight")
+        if ln.sets and self.ff._overflows(ln):
+            return self.ff._stop(fn, args, kw, "a flag's counter would overflow")
         if ln.waits:
             sh = self.ff.shadow
             for i, k in ln.waits:
@@ -557,6 +559,12 @@ class FastForward:
         for i, k in ln.waits:
             sh[i] -= k
         return True
+
+    def _overflows(self, ln) -> bool:
+        """A SET of the recorded call would take a flag's counter past its maximum (the exact
+        engine reports that, at its line)."""
+        sh, top = self.shadow, self.cluster.platform.flag_counter_max
+        return any(sh[i] >= top for i in ln.sets)
 
     def _set(self, ln) -> None:
         """The SETs of a recorded call, on the counts: wakes a core blocked on one."""
