@@ -829,16 +829,30 @@ def test_fills_conversions_extracts_and_reductions(engines, plat):
     assert np.array_equal(res.outputs["out"], x * 2)
 
 
+def _fuzz_kernel(name: str):
+    """A generated kernel kept beside this file (tests/sim/<name>.py)."""
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    k = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(k)
+    return k
+
+
 def test_times_that_drift_apart():
     """Two cores whose steady states have different periods in cycles: every block moves each
     time linearly, but two of them move at different rates and would change order - the
     engine stops recording before they can (recorded past it, a Vector core's busy cycles
     differed)."""
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(__file__), "two_rates_kernel.py")
-    spec = importlib.util.spec_from_file_location("two_rates_kernel", path)
-    k = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(k)
-    args = k.make_args(np.random.default_rng(k.DATA_SEED))
-    same(k.cube, k.vector, args, platform=k.PLATFORM, protocol=k.PROTOCOL)
+    k = _fuzz_kernel("two_rates_kernel")
+    same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
+         protocol=k.PROTOCOL)
+
+
+def test_deadlock_before_a_whole_recorded_block():
+    """Every core blocks while recording, before a whole block: the exact state has nothing
+    recorded to apply (the engine built the next block's data work and failed)."""
+    k = _fuzz_kernel("late_deadlock_kernel")
+    err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
+               protocol=k.PROTOCOL, max_instructions=20000)
+    assert isinstance(err, ptopipe.DeadlockError)

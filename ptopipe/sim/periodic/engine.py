@@ -108,6 +108,8 @@ class _CoreState:
         n = self.n
         if n == self.cap:
             return self.ff._stop(fn, args, kw, "the instruction budget or a crossing of two times in sight")
+        if ln.sets and self.ff._overflows(ln):
+            return self.ff._stop(fn, args, kw, "a flag's counter would overflow")
         if ln.waits:
             sh = self.ff.shadow
             for i, k in ln.waits:
@@ -558,6 +560,12 @@ class FastForward:
             sh[i] -= k
         return True
 
+    def _overflows(self, ln) -> bool:
+        """A SET of the recorded call would take a flag's counter past its maximum (the exact
+        engine reports that, at its line)."""
+        sh, top = self.shadow, self.cluster.platform.flag_counter_max
+        return any(sh[i] >= top for i in ln.sets)
+
     def _set(self, ln) -> None:
         """The SETs of a recorded call, on the counts: wakes a core blocked on one."""
         sh, waiter = self.shadow, self.shadow_waiter
@@ -646,6 +654,8 @@ class FastForward:
         after block, after the work queued before them."""
         cl = self.cluster
         cl.sync()
+        if b >= end:
+            return
         batch, size = None, 1
         first = [m(b) for m in self.work]
         big = sum(a.nbytes for x in first for a in x[1:] if a.__class__ is np.ndarray) > BATCH_OP_BYTES * len(first)
