@@ -28,6 +28,9 @@ LEARN_LIMIT = 20000
 MAX_PERIOD = 256
 #: times a run learns again after its recording stopped at a call that differed
 RELEARNS = 8
+#: times learning may start over (an instruction it does not record in the loop) before the
+#: run is left exact
+RESTARTS = 64
 #: snapshots that must move by one constant (three equal moves)
 SNAPSHOTS = 4
 #: later snapshots tried, one block apart, before longer blocks are
@@ -155,6 +158,7 @@ class FastForward:
         self.blocks_skipped = 0       # blocks recorded instead of simulated
         self.calls_skipped = 0        # hooked calls recorded instead of simulated
         self.relearns = 0
+        self.restarts = 0
         self.unbatched = None         # why their data work did not run in batches
         for c in cores:
             c.ff = self
@@ -312,6 +316,11 @@ class FastForward:
         return r
 
     def _relearn(self) -> None:
+        """Learning starts over (the kernel used the machine other than by a hooked call)."""
+        self.restarts += 1
+        if self.restarts > RESTARTS and self.mode == LEARN:
+            self._off("the kernel keeps using the machine other than by the instructions it records")
+            return
         self.slides = 0
         self.sizing = False
         for s in self.st.values():
