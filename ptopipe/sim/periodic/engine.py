@@ -146,6 +146,7 @@ class FastForward:
         self.st = {c.index: _CoreState(c, self) for c in cores}
         self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
         self.gwork: list = []         # learning: the data operations queued, in order
+        self.gcores: list = []        # learning: the core that queued each
         self.ref = None               # the core whose calls time the snapshots
         self.next_snap = None         # its call count at the next one
         self.slides = 0
@@ -328,6 +329,7 @@ class FastForward:
             s.period = None
         self.snaps.clear()
         self.gwork.clear()
+        self.gcores.clear()
         self.ref = self.next_snap = None
 
     def _detect(self, st) -> None:
@@ -388,6 +390,7 @@ class FastForward:
             return
         if not self.snaps:
             self.gwork.clear()
+            self.gcores.clear()
         walk = Walk(self._roots())
         self.snaps.append((walk, {i: s.n for i, s in self.st.items()}, len(self.gwork)))
         if len(self.snaps) == 1 and ref.block is None:
@@ -487,7 +490,10 @@ class FastForward:
             raise Unsettled("the blocks queued different numbers of data operations")
         self.work = [as_moving([w[k] for w in slices], last, bufs).maker(last.objs, bufs.by_id)
                      for k in range(len(slices[0]))]
-        self.gwork = []
+        # who queued each place's work: a failure applying it names that core (Cluster.sync)
+        self.marks = [(k, c) for k, c in enumerate(self.gcores[ends[0]:ends[1]]) if k == 0 or
+                      c is not self.gcores[ends[0] + k - 1]]
+        self.gwork, self.gcores = [], []
         self.state, self.learned, self.walk = state, learned, last
         # the operands' fields recorded calls set (post): at the cut they are the state's again
         touched = {(id(ln.args[i]), k): (ln.args[i], k) for lns in learned.values() for ln in lns
@@ -681,6 +687,7 @@ class FastForward:
                 except Exception:               # (made again one block at a time: located)
                     batch = None
             pend = cl.pending
+            cl.marks.extend((len(pend) + k, c) for k, c in self.marks)
             pend.extend([m(b) for m in self.work])
             if len(pend) >= _SYNC_EVERY:
                 cl.sync()
@@ -775,6 +782,7 @@ def _tapped(self: FastForward, items) -> None:
     else:
         s.cur.nwork += len(items)
         self.gwork.extend(items)
+        self.gcores.extend([core] * len(items))
 
 
 FastForward._tapped = _tapped
