@@ -22,8 +22,9 @@ WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
 #: hooked calls a core makes exactly, at no cost, before learning begins (a short run is not
 #: worth learning)
 WARMUP_CALLS = 256
-#: hooked calls a core may make while learning before the run is left exact
-LEARN_LIMIT = 20000
+#: hooked calls a core may make while learning before the run is left exact (learning costs
+#: a few times an exact call)
+LEARN_LIMIT = 4096
 #: the longest per-core period (in calls) looked for
 MAX_PERIOD = 256
 #: times a run learns again after its recording stopped at a call that differed
@@ -265,7 +266,13 @@ class FastForward:
                   "the run ended before learning began (a short run)" if self.mode == WARMUP else None)
 
     def drop(self) -> None:
-        """The run stops with an error: no more hooks (the state stays as it is)."""
+        """The run stops with an error (a bound, an interrupt): the exact state first, as far
+        as it can be made (the error's report reads it), then no more hooks."""
+        if self.mode == RECORD:
+            try:
+                self.materialize("the run stopped")
+            except Exception:                   # (the error propagating is the run's)
+                pass
         self._off("the run stopped")
 
     # -- learning ----------------------------------------------------------------------------
@@ -279,11 +286,8 @@ class FastForward:
         if site is None:                        # the kernel's line: its frame and instruction
             f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
             site = (f.f_code, f.f_lasti)
-        # (what a call did is kept once the snapshots are being taken: the blocks they prove)
-        proving = self.ref is not None
-        c = Call(fn, args, kw, (core.loc_override or call_site(4)) if proving else None, site)
-        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
-            if proving else ()
+        c = Call(fn, args, kw, core.loc_override or call_site(4), site)
+        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)]
         gts = [(a, a.ptr) for a in args if is_tensor(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
@@ -340,7 +344,9 @@ class FastForward:
             if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
                 st.period = p
                 break
-        if st.period is not None and all(s.period is not None or s.core.state.value == "done"
+        # (a core that made no call yet - a lane that returns at once - does not hold it up:
+        # a call of it while recording ends the recording)
+        if st.period is not None and all(s.period is not None or s.n == 0 or s.core.state is _DONE
                                          for s in self.st.values()):
             self._plan()
 
