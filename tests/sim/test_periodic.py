@@ -856,3 +856,31 @@ def test_deadlock_before_a_whole_recorded_block():
     err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
                protocol=k.PROTOCOL, max_instructions=20000)
     assert isinstance(err, ptopipe.DeadlockError)
+
+
+# ============================================================================ the C++ ABI's pop
+def rebinding_vec(out, fifo, n):
+    """Pops as a C++ kernel's TPOP does (the ABI's call: the tile variable bound afresh each
+    pop, staged in the next local slot on an A2A3 GM ring), frees before its store."""
+    from ptopipe.cpp.abi import Dispatcher
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    pop = Dispatcher._pop_tile([pipe, part])
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        pop(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        TFREE(pipe, TILE_UP_DOWN)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+
+
+@pytest.mark.xfail(strict=True, reason="the periodic engine ends the Vector cores later (summary.cycles, "
+                                       "cores[AIV*]['end'] differ) when a C++ TPOP re-binds its tile")
+def test_cpp_abi_pop_rebinding_its_tile(engines):
+    """examples/cpp/c2v_bias.cpp's loop (a C++ kernel's TPOP) on A2A3: the exact cycles."""
+    a = plain_args(250)
+    res = same(plain_cube, rebinding_vec, a, engines, platform="a2a3")
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
