@@ -884,3 +884,53 @@ def test_cpp_abi_pop_rebinding_its_tile(engines):
     a = plain_args(250)
     res = same(plain_cube, rebinding_vec, a, engines, platform="a2a3")
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def _tmpipe(fifo):
+    return TMPipe(0, FIFOType.GM_FIFO, 4, 1, Tile(TileType.Acc, float32, T, T), Tile(TileType.Vec, float32, T, T),
+                  vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB)
+
+
+def tmpipe_cube(x, fifo, n):
+    pipe = _tmpipe(fifo)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        TPUSH(pipe, acc)
+
+
+def tmpipe_abi_vec(out, fifo, n):
+    """Pops as a C++ kernel's ``TPOP(tile, pipe)`` of a TMPipe does (the ABI's handler: the
+    ISA's TPOP, then the ring's consumer side edited for the pop's own free)."""
+    import types
+    from ptopipe.cpp.abi import Dispatcher
+    abi = types.SimpleNamespace(keep=lambda e: e)
+    abi.op_TPOP = lambda core, a: Dispatcher.op_TPOP(abi, core, a)
+    pipe = _tmpipe(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0x4000)
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        Dispatcher.op_TMPOP(abi, None, [pipe, t])
+        TADDS(o, t, 1.0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, o)
+
+
+@pytest.mark.xfail(strict=True, reason="the C++ ABI's TMPipe pop edits the ring's consumer side after the "
+                                       "hooked TPOP; while recording that state did not move: IndexError")
+@pytest.mark.parametrize("proto", ["spec", "pto-isa"])
+def test_cpp_abi_tmpipe_pop_freeing_its_slot(engines, proto):
+    a = plain_args(300)
+    res = same(tmpipe_cube, (tmpipe_abi_vec, None), a, engines, platform="a2a3", protocol=proto)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
