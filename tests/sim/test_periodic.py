@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import LeakError, PtoPipeError
+from ptopipe.errors import KernelError, LeakError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.sim import periodic
 from markers import line_of
@@ -934,3 +934,36 @@ def test_cpp_abi_tmpipe_pop_freeing_its_slot(engines, proto):
     a = plain_args(300)
     res = same(tmpipe_cube, (tmpipe_abi_vec, None), a, engines, platform="a2a3", protocol=proto)
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def dividing_vec(x, y, out, n):
+    """An int32 division per tile (A5: the vector unit divides integers)."""
+    a = Tile(TileType.Vec, int32, T, T, addr=0)
+    b = Tile(TileType.Vec, int32, T, T, addr=0x400)
+    c = Tile(TileType.Vec, int32, T, T, addr=0x800)
+    src = GlobalTensor(x.data(), (T, T))
+    div = GlobalTensor(y.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        div.assign(y.data() + i * T * T)
+        TLOAD(a, src)
+        TLOAD(b, div)
+        TDIV(c, a, b)
+        TADDS(c, c, 1)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, c)
+
+
+@pytest.mark.xfail(strict=True, reason="a data fault in the recorded blocks' work loses the queueing core and "
+                                       "its line (where None, no 'queued by AIV0')")
+def test_late_data_fault(engines):
+    """One divisor element is 0 in tile 280: the numpy work fails where the exact engine applies
+    it, with its core and line."""
+    n = 300
+    rng = np.random.default_rng(1)
+    x = rng.integers(-1000, 1000, (n * T, T)).astype(np.int32)
+    y = rng.integers(1, 40, (n * T, T)).astype(np.int32)
+    y[280 * T + 3, 5] = 0
+    err = same(None, (dividing_vec, None), dict(x=x, y=y, out=np.zeros_like(x), n=n), engines, platform="a5")
+    assert isinstance(err, KernelError) and "division by zero" in err.what
