@@ -877,8 +877,6 @@ def rebinding_vec(out, fifo, n):
         TSTORE(dst, o)
 
 
-@pytest.mark.xfail(strict=True, reason="the periodic engine ends the Vector cores later (summary.cycles, "
-                                       "cores[AIV*]['end'] differ) when a C++ TPOP re-binds its tile")
 def test_cpp_abi_pop_rebinding_its_tile(engines):
     """examples/cpp/c2v_bias.cpp's loop (a C++ kernel's TPOP) on A2A3: the exact cycles."""
     a = plain_args(250)
@@ -927,8 +925,6 @@ def tmpipe_abi_vec(out, fifo, n):
         TSTORE(dst, o)
 
 
-@pytest.mark.xfail(strict=True, reason="the C++ ABI's TMPipe pop edits the ring's consumer side after the "
-                                       "hooked TPOP; while recording that state did not move: IndexError")
 @pytest.mark.parametrize("proto", ["spec", "pto-isa"])
 def test_cpp_abi_tmpipe_pop_freeing_its_slot(engines, proto):
     a = plain_args(300)
@@ -955,8 +951,6 @@ def dividing_vec(x, y, out, n):
         TSTORE(dst, c)
 
 
-@pytest.mark.xfail(strict=True, reason="a data fault in the recorded blocks' work loses the queueing core and "
-                                       "its line (where None, no 'queued by AIV0')")
 def test_late_data_fault(engines):
     """One divisor element is 0 in tile 280: the numpy work fails where the exact engine applies
     it, with its core and line."""
@@ -967,3 +961,57 @@ def test_late_data_fault(engines):
     y[280 * T + 3, 5] = 0
     err = same(None, (dividing_vec, None), dict(x=x, y=y, out=np.zeros_like(x), n=n), engines, platform="a5")
     assert isinstance(err, KernelError) and "division by zero" in err.what
+
+
+def _lane0_only(out, fifo, n):
+    """A Vector kernel whose second lane returns at once (the C++ idiom
+    ``if (get_subblockid() != 0) return;``)."""
+    if get_subblockid() != 0:
+        return
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    part = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        TPOP(pipe, part)
+        TADDS(o, part, 1.0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, o)
+        TFREE(pipe)
+
+
+def _lane0_cube(x, fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        TPUSH(pipe, acc)
+
+
+def test_a_lane_that_returns_at_once(engines):
+    """A kernel pair whose second lane makes no call at all is recorded (and exact)."""
+    n = 300
+    x = rint(np.random.default_rng(12), ((n + 1) * T, T))
+    x[n * T:] = np.eye(T, dtype=np.float32)
+    res = same(_lane0_cube, _lane0_only, dict(x=x, out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(4 * SLOT),
+                                             n=n), engines)
+    assert np.array_equal(res.outputs["out"], x[:n * T] + 1)
+
+
+def test_a_call_begun_before_the_snapshots():
+    """A lane suspended in a TPOP it began before the engine planned its snapshots, whose slot
+    it still holds when the run deadlocks late: the report names that TPOP's line."""
+    k = _fuzz_kernel("held_pop_kernel")
+    err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
+               protocol=k.PROTOCOL, max_instructions=20000)
+    assert isinstance(err, ptopipe.DeadlockError) and "TPOP at None" not in str(err)
