@@ -92,6 +92,53 @@ _TILE_TYPES, _BLAYOUTS, _SLAYOUTS, _PADS = (enum_values(cls) for cls in (isa.Til
 _WORDS = {}
 _string_at = ctypes.string_at
 _getcurrent = greenlet.getcurrent
+
+
+def _pop_afresh(tile, *a):
+    """The ABI's TPOP into a tile: every pop binds the tile afresh, as the DSL runtime's new
+    tile per pop - what the C++ variable held before (its scoreboard times, checker state) is
+    not a use of the slot popped now (a copy of the earlier value has a handle of its own).
+    Its ring binding stays: it tells TPOP the address came from a ring, so the pop stages into
+    the next staging slot (pto-isa's TPOP TASSIGNs tileIndex % LOCAL_SLOT_NUM) rather than
+    loading in place at the last one (a tile the kernel placed itself has none: TASSIGN
+    clears it).  One instruction to the fast-forward engine (sim.periodic): the fresh binding
+    is part of the pop."""
+    core = _getcurrent().core
+    if core.ff is not None:
+        return core.ff.call(core, _pop_afresh, (tile, *a), None)
+    tile._push = tile.hbw = tile.hbu = None          # (its memory views stay: TPOP re-binds them)
+    tile.ready_at = tile.read_end = 0
+    return isa.TPOP(*a)
+
+
+def _tmpop(pipe, tile, *rest):
+    """``TPOP(tile, pipe)`` of a TMPipe: pto-isa's ``TPOP_IMPL(tile, pipe)``, whose pop of a GM
+    FIFO frees the slot itself (``cons.free()`` inside; the kernel has no TFREE for it) - the
+    ISA's TPOP, then its TFREE where the run's protocol does not free inside the pop already
+    (``Channel.pop_frees``: the spec protocol); an A5 VEC / MAT FIFO's pop frees nothing (its
+    TFREE does).  One instruction to the fast-forward engine (sim.periodic)."""
+    core = _getcurrent().core
+    if core.ff is not None:
+        return core.ff.call(core, _tmpop, (pipe, tile, *rest), None)
+    event = _pop_afresh(tile, pipe, tile, *rest)
+    _tmpop_free(pipe)
+    return event
+
+
+def _tmpop_free(pipe) -> None:
+    """What ``TPOP(tile, pipe)`` of a TMPipe does after the ISA's TPOP (:func:`_tmpop`)."""
+    ch, side = pipe.consumer_end
+    if ch.pop_frees:
+        # the ISA's pop freed the slot and waits for a (no-op) TFREE to pair with it, which
+        # this form has none of
+        side.popped.pop()
+        side.self_freed -= 1
+    elif ch.in_gm:
+        # the free is the GM slot's: the tile staged in the consumer's local FIFO stays the
+        # kernel's until a later pop stages into its place (as after a pop that frees)
+        h = side.held[0]
+        side.held[0] = h[:-1] + (None,)
+        isa.TFREE(pipe)
 _double = struct.Struct("<d")
 _int64 = struct.Struct("<q")
 
@@ -377,13 +424,7 @@ class Dispatcher:
     def _pop_tile(fixed: list):
         """A TPOP into a tile (with no wait events): op_TPOP's fresh binding of the tile, then
         the pop (whose Event the kernel gets)."""
-        tile, pop = fixed[1], isa.TPOP
-
-        def call(*a):
-            tile._push = tile.hbw = tile.hbu = None      # (its binding stays: see op_TPOP)
-            tile.ready_at = tile.read_end = 0
-            return pop(*a)
-        return call
+        return partial(_pop_afresh, fixed[1])
 
     def _call(self, op, fn, fixed: list, slots: tuple):
         """The prepared call of an op with operands ``fixed`` whose positions in ``slots`` take
@@ -605,31 +646,15 @@ class Dispatcher:
         # stays: it tells TPOP the address came from a ring, so the pop stages into the next
         # staging slot (pto-isa's TPOP TASSIGNs tileIndex % LOCAL_SLOT_NUM) rather than loading
         # in place at the last one (a tile the kernel placed itself has none: TASSIGN clears it)
-        obj._push = obj.hbw = obj.hbu = None      # (its memory views stay: TPOP re-binds them)
-        obj.ready_at = obj.read_end = 0
-        return self.keep(isa.TPOP(*a))
+        return self.keep(_pop_afresh(obj, *a))
 
     def op_TMPOP(self, core, a):
-        """``TPOP(tile, pipe)`` of a TMPipe: pto-isa's ``TPOP_IMPL(tile, pipe)``, whose pop of a GM
-        FIFO frees the slot itself (``cons.free()`` inside; the kernel has no TFREE for it) -
-        the ISA's TPOP, then its TFREE where the run's protocol does not free inside the pop
-        already (``Channel.pop_frees``: the spec protocol); an A5 VEC / MAT FIFO's pop frees
-        nothing (its TFREE does)."""
-        event = self.op_TPOP(core, a)
-        pipe = a[0]
-        ch, side = pipe.consumer_end
-        if ch.pop_frees:
-            # the ISA's pop freed the slot and waits for a (no-op) TFREE to pair with it, which
-            # this form has none of
-            side.popped.pop()
-            side.self_freed -= 1
-        elif ch.in_gm:
-            # the free is the GM slot's: the tile staged in the consumer's local FIFO stays the
-            # kernel's until a later pop stages into its place (as after a pop that frees)
-            h = side.held[0]
-            side.held[0] = h[:-1] + (None,)
-            isa.TFREE(pipe)
-        return event
+        """``TPOP(tile, pipe)`` of a TMPipe (:func:`_tmpop`)."""
+        if isinstance(a[1], isa.GlobalTensor):
+            r = self.op_TPOP(core, a)
+            _tmpop_free(a[0])
+            return r
+        return self.keep(_tmpop(*a))
 
     def op_PIPE_STATUS(self, core, a):
         """``pipe.prod.setAllocateStatus(on)`` ... (headergen.PIPE_STATUS): the switch of the

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import LeakError, PtoPipeError
+from ptopipe.errors import KernelError, LeakError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.sim import periodic
 from markers import line_of
@@ -856,3 +856,162 @@ def test_deadlock_before_a_whole_recorded_block():
     err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
                protocol=k.PROTOCOL, max_instructions=20000)
     assert isinstance(err, ptopipe.DeadlockError)
+
+
+# ============================================================================ the C++ ABI's pop
+def rebinding_vec(out, fifo, n):
+    """Pops as a C++ kernel's TPOP does (the ABI's call: the tile variable bound afresh each
+    pop, staged in the next local slot on an A2A3 GM ring), frees before its store."""
+    from ptopipe.cpp.abi import Dispatcher
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0x1000)
+    pop = Dispatcher._pop_tile([pipe, part])
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        pop(pipe, part, TILE_UP_DOWN)
+        TADDS(o, part, 1.0)
+        TFREE(pipe, TILE_UP_DOWN)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+
+
+def test_cpp_abi_pop_rebinding_its_tile(engines):
+    """examples/cpp/c2v_bias.cpp's loop (a C++ kernel's TPOP) on A2A3: the exact cycles."""
+    a = plain_args(250)
+    res = same(plain_cube, rebinding_vec, a, engines, platform="a2a3")
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def _tmpipe(fifo):
+    return TMPipe(0, FIFOType.GM_FIFO, 4, 1, Tile(TileType.Acc, float32, T, T), Tile(TileType.Vec, float32, T, T),
+                  vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB)
+
+
+def tmpipe_cube(x, fifo, n):
+    pipe = _tmpipe(fifo)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        TPUSH(pipe, acc)
+
+
+def tmpipe_abi_vec(out, fifo, n):
+    """Pops as a C++ kernel's ``TPOP(tile, pipe)`` of a TMPipe does (the ABI's handler: the
+    ISA's TPOP, then the ring's consumer side edited for the pop's own free)."""
+    import types
+    from ptopipe.cpp.abi import Dispatcher
+    abi = types.SimpleNamespace(keep=lambda e: e)
+    abi.op_TPOP = lambda core, a: Dispatcher.op_TPOP(abi, core, a)
+    pipe = _tmpipe(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0x4000)
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        Dispatcher.op_TMPOP(abi, None, [pipe, t])
+        TADDS(o, t, 1.0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, o)
+
+
+@pytest.mark.parametrize("proto", ["spec", "pto-isa"])
+def test_cpp_abi_tmpipe_pop_freeing_its_slot(engines, proto):
+    a = plain_args(300)
+    res = same(tmpipe_cube, (tmpipe_abi_vec, None), a, engines, platform="a2a3", protocol=proto)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def dividing_vec(x, y, out, n):
+    """An int32 division per tile (A5: the vector unit divides integers)."""
+    a = Tile(TileType.Vec, int32, T, T, addr=0)
+    b = Tile(TileType.Vec, int32, T, T, addr=0x400)
+    c = Tile(TileType.Vec, int32, T, T, addr=0x800)
+    src = GlobalTensor(x.data(), (T, T))
+    div = GlobalTensor(y.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        div.assign(y.data() + i * T * T)
+        TLOAD(a, src)
+        TLOAD(b, div)
+        TDIV(c, a, b)
+        TADDS(c, c, 1)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, c)
+
+
+def test_late_data_fault(engines):
+    """One divisor element is 0 in tile 280: the numpy work fails where the exact engine applies
+    it, with its core and line."""
+    n = 300
+    rng = np.random.default_rng(1)
+    x = rng.integers(-1000, 1000, (n * T, T)).astype(np.int32)
+    y = rng.integers(1, 40, (n * T, T)).astype(np.int32)
+    y[280 * T + 3, 5] = 0
+    err = same(None, (dividing_vec, None), dict(x=x, y=y, out=np.zeros_like(x), n=n), engines, platform="a5")
+    assert isinstance(err, KernelError) and "division by zero" in err.what
+
+
+def _lane0_only(out, fifo, n):
+    """A Vector kernel whose second lane returns at once (the C++ idiom
+    ``if (get_subblockid() != 0) return;``)."""
+    if get_subblockid() != 0:
+        return
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    part = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        TPOP(pipe, part)
+        TADDS(o, part, 1.0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, o)
+        TFREE(pipe)
+
+
+def _lane0_cube(x, fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
+    TMOV(e0, e1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x1, src)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        TPUSH(pipe, acc)
+
+
+def test_a_lane_that_returns_at_once(engines):
+    """A kernel pair whose second lane makes no call at all is recorded (and exact)."""
+    n = 300
+    x = rint(np.random.default_rng(12), ((n + 1) * T, T))
+    x[n * T:] = np.eye(T, dtype=np.float32)
+    res = same(_lane0_cube, _lane0_only, dict(x=x, out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(4 * SLOT),
+                                             n=n), engines)
+    assert np.array_equal(res.outputs["out"], x[:n * T] + 1)
+
+
+def test_a_call_begun_before_the_snapshots():
+    """A lane suspended in a TPOP it began before the engine planned its snapshots, whose slot
+    it still holds when the run deadlocks late: the report names that TPOP's line."""
+    k = _fuzz_kernel("held_pop_kernel")
+    err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
+               protocol=k.PROTOCOL, max_instructions=20000)
+    assert isinstance(err, ptopipe.DeadlockError) and "TPOP at None" not in str(err)

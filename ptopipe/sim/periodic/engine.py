@@ -22,12 +22,16 @@ WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
 #: hooked calls a core makes exactly, at no cost, before learning begins (a short run is not
 #: worth learning)
 WARMUP_CALLS = 256
-#: hooked calls a core may make while learning before the run is left exact
-LEARN_LIMIT = 20000
+#: hooked calls a core may make while learning before the run is left exact (learning costs
+#: a few times an exact call)
+LEARN_LIMIT = 4096
 #: the longest per-core period (in calls) looked for
 MAX_PERIOD = 256
 #: times a run learns again after its recording stopped at a call that differed
 RELEARNS = 8
+#: times learning may start over (an instruction it does not record in the loop) before the
+#: run is left exact
+RESTARTS = 64
 #: snapshots that must move by one constant (three equal moves)
 SNAPSHOTS = 4
 #: later snapshots tried, one block apart, before longer blocks are
@@ -108,8 +112,6 @@ class _CoreState:
         n = self.n
         if n == self.cap:
             return self.ff._stop(fn, args, kw, "the instruction budget or a crossing of two times in sight")
-        if ln.sets and self.ff._overflows(ln):
-            return self.ff._stop(fn, args, kw, "a flag's counter would overflow")
         if ln.waits:
             sh = self.ff.shadow
             for i, k in ln.waits:
@@ -145,6 +147,7 @@ class FastForward:
         self.st = {c.index: _CoreState(c, self) for c in cores}
         self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
         self.gwork: list = []         # learning: the data operations queued, in order
+        self.gcores: list = []        # learning: the core that queued each
         self.ref = None               # the core whose calls time the snapshots
         self.next_snap = None         # its call count at the next one
         self.slides = 0
@@ -157,6 +160,7 @@ class FastForward:
         self.blocks_skipped = 0       # blocks recorded instead of simulated
         self.calls_skipped = 0        # hooked calls recorded instead of simulated
         self.relearns = 0
+        self.restarts = 0
         self.unbatched = None         # why their data work did not run in batches
         for c in cores:
             c.ff = self
@@ -262,7 +266,13 @@ class FastForward:
                   "the run ended before learning began (a short run)" if self.mode == WARMUP else None)
 
     def drop(self) -> None:
-        """The run stops with an error: no more hooks (the state stays as it is)."""
+        """The run stops with an error (a bound, an interrupt): the exact state first, as far
+        as it can be made (the error's report reads it), then no more hooks."""
+        if self.mode == RECORD:
+            try:
+                self.materialize("the run stopped")
+            except Exception:                   # (the error propagating is the run's)
+                pass
         self._off("the run stopped")
 
     # -- learning ----------------------------------------------------------------------------
@@ -276,11 +286,8 @@ class FastForward:
         if site is None:                        # the kernel's line: its frame and instruction
             f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
             site = (f.f_code, f.f_lasti)
-        # (what a call did is kept once the snapshots are being taken: the blocks they prove)
-        proving = self.ref is not None
-        c = Call(fn, args, kw, (core.loc_override or call_site(4)) if proving else None, site)
-        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
-            if proving else ()
+        c = Call(fn, args, kw, core.loc_override or call_site(4), site)
+        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)]
         gts = [(a, a.ptr) for a in args if is_tensor(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
@@ -314,6 +321,11 @@ class FastForward:
         return r
 
     def _relearn(self) -> None:
+        """Learning starts over (the kernel used the machine other than by a hooked call)."""
+        self.restarts += 1
+        if self.restarts > RESTARTS and self.mode == LEARN:
+            self._off("the kernel keeps using the machine other than by the instructions it records")
+            return
         self.slides = 0
         self.sizing = False
         for s in self.st.values():
@@ -321,6 +333,7 @@ class FastForward:
             s.period = None
         self.snaps.clear()
         self.gwork.clear()
+        self.gcores.clear()
         self.ref = self.next_snap = None
 
     def _detect(self, st) -> None:
@@ -331,7 +344,9 @@ class FastForward:
             if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
                 st.period = p
                 break
-        if st.period is not None and all(s.period is not None or s.core.state.value == "done"
+        # (a core that made no call yet - a lane that returns at once - does not hold it up:
+        # a call of it while recording ends the recording)
+        if st.period is not None and all(s.period is not None or s.n == 0 or s.core.state is _DONE
                                          for s in self.st.values()):
             self._plan()
 
@@ -381,6 +396,7 @@ class FastForward:
             return
         if not self.snaps:
             self.gwork.clear()
+            self.gcores.clear()
         walk = Walk(self._roots())
         self.snaps.append((walk, {i: s.n for i, s in self.st.items()}, len(self.gwork)))
         if len(self.snaps) == 1 and ref.block is None:
@@ -480,7 +496,10 @@ class FastForward:
             raise Unsettled("the blocks queued different numbers of data operations")
         self.work = [as_moving([w[k] for w in slices], last, bufs).maker(last.objs, bufs.by_id)
                      for k in range(len(slices[0]))]
-        self.gwork = []
+        # who queued each place's work: a failure applying it names that core (Cluster.sync)
+        self.marks = [(k, c) for k, c in enumerate(self.gcores[ends[0]:ends[1]]) if k == 0 or
+                      c is not self.gcores[ends[0] + k - 1]]
+        self.gwork, self.gcores = [], []
         self.state, self.learned, self.walk = state, learned, last
         # the operands' fields recorded calls set (post): at the cut they are the state's again
         touched = {(id(ln.args[i]), k): (ln.args[i], k) for lns in learned.values() for ln in lns
@@ -560,14 +579,10 @@ class FastForward:
             sh[i] -= k
         return True
 
-    def _overflows(self, ln) -> bool:
-        """A SET of the recorded call would take a flag's counter past its maximum (the exact
-        engine reports that, at its line)."""
-        sh, top = self.shadow, self.cluster.platform.flag_counter_max
-        return any(sh[i] >= top for i in ln.sets)
-
     def _set(self, ln) -> None:
-        """The SETs of a recorded call, on the counts: wakes a core blocked on one."""
+        """The SETs of a recorded call, on the counts: wakes a core blocked on one.  (No count
+        can pass a flag's maximum: a flag's count is no counter field, so the proof saw it
+        the same at every snapshot.)"""
         sh, waiter = self.shadow, self.shadow_waiter
         for i in ln.sets:
             sh[i] += 1
@@ -678,6 +693,7 @@ class FastForward:
                 except Exception:               # (made again one block at a time: located)
                     batch = None
             pend = cl.pending
+            cl.marks.extend((len(pend) + k, c) for k, c in self.marks)
             pend.extend([m(b) for m in self.work])
             if len(pend) >= _SYNC_EVERY:
                 cl.sync()
@@ -772,6 +788,7 @@ def _tapped(self: FastForward, items) -> None:
     else:
         s.cur.nwork += len(items)
         self.gwork.extend(items)
+        self.gcores.extend([core] * len(items))
 
 
 FastForward._tapped = _tapped
