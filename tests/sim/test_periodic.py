@@ -829,30 +829,67 @@ def test_fills_conversions_extracts_and_reductions(engines, plat):
     assert np.array_equal(res.outputs["out"], x * 2)
 
 
-def _fuzz_kernel(name: str):
-    """A generated kernel kept beside this file (tests/sim/<name>.py)."""
-    import importlib.util
-    import os
-    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), f"{name}.py"))
-    k = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(k)
-    return k
+def _fuzz_kernel(spec: str, tmp_path):
+    """The kernel tests/fuzz_render.py makes of a generator's spec (its repr), loaded."""
+    import fuzz_kernels
+    from fuzz_spec import KernelSpec, PipeSpec
+    spec = eval(spec, {"KernelSpec": KernelSpec, "PipeSpec": PipeSpec})   # (a repr of our own dataclasses)
+    return fuzz_kernels.load(fuzz_kernels.write_kernel(spec, str(tmp_path)))
 
 
-def test_times_that_drift_apart():
+# fuzz kernels that showed a difference once (benchmarks/engine_equal.py)
+#: two C2V pipes whose cores settle into periods of different lengths in cycles
+TWO_RATES = (
+    "KernelSpec(platform='a5', protocol='spec', pipes=(PipeSpec(kind='c2v', flow='tile', gm_dir=True, "
+    "slot_num=1, local_slot_num=2, flag_id=6, peers=(1,), split_c2v='TILE_NO_SPLIT', "
+    "split_v2c='TILE_NO_SPLIT', dtype='f32', M=2, K=32, N=32, tiles=200, lag=0, pre=(), post=(('TABS', "
+    "None),), pop_addr=True, slot_extra=0, hold_c=1, hold_v=1, api='tpipe', pad=(2, 0), mixed=False, "
+    "sync=0, events=False, alt=False, ksplit=False, out16=False), PipeSpec(kind='c2v', flow='tile', "
+    "gm_dir=False, slot_num=1, local_slot_num=3, flag_id=7, peers=(0, 1), split_c2v='TILE_UP_DOWN', "
+    "split_v2c='TILE_LEFT_RIGHT', dtype='f16', M=4, K=32, N=32, tiles=200, lag=0, pre=(), post=(), "
+    "pop_addr=True, slot_extra=0, hold_c=1, hold_v=1, api='tpipe', pad=(2, 0), mixed=False, sync=0, "
+    'events=False, alt=True, ksplit=False, out16=False)), interleave=True, mutation=None, data_seed=215)')
+#: a TFREE dropped late: it deadlocks while recording, before a whole block
+LATE_DEADLOCK = (
+    "KernelSpec(platform='a5', protocol='spec', pipes=(PipeSpec(kind='v2c', flow='tile', gm_dir=False, "
+    "slot_num=7, local_slot_num=1, flag_id=0, peers=(1,), split_c2v='TILE_NO_SPLIT', "
+    "split_v2c='TILE_NO_SPLIT', dtype='f16', M=16, K=16, N=8, tiles=200, lag=0, pre=(('TMINS', 0),), "
+    "post=(), pop_addr=False, slot_extra=0, hold_c=1, hold_v=3, api='tpipe', pad=(2, 0), mixed=False, "
+    "sync=0, events=False, alt=False, ksplit=False, out16=True), PipeSpec(kind='c2v', flow='tile', "
+    "gm_dir=True, slot_num=1, local_slot_num=4, flag_id=7, peers=(0,), split_c2v='TILE_NO_SPLIT', "
+    "split_v2c='TILE_NO_SPLIT', dtype='i8', M=2, K=16, N=16, tiles=200, lag=0, pre=(), post=(('TNEG', "
+    "None),), pop_addr=True, slot_extra=32, hold_c=1, hold_v=1, api='tpipe', pad=(1, 0), mixed=False, "
+    'sync=0, events=False, alt=True, ksplit=False, out16=False)), interleave=True, '
+    "mutation=('drop_tfree', 1, 179), data_seed=0)")
+#: a TFREE dropped at the last iteration: the held slot was popped by a TPOP the lane began
+#: before the engine planned its snapshots
+HELD_POP = (
+    "KernelSpec(platform='a5', protocol='spec', pipes=(PipeSpec(kind='v2c', flow='tile', gm_dir=False, "
+    "slot_num=2, local_slot_num=1, flag_id=3, peers=(0, 1), split_c2v='TILE_UP_DOWN', "
+    "split_v2c='TILE_LEFT_RIGHT', dtype='f32', M=8, K=16, N=8, tiles=200, lag=0, pre=(), post=(), "
+    "pop_addr=False, slot_extra=32, hold_c=1, hold_v=1, api='tpipe', pad=(2, 0), mixed=False, sync=0, "
+    "events=False, alt=True, ksplit=False, out16=True), PipeSpec(kind='both', flow='tile', gm_dir=True, "
+    "slot_num=1, local_slot_num=3, flag_id=5, peers=(0,), split_c2v='TILE_NO_SPLIT', "
+    "split_v2c='TILE_NO_SPLIT', dtype='f32', M=2, K=32, N=32, tiles=200, lag=0, pre=(), post=(('TABS', "
+    "None),), pop_addr=True, slot_extra=32, hold_c=1, hold_v=1, api='tpipe', pad=(0, 0), mixed=False, "
+    'sync=0, events=False, alt=False, ksplit=False, out16=False)), interleave=False, '
+    "mutation=('drop_tfree', 1, 198), data_seed=128)")
+
+
+def test_times_that_drift_apart(tmp_path):
     """Two cores whose steady states have different periods in cycles: every block moves each
     time linearly, but two of them move at different rates and would change order - the
     engine stops recording before they can (recorded past it, a Vector core's busy cycles
     differed)."""
-    k = _fuzz_kernel("two_rates_kernel")
+    k = _fuzz_kernel(TWO_RATES, tmp_path)
     same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
          protocol=k.PROTOCOL)
 
 
-def test_deadlock_before_a_whole_recorded_block():
+def test_deadlock_before_a_whole_recorded_block(tmp_path):
     """Every core blocks while recording, before a whole block: the exact state has nothing
     recorded to apply (the engine built the next block's data work and failed)."""
-    k = _fuzz_kernel("late_deadlock_kernel")
+    k = _fuzz_kernel(LATE_DEADLOCK, tmp_path)
     err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
                protocol=k.PROTOCOL, max_instructions=20000)
     assert isinstance(err, ptopipe.DeadlockError)
@@ -1008,10 +1045,10 @@ def test_a_lane_that_returns_at_once(engines):
     assert np.array_equal(res.outputs["out"], x[:n * T] + 1)
 
 
-def test_a_call_begun_before_the_snapshots():
+def test_a_call_begun_before_the_snapshots(tmp_path):
     """A lane suspended in a TPOP it began before the engine planned its snapshots, whose slot
     it still holds when the run deadlocks late: the report names that TPOP's line."""
-    k = _fuzz_kernel("held_pop_kernel")
+    k = _fuzz_kernel(HELD_POP, tmp_path)
     err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
                protocol=k.PROTOCOL, max_instructions=20000)
     assert isinstance(err, ptopipe.DeadlockError) and "TPOP at None" not in str(err)
