@@ -9,7 +9,8 @@ from ..isa.launch import compare_launches
 from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, block_note, blocks_ran, launch_kwargs,
                      refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
                      werror_verdict)
-from ..errors import PtoPipeError
+from ..errors import ConfigError, PtoPipeError
+from ..sim.cluster import ENGINES
 from . import bounds
 from ..driver.loader import load_scenarios, pick_variants
 
@@ -34,6 +35,13 @@ def add_parser(sub) -> None:
     add_common(p, "kernel file: a .py defining SCENARIO (run and checked against its numpy golden), "
                   "a .pto PTO-AS file or a pto-isa .cpp file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument("--no-checks", action="store_true",
+                   help="(.py kernels) run without the checkers (the happens-before race, slot-reuse and "
+                        "address checks): faster; a misuse then shows only as a wrong result, a hang or a leak")
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="(.py kernels, with --no-checks) exact: simulate every instruction; periodic: "
+                        "fast-forward a streaming kernel's steady state, the same results (docs/engine.md) "
+                        "(default: $PTOPIPE_ENGINE, else exact)")
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "
                         "not by the simulated timing, as `check` does (stricter race check, 25-30%% slower)")
@@ -65,7 +73,10 @@ def _preview(a: np.ndarray) -> str:
 
 
 def main(args) -> int:
-    refuse_pto_options(args, "input", "output", "func", "range", "aic", "aiv")
+    refuse_pto_options(args, "input", "output", "func", "range", "aic", "aiv", "no-checks", "engine")
+    if args.engine == "periodic" and not args.no_checks:
+        raise ConfigError("--engine periodic runs without the checkers", where="option --engine",
+                          fix="add --no-checks (the checkers' own state is not fast-forwarded: docs/engine.md)")
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
@@ -79,7 +90,8 @@ def main(args) -> int:
         try:
             res, expected = sc.run(v, platform, protocol, args.seed,
                                    **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                                   **sync_kwargs(args), **launch_kwargs(args), causal=args.causal)
+                                   **sync_kwargs(args), **launch_kwargs(args), causal=args.causal,
+                                   checks=not args.no_checks, engine=args.engine)
         except PtoPipeError as e:
             if reports:
                 from .trace import reports_of_failed_run, write_reports
@@ -102,6 +114,10 @@ def main(args) -> int:
         note = block_note(res.summary)
         if note:
             print(note)
+        ff = res.fast_forward
+        if ff is not None and not args.quiet:
+            print(f"  periodic engine: {ff.blocks} blocks ({ff.calls} instructions) recorded, not simulated"
+                  + (f"; it stopped recording: {ff.reason}" if ff.reason else ""))
         if not args.quiet:
             for k in expected:
                 out = res.outputs[k]
