@@ -93,7 +93,8 @@ class Learned:
         # equal (None, enum members) are the same
         self.scalars = tuple(i for i, a in enumerate(c0.args) if a.__class__ in (int, float, bool)
                              or isinstance(a, np.generic))
-        self.gtkeys = tuple((i, tensor_key(a)) for i, a in enumerate(c0.args) if is_tensor(a))
+        # a GlobalTensor argument: its position -> what a new one there must be alike in
+        self.gtkeys = {i: tensor_key(a) for i, a in enumerate(c0.args) if is_tensor(a)}
         # a tuple argument (an Event): (position, its value in a block)
         self.tuples = tuple((i, as_moving([c.args[i] for c in calls], walk, bufs).maker(walk.objs, bufs.by_id))
                             for i, a in enumerate(c0.args) if isinstance(a, tuple))
@@ -114,15 +115,15 @@ def alike(ln: Learned, args) -> bool:
     la = ln.args
     if not (ln.gtkeys or ln.tuples) or len(args) != len(la):
         return False
-    gts = dict(ln.gtkeys)
-    moving = {i for i, _ in ln.tuples}
+    gts = ln.gtkeys
     for i, (a, b) in enumerate(zip(args, la)):
         if i in gts:
             if not is_tensor(a) or tensor_key(a) != gts[i]:
                 return False
-        elif i in moving:
-            if a.__class__ is not b.__class__:
-                return False
+        elif b.__class__ is not a.__class__:
+            return False
+        elif isinstance(b, tuple):
+            continue                            # (an Event: same_args checks where it moved)
         elif a is not b and not (a.__class__ in SCALARS and a == b):
             return False
     return True
