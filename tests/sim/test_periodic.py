@@ -325,8 +325,9 @@ def test_both_ways(engines, plat, proto):
 
 # ============================================================================ variations
 # One C2V ring of depth 4 (UP_DOWN) with a plain Cube producer; the lanes vary.
-def plain_cube(x, fifo, n):
-    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+def identity_stream(x, n, push):
+    """The Cube's side of the plain streams: tile i of ``x`` times the identity (stored after
+    the data) into the Acc tile, then ``push(i, acc)``."""
     x1 = Tile(TileType.Mat, float32, T, T, addr=0)
     e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
     x0 = Tile(TileType.Left, float32, T, T, addr=0)
@@ -340,7 +341,12 @@ def plain_cube(x, fifo, n):
         TLOAD(x1, src)
         TMOV(x0, x1)
         TMATMUL(acc, x0, e0)
-        TPUSH(pipe, acc, TILE_UP_DOWN)
+        push(i, acc)
+
+
+def plain_cube(x, fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    identity_stream(x, n, lambda i, acc: TPUSH(pipe, acc, TILE_UP_DOWN))
 
 
 def plain_args(n, seed=3, **more):
@@ -660,21 +666,11 @@ def test_gm_slot_popped_as_a_tensor(engines):
 def tagging_cube(x, fifo, n, tags):
     """Logs the producer's tile id (pipe.prod.getTileId()) before every push."""
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
-    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
-    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
-    x0 = Tile(TileType.Left, float32, T, T, addr=0)
-    e0 = Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
-    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
-    TMOV(e0, e1)
-    src = GlobalTensor(x.data(), (T, T))
-    for i in range(n):
-        src.assign(x.data() + i * T * T)
-        TLOAD(x1, src)
-        TMOV(x0, x1)
-        TMATMUL(acc, x0, e0)
+
+    def push(i, acc):
         tags.append(pipe.prod.getTileId())
         TPUSH(pipe, acc, TILE_UP_DOWN)
+    identity_stream(x, n, push)
 
 
 def test_tile_id_read_while_recording(engines):
@@ -773,16 +769,21 @@ def test_both_ways_engages(engines):
     same(both_cube, both_vec, a, engines, platform="a2a3", protocol="pto-isa")
 
 
-def fresh_tensor_vec(out, fifo, n):
-    """Stores through a new GlobalTensor each iteration (the common idiom)."""
+def fresh_tensor_vec(out, fifo, n, switch=None):
+    """Stores through a new GlobalTensor each iteration (the common idiom); with ``switch``, it
+    also adds 2 into another tile each iteration and stores that one from iteration ``switch``
+    on (a store alike but for its tile)."""
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
     h, off = _lane()
     part = Tile(TileType.Vec, float32, h, T)
     o = Tile(TileType.Vec, float32, h, T, addr=0)
+    other = Tile(TileType.Vec, float32, h, T, addr=0x1000)
     for i in range(n):
         TPOP(pipe, part, TILE_UP_DOWN)
         TADDS(o, part, 1.0)
-        TSTORE(GlobalTensor(out.data() + i * T * T + off, (h, T)), o)
+        if switch is not None:
+            TADDS(other, part, 2.0)
+        TSTORE(GlobalTensor(out.data() + i * T * T + off, (h, T)), other if switch is not None and i >= switch else o)
         TFREE(pipe, TILE_UP_DOWN)
 
 
@@ -790,6 +791,16 @@ def test_fresh_tensor_per_call_engages(engines):
     a = plain_args(250)
     res = same(plain_cube, fresh_tensor_vec, a, engines)
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
+
+
+def test_fresh_tensor_with_another_tile(engines):
+    """A call alike but for its GlobalTensor made anew must still have the learned tiles: a
+    store of another tile ends the recording."""
+    a = plain_args(300, switch=240)
+    res = same(plain_cube, fresh_tensor_vec, a, engines)
+    want = a["x"][:-T] + 1
+    want[240 * T:] += 1
+    assert np.array_equal(res.outputs["out"], want)
 
 
 def test_event_chain_engages(engines):
@@ -928,20 +939,7 @@ def _tmpipe(fifo):
 
 def tmpipe_cube(x, fifo, n):
     pipe = _tmpipe(fifo)
-    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
-    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
-    x0 = Tile(TileType.Left, float32, T, T, addr=0)
-    e0 = Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
-    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
-    TMOV(e0, e1)
-    src = GlobalTensor(x.data(), (T, T))
-    for i in range(n):
-        src.assign(x.data() + i * T * T)
-        TLOAD(x1, src)
-        TMOV(x0, x1)
-        TMATMUL(acc, x0, e0)
-        TPUSH(pipe, acc)
+    identity_stream(x, n, lambda i, acc: TPUSH(pipe, acc))
 
 
 def tmpipe_abi_vec(out, fifo, n):
@@ -1019,20 +1017,7 @@ def _lane0_only(out, fifo, n):
 
 def _lane0_cube(x, fifo, n):
     pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
-    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
-    e1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
-    x0 = Tile(TileType.Left, float32, T, T, addr=0)
-    e0 = Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
-    TLOAD(e1, GlobalTensor(x.data() + n * T * T, (T, T)))
-    TMOV(e0, e1)
-    src = GlobalTensor(x.data(), (T, T))
-    for i in range(n):
-        src.assign(x.data() + i * T * T)
-        TLOAD(x1, src)
-        TMOV(x0, x1)
-        TMATMUL(acc, x0, e0)
-        TPUSH(pipe, acc)
+    identity_stream(x, n, lambda i, acc: TPUSH(pipe, acc))
 
 
 def test_a_lane_that_returns_at_once(engines):
