@@ -138,6 +138,26 @@ class _CoreState:
         return ln.result(q)
 
 
+def period_of(log) -> int | None:
+    """The shortest period ``p`` (at most MAX_PERIOD) in which the last ``3p`` calls of
+    ``log`` repeat (by ``sig``), or None."""
+    n = min(len(log), 3 * MAX_PERIOD)
+    if n == 0:
+        return None
+    last = log[-1].sig
+    for p in range(1, n // 3 + 1):
+        # (the last call is made again p and 2p calls back: only then the whole periods,
+        # back from the end - a miss comes early)
+        if log[-1 - p].sig == last and log[-1 - 2 * p].sig == last:
+            for k in range(-2, -p - 1, -1):
+                a = log[k].sig
+                if log[k - p].sig != a or log[k - 2 * p].sig != a:
+                    break
+            else:
+                return p
+    return None
+
+
 class FastForward:
     """The fast-forward engine of one run on a cluster (the cluster's and its cores' ``ff``)."""
 
@@ -287,7 +307,10 @@ class FastForward:
             f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
             site = (f.f_code, f.f_lasti)
         c = Call(fn, args, kw, core.loc_override or call_site(4), site)
-        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)]
+        # what the call changes on its operands: only calls of a core that repeats (its
+        # snapshot blocks') need it
+        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
+            if st.period is not None else ()
         gts = [(a, a.ptr) for a in args if is_tensor(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
@@ -338,12 +361,7 @@ class FastForward:
 
     def _detect(self, st) -> None:
         """``st``'s core has made its last calls three times over: its period."""
-        sigs = [c.sig for c in st.log[-3 * MAX_PERIOD:]]
-        n = len(sigs)
-        for p in range(1, n // 3 + 1):
-            if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
-                st.period = p
-                break
+        st.period = period_of(st.log)
         # (a core that made no call yet - a lane that returns at once - does not hold it up:
         # a call of it while recording ends the recording)
         if st.period is not None and all(s.period is not None or s.n == 0 or s.core.state is _DONE

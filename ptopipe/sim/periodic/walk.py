@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from functools import lru_cache, partial
+from operator import attrgetter
 
 import greenlet
 import numpy as np
@@ -86,12 +87,27 @@ def fields_of(o) -> list:
         return [("set", frozenset(id(x) if walkable(x) else x for x in o))]
     d = getattr(o, "__dict__", None)
     out = [(k, v) for k, v in d.items() if k not in SKIP_FIELDS] if d else []
-    for k in _slots(t):
+    names, get = _slot_getter(t)
+    if get is not None:
+        try:
+            out.extend(zip(names, get(o)))          # (every slot set: one call)
+            return out
+        except AttributeError:
+            pass
+    for k in names:
         try:
             out.append((k, getattr(o, k)))
         except AttributeError:              # (an unset slot)
             pass
     return out
+
+
+@lru_cache(maxsize=None)
+def _slot_getter(t) -> tuple:
+    """The machine-state slots of class ``t`` and one getter of all of them (None: fewer
+    than two, got one by one)."""
+    names = _slots(t)
+    return names, attrgetter(*names) if len(names) > 1 else None
 
 
 @lru_cache(maxsize=None)

@@ -1,0 +1,83 @@
+"""The fast-forward engine's learning shortcuts are the plain definitions: the period found in
+a core's log (:func:`~ptopipe.sim.periodic.engine.period_of`) is the shortest in which its
+last calls repeat three times, and the fields the snapshot walk reads off an object in one
+call (:func:`~ptopipe.sim.periodic.walk.fields_of`) are its fields read one by one."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given, settings, strategies as st
+
+from ptopipe.sim.periodic.engine import MAX_PERIOD, period_of
+from ptopipe.sim.periodic.walk import SKIP_FIELDS, fields_of
+
+
+def _brute_period(sigs):
+    sigs = sigs[-3 * MAX_PERIOD:]
+    n = len(sigs)
+    for p in range(1, n // 3 + 1):
+        if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
+            return p
+    return None
+
+
+# a log: a prefix of calls, then a motif repeated (often whole, sometimes cut short), then noise
+logs = st.builds(lambda pre, motif, times, cut, tail: pre + motif * times + motif[:cut] + tail,
+                 st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), min_size=1, max_size=9),
+                 st.integers(0, 5), st.integers(0, 8), st.lists(st.integers(0, 3), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs)
+def test_the_period_is_the_shortest_three_repeats(sigs):
+    log = [SimpleNamespace(sig=s) for s in sigs]
+    assert period_of(log) == _brute_period(sigs)
+
+
+def test_a_period_longer_than_the_longest_looked_for_is_none():
+    motif = list(range(MAX_PERIOD + 1))
+    log = [SimpleNamespace(sig=s) for s in motif * 3]
+    assert period_of(log) is None and _brute_period(motif * 3) is None
+    assert period_of([SimpleNamespace(sig=s) for s in list(range(MAX_PERIOD)) * 3]) == MAX_PERIOD
+
+
+class _Slots:
+    __slots__ = ("a", "b", "c", "ff")
+
+
+class _Derived(_Slots):
+    __slots__ = ("d",)
+
+
+class _One:
+    __slots__ = ("x",)
+
+
+class _Both:
+    __slots__ = ("s", "t", "__dict__")
+
+
+def _one_by_one(o):
+    out = [(k, v) for k, v in o.__dict__.items() if k not in SKIP_FIELDS] if hasattr(o, "__dict__") else []
+    for c in type(o).__mro__:
+        for k in c.__dict__.get("__slots__", ()):
+            if k not in ("__dict__", "__weakref__") and k not in SKIP_FIELDS and hasattr(o, k):
+                out.append((k, getattr(o, k)))
+    return out
+
+
+def _made(cls, values: dict):
+    o = cls()
+    for k, v in values.items():
+        setattr(o, k, v)
+    return o
+
+
+@given(st.sampled_from([(_Slots, "abc"), (_Derived, "abcd"), (_One, "x"), (_Both, "stuv")]),
+       st.data())
+def test_fields_read_at_once_are_the_fields_read_one_by_one(kind, data):
+    cls, names = kind
+    # any slots left unset, some values shared objects; "ff" is no machine state
+    chosen = data.draw(st.lists(st.sampled_from(tuple(names) + ("ff",) * (cls in (_Slots, _Derived))), unique=True))
+    o = _made(cls, {k: data.draw(st.one_of(st.integers(), st.none(), st.just([1]))) for k in chosen})
+    assert fields_of(o) == _one_by_one(o)
