@@ -65,8 +65,10 @@ def _item(mem, o, q):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(block=st.lists(op, min_size=1, max_size=8), nq=st.integers(2, 9), seed=st.integers(0, 2 ** 16))
-def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed):
+@given(block=st.lists(op, min_size=1, max_size=8), nq=st.integers(2, 9), seed=st.integers(0, 2 ** 16),
+       cut=st.integers(0, 4))
+def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, cut):
+    """... also run as two batches, the last ``cut`` blocks apart (a batch reuses its copies)."""
     rng = np.random.default_rng(seed)
     gm = np.zeros(GM_RING + 256, np.uint8)
     local = np.zeros(64 * LOCAL_SLOTS, np.uint8)
@@ -86,7 +88,11 @@ def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed):
         batch = _Batch(makers, _Buffers([gm, local]), nq)
     except _Unbatchable:
         assume(False)
-    batch.run(b, nq)
+    if 0 < cut < nq:
+        batch.run(b, nq - cut)
+        batch.run(b + nq - cut, cut)
+    else:
+        batch.run(b, nq)
     assert np.array_equal(gm, want[0]) and np.array_equal(local, want[1])
 
 

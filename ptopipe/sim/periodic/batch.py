@@ -204,6 +204,7 @@ class Batch:
         self.writes = {n: k for k, n in enumerate(writes)}
         self.hulls = [(acc[n][3], acc[n][6], acc[n][7], acc[n][8], acc[n][4]) for n in writes]
         self.bytes = sum(hi - lo for _, lo, hi, _, _ in self.hulls)      # the copies of one block
+        self.temps, self.room = [], 0      # the copies of every block of a batch, and how many
         rows = [list(x) for x in it0]
         for n, x in enumerate(acc):
             k, i, w, b, off, d, lo, hi, a = x
@@ -220,11 +221,14 @@ class Batch:
 
     def run(self, b: int, nq: int) -> None:
         """The work of blocks ``b`` .. ``b + nq - 1`` (``nq`` at most the batch's size)."""
-        temps = []
-        for buf, lo, hi, _, _ in self.hulls:
-            t = np.empty((nq + 1, hi - lo), np.uint8)
+        # (the copies are made once, for the largest batch, and reused: fresh memory is
+        # paid for page by page)
+        if self.room < nq + 1:
+            self.temps = [np.empty((nq + 1, hi - lo), np.uint8) for _, lo, hi, _, _ in self.hulls]
+            self.room = nq + 1
+        temps = [t[:nq + 1] for t in self.temps]
+        for (buf, lo, hi, _, _), t in zip(self.hulls, temps):
             t[0] = buf[lo:hi]
-            temps.append(t)
         for fn, args, views in self.args:
             args = list(args)
             for i in views:
