@@ -334,7 +334,8 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
         core = current_core()            # raises: not inside a running kernel
     if core.ff is not None:                     # fast-forward (sim.periodic)
         return core.ff.call(core, TSTORE, (dst, src, *events),
-                            dict(atomic_type=atomic_type, relu_mode=relu_mode, pre_quant=pre_quant))
+                            None if atomic_type is AtomicType.AtomicNone and relu_mode is None and pre_quant is None
+                            else dict(atomic_type=atomic_type, relu_mode=relu_mode, pre_quant=pre_quant))
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TSTORE)
     if events:
@@ -439,7 +440,8 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
     except AttributeError:
         core = current_core()            # raises: not inside a running kernel
     if core.ff is not None:                     # fast-forward (sim.periodic)
-        return core.ff.call(core, TMOV, (dst, src, *events), dict(relu_mode=relu_mode, pre_quant=pre_quant))
+        return core.ff.call(core, TMOV, (dst, src, *events), None if relu_mode is None and pre_quant is None
+                            else dict(relu_mode=relu_mode, pre_quant=pre_quant))
     if events:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")

@@ -387,6 +387,32 @@ def test_loop_changes_midway(engines, scale):
     assert np.array_equal(res.outputs["out"], want)
 
 
+def adding_vec(out, fifo, n, change):
+    """Stores plainly up to iteration ``change``, adds into GM (an atomic store) after it."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    dst = GlobalTensor(out.data(), (h, T))
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, part, atomic_type=AtomicType.AtomicNone if i < change else AtomicType.AtomicAdd)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("change", [0, 230])
+def test_store_keywords_change_midway(engines, change):
+    """A store's keyword (atomic) from the start is recorded with it; one that changes after
+    iteration 230 (on the same line) ends the recording there."""
+    a = plain_args(300, change=change)
+    a["out"] += 1
+    res = same(plain_cube, adding_vec, a, engines)
+    x, want = a["x"][:-T], a["out"].copy()
+    want[change * T:] += x[change * T:]
+    want[:change * T] = x[:change * T]
+    assert np.array_equal(res.outputs["out"], want)
+
+
 def summing_vec(y, out, total, fifo, n):
     """Prologue: load y.  Loop: out_i = part_i + y, total += part_i.  Epilogue: store total."""
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)

@@ -124,8 +124,9 @@ class _CoreState:
                     sh[i] -= k
         if ln.sets:
             self.ff._set(ln)
-        for i, k, mk in ln.post:
-            setattr(args[i], k, mk(q))
+        if ln.post:
+            for i, k, mk in ln.post:
+                setattr(args[i], k, mk(q))
         self.n = n + 1
         j = self.j + 1
         if j == self.block:
