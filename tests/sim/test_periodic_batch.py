@@ -19,6 +19,8 @@ TILE = (4, 4)                  # float32: 64 bytes
 NB = 64
 LOCAL_SLOTS = 6
 GM_IN, GM_OUT, GM_RING = 0, 64 * NB * 8, 64 * NB * 16      # byte offsets of the GM regions
+GM_WIDE = GM_RING + 256                                      # two-tile output windows
+GM_SIZE = GM_WIDE + 256 * NB
 
 
 def _ufunc_into(ufunc, a, b, d):
@@ -40,7 +42,9 @@ operand = st.one_of(st.tuples(st.just("L"), st.integers(0, LOCAL_SLOTS - 1)),
 target = st.one_of(st.tuples(st.just("L"), st.integers(0, LOCAL_SLOTS - 1)),
                    st.tuples(st.just("R"), st.integers(0, 1)),
                    st.tuples(st.just("O"), st.integers(0, 3)))
-op = st.tuples(st.sampled_from(["copy", "muls", "add"]), target, operand, operand)
+op = st.one_of(st.tuples(st.sampled_from(["copy", "muls", "add"]), target, operand, operand),
+               # a store of two neighbouring local slots at once (they may be two writes')
+               st.tuples(st.just("wide"), st.integers(0, 1), st.integers(0, LOCAL_SLOTS - 2), st.none()))
 
 
 def _place(mem, which, q):
@@ -56,6 +60,10 @@ def _place(mem, which, q):
 
 def _item(mem, o, q):
     kind, dst, a, b = o
+    if kind == "wide":
+        gm, local = mem
+        return (setitem, np.ndarray((8, 4), np.float32, buffer=gm, offset=GM_WIDE + 128 * (2 * q + dst)),
+                Ellipsis, np.ndarray((8, 4), np.float32, buffer=local, offset=64 * a))
     d, x, y = _place(mem, dst, q), _place(mem, a, q), _place(mem, b, q)
     if kind == "copy":
         return (setitem, d, Ellipsis, x)
@@ -64,13 +72,21 @@ def _item(mem, o, q):
     return (_ufunc_into, np.add, x, y, d)
 
 
+# a block storing tiles it computed one by one: local writes, then two-slot stores, then more
+local_write = st.tuples(st.sampled_from(["copy", "muls", "add"]), st.tuples(st.just("L"), st.integers(0, 3)),
+                        operand, operand)
+wide_store = st.tuples(st.just("wide"), st.integers(0, 1), st.integers(0, 2), st.none())
+block_stores = st.builds(lambda a, b, c: a + b + c, st.lists(local_write, min_size=2, max_size=6),
+                         st.lists(wide_store, min_size=1, max_size=2), st.lists(op, max_size=3))
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(block=st.lists(op, min_size=1, max_size=8), nq=st.integers(2, 9), seed=st.integers(0, 2 ** 16),
-       cut=st.integers(0, 4))
+@given(block=st.one_of(st.lists(op, min_size=1, max_size=8), block_stores), nq=st.integers(2, 9),
+       seed=st.integers(0, 2 ** 16), cut=st.integers(0, 4))
 def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, cut):
     """... also run as two batches, the last ``cut`` blocks apart (a batch reuses its copies)."""
     rng = np.random.default_rng(seed)
-    gm = np.zeros(GM_RING + 256, np.uint8)
+    gm = np.zeros(GM_SIZE, np.uint8)
     local = np.zeros(64 * LOCAL_SLOTS, np.uint8)
     gm.view(np.float32)[:] = rng.integers(-8, 8, gm.size // 4)
     local.view(np.float32)[:] = rng.integers(-8, 8, local.size // 4)
@@ -99,7 +115,7 @@ def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, cut)
 def test_a_block_reading_what_the_block_before_left_runs_as_a_batch():
     """The pipeline's skew: the consumer's first read of a block is of what the producer's
     last write of the block before put there - renamed, not refused."""
-    gm = np.zeros(GM_RING + 256, np.uint8)
+    gm = np.zeros(GM_SIZE, np.uint8)
     local = np.zeros(64 * LOCAL_SLOTS, np.uint8)
     gm.view(np.float32)[:GM_OUT // 4] = np.arange(GM_OUT // 4)
     mem = (gm, local)
@@ -116,15 +132,38 @@ def test_a_block_reading_what_the_block_before_left_runs_as_a_batch():
     assert np.array_equal(gm, want)
 
 
-def test_a_read_of_two_writes_is_refused():
-    gm = np.zeros(GM_RING + 256, np.uint8)
+def _wide_store_after(writes):
+    """Makers: the local ``writes`` (a copy of input window k into local bytes [lo, hi)), then
+    a store of local bytes [0, 128) into a wide window."""
+    gm = np.zeros(GM_SIZE, np.uint8)
     local = np.zeros(64 * LOCAL_SLOTS, np.uint8)
+    gm.view(np.float32)[:GM_OUT // 4] = np.arange(GM_OUT // 4)
     mem = (gm, local)
-    wide = lambda q: (setitem, np.ndarray((8, 4), np.float32, buffer=gm, offset=GM_OUT + 128 * q), Ellipsis,
-                      np.ndarray((8, 4), np.float32, buffer=local, offset=0))
-    makers = [lambda q: _item(mem, ("copy", ("L", 0), ("I", 0), ("I", 0)), q),
-              lambda q: _item(mem, ("copy", ("L", 1), ("I", 1), ("I", 1)), q), wide]
-    with pytest.raises(_Unbatchable, match="two writes"):
+    makers = [lambda q, k=k, lo=lo, hi=hi: (setitem, local[lo:hi].view(np.float32), Ellipsis,
+                                            gm[GM_IN + 256 * q + 64 * k:][:hi - lo].view(np.float32))
+              for k, (lo, hi) in enumerate(writes)]
+    makers.append(lambda q: _item(mem, ("wide", 0, 0, None), q))
+    return gm, local, makers
+
+
+def test_a_read_of_two_writes_of_its_block_runs_as_a_batch():
+    """A block store of tiles computed one by one: its writes share their copies."""
+    gm, local, makers = _wide_store_after([(0, 64), (64, 128)])
+    start = gm.copy()
+    for q in range(3, 8):
+        for m in makers:
+            it = m(q)
+            it[0](*it[1:])
+    want, gm[:] = gm.copy(), start
+    _Batch(makers, _Buffers([gm, local]), 5).run(3, 5)
+    assert np.array_equal(gm, want)
+
+
+@pytest.mark.parametrize("writes,why", [([(0, 64), (32, 128)], "one over the other"),
+                                        ([(0, 64)], "its block wrote and bytes it did not")])
+def test_a_read_of_overlapping_or_partly_written_bytes_is_refused(writes, why):
+    gm, local, makers = _wide_store_after(writes)
+    with pytest.raises(_Unbatchable, match=why):
         _Batch(makers, _Buffers([gm, local]), 4)
 
 

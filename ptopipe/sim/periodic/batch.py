@@ -64,10 +64,10 @@ class _Moved:
 
 
 class _Version:
-    """A batch's view of what one write of the block put in a buffer it writes in place:
-    every write has its own copies, one per block (row q + 1 is block q's; row 0 holds the
-    buffer as it was before the batch).  ``row`` 1: the view reads its own block's copy,
-    0: the block before's."""
+    """A batch's view of what a write of the block put in a buffer it writes in place: every
+    write (or group of writes one read reads together) has its own copies, one per block (row
+    q + 1 is block q's; row 0 holds the buffer as it was before the batch).  ``row`` 1: the
+    view reads its own block's copy, 0: the block before's."""
     __slots__ = ("w", "off", "shape", "strides", "dtype", "row")
 
     def __init__(self, w, off, a, row):
@@ -84,14 +84,16 @@ class Batch:
 
     The block's work is renamed as a compiler would: every write to a buffer used in place
     (a local tile, a ring slot) gets copies of its own, one per block, and every read
-    reads the copy of the write that put its bytes there - earlier in its block, or, for
-    bytes the block writes only later, the last write of the block before (a pipeline's
-    skew: the consumer reads what the producer pushed a block earlier).  A buffer the block
-    only reads is shared, and a GM window that moves with the block is one strided view
-    over all the blocks (no window a block writes meets another's).  The places then run in
-    an order in which every read comes after the write it reads.  Raises Unbatchable when
-    the work is not such (a read of bytes of two writes, a cycle, an operation that does
-    not run on a batch)."""
+    reads the copy of the writes that put its bytes there - earlier in its block, or, for
+    bytes the block writes only later, the last writes of the block before (a pipeline's
+    skew: the consumer reads what the producer pushed a block earlier).  Writes one read
+    reads together (a block store of tiles computed one by one) share their copies, so they
+    must not overlap.  A buffer the block only reads is shared, and a GM window that moves
+    with the block is one strided view over all the blocks (no window a block writes meets
+    another's).  The places then run in an order in which every read comes after the writes
+    it reads.  Raises Unbatchable when the work is not such (a read of bytes partly written
+    by its block, of overlapping writes, a cycle, an operation that does not run on a
+    batch)."""
 
     def __init__(self, makers, bufs: Buffers, nq: int):
         it0, it1 = [m(0) for m in makers], [m(1) for m in makers]
@@ -157,6 +159,12 @@ class Batch:
         for v in own.values():
             v[...] = -1
         src, edges = {}, {k: set() for k in range(len(it0))}
+        group = {n: n for n in writes}       # the writes a read reads together share copies
+
+        def root(n):
+            while group[n] != n:
+                n = group[n]
+            return n
         for n, x in enumerate(acc):
             if x[5] or id(x[3]) not in written:
                 continue
@@ -164,25 +172,28 @@ class Batch:
             if x[2]:
                 o[...] = n
                 continue
-            w, row = int(o.min()), 1
-            if w != o.max():
-                raise Unbatchable("a read of bytes two writes put there")
-            if w < 0:                            # written later in the block, or never
+            ws, row = np.unique(o), 1
+            if ws[0] < 0:                        # written later in the block, or never
+                if len(ws) > 1:
+                    raise Unbatchable("a read of bytes its block wrote and bytes it did not")
                 lo = written[id(x[3])][0]
                 a = x[8]
                 prev = np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=last[id(x[3])],
                                   offset=(x[4] - lo) * 8, strides=tuple(s * 8 for s in a.strides) + (8,))
-                w, row = int(prev.min()), 0
-                if w != prev.max():
-                    raise Unbatchable("a read of bytes two writes put there")
-                if w < 0:
+                ws, row = np.unique(prev), 0
+                if ws[0] < 0:
+                    if len(ws) > 1:
+                        raise Unbatchable("a read of bytes the block before wrote and bytes it did not")
                     continue                     # never written: the buffer itself
-            src[n] = (w, row)
-            if acc[w][0] == x[0]:
-                if row == 0:                     # (reads what it wrote the block before: a recurrence)
-                    raise Unbatchable("an operation reads what it wrote the block before")
-            else:
-                edges[acc[w][0]].add(x[0])
+            ws = [int(w) for w in ws]
+            src[n] = (ws[0], row)
+            for w in ws:
+                if acc[w][0] == x[0]:
+                    if row == 0:                 # (reads what it wrote the block before: a recurrence)
+                        raise Unbatchable("an operation reads what it wrote the block before")
+                else:
+                    edges[acc[w][0]].add(x[0])
+                group[root(w)] = root(ws[0])
         # an order of the places in which every read comes after the write it reads
         indeg = {k: 0 for k in edges}
         for k, vs in edges.items():
@@ -200,10 +211,28 @@ class Batch:
             ready.sort()
         if len(order) != len(it0):
             raise Unbatchable("the block's work depends on itself across blocks")
-        # the copies: one per in-place write (its hull), and every access as a view
-        self.writes = {n: k for k, n in enumerate(writes)}
-        self.hulls = [(acc[n][3], acc[n][6], acc[n][7], acc[n][8], acc[n][4]) for n in writes]
-        self.bytes = sum(hi - lo for _, lo, hi, _, _ in self.hulls)      # the copies of one block
+        # the copies: one per in-place write or group of writes read together (their hull;
+        # such writes must not overlap), and every access as a view
+        members = {}
+        for n in writes:
+            members.setdefault(root(n), []).append(n)
+        copy_of, self.hulls = {}, []         # (buffer, lo, hi) per copy
+        for ws in members.values():
+            lo, hi = min(acc[n][6] for n in ws), max(acc[n][7] for n in ws)
+            if len(ws) > 1:
+                count = np.zeros(hi - lo, np.int64)
+                for n in ws:
+                    a = acc[n][8]
+                    np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=count, offset=(acc[n][4] - lo) * 8,
+                               strides=tuple(s * 8 for s in a.strides) + (8,))[...] += 1
+                if count.max() > 1:
+                    raise Unbatchable("a read of bytes two writes put there, one over the other")
+            for n in ws:
+                copy_of[n] = len(self.hulls)
+            self.hulls.append((acc[ws[0]][3], lo, hi))
+        # what the last block left: every write's bytes from its copy, in the block's order
+        self.backs = [(copy_of[n], acc[n][3], acc[n][8], acc[n][4]) for n in writes]
+        self.bytes = sum(hi - lo for _, lo, hi in self.hulls)      # the copies of one block
         self.temps, self.room = [], 0      # the copies of every block of a batch, and how many
         rows = [list(x) for x in it0]
         for n, x in enumerate(acc):
@@ -211,10 +240,12 @@ class Batch:
             if d:
                 rows[k][1 + i] = _Moved(b, off, d, a)
             elif w:
-                rows[k][1 + i] = _Version(self.writes[n], off - lo, a, 1)
+                c = copy_of[n]
+                rows[k][1 + i] = _Version(c, off - self.hulls[c][1], a, 1)
             elif n in src:
                 wn, row = src[n]
-                rows[k][1 + i] = _Version(self.writes[wn], off - acc[wn][6], a, row)
+                c = copy_of[wn]
+                rows[k][1 + i] = _Version(c, off - self.hulls[c][1], a, row)
         self.args = [(rows[k][0], tuple(rows[k][1:]),
                       tuple(i for i, a in enumerate(rows[k][1:]) if a.__class__ in (_Moved, _Version)))
                      for k in order]
@@ -224,17 +255,18 @@ class Batch:
         # (the copies are made once, for the largest batch, and reused: fresh memory is
         # paid for page by page)
         if self.room < nq + 1:
-            self.temps = [np.empty((nq + 1, hi - lo), np.uint8) for _, lo, hi, _, _ in self.hulls]
+            self.temps = [np.empty((nq + 1, hi - lo), np.uint8) for _, lo, hi in self.hulls]
             self.room = nq + 1
         temps = [t[:nq + 1] for t in self.temps]
-        for (buf, lo, hi, _, _), t in zip(self.hulls, temps):
+        for (buf, lo, hi), t in zip(self.hulls, temps):
             t[0] = buf[lo:hi]
         for fn, args, views in self.args:
             args = list(args)
             for i in views:
                 args[i] = args[i].view(b, nq, temps)
             fn(*args)
-        for (buf, lo, hi, a, off), t in zip(self.hulls, temps):      # the last block's, in the block's order
+        for c, buf, a, off in self.backs:
+            t, lo = temps[c], self.hulls[c][1]
             real = np.ndarray(a.shape, a.dtype, buffer=buf, offset=off, strides=a.strides)
             real[...] = np.ndarray(a.shape, a.dtype, buffer=t, offset=nq * t.shape[1] + off - lo,
                                    strides=a.strides)
