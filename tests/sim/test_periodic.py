@@ -21,13 +21,16 @@ Then what the kernel's Python does between recorded instructions: a scalar of -0
 0.0, Tile.SetValid, a call from another line, the address flow, the ring's or a popped tile's
 state read or switched (pipe.prod.getTileId(), setFreeStatus, Tile.addr / .full) - the exact
 results throughout; and kernels it must record: V2C, both ways, a GlobalTensor or an Event
-made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.
+made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.  Last,
+random kernels of the fuzz generator (clean, or with a misuse moved late).
 """
 import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+import fuzz_spec
 import ptopipe
 from ptopipe.errors import KernelError, LeakError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
@@ -1063,3 +1066,23 @@ def test_a_call_begun_before_the_snapshots(tmp_path):
     err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
                protocol=k.PROTOCOL, max_instructions=20000)
     assert isinstance(err, ptopipe.DeadlockError) and "TPOP at None" not in str(err)
+
+
+# ============================================================================ random kernels
+@settings(max_examples=4, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(spec=fuzz_spec.kernel_specs(flows=("tile",)), late=st.floats(0.8, 1.0))
+def test_random_kernels_give_the_same_results(tmp_path_factory, spec, late):
+    """The fuzz generator's kernels (clean or with a misuse), every pipe running 240
+    iterations and a misuse moved late (after the engine could engage): the same outputs,
+    summary and errors on both engines (benchmarks/engine_equal.py runs thousands)."""
+    import fuzz_kernels
+    tiles = 240
+    mutation = spec.mutation
+    if mutation is not None:
+        name, p, it = mutation
+        mutation = (name, p, max(0, int(late * tiles) - 1 - it))
+    spec = dataclasses.replace(spec, mutation=mutation,
+                               pipes=tuple(dataclasses.replace(p, tiles=tiles) for p in spec.pipes))
+    k = fuzz_kernels.load(fuzz_kernels.write_kernel(spec, str(tmp_path_factory.mktemp("k"))))
+    same(k.cube, k.vector, k.make_args(np.random.default_rng(spec.data_seed)), platform=spec.platform,
+         protocol=spec.protocol, max_instructions=fuzz_spec.MAX_INSTRUCTIONS * tiles)
