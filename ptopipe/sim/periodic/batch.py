@@ -158,8 +158,8 @@ class Batch:
             v[...] = -1
         src, edges = {}, {k: set() for k in range(len(it0))}
         for n, x in enumerate(acc):
-            if x[5] or id(x[3]) not in written:
-                continue
+            if x[5] or id(x[3]) not in written or not x[8].size:
+                continue                         # (an empty region: no byte read or written)
             o = owners(x)
             if x[2]:
                 o[...] = n

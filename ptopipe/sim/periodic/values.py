@@ -136,12 +136,14 @@ class Moving:
         return maker_of(self.form, self.base, self.step, objs, bufs_by_id, self.keep)
 
 
-def as_moving(samples, walk, bufs) -> Moving:
-    """The Moving of a value sampled in consecutive blocks (Unsettled if it is not one)."""
+def as_moving(samples, walk, bufs, places=None) -> Moving:
+    """The Moving of a value sampled in consecutive blocks (Unsettled if it is not one);
+    ``places``: per sample, the place function its objects are known by (default: the
+    walk's)."""
     keep, forms = {}, []
-    for v in samples:
+    for k, v in enumerate(samples):
         nums = []
-        forms.append((form_of(v, bufs, nums, walk.place, keep), nums))
+        forms.append((form_of(v, bufs, nums, walk.place if places is None else places[k], keep), nums))
     f0, n0 = forms[0]
     if any(f != f0 for f, _ in forms[1:]):
         raise Unsettled(f"{type(samples[0]).__name__} values of different forms")
