@@ -1070,7 +1070,7 @@ def dsl_stream(way, n, split):
 @pytest.mark.parametrize("way,plat,split,n", [("c2v", "a2a3", pl.TILE_UP_DOWN, 160),
                                               ("c2v", "a5", pl.TILE_NO_SPLIT, 160),
                                               ("v2c", "a5", pl.TILE_UP_DOWN, 160),
-                                              ("v2c", "a2a3", pl.TILE_NO_SPLIT, 260)])
+                                              ("v2c", "a2a3", pl.TILE_NO_SPLIT, 160)])
 def test_dsl_streams(engines, way, plat, split, n):
     """A DSL kernel's pops, each into a Tile of its own, are recorded (a2a3: staged from the GM
     ring; a5: bound to the consumer's ring; NO_SPLIT: the second lane's empty replay too)."""
@@ -1082,10 +1082,11 @@ def test_dsl_streams(engines, way, plat, split, n):
     assert np.array_equal(res.outputs["out"], a @ b + 1 if way == "c2v" else (a + 1) @ b)
 
 
-def dsl_careless(n, skip_free, bad_row):
+def dsl_careless(n, skip_free, bad_row, swap):
     """The S1 pair by hand, the Vector side a pop ahead: it holds the tile it popped the
-    iteration before (a loop-carried tile) while it pops the next, skips the TFREE of
-    iteration ``skip_free`` and stores iteration ``bad_row``'s tile past the end of ``out``."""
+    iteration before (a loop-carried tile) while it pops the next - but uses the one it has
+    just popped in iteration ``swap`` - skips the TFREE of iteration ``skip_free`` and stores
+    iteration ``bad_row``'s tile past the end of ``out``."""
     @pl.aiv
     def vector(out: pl.Tensor[[n * T, T], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
         buf = pl.reserve_buffer(name="c2v_slot_buffer", size=4 * SLOT, base=pl.AUTO)
@@ -1094,7 +1095,10 @@ def dsl_careless(n, skip_free, bad_row):
         prev = pl.TPOP(buf, pl.Tile[[T // 2, T], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
         for i in pl.range(n - 1):
             part = pl.TPOP(buf, pl.Tile[[T // 2, T], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # dsl pop
-            o = pl.adds(prev, 1.0)
+            src = prev
+            if i == swap:
+                src = part
+            o = pl.adds(src, 1.0)
             if i != skip_free:
                 pl.TFREE(buf)
             pl.store(o, [i * T + sub * (T // 2) + (i == bad_row) * n * T, 0], out)  # dsl store
@@ -1114,28 +1118,35 @@ def dsl_careless(n, skip_free, bad_row):
     return pl.program(cube, vector, name="careless")
 
 
-def _dsl_late(engines, skip_free=-1, bad_row=-1, n=300):
-    ks = KernelSet(dsl_careless(n, skip_free, bad_row))
+def _dsl_late(engines, plat, skip_free=-1, bad_row=-1, swap=-1, n=300):
+    ks = KernelSet(dsl_careless(n, skip_free, bad_row, swap))
     rng = np.random.default_rng(22)
     args = dict(a=rint(rng, (n * T, T), -3, 4), b=rint(rng, (T, T), -3, 4), out=np.zeros((n * T, T), np.float32),
                 fifo=gm_buffer(4 * SLOT))
-    return same(ks.aic, ks.aiv, args, engines, platform="a5"), args
+    return same(ks.aic, ks.aiv, args, engines, platform=plat), args
 
 
 def test_dsl_tile_held_across_iterations(engines):
-    """The cut falls where the Vector side holds a tile popped before it: the tile, and the
-    ring's record of it, are the exact run's when the run goes on exactly."""
-    res, a = _dsl_late(engines)
-    assert np.array_equal(res.outputs["out"], a["a"] @ a["b"] + 1)
+    """The cut falls where the Vector side holds a tile popped before it (A2A3: staged, its
+    ring entry names its staging slot): the tile, and the ring's entry of it, are the exact
+    run's when the run goes on exactly.  Iteration 250 adds to the tile it has just popped,
+    not the one the learned iterations used there: recording stops."""
+    res, a = _dsl_late(engines, "a2a3", swap=250)
+    want = a["a"] @ a["b"] + 1
+    want[250 * T:251 * T] = want[251 * T:252 * T]
+    assert np.array_equal(res.outputs["out"], want)
 
 
 def test_dsl_late_missing_free(engines):
-    err, _ = _dsl_late(engines, skip_free=250)
-    assert isinstance(err, LeakError) and "299 TFREEs" in err.what
-    assert f"test_periodic.py:{line_of(dsl_careless, 'dsl pop')}:" in str(err)
+    """The TFREE of iteration 249 is missing: the next pop would stage its tile over one still
+    held - one popped before the engine stopped recording (the held tile is the one its entry
+    names: they share the binding, as in the exact run)."""
+    err, _ = _dsl_late(engines, "a2a3", skip_free=249)
+    assert isinstance(err, ptopipe.ProtocolError) and "LocalSlotNum 2" in str(err)
+    assert f"test_periodic.py:{line_of(dsl_careless, 'dsl pop')}:" in err.where
 
 
 def test_dsl_late_window_out_of_range(engines):
-    err, _ = _dsl_late(engines, bad_row=250)
+    err, _ = _dsl_late(engines, "a5", bad_row=250)
     assert isinstance(err, PtoPipeError)
     assert f"test_periodic.py:{line_of(dsl_careless, 'dsl store')}:" in err.where

@@ -14,7 +14,7 @@ from ...errors import KernelError
 from ..location import call_site
 from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
 from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, is_tensor, same_args
-from .values import Buffers, Moving, Unsettled, as_moving, maker_of, tuple_new
+from .values import Buffers, Moving, Unsettled, as_moving, interned, maker_of, tuple_new
 from .walk import SCHEDULER_FIELDS, Walk, fields_of, walkable
 
 WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
@@ -594,7 +594,7 @@ class FastForward:
                     ln.made = m
             s.log.clear()
 
-    def _fresh_state(self, q: int, at: int) -> None:
+    def _fresh_state(self, q: int, at: int, tuples: dict) -> None:
         """At the cut, after ``q`` recorded blocks: the objects made for the fresh places of
         the last snapshot get its objects' state moved by ``q`` blocks, and the state
         referring to those refers to them."""
@@ -611,6 +611,7 @@ class FastForward:
         def put(o, key, v):
             if v.__class__ is Moving:
                 v = maker_of(v.form, v.base, v.step, objs, by_id, v.keep)(at)
+            v = interned(v, tuples)
             if o.__class__ is list or o.__class__ is dict:
                 o[key] = v
             else:
@@ -729,13 +730,14 @@ class FastForward:
         for obj, key, v in self.touched:
             setattr(obj, key, v)
         at = SNAPSHOTS - 1 + q
+        tuples = {}                             # (the tuples the values share: values.interned)
         for obj, key, mk in self.state:
             if obj.__class__ is list or obj.__class__ is dict:
-                obj[key] = mk(at)
+                obj[key] = interned(mk(at), tuples)
             else:
-                setattr(obj, key, mk(at))
+                setattr(obj, key, interned(mk(at), tuples))
         if self.fresh_places or self.fresh_links:
-            self._fresh_state(q, at)
+            self._fresh_state(q, at, tuples)
         # the fresh operands of the calls after the cut: as they were before those calls (they
         # are made again exactly)
         for s in sts:

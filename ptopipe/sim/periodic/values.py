@@ -105,6 +105,21 @@ def maker_of(form, base, step, objs, bufs_by_id, keep):
     return mk(form)
 
 
+def interned(v, cache: dict):
+    """``v`` with every tuple in it (itself, its items) the one tuple ``cache`` holds of its
+    class and items (objects by identity): values built apart for one state share a tuple
+    where the exact run shares one (a popped tile's binding is its ring entry's)."""
+    if not isinstance(v, tuple):
+        return v
+    items = tuple(interned(x, cache) for x in v)
+    key = (v.__class__,) + tuple((x.__class__, x) if x is None or x.__class__ in (int, str, bool) else id(x)
+                                 for x in items)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = v if all(a is b for a, b in zip(items, v)) else tuple_new(v.__class__, items)
+    return got
+
+
 def is_fixed(form) -> bool:
     """``form`` has no number: its value is the same in every block."""
     if form == 0:
