@@ -22,6 +22,11 @@ Then what the kernel's Python does between recorded instructions: a scalar of -0
 state read or switched (pipe.prod.getTileId(), setFreeStatus, Tile.addr / .full) - the exact
 results throughout; and kernels it must record: V2C, both ways, a GlobalTensor or an Event
 made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.
+
+Last, ``pl`` DSL kernels, whose every TPOP pops into a new Tile: C2V and V2C, UP_DOWN and
+NO_SPLIT, on both platforms; a tile held across iterations (on A2A3 staged, its ring entry
+naming its staging slot) when the recording stops, and a late iteration that uses another
+popped tile, skips a TFREE or stores out of range.
 """
 import dataclasses
 
