@@ -116,11 +116,18 @@ class Fresh:
         return (_NEW, a.__class__)
 
     def sign(self, fn, args, kw, n):
-        """The signature of call number ``n`` and the positions of the objects new in it."""
+        """The signature of call number ``n``, the positions of the objects new in it and how
+        many calls back the earliest fresh object it uses was new."""
         self.n = n
         sig = signature(fn, args, kw, self.key)
-        news = tuple(i for i, e in enumerate(sig[1:len(args) + 1]) if e.__class__ is tuple and e and e[0] is _NEW)
-        return sig, news
+        news, back = [], 0
+        for i, e in enumerate(sig[1:len(args) + 1]):
+            if e.__class__ is tuple and e:
+                if e[0] is _NEW:
+                    news.append(i)
+                elif e[0] is _REF and e[1] > back:
+                    back = e[1]
+        return sig, tuple(news), back
 
 
 def fresh_refs(sig, nargs: int) -> tuple:
@@ -167,14 +174,14 @@ class Made:
 class Call:
     """One hooked call made exactly while learning."""
     __slots__ = ("fn", "args", "kw", "sig", "loc", "site", "flags", "result", "ptrs", "nwork", "post", "news",
-                 "pre")
+                 "pre", "back")
 
     def __init__(self, fn, args, kw, loc, site, fresh: Fresh | None = None, n: int = 0):
         self.fn, self.args, self.kw, self.loc, self.site = fn, args, kw or None, loc, site
         if fresh is None:
-            sig, self.news = signature(fn, args, kw), ()
+            sig, self.news, self.back = signature(fn, args, kw), (), 0
         else:
-            sig, self.news = fresh.sign(fn, args, kw, n)
+            sig, self.news, self.back = fresh.sign(fn, args, kw, n)
         self.sig = (site, sig)
         self.pre = None              # {position: its fields before the call} of the new objects
         # the GlobalTensor arguments' pointers at the call (the kernel moves them on)
@@ -251,6 +258,8 @@ def _new_operand(calls, i) -> tuple:
         raise Unsettled(f"a new {type(c0.args[i]).__name__} of {getattr(c0.fn, '__name__', c0.fn)} has no fields")
     pres = [c.pre[i] for c in calls]
     keys = tuple(pres[0])
+    if c0.args[i].__class__ in (list, dict, set) or any(k.__class__ is not str for k in keys):
+        raise Unsettled(f"a new {type(c0.args[i]).__name__} of {getattr(c0.fn, '__name__', c0.fn)} has no named fields")
     if any(tuple(p) != keys for p in pres[1:]) or not keys:
         raise Unsettled(f"the new {type(c0.args[i]).__name__}s of {getattr(c0.fn, '__name__', c0.fn)} differ")
     ident = []

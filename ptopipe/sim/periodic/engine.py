@@ -363,11 +363,13 @@ class FastForward:
             self._plan()
 
     def _roots(self) -> list:
-        """Where the machine state is: the cluster, its cores, the objects the calls use (the
-        fresh ones a call may still refer to: of the last FRESH_CALLS calls)."""
+        """Where the machine state is: the cluster, its cores, the objects the calls use (and
+        the fresh ones a later call may still use: as far back as its period's calls use one)."""
         roots = [self.cluster] + [s.core for s in self.st.values()]
         for s in self.st.values():
-            for c in s.log[-max((s.period or 1) * 3, FRESH_CALLS):]:
+            p = s.period or 1
+            back = max((c.back for c in s.log[-p:]), default=0)
+            for c in s.log[-max(p * 3, back + 1):]:
                 roots.extend(a for a in c.args if not is_tensor(a))
         return roots
 
