@@ -3,7 +3,7 @@ identity (its line, function, operands), what it did (:class:`Call`), and a plac
 learned block with how its operands and results move (:class:`Learned`).
 
 An operand may be an object the kernel makes anew for each call of a place (the ``pl`` DSL
-and ``.pto`` interpreter's TPOP makes a Tile per pop): such a *fresh* object is known by
+interpreter's TPOP makes a Tile per pop): such a *fresh* object is known by
 where it first appeared, not by its identity (:class:`Fresh`), and a recorded call must hold
 at that place a new object alike and, where the learned call used an earlier call's fresh
 object, the object that call was given (:class:`Made`)."""
@@ -138,11 +138,12 @@ def fresh_refs(sig, nargs: int) -> tuple:
 
 
 def _by_value(v) -> bool:
-    """A field value that a new object alike holds equal (not the same object)."""
+    """A field value that a new object alike holds equal (not the same object).  (Not a
+    float: -0.0 == 0.0.)"""
     t = v.__class__
-    if v is None or t in (int, float, str, bool, bytes):
+    if v is None or t in (int, str, bool, bytes):
         return True
-    if isinstance(v, (enum.Enum, np.dtype, np.generic, frozenset)):
+    if isinstance(v, (enum.Enum, np.dtype, np.integer, np.bool_)):
         return True
     return t is tuple and all(_by_value(x) for x in v)
 
@@ -266,7 +267,7 @@ def _new_operand(calls, i) -> tuple:
     for k, key in enumerate(keys):
         v0 = pres[0][key]
         if _by_value(v0):
-            if any(not _by_value(p[key]) or p[key] != v0 for p in pres[1:]):
+            if any(p[key].__class__ is not v0.__class__ or p[key] != v0 for p in pres[1:]):
                 raise Unsettled(f"the new {type(c0.args[i]).__name__}s' {key} differ")
         elif any(p[key] is not v0 for p in pres[1:]):
             raise Unsettled(f"the new {type(c0.args[i]).__name__}s' {key} are not one object")
