@@ -23,7 +23,9 @@ The only state a closure keeps between executions beyond the interpreter's is a 
 per load / store site: the site's GlobalTensor is re-pointed (``assign``) instead of
 rebuilt while its tensor operand is the same object (its shape, strides and dtype depend
 only on the site's static type and window, so a view at another address is the same
-tensor moved; the race checker records the pointer of every access, not the object).
+tensor moved; the race checker records the pointer of every access, not the object) - and
+per TPOP site, its tiles' shared views of memory and a copy of its first tile as made, which
+its later tiles are made from (the same dtype, shape, layout and name).
 """
 from __future__ import annotations
 
@@ -325,20 +327,26 @@ class Compiler:
         (a tile popped earlier may still be held, or read after its TFREE and reported).
         The tiles of one site share their views of memory (``Tile._views``: per core,
         address and valid shape; the site's tiles have one dtype and shape), so a pop into
-        a staging slot used before binds without building views."""
+        a staging slot used before binds without building views; and they are made as
+        copies of the site's first one as it was made (:func:`_copier`)."""
         it, consumer, at = self.it, self.pipe(False, op), op.attributes
         t, split = TPop.result_type.of(at), TPop.split.of(at)
         dest = op.results[0].name
         if isinstance(t, TileValueType):
             space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.shape[:2], t.layout
             views = {}
+            made = []               # the site's copier, once its first tile is made
 
             def tpop():
                 for f in args:
                     f()
-                obj = isa.Tile(space, dtype, rows, cols, name=dest, layout=layout, **it.empty)
-                if SHARE_VIEWS:
-                    obj._views = views
+                if made:
+                    obj = made[0]()
+                else:
+                    obj = isa.Tile(space, dtype, rows, cols, name=dest, layout=layout, **it.empty)
+                    if SHARE_VIEWS:
+                        obj._views = views
+                        made.append(_copier(obj))
                 isa.TPOP(consumer(), obj, split)
                 return obj
             return tpop
@@ -415,6 +423,23 @@ class Compiler:
             tile, offs, gt = tile_f(), offs_f(), gt_f()
             isa.TSTORE(view(gt, offs), tile)
         return store
+
+
+def _copier(tile):
+    """A function making a new Tile whose every field is ``tile``'s now (a tile just made:
+    its static fields, immutable, and its site's shared views) - as the constructor would,
+    several times faster (the constructor checks and converts its arguments)."""
+    cls = tile.__class__
+    names = [k for c in cls.__mro__ for k in c.__dict__.get("__slots__", ())
+             if k not in ("__dict__", "__weakref__") and hasattr(tile, k)]
+    env = {"new": object.__new__, "cls": cls}
+    lines = ["def make():", "    o = new(cls)"]
+    for i, k in enumerate(names):
+        env[f"v{i}"] = getattr(tile, k)
+        lines.append(f"    o.{k} = v{i}")
+    lines.append("    return o")
+    exec("\n".join(lines), env)        # (straight-line assignments: no loop per field)
+    return env["make"]
 
 
 def _store(env: dict, key, f) -> None:

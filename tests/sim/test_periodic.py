@@ -21,8 +21,13 @@ Then what the kernel's Python does between recorded instructions: a scalar of -0
 0.0, Tile.SetValid, a call from another line, the address flow, the ring's or a popped tile's
 state read or switched (pipe.prod.getTileId(), setFreeStatus, Tile.addr / .full) - the exact
 results throughout; and kernels it must record: V2C, both ways, a GlobalTensor or an Event
-made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.  Last,
-random kernels of the fuzz generator (clean, or with a misuse moved late).
+made per call, cores with periods of 2 and 3 tiles, the other recorded instructions.
+
+Then ``pl`` DSL kernels, whose every TPOP pops into a new Tile: C2V and V2C, UP_DOWN and
+NO_SPLIT, on both platforms; a tile held across iterations (on A2A3 staged, its ring entry
+naming its staging slot) when the recording stops, and a late iteration that uses another
+popped tile, skips a TFREE or stores out of range.  Last, random kernels of the fuzz
+generator (clean, or with a misuse moved late).
 """
 import dataclasses
 
@@ -32,8 +37,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import fuzz_spec
 import ptopipe
+import ptopipe.language as pl
 from ptopipe.errors import KernelError, LeakError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
+from ptopipe.passes.slot_buffer import with_slot_buffer
+from ptopipe.runtime import KernelSet
 from ptopipe.sim import periodic
 from markers import line_of
 
@@ -1066,6 +1074,116 @@ def test_a_call_begun_before_the_snapshots(tmp_path):
     err = same(k.cube, k.vector, k.make_args(np.random.default_rng(k.DATA_SEED)), platform=k.PLATFORM,
                protocol=k.PROTOCOL, max_instructions=20000)
     assert isinstance(err, ptopipe.DeadlockError) and "TPOP at None" not in str(err)
+
+
+# ============================================================================ the pl DSL
+# The DSL interpreter makes a new Tile at every execution of a TPOP: the engine knows it by
+# the call it was new in (sim.periodic.calls.Fresh), records its pops and its uses, and at the
+# cut gives the tiles the kernel holds then the state the exact run gives them.
+def dsl_stream(way, n, split):
+    """A mixed ``@pl.incore`` loop of one crossing a tile: C2V (the Cube's product, 1 added
+    on the Vector side) or V2C (a tile plus 1 from the Vector side, multiplied by the Cube)."""
+    @pl.incore(split=split, slot_num=4)
+    def c2v(a: pl.Tensor[[n * T, T], pl.f32], b: pl.Tensor[[T, T], pl.f32], out: pl.Tensor[[n * T, T], pl.f32]):
+        right = pl.move(pl.load(b, [0, 0], [T, T], space=pl.Mat), space=pl.Right)
+        for i in pl.range(n):
+            left = pl.move(pl.load(a, [i * T, 0], [T, T], space=pl.Mat), space=pl.Left)
+            v = pl.move(pl.matmul(left, right), space=pl.Vec)
+            pl.store(pl.adds(v, 1.0), [i * T, 0], out)
+
+    @pl.incore(split=split, slot_num=4)
+    def v2c(a: pl.Tensor[[n * T, T], pl.f32], b: pl.Tensor[[T, T], pl.f32], out: pl.Tensor[[n * T, T], pl.f32]):
+        right = pl.move(pl.load(b, [0, 0], [T, T], space=pl.Mat), space=pl.Right)
+        for i in pl.range(n):
+            v = pl.adds(pl.load(a, [i * T, 0], [T, T]), 1.0)
+            left = pl.move(pl.move(v, space=pl.Mat), space=pl.Left)
+            pl.store(pl.matmul(left, right), [i * T, 0], out)
+    return pl.program(c2v if way == "c2v" else v2c, name=f"{way}_stream")
+
+
+@pytest.mark.parametrize("way,plat,split,n", [("c2v", "a2a3", pl.TILE_UP_DOWN, 160),
+                                              ("c2v", "a5", pl.TILE_NO_SPLIT, 160),
+                                              ("v2c", "a5", pl.TILE_UP_DOWN, 160),
+                                              ("v2c", "a2a3", pl.TILE_NO_SPLIT, 160)])
+def test_dsl_streams(engines, way, plat, split, n):
+    """A DSL kernel's pops, each into a Tile of its own, are recorded (a2a3: staged from the GM
+    ring; a5: bound to the consumer's ring; NO_SPLIT: the second lane's empty replay too)."""
+    ks = KernelSet(dsl_stream(way, n, split))
+    rng = np.random.default_rng(21)
+    a, b = rint(rng, (n * T, T), -3, 4), rint(rng, (T, T), -3, 4)
+    args = with_slot_buffer(ks.source(), dict(a=a, b=b, out=np.zeros((n * T, T), np.float32)))
+    res = same(ks.aic, ks.aiv, args, engines, platform=plat)
+    assert np.array_equal(res.outputs["out"], a @ b + 1 if way == "c2v" else (a + 1) @ b)
+
+
+def dsl_careless(n, skip_free, bad_row, swap):
+    """The S1 pair by hand, the Vector side a pop ahead: it holds the tile it popped the
+    iteration before (a loop-carried tile) while it pops the next - but uses the one it has
+    just popped in iteration ``swap`` - skips the TFREE of iteration ``skip_free`` and stores
+    iteration ``bad_row``'s tile past the end of ``out``."""
+    @pl.aiv
+    def vector(out: pl.Tensor[[n * T, T], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="c2v_slot_buffer", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0, slot_num=4)
+        sub = pl.get_subblockid()
+        prev = pl.TPOP(buf, pl.Tile[[T // 2, T], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        for i in pl.range(n - 1):
+            part = pl.TPOP(buf, pl.Tile[[T // 2, T], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # dsl pop
+            src = prev
+            if i == swap:
+                src = part
+            o = pl.adds(src, 1.0)
+            if i != skip_free:
+                pl.TFREE(buf)
+            pl.store(o, [i * T + sub * (T // 2) + (i == bad_row) * n * T, 0], out)  # dsl store
+            prev = part
+        last = pl.adds(prev, 1.0)
+        pl.TFREE(buf)
+        pl.store(last, [(n - 1) * T + sub * (T // 2), 0], out)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[n * T, T], pl.f32], b: pl.Tensor[[T, T], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="c2v_slot_buffer", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0, slot_num=4)
+        right = pl.move(pl.load(b, [0, 0], [T, T], space=pl.Mat), space=pl.Right)
+        for i in pl.range(n):
+            left = pl.move(pl.load(a, [i * T, 0], [T, T], space=pl.Mat), space=pl.Left)
+            pl.TPUSH(pl.matmul(left, right), peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name="careless")
+
+
+def _dsl_late(engines, plat, skip_free=-1, bad_row=-1, swap=-1, n=300):
+    ks = KernelSet(dsl_careless(n, skip_free, bad_row, swap))
+    rng = np.random.default_rng(22)
+    args = dict(a=rint(rng, (n * T, T), -3, 4), b=rint(rng, (T, T), -3, 4), out=np.zeros((n * T, T), np.float32),
+                fifo=gm_buffer(4 * SLOT))
+    return same(ks.aic, ks.aiv, args, engines, platform=plat), args
+
+
+def test_dsl_tile_held_across_iterations(engines):
+    """The cut falls where the Vector side holds a tile popped before it (A2A3: staged, its
+    ring entry names its staging slot): the tile, and the ring's entry of it, are the exact
+    run's when the run goes on exactly.  Iteration 160 adds to the tile it has just popped,
+    not the one the learned iterations used there: recording stops, and begins again."""
+    res, a = _dsl_late(engines, "a2a3", swap=160)
+    want = a["a"] @ a["b"] + 1
+    want[160 * T:161 * T] = want[161 * T:162 * T]
+    assert np.array_equal(res.outputs["out"], want)
+
+
+def test_dsl_late_missing_free(engines):
+    """The TFREE of iteration 249 is missing: the next pop would stage its tile over one still
+    held - one popped before the engine stopped recording (the held tile is the one its entry
+    names: they share the binding, as in the exact run)."""
+    err, _ = _dsl_late(engines, "a2a3", skip_free=249)
+    assert isinstance(err, ptopipe.ProtocolError) and "LocalSlotNum 2" in str(err)
+    assert f"test_periodic.py:{line_of(dsl_careless, 'dsl pop')}:" in err.where
+
+
+def test_dsl_late_window_out_of_range(engines):
+    err, _ = _dsl_late(engines, "a5", bad_row=250)
+    assert isinstance(err, PtoPipeError)
+    assert f"test_periodic.py:{line_of(dsl_careless, 'dsl store')}:" in err.where
 
 
 # ============================================================================ random kernels

@@ -63,6 +63,9 @@ class Side:
                  "self_freed", "switched_off", "pop_holds", "zeroed", "repops")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
     counter_fields = ("index", "freed", "tfrees", "self_freed", "pushed", "zeroed")
+    #: fields that are simulated times: a held pop's entry carries when its load's reads end
+    #: (with the staging slot's generation, a count)
+    time_fields = ("held",)
 
     def __init__(self, core, role: str, bound_at):
         self.core = core

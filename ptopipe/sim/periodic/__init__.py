@@ -22,8 +22,10 @@ proves that the machine repeats with the kernel and from then on only records:
    that move and every later block moves by it too.  A pipeline still filling up is tried
    again a few blocks later, then with longer blocks.
 3. RECORD - a hooked call that is the learned call at its place (the same line, function
-   and tiles, scalars of the same value and sign, its GM windows and Events where the block
-   puts them and inside their tensors) counts the flags it waits for and sets - a core still
+   and tiles - a tile made anew per call, as the ``pl`` DSL's TPOP makes one, a new one alike
+   and at a later use the one given then (:class:`~.calls.Fresh`) -, scalars of the same
+   value and sign, its GM windows and Events where the block puts them and inside their
+   tensors) counts the flags it waits for and sets - a core still
    blocks while a count is zero, so the cores keep in step - sets on its operands what the
    learned call changed (a popped tile's address) and returns the learned result moved.
    Neither the rest of the machine state nor memory is touched.

@@ -166,8 +166,8 @@ class Batch:
                 n = group[n]
             return n
         for n, x in enumerate(acc):
-            if x[5] or id(x[3]) not in written:
-                continue
+            if x[5] or id(x[3]) not in written or not x[8].size:
+                continue                         # (an empty region: no byte read or written)
             o = owners(x)
             if x[2]:
                 o[...] = n

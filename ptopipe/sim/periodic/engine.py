@@ -13,8 +13,8 @@ import numpy as np
 from ...errors import KernelError
 from ..location import call_site
 from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
-from .calls import SCOREBOARD, Call, Learned, alike, is_tensor, same_args
-from .values import Buffers, Unsettled, as_moving, tuple_new
+from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, is_tensor, same_args
+from .values import Buffers, Moving, Unsettled, as_moving, interned, maker_of, tuple_new
 from .walk import SCHEDULER_FIELDS, Walk, fields_of, walkable
 
 WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
@@ -43,6 +43,9 @@ MAX_BLOCK_PERIODS = 64
 LONGER = 4
 #: queued data operations between applications while materializing (Cluster.sync's)
 _SYNC_EVERY = 4096
+#: blocks a recording core keeps the fresh objects of (materializing sets the state of those
+#: of the blocks before the cut, every core's: a core may be this many blocks ahead)
+FRESH_BLOCKS = 64
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,12 @@ class FastForward:
         self.relearns = 0
         self.restarts = 0
         self.unbatched = None         # why their data work did not run in batches
+        # fresh operands (calls.Fresh): learning, per core; recording, the objects given (Made)
+        self.fresh = {c.index: Fresh() for c in cores}
+        self.made: dict = {}
+        self.fresh_places: dict = {}  # a place of the last snapshot holding a fresh object -> (core, call, position)
+        self.fresh_fields: list = []  # (place, field, value or Moving) of those objects
+        self.fresh_links: list = []   # (object, field, Moving): other state referring to them
         for c in cores:
             c.ff = self
         cluster.ff = self
@@ -228,6 +237,7 @@ class FastForward:
         mode = self.mode
         if mode == WARMUP:
             st = self.st[core.index]
+            self.fresh[core.index].saw(args, st.n)    # (the objects it uses are its own)
             core.ff = None
             try:
                 r = fn(*args, **kw) if kw else fn(*args)
@@ -307,11 +317,13 @@ class FastForward:
         if site is None:                        # the kernel's line: its frame and instruction
             f = _getframe(3)                    # (<- _learn <- call <- the op <- the kernel)
             site = (f.f_code, f.f_lasti)
-        c = Call(fn, args, kw, core.loc_override or call_site(4), site)
-        # what the call changes on its operands: only calls of a core that repeats (its
-        # snapshot blocks') need it
+        c = Call(fn, args, kw, core.loc_override or call_site(4), site, self.fresh[core.index], st.n)
+        # what the call changes on its operands, and the fields of those new to it: only calls
+        # of a core that repeats (its snapshot blocks') need them
         ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
             if st.period is not None else ()
+        if c.news and ops:
+            c.pre = {i: was for i, _, was in ops if i in c.news}
         gts = [(a, a.ptr) for a in args if is_tensor(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
@@ -370,10 +382,13 @@ class FastForward:
             self._plan()
 
     def _roots(self) -> list:
-        """Where the machine state is: the cluster, its cores, the objects the calls use."""
+        """Where the machine state is: the cluster, its cores, the objects the calls use (and
+        the fresh ones a later call may still use: as far back as its period's calls use one)."""
         roots = [self.cluster] + [s.core for s in self.st.values()]
         for s in self.st.values():
-            for c in s.log[-(s.period or 1) * 3:]:
+            p = s.period or 1
+            back = max((c.back for c in s.log[-p:]), default=0)
+            for c in s.log[-max(p * 3, back + 1):]:
                 roots.extend(a for a in c.args if not is_tensor(a))
         return roots
 
@@ -464,24 +479,37 @@ class FastForward:
         last = walks[-1]
         cl = self.cluster
         bufs = self.bufs = Buffers([cl.gm.buf] + [m.buf for c in cl.cores for m in c.memories.values()])
-        state, times = [], []
+        # the places holding a fresh object (another one each snapshot): a value referring to
+        # one refers to its place in every snapshot; at the cut, to the object made for it then
+        fresh = self._fresh_places(walks)
+        places = [_Places(last, {id(w.objs[p]): p for p in fresh}).place for w in walks] if fresh else None
+        state, times, fresh_fields, fresh_links = [], [], [], []
         for k, obj in enumerate(last.objs):
             fields = [w.fields[k] for w in walks]
             if len({tuple(x[0] for x in f) for f in fields}) != 1:
                 raise Unsettled(f"the fields of {type(obj).__name__} changed")
+            made_fresh = k in fresh
             for j, (key, _) in enumerate(fields[-1]):
                 if key in SCHEDULER_FIELDS:
                     continue
                 vals = [f[j][1] for f in fields]
                 v0 = vals[0]
                 if all(v is v0 for v in vals):
+                    if made_fresh:               # (every field of the object made at the cut)
+                        fresh_fields.append((k, key, v0))
                     continue                     # (the same object throughout: still)
                 try:
-                    m = as_moving(vals, last, bufs)
+                    m = as_moving(vals, last, bufs, places)
                 except Unsettled as e:
                     raise Unsettled(f"{type(obj).__name__}.{key}: {e}") from None
-                if not m.still:
+                linked = fresh and _refers(m.form, fresh)
+                if made_fresh:
+                    fresh_fields.append((k, key, m if linked or not m.still else m.obj))
+                elif linked:
+                    fresh_links.append((obj, key, m))
+                elif not m.still:
                     state.append((obj, key, m.maker(last.objs, bufs.by_id)))
+                if not m.still:
                     if key in last.times[k]:
                         times.append((obj, key, m))
                     elif key not in last.counters[k]:
@@ -490,7 +518,7 @@ class FastForward:
         if self.time_cap is not None and self.time_cap < 2:
             raise Unsettled("two simulated times would cross within two blocks")
         # the calls: every core's blocks are the same calls
-        learned = {}
+        learned, logs = {}, {}
         for i, s in self.st.items():
             counts = [c[i] for _, c, _ in self.snaps]
             steps = {b - a for a, b in zip(counts, counts[1:])}
@@ -507,7 +535,7 @@ class FastForward:
                 raise Unsettled(f"{s.core.name}'s blocks differ")
             s.block = blk
             learned[i] = [Learned([b[j] for b in blocks], last, bufs) for j in range(blk)]
-            s.log.clear()
+            logs[i] = (s, blk)
         # the data work: the same operations each block, in the same order
         ends = [o for _, _, o in self.snaps]
         slices = [self.gwork[a:b] for a, b in zip(ends, ends[1:])]
@@ -520,14 +548,99 @@ class FastForward:
                       c is not self.gcores[ends[0] + k - 1]]
         self.gwork, self.gcores = [], []
         self.state, self.learned, self.walk = state, learned, last
+        self.fresh_places, self.fresh_fields, self.fresh_links = fresh, fresh_fields, fresh_links
+        self._made(logs, learned, last, fresh)
         # the operands' fields recorded calls set (post): at the cut they are the state's again
+        # (a fresh operand's: another object each block, set at the cut as the snapshot's was)
         touched = {(id(ln.args[i]), k): (ln.args[i], k) for lns in learned.values() for ln in lns
-                   for i, k, _ in ln.post}
+                   for i, k, _ in ln.post if i not in ln.fresh}
         self.touched = []
         for o, k in touched.values():
             place = last.place(o)
             if place is not None:
                 self.touched.extend((o, key, v) for key, v in last.fields[place] if key == k)
+
+    def _fresh_places(self, walks) -> dict:
+        """The places of the snapshots holding a fresh object (:class:`~.calls.Fresh`) ->
+        (its core, the call it was new in counted from the snapshot, its position there): the
+        same in every snapshot (Unsettled)."""
+        made = {}
+        for i, s in self.st.items():
+            log, p = s.log, s.period
+            if not p or len(log) <= p:
+                continue
+            # the calls of its period, back from the last (an object new in an earlier call -
+            # the kernel's own tiles, first used as learning began - is not made anew)
+            k = len(log) - 1
+            while k >= 0 and log[k].sig == log[k + p if k + p < len(log) else k - p].sig:
+                k -= 1
+            n0 = s.n - len(log)
+            for k in range(k + 1, len(log)):
+                c = log[k]
+                for pos in c.news:
+                    made[id(c.args[pos])] = (i, n0 + k, pos)
+        if not made:
+            return {}
+        out = None
+        for w, (_, counts, _) in zip(walks, self.snaps):
+            here = {}
+            for p, o in enumerate(w.objs):
+                f = made.get(id(o))
+                if f is not None:
+                    here[p] = (f[0], f[1] - counts[f[0]], f[2])
+            if out is None:
+                out = here
+            elif here != out:
+                raise Unsettled("the objects the calls made anew are not in the machine state alike")
+        return out
+
+    def _made(self, logs, learned, last, fresh) -> None:
+        """Recording a core's fresh operands (:class:`~.calls.Made`): from the learned calls'
+        (the last of the log), kept as far back as a call refers or the state holds one, and
+        as many blocks ahead as a core may be of the cut."""
+        persist = {id(o) for o in last.objs}
+        persist.update(id(a) for lns in learned.values() for ln in lns for a in ln.args)
+        self.made = {}
+        for i, (s, blk) in logs.items():
+            back = max([FRESH_CALLS] + [-r for (c, r, _) in fresh.values() if c == i])
+            keep = blk * (-(-back // blk) + FRESH_BLOCKS)
+            m = self.made[i] = Made(s, keep, persist)
+            n0 = s.n - len(s.log)
+            for k in range(max(0, len(s.log) - keep), len(s.log)):
+                c = s.log[k]
+                if c.news:
+                    m.add(n0 + k, c.args, c.news)
+            for ln in learned[i]:
+                if ln.fresh:
+                    ln.made = m
+            s.log.clear()
+
+    def _fresh_state(self, q: int, at: int, tuples: dict) -> None:
+        """At the cut, after ``q`` recorded blocks: the objects made for the fresh places of
+        the last snapshot get its objects' state moved by ``q`` blocks, and the state
+        referring to those refers to them."""
+        objs = list(self.walk.objs)
+        for p, (i, r, pos) in self.fresh_places.items():
+            s = self.st[i]
+            e = self.made[i].made.get(s.base + q * s.block + r)
+            if e is None:
+                raise KernelError(f"internal error: the fast-forward engine lost an object {s.core.name}'s calls made",
+                                  fix="run with engine='exact' and report this kernel")
+            objs[p] = e[pos]
+        by_id = self.bufs.by_id
+
+        def put(o, key, v):
+            if v.__class__ is Moving:
+                v = maker_of(v.form, v.base, v.step, objs, by_id, v.keep)(at)
+            v = interned(v, tuples)
+            if o.__class__ is list or o.__class__ is dict:
+                o[key] = v
+            else:
+                setattr(o, key, v)
+        for p, key, v in self.fresh_fields:
+            put(objs[p], key, v)
+        for o, key, v in self.fresh_links:
+            put(o, key, v)
 
     def _start_recording(self) -> None:
         """The proof holds: from here on the hooked calls are recorded."""
@@ -638,11 +751,24 @@ class FastForward:
         for obj, key, v in self.touched:
             setattr(obj, key, v)
         at = SNAPSHOTS - 1 + q
+        tuples = {}                             # (the tuples the values share: values.interned)
         for obj, key, mk in self.state:
             if obj.__class__ is list or obj.__class__ is dict:
-                obj[key] = mk(at)
+                obj[key] = interned(mk(at), tuples)
             else:
-                setattr(obj, key, mk(at))
+                setattr(obj, key, interned(mk(at), tuples))
+        if self.fresh_places or self.fresh_links:
+            self._fresh_state(q, at, tuples)
+        # the fresh operands of the calls after the cut: as they were before those calls (they
+        # are made again exactly)
+        for s in sts:
+            m = self.made.get(s.core.index)
+            for k in range(s.base + q * s.block, s.n):
+                ln = s.lns[(k - s.base) % s.block]
+                for i, _, _, pre, _, keys in ln.news:
+                    o = m.made[k][i]
+                    for key, v in zip(keys, pre):
+                        setattr(o, key, v)
         # the calls after the cut, made exactly in an order the flags allow (the recorded
         # order was one; the timing depends on none: see the module docstring)
         todo = [[s, s.base + q * s.block] for s in sts if s.base + q * s.block < s.n]
@@ -667,6 +793,7 @@ class FastForward:
             c.limit = -1 if c.trace is not None else min(c.budget, c.instructions + _SYNC_EVERY)
         self.shadow_waiter = [None] * len(self.shadow_waiter)
         cl.fast_forward = self.report()
+        self.made, self.fresh_places, self.fresh_fields, self.fresh_links = {}, {}, [], []
         if relearn and self.relearns < RELEARNS:
             self._learn_again()
 
@@ -679,6 +806,7 @@ class FastForward:
         self._relearn()
         for s in self.st.values():
             s.period = s.block = s.cur = s.lns = s.cap = None
+            self.fresh[s.core.index].recorded(s.n)
             if s.core.state is not _DONE:
                 s.core.ff = self
         self.cluster.ff = self
@@ -725,10 +853,16 @@ class FastForward:
         core = s.core
         q = (k - s.base) // s.block + SNAPSHOTS - 1
         args, kw, fn = ln.args, ln.kw, ln.fn
-        if ln.tuples:
+        if ln.tuples or ln.fresh:
             args = list(args)
             for i, mk in ln.tuples:
                 args[i] = mk(q)
+            if ln.fresh:                        # (the objects the kernel gave the call)
+                made = self.made[core.index].made
+                for i, *_ in ln.news:
+                    args[i] = made[k][i]
+                for i, d, j in ln.refs:
+                    args[i] = made[k - d][j]
             args = tuple(args)
         saved = [(args[i], args[i].ptr) for i, *_ in ln.addrs]
         for (_, b, d, dt, bounds, _e), (gt, ptr) in zip(ln.addrs, saved):
@@ -774,6 +908,33 @@ def _crossing(walk, moving) -> int | None:
                 q = 0 if ti >= tj - margin else (tj - margin - ti - 1) // (ri - rj)
                 cap = q if cap is None else min(cap, q)
     return cap
+
+
+class _Places:
+    """The places of the last snapshot's walk, but for the fresh objects of one snapshot:
+    their places in its own walk."""
+    __slots__ = ("walk", "fresh")
+
+    def __init__(self, walk, fresh: dict):
+        self.walk, self.fresh = walk, fresh
+
+    def place(self, o):
+        p = self.fresh.get(id(o))
+        return self.walk.place(o) if p is None else p
+
+
+def _refers(form, places) -> bool:
+    """A value of ``form`` refers to an object at one of ``places``."""
+    if form.__class__ is not tuple:
+        return False
+    k = form[0]
+    if k == "r":
+        return form[1] in places
+    if k == "t":
+        return any(_refers(x, places) for x in form[2])
+    if k == "p":
+        return any(_refers(x, places) for x in form[1:])
+    return False
 
 
 class _Remake(greenlet.greenlet):

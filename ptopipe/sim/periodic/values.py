@@ -105,6 +105,21 @@ def maker_of(form, base, step, objs, bufs_by_id, keep):
     return mk(form)
 
 
+def interned(v, cache: dict):
+    """``v`` with every tuple in it (itself, its items) the one tuple ``cache`` holds of its
+    class and items (objects by identity): values built apart for one state share a tuple
+    where the exact run shares one (a popped tile's binding is its ring entry's)."""
+    if not isinstance(v, tuple):
+        return v
+    items = tuple(interned(x, cache) for x in v)
+    key = (v.__class__,) + tuple((x.__class__, x) if x is None or x.__class__ in (int, str, bool) else id(x)
+                                 for x in items)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = v if all(a is b for a, b in zip(items, v)) else tuple_new(v.__class__, items)
+    return got
+
+
 def is_fixed(form) -> bool:
     """``form`` has no number: its value is the same in every block."""
     if form == 0:
@@ -136,12 +151,14 @@ class Moving:
         return maker_of(self.form, self.base, self.step, objs, bufs_by_id, self.keep)
 
 
-def as_moving(samples, walk, bufs) -> Moving:
-    """The Moving of a value sampled in consecutive blocks (Unsettled if it is not one)."""
+def as_moving(samples, walk, bufs, places=None) -> Moving:
+    """The Moving of a value sampled in consecutive blocks (Unsettled if it is not one);
+    ``places``: per sample, the place function its objects are known by (default: the
+    walk's)."""
     keep, forms = {}, []
-    for v in samples:
+    for k, v in enumerate(samples):
         nums = []
-        forms.append((form_of(v, bufs, nums, walk.place, keep), nums))
+        forms.append((form_of(v, bufs, nums, walk.place if places is None else places[k], keep), nums))
     f0, n0 = forms[0]
     if any(f != f0 for f, _ in forms[1:]):
         raise Unsettled(f"{type(samples[0]).__name__} values of different forms")
