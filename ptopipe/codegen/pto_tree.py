@@ -48,7 +48,7 @@ class Stmt:
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
     __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
-                 "filename")
+                 "filename", "_memo")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
                  result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
@@ -61,6 +61,11 @@ class Stmt:
         self._pieces = pieces              # [(line, col, text) | (line, col, None): a region]
         self._toks = None
         self.filename = filename
+        # the lookups below by their arguments (an attribute by its key; 0: values(), 1:
+        # types(), 2: arrow_type(), ("group", keyword)): a statement's tokens never change, and an executor
+        # looks the same things up every time it runs the statement (the results are
+        # shared: callers read them, never change them)
+        self._memo = {}
 
     @property
     def toks(self) -> list:
@@ -102,26 +107,44 @@ class Stmt:
     # -- lookups over the op's tokens -------------------------------------------------------
     def values(self, toks=None) -> list:
         """The SSA value tokens, in order (of ``toks``, default all the op's own tokens)."""
-        return [t for t in (self.toks if toks is None else toks) if t.kind == "value"]
+        if toks is None:
+            got = self._memo.get(0)
+            if got is None:
+                got = self._memo[0] = [t for t in self.toks if t.kind == "value"]
+            return got
+        return [t for t in toks if t.kind == "value"]
 
     def group(self, keyword: str) -> list | None:
         """The tokens inside ``keyword(...)`` (``ins``, ``outs``, ``iter_args``), else None."""
-        toks = self.toks
+        key = ("group", keyword)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        toks, got = self.toks, None
         for i, t in enumerate(toks[:-1]):
             if t.text == keyword and t.kind == "word" and toks[i + 1].text == "(":
-                return _balanced(toks, i + 1)[1:-1]
-        return None
+                got = _balanced(toks, i + 1)[1:-1]
+                break
+        self._memo[key] = got
+        return got
 
     def attr(self, key: str, default=None):
         """The tokens of ``key = <value>`` (at any depth: an attribute dictionary, a custom
         ``key = [...]`` list, a named operand), else ``default``."""
+        got = self._memo.get(key, _UNSEEN)
+        if got is _UNSEEN:
+            got = self._memo[key] = self._attr(key)
+        return default if got is None else got
+
+    def _attr(self, key: str):
         toks = self.toks
         for i, t in enumerate(toks[:-2]):
             if t.text == key and t.kind in ("word", "string") and toks[i + 1].text == "=" and \
                     (i == 0 or toks[i - 1].text in ("{", ",", "(", "<") or toks[i - 1].kind == "value"
                      or toks[i - 1].kind == "word" or toks[i - 1].text in ("}", ")", "]", ">")):
                 return _one_value(toks, i + 2)
-        return default
+        return None
 
     def has_word(self, word: str) -> bool:
         return any(t.text == word for t in self.toks)
@@ -129,6 +152,20 @@ class Stmt:
     def types(self) -> list:
         """The type token lists after the op's top-level ``:`` (split at top-level commas
         and ``->``)."""
+        got = self._memo.get(1)
+        if got is None:
+            got = self._memo[1] = self._types()
+        return got
+
+    def arrow_type(self) -> list:
+        """[the type tokens after the op's last top-level ``->``], or [] with none."""
+        got = self._memo.get(2)
+        if got is None:
+            parts = split_top(self.toks, ("->",))
+            got = self._memo[2] = [parts[-1]] if len(parts) > 1 else []
+        return got
+
+    def _types(self) -> list:
         toks, depth, start = self.toks, 0, None
         for i, t in enumerate(toks):
             if t.text in _OPEN and t.kind == "punct":
@@ -143,6 +180,9 @@ class Stmt:
 
     def where(self, filename: str) -> str:
         return f"{filename}:{self.tok.line}:{self.col}"
+
+
+_UNSEEN = object()
 
 
 def _balanced(toks, i) -> list:

@@ -22,6 +22,7 @@ from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
+from .regions import placed_at
 from .unwritten import UnwrittenReads
 from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, part_rows, part_shape
 
@@ -419,9 +420,8 @@ class KernelChecks(HappensBefore):
         is used with no order between its use (``t``) and a ring transfer of the slot (``ring``):
         reported at the tile's use, whichever of the two the run met second (the ring's side is
         correct code), naming the TASSIGN that placed the tile there."""
-        placed = next((loc for c in self.cluster.cores if c.name == t["core"]
-                       for (lo, hi, _d, sp, loc, _t) in c.isa.get("tiles", {}).values()
-                       if lo == t["lo"] and hi == t["hi"] and c.memories.get(sp) is mem), None)
+        placed = next((placed_at(c, sp, t["lo"], t["hi"]) for c in self.cluster.cores if c.name == t["core"]
+                       for sp, m in c.memories.items() if m is mem), None)
         return MemoryConflictError(
             f"{t['core']}'s {t['op']} {t['access']}s a tile that shares bytes with slot {tag} of {pipe} "
             f"({mem.label}[{max(t['lo'], ring['lo']):#x}, {min(t['hi'], ring['hi']):#x})), and no flag of the pipe "

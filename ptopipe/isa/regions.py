@@ -17,6 +17,8 @@ A TASSIGN view into a popped tile the core still holds is that tile (it lives as
 slot is held)."""
 from __future__ import annotations
 
+from weakref import ref
+
 from ..arch import MemSpace
 from ..errors import MemoryConflictError
 
@@ -38,8 +40,9 @@ def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: st
                 f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {lab} [{lo:#x}, {hi:#x}) in {mem.label}",
                 where=where or str(core.where()), fix="place the ring buffers in disjoint regions")
     res.append((space, base, base + nbytes, label, ring))
-    for tid, (lo, hi, _desc, sp, _loc, tile) in core.isa.get("tiles", {}).items():
-        if sp is space and lo < base + nbytes and base < hi:
+    for tid, (lo, hi, _desc, sp, _loc, ref) in core.isa.get("tiles", {}).items():
+        tile = ref()
+        if tile is not None and sp is space and lo < base + nbytes and base < hi:
             watch(core).tiles[tid] = tile
 
 
@@ -60,13 +63,37 @@ def register_tile(tile, core) -> None:
                 forget_tile(core, tile)                    # its earlier placement ends
                 return
             shares = True
-    core.isa.setdefault("tiles", {})[id(tile)] = (lo, hi, tile.placement(), tile.space, core.where(), tile)
+    placed = core.isa.setdefault("tiles", {})
+    placed[id(tile)] = (lo, hi, tile.placement(), tile.space, core.where(), ref(tile, _gone(core.isa, id(tile))))
     w = core.isa.get("ring_tiles")
     if w is not None:
         w.marks.pop(id(tile), None)                        # a new placement: no earlier value
         w.tiles.pop(id(tile), None)
     if shares:
         watch(core).tiles[id(tile)] = tile
+
+
+def _gone(isa: dict, key: int):
+    """The callback of a placed tile's weak reference: a tile the kernel no longer holds can
+    never be read again, so its placement goes (a kernel that places a tile per iteration
+    keeps no tile of an earlier one alive); where it was placed stays known by its bytes,
+    for a report naming the TASSIGN of a tile used earlier (``placed_before``)."""
+    def gone(r) -> None:
+        placed = isa.get("tiles", {})
+        e = placed.get(key)
+        if e is not None and e[5] is r:
+            del placed[key]
+            isa.setdefault("placed_before", {})[(e[3], e[0], e[1])] = e[4]
+    return gone
+
+
+def placed_at(core, space, lo: int, hi: int):
+    """Where the kernel placed a tile of bytes [lo, hi) of ``core``'s ``space`` (TASSIGN's
+    line; a tile still held first), else None."""
+    for (tlo, thi, _d, sp, loc, _r) in core.isa.get("tiles", {}).values():
+        if tlo == lo and thi == hi and sp is space:
+            return loc
+    return core.isa.get("placed_before", {}).get((space, lo, hi))
 
 
 def forget_tile(core, tile) -> None:

@@ -43,7 +43,7 @@ class Tile:
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
-                 "hbw", "hbu", "pad", "pop_rec", "known_written")
+                 "hbw", "hbu", "pad", "pop_rec", "known_written", "__weakref__")
     #: fields that count events, not cycles (a binding names its pop: sim.periodic's moves)
     counter_fields = ("binding",)
     #: fields that are simulated times (cycles): the scoreboard's (sim.core's issue)

@@ -61,3 +61,27 @@ def test_a_tile_outside_its_memory_is_named_as_the_kernel_placed_it(how):
     said = ei.value.what
     assert "is outside AIV0.UB" in said
     assert said.startswith("TASSIGN of " if how == "TASSIGN" else "Vec tile float32 1024x1024"), said
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_a_tile_placed_per_iteration_is_not_kept_alive(checks):
+    """A kernel that places a new tile every iteration (as a .pto `pto.alloc_tile` in a loop
+    does) keeps no tile of an earlier iteration alive: the placements of tiles it no longer
+    holds go (a long loop's memory stays flat)."""
+    import gc
+    import weakref
+    alive = []
+
+    def k(x, out, n):
+        made = []
+        for i in range(n):
+            t = Tile(TileType.Vec, float32, 16, 16, addr=0x100 * (i % 3))
+            made.append(weakref.ref(t))
+            TLOAD(t, x)
+            TSTORE(out, t)
+            del t
+        gc.collect()
+        alive.append(sum(r() is not None for r in made))
+    x = np.ones((16, 16), np.float32)
+    ptopipe.run(aiv=(k, None), args=dict(x=x, out=np.zeros_like(x), n=50), checks=checks)
+    assert alive == [0]

@@ -48,6 +48,7 @@ class Executor:
         self.warnings = []              # findings the run goes on after (the launch's list)
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
+        self.locs = {}                  # id(statement) -> its SourceLoc (statements live as long as the program)
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:
@@ -71,8 +72,12 @@ class Executor:
     def block(self, fr: Frame, stmts, block_args=None):
         core = self.core
         path = self.prog.path
+        locs = self.locs
         for s in stmts:
-            core.loc_override = SourceLoc(path, s.tok.line, s.col, fr.f.name)
+            loc = locs.get(id(s))
+            if loc is None:
+                loc = locs[id(s)] = SourceLoc(path, s.tok.line, s.col, fr.f.name)
+            core.loc_override = loc
             core.op_word = s.name
             h = HANDLERS.get(s.name)
             try:
@@ -106,6 +111,8 @@ class Executor:
 
     def ival(self, fr: Frame, tok: Token) -> int:
         v = self.val(fr, tok)
+        if v.__class__ is int:
+            return v
         if isinstance(v, Reserved):
             return v.addr
         if isinstance(v, (bool, np.bool_)):

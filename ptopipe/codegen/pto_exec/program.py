@@ -186,8 +186,8 @@ def res_type(ex, s: Stmt):
 
 
 def arrow_type(s: Stmt) -> list:
-    parts = split_top(s.toks, ("->",))
-    return [parts[-1]] if len(parts) > 1 else []
+    """[the type tokens after the op's last top-level ``->``], or [] (:meth:`Stmt.arrow_type`)."""
+    return s.arrow_type()
 
 
 def kind_runs_here(kind: str, core_name: str) -> bool:

@@ -153,12 +153,17 @@ def wrap(v: int, t: ScalarT) -> int:
     return v
 
 
+#: token lists whose parsed types a TypeReader keeps at most
+_PARSED_MAX = 4096
+
+
 class TypeReader:
     """Parse type token lists of one file (errors at the token)."""
 
     def __init__(self, f: str):
         self.f = f
         self._specs = {}                # type text -> TileSpec / memref tuple / None
+        self._parsed = {}               # id(token list) -> (the list, its type)
 
     def spec_of(self, s: Stmt):
         """The tile buffer type an allocating / popping op gives (a TileSpec, or the memref
@@ -170,7 +175,7 @@ class TypeReader:
         if text not in self._specs:
             toks = tokenize(text, self.f)[:-1]
             try:
-                self._specs[text] = self.parse(toks) if toks else None
+                self._specs[text] = self._parse(toks) if toks else None
             except (ParseError, CompileError):     # (the op reports it where it stands, when it runs)
                 self._specs[text] = None
         spec = self._specs[text]
@@ -191,6 +196,19 @@ class TypeReader:
         """A type: TileSpec, ScalarT, ('ptr', dtype), ('view', dtype, rank), ('part', dtype, shape),
         ('memref', TileSpec | dtype, shape, space), ('vector' | 'tensor', dtype, shape), ('pipe',),
         ('event',)."""
+        # (parsed once per token list: an executor parses a statement's types - the lists its
+        # Stmt keeps - every time it runs it; the results are immutable, and a list made anew
+        # per call only churns the bounded memo)
+        hit = self._parsed.get(id(toks))
+        if hit is not None and hit[0] is toks:
+            return hit[1]
+        r = self._parse(toks)
+        if len(self._parsed) >= _PARSED_MAX:
+            self._parsed.clear()
+        self._parsed[id(toks)] = (toks, r)
+        return r
+
+    def _parse(self, toks):
         if not toks:
             raise ParseError("a type is missing", where=self.f)
         t0 = toks[0]
@@ -253,7 +271,7 @@ class TypeReader:
     def multi_tile_buf(self, inner, tok):
         """``<!pto.tile_buf<...>, count=N>`` -> MultiSpec (ptoas takes 2..16 slots)."""
         groups = split_top(inner)
-        slot = self.parse(groups[0]) if groups and groups[0] else None
+        slot = self._parse(groups[0]) if groups and groups[0] else None
         count = None
         for g in groups[1:]:
             if len(g) == 3 and g[0].text == "count" and g[1].text == "=" and g[2].text.isdigit():

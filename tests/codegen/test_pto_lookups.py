@@ -1,0 +1,82 @@
+"""The PTO-AS executor looks a statement's attributes, groups, values and types up each time it
+runs it: :class:`~ptopipe.codegen.pto_tree.Stmt` keeps the answers and the type reader keeps
+the types it parsed.  Kept answers are the answers a fresh tree gives, whatever was asked
+first, and the type reader's memory stays bounded."""
+from __future__ import annotations
+
+import pathlib
+
+from ptopipe.codegen.pto_exec.types import _PARSED_MAX, TypeReader
+from ptopipe.codegen.pto_lexer import tokenize
+from ptopipe.codegen.pto_tree import parse_tree
+
+PTO_FILES = sorted((pathlib.Path(__file__).parent.parent / "pto").glob("*.pto"))
+GROUPS = ("ins", "outs", "iter_args")
+#: a statement whose attribute names are the lookups' own words
+ODD = """module {
+  func.func @k(%a: index) {
+    %r = pto.odd %a ins(%a : index) {ins = 1, values = 2, types = 3, group = 4} -> index
+    return
+  }
+}
+"""
+
+
+def _stmts(text, name):
+    out, todo = [], list(parse_tree(text, name))
+    while todo:
+        s = todo.pop()
+        out.append(s)
+        for region in s.regions:
+            for block in region:
+                todo.extend(block.stmts)
+    return out
+
+
+def _asked(s) -> list:
+    """Every lookup worth asking of ``s``: its attribute keys, one it lacks, its groups."""
+    keys = {t.text for i, t in enumerate(s.toks[:-1]) if s.toks[i + 1].text == "="} | {"no_such_key"}
+    return ([("attr", k) for k in sorted(keys)] + [("group", g) for g in GROUPS]
+            + [("values",), ("types",), ("arrow_type",)])
+
+
+def _ask(s, q):
+    return getattr(s, q[0])(*q[1:])
+
+
+def _text(v):
+    return None if v is None else [[t.text for t in x] if isinstance(x, list) else (x.text, x.line, x.col)
+                                   for x in v]
+
+
+def test_kept_answers_are_a_fresh_trees():
+    texts = [(p.read_text(), p.name) for p in PTO_FILES] + [(ODD, "odd.pto")]
+    asked = 0
+    for text, name in texts:
+        kept, fresh = _stmts(text, name), _stmts(text, name)
+        for s, f in zip(kept, fresh):
+            qs = _asked(s)
+            for q in reversed(qs):                      # (kept in another order than asked fresh)
+                _ask(s, q)
+            for q in qs:
+                asked += 1
+                # (each question is asked of the fresh tree once: its first answer)
+                assert _text(_ask(s, q)) == _text(_ask(f, q)), (name, s.name, q)
+                assert _ask(s, q) is _ask(s, q) or _ask(s, q) is None
+    assert asked > 500
+
+
+def test_an_absent_attribute_gives_the_default_each_time():
+    s = next(s for s in _stmts(ODD, "odd.pto") if s.name == "pto.odd")
+    assert s.attr("absent") is None and s.attr("absent", ["d"]) == ["d"] and s.attr("absent", 7) == 7
+    assert [t.text for t in s.attr("values")] == ["2"] and [t.text for t in s.group("ins")][0] == "%a"
+
+
+def test_the_type_reader_keeps_a_bounded_memo():
+    r = TypeReader("t.pto")
+    toks = tokenize("!pto.tile_buf<vec, 16x32xf32>", "t.pto")[:-1]
+    first = r.parse(toks)
+    assert r.parse(toks) is first
+    for _ in range(_PARSED_MAX + 50):                   # a list made anew per call
+        assert r.parse(list(toks)) == first
+    assert len(r._parsed) <= _PARSED_MAX
