@@ -40,8 +40,8 @@ def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: st
                 f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {lab} [{lo:#x}, {hi:#x}) in {mem.label}",
                 where=where or str(core.where()), fix="place the ring buffers in disjoint regions")
     res.append((space, base, base + nbytes, label, ring))
-    for tid, (lo, hi, _desc, sp, _loc, ref) in core.isa.get("tiles", {}).items():
-        tile = ref()
+    for tid, (lo, hi, _desc, sp, _loc, held) in core.isa.get("tiles", {}).items():
+        tile = held()
         if tile is not None and sp is space and lo < base + nbytes and base < hi:
             watch(core).tiles[tid] = tile
 
