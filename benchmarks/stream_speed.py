@@ -3,7 +3,8 @@
 The kernel: the Cube streams --tiles tiles of 16x16 f32 to the Vector side (C2V); per tile
 it does TLOAD -> TMOV -> TMATMUL (16^3) -> TPUSH, and each Vector lane TPOP -> TMULS ->
 TSTORE -> TFREE.  UP_DOWN sends each of the two lanes its 8-row half; NO_SPLIT sends the
-whole tile to one lane.  out = (x @ I) * 3.
+whole tile to one lane.  out = (x @ I) * 3.  "UP_DOWN pl" is the UP_DOWN kernel written in
+the ``pl`` DSL (:func:`pl_stream`: its interpreter runs it).
 
 Beside it, a plain-numpy loop doing the same per-tile copies and math on preallocated
 buffers (L1, L0A/L0B/L0C, the ring slots, each lane's staging slot and result tile).  The
@@ -77,6 +78,38 @@ def vector(out, fifo, tiles, split):
         TFREE(pipe, split)
 
 
+def pl_stream(tiles, split):
+    """The UP_DOWN kernel above written in the ``pl`` DSL (its interpreter runs it; the
+    compiler places its tiles and ring)."""
+    import ptopipe.language as pl
+    rows = T // 2
+
+    @pl.aiv
+    def pl_vector(out: pl.Tensor[[tiles * T, T], pl.f32], fifo: pl.Tensor[[DEPTH * SLOT], pl.u8]):
+        ring = pl.reserve_buffer(name="c2v_ring", size=DEPTH * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=ring.base, v2c_consumer_buf=0,
+                               slot_num=DEPTH)
+        sub = pl.get_subblockid()
+        for i in pl.range(tiles):
+            part = pl.TPOP(ring, pl.Tile[[rows, T], pl.f32, pl.Vec], split=split)
+            o = pl.muls(part, 3.0)
+            pl.TFREE(ring)
+            pl.store(o, [i * T + sub * rows, 0], out)
+
+    @pl.aic
+    def pl_cube(x: pl.Tensor[[tiles * T, T], pl.f32], eye: pl.Tensor[[T, T], pl.f32],
+                fifo: pl.Tensor[[DEPTH * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="c2v_ring", peer_func=pl_vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=DEPTH)
+        e_l0 = pl.move(pl.load(eye, [0, 0], [T, T], space=pl.Mat), space=pl.Right)
+        for i in pl.range(tiles):
+            x_l0 = pl.move(pl.load(x, [i * T, 0], [T, T], space=pl.Mat), space=pl.Left)
+            pl.TPUSH(pl.matmul(x_l0, e_l0), peer, split=split)
+
+    return pl.program(pl_cube, pl_vector, name=f"stream_{tiles}")
+
+
 def numpy_loop(x, eye, out, tiles, lanes, local_slots=2):
     """The kernel's tile operations on plain numpy buffers, in the same order."""
     rows = T // lanes
@@ -118,10 +151,21 @@ def main() -> int:
     eye = np.eye(T, dtype=np.float32)
     missed = []
     rows_out = []
-    for split, name, lanes in ((TILE_UP_DOWN, "UP_DOWN", 2), (TILE_NO_SPLIT, "NO_SPLIT", 1)):
+    from ptopipe.runtime.kernels import run as run_pl
+    for split, name, lanes, dsl in ((TILE_UP_DOWN, "UP_DOWN", 2, False), (TILE_NO_SPLIT, "NO_SPLIT", 1, False),
+                                    (TILE_UP_DOWN, "UP_DOWN pl", 2, True)):
         args = dict(x=x, eye=eye, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT),
                     tiles=n, split=split)
         kernels = (vector, vector) if lanes == 2 else (vector, None)
+        if dsl:
+            prog = pl_stream(n, split)
+            del args["tiles"], args["split"]
+
+            def simulate(checks, engine):
+                return run_pl(prog, args, checks=checks, platform=ns.platform, engine=engine)
+        else:
+            def simulate(checks, engine):
+                return ptopipe.run(cube, kernels, args, checks=checks, platform=ns.platform, engine=engine)
         ref = np.zeros_like(x)
         t_np = float("inf")
         runs = ((False, "exact"), (False, "periodic"), (True, "exact"))
@@ -130,7 +174,7 @@ def main() -> int:
             t_np = min(t_np, timed(lambda: numpy_loop(x, eye, ref, n, lanes)))
             cycles = set()
             for checks, engine in runs:
-                res = ptopipe.run(cube, kernels, args, checks=checks, platform=ns.platform, engine=engine)
+                res = simulate(checks, engine)
                 t_sim[checks, engine] = min(t_sim[checks, engine], res.summary.wall_seconds)
                 cycles.add(res.summary.cycles)
                 if not np.array_equal(res.outputs["out"], x * 3):
@@ -152,10 +196,10 @@ def main() -> int:
                 missed.append(f"{name} checkers {'on' if checks else 'off'}: ratio {ratio:.2f} "
                               f"> {TARGET[checks]}")
     print(f"stream of {n} tiles of {T}x{T} f32, C2V, platform {ns.platform} (best of {ns.repeat})")
-    print(f"{'split':9} {'checkers':8} {'engine':8} {'sim us/tile':>11} {'numpy us/tile':>13} {'ratio':>6}  target")
+    print(f"{'split':10} {'checkers':8} {'engine':8} {'sim us/tile':>11} {'numpy us/tile':>13} {'ratio':>6}  target")
     for name, checks, engine, us_sim, us_np, ratio, ok in rows_out:
         verdict = "(not judged: the other engine is faster)" if ok is None else "OK" if ok else "MISSED"
-        print(f"{name:9} {'on' if checks else 'off':8} {engine:8} {us_sim:11.1f} {us_np:13.1f} {ratio:6.2f}  "
+        print(f"{name:10} {'on' if checks else 'off':8} {engine:8} {us_sim:11.1f} {us_np:13.1f} {ratio:6.2f}  "
               f"<= {TARGET[checks]} {verdict}")
     if missed:
         print("MISSED TARGET: " + "; ".join(missed))
