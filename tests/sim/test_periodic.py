@@ -30,6 +30,7 @@ popped tile, skips a TFREE or stores out of range.  Last, random kernels of the 
 generator (clean, or with a misuse moved late).
 """
 import dataclasses
+import pathlib
 
 import numpy as np
 import pytest
@@ -1204,3 +1205,32 @@ def test_random_kernels_give_the_same_results(tmp_path_factory, spec, late):
     k = fuzz_kernels.load(fuzz_kernels.write_kernel(spec, str(tmp_path_factory.mktemp("k"))))
     same(k.cube, k.vector, k.make_args(np.random.default_rng(spec.data_seed)), platform=spec.platform,
          protocol=spec.protocol, max_instructions=fuzz_spec.MAX_INSTRUCTIONS * tiles)
+
+
+# ============================================================================ .pto text
+PTO_STREAM = pathlib.Path(__file__).parent.parent / "pto" / "i32_trip_count_a3.pto"
+
+
+@pytest.mark.parametrize("allocs", ["hoisted", "per iteration"])
+def test_pto_stream(engines, allocs):
+    """ptoas's spelling of the C2V stream, run by the PTO-AS executor, whose every pop makes a
+    new tile: recorded (its Cube's tiles allocated once); with a pto.alloc_tile per iteration
+    (a new placement each time: not recorded) the same results all the same."""
+    from ptopipe.codegen.pto_exec.launch import prepare
+    n = 300
+    text = PTO_STREAM.read_text().replace("%c64 = arith.constant 64 : index", f"%c64 = arith.constant {n * 16} : index")
+    if allocs != "hoisted":
+        allocs_text = "".join(f"    {line.strip()}\n" for line in text.splitlines()
+                              if line.strip().startswith(("%am = pto.alloc_tile", "%al = pto.alloc_tile",
+                                                          "%acc = pto.alloc_tile")))
+        for line in allocs_text.splitlines():
+            text = text.replace(line + "\n", "", 1)
+        loop = "scf.for %i = %c0 to %n_idx step %c1 {\n      %r = arith.muli %i, %c16 : index\n"
+        text = text.replace(loop, loop + allocs_text.replace("    %", "      %"), 1)
+        assert text.count("pto.alloc_tile") == 5 and allocs_text
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(-3, 4, (n * 16, 16)).astype(np.float16), rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    launch = prepare(text=text, inputs=dict(a=a, b=b, n=n))
+    res = same(launch.aic, launch.aiv, launch.args, engines, engaged=allocs == "hoisted", platform=launch.platform)
+    out = res.outputs["out"].reshape(n * 16, 16)
+    assert np.array_equal(out, a.astype(np.float32) @ b.astype(np.float32))

@@ -49,6 +49,7 @@ class Executor:
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
         self.locs = {}                  # id(statement) -> its SourceLoc (statements live as long as the program)
+        self._pop_views = {}            # id(popping statement) -> the views of memory its tiles share
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:
@@ -59,6 +60,15 @@ class Executor:
 
     def perr(self, tok, msg, fix=None) -> ParseError:
         return ParseError(msg, where=f"{self.prog.path}:{tok.line}:{tok.col}", fix=fix)
+
+    def pop_views(self, s: Stmt) -> dict:
+        """The views of memory the tiles statement ``s`` pops into share (``Tile._views``, per
+        core, address and valid shape): every execution makes a new tile of the statement's
+        one type, and its binding to a slot then builds no view it had before."""
+        v = self._pop_views.get(id(s))
+        if v is None:
+            v = self._pop_views[id(s)] = {}
+        return v
 
     # -- running
     def call(self, f: Func, args: list):

@@ -249,7 +249,10 @@ def h_pop(ex, fr, s):
     spec = res_type(ex, s)
     if not isinstance(spec, TileSpec):
         raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
-    tile = folded(ex, fr, s) or tile_of(ex, s, spec, None, fr)
+    tile = folded(ex, fr, s)
+    if tile is None:
+        tile = tile_of(ex, s, spec, None, fr)
+        tile._views = ex.pop_views(s)
     vs = s.values()
     if spec.v_rows is None and vs:
         tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))
@@ -270,6 +273,7 @@ def h_fifo_tile(ex, fr, s):
     if not isinstance(spec, TileSpec):
         raise ex.perr(s.tok, "pto.get_fifo_tile gives a !pto.tile_buf")
     sid.tile = tile_of(ex, s, spec, None, fr)
+    sid.tile._views = ex.pop_views(s)
     isa.TPOP(sid.pipe.handle, sid.tile, sid.split)
     return sid.tile
 
