@@ -132,28 +132,33 @@ _PTO_ONLY_FIX = {
 }
 #: the file kinds each of these options is for (:func:`refuse_pto_options`)
 _FOR = {"input": ".pto and C++ kernels", "output": ".pto and C++ kernels", "func": ".pto kernels",
-        "range": ".pto kernels", "aic": "C++ kernels", "aiv": "C++ kernels", "no-checks": "Python kernels",
-        "engine": "Python kernels"}
-# a run of a .pto or C++ kernel keeps its checkers (and so the exact engine) on the command line
-_PYTHON_ONLY = {
-    "no-checks": "drop --no-checks: `run` checks a .pto or C++ kernel as `check` does (ptopipe.run(..., "
-                 "checks=False) runs one without)",
-    "engine": "drop --engine: it needs --no-checks, which `run` has for Python kernels only; "
-              "PTOPIPE_ENGINE=periodic sets the engine of every run made without the checkers",
-}
-#: the fix of an option given for a C++ kernel (a .pto kernel's) that is not for it
+        "range": ".pto kernels", "aic": "C++ kernels", "aiv": "C++ kernels",
+        "no-checks": "Python and .pto kernels", "engine": "Python and .pto kernels"}
+#: the fix of an option given for a C++ kernel (a .pto kernel's) that is not for it; a run of a
+#: C++ kernel keeps its checkers (and so the exact engine) on the command line
 _NOT_FOR_CPP = {
-    **_PYTHON_ONLY,
+    "no-checks": "drop --no-checks: `run` checks a C++ kernel as `check` does (PTOPIPE_ENGINE and "
+                 "ptopipe.run(..., checks=False) reach its child process)",
+    "engine": "drop --engine: it needs --no-checks, which `run` has for Python and .pto kernels only; "
+              "PTOPIPE_ENGINE=periodic sets the engine of every run made without the checkers",
     "func": "name the C++ kernel functions with --aic NAME / --aiv NAME",
     "range": "drop --range: it bounds the static check of .pto and DSL kernels; a C++ kernel runs with "
              "its --input values",
 }
 _NOT_FOR_PTO = {
-    **_PYTHON_ONLY,
     "aic": "drop --aic: a .pto file's function to run is its pto.entry, or the one --func names",
     "aiv": "drop --aiv: a .pto file's function to run is its pto.entry, or the one --func names",
 }
 _DEST = {"func": "pto_func", "range": "ranges", "no-checks": "no_checks"}
+
+
+def engine_note(res) -> str | None:
+    """What the periodic engine recorded in run ``res`` (None: it did not run)."""
+    ff = res.fast_forward
+    if ff is None:
+        return None
+    return (f"  periodic engine: {ff.blocks} blocks ({ff.calls} instructions) recorded, not simulated"
+            + (f"; it stopped recording: {ff.reason}" if ff.reason else ""))
 
 
 def add_ranges(p) -> None:

@@ -12,7 +12,7 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError
 from . import bounds
-from .common import (block_note, blocks_ran, launch_kwargs, scalar_ranges, summary_warnings, werror_note, werror_verdict,
+from .common import (block_note, blocks_ran, engine_note, launch_kwargs, scalar_ranges, summary_warnings, werror_note, werror_verdict,
                      write_outputs)
 
 
@@ -129,7 +129,8 @@ def _run_one(args, pl, protocol, static) -> int:
         print(f"note: {note}")
     res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                      **sync, **launch_kwargs(args), causal=getattr(args, "causal", False))
+                      **sync, **launch_kwargs(args), causal=getattr(args, "causal", False),
+                      checks=not getattr(args, "no_checks", False), engine=getattr(args, "engine", None))
     if reports:
         from .trace import write_reports
         write_reports(res, args, os.path.basename(args.file), "default")
@@ -147,6 +148,9 @@ def _run_one(args, pl, protocol, static) -> int:
     note = block_note(res.summary)
     if note:
         print(note)
+    ff = engine_note(res)
+    if ff is not None and not quiet:
+        print(ff)
     if not quiet:
         print("  " + res.summary.format().replace("\n", "\n  "))
     return int(failed)

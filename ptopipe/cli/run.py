@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, block_note, blocks_ran, launch_kwargs,
+from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, block_note, blocks_ran, engine_note, launch_kwargs,
                      refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
                      werror_verdict)
 from ..errors import ConfigError, PtoPipeError
@@ -36,10 +36,10 @@ def add_parser(sub) -> None:
                   "a .pto PTO-AS file or a pto-isa .cpp file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument("--no-checks", action="store_true",
-                   help="(.py kernels) run without the checkers (the happens-before race, slot-reuse and "
-                        "address checks): faster; a misuse then shows only as a wrong result, a hang or a leak")
+                   help="(.py and .pto kernels) run without the checkers (the happens-before race, slot-reuse "
+                        "and address checks): faster; a misuse then shows only as a wrong result, a hang or a leak")
     p.add_argument("--engine", choices=ENGINES, default=None,
-                   help="(.py kernels, with --no-checks) exact: simulate every instruction; periodic: "
+                   help="(.py and .pto kernels, with --no-checks) exact: simulate every instruction; periodic: "
                         "fast-forward a streaming kernel's steady state, the same results (docs/engine.md) "
                         "(default: $PTOPIPE_ENGINE, else exact)")
     p.add_argument("--causal", action="store_true",
@@ -114,10 +114,9 @@ def main(args) -> int:
         note = block_note(res.summary)
         if note:
             print(note)
-        ff = res.fast_forward
+        ff = engine_note(res)
         if ff is not None and not args.quiet:
-            print(f"  periodic engine: {ff.blocks} blocks ({ff.calls} instructions) recorded, not simulated"
-                  + (f"; it stopped recording: {ff.reason}" if ff.reason else ""))
+            print(ff)
         if not args.quiet:
             for k in expected:
                 out = res.outputs[k]
