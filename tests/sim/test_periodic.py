@@ -1187,6 +1187,38 @@ def test_dsl_late_window_out_of_range(engines):
     assert f"test_periodic.py:{line_of(dsl_careless, 'dsl store')}:" in err.where
 
 
+def fresh_pop_vec(out, fifo, n, swap=-1, alias=None):
+    """Pops each tile into a Tile made for it - but in iteration ``swap`` into ``alias``: the
+    result tile the loop multiplies into (a tile of the machine state), or the tile popped
+    the iteration before (one a recorded call was given)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    prev = None
+    for i in range(n):
+        part = (o if alias == "result" else prev) if i == swap else Tile(TileType.Vec, float32, h, T)
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TMULS(o, part, 2.0)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        TFREE(pipe, TILE_UP_DOWN)
+        prev = part
+
+
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+@pytest.mark.parametrize("alias", [None, "result", "earlier"])
+def test_pops_into_tiles_made_per_iteration(engines, plat, alias):
+    """A Python kernel that makes a Tile per pop is recorded (a tile's cache of memory views is
+    no machine state); one given a tile that is not new late in the run - the result tile,
+    or the tile popped before - is not recorded as the learned call: the exact results,
+    whatever they are."""
+    a = plain_args(600, swap=500, alias=alias)
+    res = same(plain_cube, fresh_pop_vec, a, engines, platform=plat)
+    if alias is None:
+        assert np.array_equal(res.outputs["out"], a["x"][:-T] * 2)
+
+
 # ============================================================================ random kernels
 @settings(max_examples=4, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(spec=fuzz_spec.kernel_specs(flows=("tile",)), late=st.floats(0.8, 1.0))

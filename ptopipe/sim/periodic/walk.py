@@ -14,11 +14,12 @@ import numpy as np
 # fields of the machine state that are the scheduler's (who runs, who waits): neither
 # compared nor written back (materialize reconciles them)
 SCHEDULER_FIELDS = frozenset({"state", "waiting", "waiter", "glet", "limit"})
-# fields that are not machine state: never walked
+# fields that are not machine state: never walked (``_views``: a tile's or ring's cache of
+# memory views by address, rebuilt on demand - a kernel's new Tile per pop has its own)
 SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadline", "ff", "trace", "waits",
                           "signals", "context", "pool", "kernel", "explainers", "annotators", "hinters",
                           "finishers", "carried_hooks", "warnings", "policy", "costs", "event_words", "op_word",
-                          "loc_override", "cluster", "platform", "memories", "gm", "model"})
+                          "loc_override", "cluster", "platform", "memories", "gm", "model", "_views"})
 
 
 class _All:
