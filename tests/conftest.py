@@ -1,20 +1,18 @@
 """Shared fixtures of the test suite."""
+import compileall
 import gc
 import pathlib
 import signal
 
 import pytest
 
-import layers  # noqa: F401  (the layer directories on sys.path)
-from ptopipe.ir.core import gc_paused
+# ptopipe compiled to bytecode before anything imports it: this process and the ``python -m
+# ptopipe ...`` processes the tests start read it, rather than each compiling every module it
+# imports (under PYTHONDONTWRITEBYTECODE, as CI sets it, none would keep what it compiled)
+compileall.compile_dir(str(pathlib.Path(__file__).resolve().parents[1] / "ptopipe"), quiet=1)
 
-
-@pytest.fixture(scope="session", autouse=True)
-def compiled_package():
-    """ptopipe compiled to bytecode once: the tests start ``python -m ptopipe...`` processes,
-    which (under PYTHONDONTWRITEBYTECODE, as CI sets it) would each compile every module."""
-    import compileall
-    compileall.compile_dir(str(pathlib.Path(__file__).resolve().parents[1] / "ptopipe"), quiet=1)
+import layers  # noqa: E402,F401  (the layer directories on sys.path)
+from ptopipe.ir.core import gc_paused  # noqa: E402
 
 
 @pytest.hookimpl(hookwrapper=True)
