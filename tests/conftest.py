@@ -1,10 +1,18 @@
 """Shared fixtures of the test suite."""
 import compileall
 import gc
+import os
 import pathlib
 import signal
 
 import pytest
+
+# numpy's BLAS with one thread, as the ptopipe command runs it (ptopipe._startup; the tests run
+# ptopipe as a library, which leaves BLAS alone): the kernels' tile-sized matrices gain nothing
+# from a second thread, whose idle spinning on the other core adds about a tenth to the suite's
+# CPU time.  Set before numpy loads.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 # ptopipe compiled to bytecode before anything imports it: this process and the ``python -m
 # ptopipe ...`` processes the tests start read it, rather than each compiling every module it
