@@ -7,7 +7,7 @@ import pytest
 
 from ptopipe.cli import main as cli_main
 
-from cpp_support import cpp_cache  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, pto_inst_precompiled  # noqa: F401 (fixtures)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 S1 = os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")
@@ -105,7 +105,7 @@ def test_a_bound_no_run_can_use_is_refused_naming_its_option(command, option, ca
     assert f"at option {option[0]}" in err and "math.inf" not in err and "timeout=" not in err
 
 
-def test_check_of_a_cpp_kernel_missing_an_input_fails_before_it_ran(cpp_cache, capfd):
+def test_check_of_a_cpp_kernel_missing_an_input_fails_before_it_ran(cpp_cache, pto_inst_precompiled, capfd):
     """(the check runs in a child process: its output is on the file descriptors; the kernel is
     built into the session's build cache, as the C++ tests build it)"""
     assert cli_main(["check", os.path.join(ROOT, "tests/cpp/cpp_kernels/c2v_add.cpp"), "--schedules", "0"]) == 1

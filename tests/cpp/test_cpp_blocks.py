@@ -11,7 +11,9 @@ import pytest
 from ptopipe.cli import main as cli_main
 from ptopipe.cpp import run_cpp
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
 X = np.arange(256, dtype=np.float32).reshape(16, 16)

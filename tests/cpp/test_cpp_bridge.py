@@ -13,8 +13,10 @@ from ptopipe.cpp import abi, bridge, run_cpp
 from ptopipe.errors import LeakError, PtoPipeError
 from ptopipe.report.chrome import chrome_trace
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from test_cpp_kernels import _both, _events, c2v_args, kernel
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 needs_bridge = pytest.mark.skipif(bridge.python_include() is None, reason="no Python.h: no C-API bridge")
 

@@ -13,7 +13,9 @@ from ptopipe import isa
 from ptopipe.cpp import run_cpp
 from ptopipe.errors import ProtocolError
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
 

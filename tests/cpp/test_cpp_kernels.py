@@ -18,8 +18,10 @@ from ptopipe.cpp import headergen
 from ptopipe.errors import (CompileError, ConfigError, DataRaceError, DeadlockError, KernelError, LeakError,
                             MemoryConflictError, ProtocolError)
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from layers import ROOT
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KDIR = os.path.join(HERE, "cpp_kernels")

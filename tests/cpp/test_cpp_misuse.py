@@ -36,8 +36,10 @@ from ptopipe.passes import compile_program, unverified_pipeline
 from ptopipe.runtime import KernelSet
 
 import dsl_misuse as D
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from layers import ROOT
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 NOT_EXPRESSIBLE = {
     "m1_no_tfree": "InsertTfree (seed 003) inserts the TFREE the kernel lacks: the compiled kernel, and "

@@ -13,8 +13,10 @@ import pytest
 from ptopipe.cpp import run_cpp
 from ptopipe.errors import CompileError, KernelError
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from test_cpp_kernels import kernel, line_of
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 R, C, VC = 8, 16, 12
 

@@ -13,7 +13,9 @@ import pytest
 from ptopipe import isa
 from ptopipe.cpp import run_cpp
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "c2v_odd_split.cpp")
 # (pto-isa on A5 frees a GM ring's slot inside the tile TPOP, so its TFREE would free it twice)

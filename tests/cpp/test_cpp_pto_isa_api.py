@@ -14,7 +14,11 @@ import pytest
 
 from ptopipe.cpp import include_dir, run_cpp
 
-from cpp_support import LEAN, cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import LEAN, cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+
+# the kernels run_cpp builds here include <pto/pto-inst.hpp> first (the syntax-only compiles of
+# pto-isa's header paths do not read CXXFLAGS)
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")
 
 KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
 

@@ -13,8 +13,10 @@ import pytest
 from ptopipe.cpp import run_cpp
 from ptopipe.errors import KernelError
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from test_cpp_pto_isa_api import compile_only
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "pto_isa_forms.cpp")
 R, C = 8, 32

@@ -16,7 +16,9 @@ from ptopipe.cpp import run_cpp
 from ptopipe.cpp.build import find_kernels
 from ptopipe.errors import ConfigError
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "templated_vec.cpp")
 INSTANCE = "runDouble<float, 16, 32>"

@@ -15,8 +15,10 @@ from ptopipe.codegen import write_cpp
 from ptopipe.cpp import run_cpp
 from ptopipe.passes import compile_program
 
-from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from layers import ROOT
+
+pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")    # its kernels include <pto/pto-inst.hpp> first
 
 EXAMPLES = sorted(f"{d}/{n[:-3]}" for d in ("mixed", "dsl")
                   for n in os.listdir(os.path.join(ROOT, "examples", d)) if n.endswith(".py"))

@@ -8,6 +8,7 @@ import ast
 import pathlib
 
 import ptopipe
+from ptopipe.ir.core import gc_paused
 from ptopipe.ir.opdefs import EVENT_OPS, OPDEFS, PIPE_OPS, RING_BUFFERS
 
 PKG = pathlib.Path(ptopipe.__file__).parent
@@ -33,7 +34,9 @@ def op_name_literals(source: str, rel: str) -> list:
     table_names = {c.call_name for c in PIPE_OPS + EVENT_OPS + RING_BUFFERS}
     table = rel.split("/")[0] in TABLE_NAME_LAYERS
     out = []
-    for node in ast.walk(ast.parse(source, rel)):
+    with gc_paused():           # (collections while the tree grows would only rescan it)
+        tree = ast.parse(source, rel)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 node.value in ir_names or (table and node.value in table_names)):
             out.append((node.lineno, node.value))

@@ -123,7 +123,10 @@ def test_pure_python_loop_is_stopped_by_the_timeout_naming_each_core():
     assert any(ln.startswith("AIV1  runs no kernel") for ln in lines)
 
 
-def test_a_kernel_swallowing_the_timeout_error_is_stopped_all_the_same():
+def test_a_kernel_swallowing_the_timeout_error_is_stopped_all_the_same(monkeypatch):
+    from ptopipe.sim import bounds
+    monkeypatch.setattr(bounds, "_REFIRE", 0.05)    # the watchdog's next interrupts come sooner
+
     def stubborn():
         n = 0
         while True:
