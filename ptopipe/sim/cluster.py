@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from collections import deque
 from functools import partial
 from itertools import starmap
@@ -52,6 +53,38 @@ _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anyt
 # tests/isa/test_fast_paths.py checks all of them.
 _GC_OLDER = 1000
 _GC_CATCH_UP = 30     # young collections held back before a run end catches up (see run)
+
+
+class _Collector:
+    """The process's garbage-collector thresholds while runs raise them.  The collector is
+    one per process, and so is this: runs in several threads at once raise the older
+    thresholds when the first of them starts and give the caller's back when the last ends
+    (each run saving and restoring them on its own, two overlapping runs left them raised)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._saved = None
+
+    def raise_older(self) -> None:
+        with self._lock:
+            if self._runs == 0:
+                self._saved = t = gc.get_threshold()
+                gc.set_threshold(t[0], *(max(x, _GC_OLDER) for x in t[1:]))
+            self._runs += 1
+
+    def restore(self) -> tuple:
+        """A raising run ends: the caller's thresholds back once no run raises them (they
+        are returned)."""
+        with self._lock:
+            self._runs -= 1
+            saved = self._saved
+            if self._runs == 0:
+                gc.set_threshold(*saved)
+            return saved
+
+
+_COLLECTOR = _Collector()
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS, MemSpace.FB,
                          MemSpace.L0A_SCALE, MemSpace.L0B_SCALE),
@@ -280,9 +313,9 @@ class Cluster:
         if self.engine == "periodic" and applies(self):
             FastForward(self, [c for c in kernels])
         dog = Watchdog(self, self.deadline)
-        gc_thresholds = gc.get_threshold()
-        if self.checker is not None or self.trace is not None:
-            gc.set_threshold(gc_thresholds[0], *(max(t, _GC_OLDER) for t in gc_thresholds[1:]))
+        raised = self.checker is not None or self.trace is not None
+        if raised:
+            _COLLECTOR.raise_older()
         try:
             dog.start()              # (in the try: its interrupt may come at once)
             cores, ready_state = self.cores, CoreState.READY
@@ -345,7 +378,7 @@ class Cluster:
             self.ended = True
             self.sync()        # a data-plane error of a clean run: raised here, located
         finally:
-            gc.set_threshold(*gc_thresholds)
+            gc_thresholds = _COLLECTOR.restore() if raised else gc.get_threshold()
             counts = gc.get_count()
             if counts[1] > _GC_CATCH_UP:
                 # the collections the raised thresholds held back: without them an earlier

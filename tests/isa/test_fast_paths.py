@@ -235,6 +235,42 @@ def test_checked_or_traced_run_raises_older_gc_thresholds_and_restores_them():
     assert seen == [(500, g, g), (500, g, g), (500, 7, 9), (500, g, g)]
 
 
+def test_overlapping_runs_in_two_threads_give_the_callers_thresholds_back():
+    """Run A raises the thresholds, run B (another thread) starts while A runs and ends after
+    it: when both ended the caller's thresholds are back (not the raised ones B found)."""
+    import threading
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    errors = []
+
+    def kernel(mine, other):
+        def k(out):
+            mine.set()
+            other.wait(20)
+            TSTORE(GlobalTensor(out.data(), (1, 8)), Tile(TileType.Vec, float32, 1, 8, addr=0))
+        return k
+
+    def run(k):
+        try:
+            ptopipe.run(None, (k, None), dict(out=np.zeros((1, 8), np.float32)))
+        except Exception as e:          # (reported by the test below)
+            errors.append(e)
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(500, 7, 9)
+        ta = threading.Thread(target=run, args=(kernel(a_in, b_in),))
+        ta.start()
+        assert a_in.wait(20)
+        tb = threading.Thread(target=run, args=(kernel(b_in, a_out),))
+        tb.start()
+        ta.join(20)
+        a_out.set()
+        tb.join(20)
+        assert not errors and not ta.is_alive() and not tb.is_alive()
+        assert gc.get_threshold() == (500, 7, 9)
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_a_loop_of_checked_runs_does_not_keep_the_earlier_clusters():
     """The raised thresholds hold back the older collections only during a run: in a loop of
     runs (exploration, a sweep) each run's cluster - a cycle of cores, flags and memories -
