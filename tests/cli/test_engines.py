@@ -8,9 +8,11 @@ The Ray tests need the ``ray`` extra (the test command installs it); without it 
 except under CI (CI=true), where a missing Ray fails."""
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -84,16 +86,60 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _processes_of(tag: str) -> set:
+    """The processes whose command line names ``tag`` (a Ray cluster's own temporary
+    directory: its servers and workers) and their descendants (the agents that rename
+    themselves), from /proc."""
+    procs = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            procs[int(d)] = (cmd, ppid)
+    mine = {p for p, (cmd, _) in procs.items() if tag in cmd and p != os.getpid()}
+    while True:
+        more = {p for p, (_, pp) in procs.items() if pp in mine and p not in mine}
+        if not more:
+            return mine
+        mine |= more
+
+
+def _stop_cluster(exe: str, env: dict, temp_dir: str) -> None:
+    """Stop the Ray cluster started with ``temp_dir`` - only it (``ray stop`` would stop every
+    Ray process of the machine's user, another program's cluster too)."""
+    if not os.path.isdir("/proc"):
+        subprocess.run([exe, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in _processes_of(temp_dir):
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _processes_of(temp_dir):
+            time.sleep(0.1)
+        if not _processes_of(temp_dir):
+            return
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A two-node Ray cluster on this machine: a head and a worker node, one CPU each."""
+    """A two-node Ray cluster on this machine: a head and a worker node, one CPU each, in a
+    temporary directory of its own (by which it is stopped)."""
     exe = _ray_cli()
     env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     old = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"            # (the driver: this process)
     port = _free_port()
     address = f"127.0.0.1:{port}"
-    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats"]
+    temp_dir = tempfile.mkdtemp(prefix="rayt", dir="/tmp" if os.path.isdir("/tmp") else None)  # (short: socket paths)
+    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp_dir}"]
     try:
         subprocess.run([exe, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
                        env=env, check=True, capture_output=True, timeout=180)
@@ -101,7 +147,8 @@ def ray_cluster():
                        capture_output=True, timeout=180)
         yield address
     finally:
-        subprocess.run([exe, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        _stop_cluster(exe, env, temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
         if old is None:
             os.environ.pop("RAY_AUTH_MODE", None)
         else:
