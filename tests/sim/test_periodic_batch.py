@@ -80,7 +80,7 @@ block_stores = st.builds(lambda a, b, c: a + b + c, st.lists(local_write, min_si
                          st.lists(wide_store, min_size=1, max_size=2), st.lists(op, max_size=3))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(block=st.one_of(st.lists(op, min_size=1, max_size=8), block_stores), nq=st.integers(2, 9),
        seed=st.integers(0, 2 ** 16), cut=st.integers(0, 4))
 def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, cut):

@@ -27,7 +27,7 @@ logs = st.builds(lambda pre, motif, times, cut, tail: pre + motif * times + moti
                  st.integers(0, 5), st.integers(0, 8), st.lists(st.integers(0, 3), max_size=2))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(logs)
 def test_the_period_is_the_shortest_three_repeats(sigs):
     log = [SimpleNamespace(sig=s) for s in sigs]
