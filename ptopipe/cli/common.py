@@ -137,8 +137,8 @@ _FOR = {"input": ".pto and C++ kernels", "output": ".pto and C++ kernels", "func
 #: the fix of an option given for a C++ kernel (a .pto kernel's) that is not for it; a run of a
 #: C++ kernel keeps its checkers (and so the exact engine) on the command line
 _NOT_FOR_CPP = {
-    "no-checks": "drop --no-checks: `run` checks a C++ kernel as `check` does (PTOPIPE_ENGINE and "
-                 "ptopipe.run(..., checks=False) reach its child process)",
+    "no-checks": "drop --no-checks: `run` checks a C++ kernel as `check` does (ptopipe.run(..., "
+                 "checks=False) runs one without)",
     "engine": "drop --engine: it needs --no-checks, which `run` has for Python and .pto kernels only; "
               "PTOPIPE_ENGINE=periodic sets the engine of every run made without the checkers",
     "func": "name the C++ kernel functions with --aic NAME / --aiv NAME",
