@@ -373,19 +373,27 @@ def _lane():
     return h, sub * h * T
 
 
-def scaled_vec(out, fifo, n, change, scale):
-    """Multiplies by ``scale[0]`` up to iteration ``change``, by ``scale[1]`` after it."""
+def lane_stream(out, fifo, n, compute, part_for=None):
+    """The Vector side of the plain streams: each lane pops its half of tile i (into one Tile,
+    or ``part_for(i, o)``'s), ``compute(i, o, part)`` makes the result tile ``o`` of it, which is
+    stored to its rows of ``out``, and the slot is freed."""
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
     h, off = _lane()
     part = Tile(TileType.Vec, float32, h, T)
     o = Tile(TileType.Vec, float32, h, T, addr=0)
     dst = GlobalTensor(out.data(), (h, T))
     for i in range(n):
-        TPOP(pipe, part, TILE_UP_DOWN)
-        TMULS(o, part, scale[0] if i < change else scale[1])
+        p = part if part_for is None else part_for(i, o)
+        TPOP(pipe, p, TILE_UP_DOWN)
+        compute(i, o, p)
         dst.assign(out.data() + i * T * T + off)
         TSTORE(dst, o)
         TFREE(pipe, TILE_UP_DOWN)
+
+
+def scaled_vec(out, fifo, n, change, scale):
+    """Multiplies by ``scale[0]`` up to iteration ``change``, by ``scale[1]`` after it."""
+    lane_stream(out, fifo, n, lambda i, o, part: TMULS(o, part, scale[0] if i < change else scale[1]))
 
 
 @pytest.mark.parametrize("scale", [(3.0, 5.0), (2.0, 2)], ids=["value", "type"])
@@ -460,19 +468,11 @@ def test_prologue_and_epilogue(engines):
 def peeking_vec(out, fifo, n, first, seen):
     """Reads its result tile from Python every 50 iterations from iteration ``first`` on
     (into ``seen``)."""
-    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
-    h, off = _lane()
-    part = Tile(TileType.Vec, float32, h, T)
-    o = Tile(TileType.Vec, float32, h, T, addr=0)
-    dst = GlobalTensor(out.data(), (h, T))
-    for i in range(n):
-        TPOP(pipe, part, TILE_UP_DOWN)
+    def compute(i, o, part):
         TADDS(o, part, 1.0)
         if i >= first and i % 50 == 49:
             seen.append((get_subblockid(), i, o.array.tobytes()))
-        dst.assign(out.data() + i * T * T + off)
-        TSTORE(dst, o)
-        TFREE(pipe, TILE_UP_DOWN)
+    lane_stream(out, fifo, n, compute)
 
 
 @pytest.mark.parametrize("first,n", [(0, 200), (200, 300)])
@@ -719,18 +719,10 @@ def test_tile_id_read_while_recording(engines):
 
 def popped_reading_vec(out, fifo, n, seen):
     """Logs where its popped tile is and what it holds (Tile.addr, Tile.full) every iteration."""
-    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
-    h, off = _lane()
-    part = Tile(TileType.Vec, float32, h, T)
-    o = Tile(TileType.Vec, float32, h, T, addr=0)
-    dst = GlobalTensor(out.data(), (h, T))
-    for i in range(n):
-        TPOP(pipe, part, TILE_UP_DOWN)
+    def compute(i, o, part):
         TADDS(o, part, 1.0)
         seen.append((part.addr, part.full.tobytes()))
-        dst.assign(out.data() + i * T * T + off)
-        TSTORE(dst, o)
-        TFREE(pipe, TILE_UP_DOWN)
+    lane_stream(out, fifo, n, compute)
 
 
 def test_popped_tile_read_while_recording(engines):
@@ -740,18 +732,10 @@ def test_popped_tile_read_while_recording(engines):
 
 def addr_reading_vec(out, fifo, n, seen):
     """Logs where its popped tile is (Tile.addr: no memory read) every iteration."""
-    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
-    h, off = _lane()
-    part = Tile(TileType.Vec, float32, h, T)
-    o = Tile(TileType.Vec, float32, h, T, addr=0)
-    dst = GlobalTensor(out.data(), (h, T))
-    for i in range(n):
-        TPOP(pipe, part, TILE_UP_DOWN)
+    def compute(i, o, part):
         TADDS(o, part, 1.0)
         seen.append(part.addr)
-        dst.assign(out.data() + i * T * T + off)
-        TSTORE(dst, o)
-        TFREE(pipe, TILE_UP_DOWN)
+    lane_stream(out, fifo, n, compute)
 
 
 @pytest.mark.parametrize("plat", ["a2a3", "a5"])
@@ -1191,19 +1175,14 @@ def fresh_pop_vec(out, fifo, n, swap=-1, alias=None):
     """Pops each tile into a Tile made for it - but in iteration ``swap`` into ``alias``: the
     result tile the loop multiplies into (a tile of the machine state), or the tile popped
     the iteration before (one a recorded call was given)."""
-    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
-    h, off = _lane()
-    o = Tile(TileType.Vec, float32, h, T, addr=0)
-    dst = GlobalTensor(out.data(), (h, T))
-    prev = None
-    for i in range(n):
-        part = (o if alias == "result" else prev) if i == swap else Tile(TileType.Vec, float32, h, T)
-        TPOP(pipe, part, TILE_UP_DOWN)
-        TMULS(o, part, 2.0)
-        dst.assign(out.data() + i * T * T + off)
-        TSTORE(dst, o)
-        TFREE(pipe, TILE_UP_DOWN)
-        prev = part
+    popped = [None]
+
+    def part_for(i, o):
+        h = T // 2
+        part = (o if alias == "result" else popped[0]) if i == swap else Tile(TileType.Vec, float32, h, T)
+        popped[0] = part
+        return part
+    lane_stream(out, fifo, n, lambda i, o, part: TMULS(o, part, 2.0), part_for)
 
 
 @pytest.mark.parametrize("plat", ["a2a3", "a5"])
