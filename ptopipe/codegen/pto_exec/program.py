@@ -179,15 +179,10 @@ def space_attr(s: Stmt, key: str):
 def res_type(ex, s: Stmt):
     """The op's result type: after its top-level ``:`` (``: T`` / ``: (A) -> T``) or, with
     no ``:``, after its last top-level ``->``."""
-    tys = s.types() or arrow_type(s)
+    tys = s.types() or s.arrow_type()
     if not tys:
         raise ex.perr(s.tok, f"{s.name} needs its result type (': T' or '-> T')")
     return ex.prog.types.parse(tys[-1])
-
-
-def arrow_type(s: Stmt) -> list:
-    """[the type tokens after the op's last top-level ``->``], or [] (:meth:`Stmt.arrow_type`)."""
-    return s.arrow_type()
 
 
 def kind_runs_here(kind: str, core_name: str) -> bool:

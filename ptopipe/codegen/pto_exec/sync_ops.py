@@ -10,12 +10,12 @@ import re
 from ... import isa
 from ...arch.vocab import SyncAllMode, SyncCoreType, SyncPipe
 from ..pto_syntax import SYNC_OP_PIPE
-from .program import arrow_type, kind_runs_here
+from .program import kind_runs_here
 
 
 def h_eventid_array(ex, fr, s):
     """``pto.declare_eventid_array -> !pto.eventid_array<N>``: N event ids, 0 until set."""
-    ty = arrow_type(s) or s.types()
+    ty = s.arrow_type() or s.types()
     n = int(re.search(r"<(\d+)>", "".join(t.text for t in ty[-1])).group(1)) if ty else 8
     return [[0] * n]                       # one result: the array
 

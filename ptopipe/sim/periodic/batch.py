@@ -51,6 +51,14 @@ def meet(a, la, da, b, lb, db, nq) -> bool:
     return max(lo, -(nq - 1)) <= min(hi, nq - 1)
 
 
+def byte_map(per_byte: np.ndarray, a: np.ndarray, off: int) -> np.ndarray:
+    """The entries of ``per_byte`` (an int64 per byte of a buffer's span) for the bytes of
+    array ``a`` whose first byte is ``off`` bytes into the span: shaped as ``a`` plus one
+    axis over each element's bytes."""
+    return np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=per_byte, offset=off * 8,
+                      strides=tuple(s * 8 for s in a.strides) + (8,))
+
+
 class _Moved:
     """A batch's GM window that moves with the block: one strided view over every block's."""
     __slots__ = ("buf", "off", "d", "shape", "strides", "dtype")
@@ -147,11 +155,8 @@ class Batch:
         # order of the work; first the block's last writes (what the next block reads early)
         own = {k: np.full(hi - lo, -1, np.int64) for k, (lo, hi) in written.items()}
 
-        def owners(x):
-            lo = written[id(x[3])][0]
-            a = x[8]
-            return np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=own[id(x[3])],
-                              offset=(x[4] - lo) * 8, strides=tuple(s * 8 for s in a.strides) + (8,))
+        def owners(x, maps=own):
+            return byte_map(maps[id(x[3])], x[8], x[4] - written[id(x[3])][0])
         writes = [n for n, x in enumerate(acc) if x[2] and x[5] == 0]
         for n in writes:
             owners(acc[n])[...] = n
@@ -176,11 +181,7 @@ class Batch:
             if ws[0] < 0:                        # written later in the block, or never
                 if len(ws) > 1:
                     raise Unbatchable("a read of bytes its block wrote and bytes it did not")
-                lo = written[id(x[3])][0]
-                a = x[8]
-                prev = np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=last[id(x[3])],
-                                  offset=(x[4] - lo) * 8, strides=tuple(s * 8 for s in a.strides) + (8,))
-                ws, row = np.unique(prev), 0
+                ws, row = np.unique(owners(x, last)), 0
                 if ws[0] < 0:
                     if len(ws) > 1:
                         raise Unbatchable("a read of bytes the block before wrote and bytes it did not")
@@ -222,9 +223,7 @@ class Batch:
             if len(ws) > 1:
                 count = np.zeros(hi - lo, np.int64)
                 for n in ws:
-                    a = acc[n][8]
-                    np.ndarray(a.shape + (a.itemsize,), np.int64, buffer=count, offset=(acc[n][4] - lo) * 8,
-                               strides=tuple(s * 8 for s in a.strides) + (8,))[...] += 1
+                    byte_map(count, acc[n][8], acc[n][4] - lo)[...] += 1
                 if count.max() > 1:
                     raise Unbatchable("a read of bytes two writes put there, one over the other")
             for n in ws:
