@@ -158,6 +158,7 @@ def engine_note(res) -> str | None:
     if ff is None:
         return None
     return (f"  periodic engine: {ff.blocks} blocks ({ff.calls} instructions) recorded, not simulated"
+            + (f", {ff.whole} of them taken whole (their iterations not run)" if ff.whole else "")
             + (f"; it stopped recording: {ff.reason}" if ff.reason else ""))
 
 

@@ -33,6 +33,8 @@ from functools import partial
 from itertools import repeat
 
 from .. import isa
+from ..sim.periodic.loops import SkipPlan
+from .skip import affine_forms
 from ..arch.vocab import row_major_strides
 from ..errors import KernelError
 from ..ir.types import TensorType, TileValueType, np_dtype
@@ -116,6 +118,7 @@ class Compiler:
         self.core = interp.core
         self.env = interp.env
         self.folded = folded_values(interp.fn)
+        self.seen: dict = {}         # a moving GM window's op -> [its offsets at its last execution, None]
 
     # -- steps ------------------------------------------------------------------------------
     def block(self, block) -> list:
@@ -154,11 +157,19 @@ class Compiler:
         return partial(_store, env, op.results[0], f)
 
     def loop(self, op):
+        """A ``pl.range`` loop.  One the fast-forward engine may take whole iterations of
+        (:mod:`.skip`) offers it each head but the first while it records
+        (:meth:`~ptopipe.sim.periodic.engine.FastForward.head`: the iteration to go on from)."""
         env, core, it = self.env, self.core, self.it
         bounds = [self.get(v) for v in (op.start, op.stop, op.step)]
         inits = [self.get(v) for v in op.inits]
         body = op.body
         yields = [self.get(v) for v in body.last.operands]
+        sites = affine_forms(op, _TILE_RESULT)
+        plan = None
+        if sites is not None:
+            seen = tuple(self.seen.setdefault(s.op, [None, None]) for s in sites)
+            plan = SkipPlan(op, sites, seen, lambda v: self.get(v)())
         steps = self.block(body)
         var, names, results = body.args[0], body.args[1:], op.results
 
@@ -168,7 +179,12 @@ class Compiler:
                 raise KernelError(f"pl.range({start}, {stop}, 0): a loop with step 0 never ends",
                                   where=str(it.where(op)), fix="give the loop a non-zero step")
             vals = [f() for f in inits]
-            for i in range(start, stop, step):
+            i, up = start, step > 0
+            while i < stop if up else i > stop:
+                if plan is not None and i != start:
+                    ff = core.ff
+                    if ff is not None and ff.recording:
+                        i = ff.head(core, plan, i, step, stop)
                 env[var] = i
                 for n, v in zip(names, vals):
                     env[n] = v
@@ -176,6 +192,7 @@ class Compiler:
                     core.loc_override = loc
                     step_()
                 vals = [f() for f in yields]
+                i += step
             for r, v in zip(results, vals):
                 env[r] = v
         return loop
@@ -392,14 +409,21 @@ class Compiler:
             return _site_view(site, gt, off, window, strides)
         return view
 
-    def offsets(self, values):
+    def offsets(self, values, seen=None):
+        """The offsets of a GM window; kept in ``seen`` (a moving window of a skippable loop)."""
         fs = [self.get(v) for v in values]
-        return lambda: [f() for f in fs]
+        if seen is None:
+            return lambda: [f() for f in fs]
+
+        def offs():
+            o = seen[0] = [f() for f in fs]
+            return o
+        return offs
 
     def load(self, op):
         out = partial(self.it.dest_tile, op)
         view = self.view(op.tensor.type, op.attributes["shape"], op)
-        src, offs = self.get(op.tensor), self.offsets(op.offsets)
+        src, offs = self.get(op.tensor), self.offsets(op.offsets, self.seen.get(op))
 
         def load():
             gt, o = src(), offs()
@@ -411,7 +435,8 @@ class Compiler:
     def store(self, op):
         ttype = op.tensor.type
         view = self.view(ttype, irops.store_window(ttype.shape, op.tile.type.shape), op)
-        tile_f, offs_f, gt_f = self.get(op.tile), self.offsets(op.offsets), self.get(op.tensor)
+        tile_f, offs_f = self.get(op.tile), self.offsets(op.offsets, self.seen.get(op))
+        gt_f = self.get(op.tensor)
         atomic = op.attributes.get("atomic", 0)
         if atomic:
             def store_add():

@@ -1,5 +1,9 @@
 """Control flow: ``scf.for`` (iter_args), ``scf.if`` (results), ``scf.while`` / ``scf.condition``,
-``scf.yield``, ``func.call`` (a kernel's call runs on that kernel's cores only) and ``return``."""
+``scf.yield``, ``func.call`` (a kernel's call runs on that kernel's cores only) and ``return``.
+
+An ``scf.for`` the fast-forward engine may take whole iterations of (:mod:`.skip`) offers
+it each head but the first while it records: the engine answers with the iteration to go on
+from (:meth:`~ptopipe.sim.periodic.engine.FastForward.head`)."""
 from __future__ import annotations
 
 from ..pto_tree import split_top
@@ -25,12 +29,21 @@ def h_for(ex, fr, s):
             inits.append(ex.val(fr, g[2]))
     body = s.regions[0][0]
     vals = inits
-    for i in range(lo, hi, st):
+    core = ex.core
+    # the fast-forward engine may take whole iterations of it (control_ops' docstring)
+    plan = ex.skip_plan(s, fr) if core.ff is not None else None
+    i = lo
+    while i < hi:
+        if plan is not None and i != lo:
+            ff = core.ff
+            if ff is not None and ff.recording:
+                i = ff.head(core, plan, i, st, hi)
         fr.env[iv.text] = i
         for n, v in zip(names, vals):
             fr.env[n] = v
         out = ex.block(fr, body.stmts)
         vals = out if out is not None else vals
+        i += st
     return list(vals) if names else None
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...errors import KernelError, ParseError, PtoPipeError
 from ...sim.location import SourceLoc
+from ...sim.periodic.loops import SkipPlan
 from ..pto_lexer import Token
 from ..pto_tree import Stmt
 from .control_ops import h_call, h_condition, h_for, h_if, h_return, h_while, h_yield
@@ -14,6 +15,7 @@ from .pipe_ops import h_fifo_tile, h_free, h_import, h_init, h_pop, h_push, h_re
 from .placement import Layout
 from .program import Func, Program, SYNTAX_SLIPS, malformed
 from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
+from .skip import pto_forms
 from .sync_ops import (h_buffer_token, h_cross_core, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section, h_syncall,
                        h_set_ffts)
 from .tile_ops import (h_addptr, h_alloc, h_alloc_multi, h_multi_get, h_bind_tile, h_bitcast, h_block_idx, h_block_num, h_getval, h_subset, h_subview,
@@ -50,6 +52,8 @@ class Executor:
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
         self.locs = {}                  # id(statement) -> its SourceLoc (statements live as long as the program)
         self._pop_views = {}            # id(popping statement) -> the views of memory its tiles share
+        self._skips = {}                # id(scf.for statement) -> (its moving windows, what each saw) or None
+        self.seen = {}                  # id(moving partition_view) -> [its offsets, its limits] at its last execution
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:
@@ -69,6 +73,19 @@ class Executor:
         if v is None:
             v = self._pop_views[id(s)] = {}
         return v
+
+    def skip_plan(self, s: Stmt, fr: "Frame"):
+        """The :class:`~ptopipe.sim.periodic.loops.SkipPlan` of the ``scf.for`` statement ``s``
+        run in frame ``fr`` (None: the engine may not take its iterations whole: :mod:`.skip`)."""
+        got = self._skips.get(id(s), False)
+        if got is False:
+            sites = pto_forms(s)
+            got = self._skips[id(s)] = None if sites is None else \
+                (sites, tuple(self.seen.setdefault(id(site.op), [None, None]) for site in sites))
+        if got is None:
+            return None
+        env = fr.env
+        return SkipPlan(s, got[0], got[1], lambda tok: env[tok.text])
 
     # -- running
     def call(self, f: Func, args: list):

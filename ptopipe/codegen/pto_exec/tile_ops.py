@@ -73,6 +73,9 @@ def h_partition(ex, fr, s):
                "there (its argument's bounds still hold)")
         if msg not in ex.warnings:
             ex.warnings.append(msg)
+    seen = ex.seen.get(id(s))
+    if seen is not None:                # (a window a skippable loop moves: pto_exec.skip)
+        seen[0], seen[1] = offs, [n - z for n, z in zip(v.shape, sizes)]
     off = sum(o * st for o, st in zip(offs, v.strides))
     return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name, layout=v.layout)
 

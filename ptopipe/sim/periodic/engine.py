@@ -43,6 +43,16 @@ MAX_BLOCK_PERIODS = 64
 LONGER = 4
 #: queued data operations between applications while materializing (Cluster.sync's)
 _SYNC_EVERY = 4096
+#: blocks a loop taken whole leaves to run recorded (a cut then falls after the skipped calls:
+#: a core may be a block ahead of another, and the ring it waits on another block)
+MARGIN = 3
+#: iterations before a loop's moving GM window leaves its tensor at which recording stops: the
+#: last ones run exactly, so the error is raised by the core, and where, the exact run raises it
+#: (the order the cores run in while recording is not the exact run's)
+WINDOW_GUARD = 64
+#: times parked cores are let go (another core needs them to go on) before a recording
+#: takes no more blocks whole
+RELEASES = 8
 #: blocks a recording core keeps the fresh objects of (materializing sets the state of those
 #: of the blocks before the cut, every core's: a core may be this many blocks ahead)
 FRESH_BLOCKS = 64
@@ -60,6 +70,8 @@ class FastForwardReport:
     reason: str | None = None
     #: why the recorded blocks' data work did not run in batches (None: it did, or there was none)
     unbatched: str | None = None
+    #: of ``blocks``, those taken whole: the interpreters (``pl``) skipped their iterations
+    whole: int = 0
 
 
 class _Restart(Exception):
@@ -75,7 +87,8 @@ def applies(cluster) -> bool:
 
 class _CoreState:
     """What the engine keeps for one core; while recording, the core's ``ff``."""
-    __slots__ = ("core", "ff", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns")
+    __slots__ = ("core", "ff", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns",
+                 "heads", "pk", "park", "moved")
 
     def __init__(self, core, ff):
         self.core, self.ff = core, ff
@@ -89,11 +102,20 @@ class _CoreState:
         self.cap = None              # the call count at which the budget comes in sight
         self.j = self.q = 0          # recording: the place in the block, the block
         self.lns = None              # recording: the learned calls of a block
+        self.heads: dict = {}        # recording: a skippable loop -> [place in the block, block, iteration, move]
+        self.pk = None               # recording: the loop whose head the core parks at
+        self.park = None             # parked: (plan, iteration, step, stop, move per block)
+        self.moved = 0               # parked: the blocks the run skipped meanwhile
 
     recording = True          # (the core's ff only while the run records)
 
     def unhooked(self, core) -> None:
         self.ff.unhooked(core)
+
+    def head(self, core, plan, i, step, stop):
+        """A loop of the core its interpreter may skip iterations of at the head of iteration
+        ``i``: the iteration it goes on from (:meth:`FastForward.head`)."""
+        return self.ff.head(core, plan, i, step, stop)
 
     def call(self, core, fn, args, kw, depth=2):
         """Record a hooked call of the core (the module docstring's RECORD): it must be the
@@ -186,6 +208,9 @@ class FastForward:
         self.relearns = 0
         self.restarts = 0
         self.unbatched = None         # why their data work did not run in batches
+        self.whole = 0                # blocks taken whole (their iterations skipped)
+        self.skip_off = False         # recording: no more blocks are taken whole
+        self.releases = 0             # recording: times parked cores were let go
         # fresh operands (calls.Fresh): learning, per core; recording, the objects given (Made)
         self.fresh = {c.index: Fresh() for c in cores}
         self.made: dict = {}
@@ -228,7 +253,7 @@ class FastForward:
         self.cluster.fast_forward = self.report()
 
     def report(self) -> FastForwardReport:
-        return FastForwardReport(self.blocks_skipped, self.calls_skipped, self.reason, self.unbatched)
+        return FastForwardReport(self.blocks_skipped, self.calls_skipped, self.reason, self.unbatched, self.whole)
 
     # -- the hooks ---------------------------------------------------------------------------
     def call(self, core, fn, args, kw, depth=2):
@@ -281,9 +306,15 @@ class FastForward:
             raise _Restart()
 
     def deadlock(self) -> bool:
-        """Every core waits.  Recording: the exact state, and the cores make their calls
+        """Every core waits.  Recording: the cores parked at a loop's head go on (no block
+        is taken whole); if none was, the exact state, and the cores make their calls
         exactly (they block again where the exact engine reports them)."""
         if self.mode == RECORD:
+            if self._release():
+                self.releases += 1
+                if self.releases > RELEASES:
+                    self.skip_off = True
+                return True
             self.materialize("every core waits")
             return True
         return False
@@ -622,11 +653,7 @@ class FastForward:
         objs = list(self.walk.objs)
         for p, (i, r, pos) in self.fresh_places.items():
             s = self.st[i]
-            e = self.made[i].made.get(s.base + q * s.block + r)
-            if e is None:
-                raise KernelError(f"internal error: the fast-forward engine lost an object {s.core.name}'s calls made",
-                                  fix="run with engine='exact' and report this kernel")
-            objs[p] = e[pos]
+            objs[p] = self._made_at(s, s.base + q * s.block + r)[pos]
         by_id = self.bufs.by_id
 
         def put(o, key, v):
@@ -662,7 +689,9 @@ class FastForward:
                         need[flags[f]] = need.get(flags[f], 0) + 1
                 ln.waits = tuple(need.items())
                 ln.sets = tuple(flags[f] for f, d in ln.flags if d > 0)
+        self.skip_off, self.releases = False, 0
         for s in self.st.values():
+            s.heads, s.pk, s.park, s.moved = {}, None, None, 0
             s.base = s.n
             s.j, s.q = 0, SNAPSHOTS - 1        # (block 0 of the learned moves starts at the first snapshot)
             s.lns = self.learned.get(s.core.index)
@@ -727,6 +756,125 @@ class FastForward:
                 w, f.waiter = f.waiter, None    # it makes that call again, recorded (resumed())
                 w.wake()
 
+    # -- blocks taken whole -------------------------------------------------------------------
+    def head(self, core, plan, i, step, stop):
+        """A loop of ``core`` its interpreter may skip iterations of (a shift-equivariant
+        ``pl.range`` or ``scf.for``: every iteration makes the learned calls moved by the
+        block) at the head of iteration ``i``, ``plan`` its moving GM windows
+        (:class:`~.loops.SkipPlan`): the iteration the loop goes on from.
+
+        Each recording core finds its *park place*: the head of a loop that it reaches at
+        the same place of every block, its counter moved by the same whole number of
+        iterations per block.  Once every core knows its place, a core reaching it parks
+        (it blocks), and when the last one does, every core is at a fixed number of calls
+        from a block boundary: the machine's state is the one all cores had a whole number
+        of blocks before, moved (the proof's move commutes with the calls between), and its
+        flag counts are the same.  So all of them skip ``K`` blocks at once: their call
+        counts move by ``K`` blocks (the data work, as every recorded block's, is applied
+        when the run is materialized; the objects skipped calls would have been given are
+        made then if needed: :meth:`_made_at`) and their loops by ``K`` blocks'
+        iterations.  ``K`` leaves every loop a few blocks to run recorded, keeps the moving
+        GM windows inside their tensors (:meth:`~.loops.SkipPlan.room`; recording stops
+        :data:`WINDOW_GUARD` iterations before one leaves) and
+        the budget and time-crossing caps out of reach.  Parked cores that another core
+        needs to go on (every core waits) are let go to park again a block later, a few
+        times."""
+        if self.skip_off or self.mode != RECORD:
+            return i
+        s = self.st[core.index]
+        if s.lns is None:
+            return i
+        key, j, q = plan.key, s.j, s.q
+        h = s.heads.get(key)
+        if h is None:
+            h = s.heads[key] = [j, q, i, None, _leaves(plan, i, step, stop)]
+        if h[4] is not None and (h[4] - i) // step < WINDOW_GUARD:
+            self.materialize(f"a GM window of the loop on {core.name} leaves its tensor within "
+                             f"{WINDOW_GUARD} iterations", False)
+            return i
+        if h[0] != j or q <= h[1]:
+            return i                            # (another place in the block)
+        per = h[3]
+        if per is None:
+            d, dq = i - h[2], q - h[1]
+            if d % dq or d // dq == 0 or (d // dq) % step:
+                s.heads[key] = [j, q, i, None, _leaves(plan, i, step, stop)]
+                return i
+            per = h[3] = d // dq
+        elif i != h[2] + (q - h[1]) * per:      # (another run of the loop)
+            s.heads[key] = [j, q, i, None, _leaves(plan, i, step, stop)]
+            if s.pk is not None and s.pk is key:
+                self.skip_off = True
+            return i
+        if s.pk is None:
+            s.pk = key
+        elif s.pk is not key:
+            return i
+        active = [t for t in self.st.values() if t.block or t.core.state is not _DONE]
+        if any(t.pk is None for t in active):
+            return i
+        s.park = (plan, i, step, stop, per)
+        if all(t.park is not None for t in active):
+            self._skip(active)
+        else:
+            s.core.state = _BLOCKED
+            self.cluster.main.switch()
+        k, s.moved, s.park = s.moved, 0, None
+        return i + k * per
+
+    def _skip(self, parked) -> None:
+        """Every core is parked: ``K`` blocks skipped (see :meth:`head`), the parked cores
+        woken."""
+        k = self._blocks_to_skip(parked)
+        if k < 1:
+            self.skip_off = True
+        else:
+            self.whole += k
+            for t in parked:
+                m = self.made.get(t.core.index)
+                if m is not None:               # (the interpreter holds none of them any more)
+                    for n in [n for n in m.made if n < t.n]:
+                        for a in m.made.pop(n):
+                            m.ids.discard(id(a))
+                t.n += k * t.block
+                t.q += k
+                t.moved = k
+        self._release()
+
+    def _blocks_to_skip(self, parked) -> int:
+        k = 1 << 62
+        for t in parked:
+            plan, i, step, stop, per = t.park
+            m = per // step                     # (iterations per block)
+            back = max([-r for c, r, _ in self.fresh_places.values() if c == t.core.index]
+                       + [d for ln in t.lns for _, d, _ in ln.refs] + [0])
+            margin = MARGIN + -(-back // t.block)    # (blocks left to run recorded)
+            k = min(k, len(range(i, stop, step)) // m - margin)
+            if plan.room(step) < 0:
+                return 0
+            bad = _leaves(plan, i, step, stop)
+            if bad is not None:
+                k = min(k, ((bad - i) // step - WINDOW_GUARD) // m)
+            if t.cap is not None:
+                k = min(k, (t.cap - t.n) // t.block - margin)
+            for ln in t.lns:                    # (the GM windows of the skipped calls, as recorded ones check)
+                for _, b, d, _, bounds, ext in ln.addrs:
+                    if bounds is not None and d:
+                        last = (bounds[1] - ext - b) // d if d > 0 else (b - bounds[0]) // -d
+                        k = min(k, last - t.q)
+        return k
+
+    def _release(self) -> bool:
+        """Wake the parked cores (False: none was)."""
+        woke = False
+        for t in self.st.values():
+            if t.park is not None:
+                t.park = None
+                woke = True
+                if t.core.state is _BLOCKED:
+                    t.core.state = _READY
+        return woke
+
     def _stop(self, fn, args, kw, why: str = "a call differed from the learned one", relearn: bool = True):
         """A call recording cannot take: the exact state, then the call made exactly."""
         self.materialize(f"{why}: {getattr(fn, '__name__', fn)} on {greenlet.getcurrent().core.name}", relearn)
@@ -739,6 +887,7 @@ class FastForward:
         if self.mode != RECORD:
             return
         self._off(why)
+        self._release()
         sts = [s for s in self.st.values() if s.block]
         q = min(((s.n - s.base) // s.block for s in sts), default=0)
         self.blocks_skipped += q
@@ -762,11 +911,10 @@ class FastForward:
         # the fresh operands of the calls after the cut: as they were before those calls (they
         # are made again exactly)
         for s in sts:
-            m = self.made.get(s.core.index)
             for k in range(s.base + q * s.block, s.n):
                 ln = s.lns[(k - s.base) % s.block]
                 for i, _, _, pre, _, keys in ln.news:
-                    o = m.made[k][i]
+                    o = self._made_at(s, k)[i]
                     for key, v in zip(keys, pre):
                         setattr(o, key, v)
         # the calls after the cut, made exactly in an order the flags allow (the recorded
@@ -847,6 +995,24 @@ class FastForward:
             b += 1
         cl.sync()
 
+    def _made_at(self, s, k) -> tuple:
+        """The arguments recorded call ``k`` of core ``s`` was given - for a call taken whole
+        (:meth:`head`), its fresh objects made now: alike the learned ones (a copy, its fields
+        as before the call), and the earlier call's where it used one."""
+        m = self.made[s.core.index]
+        e = m.made.get(k)
+        if e is None:
+            ln = s.lns[(k - s.base) % s.block]
+            e = list(ln.args)
+            for i, _, _, pre, _, keys in ln.news:
+                e[i] = o = copy.copy(ln.args[i])
+                for key, v in zip(keys, pre):
+                    setattr(o, key, v)
+            for i, d, j in ln.refs:
+                e[i] = self._made_at(s, k - d)[j]
+            e = m.made[k] = tuple(e)
+        return e
+
     def _remake(self, s, k, ln) -> None:
         """Make the recorded call number ``k`` of core ``s`` exactly: its GM tensors at the
         addresses it had, at its kernel line."""
@@ -858,11 +1024,10 @@ class FastForward:
             for i, mk in ln.tuples:
                 args[i] = mk(q)
             if ln.fresh:                        # (the objects the kernel gave the call)
-                made = self.made[core.index].made
                 for i, *_ in ln.news:
-                    args[i] = made[k][i]
+                    args[i] = self._made_at(s, k)[i]
                 for i, d, j in ln.refs:
-                    args[i] = made[k - d][j]
+                    args[i] = self._made_at(s, k - d)[j]
             args = tuple(args)
         saved = [(args[i], args[i].ptr) for i, *_ in ln.addrs]
         for (_, b, d, dt, bounds, _e), (gt, ptr) in zip(ln.addrs, saved):
@@ -878,6 +1043,14 @@ class FastForward:
             core.loc_override = loc
             for gt, ptr in saved:
                 gt.ptr = ptr
+
+
+def _leaves(plan, i: int, step: int, stop: int) -> int | None:
+    """The first iteration of the loop from ``i`` on (before ``stop``) at which a moving GM
+    window of ``plan`` leaves its tensor (None: none does, or that cannot be told)."""
+    room = plan.room(step)
+    bad = None if room < 0 else i + (room + 1) * step
+    return bad if bad is not None and (bad < stop if step > 0 else bad > stop) else None
 
 
 def _crossing(walk, moving) -> int | None:
