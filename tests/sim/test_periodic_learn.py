@@ -1,11 +1,17 @@
 """The fast-forward engine's learning shortcuts are the plain definitions: the period found in
 a core's log (:func:`~ptopipe.sim.periodic.engine.period_of`) is the shortest in which its
 last calls repeat three times, and the fields the snapshot walk reads off an object in one
-call (:func:`~ptopipe.sim.periodic.walk.fields_of`) are its fields read one by one."""
+call (:func:`~ptopipe.sim.periodic.walk.fields_of`) are its fields read one by one, and what
+it enters, asked of the class (:func:`~ptopipe.sim.periodic.walk.walkable`), is what the
+object itself answers."""
 from __future__ import annotations
 
+import enum
+from functools import partial
 from types import SimpleNamespace
 
+import greenlet
+import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from ptopipe.sim.periodic.engine import MAX_PERIOD, period_of
@@ -81,3 +87,44 @@ def test_fields_read_at_once_are_the_fields_read_one_by_one(kind, data):
     chosen = data.draw(st.lists(st.sampled_from(tuple(names) + ("ff",) * (cls in (_Slots, _Derived))), unique=True))
     o = _made(cls, {k: data.draw(st.one_of(st.integers(), st.none(), st.just([1]))) for k in chosen})
     assert fields_of(o) == _one_by_one(o)
+
+
+def _walkable_per_object(o) -> bool:
+    """The plain definition: what the walk enters, asked of the object itself."""
+    t = o.__class__
+    if t is list or t is dict or t is set:
+        return True
+    if isinstance(o, (type, greenlet.greenlet, np.ndarray, tuple, partial, enum.Enum)):
+        return False
+    if t.__module__.startswith(("numpy", "builtins", "enum", "functools")):
+        return False
+    return hasattr(o, "__dict__") or hasattr(t, "__slots__")
+
+
+def test_walkable_by_class_is_walkable_per_object():
+    """The walk asks its class whether to enter an object (cached per class): the same answer
+    as asking the object, for every object a finished run's machine holds and for the kinds
+    of values its fields hold."""
+    import ptopipe
+    from ptopipe.isa import DIR_C2V, TILE_UP_DOWN, Tile, TileType, float32
+    from ptopipe.sim.periodic.walk import walkable
+
+    class Slotted:
+        __slots__ = ("a",)
+
+    class Both(Slotted):
+        pass
+
+    res = ptopipe.run(None, (lambda: None, None), {}, checks=False)
+    roots = [res.cluster, *res.cluster.cores, Tile(TileType.Vec, float32, 8, 16), Slotted(), Both(),
+             SimpleNamespace(x=1), [1], {1: 2}, {3}, (4,), np.zeros(2), np.float32(1), partial(print),
+             TILE_UP_DOWN, DIR_C2V, int, 5, 2.5, "s", None, greenlet.getcurrent()]
+    seen, todo = set(), list(roots)
+    while todo and len(seen) < 5000:
+        o = todo.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        assert walkable(o) == _walkable_per_object(o), type(o)
+        if _walkable_per_object(o):
+            todo.extend(v for _, v in fields_of(o))

@@ -68,14 +68,21 @@ class Walk:
 
 
 def walkable(o) -> bool:
-    t = o.__class__
+    """An object of the machine state to walk (a mutable one with fields, a list, dict or set)."""
+    return _walkable(o.__class__)
+
+
+@lru_cache(maxsize=None)
+def _walkable(t) -> bool:
+    """(By class: whether an object is walked depends on its class alone - an instance of a
+    class with a ``__dict__`` has one.)"""
     if t is list or t is dict or t is set:
         return True
-    if isinstance(o, (type, greenlet.greenlet, np.ndarray, tuple, partial, enum.Enum)):
+    if issubclass(t, (type, greenlet.greenlet, np.ndarray, tuple, partial, enum.Enum)):
         return False
     if t.__module__.startswith(("numpy", "builtins", "enum", "functools")):
         return False
-    return hasattr(o, "__dict__") or hasattr(t, "__slots__")
+    return t.__dictoffset__ != 0 or hasattr(t, "__slots__")
 
 
 def fields_of(o) -> list:
