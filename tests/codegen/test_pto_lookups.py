@@ -1,7 +1,9 @@
 """The PTO-AS executor looks a statement's attributes, groups, values and types up each time it
 runs it: :class:`~ptopipe.codegen.pto_tree.Stmt` keeps the answers and the type reader keeps
 the types it parsed.  Kept answers are the answers a fresh tree gives, whatever was asked
-first, and the type reader's memory stays bounded."""
+first, and the type reader's memory stays bounded.  What a handler reads off a statement (its
+operands' tokens, its attributes, its location) is read once per run (``Executor.decoded``,
+``Executor.steps``): runs give what they give when it is read at every execution."""
 from __future__ import annotations
 
 import pathlib
@@ -80,3 +82,40 @@ def test_the_type_reader_keeps_a_bounded_memo():
     for _ in range(_PARSED_MAX + 50):                   # a list made anew per call
         assert r.parse(list(toks)) == first
     assert len(r._parsed) <= _PARSED_MAX
+
+
+class _Forgetful(dict):
+    """A cache that keeps nothing: every lookup misses."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+def _forgetful_executor(monkeypatch):
+    from ptopipe.codegen.pto_exec import executor
+    init = executor.Executor.__init__
+
+    def forgetting(self, *a, **k):
+        init(self, *a, **k)
+        self.decoded, self._steps = _Forgetful(), _Forgetful()
+    monkeypatch.setattr(executor.Executor, "__init__", forgetting)
+
+
+def _outcome(path):
+    import ptopipe
+    try:
+        res = ptopipe.run_pto(str(path), data_seed=3)
+    except ptopipe.PtoPipeError as e:
+        return type(e).__name__, str(e)
+    s = res.result.summary
+    return ({k: v.tobytes() for k, v in res.outputs.items()}, s.cycles, s.cores, s.pipes, res.warnings,
+            [str(x) for x in s.leaks])
+
+
+def test_what_statements_say_is_read_once(monkeypatch):
+    """The executor reads what a statement says (its handler's operands and attributes, its
+    source location and handler) once per run: every file of tests/pto runs to the outputs,
+    cycles, counts and warnings it gives when each is read at every execution."""
+    kept = [_outcome(p) for p in PTO_FILES]
+    _forgetful_executor(monkeypatch)
+    assert [_outcome(p) for p in PTO_FILES] == kept

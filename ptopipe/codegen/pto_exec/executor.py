@@ -50,7 +50,8 @@ class Executor:
         self.warnings = []              # findings the run goes on after (the launch's list)
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
-        self.locs = {}                  # id(statement) -> its SourceLoc (statements live as long as the program)
+        self._steps = {}                # id(a block's statement list) -> its steps (:meth:`steps`)
+        self.decoded = {}               # id(statement) -> what its handler reads off it once (static)
         self._pop_views = {}            # id(popping statement) -> the views of memory its tiles share
         self._skips = {}                # id(scf.for statement) -> (its moving windows, what each saw) or None
         self.seen = {}                  # id(moving partition_view) -> [its offsets, its limits] at its last execution
@@ -96,24 +97,30 @@ class Executor:
             return r.values
         return []
 
+    def steps(self, fr: Frame, stmts) -> list:
+        """``stmts`` (a block's statements, of ``fr``'s function) as the executor runs them:
+        ``(statement, its SourceLoc, its handler, whether it ends the block)`` each, made at
+        the block's first run (kept with the list: statements live as long as the program)."""
+        got = self._steps.get(id(stmts))
+        if got is None or got[0] is not stmts:
+            path = self.prog.path
+            got = self._steps[id(stmts)] = (stmts, [
+                (s, SourceLoc(path, s.tok.line, s.col, fr.f.name), HANDLERS.get(s.name, op_catalogue),
+                 s.name == "scf.yield" or s.name == "scf.condition") for s in stmts])
+        return got[1]
+
     def block(self, fr: Frame, stmts, block_args=None):
         core = self.core
-        path = self.prog.path
-        locs = self.locs
-        for s in stmts:
-            loc = locs.get(id(s))
-            if loc is None:
-                loc = locs[id(s)] = SourceLoc(path, s.tok.line, s.col, fr.f.name)
+        for s, loc, h, ends in self.steps(fr, stmts):
             core.loc_override = loc
             core.op_word = s.name
-            h = HANDLERS.get(s.name)
             try:
-                res = op_catalogue(self, fr, s) if h is None else h(self, fr, s)
+                res = h(self, fr, s)
             except SYNTAX_SLIPS as e:
                 if isinstance(e, PtoPipeError):
                     raise
-                raise malformed(e, path) from None
-            if s.name == "scf.yield" or s.name == "scf.condition":
+                raise malformed(e, self.prog.path) from None
+            if ends:
                 return res
             if s.results:
                 if res is None:

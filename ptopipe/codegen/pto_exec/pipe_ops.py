@@ -182,6 +182,16 @@ def split_axis(ex, s) -> TileSplitAxis:
         raise ex.perr(v[0], f"split = {v[0].text}: expected {SPLIT_CODES}") from None
 
 
+def _pipe_form(ex, s, producer: bool, free: bool = False) -> tuple:
+    """What a push / pop / free statement says, read once (``ex.decoded``): the ring it uses
+    on this core and its split (None: a free that names none)."""
+    got = ex.decoded.get(id(s))
+    if got is None:
+        split = split_axis(ex, s) if not free or s.attr("split") else None
+        got = ex.decoded[id(s)] = (way_of(ex, s, producer), split)
+    return got
+
+
 def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
     if handle_tok is not None:
         pv = ex.val(fr, handle_tok)
@@ -219,8 +229,9 @@ def way_of(ex, s, producer: bool) -> Direction:
 def h_push(ex, fr, s):
     vs = s.values()
     tile = ex.val(fr, vs[0])
-    pv = pipe_of(ex, fr, s, way_of(ex, s, True), vs[1] if len(vs) > 1 else None)
-    return isa.TPUSH(pv.handle, tile, split_axis(ex, s))
+    way, split = _pipe_form(ex, s, True)
+    pv = pipe_of(ex, fr, s, way, vs[1] if len(vs) > 1 else None)
+    return isa.TPUSH(pv.handle, tile, split)
 
 
 class SlotId:
@@ -245,7 +256,8 @@ def h_pop(ex, fr, s):
         sid = SlotId(pv, split_axis(ex, s), ex.where(s))     # %sid = pto.tpop(%pipe) -> index
         ex.slot_ids.setdefault(id(pv), []).append(sid)
         return sid
-    pv = pipe_of(ex, fr, s, way_of(ex, s, False))
+    way, split = _pipe_form(ex, s, False)
+    pv = pipe_of(ex, fr, s, way)
     spec = res_type(ex, s)
     if not isinstance(spec, TileSpec):
         raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
@@ -256,7 +268,7 @@ def h_pop(ex, fr, s):
     vs = s.values()
     if spec.v_rows is None and vs:
         tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))
-    isa.TPOP(pv.handle, tile, split_axis(ex, s))
+    isa.TPOP(pv.handle, tile, split)
     return tile
 
 
@@ -280,7 +292,8 @@ def h_fifo_tile(ex, fr, s):
 
 def h_free(ex, fr, s):
     vs = s.values()
-    pv = pipe_of(ex, fr, s, way_of(ex, s, False), vs[0] if vs else None)
+    way, split = _pipe_form(ex, s, False, free=True)
+    pv = pipe_of(ex, fr, s, way, vs[0] if vs else None)
     sid = ex.val(fr, vs[1]) if len(vs) > 1 else None
     if isinstance(sid, SlotId):                    # pto.tfree(%pipe, %sid): that slot, once
         if sid.freed is not None:
@@ -295,7 +308,7 @@ def h_free(ex, fr, s):
             held.pop(0)
         sid.freed = ex.where(s)
     # no split: its TPOP's (docs/pto.md), which the ISA's TFREE takes as None
-    return isa.TFREE(pv.handle, None, split_axis(ex, s) if s.attr("split") else None)
+    return isa.TFREE(pv.handle, None, split)
 
 
 INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initialize_l2g2l_pipe",

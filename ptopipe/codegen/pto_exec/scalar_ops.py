@@ -84,12 +84,17 @@ _CMPF = {"oeq": "eq", "one": "ne", "olt": "slt", "ole": "sle", "ogt": "sgt", "og
 
 
 def _scalar_type(ex, s: Stmt) -> ScalarT:
+    """The scalar type of arithmetic statement ``s`` (read once: ``ex.decoded``)."""
+    t = ex.decoded.get(id(s))
+    if t is not None:
+        return t
     tys = s.types()
     if not tys:
         raise ex.perr(s.tok, f"{s.name} needs its type after ':'")
     t = ex.prog.types.parse(tys[-1])
     if not isinstance(t, ScalarT):
         raise ex.perr(s.tok, f"{s.name} on a {t} value is not supported (scalars only)")
+    ex.decoded[id(s)] = t
     return t
 
 

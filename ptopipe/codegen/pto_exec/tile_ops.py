@@ -50,13 +50,20 @@ def h_view(ex, fr, s):
     return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text, layout)
 
 
+def _window_words(s, key: str) -> list:
+    """The offsets or sizes of a ``pto.partition_view``: an int each, or the value's token."""
+    return [t if t.kind == "value" else int(t.text) for t in (s.attr(key) or [])[1:-1] if t.kind in ("value", "word")]
+
+
 def h_partition(ex, fr, s):
     vs = s.values()
     v = ex.val(fr, vs[0])
-    offs = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
-            for t in (s.attr("offsets") or [])[1:-1] if t.kind in ("value", "word")]
-    sizes = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
-             for t in (s.attr("sizes") or [])[1:-1] if t.kind in ("value", "word")]
+    words = ex.decoded.get(id(s))
+    if words is None:
+        words = ex.decoded[id(s)] = (_window_words(s, "offsets"), _window_words(s, "sizes"))
+    ival = ex.ival
+    offs = [t if t.__class__ is int else ival(fr, t) for t in words[0]]
+    sizes = [t if t.__class__ is int else ival(fr, t) for t in words[1]]
     if not isinstance(v, View):
         raise ex.perr(vs[0], f"pto.partition_view of {vs[0].text}, which is not a tensor view")
     if len(offs) != len(v.shape) or len(sizes) != len(v.shape):
@@ -226,17 +233,29 @@ def h_set_validshape(ex, fr, s):
 
 
 def h_io(ex, fr, s):
+    io = ex.decoded.get(id(s))
+    if io is None:
+        io = ex.decoded[id(s)] = _io_form(ex, s)
+    load, src, dst, pre, kw = io
+    src, dst = ex.val(fr, src), ex.val(fr, dst)
+    if load:
+        return isa.TLOAD(dst, src)
+    # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
+    if pre:
+        kw = dict(kw, pre_quant=ex.ival(fr, pre[0]))
+    return isa.TSTORE(dst, src, **kw)
+
+
+def _io_form(ex, s) -> tuple:
+    """What :func:`h_io` reads off a ``pto.tload`` / ``pto.tstore``, once: whether it loads,
+    its source's and destination's tokens, a store's pre-quant scalar tokens and keywords."""
     ins, outs = s.group("ins"), s.group("outs")
     if ins is None or outs is None:
         raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
-    src, dst = ex.val(fr, s.values(ins)[0]), ex.val(fr, s.values(outs)[0])
+    src, dst = s.values(ins)[0], s.values(outs)[0]
     if s.name == "pto.tload":
-        return isa.TLOAD(dst, src)
-    # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
+        return True, src, dst, (), {}
     kw = _relu_kwargs(ex, s)
-    pre = s.values(ins)[1:]
-    if pre:
-        kw["pre_quant"] = ex.ival(fr, pre[0])
     v = s.attr("atomicType")
     if v:
         kind = read_atomic_type("".join(t.text for t in v))
@@ -244,7 +263,7 @@ def h_io(ex, fr, s):
             raise ex.perr(v[0], f"atomicType {' '.join(t.text for t in v)} is not an atomic type",
                           "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
         kw["atomic_type"] = kind
-    return isa.TSTORE(dst, src, **kw)
+    return False, src, dst, s.values(ins)[1:], kw
 
 
 def _relu_kwargs(ex, s: Stmt) -> dict:
@@ -396,18 +415,41 @@ ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3,
          "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
 
 
+class _Form:
+    """What :func:`op_catalogue` reads off a statement, once: its instruction, its operands'
+    tokens, the attributes it passes (a TMOV's keywords depend on its form, known when it
+    runs: kept per form)."""
+    __slots__ = ("name", "outs", "ins", "ins_group", "attr_args", "kw")
+
+    def __init__(self, ex, s):
+        self.name = catalogue_name(s.name)
+        ins, outs = s.group("ins"), s.group("outs")
+        if outs is None and ins is None and self.name == "TMOV" and s.attr("operandSegmentSizes"):
+            ins, outs = _generic_tmov(ex, s)
+        if outs is None:
+            raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
+        self.ins_group = ins
+        self.outs, self.ins = s.values(outs), (s.values(ins) if ins else [])
+        self.attr_args = _attr_args(ex, s)
+        self.kw = {}
+
+    def kwargs(self, ex, s, name: str) -> dict:
+        kw = self.kw.get(name)
+        if kw is None:
+            kw = self.kw[name] = _attr_kwargs(ex, s, name)
+        return kw
+
+
 def op_catalogue(ex, fr, s):
     """``pto.tX ins(srcs...) outs(dsts...)`` -> ``isa.TX(*dsts, *srcs, *attrs)``."""
-    name = catalogue_name(s.name)
-    ins, outs = s.group("ins"), s.group("outs")
-    if outs is None and ins is None and name == "TMOV" and s.attr("operandSegmentSizes"):
-        ins, outs = _generic_tmov(ex, s)
-    if outs is None:
-        raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
-    dsts = [ex.val(fr, t) for t in s.values(outs)]
+    form = ex.decoded.get(id(s))
+    if form is None:
+        form = ex.decoded[id(s)] = _Form(ex, s)
+    val = ex.val
+    dsts = [val(fr, t) for t in form.outs]
     dsts = [d.executed() if isinstance(d, Elements) else d for d in dsts]   # TMRGSORT's counts
-    srcs = [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
-    quant = {}
+    srcs = [val(fr, t) for t in form.ins]
+    name, quant = form.name, {}
     if name == "TMOV":
         name = _tmov_form(ex, s, srcs)
         quant = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
@@ -415,7 +457,7 @@ def op_catalogue(ex, fr, s):
         what, fix = a5_scratch_refusal(s.name)
         raise ParseError(what, where=ex.where(s), fix=fix)
     if s.name == "pto.tci":
-        _tci_start_type(ex, s, ins, dsts[0])
+        _tci_start_type(ex, s, form.ins_group, dsts[0])
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
@@ -429,7 +471,7 @@ def op_catalogue(ex, fr, s):
         return _scalar_first(ex, s, name, *operands)
     if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
         operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
-    return getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name), **quant)
+    return getattr(isa, name)(*operands, *form.attr_args, **form.kwargs(ex, s, name), **quant)
 
 
 def _tci_start_type(ex, s, ins, dst) -> None:
