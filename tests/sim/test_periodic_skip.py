@@ -140,7 +140,7 @@ def test_branch_on_the_variable_is_recorded_not_taken_whole(engines):
     assert engines[-1].blocks_skipped > 0 and whole(engines) == 0
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(300, 520), plat=st.sampled_from(["a2a3", "a5"]),
        split=st.sampled_from([pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT]), columns=st.booleans(),
        short=st.one_of(st.none(), st.integers(1, 60)), extra=st.sampled_from([0, 0, 1]))
