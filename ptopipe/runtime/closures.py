@@ -25,7 +25,9 @@ rebuilt while its tensor operand is the same object (its shape, strides and dtyp
 only on the site's static type and window, so a view at another address is the same
 tensor moved; the race checker records the pointer of every access, not the object) - and
 per TPOP site, its tiles' shared views of memory and a copy of its first tile as made, which
-its later tiles are made from (the same dtype, shape, layout and name).
+its later tiles are made from (the same dtype, shape, layout and name) - and per GM window a
+loop the fast-forward engine may take whole iterations of moves (:mod:`.skip`), the offsets
+it had last.
 """
 from __future__ import annotations
 
@@ -33,8 +35,6 @@ from functools import partial
 from itertools import repeat
 
 from .. import isa
-from ..sim.periodic.loops import SkipPlan
-from .skip import affine_forms
 from ..arch.vocab import row_major_strides
 from ..errors import KernelError
 from ..ir.types import TensorType, TileValueType, np_dtype
@@ -44,6 +44,8 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, INITIALIZE_PIPE, Barrier, Bu
                          CopyOp, CreateOp, ForOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp, LoadOp, RecordEvent,
                          ReserveBufferOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, WaitEvent,
                          YieldOp)
+from ..sim.periodic.loops import SkipPlan
+from .skip import affine_forms
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,

@@ -112,10 +112,17 @@ def _outcome(path):
             [str(x) for x in s.leaks])
 
 
+#: files of tests/pto whose loops run every kind of statement the executor reads once (loads,
+#: stores and windows moving per iteration, arithmetic, pushes, pops, frees, catalogue ops)
+READ_ONCE = ("i32_trip_count_a3", "accumulate_a3", "interleaved_dyn_a5", "lowlevel_slotid_a3")
+
+
 def test_what_statements_say_is_read_once(monkeypatch):
     """The executor reads what a statement says (its handler's operands and attributes, its
-    source location and handler) once per run: every file of tests/pto runs to the outputs,
-    cycles, counts and warnings it gives when each is read at every execution."""
-    kept = [_outcome(p) for p in PTO_FILES]
+    source location and handler) once per run: files of tests/pto run to the outputs, cycles,
+    counts and warnings they give when each is read at every execution."""
+    files = [p for p in PTO_FILES if p.stem in READ_ONCE]
+    assert len(files) == len(READ_ONCE)
+    kept = [_outcome(p) for p in files]
     _forgetful_executor(monkeypatch)
-    assert [_outcome(p) for p in PTO_FILES] == kept
+    assert [_outcome(p) for p in files] == kept

@@ -87,7 +87,7 @@ def whole(made) -> int:
 def test_stream_taken_whole(engines, plat, split):
     """The run's blocks but the first few and the last few are taken whole, with the exact
     run's outputs and cycles."""
-    res, want = run_both(engines, plat, 700, split)
+    res, want = run_both(engines, plat, 500, split)
     assert np.array_equal(res.outputs["out"], want)
     ff = engines[-1]
     assert ff.whole > 0.8 * ff.blocks_skipped and ff.report().whole == ff.whole
@@ -97,7 +97,7 @@ def test_stream_taken_whole(engines, plat, split):
 def test_window_leaves_its_tensor_late(engines, plat):
     """``out`` has 40 tiles fewer than the loop stores: the skip stops short of the first
     store past its end, which raises at its line as in the exact run."""
-    n = 700
+    n = 500
     err, _ = run_both(engines, plat, n, out_rows=(n - 40) * T)
     assert isinstance(err, PtoPipeError) and "out of bounds" in str(err)
     assert f"test_periodic_skip.py:{line_of(stream, 'skip row store')}:" in err.where
@@ -108,7 +108,7 @@ def test_window_leaves_its_row_late(engines):
     """Tiles along the columns of a (2T, W) output: the window past the last column still has
     its bytes inside the tensor (the rows below), but leaves its row - where the exact run
     raises, not later."""
-    n = 700
+    n = 500
     err, _ = run_both(engines, "a2a3", n, columns=True, out_rows=(n - 40) * T)
     assert isinstance(err, PtoPipeError) and "out of bounds" in str(err)
     assert f"test_periodic_skip.py:{line_of(stream, 'skip store')}:" in err.where
@@ -140,7 +140,7 @@ def test_branch_on_the_variable_is_recorded_not_taken_whole(engines):
     assert engines[-1].blocks_skipped > 0 and whole(engines) == 0
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(300, 520), plat=st.sampled_from(["a2a3", "a5"]),
        split=st.sampled_from([pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT]), columns=st.booleans(),
        short=st.one_of(st.none(), st.integers(1, 60)), extra=st.sampled_from([0, 0, 1]))
