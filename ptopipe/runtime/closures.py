@@ -120,7 +120,9 @@ class Compiler:
         self.core = interp.core
         self.env = interp.env
         self.folded = folded_values(interp.fn)
-        self.seen: dict = {}         # a moving GM window's op -> [its offsets at its last execution, None]
+        # a moving GM window's op -> [its offsets at its last execution, None]; a guard's
+        # comparison -> [its operands at its last execution] (.skip)
+        self.seen: dict = {}
 
     # -- steps ------------------------------------------------------------------------------
     def block(self, block) -> list:
@@ -167,11 +169,13 @@ class Compiler:
         inits = [self.get(v) for v in op.inits]
         body = op.body
         yields = [self.get(v) for v in body.last.operands]
-        sites = affine_forms(op, _TILE_RESULT)
+        forms = affine_forms(op, _TILE_RESULT)
         plan = None
-        if sites is not None:
+        if forms is not None:
+            sites, guards = forms
             seen = tuple(self.seen.setdefault(s.op, [None, None]) for s in sites)
-            plan = SkipPlan(op, sites, seen, lambda v: self.get(v)())
+            compared = tuple(self.seen.setdefault(g.op, [None, None]) for g in guards)
+            plan = SkipPlan(op, sites, seen, lambda v: self.get(v)(), guards, compared)
         steps = self.block(body)
         var, names, results = body.args[0], body.args[1:], op.results
 
@@ -236,6 +240,13 @@ class Compiler:
             return (lambda: -v()) if ARITH_UNARY[name] == "-" else (lambda: not v())
         sym = ARITH_BINARY[name]
         lhs, rhs, fn, core = self.get(op.operands[0]), self.get(op.operands[1]), _PY[sym], self.core
+        compared = self.seen.get(op)
+        if compared is not None:        # (a guard of a loop the engine may take whole: .skip)
+            def guard():
+                a = compared[0] = lhs()
+                b = compared[1] = rhs()
+                return fn(a, b)
+            return guard
 
         def binop():
             a, b = lhs(), rhs()

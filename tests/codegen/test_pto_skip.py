@@ -65,12 +65,38 @@ def test_shift_equivariant_loops(body, want):
     """Sums, differences and multiples by invariant values of the induction variable, and the
     casts that keep a value, move a window with the loop; a window a nested loop moves with
     its own variable does not move with the outer loop."""
-    sites = pto_forms(_loop(body))
-    assert sites is not None and _coefs(sites) == want
+    sites, guards = pto_forms(_loop(body))
+    assert _coefs(sites) == want and guards == ()
+
+
+def _if(cond: str, inner: str = None) -> str:
+    inner = _store("%c0, %c0") if inner is None else inner
+    return f"      scf.if {cond} {{\n" + inner.replace("\n      ", "\n        ").replace("      %po", "        %po", 1) \
+        + "      }\n"
+
+
+@pytest.mark.parametrize("body,want", [
+    ("      %c = arith.cmpi slt, %i, %c8 : index\n" + _if("%c"), [("<", 1)]),
+    ("      %c = arith.cmpi eq, %i, %c0 : index\n" + _if("%c") + "      %r = arith.muli %i, %c2 : index\n"
+     "      %d = arith.cmpi sge, %c8, %r : index\n" + _if("%d"), [("==", 1), (">=", -2)]),
+])
+def test_guards(body, want):
+    """A signed or equality comparison of a value that moves deciding an scf.if of the body's
+    own that gives no results is a guard."""
+    sites, guards = pto_forms(_loop(body))
+    assert [(g.pred, coefficient(g.form, lambda tok: _VALUES[tok.text])) for g in guards] == want
 
 
 @pytest.mark.parametrize("body,carried", [
-    ("      %c = arith.cmpi slt, %i, %c8 : index\n      scf.if %c {\n" + _store("%c0, %c0") + "      }\n", ""),
+    ("      %c = arith.cmpi ult, %i, %c8 : index\n" + _if("%c"), ""),
+    ("      %c = arith.cmpi slt, %i, %c8 : index\n      %r = arith.select %c, %c0, %c16 : index\n"
+     + _store("%r, %c0"), ""),
+    ("      %k1 = arith.cmpi sgt, %k, %c0 : index\n      scf.if %k1 {\n"
+     "        %c = arith.cmpi slt, %i, %c8 : index\n        scf.if %c {\n        }\n      }\n", ""),
+    ("      scf.for %j = %c0 to %c2 step %c1 {\n        %c = arith.cmpi slt, %i, %c8 : index\n"
+     "        scf.if %c {\n        }\n      }\n", ""),
+    ("      %c = arith.cmpi slt, %i, %c8 : index\n      %v = scf.if %c -> (index) {\n        scf.yield %c0 : index\n"
+     "      } else {\n        scf.yield %c16 : index\n      }\n" + _store("%v, %c0"), ""),
     ("      %r = arith.remsi %i, %c2 : index\n" + _store("%r, %c0"), ""),
     ("      %r = arith.muli %i, %i : index\n" + _store("%r, %c0"), ""),
     ("      %r = arith.divsi %i, %c2 : index\n" + _store("%r, %c0"), ""),
@@ -83,13 +109,15 @@ def test_shift_equivariant_loops(body, want):
     ("      %v = pto.tgetval ins(%t, %c0 : !pto.tile_buf<vec, 8x16xf32>, index) outs : f32\n", ""),
 ])
 def test_loops_not_taken_whole(body, carried):
-    """A branch on the variable, a remainder, a square, a division, a max, a nested loop
-    bounded by the variable or moving a window with it, a carried value that changes, a
-    scalar read from a tile: not shift-equivariant."""
+    """An unsigned comparison, a comparison used otherwise than as the condition of an
+    scf.if of the body's own that gives no results (a select, in a branch, in a nested loop,
+    an scf.if with results), a remainder, a square, a division, a max, a nested loop bounded
+    by the variable or moving a window with it, a carried value that changes, a scalar read
+    from a tile: not shift-equivariant."""
     assert pto_forms(_loop(body, carried)) is None
 
 
 def test_passed_through_iter_args():
     """A carried value yielded unchanged does not stop the loop being taken whole."""
     body = "      %r = arith.muli %i, %c16 : index\n" + _store("%r, %c0") + "      scf.yield %acc : index\n"
-    assert _coefs(pto_forms(_loop(body, " iter_args(%acc = %c0) -> (index)"))) == [(16, 0)]
+    assert _coefs(pto_forms(_loop(body, " iter_args(%acc = %c0) -> (index)"))[0]) == [(16, 0)]

@@ -14,7 +14,7 @@ import ptopipe.language as pl
 from ptopipe.ir.opdefs import ForOp
 from ptopipe.runtime.closures import _TILE_RESULT
 from ptopipe.runtime.skip import affine_forms
-from ptopipe.sim.periodic.loops import Site, SkipPlan, coefficient
+from ptopipe.sim.periodic.loops import INFINITE, Site, SkipPlan, coefficient, keeps
 
 T, N = 16, 8
 
@@ -72,15 +72,14 @@ def test_shift_equivariant_loops(fn, want):
     """Offsets built by +, - and * by a loop-invariant value from the loop variable move with
     it (a constant added drops out); a window a nested loop moves without the outer variable
     does not move with the outer loop."""
-    sites = affine_forms(_outer(fn), _TILE_RESULT)
-    assert sites is not None
-    assert _coefs(sites) == want
+    sites, guards = affine_forms(_outer(fn), _TILE_RESULT)
+    assert _coefs(sites) == want and guards == ()
     assert all(isinstance(s, Site) for s in sites)
 
 
 def test_coefficient_of_an_argument():
     """A multiple of a kernel argument: its coefficient is read at run time."""
-    sites = affine_forms(_outer(scaled), _TILE_RESULT)
+    sites, _ = affine_forms(_outer(scaled), _TILE_RESULT)
     assert len(sites) == 1
     assert _coefs(sites, {"k": 24}) == [(24, 0)]
     assert _coefs(sites, {"k": 2.5}) == [(None, 0)]    # (an offset the interpreter truncates)
@@ -92,6 +91,60 @@ def branch_on_i(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.
         t = pl.load(x, [i * T, 0], [T, T])
         if i < N - 1:
             pl.store(t, [i * T, 0], out)
+
+
+@pl.aiv
+def first_and_last(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.f32]):
+    for i in pl.range(N):
+        t = pl.load(x, [i * T, 0], [T, T])
+        if i == 0:
+            pl.store(t, [0, 0], out)
+        if N - 1 > 2 * i:
+            pl.store(t, [i * T, 0], out)
+
+
+@pytest.mark.parametrize("fn,want", [(branch_on_i, [("<", 1)]), (first_and_last, [("==", 1), (">", -2)])])
+def test_guards(fn, want):
+    """A comparison of a value that moves deciding a branch of the body's own that gives no
+    values is a guard: the loop is shift-equivariant while it keeps its truth."""
+    sites, guards = affine_forms(_outer(fn), _TILE_RESULT)
+    assert [(g.pred, coefficient(g.form, lambda v: v.op.attributes["value"])) for g in guards] == want
+    assert _coefs(sites)[0] == (T, 0)
+
+
+@pl.aiv
+def guard_in_arithmetic(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.f32]):
+    for i in pl.range(N):
+        t = pl.load(x, [(i < 3) * T, 0], [T, T])
+        pl.store(t, [i * T, 0], out)
+
+
+@pl.aiv
+def guard_in_a_branch(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.f32], flag: pl.Scalar[pl.i32]):
+    for i in pl.range(N):
+        t = pl.load(x, [i * T, 0], [T, T])
+        if flag > 0:
+            if i < 3:
+                pl.store(t, [i * T, 0], out)
+
+
+@pl.aiv
+def guard_in_a_nested_loop(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.f32]):
+    for i in pl.range(N):
+        for j in pl.range(2):
+            if i < 3:
+                t = pl.load(x, [j * T, 0], [T, T])
+                pl.store(t, [j * T, 0], out)
+
+
+@pl.aiv
+def guard_gives_a_value(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.f32]):
+    for i in pl.range(N):
+        row = 0
+        if i < 3:
+            row = T
+        t = pl.load(x, [row, 0], [T, T])
+        pl.store(t, [i * T, 0], out)
 
 
 @pl.aiv
@@ -148,10 +201,12 @@ def inner_moves(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], pl.
             pl.store(t, [(2 * i + j) * T, 0], out)
 
 
-@pytest.mark.parametrize("fn", [branch_on_i, truthy, modulo, square, halves, carried, inner_bound, inner_moves],
+@pytest.mark.parametrize("fn", [truthy, guard_in_arithmetic, guard_in_a_branch, guard_in_a_nested_loop,
+                                guard_gives_a_value, modulo, square, halves, carried, inner_bound, inner_moves],
                          ids=lambda f: f.__name__ if hasattr(f, "__name__") else str(f))
 def test_loops_not_taken_whole(fn):
-    """A branch on the variable (a comparison, a number), a %, a square, a //, a carried value that changes, a nested
+    """A branch on a number that moves, a comparison used otherwise than as the condition of
+    a branch of the body's own that gives no values, a %, a square, a //, a carried value that changes, a nested
     loop bounded by the variable or moving a window with it: not shift-equivariant."""
     assert affine_forms(_outer(fn), _TILE_RESULT) is None
 
@@ -187,3 +242,23 @@ def test_room_of_a_window_not_executed_and_a_fraction():
     assert SkipPlan(None, (site,), ([[2.5], None],), lambda v: v).room(1) == -1
     dynamic = Site(None, (1,), None)                   # (limits known at run time, kept with the offsets)
     assert SkipPlan(None, (dynamic,), ([[2], [10]],), lambda v: v).room(1) == 7
+
+
+def _kept(d, s, pred):
+    """Brute force: iterations from the next one on (the last had difference ``d``) for which
+    ``x pred 0`` keeps its truth."""
+    ops = {"<": lambda x: x < 0, "<=": lambda x: x <= 0, ">": lambda x: x > 0, ">=": lambda x: x >= 0,
+           "==": lambda x: x == 0, "!=": lambda x: x != 0}
+    f, was = ops[pred], ops[pred](d)
+    for k in range(400):
+        if f(d + s * (k + 1)) != was:
+            return k - 1
+    return INFINITE
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-60, 60), st.integers(-7, 7), st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
+def test_keeps_counts_the_iterations_a_guard_keeps_its_truth(d, s, pred):
+    """``keeps`` - how far a guard keeps its truth, in closed form - equals stepping through
+    the iterations one by one."""
+    assert keeps(d, s, pred) == _kept(d, s, pred)

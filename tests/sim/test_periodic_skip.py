@@ -21,18 +21,21 @@ from markers import line_of
 from test_periodic import T, _fields, engines, rint, same  # noqa: F401  (engines: the fixture)
 
 
-def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=False):
+def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None):
     """The Cube's product of each input tile, plus 1 on the Vector side, stored tile by tile:
     ``out_rows`` rows of output (fewer than the loop stores: a window leaves the tensor),
     tiles laid along the columns (``columns``, UP_DOWN: a window can leave its row while its
     bytes are still inside the tensor), the store ``lag`` tiles behind the load, the Vector side
     popping ``pops`` tiles (more than pushed: the run deadlocks at its end), its store under
-    a branch on the loop variable (``guard``: always taken, but not shift-equivariant)."""
+    a branch on the loop variable (``guard``: "always" taken, a comparison; "truthy", the
+    variable's value; "late", a comparison whose truth flips 150 iterations before the end,
+    after which the tile is stored plus 1 more)."""
     h = T // 2 if split == pl.TILE_UP_DOWN else T
     band = h if split == pl.TILE_UP_DOWN else n * T         # (NO_SPLIT: each lane its own copy)
     rows = (n * T if split == pl.TILE_UP_DOWN else 2 * n * T) if out_rows is None else out_rows
     pops = n if pops is None else pops
     nrows, ncols = (2 * T, rows) if columns else (rows, T)      # (columns: rows below the windows)
+    kind = {None: 0, "always": 1, "truthy": 2, "late": 3}[guard]     # (kernels take no strings)
 
     @pl.aiv
     def vector(out: pl.Tensor[[nrows, ncols], pl.f32],
@@ -48,9 +51,17 @@ def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=False
             pl.TFREE(buf)
             if columns:
                 pl.store(o, [sub * h, (i - lag) * T + lag * T], out)  # skip store
-            elif guard:
+            elif kind == 1:
                 if i >= 0:
                     pl.store(o, [i * T + sub * band, 0], out)
+            elif kind == 2:
+                if i + 1:
+                    pl.store(o, [i * T + sub * band, 0], out)
+            elif kind == 3:
+                if i < pops - 150:
+                    pl.store(o, [i * T + sub * band, 0], out)
+                else:
+                    pl.store(pl.adds(o, 1.0), [i * T + sub * band, 0], out)
             else:
                 pl.store(o, [i * T + sub * band, 0], out)  # skip row store
 
@@ -132,10 +143,22 @@ def test_columns_taken_whole(engines):
     assert whole(engines) > 0
 
 
-def test_branch_on_the_variable_is_recorded_not_taken_whole(engines):
-    """A branch on the loop variable (always taken here): the blocks are recorded call by
-    call, none is taken whole."""
-    res, want = run_both(engines, "a5", 500, guard=True)
+def test_guarded_branches_taken_whole(engines):
+    """A branch on a comparison of the loop variable: taken whole while the comparison keeps
+    its truth - always, or up to the iteration where it flips (the exact run's results after
+    it: the blocks after the flip are learned again)."""
+    res, want = run_both(engines, "a5", 500, guard="always")
+    assert np.array_equal(res.outputs["out"], want) and whole(engines) > 0
+    n = 800
+    res, want = run_both(engines, "a2a3", n, guard="late")
+    want[(n - 150) * T:] += 1
+    assert np.array_equal(res.outputs["out"], want) and whole(engines) > 0
+
+
+def test_branch_on_a_number_is_recorded_not_taken_whole(engines):
+    """A branch on the variable's value (not a comparison): recorded call by call, none of
+    its blocks taken whole."""
+    res, want = run_both(engines, "a5", 500, guard="truthy")
     assert np.array_equal(res.outputs["out"], want)
     assert engines[-1].blocks_skipped > 0 and whole(engines) == 0
 
@@ -161,10 +184,12 @@ _VEC_STORE = ("      %po = pto.partition_view %ov, offsets = [%row, %c0], sizes 
               "      pto.tstore ins(%t : !pto.tile_buf<vec, 8x16xf32>) outs(%po : !pto.partition_tensor_view<8x16xf32>)\n")
 
 
-def pto_both(made, n, view_rows=None, guard=False):
+def pto_both(made, n, view_rows=None, guard=None, flip=None):
     """ptoas's spelling of the C2V stream (tests/pto/i32_trip_count_a3.pto) with ``n`` tiles,
     its output view ``view_rows`` rows (fewer: the last windows leave it, which the run
-    warns of), its store under an ``scf.if`` on the induction variable (``guard``)."""
+    warns of), its store under an ``scf.if`` on the induction variable: ``guard`` "cmpi" (a
+    comparison, true from iteration ``flip`` on: from then on the tile is stored plus 1) or
+    "select" (the same comparison choosing the row through an ``arith.select``)."""
     from ptopipe.codegen.pto_exec.launch import prepare
     text = PTO_STREAM.read_text()
     assert text.count(_VEC_STORE) == 1
@@ -172,9 +197,19 @@ def pto_both(made, n, view_rows=None, guard=False):
     cube = cube.replace("%c64 = arith.constant 64 : index", f"%c64 = arith.constant {n * 16} : index")
     rows = n * 16 if view_rows is None else view_rows
     vec = vec.replace("%c64 = arith.constant 64 : index", f"%c64 = arith.constant {rows} : index")
-    if guard:
-        vec = vec.replace(_VEC_STORE, "      %g = arith.cmpi sge, %i, %c0 : index\n      scf.if %g {\n"
-                          + _VEC_STORE.replace("\n      ", "\n        ") + "      }\n")
+    inner = _VEC_STORE.replace("\n      ", "\n        ").replace("      %po", "        %po", 1)
+    plus1 = ("        pto.tadds ins(%t, %one : !pto.tile_buf<vec, 8x16xf32>, f32) "
+             "outs(%t : !pto.tile_buf<vec, 8x16xf32>)\n")
+    if guard is not None:
+        vec = vec.replace("    %sub = pto.get_subblockid -> index\n", "    %sub = pto.get_subblockid -> index\n"
+                          f"    %flip = arith.constant {flip or 0} : index\n    %one = arith.constant 1.0 : f32\n")
+        test = "      %g = arith.cmpi sge, %i, %flip : index\n"
+    if guard == "cmpi":
+        vec = vec.replace(_VEC_STORE, test + "      scf.if %g {\n" + plus1 + inner + "      } else {\n" + inner
+                          + "      }\n")
+    elif guard == "select":
+        vec = vec.replace(_VEC_STORE, test + "      %rs = arith.select %g, %row, %row : index\n"
+                          + _VEC_STORE.replace("offsets = [%row,", "offsets = [%rs,"))
     text = cube + "func.func private @vector" + vec
     rng = np.random.default_rng(n)
     a, b = rng.integers(-3, 4, (n * 16, 16)).astype(np.float16), rng.integers(-3, 4, (16, 16)).astype(np.float16)
@@ -186,7 +221,9 @@ def pto_both(made, n, view_rows=None, guard=False):
                           platform=launch.platform)
         runs.append((res.outputs["out"].tobytes(), _fields(res.summary), list(launch.run_warnings)))
     assert runs[0] == runs[1]
-    assert np.array_equal(res.outputs["out"].reshape(n * 16, 16), a.astype(np.float32) @ b.astype(np.float32))
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    want[(flip or n) * 16:] += 1
+    assert np.array_equal(res.outputs["out"].reshape(n * 16, 16), want)
     return runs[0][2]
 
 
@@ -204,6 +241,13 @@ def test_pto_window_leaves_its_view_late(engines):
     assert whole(engines) > 0
 
 
-def test_pto_branch_on_the_variable_is_recorded_not_taken_whole(engines):
-    pto_both(engines, 500, guard=True)
+def test_pto_guarded_branch_taken_whole(engines):
+    """An scf.if on a comparison of the induction variable that flips 150 iterations before
+    the end: taken whole up to the flip, the exact run's results after it."""
+    pto_both(engines, 600, guard="cmpi", flip=450)
+    assert whole(engines) > 0
+
+
+def test_pto_comparison_through_a_select_is_recorded_not_taken_whole(engines):
+    pto_both(engines, 500, guard="select")
     assert engines[-1].blocks_skipped > 0 and whole(engines) == 0

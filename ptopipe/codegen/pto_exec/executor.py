@@ -53,8 +53,10 @@ class Executor:
         self._steps = {}                # id(a block's statement list) -> its steps (:meth:`steps`)
         self.decoded = {}               # id(statement) -> what its handler reads off it once (static)
         self._pop_views = {}            # id(popping statement) -> the views of memory its tiles share
-        self._skips = {}                # id(scf.for statement) -> (its moving windows, what each saw) or None
-        self.seen = {}                  # id(moving partition_view) -> [its offsets, its limits] at its last execution
+        self._skips = {}                # id(scf.for statement) -> (windows, what each saw, guards, what each compared) or None
+        # id(moving partition_view) -> [its offsets, its limits]; id(guard's cmpi) -> [its
+        # operands]: at its last execution (.skip)
+        self.seen = {}
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:
@@ -80,13 +82,16 @@ class Executor:
         run in frame ``fr`` (None: the engine may not take its iterations whole: :mod:`.skip`)."""
         got = self._skips.get(id(s), False)
         if got is False:
-            sites = pto_forms(s)
-            got = self._skips[id(s)] = None if sites is None else \
-                (sites, tuple(self.seen.setdefault(id(site.op), [None, None]) for site in sites))
+            forms = pto_forms(s)
+            if forms is not None:
+                sites, guards = forms
+                forms = (sites, tuple(self.seen.setdefault(id(x.op), [None, None]) for x in sites),
+                         guards, tuple(self.seen.setdefault(id(g.op), [None, None]) for g in guards))
+            got = self._skips[id(s)] = forms
         if got is None:
             return None
         env = fr.env
-        return SkipPlan(s, got[0], got[1], lambda tok: env[tok.text])
+        return SkipPlan(s, got[0], got[1], lambda tok: env[tok.text], got[2], got[3])
 
     # -- running
     def call(self, f: Func, args: list):

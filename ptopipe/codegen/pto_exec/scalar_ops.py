@@ -110,6 +110,9 @@ def h_arith(ex, fr, s):
     if name in ("arith.cmpi", "arith.cmpf"):
         pred = s.toks[0].text
         a, b = ex.val(fr, ops[0]), ex.val(fr, ops[1])
+        compared = ex.seen.get(id(s))
+        if compared is not None:            # (a guard of a loop the engine may take whole: .skip)
+            compared[0], compared[1] = a, b
         if name == "arith.cmpf":
             if pred in ("false", "true"):
                 return int(pred == "true")

@@ -8,18 +8,22 @@ shift-equivariant - its control flow and values depend on the induction variable
 through ``arith.addi`` / ``arith.subi`` / ``arith.muli`` by a loop-invariant value (and the
 casts that keep a value: ``arith.index_cast``, ``arith.extsi``), its ``iter_args`` are passed
 through unchanged, and a window that moves is made once per iteration (not in a nested
-loop).  Integer arithmetic wraps at its type's width: a form is affine while it does not,
+loop).  A signed or equality ``arith.cmpi`` of a value that moves is a *guard*
+(:class:`~ptopipe.sim.periodic.loops.Guard`) when it decides an ``scf.if`` of the body's own
+(not in another branch or a nested loop) that gives no results.  Integer arithmetic wraps at its type's width: a form is affine while it does not,
 and the offsets it gives stay inside their tensor (the engine checks that), far from it.
-Any other use of a value that moves - a comparison, a division, a branch or a nested loop's
+Any other use of a value that moves - another comparison, a division, a nested loop's
 bound, a tile operation's scalar - and the statements that read state into a scalar
 (``pto.tgetval``, ``pto.load_scalar``, event-id arrays, buffer tokens), a ``func.call`` or an
 ``scf.while`` in the body make the loop unskippable: it runs statement by statement."""
 from __future__ import annotations
 
-from ...sim.periodic.loops import Site
+from ...sim.periodic.loops import Guard, Site
 from ..pto_tree import split_top
 
 _AFFINE = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}
+#: ``arith.cmpi`` predicates a guard may have (signed: monotone in a value that moves)
+_PREDICATES = {"slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "eq": "==", "ne": "!="}
 _SAME = ("arith.index_cast", "arith.extsi")
 _OPAQUE = frozenset({"pto.tgetval", "pto.load_scalar", "pto.eventid_array_get", "pto.eventid_array_set",
                      "pto.get_buf", "pto.rls_buf", "func.call", "scf.while", "scf.condition", "func.return",
@@ -30,10 +34,10 @@ class _NotSkippable(Exception):
     pass
 
 
-def pto_forms(loop) -> tuple[Site, ...] | None:
-    """The moving windows of the ``scf.for`` statement ``loop``, or None when it is not
-    shift-equivariant (module docstring).  A form's invariant values are tokens (their value
-    is the frame's)."""
+def pto_forms(loop) -> tuple[tuple[Site, ...], tuple[Guard, ...]] | None:
+    """The moving windows and the guards of the ``scf.for`` statement ``loop``, or None when
+    it is not shift-equivariant (module docstring).  A form's invariant values are tokens
+    (their value is the frame's)."""
     body = loop.regions[0][0].stmts
     grp = loop.group("iter_args")
     carried = [g[0].text for g in split_top(grp)] if grp else []
@@ -42,25 +46,35 @@ def pto_forms(loop) -> tuple[Site, ...] | None:
         if last is None or last.name != "scf.yield" or [t.text for t in last.values()] != carried:
             return None                 # (a carried value that changes)
     forms = {loop.toks[0].text: 1}
-    sites = []
+    sites, guards = [], {}
     try:
-        _stmts(body, forms, sites, nested=False)
+        _stmts(body, forms, guards, sites, nested=False, top=True)
     except _NotSkippable:
         return None
-    return tuple(sites)
+    return tuple(sites), tuple(guards.values())
 
 
-def _stmts(stmts, forms: dict, sites: list, nested: bool) -> None:
+def _stmts(stmts, forms: dict, guards: dict, sites: list, nested: bool, top: bool) -> None:
     for t in stmts:
         name = t.name
         if name == "scf.yield":
             continue
         if name in _OPAQUE:
             raise _NotSkippable
-        moving = any(u in forms for u in t.used())
+        used = t.used()
+        if guards and any(u in guards for u in used):
+            if name != "scf.if" or not top or t.results or t.values()[0].text not in guards:
+                raise _NotSkippable     # (a guard decides only a branch of the body's own)
+        moving = any(u in forms for u in used)
         if name == "arith.constant" or not moving and name not in ("scf.for", "scf.if"):
             continue
-        if name in _AFFINE:
+        if name == "arith.cmpi":
+            pred = _PREDICATES.get(t.toks[0].text)
+            if pred is None:
+                raise _NotSkippable
+            a, b = t.values()[:2]
+            guards[t.results[0]] = Guard(t, _binary("-", a, b, forms), pred)
+        elif name in _AFFINE:
             a, b = t.values()[:2]
             forms[t.results[0]] = _binary(_AFFINE[name], a, b, forms)
         elif name in _SAME:
@@ -71,14 +85,14 @@ def _stmts(stmts, forms: dict, sites: list, nested: bool) -> None:
             if moving:
                 raise _NotSkippable     # (its bounds or carried values move)
             inner = t.regions[0][0].stmts
-            _stmts(inner, forms, sites, True)
-            _still_yields(inner, forms)
+            _stmts(inner, forms, guards, sites, True, False)
+            _still_yields(inner, forms, guards)
         elif name == "scf.if":
             if t.values()[0].text in forms:
                 raise _NotSkippable
             for region in t.regions:
-                _stmts(region[0].stmts, forms, sites, nested)
-                _still_yields(region[0].stmts, forms)
+                _stmts(region[0].stmts, forms, guards, sites, nested, False)
+                _still_yields(region[0].stmts, forms, guards)
         else:
             raise _NotSkippable         # (a moving value anywhere else)
 
@@ -103,7 +117,8 @@ def _window(t, forms: dict, sites: list, nested: bool) -> None:
     sites.append(Site(t, tuple(forms.get(x.text, 0) if x.kind == "value" else 0 for x in offs), None))
 
 
-def _still_yields(stmts, forms: dict) -> None:
+def _still_yields(stmts, forms: dict, guards: dict) -> None:
     last = stmts[-1] if stmts else None
-    if last is not None and last.name == "scf.yield" and any(v.text in forms for v in last.values()):
+    if last is not None and last.name == "scf.yield" and any(v.text in forms or v.text in guards
+                                                           for v in last.values()):
         raise _NotSkippable

@@ -773,7 +773,8 @@ class FastForward:
         counts move by ``K`` blocks (the data work, as every recorded block's, is applied
         when the run is materialized; the objects skipped calls would have been given are
         made then if needed: :meth:`_made_at`) and their loops by ``K`` blocks'
-        iterations.  ``K`` leaves every loop a few blocks to run recorded, keeps the moving
+        iterations.  ``K`` leaves every loop a few blocks to run recorded, keeps every guard's
+        truth (:meth:`~.loops.SkipPlan.steady`: the branches the blocks took), the moving
         GM windows inside their tensors (:meth:`~.loops.SkipPlan.room`; recording stops
         :data:`WINDOW_GUARD` iterations before one leaves) and
         the budget and time-crossing caps out of reach.  Parked cores that another core
@@ -855,6 +856,7 @@ class FastForward:
             bad = _leaves(plan, i, step, stop)
             if bad is not None:
                 k = min(k, ((bad - i) // step - WINDOW_GUARD) // m)
+            k = min(k, (plan.steady(step) + 1) // m)     # (every guard as it is: the branches the blocks took)
             if t.cap is not None:
                 k = min(k, (t.cap - t.n) // t.block - margin)
             for ln in t.lns:                    # (the GM windows of the skipped calls, as recorded ones check)

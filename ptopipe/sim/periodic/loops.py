@@ -1,8 +1,10 @@
 """A loop the fast-forward engine may take whole iterations of (:meth:`.engine.FastForward.head`),
 as an interpreter that owns it - the ``pl`` closures, the PTO-AS executor - describes it: its
 GM windows that move with the loop variable, the coefficients of their offsets (affine
-forms over loop-invariant values) and how far they stay inside their tensors.  Which loops
-qualify is the interpreter's to say (``ptopipe.runtime.skip``, ``ptopipe.codegen.pto_exec.skip``)."""
+forms over loop-invariant values) and how far they stay inside their tensors; and its
+*guards*, comparisons of a value that moves (a branch on the loop variable, ``if i < n - 1``),
+and how far each keeps its truth.  Which loops qualify is the interpreter's to say
+(``ptopipe.runtime.skip``, ``ptopipe.codegen.pto_exec.skip``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +17,39 @@ class Site:
     coefs: tuple                # per dimension: the offset's coefficient (an affine form)
     limits: tuple | None        # per dimension: the largest offset inside the tensor (None:
                                 # known at run time, kept with the offsets)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A comparison of the loop body whose operands' difference moves with the loop variable:
+    ``lhs - rhs`` (an affine form) compared with 0 by ``pred`` (``<``, ``<=``, ``>``, ``>=``,
+    ``==``, ``!=``).  It decides a branch: the body is shift-equivariant while it keeps its
+    truth."""
+    op: object                  # the comparison (an IR op, a statement)
+    form: object                # the coefficient of lhs - rhs (an affine form)
+    pred: str
+
+
+INFINITE = 1 << 62
+
+
+def keeps(d: int, s: int, pred: str) -> int:
+    """For how many iterations from the next one on ``x pred 0`` keeps the truth it had for
+    ``x = d`` (the last iteration's), ``x`` moving by ``s`` an iteration: the largest ``T``
+    such that iterations ``0 .. T`` keep it (-1: the next one flips it; INFINITE: none does)."""
+    if s == 0:
+        return INFINITE
+    if pred == "==" or pred == "!=":            # (x == 0 at one iteration at most)
+        if d == 0:
+            return -1
+        q, r = divmod(-d, s)
+        return q - 2 if r == 0 and q >= 1 else INFINITE
+    t = 0 if pred == "<" or pred == ">=" else 1  # (the truth is x < t, or its negation)
+    if d < t and s > 0:
+        return -(-(t - d) // s) - 2
+    if d >= t and s < 0:
+        return (d - t) // -s - 1
+    return INFINITE
 
 
 def coefficient(form, value) -> int | None:
@@ -33,7 +68,7 @@ def coefficient(form, value) -> int | None:
         return None
     if k == "*":
         v = value(form[2])
-        if v.__class__ is bool or not hasattr(v, "__index__"):
+        if not _integer(v):
             return None
         return a * int(v)
     b = coefficient(form[2], value)
@@ -45,12 +80,27 @@ def coefficient(form, value) -> int | None:
 @dataclass(frozen=True)
 class SkipPlan:
     """A skippable loop as its interpreter runs it: its moving GM windows, each with what its
-    last execution had (``seen[k]``: ``[offsets, limits or None]``), and how to read the
+    last execution had (``seen[k]``: ``[offsets, limits or None]``), its guards with the
+    operands each compared last (``compared[k]``: ``[lhs, rhs]``), and how to read the
     invariant values of the coefficients."""
     key: object                 # the loop (an IR op, a statement): the same object at every run of it
     sites: tuple                # Site per moving window
     seen: tuple                 # per site: [its offsets, its limits (Site.limits None)] at its last execution
     value: object               # invariant value -> what it is now
+    guards: tuple = ()          # Guard per comparison of a value that moves
+    compared: tuple = ()        # per guard: [lhs, rhs] at its last execution (every iteration's)
+
+    def steady(self, step: int) -> int:
+        """How many iterations from the next one on keep every guard's truth (a guard is
+        compared every iteration: the last were the iteration before it's); -1 when that
+        cannot be told (a value that is not an integer)."""
+        out = INFINITE
+        for g, (lhs, rhs) in zip(self.guards, self.compared):
+            c = coefficient(g.form, self.value)
+            if c is None or not _integer(lhs) or not _integer(rhs):
+                return -1
+            out = min(out, keeps(int(lhs) - int(rhs), c * step, g.pred))
+        return out
 
     def room(self, step: int) -> int:
         """How many iterations from the next one on keep every moving window inside its
@@ -63,7 +113,7 @@ class SkipPlan:
                 continue                # (not executed: a branch the loop never takes)
             for form, o, hi in zip(site.coefs, offs, site.limits or seen[1]):
                 c = coefficient(form, self.value)
-                if c is None or o.__class__ is bool or not hasattr(o, "__index__"):
+                if c is None or not _integer(o):
                     return -1
                 s = c * step            # (its move per iteration)
                 o = int(o)
@@ -74,4 +124,8 @@ class SkipPlan:
                 else:
                     continue
                 room = t if room is None else min(room, t)
-        return (1 << 62) if room is None else room
+        return INFINITE if room is None else room
+
+
+def _integer(v) -> bool:
+    return v.__class__ is not bool and hasattr(v, "__index__")
