@@ -1,5 +1,5 @@
-"""The fast-forward engine of one run: its hooks, learning, proof, recording and
-materialization (the package docstring says how)."""
+"""The fast-forward engine of one run: its hooks, learning, proof, recording, blocks taken
+whole and materialization (the package docstring says how)."""
 from __future__ import annotations
 
 import copy
