@@ -21,21 +21,22 @@ from markers import line_of
 from test_periodic import T, _fields, engines, rint, same  # noqa: F401  (engines: the fixture)
 
 
-def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None):
+def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None, flip=None):
     """The Cube's product of each input tile, plus 1 on the Vector side, stored tile by tile:
     ``out_rows`` rows of output (fewer than the loop stores: a window leaves the tensor),
     tiles laid along the columns (``columns``, UP_DOWN: a window can leave its row while its
     bytes are still inside the tensor), the store ``lag`` tiles behind the load, the Vector side
     popping ``pops`` tiles (more than pushed: the run deadlocks at its end), its store under
     a branch on the loop variable (``guard``: "always" taken, a comparison; "truthy", the
-    variable's value; "late", a comparison whose truth flips 150 iterations before the end,
-    after which the tile is stored plus 1 more)."""
+    variable's value; "late", a comparison whose truth flips at iteration ``flip``, 150 before
+    the end unless given, after which the tile is stored plus 1 more)."""
     h = T // 2 if split == pl.TILE_UP_DOWN else T
     band = h if split == pl.TILE_UP_DOWN else n * T         # (NO_SPLIT: each lane its own copy)
     rows = (n * T if split == pl.TILE_UP_DOWN else 2 * n * T) if out_rows is None else out_rows
     pops = n if pops is None else pops
     nrows, ncols = (2 * T, rows) if columns else (rows, T)      # (columns: rows below the windows)
     kind = {None: 0, "always": 1, "truthy": 2, "late": 3}[guard]     # (kernels take no strings)
+    flip = pops - 150 if flip is None else flip
 
     @pl.aiv
     def vector(out: pl.Tensor[[nrows, ncols], pl.f32],
@@ -58,7 +59,7 @@ def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None)
                 if i + 1:
                     pl.store(o, [i * T + sub * band, 0], out)
             elif kind == 3:
-                if i < pops - 150:
+                if i < flip:
                     pl.store(o, [i * T + sub * band, 0], out)
                 else:
                     pl.store(pl.adds(o, 1.0), [i * T + sub * band, 0], out)
@@ -166,15 +167,16 @@ def test_branch_on_a_number_is_recorded_not_taken_whole(engines):
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(300, 520), plat=st.sampled_from(["a2a3", "a5"]),
        split=st.sampled_from([pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT]), columns=st.booleans(),
-       short=st.one_of(st.none(), st.integers(1, 60)), extra=st.sampled_from([0, 0, 1]))
-def test_streams_equal_on_both_engines(engines, n, plat, split, columns, short, extra):
-    """Random stream lengths, platforms, splits, layouts, outputs short by a few tiles and a
-    Vector side popping one more than pushed: the periodic run (taking blocks whole) is the
-    exact run."""
+       short=st.one_of(st.none(), st.integers(1, 60)), extra=st.sampled_from([0, 0, 1]),
+       guard=st.sampled_from([None, "always", "late"]), flip=st.integers(100, 520))
+def test_streams_equal_on_both_engines(engines, n, plat, split, columns, short, extra, guard, flip):
+    """Random stream lengths, platforms, splits, layouts, outputs short by a few tiles, a
+    Vector side popping one more than pushed, a branch on a comparison that flips anywhere:
+    the periodic run (taking blocks whole) is the exact run."""
     engines.clear()
     split = pl.TILE_UP_DOWN if columns else split
     run_both(engines, plat, n, split, seed=n, engaged=False, columns=columns,
-             out_rows=None if short is None else (n - short) * T, pops=n + extra)
+             out_rows=None if short is None else (n - short) * T, pops=n + extra, guard=guard, flip=flip)
 
 
 # ============================================================================ .pto text
