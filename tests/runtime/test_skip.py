@@ -243,6 +243,11 @@ def test_room_of_a_window_not_executed_and_a_fraction():
     dynamic = Site(None, (1,), None)                   # (limits known at run time, kept with the offsets)
     assert SkipPlan(None, (dynamic,), ([[2], [10]],), lambda v: v).room(1) == 7
 
+    def undefined(v):
+        raise KeyError(v)
+    scaled = Site(None, (("*", 1, "k"),), (100,))      # (a multiple of a value not defined: cannot be told)
+    assert SkipPlan(None, (scaled,), ([[2], None],), undefined).room(1) == -1
+
 
 def _kept(d, s, pred):
     """Brute force: iterations from the next one on (the last had difference ``d``) for which

@@ -67,7 +67,10 @@ def coefficient(form, value) -> int | None:
     if a is None:
         return None
     if k == "*":
-        v = value(form[2])
+        try:
+            v = value(form[2])
+        except Exception:               # (not defined in this run of the loop: cannot be told)
+            return None
         if not _integer(v):
             return None
         return a * int(v)
