@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.errors import PtoPipeError
-from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import KernelSet
 from markers import line_of
 from test_periodic import T, _fields, engines, rint, same  # noqa: F401  (engines: the fixture)
