@@ -172,7 +172,7 @@ class Compiler:
         forms = affine_forms(op, _TILE_RESULT)
         plan = None
         if forms is not None:
-            sites, guards = forms
+            sites, guards, _ = forms
             seen = tuple(self.seen.setdefault(s.op, [None, None]) for s in sites)
             compared = tuple(self.seen.setdefault(g.op, [None, None]) for g in guards)
             plan = SkipPlan(op, sites, seen, lambda v: self.get(v)(), guards, compared)

@@ -47,9 +47,10 @@ class _NotSkippable(Exception):
 _COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
 
 
-def affine_forms(loop: ForOp, tile_ops) -> tuple[tuple[Site, ...], tuple[Guard, ...]] | None:
-    """The moving GM windows and the guards of ``loop``'s body, or None when the loop is not
-    shift-equivariant (module docstring).  ``tile_ops``: the DSL names of the instructions
+def affine_forms(loop: ForOp, tile_ops) -> tuple[tuple[Site, ...], tuple[Guard, ...], tuple] | None:
+    """The moving GM windows and the guards of ``loop``'s body, and its terms (none: Python
+    integers do not wrap; a numpy one is no Python int, which the engine cannot tell about),
+    or None when the loop is not shift-equivariant (module docstring).  ``tile_ops``: the DSL names of the instructions
     that make a tile (their operands may be affine; their results are not scalars).
 
     A coefficient is an affine *form*: ``1`` (the loop variable), ``("+", a, b)``,
@@ -64,7 +65,7 @@ def affine_forms(loop: ForOp, tile_ops) -> tuple[tuple[Site, ...], tuple[Guard, 
         a.block(body, nested=False, top=True)
     except _NotSkippable:
         return None
-    return tuple(a.sites), tuple(a.guards.values())
+    return tuple(a.sites), tuple(a.guards.values()), ()
 
 
 class _Analysis:

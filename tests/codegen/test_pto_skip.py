@@ -65,7 +65,7 @@ def test_shift_equivariant_loops(body, want):
     """Sums, differences and multiples by invariant values of the induction variable, and the
     casts that keep a value, move a window with the loop; a window a nested loop moves with
     its own variable does not move with the outer loop."""
-    sites, guards = pto_forms(_loop(body))
+    sites, guards, _ = pto_forms(_loop(body))
     assert _coefs(sites) == want and guards == ()
 
 
@@ -83,7 +83,7 @@ def _if(cond: str, inner: str = None) -> str:
 def test_guards(body, want):
     """A signed or equality comparison of a value that moves deciding an scf.if of the body's
     own that gives no results is a guard."""
-    sites, guards = pto_forms(_loop(body))
+    sites, guards, _ = pto_forms(_loop(body))
     assert [(g.pred, coefficient(g.form, lambda tok: _VALUES[tok.text])) for g in guards] == want
 
 

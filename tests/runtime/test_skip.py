@@ -7,6 +7,7 @@ The engine side - parking, skipping and the runs' equality with the exact engine
 tests/sim/test_periodic_skip.py."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -72,14 +73,14 @@ def test_shift_equivariant_loops(fn, want):
     """Offsets built by +, - and * by a loop-invariant value from the loop variable move with
     it (a constant added drops out); a window a nested loop moves without the outer variable
     does not move with the outer loop."""
-    sites, guards = affine_forms(_outer(fn), _TILE_RESULT)
+    sites, guards, _ = affine_forms(_outer(fn), _TILE_RESULT)
     assert _coefs(sites) == want and guards == ()
     assert all(isinstance(s, Site) for s in sites)
 
 
 def test_coefficient_of_an_argument():
     """A multiple of a kernel argument: its coefficient is read at run time."""
-    sites, _ = affine_forms(_outer(scaled), _TILE_RESULT)
+    sites, _, _ = affine_forms(_outer(scaled), _TILE_RESULT)
     assert len(sites) == 1
     assert _coefs(sites, {"k": 24}) == [(24, 0)]
     assert _coefs(sites, {"k": 2.5}) == [(None, 0)]    # (an offset the interpreter truncates)
@@ -107,7 +108,7 @@ def first_and_last(x: pl.Tensor[[N * T, T], pl.f32], out: pl.Tensor[[N * T, T], 
 def test_guards(fn, want):
     """A comparison of a value that moves deciding a branch of the body's own that gives no
     values is a guard: the loop is shift-equivariant while it keeps its truth."""
-    sites, guards = affine_forms(_outer(fn), _TILE_RESULT)
+    sites, guards, _ = affine_forms(_outer(fn), _TILE_RESULT)
     assert [(g.pred, coefficient(g.form, lambda v: v.op.attributes["value"])) for g in guards] == want
     assert _coefs(sites)[0] == (T, 0)
 
@@ -247,6 +248,19 @@ def test_room_of_a_window_not_executed_and_a_fraction():
         raise KeyError(v)
     scaled = Site(None, (("*", 1, "k"),), (100,))      # (a multiple of a value not defined: cannot be told)
     assert SkipPlan(None, (scaled,), ([[2], None],), undefined).room(1) == -1
+    # (a numpy integer wraps: its moves cannot be told)
+    assert SkipPlan(None, (site,), ([[np.int32(2)], None],), lambda v: v).room(1) == -1
+
+
+def test_steady_stops_before_a_term_wraps():
+    """A value that moves in a type that wraps (an i8 cast of the loop variable) keeps the
+    loop affine only inside the type's range: ``steady`` counts the iterations until it
+    leaves it, as it counts those a guard keeps its truth."""
+    term = Site(None, (1,), None)
+    plan = SkipPlan(None, (), (), lambda v: v, terms=(term,), held=([120, 127, -128],))
+    assert plan.steady(1) == 6                        # (121 .. 127 inside, 128 would wrap)
+    assert SkipPlan(None, (), (), lambda v: v, terms=(term,), held=([-120, 127, -128],)).steady(-2) == 3
+    assert SkipPlan(None, (), (), lambda v: v, terms=(term,), held=([None, None, None],)).steady(1) == INFINITE
 
 
 def _kept(d, s, pred):

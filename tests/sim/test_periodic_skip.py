@@ -189,8 +189,10 @@ def pto_both(made, n, view_rows=None, guard=None, flip=None):
     """ptoas's spelling of the C2V stream (tests/pto/i32_trip_count_a3.pto) with ``n`` tiles,
     its output view ``view_rows`` rows (fewer: the last windows leave it, which the run
     warns of), its store under an ``scf.if`` on the induction variable: ``guard`` "cmpi" (a
-    comparison, true from iteration ``flip`` on: from then on the tile is stored plus 1) or
-    "select" (the same comparison choosing the row through an ``arith.select``)."""
+    comparison, true from iteration ``flip`` on: from then on the tile is stored plus 1),
+    "select" (the same comparison choosing the row through an ``arith.select``) or "i8" (the
+    induction variable cast to i8, which wraps at 128, compared with 100: plus 1 where it is
+    below)."""
     from ptopipe.codegen.pto_exec.launch import prepare
     text = PTO_STREAM.read_text()
     assert text.count(_VEC_STORE) == 1
@@ -208,6 +210,11 @@ def pto_both(made, n, view_rows=None, guard=None, flip=None):
     if guard == "cmpi":
         vec = vec.replace(_VEC_STORE, test + "      scf.if %g {\n" + plus1 + inner + "      } else {\n" + inner
                           + "      }\n")
+    elif guard == "i8":
+        test = ("      %i8 = arith.index_cast %i : index to i8\n      %h8 = arith.constant 100 : i8\n"
+                "      %g = arith.cmpi slt, %i8, %h8 : i8\n")
+        vec = vec.replace(_VEC_STORE, test + "      scf.if %g {\n" + plus1 + inner + "      } else {\n" + inner
+                          + "      }\n")
     elif guard == "select":
         vec = vec.replace(_VEC_STORE, test + "      %rs = arith.select %g, %row, %row : index\n"
                           + _VEC_STORE.replace("offsets = [%row,", "offsets = [%rs,"))
@@ -223,7 +230,10 @@ def pto_both(made, n, view_rows=None, guard=None, flip=None):
         runs.append((res.outputs["out"].tobytes(), _fields(res.summary), list(launch.run_warnings)))
     assert runs[0] == runs[1]
     want = a.astype(np.float32) @ b.astype(np.float32)
-    want[(flip or n) * 16:] += 1
+    if guard == "i8":
+        want += np.repeat(np.arange(n).astype(np.int8) < 100, 16)[:, None]
+    else:
+        want[(flip or n) * 16:] += 1
     assert np.array_equal(res.outputs["out"].reshape(n * 16, 16), want)
     return runs[0][2]
 
@@ -246,6 +256,13 @@ def test_pto_guarded_branch_taken_whole(engines):
     """An scf.if on a comparison of the induction variable that flips 150 iterations before
     the end: taken whole up to the flip, the exact run's results after it."""
     pto_both(engines, 600, guard="cmpi", flip=450)
+    assert whole(engines) > 0
+
+
+def test_pto_guard_on_a_value_that_wraps(engines):
+    """The induction variable cast to i8 wraps at 128: the guard on it is true again from
+    there, which the skip stops short of (the cast is a term kept inside its type)."""
+    pto_both(engines, 600, guard="i8")
     assert whole(engines) > 0
 
 

@@ -53,9 +53,10 @@ class Executor:
         self._steps = {}                # id(a block's statement list) -> its steps (:meth:`steps`)
         self.decoded = {}               # id(statement) -> what its handler reads off it once (static)
         self._pop_views = {}            # id(popping statement) -> the views of memory its tiles share
-        self._skips = {}                # id(scf.for statement) -> (windows, what each saw, guards, what each compared) or None
+        self._skips = {}                # id(scf.for statement) -> (windows, guards, terms, each with what it saw) or None
         # id(moving partition_view) -> [its offsets, its limits]; id(guard's cmpi) -> [its
-        # operands]: at its last execution (.skip)
+        # operands]; id(term) -> [its value, its type's largest and smallest]: at its last
+        # execution (.skip)
         self.seen = {}
 
     # -- errors / locations
@@ -84,14 +85,16 @@ class Executor:
         if got is False:
             forms = pto_forms(s)
             if forms is not None:
-                sites, guards = forms
-                forms = (sites, tuple(self.seen.setdefault(id(x.op), [None, None]) for x in sites),
-                         guards, tuple(self.seen.setdefault(id(g.op), [None, None]) for g in guards))
+                sites, guards, terms = forms
+                kept = self.seen.setdefault
+                forms = (sites, tuple(kept(id(x.op), [None, None]) for x in sites),
+                         guards, tuple(kept(id(g.op), [None, None]) for g in guards),
+                         terms, tuple(kept(id(x.op), [None, None, None]) for x in terms))
             got = self._skips[id(s)] = forms
         if got is None:
             return None
         env = fr.env
-        return SkipPlan(s, got[0], got[1], lambda tok: env[tok.text], got[2], got[3])
+        return SkipPlan(s, got[0], got[1], lambda tok: env[tok.text], *got[2:])
 
     # -- running
     def call(self, f: Func, args: list):

@@ -138,7 +138,7 @@ def h_arith(ex, fr, s):
     if name in INT_OPS:
         if name in ("arith.maxui", "arith.minui"):
             a, b = _unsigned(a, t), _unsigned(b, t)
-        return wrap(INT_OPS[name](a, b), t)
+        return _held(ex, s, wrap(INT_OPS[name](a, b), t), t)
     if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
                 "arith.ceildivsi", "arith.ceildivui"):
         if b == 0:
@@ -186,4 +186,15 @@ def h_cast(ex, fr, s):
         if not np.isfinite(v):
             raise ex.err(s, f"{n} of {v}: not a finite value")
         v = int(np.trunc(v))
-    return wrap(int(v), dst)
+    return _held(ex, s, wrap(int(v), dst), dst)
+
+
+def _held(ex, s, v: int, t: ScalarT) -> int:
+    """``v``, the value statement ``s`` gives - kept with its type's range where it is a term
+    of a loop the engine may take whole (:mod:`.skip`: a term that wraps is not affine)."""
+    held = ex.seen.get(id(s))
+    if held is not None:
+        b = t.bits or 64
+        hi = (1 << (b - 1)) - 1 if t.signed and b > 1 else (1 << b) - 1
+        held[0], held[1], held[2] = v, hi, -hi - 1 if t.signed and b > 1 else 0
+    return v

@@ -10,8 +10,10 @@ casts that keep a value: ``arith.index_cast``, ``arith.extsi``), its ``iter_args
 through unchanged, and a window that moves is made once per iteration (not in a nested
 loop).  A signed or equality ``arith.cmpi`` of a value that moves is a *guard*
 (:class:`~ptopipe.sim.periodic.loops.Guard`) when it decides an ``scf.if`` of the body's own
-(not in another branch or a nested loop) that gives no results.  Integer arithmetic wraps at its type's width: a form is affine while it does not,
-and the offsets it gives stay inside their tensor (the engine checks that), far from it.
+(not in another branch or a nested loop) that gives no results.  Integer arithmetic wraps
+at its type's width: a form is affine while it does not, so each value that moves (a
+*term*, outside nested loops) is kept with its type's range at every execution, and a skip
+stays where none leaves it (:meth:`~ptopipe.sim.periodic.loops.SkipPlan.steady`).
 Any other use of a value that moves - another comparison, a division, a nested loop's
 bound, a tile operation's scalar - and the statements that read state into a scalar
 (``pto.tgetval``, ``pto.load_scalar``, event-id arrays, buffer tokens), a ``func.call`` or an
@@ -34,10 +36,11 @@ class _NotSkippable(Exception):
     pass
 
 
-def pto_forms(loop) -> tuple[tuple[Site, ...], tuple[Guard, ...]] | None:
-    """The moving windows and the guards of the ``scf.for`` statement ``loop``, or None when
-    it is not shift-equivariant (module docstring).  A form's invariant values are tokens
-    (their value is the frame's)."""
+def pto_forms(loop) -> tuple[tuple[Site, ...], tuple[Guard, ...], tuple[Site, ...]] | None:
+    """The moving windows, the guards and the terms (the values that move, each made in a
+    type that wraps: one-dimensional Sites) of the ``scf.for`` statement ``loop``, or None
+    when it is not shift-equivariant (module docstring).  A form's invariant values are
+    tokens (their value is the frame's)."""
     body = loop.regions[0][0].stmts
     grp = loop.group("iter_args")
     carried = [g[0].text for g in split_top(grp)] if grp else []
@@ -46,15 +49,15 @@ def pto_forms(loop) -> tuple[tuple[Site, ...], tuple[Guard, ...]] | None:
         if last is None or last.name != "scf.yield" or [t.text for t in last.values()] != carried:
             return None                 # (a carried value that changes)
     forms = {loop.toks[0].text: 1}
-    sites, guards = [], {}
+    sites, guards, terms = [], {}, []
     try:
-        _stmts(body, forms, guards, sites, nested=False, top=True)
+        _stmts(body, forms, guards, sites, terms, nested=False, top=True)
     except _NotSkippable:
         return None
-    return tuple(sites), tuple(guards.values())
+    return tuple(sites), tuple(guards.values()), tuple(terms)
 
 
-def _stmts(stmts, forms: dict, guards: dict, sites: list, nested: bool, top: bool) -> None:
+def _stmts(stmts, forms: dict, guards: dict, sites: list, terms: list, nested: bool, top: bool) -> None:
     for t in stmts:
         name = t.name
         if name == "scf.yield":
@@ -74,24 +77,27 @@ def _stmts(stmts, forms: dict, guards: dict, sites: list, nested: bool, top: boo
                 raise _NotSkippable
             a, b = t.values()[:2]
             guards[t.results[0]] = Guard(t, _binary("-", a, b, forms), pred)
-        elif name in _AFFINE:
-            a, b = t.values()[:2]
-            forms[t.results[0]] = _binary(_AFFINE[name], a, b, forms)
-        elif name in _SAME:
-            forms[t.results[0]] = forms[t.values()[0].text]
+        elif name in _AFFINE or name in _SAME:
+            if name in _AFFINE:
+                a, b = t.values()[:2]
+                form = forms[t.results[0]] = _binary(_AFFINE[name], a, b, forms)
+            else:
+                form = forms[t.results[0]] = forms[t.values()[0].text]
+            if not nested:              # (one that wraps in a nested loop moves no window, decides no guard)
+                terms.append(Site(t, (form,), None))
         elif name == "pto.partition_view":
             _window(t, forms, sites, nested)
         elif name == "scf.for":
             if moving:
                 raise _NotSkippable     # (its bounds or carried values move)
             inner = t.regions[0][0].stmts
-            _stmts(inner, forms, guards, sites, True, False)
+            _stmts(inner, forms, guards, sites, terms, True, False)
             _still_yields(inner, forms, guards)
         elif name == "scf.if":
             if t.values()[0].text in forms:
                 raise _NotSkippable
             for region in t.regions:
-                _stmts(region[0].stmts, forms, guards, sites, nested, False)
+                _stmts(region[0].stmts, forms, guards, sites, terms, nested, False)
                 _still_yields(region[0].stmts, forms, guards)
         else:
             raise _NotSkippable         # (a moving value anywhere else)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import KernelError
 from ..location import call_site
+from ..race import gm_region, overlap
 from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
 from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, is_tensor, same_args
 from .values import Buffers, Moving, Unsettled, as_moving, interned, maker_of, tuple_new
@@ -689,7 +690,7 @@ class FastForward:
                         need[flags[f]] = need.get(flags[f], 0) + 1
                 ln.waits = tuple(need.items())
                 ln.sets = tuple(flags[f] for f, d in ln.flags if d > 0)
-        self.skip_off, self.releases = False, 0
+        self.releases = 0
         for s in self.st.values():
             s.heads, s.pk, s.park, s.moved = {}, None, None, 0
             s.base = s.n
@@ -698,6 +699,8 @@ class FastForward:
             s.cap = self._cap(s)
             if s.lns is not None:
                 s.core.ff = s                   # (its calls go straight to its record)
+        # (parking alone changes the order the cores run in: not even tried where it matters)
+        self.skip_off = _cross_core_gm([s for s in self.st.values() if s.lns is not None])
 
     def _cap(self, s):
         """The call count at which recording stops: before the core's instruction budget
@@ -1045,6 +1048,49 @@ class FastForward:
             core.loc_override = loc
             for gt, ptr in saved:
                 gt.ptr = ptr
+
+
+#: blocks apart two cores' calls may be when a cut re-makes them (a ring's lead, the cores'
+#: park places) - the reach of :func:`_cross_core_gm`
+CORES_APART = 3
+
+
+def _cross_core_gm(states) -> bool:
+    """Do two cores' GM windows of the learned blocks (an ISA call's destination is its first
+    operand: a window there is written) meet, one of them written, within
+    :data:`CORES_APART` blocks of each other?  Then the order the two were made in decides
+    the bytes (a race, which the checkers would report), and parking cores and a cut among
+    skipped calls make them in an order the flags allow, not necessarily the exact run's: no
+    block is taken whole.  (Windows of one tensor moving at different rates meet some time: they count
+    as meeting; windows of different tensors never do.)"""
+    acc = []
+    for t in states:
+        for ln in t.lns:
+            for i, b, d, _, bounds, _ext in ln.addrs:
+                p = ln.args[i].ptr
+                r = gm_region(ln.args[i]) if p is not None else None
+                if r is not None:
+                    acc.append((t.core.index, i == 0, _moved(r, b - p.addr), d, bounds))
+    for x, (ca, wa, ra, da, ba) in enumerate(acc):
+        for cb, wb, rb, db, bb in acc[x + 1:]:
+            if ca == cb or not (wa or wb) or ba != bb or ba is None:
+                continue
+            if da != db:
+                return True
+            for k in range(-CORES_APART, CORES_APART + 1):
+                if overlap(*ra, *_moved(rb, k * db)):
+                    return True
+    return False
+
+
+def _moved(region, by: int) -> tuple:
+    """A GM region (:func:`~ptopipe.sim.race.gm_region`) ``by`` bytes further."""
+    lo, hi, rows = region
+    if rows.__class__ is tuple:
+        rows = (rows[0] + by, *rows[1:])
+    elif rows is not None:
+        rows = [(a + by, z + by) for a, z in rows]
+    return lo + by, hi + by, rows
 
 
 def _leaves(plan, i: int, step: int, stop: int) -> int | None:

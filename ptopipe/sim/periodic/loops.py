@@ -92,17 +92,26 @@ class SkipPlan:
     value: object               # invariant value -> what it is now
     guards: tuple = ()          # Guard per comparison of a value that moves
     compared: tuple = ()        # per guard: [lhs, rhs] at its last execution (every iteration's)
+    terms: tuple = ()           # Site (one dimension) per value that moves in a type that wraps
+    held: tuple = ()            # per term: [its value, its type's largest, its type's smallest]
 
     def steady(self, step: int) -> int:
-        """How many iterations from the next one on keep every guard's truth (a guard is
-        compared every iteration: the last were the iteration before it's); -1 when that
-        cannot be told (a value that is not an integer)."""
+        """How many iterations from the next one on keep every guard's truth and every term
+        inside its type (a term that wraps is no longer affine; the last values were the
+        iteration before it's); -1 when that cannot be told (a value that is not an int)."""
         out = INFINITE
         for g, (lhs, rhs) in zip(self.guards, self.compared):
             c = coefficient(g.form, self.value)
             if c is None or not _integer(lhs) or not _integer(rhs):
                 return -1
-            out = min(out, keeps(int(lhs) - int(rhs), c * step, g.pred))
+            out = min(out, keeps(lhs - rhs, c * step, g.pred))
+        for term, (v, hi, lo) in zip(self.terms, self.held):
+            if v is None:
+                continue                # (not executed: a branch the loop does not take)
+            c = coefficient(term.coefs[0], self.value)
+            if c is None or not _integer(v):
+                return -1
+            out = min(out, _inside(v, c * step, lo, hi))
         return out
 
     def room(self, step: int) -> int:
@@ -118,17 +127,21 @@ class SkipPlan:
                 c = coefficient(form, self.value)
                 if c is None or not _integer(o):
                     return -1
-                s = c * step            # (its move per iteration)
-                o = int(o)
-                if s > 0:
-                    t = (hi - o) // s - 1
-                elif s < 0:
-                    t = o // -s - 1
-                else:
-                    continue
+                t = _inside(o, c * step, 0, hi)
                 room = t if room is None else min(room, t)
         return INFINITE if room is None else room
 
 
+def _inside(v: int, s: int, lo: int, hi: int) -> int:
+    """For how many iterations from the next one on a value that was ``v`` and moves by ``s``
+    an iteration stays in ``[lo, hi]``: the largest ``T`` such that iterations ``0 .. T`` do."""
+    if s > 0:
+        return (hi - v) // s - 1
+    if s < 0:
+        return (v - lo) // -s - 1
+    return INFINITE
+
+
 def _integer(v) -> bool:
-    return v.__class__ is not bool and hasattr(v, "__index__")
+    """A Python int: arithmetic on one does not wrap (a numpy integer's does)."""
+    return v.__class__ is int
