@@ -20,7 +20,7 @@ from markers import line_of
 from test_periodic import T, _fields, engines, rint, same  # noqa: F401  (engines: the fixture)
 
 
-def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None, flip=None):
+def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None, flip=None, pitch=T):
     """The Cube's product of each input tile, plus 1 on the Vector side, stored tile by tile:
     ``out_rows`` rows of output (fewer than the loop stores: a window leaves the tensor),
     tiles laid along the columns (``columns``, UP_DOWN: a window can leave its row while its
@@ -28,7 +28,9 @@ def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None,
     popping ``pops`` tiles (more than pushed: the run deadlocks at its end), its store under
     a branch on the loop variable (``guard``: "always" taken, a comparison; "truthy", the
     variable's value; "late", a comparison whose truth flips at iteration ``flip``, 150 before
-    the end unless given, after which the tile is stored plus 1 more)."""
+    the end unless given, after which the tile is stored plus 1 more), the rows ``pitch``
+    apart (less than T: a lane's window meets the other lane's of the iteration before, a
+    race)."""
     h = T // 2 if split == pl.TILE_UP_DOWN else T
     band = h if split == pl.TILE_UP_DOWN else n * T         # (NO_SPLIT: each lane its own copy)
     rows = (n * T if split == pl.TILE_UP_DOWN else 2 * n * T) if out_rows is None else out_rows
@@ -53,15 +55,15 @@ def stream(n, split, out_rows=None, columns=False, lag=0, pops=None, guard=None,
                 pl.store(o, [sub * h, (i - lag) * T + lag * T], out)  # skip store
             elif kind == 1:
                 if i >= 0:
-                    pl.store(o, [i * T + sub * band, 0], out)
+                    pl.store(o, [i * pitch + sub * band, 0], out)
             elif kind == 2:
                 if i + 1:
                     pl.store(o, [i * T + sub * band, 0], out)
             elif kind == 3:
                 if i < flip:
-                    pl.store(o, [i * T + sub * band, 0], out)
+                    pl.store(o, [i * pitch + sub * band, 0], out)
                 else:
-                    pl.store(pl.adds(o, 1.0), [i * T + sub * band, 0], out)
+                    pl.store(pl.adds(o, 1.0), [i * pitch + sub * band, 0], out)
             else:
                 pl.store(o, [i * T + sub * band, 0], out)  # skip row store
 
@@ -153,6 +155,15 @@ def test_guarded_branches_taken_whole(engines):
     res, want = run_both(engines, "a2a3", n, guard="late")
     want[(n - 150) * T:] += 1
     assert np.array_equal(res.outputs["out"], want) and whole(engines) > 0
+
+
+def test_racing_windows_are_not_taken_whole(engines):
+    """Rows 6 apart, 8 tall: each lane's window meets the other lane's of the iteration before
+    (a race the checkers report; which write lands last is the exact run's order): recorded,
+    none of its blocks taken whole - parking would change that order - and the exact bytes
+    after the guard flips."""
+    run_both(engines, "a2a3", 500, guard="late", pitch=6)
+    assert engines[-1].blocks_skipped > 0 and whole(engines) == 0
 
 
 def test_branch_on_a_number_is_recorded_not_taken_whole(engines):

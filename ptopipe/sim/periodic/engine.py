@@ -690,7 +690,7 @@ class FastForward:
                         need[flags[f]] = need.get(flags[f], 0) + 1
                 ln.waits = tuple(need.items())
                 ln.sets = tuple(flags[f] for f, d in ln.flags if d > 0)
-        self.releases = 0
+        self.skip_off, self.releases = False, 0
         for s in self.st.values():
             s.heads, s.pk, s.park, s.moved = {}, None, None, 0
             s.base = s.n
@@ -700,7 +700,7 @@ class FastForward:
             if s.lns is not None:
                 s.core.ff = s                   # (its calls go straight to its record)
         # (parking alone changes the order the cores run in: not even tried where it matters)
-        self.skip_off = _cross_core_gm([s for s in self.st.values() if s.lns is not None])
+        self.skip_off = _cross_core_gm([(i, lns) for i, lns in self.learned.items()])
 
     def _cap(self, s):
         """The call count at which recording stops: before the core's instruction budget
@@ -1055,22 +1055,23 @@ class FastForward:
 CORES_APART = 3
 
 
-def _cross_core_gm(states) -> bool:
-    """Do two cores' GM windows of the learned blocks (an ISA call's destination is its first
-    operand: a window there is written) meet, one of them written, within
-    :data:`CORES_APART` blocks of each other?  Then the order the two were made in decides
-    the bytes (a race, which the checkers would report), and parking cores and a cut among
-    skipped calls make them in an order the flags allow, not necessarily the exact run's: no
-    block is taken whole.  (Windows of one tensor moving at different rates meet some time: they count
-    as meeting; windows of different tensors never do.)"""
+def _cross_core_gm(learned) -> bool:
+    """Do two cores' GM windows of the learned blocks (``[(core index, its learned calls)]``;
+    an ISA call's destination is its first operand: a window there is written) meet, one of
+    them written, within :data:`CORES_APART` blocks of each other?  Then the order the two
+    were made in decides the bytes (a race, which the checkers would report), and parking
+    the cores, and a cut among skipped calls re-made in an order the flags allow, need not
+    keep the exact run's: no block is taken whole.  (Windows of one tensor moving at
+    different rates meet some time: they count as meeting; windows of different tensors
+    never do.)"""
     acc = []
-    for t in states:
-        for ln in t.lns:
+    for core, lns in learned:
+        for ln in lns:
             for i, b, d, _, bounds, _ext in ln.addrs:
                 p = ln.args[i].ptr
                 r = gm_region(ln.args[i]) if p is not None else None
                 if r is not None:
-                    acc.append((t.core.index, i == 0, _moved(r, b - p.addr), d, bounds))
+                    acc.append((core, i == 0, _moved(r, b - p.addr), d, bounds))
     for x, (ca, wa, ra, da, ba) in enumerate(acc):
         for cb, wb, rb, db, bb in acc[x + 1:]:
             if ca == cb or not (wa or wb) or ba != bb or ba is None:
