@@ -224,7 +224,7 @@ def _count(o, c, step, hi):
     return 1 << 62
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 200), st.integers(-5, 5), st.integers(0, 200)), min_size=1, max_size=3),
        st.sampled_from([-3, -1, 1, 2]))
 def test_room_counts_the_iterations_inside(dims, step):
@@ -275,7 +275,7 @@ def _kept(d, s, pred):
     return INFINITE
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(-60, 60), st.integers(-7, 7), st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
 def test_keeps_counts_the_iterations_a_guard_keeps_its_truth(d, s, pred):
     """``keeps`` - how far a guard keeps its truth, in closed form - equals stepping through

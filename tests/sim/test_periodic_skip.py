@@ -95,8 +95,7 @@ def whole(made) -> int:
     return sum(f.whole for f in made)
 
 
-@pytest.mark.parametrize("plat", ["a2a3", "a5"])
-@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT])
+@pytest.mark.parametrize("plat,split", [("a2a3", pl.TILE_UP_DOWN), ("a5", pl.TILE_NO_SPLIT)])
 def test_stream_taken_whole(engines, plat, split):
     """The run's blocks but the first few and the last few are taken whole, with the exact
     run's outputs and cycles."""
@@ -278,5 +277,5 @@ def test_pto_guard_on_a_value_that_wraps(engines):
 
 
 def test_pto_comparison_through_a_select_is_recorded_not_taken_whole(engines):
-    pto_both(engines, 500, guard="select")
+    pto_both(engines, 400, guard="select")
     assert engines[-1].blocks_skipped > 0 and whole(engines) == 0
