@@ -671,7 +671,13 @@ class FastForward:
             put(o, key, v)
 
     def _start_recording(self) -> None:
-        """The proof holds: from here on the hooked calls are recorded."""
+        """The proof holds: from here on the hooked calls are recorded - unless two cores'
+        GM windows meet (:func:`_cross_core_gm`): the run is left exact."""
+        learned = list(self.learned.items())
+        if _cross_core_gm(learned, same_window=False):
+            self._off("two cores' GM windows meet, one of them written: which lands last is the exact "
+                      "run's only in its order (a race the checkers report)")
+            return
         self._taps(False)
         self.mode = RECORD
         flags = {}
@@ -700,7 +706,7 @@ class FastForward:
             if s.lns is not None:
                 s.core.ff = s                   # (its calls go straight to its record)
         # (parking alone changes the order the cores run in: not even tried where it matters)
-        self.skip_off = _cross_core_gm([(i, lns) for i, lns in self.learned.items()])
+        self.skip_off = _cross_core_gm(learned)
 
     def _cap(self, s):
         """The call count at which recording stops: before the core's instruction budget
@@ -1055,13 +1061,15 @@ class FastForward:
 CORES_APART = 3
 
 
-def _cross_core_gm(learned) -> bool:
+def _cross_core_gm(learned, same_window: bool = True) -> bool:
     """Do two cores' GM windows of the learned blocks (``[(core index, its learned calls)]``;
     an ISA call's destination is its first operand: a window there is written) meet, one of
     them written, within :data:`CORES_APART` blocks of each other?  Then the order the two
-    were made in decides the bytes (a race, which the checkers would report), and parking
-    the cores, and a cut among skipped calls re-made in an order the flags allow, need not
-    keep the exact run's: no block is taken whole.  (Windows of one tensor moving at
+    were made in decides the bytes (a race, which the checkers would report), and recording
+    - the cores running in another order, the calls after a cut re-made in an order the
+    flags allow - need not keep the exact run's.  With ``same_window`` False, two cores
+    writing the very same window are not counted (a NO_SPLIT lane storing the tile the other
+    lane stores: the same bytes, in either order).  (Windows of one tensor moving at
     different rates meet some time: they count as meeting; windows of different tensors
     never do.)"""
     acc = []
@@ -1079,7 +1087,8 @@ def _cross_core_gm(learned) -> bool:
             if da != db:
                 return True
             for k in range(-CORES_APART, CORES_APART + 1):
-                if overlap(*ra, *_moved(rb, k * db)):
+                rk = _moved(rb, k * db)
+                if overlap(*ra, *rk) and (same_window or not (wa and wb and rk == ra)):
                     return True
     return False
 
