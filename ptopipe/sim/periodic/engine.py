@@ -15,6 +15,7 @@ from ..location import call_site
 from ..race import gm_region, overlap
 from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
 from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, is_tensor, same_args
+from .loops import INFINITE
 from .values import Buffers, Moving, Unsettled, as_moving, interned, maker_of, tuple_new
 from .walk import SCHEDULER_FIELDS, Walk, fields_of, walkable
 
@@ -797,7 +798,7 @@ class FastForward:
         key, j, q = plan.key, s.j, s.q
         h = s.heads.get(key)
         if h is None:
-            h = s.heads[key] = [j, q, i, None, _leaves(plan, i, step, stop)]
+            h = s.heads[key] = _sighting(plan, j, q, i, step, stop)
         if h[4] is not None and (h[4] - i) // step < WINDOW_GUARD:
             self.materialize(f"a GM window of the loop on {core.name} leaves its tensor within "
                              f"{WINDOW_GUARD} iterations", False)
@@ -808,11 +809,11 @@ class FastForward:
         if per is None:
             d, dq = i - h[2], q - h[1]
             if d % dq or d // dq == 0 or (d // dq) % step:
-                s.heads[key] = [j, q, i, None, _leaves(plan, i, step, stop)]
+                s.heads[key] = _sighting(plan, j, q, i, step, stop)
                 return i
             per = h[3] = d // dq
         elif i != h[2] + (q - h[1]) * per:      # (another run of the loop)
-            s.heads[key] = [j, q, i, None, _leaves(plan, i, step, stop)]
+            s.heads[key] = _sighting(plan, j, q, i, step, stop)
             if s.pk is not None and s.pk is key:
                 self.skip_off = True
             return i
@@ -852,7 +853,8 @@ class FastForward:
         self._release()
 
     def _blocks_to_skip(self, parked) -> int:
-        k = 1 << 62
+        """The blocks every parked core may skip at once (:meth:`head` says what bounds them)."""
+        k = INFINITE
         for t in parked:
             plan, i, step, stop, per = t.park
             m = per // step                     # (iterations per block)
@@ -860,9 +862,10 @@ class FastForward:
                        + [d for ln in t.lns for _, d, _ in ln.refs] + [0])
             margin = MARGIN + -(-back // t.block)    # (blocks left to run recorded)
             k = min(k, len(range(i, stop, step)) // m - margin)
-            if plan.room(step) < 0:
+            room = plan.room(step)
+            if room < 0:
                 return 0
-            bad = _leaves(plan, i, step, stop)
+            bad = _leaves(room, i, step, stop)
             if bad is not None:
                 k = min(k, ((bad - i) // step - WINDOW_GUARD) // m)
             k = min(k, (plan.steady(step) + 1) // m)     # (every guard as it is: the branches the blocks took)
@@ -1103,10 +1106,17 @@ def _moved(region, by: int) -> tuple:
     return lo + by, hi + by, rows
 
 
-def _leaves(plan, i: int, step: int, stop: int) -> int | None:
+def _sighting(plan, j: int, q: int, i: int, step: int, stop: int) -> list:
+    """A loop's head first seen at place ``j`` of block ``q``, iteration ``i``: ``[j, q, i,
+    its counter's move per block (not known yet), the first iteration a moving window of it
+    leaves its tensor]`` (:meth:`FastForward.head`)."""
+    return [j, q, i, None, _leaves(plan.room(step), i, step, stop)]
+
+
+def _leaves(room: int, i: int, step: int, stop: int) -> int | None:
     """The first iteration of the loop from ``i`` on (before ``stop``) at which a moving GM
-    window of ``plan`` leaves its tensor (None: none does, or that cannot be told)."""
-    room = plan.room(step)
+    window leaves its tensor, ``room`` iterations from ``i`` on keeping them all inside
+    (:meth:`~.loops.SkipPlan.room`; None: none leaves, or that cannot be told)."""
     bad = None if room < 0 else i + (room + 1) * step
     return bad if bad is not None and (bad < stop if step > 0 else bad > stop) else None
 
