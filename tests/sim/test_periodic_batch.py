@@ -80,6 +80,20 @@ block_stores = st.builds(lambda a, b, c: a + b + c, st.lists(local_write, min_si
                          st.lists(wide_store, min_size=1, max_size=2), st.lists(op, max_size=3))
 
 
+def _one_by_one(makers, mems, b: int, nq: int) -> tuple:
+    """The reference: blocks ``b`` .. ``b + nq - 1`` made one after another; the memories'
+    bytes then (returned), the memories put back as they were."""
+    start = tuple(m.copy() for m in mems)
+    for q in range(b, b + nq):
+        for m in makers:
+            it = m(q)
+            it[0](*it[1:])
+    want = tuple(m.copy() for m in mems)
+    for m, s0 in zip(mems, start):
+        m[:] = s0
+    return want
+
+
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(block=st.one_of(st.lists(op, min_size=1, max_size=8), block_stores), nq=st.integers(2, 9),
        seed=st.integers(0, 2 ** 16), cut=st.integers(0, 4))
@@ -92,14 +106,8 @@ def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, cut)
     local.view(np.float32)[:] = rng.integers(-8, 8, local.size // 4)
     mem = (gm, local)
     makers = [lambda q, o=o: _item(mem, o, q) for o in block]
-    start = (gm.copy(), local.copy())
     b = 3
-    for q in range(b, b + nq):                       # the reference: block after block
-        for m in makers:
-            it = m(q)
-            it[0](*it[1:])
-    want = (gm.copy(), local.copy())
-    gm[:], local[:] = start
+    want = _one_by_one(makers, (gm, local), b, nq)
     try:
         batch = _Batch(makers, _Buffers([gm, local]), nq)
     except _Unbatchable:
@@ -122,14 +130,9 @@ def test_a_block_reading_what_the_block_before_left_runs_as_a_batch():
     block = [("copy", ("O", 0), ("R", 0), ("R", 0)),      # read the ring slot (the block before's)
              ("copy", ("R", 0), ("I", 0), ("I", 0))]      # then write it
     makers = [lambda q, o=o: _item(mem, o, q) for o in block]
-    ref = gm.copy()
-    for q in range(3, 8):
-        for m in makers:
-            it = m(q)
-            it[0](*it[1:])
-    want, gm[:] = gm.copy(), ref
+    want = _one_by_one(makers, (gm, local), 3, 5)
     _Batch(makers, _Buffers([gm, local]), 5).run(3, 5)
-    assert np.array_equal(gm, want)
+    assert np.array_equal(gm, want[0])
 
 
 def _wide_store_after(writes):
@@ -149,14 +152,9 @@ def _wide_store_after(writes):
 def test_a_read_of_two_writes_of_its_block_runs_as_a_batch():
     """A block store of tiles computed one by one: its writes share their copies."""
     gm, local, makers = _wide_store_after([(0, 64), (64, 128)])
-    start = gm.copy()
-    for q in range(3, 8):
-        for m in makers:
-            it = m(q)
-            it[0](*it[1:])
-    want, gm[:] = gm.copy(), start
+    want = _one_by_one(makers, (gm, local), 3, 5)
     _Batch(makers, _Buffers([gm, local]), 5).run(3, 5)
-    assert np.array_equal(gm, want)
+    assert np.array_equal(gm, want[0])
 
 
 @pytest.mark.parametrize("writes,why", [([(0, 64), (32, 128)], "one over the other"),
