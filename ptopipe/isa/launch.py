@@ -28,11 +28,13 @@ from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
 from ..sim.location import raised_at
+from ..sim.periodic import applies
 from ..sim.pipesync import event_leaks, event_words, watch_gm
 from .blocks import checker_class, cross_block_races, written
 from .checks import flag_leaks
 from .context import refuse_nested_run
 from .golden import compare, compare_launches
+from .skip import take_whole
 from ..protocol.versions import parse as parse_protocol
 from .pipe import leaks
 from .pipe.diagnostics import held_repops, unpaired_frees, zeroed_pops
@@ -419,6 +421,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     # prev: the clusters of the last launch, by block, and exits their ledger rows; rows: every
     # exit's ledger rows
     prev, exits, rows, per_launch, wall, found = None, [], [], [], 0.0, []
+    whole = {}                      # kernel -> itself as the periodic engine runs it (skip.take_whole)
     for k in range(1, int(launches) + 1):
         clusters, writes = [], []
         for b in range(nblocks):
@@ -446,6 +449,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
             for sub, fn in enumerate(fns):
                 if fn is not None:
                     kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
+            if cluster.engine == "periodic" and applies(cluster):     # (loops the engine may take whole)
+                kernels = {c: (whole[fn] if fn in whole else whole.setdefault(fn, take_whole(fn)), kw)
+                           for c, (fn, kw) in kernels.items()}
             t0 = time.perf_counter()
             try:
                 cluster.run(kernels)
