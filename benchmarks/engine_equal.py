@@ -4,7 +4,7 @@ Part 1 runs every example - examples/scenarios, examples/misuse, examples/mixed,
 examples/dsl, examples/flash_attention.py and examples/cpp (their Python scenarios; every
 variant with --variants all) on both platforms and both protocols, and the .pto files of
 tests/pto on their own platform with both protocols, loaded as ``ptopipe run`` loads them -
-once with ``engine="exact"`` and once with ``engine="periodic"``, checkers off.
+once with ``engine="exact"`` and once with ``engine="periodic"``, checkers off (``--checks``: on).
 
 Part 2 draws twice --fuzz random kernels of the fuzz generator (tests/fuzz_kernels.py: C2V / V2C
 / DIR_BOTH pipes, SlotNum 1..8, the three splits, tile and address flow, op chains, clean
@@ -28,7 +28,7 @@ ran exactly: the engine did not apply or did not engage).
 
 Usage:  python benchmarks/engine_equal.py [--part 1|2|all] [--variants default|all]
                                           [--only NAME] [--fuzz 40] [--fuzz-seed 0] [--tiles 200]
-                                          [--mutate-at 1.0]
+                                          [--mutate-at 1.0] [--checks]
 """
 from __future__ import annotations
 
@@ -156,9 +156,9 @@ def example_files() -> list:
     return files
 
 
-def _scenario_run(sc, variant, plat, proto):
+def _scenario_run(sc, variant, plat, proto, checks=False):
     def make(engine):
-        return lambda: sc.run(variant, plat, proto, 0, checks=False, engine=engine)[0]
+        return lambda: sc.run(variant, plat, proto, 0, checks=checks, engine=engine)[0]
     return make
 
 
@@ -178,7 +178,7 @@ def part1(ns) -> tuple:
                 if ns.only and ns.only not in name:
                     continue
                 for plat, proto in COMBOS:
-                    d, e, ex = both(_scenario_run(sc, v, plat, proto))
+                    d, e, ex = both(_scenario_run(sc, v, plat, proto, ns.checks))
                     runs += 1
                     engaged += e
                     bad += bool(d)
@@ -196,7 +196,7 @@ def part1(ns) -> tuple:
                 print(f"  skipped {label} {proto}: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
                 continue
             for sc, _ in pairs:
-                d, e, ex = both(_scenario_run(sc, sc.default_variant, sc.platform, proto))
+                d, e, ex = both(_scenario_run(sc, sc.default_variant, sc.platform, proto, ns.checks))
                 runs += 1
                 engaged += e
                 bad += bool(d)
@@ -290,7 +290,7 @@ def part2(ns) -> tuple:
                 mod.GlobalTensor = reusing_tensors(plain) if reuse else plain
                 try:
                     return ptopipe.run(mod.cube, mod.vector, _copy(args), platform=spec.platform,
-                                       protocol=spec.protocol, max_instructions=budget, checks=False,
+                                       protocol=spec.protocol, max_instructions=budget, checks=ns.checks,
                                        engine=engine)
                 finally:
                     mod.GlobalTensor = plain
@@ -320,6 +320,7 @@ def main() -> int:
     ap.add_argument("--fuzz", type=int, default=40, help="random kernels in part 2")
     ap.add_argument("--fuzz-seed", type=int, default=0)
     ap.add_argument("--tiles", type=int, default=200, help="trip count of every pipe of a random kernel")
+    ap.add_argument("--checks", action="store_true", help="both engines with the checkers on (default: off)")
     ap.add_argument("--mutate-at", type=float, default=1.0,
                     help="a mutation goes just before this fraction of the trip count (1: the last iterations)")
     ns = ap.parse_args()

@@ -139,8 +139,8 @@ _FOR = {"input": ".pto and C++ kernels", "output": ".pto and C++ kernels", "func
 _NOT_FOR_CPP = {
     "no-checks": "drop --no-checks: `run` checks a C++ kernel as `check` does (ptopipe.run(..., "
                  "checks=False) runs one without)",
-    "engine": "drop --engine: it needs --no-checks, which `run` has for Python and .pto kernels only; "
-              "PTOPIPE_ENGINE=periodic sets the engine of every run made without the checkers",
+    "engine": "drop --engine: `run` has it for Python and .pto kernels; PTOPIPE_ENGINE=periodic sets the "
+              "engine of every run that names none (a C++ kernel's too)",
     "func": "name the C++ kernel functions with --aic NAME / --aiv NAME",
     "range": "drop --range: it bounds the static check of .pto and DSL kernels; a C++ kernel runs with "
              "its --input values",

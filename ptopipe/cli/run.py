@@ -9,7 +9,7 @@ from ..isa.launch import compare_launches
 from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, block_note, blocks_ran, engine_note, launch_kwargs,
                      refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
                      werror_verdict)
-from ..errors import ConfigError, PtoPipeError
+from ..errors import PtoPipeError
 from ..sim.cluster import ENGINES
 from . import bounds
 from ..driver.loader import load_scenarios, pick_variants
@@ -39,9 +39,9 @@ def add_parser(sub) -> None:
                    help="(.py and .pto kernels) run without the checkers (the happens-before race, slot-reuse "
                         "and address checks): faster; a misuse then shows only as a wrong result, a hang or a leak")
     p.add_argument("--engine", choices=ENGINES, default=None,
-                   help="(.py and .pto kernels, with --no-checks) exact: simulate every instruction; periodic: "
-                        "fast-forward a streaming kernel's steady state, the same results (docs/engine.md) "
-                        "(default: $PTOPIPE_ENGINE, else exact)")
+                   help="(.py and .pto kernels) exact: simulate every instruction; periodic: fast-forward a "
+                        "streaming kernel's steady state, the checkers on or off, the same results "
+                        "(docs/engine.md) (default: $PTOPIPE_ENGINE, else exact)")
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "
                         "not by the simulated timing, as `check` does (stricter race check, 25-30%% slower)")
@@ -74,9 +74,6 @@ def _preview(a: np.ndarray) -> str:
 
 def main(args) -> int:
     refuse_pto_options(args, "input", "output", "func", "range", "aic", "aiv", "no-checks", "engine")
-    if args.engine == "periodic" and not args.no_checks:
-        raise ConfigError("--engine periodic runs without the checkers", where="option --engine",
-                          fix="add --no-checks (the checkers' own state is not fast-forwarded: docs/engine.md)")
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)

@@ -40,6 +40,8 @@ class _BlockRecording:
     """Records the GM regions a block's cores access (``block_regions``: ``(lo, hi, rows,
     write)`` -> the first access's ``(rows, core, op, where, label, ring)``)."""
 
+    recordable = False
+
     def __init__(self, cluster):
         super().__init__(cluster)
         self.block_regions: dict = {}

@@ -65,6 +65,8 @@ class _StateCell:
 class KernelChecks(HappensBefore):
     """Happens-before checker plus the protocol-level checks that need ISA objects."""
 
+    recordable = True
+
     def __init__(self, cluster):
         super().__init__(cluster)
         self._ring_regions: dict = {}
@@ -540,6 +542,8 @@ class WriteRecorder(KernelChecks):
     with its core, instruction and line - opt in (``run(record_writes=True)``): a golden
     mismatch re-runs the kernel with it to name the last writer of the first wrong element,
     so the default run pays nothing."""
+
+    recordable = False
 
     def __init__(self, cluster):
         super().__init__(cluster)

@@ -360,8 +360,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ring period, the repeated instructions are only recorded - the same outputs, cycles,
     counts and errors as the ``"exact"`` engine, which simulates every instruction (None:
     the environment's ``PTOPIPE_ENGINE``, else ``"exact"``).
-    It applies with the checkers, the trace, exploration and ``until_cycle`` off and in the
-    automatic synchronisation mode; any other run is exact.
+    It applies in the automatic synchronisation mode with the trace, exploration,
+    ``until_cycle``, ``record_writes`` and several ``blocks`` off, the checkers on or off
+    (docs/engine.md); any other run is exact.
 
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).

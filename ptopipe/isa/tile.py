@@ -45,7 +45,7 @@ class Tile:
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
                  "hbw", "hbu", "pad", "pop_rec", "known_written", "__weakref__")
     #: fields that count events, not cycles (a binding names its pop: sim.periodic's moves)
-    counter_fields = ("binding",)
+    counter_fields = ("binding", "pop_rec")
     #: fields that are simulated times (cycles): the scoreboard's (sim.core's issue)
     time_fields = ("ready_at", "read_end")
 

@@ -77,7 +77,7 @@ class _CoreLet(greenlet.greenlet):
 
 class Core:
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
-    counter_fields = ("budget", "instructions", "busy", "stall")
+    counter_fields = ("budget", "instructions", "busy", "stall", "vclock")
     #: fields that are simulated times (cycles): the issue clock, each pipe's free time
     time_fields = ("clock", "pipe_free")
 

@@ -19,7 +19,7 @@ class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
                  "set_clocks", "pipe_orders", "signal", "sets", "drained", "carried", "origin", "sync_at")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
-    counter_fields = ("sets", "drained")
+    counter_fields = ("sets", "drained", "set_clocks")
     #: fields that are simulated times (cycles): the pending SETs' arrivals
     time_fields = ("arrivals",)
 

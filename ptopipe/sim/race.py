@@ -221,6 +221,12 @@ def _reusing(bucket, key, rec) -> tuple:
 class HappensBefore:
     """The race checker attached to a :class:`~ptopipe.sim.Cluster` as ``cluster.checker``."""
 
+    #: whether the fast-forward engine may record a run checked by this class
+    #: (:mod:`ptopipe.sim.periodic.checker`): its verdicts repeat with a proven block, and its
+    #: state at a cut is rebuilt by making the last blocks again.  A checker that keeps every
+    #: access (a write log, a launch's blocks' regions) needs every one made.
+    recordable = False
+
     def __init__(self, cluster):
         self.cluster = cluster
         n = len(cluster.cores)
@@ -307,6 +313,21 @@ class HappensBefore:
         if c > m[2]:
             m[2] = c
         self.dirty = True
+
+    def live_records(self):
+        """``(core index, epoch)`` of each access record that some live core is not ordered
+        after (one that can still race)."""
+        if self.dirty:
+            self._refloor()
+        fl = self.floor
+        for pages in self.mems.values():
+            for page in pages.values():
+                for b, bucket in enumerate(page):
+                    if bucket is not None and bucket[0] > fl[b >> 1]:
+                        f = fl[b >> 1]
+                        for r in bucket[1].values():
+                            if r[4] > f:
+                                yield b >> 1, r[4]
 
     def _refloor(self) -> None:
         live = [c for c in self.cores if c.state in _LIVE]

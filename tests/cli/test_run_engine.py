@@ -1,5 +1,5 @@
-"""``ptopipe run FILE.py|FILE.pto --no-checks [--engine periodic]``: a Python or PTO-AS kernel
-run without the checkers, on either engine (docs/engine.md) - the same verdict and outputs,
+"""``ptopipe run FILE.py|FILE.pto [--no-checks] [--engine periodic]``: a Python or PTO-AS kernel
+run with or without the checkers, on either engine (docs/engine.md) - the same verdict and outputs,
 the periodic engine saying what it recorded - and the options refused where they do not
 apply (a C++ kernel)."""
 from __future__ import annotations
@@ -30,10 +30,12 @@ def test_without_the_checkers_on_the_exact_engine(capsys):
     assert "matches numpy golden" in out and "periodic engine" not in out
 
 
-def test_the_periodic_engine_needs_no_checkers(capsys):
-    assert cli_main(["run", S7, "--engine", "periodic"]) == 1
-    err = capsys.readouterr().err
-    assert "ConfigError: --engine periodic runs without the checkers" in err and "add --no-checks" in err
+def test_the_periodic_engine_with_the_checkers(capsys):
+    assert cli_main(["run", S7, "--engine", "periodic"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS s7_long_stream[default]: matches numpy golden" in out
+    line = next(ln for ln in out.splitlines() if "periodic engine:" in ln)
+    assert int(line.split("periodic engine: ")[1].split()[0]) > 0, line
 
 
 def test_a_pto_kernel_records_and_writes_what_the_exact_engine_writes(capsys, tmp_path):

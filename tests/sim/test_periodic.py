@@ -76,7 +76,7 @@ def _run(aic, aiv, args, engine, kw):
     mine = _copy(args)
     logs = {k: v for k, v in mine.items() if isinstance(v, list)}
     try:
-        return ptopipe.run(aic, aiv, mine, checks=False, engine=engine, **kw), None, logs
+        return ptopipe.run(aic, aiv, mine, engine=engine, **{"checks": False, **kw}), None, logs
     except PtoPipeError as e:
         return None, e, logs
 
@@ -88,7 +88,8 @@ def _fields(summary) -> dict:
 
 
 def same(aic, aiv, args, made=None, engaged=True, **kw):
-    """Run on both engines and assert the same results (see the module docstring; list
+    """Run on both engines (checkers off unless ``checks=True`` is given) and assert the same
+    results (see the module docstring; list
     arguments start empty in each run and must end equal: a kernel may log into one); with
     ``made`` (the :func:`engines` fixture) and ``engaged``, that the periodic run recorded
     at least one whole block.  Returns the exact run's result, or its error."""

@@ -46,8 +46,9 @@ The timing model depends only on each core's instruction sequence and on which S
 WAIT takes (flags are FIFO), not on the order the cores ran in; the data work runs in an
 order the exact engine ran it.  So outputs, cycles, per-core counts and stalls, errors and
 their lines are the exact engine's (tests/sim/test_periodic.py runs both).  The engine
-applies to runs with the checkers, the trace, exploration and the cycle bound off,
-automatic synchronisation and timing on (:func:`applies`); every other run, and every
+applies to runs with the trace, exploration and the cycle bound off, automatic
+synchronisation and timing on, the checkers off or a checker it can carry across recorded
+blocks (:mod:`.checker`; :func:`applies`); every other run, and every
 kernel that never settles, runs exactly.  docs/engine.md is the user's page.
 """
 from .engine import FastForward, FastForwardReport, applies

@@ -15,6 +15,7 @@ from ..location import call_site
 from ..race import gm_region, overlap
 from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
 from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, is_tensor, same_args
+from . import checker
 from .loops import INFINITE
 from .values import Buffers, Moving, Unsettled, as_moving, interned, maker_of, tuple_new
 from .walk import SCHEDULER_FIELDS, Walk, fields_of, walkable
@@ -83,7 +84,7 @@ class _Restart(Exception):
 
 def applies(cluster) -> bool:
     """Whether a run on ``cluster`` can be fast-forwarded (see the module docstring)."""
-    return (cluster.checker is None and cluster.trace is None and cluster.policy is None
+    return ((cluster.checker is None or cluster.checker.recordable) and cluster.trace is None and cluster.policy is None
             and not cluster.manual_sync and cluster.timing and cluster.until_cycle is None)
 
 
@@ -193,7 +194,8 @@ class FastForward:
         self.cluster = cluster
         self.mode = WARMUP
         self.st = {c.index: _CoreState(c, self) for c in cores}
-        self.snaps: list = []         # (walk, call counts, data operations queued) per snapshot
+        self.snaps: list = []         # (walk, call counts, data operations queued, checker.Mark) per snapshot
+        self.checked = {}             # recording: the race checker's counts' moves per block (checker.prove)
         self.gwork: list = []         # learning: the data operations queued, in order
         self.gcores: list = []        # learning: the core that queued each
         self.ref = None               # the core whose calls time the snapshots
@@ -465,7 +467,7 @@ class FastForward:
             self.gwork.clear()
             self.gcores.clear()
         walk = Walk(self._roots())
-        self.snaps.append((walk, {i: s.n for i, s in self.st.items()}, len(self.gwork)))
+        self.snaps.append((walk, {i: s.n for i, s in self.st.items()}, len(self.gwork), checker.mark(self.cluster)))
         if len(self.snaps) == 1 and ref.block is None:
             self.phased = [o for o in walk.objs if o.__class__ not in (list, dict, set)
                            and getattr(o, "cycle", None).__class__ is int and hasattr(o, "phase")]
@@ -506,7 +508,8 @@ class FastForward:
         work between them (raises Unsettled): the moves, the learned blocks."""
         if any(f.carried for f in self.cluster.flags()):
             raise Unsettled("a WAIT may still take a credit an earlier launch left (the ledger names it)")
-        walks = [w for w, _, _ in self.snaps]
+        self.checked = checker.prove(self.cluster, [m for *_, m in self.snaps])
+        walks = [w for w, *_ in self.snaps]
         if len({len(w.objs) for w in walks}) != 1:
             raise Unsettled("the machine state grew")
         last = walks[-1]
@@ -553,7 +556,7 @@ class FastForward:
         # the calls: every core's blocks are the same calls
         learned, logs = {}, {}
         for i, s in self.st.items():
-            counts = [c[i] for _, c, _ in self.snaps]
+            counts = [c[i] for _, c, *_ in self.snaps]
             steps = {b - a for a, b in zip(counts, counts[1:])}
             blk = steps.pop()
             if steps:
@@ -570,7 +573,7 @@ class FastForward:
             learned[i] = [Learned([b[j] for b in blocks], last, bufs) for j in range(blk)]
             logs[i] = (s, blk)
         # the data work: the same operations each block, in the same order
-        ends = [o for _, _, o in self.snaps]
+        ends = [o for _, _, o, _ in self.snaps]
         slices = [self.gwork[a:b] for a, b in zip(ends, ends[1:])]
         if len({len(w) for w in slices}) != 1:
             raise Unsettled("the blocks queued different numbers of data operations")
@@ -615,7 +618,7 @@ class FastForward:
         if not made:
             return {}
         out = None
-        for w, (_, counts, _) in zip(walks, self.snaps):
+        for w, (_, counts, *_) in zip(walks, self.snaps):
             here = {}
             for p, o in enumerate(w.objs):
                 f = made.get(id(o))
@@ -675,9 +678,11 @@ class FastForward:
         """The proof holds: from here on the hooked calls are recorded - unless two cores'
         GM windows meet (:func:`_cross_core_gm`): the run is left exact."""
         learned = list(self.learned.items())
-        if _cross_core_gm(learned, same_window=False):
+        if _cross_core_gm(learned, same_window=False, same_core=self.cluster.checker is not None):
             self._off("two cores' GM windows meet, one of them written: which lands last is the exact "
-                      "run's only in its order (a race the checkers report)")
+                      "run's only in its order (a race the checkers report)" if self.cluster.checker is None else
+                      "two GM windows meet, one of them written (two cores', or one core's moving at "
+                      "different rates): the checkers' verdict on them is not the learned blocks'")
             return
         self._taps(False)
         self.mode = RECORD
@@ -904,6 +909,8 @@ class FastForward:
         self._release()
         sts = [s for s in self.st.values() if s.block]
         q = min(((s.n - s.base) // s.block for s in sts), default=0)
+        if self.cluster.checker is not None:     # (the checker's records made again: checker.REPLAY)
+            q = max(0, q - checker.REPLAY)
         self.blocks_skipped += q
         self.calls_skipped += sum(q * s.block for s in sts)
         cl = self.cluster
@@ -931,6 +938,7 @@ class FastForward:
                     o = self._made_at(s, k)[i]
                     for key, v in zip(keys, pre):
                         setattr(o, key, v)
+        checker.at_cut(cl, self.snaps[-1][3], self.checked, q)
         # the calls after the cut, made exactly in an order the flags allow (the recorded
         # order was one; the timing depends on none: see the module docstring)
         todo = [[s, s.base + q * s.block] for s in sts if s.base + q * s.block < s.n]
@@ -1064,7 +1072,7 @@ class FastForward:
 CORES_APART = 3
 
 
-def _cross_core_gm(learned, same_window: bool = True) -> bool:
+def _cross_core_gm(learned, same_window: bool = True, same_core: bool = False) -> bool:
     """Do two cores' GM windows of the learned blocks (``[(core index, its learned calls)]``;
     an ISA call's destination is its first operand: a window there is written) meet, one of
     them written, within :data:`CORES_APART` blocks of each other?  Then the order the two
@@ -1072,9 +1080,10 @@ def _cross_core_gm(learned, same_window: bool = True) -> bool:
     - the cores running in another order, the calls after a cut re-made in an order the
     flags allow - need not keep the exact run's.  With ``same_window`` False, two cores
     writing the very same window are not counted (a NO_SPLIT lane storing the tile the other
-    lane stores: the same bytes, in either order).  (Windows of one tensor moving at
-    different rates meet some time: they count as meeting; windows of different tensors
-    never do.)"""
+    lane stores: the same bytes, in either order).  With ``same_core``, one core's two windows
+    moving at different rates count too (the race checker's verdict on them changes where
+    they meet: :mod:`.checker`).  (Windows of one tensor moving at different rates meet some
+    time: they count as meeting; windows of different tensors never do.)"""
     acc = []
     for core, lns in learned:
         for ln in lns:
@@ -1085,7 +1094,11 @@ def _cross_core_gm(learned, same_window: bool = True) -> bool:
                     acc.append((core, i == 0, _moved(r, b - p.addr), d, bounds))
     for x, (ca, wa, ra, da, ba) in enumerate(acc):
         for cb, wb, rb, db, bb in acc[x + 1:]:
-            if ca == cb or not (wa or wb) or ba != bb or ba is None:
+            if not (wa or wb) or ba != bb or ba is None:
+                continue
+            if ca == cb:
+                if same_core and da != db:
+                    return True
                 continue
             if da != db:
                 return True

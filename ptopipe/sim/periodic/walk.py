@@ -19,7 +19,7 @@ SCHEDULER_FIELDS = frozenset({"state", "waiting", "waiter", "glet", "limit"})
 SKIP_FIELDS = frozenset({"pending", "marks", "main", "steps", "_next", "deadline", "ff", "trace", "waits",
                           "signals", "context", "pool", "kernel", "explainers", "annotators", "hinters",
                           "finishers", "carried_hooks", "warnings", "policy", "costs", "event_words", "op_word",
-                          "loc_override", "cluster", "platform", "memories", "gm", "model", "_views"})
+                          "loc_override", "cluster", "checker", "platform", "memories", "gm", "model", "_views"})
 
 
 class _All:
