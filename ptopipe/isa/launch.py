@@ -423,58 +423,70 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     # exit's ledger rows
     prev, exits, rows, per_launch, wall, found = None, [], [], [], 0.0, []
     whole = {}                      # kernel -> itself as the periodic engine runs it (skip.take_whole)
+    logs = {name: list(v) for name, v in args.items() if isinstance(v, list)}     # (a kernel may log into one)
     for k in range(1, int(launches) + 1):
         clusters, writes = [], []
         for b in range(nblocks):
             if limit.passed():         # (a bound shared with earlier runs, or between launches)
                 raise expired_before(limit, _where_in_run(b, nblocks, k, launches) or "this run")
-            cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
-                              max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                              timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
-                              shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None, engine=engine)
-            cluster.causal = causal and timing
-            if checker is not None:
-                cluster.checker = checker(cluster)
-                if cluster.manual_sync:
-                    watch_gm(cluster)
-            if prev is None:
-                if b == 0:
-                    for (name, a), addr in zip(arrays.items(), addrs):
-                        cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
-            else:
-                _carry(prev[b], cluster, exits[b], gm=b == 0)
-            clusters.append(cluster)
-            kernels = {}
-            if aic is not None:
-                kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
-            for sub, fn in enumerate(fns):
-                if fn is not None:
-                    kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
-            if cluster.engine == "periodic" and applies(cluster):     # (loops the engine may take whole)
-                kernels = {c: (whole[fn] if fn in whole else whole.setdefault(fn, take_whole(fn)), kw)
-                           for c, (fn, kw) in kernels.items()}
-            t0 = time.perf_counter()
-            try:
-                cluster.run(kernels)
-                wall += time.perf_counter() - t0
-                exited = _exit(cluster, k, k == launches, checks, leak_check)
-            except AttributeError as e:
-                err = _argument_misuse(e, args)
-                if err is None:
+            engine_now = engine
+            while True:
+                cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
+                                  max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
+                                  timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
+                                  shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None, engine=engine_now)
+                cluster.causal = causal and timing
+                if checker is not None:
+                    cluster.checker = checker(cluster)
+                    if cluster.manual_sync:
+                        watch_gm(cluster)
+                if prev is None:
+                    if b == 0:
+                        for (name, a), addr in zip(arrays.items(), addrs):
+                            cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
+                else:
+                    _carry(prev[b], cluster, exits[b], gm=b == 0)
+                clusters.append(cluster)
+                kernels = {}
+                if aic is not None:
+                    kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
+                for sub, fn in enumerate(fns):
+                    if fn is not None:
+                        kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
+                if cluster.engine == "periodic" and applies(cluster):     # (loops the engine may take whole)
+                    kernels = {c: (whole[fn] if fn in whole else whole.setdefault(fn, take_whole(fn)), kw)
+                               for c, (fn, kw) in kernels.items()}
+                t0 = time.perf_counter()
+                again = False
+                try:
+                    cluster.run(kernels)
+                    wall += time.perf_counter() - t0
+                    exited = _exit(cluster, k, k == launches, checks, leak_check)
+                except AttributeError as e:
+                    err = _argument_misuse(e, args)
+                    if err is None:
+                        raise
+                    raise err from e
+                except PtoPipeError as e:
+                    again = _made_again(cluster, launches, nblocks) and not limit.passed()
+                    if again:           # (made again exactly: the exact engine's error)
+                        for name, items in logs.items():
+                            args[name][:] = items
+                        clusters.pop()
+                        engine_now = "exact"
+                        continue
+                    if nblocks > 1 and not isinstance(e, (ParseError, CompileError)):   # (those: of every block)
+                        e.add_detail(f"(in block {b} of {nblocks})")
+                    if launches > 1:
+                        e.add_detail(f"(in launch {k} of {launches})")
+                    if trace:               # the traced run up to the error, for its reports
+                        e.run_cluster = cluster
+                        cluster.stopped_by = e
                     raise
-                raise err from e
-            except PtoPipeError as e:
-                if nblocks > 1 and not isinstance(e, (ParseError, CompileError)):   # (those: of every block)
-                    e.add_detail(f"(in block {b} of {nblocks})")
-                if launches > 1:
-                    e.add_detail(f"(in launch {k} of {launches})")
-                if trace:               # the traced run up to the error, for its reports
-                    e.run_cluster = cluster
-                    cluster.stopped_by = e
-                raise
-            finally:
-                if echo_prints:
-                    flush_prints(cluster)   # TPRINT's output, also of a run that failed
+                finally:
+                    if echo_prints and not again:
+                        flush_prints(cluster)   # TPRINT's output, also of a run that failed
+                break
             if k == launches:
                 found = exited if nblocks == 1 else found + [w for w in exited if w not in found]
             exit_rows = ledger(cluster, k)
@@ -505,6 +517,16 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     summary = summarize(prev, context.protocol_name, wall, found)
     summary.ledger, summary.launches = rows, int(launches)
     return RunResult(outputs, summary, prev[0], per_launch, prev)
+
+
+def _made_again(cluster: Cluster, launches: int, blocks: int) -> bool:
+    """Is a run that failed on ``cluster`` made again on the exact engine?  A run the periodic
+    engine recorded: its error is then the exact run's in every word (after a cut the cores
+    may run in another order than the exact run's, and which of two racing accesses comes
+    first names the race).  A run of one launch on one block (a launch's prints are shown as
+    it ends)."""
+    ff = cluster.fast_forward
+    return ff is not None and ff.blocks > 0 and launches == 1 and blocks == 1
 
 
 def _where_in_run(b: int, blocks: int, k: int, launches: int) -> str:

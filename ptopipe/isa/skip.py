@@ -24,10 +24,16 @@ kernel's source (:mod:`ast`) and qualifies when it is made only of:
   truth the engine keeps over a skip (:meth:`~ptopipe.sim.periodic.loops.SkipPlan.steady`).
 
 At a skip, every value that meets a moving one in ``+``, ``-``, ``*`` must be a Python int (a
-numpy integer wraps, a float rounds; a GM pointer may take an int: ``x.data() + off``), which
-is read from the kernel's frame then; a loop that fails it runs recorded.  The GM windows the
-skipped calls would use are kept inside their tensors by the engine (a Python kernel's
-window is checked where an instruction uses it).
+numpy integer wraps, a float rounds; a GM pointer may take an int: ``x.data() + off``), and a
+guard's operands are compared: both are read from the kernel's frame then, so they may name
+only values the frame holds as the last iteration read them (a name the body assigns once,
+by a statement of its own) and call nothing but ``t.data()`` (a call would run on the core
+that asks).  A loop that fails it runs recorded.  What the source cannot tell is checked as
+the loop starts: what the body iterates or subscripts is a list, tuple, dict or range, and no
+tensor the body sets with ``t.assign`` is reachable through another name it reads (an alias,
+a list holding it), else the loop runs recorded.  The GM windows the skipped calls would use
+are kept inside their tensors by the engine (a Python kernel's window is checked where an
+instruction uses it).
 
 The kernel is recompiled from its source with those loops' ``range(...)`` replaced by
 :func:`_iterate`'s generator (the same lines, names, globals and closure cells); a kernel whose
@@ -74,6 +80,9 @@ class Loop:
     guards: tuple           # Guard per comparison of a value that moves
     operands: tuple         # per guard: (code of lhs, code of rhs)
     ints: tuple             # (code, a GM pointer allowed) per value that meets a moving one
+    assigned: tuple         # the names whose tensor ``t.assign(...)`` sets in the body
+    still: tuple            # the names the body reads and does not assign
+    containers: tuple       # codes of what the body iterates or subscripts (a list, tuple, dict)
 
 
 def hooked(f) -> bool:
@@ -90,11 +99,12 @@ def take_whole(fn):
     its source says is read once per code object (kept on ``fn``)."""
     d = getattr(fn, "__dict__", None)
     got = d.get(_KEPT) if d is not None else None
-    if got is None or got[0] is not fn.__code__:
-        got = (fn.__code__, *_rewritten(fn))
+    if got is None or got[0] is not fn.__code__ or not _same_names(fn, got[3]):
+        seen: dict = {}
+        got = (fn.__code__, *_rewritten(fn, seen), seen)
         if d is not None:
             d[_KEPT] = got
-    _, code, loops = got
+    _, code, loops, _ = got
     if code is None:
         return fn
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
@@ -107,11 +117,21 @@ def take_whole(fn):
     return new
 
 
-def _rewritten(fn) -> tuple:
+def _same_names(fn, seen: dict) -> bool:
+    """Do the names the analysis of ``fn`` looked up still name what they named then (a
+    global rebound to a helper of the kernel's own makes it read again)?"""
+    resolve = _resolver(fn)
+    try:
+        return all(resolve(n) is o for n, o in seen.items())
+    except _NotSkippable:
+        return False
+
+
+def _rewritten(fn, seen: dict) -> tuple:
     """The code of ``fn`` with its loops that may be taken whole calling :data:`_LOOP` in
     place of ``range`` (the loop's number first), and those loops; ``(None, ())`` when it
-    has none."""
-    found = _read(fn)
+    has none.  ``seen``: the names looked up, and what they named."""
+    found = _read(fn, seen)
     if found is None or not found[2]:
         return None, ()
     tree, defn, loops = found
@@ -129,9 +149,10 @@ def skippable(fn) -> tuple[Loop, ...]:
     return () if found is None else tuple(loop for _, loop in found[2])
 
 
-def _read(fn):
+def _read(fn, seen: dict | None = None):
     """``fn``'s source as a module holding its definition (lines as in its file), the
-    definition, and its loops that may be taken whole; None when it cannot be read."""
+    definition, and its loops that may be taken whole; None when it cannot be read.
+    ``seen`` gets the names the analysis looked up and what they named."""
     if not isinstance(fn, types.FunctionType) or "__class__" in fn.__code__.co_freevars:
         return None
     try:
@@ -148,7 +169,7 @@ def _read(fn):
         return None
     if _compiled(tree, defn, fn, check=True) is None:
         return None             # (the source is not the running code's)
-    resolve = _resolver(fn)
+    resolve = _resolver(fn, seen)
     loops = []
     _find(defn.body, resolve, loops)
     return tree, defn, loops
@@ -185,16 +206,17 @@ def _at(node, where):
     return ast.copy_location(node, where)
 
 
-def _resolver(fn):
+def _resolver(fn, seen: dict | None = None):
     """Name -> what it names for ``fn`` outside its locals (closure, globals, builtins);
-    ``_NotSkippable`` for one it cannot tell (a local, an empty cell)."""
+    ``_NotSkippable`` for one it cannot tell (a local, an empty cell).  ``seen`` gets each
+    name looked up and what it named."""
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     local = set(fn.__code__.co_varnames) | set(fn.__code__.co_cellvars)
     g = fn.__globals__
     b = g.get("__builtins__", builtins)
     b = b if isinstance(b, dict) else vars(b)
 
-    def resolve(name: str):
+    def lookup(name: str):
         if name in local:
             raise _NotSkippable
         if name in cells:
@@ -207,6 +229,12 @@ def _resolver(fn):
         if name in b:
             return b[name]
         raise _NotSkippable
+
+    def resolve(name: str):
+        o = lookup(name)
+        if seen is not None:
+            seen[name] = o
+        return o
     return resolve
 
 
@@ -241,7 +269,8 @@ def _loop(st: ast.For, resolve) -> Loop | None:
         a.block(st.body, top=True)
     except _NotSkippable:
         return None
-    return Loop(st.lineno, tuple(a.guards), tuple(a.operands), tuple(a.ints))
+    return Loop(st.lineno, tuple(a.guards), tuple(a.operands), tuple(a.ints), tuple(sorted(a.receivers)),
+                tuple(sorted(a.still)), tuple(a.containers))
 
 
 class _Body:
@@ -251,16 +280,34 @@ class _Body:
 
     def __init__(self, loop: ast.For, resolve):
         self.var, self.resolve, self.file = loop.target.id, resolve, "<kernel>"
-        self.assigned = set()
+        self.assigned, self.receivers, self.once, reads = set(), set(), set(), set()
+        counts: dict = {}
         for n in ast.walk(ast.Module(loop.body, [])):
-            if n.__class__ is ast.Name and n.ctx.__class__ is not ast.Load:
-                self.assigned.add(n.id)
+            name = None
+            if n.__class__ is ast.Name:
+                if n.ctx.__class__ is ast.Load:
+                    reads.add(n.id)
+                else:
+                    name = n.id
             elif _assign_call(n) is not None:
-                self.assigned.add(n.value.func.value.id)
+                name = n.value.func.value.id
+                self.receivers.add(name)
+            if name is not None:
+                self.assigned.add(name)
+                counts[name] = counts.get(name, 0) + 1
+        self.counts = counts
+        # names a skip may read from the kernel's frame: assigned once, by a statement of the
+        # body's own (the frame then holds what the last iteration read at every use)
+        self.once = {n for n, k in counts.items() if k == 1} - {
+            t.id for st in loop.body if st.__class__ is not ast.Assign and st.__class__ is not ast.AnnAssign
+            for t in ast.walk(st) if t.__class__ is ast.Name and t.ctx.__class__ is not ast.Load}
+        self.once -= self.receivers
+        self.still = reads - self.assigned - {self.var}
         if self.var in self.assigned:
             raise _NotSkippable                 # (the loop variable set in the body)
         self.forms, self.defined = {}, set()
-        self.guards, self.operands, self.ints = [], [], []
+        self.guards, self.operands, self.ints, self.containers = [], [], [], []
+        self.counters = set()                   # names only a nested ``range`` loop sets (ints)
 
     # -- statements ------------------------------------------------------------------------
     def block(self, stmts, top: bool) -> None:
@@ -336,8 +383,13 @@ class _Body:
             if self.resolve_call(it.func.id) is not range or it.keywords:
                 raise _NotSkippable
             args = it.args
+            if self.counts[st.target.id] == 1:
+                self.counters.add(st.target.id)
+        elif it.__class__ is ast.Tuple or it.__class__ is ast.List:
+            args = it.elts
         else:
-            args = [it]
+            args = [it]                         # (a list or tuple at run time: Loop.containers)
+            self.containers.append(self.code(it, evaluated=False))
         if any(self.expr(a) is not None for a in args):
             raise _NotSkippable                 # (its bounds move)
         inner = {n.id for n in ast.walk(ast.Module(st.body, [])) if n.__class__ is ast.Name
@@ -389,6 +441,8 @@ class _Body:
             parts = (e.value, e.slice) if cls is ast.Subscript else (e.lower, e.upper, e.step)
             if any(p is not None and self.expr(p) is not None for p in parts):
                 raise _NotSkippable
+            if cls is ast.Subscript:            # (a list, tuple or dict at run time: Loop.containers)
+                self.containers.append(self.code(e.value, evaluated=False))
             return None
         if cls is ast.Tuple or cls is ast.List:
             moving = [self.expr(x) for x in e.elts]
@@ -414,12 +468,16 @@ class _Body:
             return _AMBIGUOUS if a is _AMBIGUOUS or b is _AMBIGUOUS else _combine(
                 "+" if cls is ast.Add else "-", a, b)
         still = right if a is not None else left
-        self.ints.append((self.code(still), b is not None and cls is not ast.Mult))
+        if still.__class__ is ast.Name and still.id in self.counters:
+            code = compile(ast.Expression(still), self.file, "eval")    # (an int: a nested range's)
+        else:
+            code = self.code(still)
+            self.ints.append((code, b is not None and cls is not ast.Mult))
         moving = a if a is not None else b
         if moving is _AMBIGUOUS:
             return _AMBIGUOUS
         if cls is ast.Mult:
-            return ("*", moving, self.code(still))
+            return ("*", moving, code)
         return ("neg", moving) if cls is ast.Sub and b is not None else moving
 
     def call(self, e: ast.Call):
@@ -448,7 +506,17 @@ class _Body:
             raise _NotSkippable
         return self.resolve(name)
 
-    def code(self, e):
+    def code(self, e, evaluated: bool = True):
+        """The code of ``e``, read from the kernel's frame at a skip (``evaluated``) or at the
+        loop's start: no call but ``t.data()`` (a call runs on the core that asks), and at a
+        skip no name the body assigns twice or in a branch or nested loop (the frame holds its
+        last value, not the one read)."""
+        for n in ast.walk(e):
+            if n.__class__ is ast.Call:
+                if not (n.func.__class__ is ast.Attribute and n.func.attr == "data" and not n.args):
+                    raise _NotSkippable
+            elif n.__class__ is ast.Name and n.id in self.assigned and (not evaluated or n.id not in self.once):
+                raise _NotSkippable
         return compile(ast.Expression(e), self.file, "eval")
 
 
@@ -479,8 +547,48 @@ def _heads(loops: tuple):
         core = getattr(greenlet.getcurrent(), "core", None)
         if core is None or len(r) < 2:
             return iter(r)
-        return _iterate(core, _plan(loops[k], sys._getframe(1)), r)
+        frame = sys._getframe(1)
+        if not _alone(loops[k], frame):
+            return iter(r)
+        return _iterate(core, _plan(loops[k], frame), r)
     return loop
+
+
+def _alone(loop: Loop, frame) -> bool:
+    """What the loop's source cannot tell, as the loop starts: what it iterates or
+    subscripts is a list, tuple, dict or range (no ``__iter__`` / ``__getitem__`` of the
+    kernel's own with a state), and no tensor the body sets (``t.assign``) is reachable
+    through another name it reads (an alias, a list holding it: the body would read a
+    tensor an earlier iteration set)."""
+    g, local = frame.f_globals, frame.f_locals
+    b = g.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else vars(b)
+    try:
+        if any(eval(c, g, local).__class__ not in (list, tuple, dict, range) for c in loop.containers):
+            return False
+    except Exception:                   # (as the loop raises on its first iteration)
+        return False
+    set_ = {id(local[n]) for n in loop.assigned if n in local}
+    if not set_:
+        return True
+    for n in loop.still:
+        v = local[n] if n in local else g[n] if n in g else b.get(n)
+        if _reaches(v, set_, 4):
+            return False
+    return True
+
+
+def _reaches(v, ids: set, depth: int) -> bool:
+    """Is an object of ``ids`` ``v``, or held by ``v`` (a list, tuple, set or dict, ``depth``
+    levels deep; deeper: assumed held)?"""
+    if id(v) in ids:
+        return True
+    cls = v.__class__
+    if cls is list or cls is tuple or cls is set or cls is frozenset:
+        return depth == 0 or any(_reaches(x, ids, depth - 1) for x in v)
+    if cls is dict:
+        return depth == 0 or any(_reaches(x, ids, depth - 1) for x in (*v.keys(), *v.values()))
+    return False
 
 
 def _iterate(core, plan: SkipPlan, r: range):

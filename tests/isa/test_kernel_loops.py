@@ -183,7 +183,21 @@ def leftover_after_nested(x, a, n):
             TLOAD(a, x)
 
 
-REFUSED = [carried, modulo, printing, logging, assigned_late, branch_on_parity, guard_in_a_branch,
+def guard_operand_set_again(x, a, n):
+    for i in range(n):
+        k = i
+        if k < n - 5:
+            TLOAD(a, x)
+        k = i + 1000
+
+
+def guard_calling(x, a, n):
+    for i in range(n):
+        if i < n + get_subblockid() * 3:
+            TLOAD(a, x)
+
+
+REFUSED = [guard_operand_set_again, guard_calling, carried, modulo, printing, logging, assigned_late, branch_on_parity, guard_in_a_branch,
            guard_in_a_nested_loop, two_comparisons, field_of_a_tile, early_exit, variable_set, with_else,
            moving_bound, unknown_instruction, not_a_range, product_of_moving, counted_globally,
            assigned_in_one_branch, leftover_after_nested]

@@ -82,14 +82,78 @@ def test_python_stream_taken_whole(engines, plat, split):
     assert ff.whole > 0.8 * ff.blocks_skipped
 
 
-def test_window_leaves_its_tensor_late(engines):
-    """``out`` has 40 tiles fewer than the loop stores: the skip stops short of the first
-    store past its end, which raises at its line as in the exact run."""
-    n = 500
-    err, _ = run_both(engines, "a5", n, out_rows=(n - 40) * T)
+@pytest.mark.parametrize("short", [40, 115])
+def test_window_leaves_its_tensor_late(engines, short):
+    """``out`` has ``short`` tiles fewer than the loop stores: recording stops 64 iterations
+    before the first store past its end, which raises at its line, on the lane, as in the
+    exact run (115: the lane the exact run names is not the one recording would reach
+    first)."""
+    n = 600
+    err, _ = run_both(engines, "a5", n, out_rows=(n - short) * T)
     assert isinstance(err, PtoPipeError) and "out of bounds" in str(err)
     assert err.where.endswith(f"test_periodic_python_skip.py:{line_of(vector, 'py store')}")
+    assert whole(engines) > 0 and "leaves its tensor within 64 iterations" in engines[0].reason
+
+
+def aliased(out, fifo, pops, split):
+    """Stores through ``alias``, the tensor ``dst.assign`` moves after the store: each store
+    uses the window the iteration before set."""
+    pipe = _pipe(fifo, split)
+    rows = T // 2 if split == TILE_UP_DOWN else T
+    part = Tile(TileType.Vec, float32, rows, T)
+    o = Tile(TileType.Vec, float32, rows, T, addr=0)
+    dst = GlobalTensor(out.data(), (rows, T))
+    alias = dst
+    for i in range(pops):
+        TPOP(pipe, part, split)
+        TADDS(o, part, 1.0)
+        TFREE(pipe, split)
+        TSTORE(alias, o)
+        dst.assign(out.data() + (i + 1) * T * T)
+
+
+OP = TADDS
+
+
+def through_a_global(out, fifo, pops, split):
+    pipe = _pipe(fifo, split)
+    rows = T // 2 if split == TILE_UP_DOWN else T
+    part = Tile(TileType.Vec, float32, rows, T)
+    o = Tile(TileType.Vec, float32, rows, T, addr=0)
+    for i in range(pops):
+        TPOP(pipe, part, split)
+        OP(o, part, 1.0)
+        TFREE(pipe, split)
+        TSTORE(GlobalTensor(out.data() + i * T * T, (rows, T)), o)
+
+
+def _stream_args(n, seed=4):
+    rng = np.random.default_rng(seed)
+    return dict(x=rint(rng, (n * T, T), -3, 4), w=rint(rng, (T, T), -3, 4), out=np.zeros(((n + 1) * T, T), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=n, pops=n, split=TILE_NO_SPLIT)
+
+
+def test_a_tensor_the_body_sets_read_through_an_alias(engines):
+    """The loop reads ``alias``, the object ``dst.assign`` sets: what an earlier iteration
+    set, which a skip would not move - such a loop is recorded, not taken whole."""
+    same(cube, (aliased, None), _stream_args(500), engines, platform="a5")
+    assert engines[-1].blocks_skipped > 0 and whole(engines) == 0
+
+
+def test_a_global_rebound_between_runs(engines, monkeypatch):
+    """What the loop calls is looked up again when a name it read names something else: a
+    helper of the kernel's own (it logs) is not an instruction, and runs every iteration."""
+    same(cube, (through_a_global, None), _stream_args(500), engines, platform="a5")
     assert whole(engines) > 0
+    calls = []
+
+    def logged(*a):
+        calls.append(1)
+        return TADDS(*a)
+    monkeypatch.setitem(globals(), "OP", logged)
+    engines.clear()
+    ptopipe.run(cube, (through_a_global, None), _stream_args(500), checks=False, engine="periodic", platform="a5")
+    assert len(calls) == 500 and whole(engines) == 0
 
 
 def test_deadlock_after_blocks_taken_whole(engines):

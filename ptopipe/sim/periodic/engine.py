@@ -91,7 +91,7 @@ def applies(cluster) -> bool:
 class _CoreState:
     """What the engine keeps for one core; while recording, the core's ``ff``."""
     __slots__ = ("core", "ff", "log", "n", "period", "cur", "waits_done", "block", "base", "cap", "j", "q", "lns",
-                 "heads", "pk", "park", "moved")
+                 "heads", "pk", "park", "moved", "gm_last")
 
     def __init__(self, core, ff):
         self.core, self.ff = core, ff
@@ -108,6 +108,7 @@ class _CoreState:
         self.heads: dict = {}        # recording: a skippable loop -> [place in the block, block, iteration, move]
         self.pk = None               # recording: the loop whose head the core parks at
         self.park = None             # parked: (plan, iteration, step, stop, move per block)
+        self.gm_last = None          # recording: the last block all its calls' GM windows are inside their tensors in
         self.moved = 0               # parked: the blocks the run skipped meanwhile
 
     recording = True          # (the core's ff only while the run records)
@@ -709,6 +710,7 @@ class FastForward:
             s.j, s.q = 0, SNAPSHOTS - 1        # (block 0 of the learned moves starts at the first snapshot)
             s.lns = self.learned.get(s.core.index)
             s.cap = self._cap(s)
+            s.gm_last = _gm_last(s.lns) if s.lns is not None else None
             if s.lns is not None:
                 s.core.ff = s                   # (its calls go straight to its record)
         # (parking alone changes the order the cores run in: not even tried where it matters)
@@ -822,6 +824,14 @@ class FastForward:
             if s.pk is not None and s.pk is key:
                 self.skip_off = True
             return i
+        if s.gm_last is not None and (s.gm_last - q) * (per // step) < WINDOW_GUARD \
+                and (s.gm_last - q + 2) * (per // step) < len(range(i, stop, step)):
+            # (a window of the recorded calls leaves its tensor before the loop ends: the last
+            # iterations run exactly, so the error is raised where and on the core the exact
+            # run raises it - the recording's core order is not the exact run's)
+            self.materialize(f"a GM window of {core.name}'s calls leaves its tensor within "
+                             f"{WINDOW_GUARD} iterations", False)
+            return i
         if s.pk is None:
             s.pk = key
         elif s.pk is not key:
@@ -876,11 +886,11 @@ class FastForward:
             k = min(k, (plan.steady(step) + 1) // m)     # (every guard as it is: the branches the blocks took)
             if t.cap is not None:
                 k = min(k, (t.cap - t.n) // t.block - margin)
-            for ln in t.lns:                    # (the GM windows of the skipped calls, as recorded ones check)
-                for _, b, d, _, bounds, ext in ln.addrs:
-                    if bounds is not None and d:
-                        last = (bounds[1] - ext - b) // d if d > 0 else (b - bounds[0]) // -d
-                        k = min(k, last - t.q)
+            if t.gm_last is not None:           # (the GM windows of the skipped calls, as recorded ones check)
+                left = t.gm_last - t.q
+                if (left + 2) * m < len(range(i, stop, step)):   # (one leaves before the loop ends: head)
+                    left = (left * m - WINDOW_GUARD) // m
+                k = min(k, left)
         return k
 
     def _release(self) -> bool:
@@ -1117,6 +1127,19 @@ def _moved(region, by: int) -> tuple:
     elif rows is not None:
         rows = [(a + by, z + by) for a, z in rows]
     return lo + by, hi + by, rows
+
+
+def _gm_last(lns) -> int | None:
+    """The last block (counted as a recorded call's ``q``) in which every GM window of the
+    learned calls ``lns`` that moves is inside the bounds of the tensor it was made from
+    (None: none moves)."""
+    last = None
+    for ln in lns:
+        for _, b, d, _, bounds, ext in ln.addrs:
+            if bounds is not None and d:
+                t = (bounds[1] - ext - b) // d if d > 0 else (b - bounds[0]) // -d
+                last = t if last is None else min(last, t)
+    return last
 
 
 def _sighting(plan, j: int, q: int, i: int, step: int, stop: int) -> list:
