@@ -56,7 +56,7 @@ def run_checked(made, plat, n, split=TILE_UP_DOWN, bad=0, at=None, pops=None, en
     rng = np.random.default_rng(n)
     args = dict(x=rint(rng, (n * T, T), -3, 4), w=rint(rng, (T, T), -3, 4), out=np.zeros((n * T, T), np.float32),
                 fifo=ptopipe.gm_buffer(4 * SLOT), n=n, pops=n if pops is None else pops, split=split, bad=bad,
-                at=n if at is None else at)
+                at=n if at is None else at, depth=4, sync=None)
     lanes = (vector, vector) if split == TILE_UP_DOWN else (vector, None)
     res = same(cube, lanes, args, made, engaged=engaged, platform=plat, checks=True)
     return res, (args["x"].reshape(-1, T, T) @ args["w"]).reshape(-1, T) + 1

@@ -13,32 +13,13 @@ import ptopipe
 from ptopipe.errors import PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
-from test_periodic import SLOT, T, rint, same  # noqa: F401
+from test_periodic import SLOT, T, _c2v_pipe, c2v_cube as cube, rint, same  # noqa: F401
 from test_periodic import engines  # noqa: F401  (the fixture)
 from test_periodic_skip import whole
 
 
 def _pipe(fifo, split):
-    peers = (0,) if split == TILE_NO_SPLIT else (0, 1)
-    return TPipe(0, DIR_C2V, SLOT, 4, peers=peers)(fifo, 0x10000)
-
-
-def cube(x, w, fifo, n, split):
-    pipe = _pipe(fifo, split)
-    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
-    w1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
-    x0 = Tile(TileType.Left, float32, T, T, addr=0)
-    w0 = Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
-    TLOAD(w1, w)
-    TMOV(w0, w1)
-    src = GlobalTensor(x.data(), (T, T))
-    for i in range(n):
-        src.assign(x.data() + i * T * T)
-        TLOAD(x1, src)
-        TMOV(x0, x1)
-        TMATMUL(acc, x0, w0)
-        TPUSH(pipe, acc, split)
+    return _c2v_pipe(fifo, 4, split, None)
 
 
 def vector(out, fifo, pops, split, pitch, flip, step):
@@ -65,7 +46,7 @@ def run_both(made, plat, n, split=TILE_UP_DOWN, seed=3, engaged=True, out_rows=N
     pops = n if pops is None else pops
     rows = n * T if out_rows is None else out_rows
     args = dict(x=rint(rng, (n * T, T), -3, 4), w=rint(rng, (T, T), -3, 4), out=np.zeros((rows, T), np.float32),
-                fifo=ptopipe.gm_buffer(4 * SLOT), n=n, pops=pops, split=split, pitch=pitch,
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=n, pops=pops, split=split, pitch=pitch, depth=4, sync=None,
                 flip=pops if flip is None else flip, step=pitch if step is None else step)
     lanes_fn = (vector, vector) if split == TILE_UP_DOWN else (vector, None)
     res = same(cube, lanes_fn, args, made, engaged=engaged, platform=plat)
@@ -130,7 +111,7 @@ def through_a_global(out, fifo, pops, split):
 def _stream_args(n, seed=4):
     rng = np.random.default_rng(seed)
     return dict(x=rint(rng, (n * T, T), -3, 4), w=rint(rng, (T, T), -3, 4), out=np.zeros(((n + 1) * T, T), np.float32),
-                fifo=ptopipe.gm_buffer(4 * SLOT), n=n, pops=n, split=TILE_NO_SPLIT)
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=n, pops=n, split=TILE_NO_SPLIT, depth=4, sync=None)
 
 
 def test_a_tensor_the_body_sets_read_through_an_alias(engines):

@@ -36,8 +36,9 @@ proves that the machine repeats with the kernel and from then on only records:
    moved by those blocks, and the calls recorded after that cut are made exactly, in an
    order the flags allow.  The run goes on exactly, learning again after a call that
    differed (a loop's next phase).
-5. TAKE WHOLE - a loop an interpreter owns (``pl.range``, PTO-AS ``scf.for``) whose body is
-   shift-equivariant (:mod:`.loops`) offers the engine each of its heads while it records:
+5. TAKE WHOLE - a loop whose body is shift-equivariant (:mod:`.loops`) - an interpreter's
+   (``pl.range``, PTO-AS ``scf.for``) or a Python kernel's ``range`` loop read from its
+   source (:mod:`ptopipe.isa.skip`) - offers the engine each of its heads while it records:
    the cores park at one head each, and once all are parked every core skips whole blocks
    at once without running them, its loop and call count moved
    (:meth:`~.engine.FastForward.head`).
