@@ -370,9 +370,13 @@ class HappensBefore:
 
     def gm_label(self, core, gt, ptr, op: str, where) -> tuple:
         """The label of a GM access through ``gt`` at ``ptr``: ``(gt, ptr, n)``, the ``n``-th
-        access of instruction ``op`` at ``where`` on ``core``.  (A location token (code,
-        line) is keyed by the code's id: hashing a code object hashes all of it.)"""
-        k = (core.index, op, id(where[0]), where[1]) if where.__class__ is tuple else (core.index, op, where)
+        access of instruction ``op`` at ``where`` on ``core``.  The count is per source
+        position (file, line, column), whichever way ``where`` spells it: a location token
+        ``(code, line)`` of the hot path or the SourceLoc of a call made through a ptopipe
+        frame (the fast-forward engine's) name one line alike.  (A token is keyed by its
+        code's file name: hashing a code object hashes all of it.)"""
+        k = (core.index, op, where[0].co_filename, where[1], None) if where.__class__ is tuple else \
+            (core.index, op, where[0], where[1], where[2])
         occ = self.occurrences
         n = occ[k] = occ.get(k, 0) + 1
         return (gt, ptr, n)

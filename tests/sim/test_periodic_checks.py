@@ -124,6 +124,53 @@ def test_windows_moving_apart_keep_the_run_exact(engines):
     assert engines[-1].blocks_skipped == 0 and "moving at different rates" in engines[-1].reason
 
 
+def twin_cube(x, w, fifo, n):
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0, 1))(fifo, 0x10000)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    w1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    w0 = Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(w1, w)
+    TMOV(w0, w1)
+    for i in range(n):
+        TLOAD(x1, GlobalTensor(x.data() + i * T * T, (T, T)))
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, w0)
+        TPUSH(pipe, acc, TILE_NO_SPLIT)
+
+
+def twin(out, fifo, n, at):
+    """Both lanes pop the whole tile (a2a3 NO_SPLIT) and store it to the same rows: the same
+    bytes (a warning, once) until iteration ``at``, where lane 1 adds 1 more (a race)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0, 1))(fifo, 0x10000)
+    sub = get_subblockid()
+    part = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    for i in range(n):
+        TPOP(pipe, part, TILE_NO_SPLIT)
+        TADDS(o, part, 1.0)
+        if i >= at:
+            if sub == 1:
+                TADDS(o, o, 1.0)
+        TFREE(pipe, TILE_NO_SPLIT)
+        TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
+
+
+@pytest.mark.parametrize("at", [350, 10**6], ids=["late", "never"])
+def test_two_lanes_storing_one_window(engines, at):
+    """Two cores' writes of one window, unordered: the checker calls them a warning while their
+    bytes are the same and a race where they differ - a verdict on data, which recorded blocks
+    do not see: with the checkers on, such a run is left exact."""
+    rng = np.random.default_rng(7)
+    n = 400
+    out = same(twin_cube, (twin, twin), dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
+                                            out=np.zeros((n * T, T), np.float32), fifo=ptopipe.gm_buffer(4 * SLOT),
+                                            n=n, at=at), engines, engaged=False, platform="a2a3", checks=True)
+    assert isinstance(out, DataRaceError) == (at < n)
+    assert engines[0].blocks_skipped == 0 and "two GM windows meet" in engines[0].reason
+
+
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(300, 520), plat=st.sampled_from(["a2a3", "a5"]),
        split=st.sampled_from([TILE_UP_DOWN, TILE_NO_SPLIT]), bad=st.sampled_from([0, 1, 2, 3, 4]),

@@ -679,7 +679,8 @@ class FastForward:
         """The proof holds: from here on the hooked calls are recorded - unless two cores'
         GM windows meet (:func:`_cross_core_gm`): the run is left exact."""
         learned = list(self.learned.items())
-        if _cross_core_gm(learned, same_window=False, same_core=self.cluster.checker is not None):
+        checked = self.cluster.checker is not None      # (its verdict on two writes of one window reads the bytes)
+        if _cross_core_gm(learned, same_window=checked, same_core=checked):
             self._off("two cores' GM windows meet, one of them written: which lands last is the exact "
                       "run's only in its order (a race the checkers report)" if self.cluster.checker is None else
                       "two GM windows meet, one of them written (two cores', or one core's moving at "
