@@ -137,13 +137,13 @@ def _part(split):
 # ============================================================================ C2V streams
 # The Cube multiplies tile i of x by w and pushes it; each lane pops its part, combines it
 # with its part of y (a binary, a scalar or a unary op), stores it and frees the slot.
-def _c2v_pipe(fifo, depth, split, sync):
-    peers = (0,) if split == TILE_NO_SPLIT else (0, 1)
+def _c2v_pipe(fifo, depth, split, sync, peers=None):
+    peers = peers or ((0,) if split == TILE_NO_SPLIT else (0, 1))
     return TPipe(0, DIR_C2V, SLOT, depth, peers=peers, sync_period=sync)(fifo, RING_UB)
 
 
-def c2v_cube(x, w, fifo, n, depth, split, sync):
-    pipe = _c2v_pipe(fifo, depth, split, sync)
+def c2v_cube(x, w, fifo, n, depth, split, sync, peers=None):
+    pipe = _c2v_pipe(fifo, depth, split, sync, peers)
     x1 = Tile(TileType.Mat, float32, T, T, addr=0)
     w1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
     x0 = Tile(TileType.Left, float32, T, T, addr=0)

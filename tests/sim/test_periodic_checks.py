@@ -14,7 +14,7 @@ import ptopipe
 from ptopipe.errors import DataRaceError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
-from test_periodic import SLOT, T, rint, same  # noqa: F401
+from test_periodic import SLOT, T, _c2v_pipe, rint, same  # noqa: F401
 from test_periodic import engines  # noqa: F401  (the fixture)
 from test_periodic_python_skip import _pipe, cube
 from test_periodic_skip import whole
@@ -124,26 +124,10 @@ def test_windows_moving_apart_keep_the_run_exact(engines):
     assert engines[-1].blocks_skipped == 0 and "moving at different rates" in engines[-1].reason
 
 
-def twin_cube(x, w, fifo, n):
-    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0, 1))(fifo, 0x10000)
-    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
-    w1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
-    x0 = Tile(TileType.Left, float32, T, T, addr=0)
-    w0 = Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
-    TLOAD(w1, w)
-    TMOV(w0, w1)
-    for i in range(n):
-        TLOAD(x1, GlobalTensor(x.data() + i * T * T, (T, T)))
-        TMOV(x0, x1)
-        TMATMUL(acc, x0, w0)
-        TPUSH(pipe, acc, TILE_NO_SPLIT)
-
-
 def twin(out, fifo, n, at):
     """Both lanes pop the whole tile (a2a3 NO_SPLIT) and store it to the same rows: the same
     bytes (a warning, once) until iteration ``at``, where lane 1 adds 1 more (a race)."""
-    pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0, 1))(fifo, 0x10000)
+    pipe = _c2v_pipe(fifo, 4, TILE_NO_SPLIT, None, (0, 1))
     sub = get_subblockid()
     part = Tile(TileType.Vec, float32, T, T)
     o = Tile(TileType.Vec, float32, T, T, addr=0)
@@ -164,9 +148,9 @@ def test_two_lanes_storing_one_window(engines, at):
     do not see: with the checkers on, such a run is left exact."""
     rng = np.random.default_rng(7)
     n = 400
-    out = same(twin_cube, (twin, twin), dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)),
-                                            out=np.zeros((n * T, T), np.float32), fifo=ptopipe.gm_buffer(4 * SLOT),
-                                            n=n, at=at), engines, engaged=False, platform="a2a3", checks=True)
+    args = dict(x=rint(rng, (n * T, T)), w=rint(rng, (T, T)), out=np.zeros((n * T, T), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=n, at=at, depth=4, split=TILE_NO_SPLIT, sync=None, peers=(0, 1))
+    out = same(cube, (twin, twin), args, engines, engaged=False, platform="a2a3", checks=True)
     assert isinstance(out, DataRaceError) == (at < n)
     assert engines[0].blocks_skipped == 0 and "two GM windows meet" in engines[0].reason
 
