@@ -254,12 +254,34 @@ def test_pto_stream_taken_whole(engines):
     assert whole(engines) > 0.8 * engines[-1].blocks_skipped
 
 
-def test_pto_window_leaves_its_view_late(engines):
-    """The output view is 40 tiles short of the loop's windows: each window past it is a
-    warning (the run, as the device, uses the memory there), made where the exact run makes
-    it - the skip stops short of them."""
-    warned = pto_both(engines, 600, view_rows=560 * 16)
-    assert len(warned) == 40 * 2 and all("leave the view's shape [8960, 16]" in w for w in warned)
+@pytest.mark.parametrize("n,short", [(600, 40), (400, 30)])
+def test_pto_window_leaves_its_view_late(engines, n, short):
+    """The output view is ``short`` tiles short of the loop's windows: each window past it is
+    a warning (the run, as the device, uses the memory there), made where the exact run makes
+    it - the skip stops short of them - and listed in the order of the simulated time the
+    lanes met them at (not the order the cores ran in)."""
+    rows = (n - short) * 16
+    warned = pto_both(engines, n, view_rows=rows)
+    assert len(warned) == short * 2 and all(f"leave the view's shape [{rows}, 16]" in w for w in warned)
+    assert whole(engines) > 0
+
+
+@pytest.mark.parametrize("n,short", [(400, 30), (500, 20)])
+def test_pto_warnings_in_simulated_time_order(engines, n, short):
+    """The stream's output view ``short`` tiles short, each lane storing its half: the run's
+    warnings (a window past the view, per lane and tile) are listed in the order of the
+    simulated time the lanes met them at, which the exact engine and the cut after blocks
+    taken whole agree on - not the order the cores ran in."""
+    from pto_streams import pto_stream
+    from ptopipe.codegen.pto_exec.launch import prepare
+    text = pto_stream(n, view_rows=(n - short) * 16)
+    x = np.random.default_rng(n).integers(-3, 4, (n * 16, 16)).astype(np.float32)
+    got = []
+    for engine in ("exact", "periodic"):
+        launch = prepare(text=text, inputs=dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x), n=n))
+        res = ptopipe.run(launch.aic, launch.aiv, launch.args, checks=False, engine=engine, platform=launch.platform)
+        got.append((res.outputs["out"].tobytes(), list(launch.run_warnings)))
+    assert got[0] == got[1] and len(got[0][1]) == 2 * short
     assert whole(engines) > 0
 
 

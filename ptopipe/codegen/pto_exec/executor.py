@@ -47,7 +47,8 @@ class Executor:
         self.flag_bases = {}            # function name -> {id(init stmt): its FlagID}
         self.inited = set()             # locations of the pipe inits this core has run
         self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order
-        self.warnings = []              # findings the run goes on after (the launch's list)
+        self.warnings = []              # findings the run goes on after (the launch's list: warn)
+        self.warned = {}                # finding -> (its core's clock, core, count): the launch's too
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
         self._steps = {}                # id(a block's statement list) -> its steps (:meth:`steps`)
@@ -62,6 +63,21 @@ class Executor:
     # -- errors / locations
     def where(self, s: Stmt) -> str:
         return s.where(self.prog.path)
+
+    def warn(self, msg: str) -> None:
+        """A finding the run goes on after, once: kept in the order of the simulated time its
+        core met it at (then the core, then the core's order) - not the order the cores ran
+        in, which the fast-forward engine does not keep."""
+        warned = self.warned
+        if msg in warned:
+            return
+        c = self.core
+        key = warned[msg] = (c.clock, c.index, len(warned))
+        ws = self.warnings
+        k = len(ws)
+        while k and warned.get(ws[k - 1], key) > key:
+            k -= 1
+        ws.insert(k, msg)
 
     def err(self, s: Stmt, msg: str, fix: str | None = None) -> KernelError:
         return KernelError(msg, where=self.where(s), fix=fix)

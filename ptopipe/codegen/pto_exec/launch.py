@@ -450,11 +450,12 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                           fix="give each function of a pipe its pto.kernel_kind (cube / vector)")
 
     run_warnings = []                   # what the runs of these kernels find and go on after
+    warned = {}                         # each of them -> when it was found (Executor.warn)
 
     def kernel_for(core_name):
         def kernel(**kw):
             ex = Executor(prog, core_name, layout, one_lane)
-            ex.warnings = run_warnings
+            ex.warnings, ex.warned = run_warnings, warned
             ex.mixed = mixed
             ex.core = isa.current_core()
             ex.core.event_words = PTO_EVENTS        # messages spell the .pto's event ops

@@ -131,8 +131,7 @@ def h_cross_core(ex, fr, s):
         msg = (f"{ex.where(s)}: {s.name} in a function of Cube and Vector tiles, run on one core: its "
                "cross-core flag has no peer here (program order already puts the Cube half before the "
                "Vector half); split the function into a cube and a vector kernel to check the sync")
-        if msg not in ex.warnings:
-            ex.warnings.append(msg)
+        ex.warn(msg)
         return
     plat = ex.core.cluster.platform
     if plat.ring_in_gm:                 # A2A3: FFTS

@@ -78,8 +78,7 @@ def h_partition(ex, fr, s):
         msg = (f"{ex.where(s)}: pto.partition_view of {v.name}: window offsets {offs} sizes {sizes} "
                f"leave the view's shape {list(v.shape)}; the run, like the device, uses the memory "
                "there (its argument's bounds still hold)")
-        if msg not in ex.warnings:
-            ex.warnings.append(msg)
+        ex.warn(msg)
     seen = ex.seen.get(id(s))
     if seen is not None:                # (a window a skippable loop moves: pto_exec.skip)
         seen[0], seen[1] = offs, [n - z for n, z in zip(v.shape, sizes)]
