@@ -429,13 +429,14 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         for b in range(nblocks):
             if limit.passed():         # (a bound shared with earlier runs, or between launches)
                 raise expired_before(limit, _where_in_run(b, nblocks, k, launches) or "this run")
-            engine_now = engine
+            engine_now, failed = engine, None
             while True:
                 cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                                   max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
                                   timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
                                   shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None, engine=engine_now)
                 cluster.causal = causal and timing
+                cluster.again_of = failed
                 if checker is not None:
                     cluster.checker = checker(cluster)
                     if cluster.manual_sync:
@@ -473,7 +474,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                         for name, items in logs.items():
                             args[name][:] = items
                         clusters.pop()
-                        engine_now = "exact"
+                        engine_now, failed = "exact", cluster
                         continue
                     if nblocks > 1 and not isinstance(e, (ParseError, CompileError)):   # (those: of every block)
                         e.add_detail(f"(in block {b} of {nblocks})")

@@ -163,6 +163,7 @@ class Cluster:
         self.engine = engine_name(engine)
         self.ff = None               # its FastForward while the run learns or records
         self.fast_forward = None     # what it did (periodic.FastForwardReport; None: not used)
+        self.again_of = None         # the failed run this one makes again exactly (its findings void)
         self._next = None            # the core a visible event handed over to
         self.platform = get_platform(platform)
         # manual synchronisation (sim.pipesync): read by the cores, set before them

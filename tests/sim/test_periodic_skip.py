@@ -285,6 +285,25 @@ def test_pto_warnings_in_simulated_time_order(engines, n, short):
     assert whole(engines) > 0
 
 
+@pytest.mark.parametrize("n,view_short,short", [(500, 40, 10), (600, 30, 5)])
+def test_pto_failing_run_warns_as_the_exact_run(engines, n, view_short, short):
+    """The view ``view_short`` tiles short, the argument ``short``: warnings, then a window past
+    the argument - the failing run is made again exactly, and the warnings the first run
+    found go with it: the error and the warnings are the exact run's."""
+    from pto_streams import pto_stream
+    from ptopipe.codegen.pto_exec.launch import prepare
+    text = pto_stream(n, view_rows=(n - view_short) * 16)
+    x = np.random.default_rng(n).integers(-3, 4, (n * 16, 16)).astype(np.float32)
+    got = []
+    for engine in ("exact", "periodic"):
+        launch = prepare(text=text, inputs=dict(x=x, eye=np.eye(16, dtype=np.float32),
+                                                out=np.zeros(((n - short) * 16, 16), np.float32), n=n))
+        with pytest.raises(PtoPipeError) as e:
+            ptopipe.run(launch.aic, launch.aiv, launch.args, checks=False, engine=engine, platform=launch.platform)
+        got.append((str(e.value), list(launch.run_warnings)))
+    assert got[0] == got[1] and any(f.blocks_skipped for f in engines)
+
+
 def test_pto_guarded_branch_taken_whole(engines):
     """An scf.if on a comparison of the induction variable that flips 150 iterations before
     the end: taken whole up to the flip, the exact run's results after it."""

@@ -48,7 +48,7 @@ class Executor:
         self.inited = set()             # locations of the pipe inits this core has run
         self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order
         self.warnings = []              # findings the run goes on after (the launch's list: warn)
-        self.warned = {}                # finding -> (its core's clock, core, count): the launch's too
+        self.warned = {}                # finding -> (its core's clock, core, count, run): the launch's too
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
         self._steps = {}                # id(a block's statement list) -> its steps (:meth:`steps`)
@@ -64,6 +64,13 @@ class Executor:
     def where(self, s: Stmt) -> str:
         return s.where(self.prog.path)
 
+    def forget(self, cluster) -> None:
+        """The findings of the run on ``cluster`` are void (the run is made again exactly)."""
+        void = [m for m, k in self.warned.items() if k[3] == id(cluster)]
+        for m in void:
+            del self.warned[m]
+            self.warnings.remove(m)
+
     def warn(self, msg: str) -> None:
         """A finding the run goes on after, once: kept in the order of the simulated time its
         core met it at (then the core, then the core's order) - not the order the cores ran
@@ -72,7 +79,7 @@ class Executor:
         if msg in warned:
             return
         c = self.core
-        key = warned[msg] = (c.clock, c.index, len(warned))
+        key = warned[msg] = (c.clock, c.index, len(warned), id(c.cluster))
         ws = self.warnings
         k = len(ws)
         while k and warned.get(ws[k - 1], key) > key:

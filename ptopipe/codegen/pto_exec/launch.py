@@ -458,6 +458,9 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             ex.warnings, ex.warned = run_warnings, warned
             ex.mixed = mixed
             ex.core = isa.current_core()
+            again = ex.core.cluster.again_of
+            if again is not None:                   # (a failed run made again: its findings go)
+                ex.forget(again)
             ex.core.event_words = PTO_EVENTS        # messages spell the .pto's event ops
             if mixed:
                 ex.core.add_memory(MemSpace.UB)
