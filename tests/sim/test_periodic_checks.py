@@ -14,9 +14,9 @@ import ptopipe
 from ptopipe.errors import DataRaceError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
-from test_periodic import SLOT, T, _c2v_pipe, rint, same  # noqa: F401
+from test_periodic import SLOT, T, rint, same  # noqa: F401
 from test_periodic import engines  # noqa: F401  (the fixture)
-from test_periodic_python_skip import _pipe, cube
+from test_periodic_python_skip import cube, lane
 from test_periodic_skip import whole
 
 
@@ -26,11 +26,8 @@ def vector(out, fifo, pops, split, bad, at):
     stores the rows of the iteration 16 before (written by the Cube's earlier tile: no race,
     the other data), 4 - it adds the other lane's rows of the iteration before (a race whose
     two accesses come in either order)."""
-    pipe = _pipe(fifo, split)
+    pipe, rows, part, o = lane(fifo, split)
     sub = get_subblockid()
-    rows = T // 2 if split == TILE_UP_DOWN else T
-    part = Tile(TileType.Vec, float32, rows, T)
-    o = Tile(TileType.Vec, float32, rows, T, addr=0)
     y = Tile(TileType.Vec, float32, rows, T, addr=0x4000)
     for i in range(pops):
         TPOP(pipe, part, split)
@@ -127,10 +124,8 @@ def test_windows_moving_apart_keep_the_run_exact(engines):
 def twin(out, fifo, n, at):
     """Both lanes pop the whole tile (a2a3 NO_SPLIT) and store it to the same rows: the same
     bytes (a warning, once) until iteration ``at``, where lane 1 adds 1 more (a race)."""
-    pipe = _c2v_pipe(fifo, 4, TILE_NO_SPLIT, None, (0, 1))
+    pipe, _, part, o = lane(fifo, TILE_NO_SPLIT, (0, 1))
     sub = get_subblockid()
-    part = Tile(TileType.Vec, float32, T, T)
-    o = Tile(TileType.Vec, float32, T, T, addr=0)
     for i in range(n):
         TPOP(pipe, part, TILE_NO_SPLIT)
         TADDS(o, part, 1.0)

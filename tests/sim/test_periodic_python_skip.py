@@ -18,18 +18,19 @@ from test_periodic import engines  # noqa: F401  (the fixture)
 from test_periodic_skip import whole
 
 
-def _pipe(fifo, split):
-    return _c2v_pipe(fifo, 4, split, None)
+def lane(fifo, split, peers=None):
+    """A Vector lane's C2V ring (depth 4), its rows of a tile, the tile it pops into and its
+    result tile."""
+    rows = T // 2 if split == TILE_UP_DOWN else T
+    return (_c2v_pipe(fifo, 4, split, None, peers), rows, Tile(TileType.Vec, float32, rows, T),
+            Tile(TileType.Vec, float32, rows, T, addr=0))
 
 
 def vector(out, fifo, pops, split, pitch, flip, step):
     """Pops ``pops`` tiles, adds 1, stores lane rows ``pitch`` apart (``step`` rows a tile: a
     Python int, or a numpy one); from iteration ``flip`` on, adds 1 more."""
-    pipe = _pipe(fifo, split)
+    pipe, rows, part, o = lane(fifo, split)
     sub = get_subblockid()
-    rows = T // 2 if split == TILE_UP_DOWN else T
-    part = Tile(TileType.Vec, float32, rows, T)
-    o = Tile(TileType.Vec, float32, rows, T, addr=0)
     for i in range(pops):
         TPOP(pipe, part, split)
         TADDS(o, part, 1.0)
@@ -79,10 +80,7 @@ def test_window_leaves_its_tensor_late(engines, short):
 def aliased(out, fifo, pops, split):
     """Stores through ``alias``, the tensor ``dst.assign`` moves after the store: each store
     uses the window the iteration before set."""
-    pipe = _pipe(fifo, split)
-    rows = T // 2 if split == TILE_UP_DOWN else T
-    part = Tile(TileType.Vec, float32, rows, T)
-    o = Tile(TileType.Vec, float32, rows, T, addr=0)
+    pipe, rows, part, o = lane(fifo, split)
     dst = GlobalTensor(out.data(), (rows, T))
     alias = dst
     for i in range(pops):
@@ -97,10 +95,7 @@ OP = TADDS
 
 
 def through_a_global(out, fifo, pops, split):
-    pipe = _pipe(fifo, split)
-    rows = T // 2 if split == TILE_UP_DOWN else T
-    part = Tile(TileType.Vec, float32, rows, T)
-    o = Tile(TileType.Vec, float32, rows, T, addr=0)
+    pipe, rows, part, o = lane(fifo, split)
     for i in range(pops):
         TPOP(pipe, part, split)
         OP(o, part, 1.0)
