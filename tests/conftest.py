@@ -69,6 +69,15 @@ def no_hang():
     signal.signal(signal.SIGALRM, old)
 
 
+@pytest.fixture
+def every_schedule(monkeypatch):
+    """Runs on the exact engine, whose check explores every schedule it is asked for: for
+    tests of the explorer itself, whose clean kernels the periodic engine (PTOPIPE_ENGINE=
+    periodic) would show determinate after the default schedule, exploring none
+    (ptopipe.sim.determinacy).  Worker processes inherit it."""
+    monkeypatch.setenv("PTOPIPE_ENGINE", "exact")
+
+
 #: the compiler's test directories: every pipeline their tests run checks, after every pass,
 #: each IR property the IR should have (as ``ptopipe compile --verify-each``); elsewhere the
 #: pipeline runs as a user's does (the checks cost about as much as the compile itself)

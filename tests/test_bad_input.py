@@ -721,6 +721,7 @@ def test_the_docs_name_only_real_subcommands():
     assert not bad, bad
 
 
+@pytest.mark.usefixtures("every_schedule")
 def test_explore_is_an_option_of_check_not_a_command(capsys):
     with pytest.raises(SystemExit) as ei:
         _cli(["explore", S1], capsys)

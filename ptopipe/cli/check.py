@@ -62,10 +62,11 @@ def add_parser(sub) -> None:
     add_werror(p)
     bounds.add_arguments(p)
     add_launches(p)
-    from .common import add_engine_arguments
+    from .common import add_engine_arguments, add_run_engine
     add_engine_arguments(p, "a library's files in parallel, each file's schedules in turn; one file's "
                             "explored schedules in parallel when they would take more than about "
                             "1.5 s, with the same report")
+    add_run_engine(p, "that run shows every schedule gives its result")
     p.set_defaults(func=main)
 
 
@@ -155,7 +156,8 @@ def _explore(sc, v, args, platform, protocol, label, source=None, run_warnings=N
                                mode=args.explore, depth=args.depth, replay=args.replay,
                                data_seed=args.data_seed, progress=progress, source=source,
                                engine=getattr(args, "engine", "local"), address=getattr(args, "address", None),
-                               workers=getattr(args, "workers", None), run_warnings=run_warnings, **kw)
+                               workers=getattr(args, "workers", None), run_warnings=run_warnings,
+                               run_engine=getattr(args, "run_engine", None), **kw)
     finally:
         if bar:
             bar[0].close()
@@ -165,9 +167,14 @@ def _explored(res: ExploreResult, args) -> str:
     """'200 explored schedules (pct, 187 distinct interleavings)' for the summary line."""
     if res.one_core:
         return "no explored schedules (one core ran: nothing to interleave)"
+    if res.determinate:
+        return ("0 explored schedules: none needed, every schedule gives this result (no race under "
+                "happens-before, no flag past its counter in any order: docs/schedules.md)")
     n = res.runs - 1
     what = f"{n} explored schedule{'s' if n != 1 else ''}"
     extra = f", bound {args.depth or 2} exhausted" if res.complete else ""
+    if res.why_explored:
+        extra += f"; explored as {res.why_explored}"
     return f"{what} ({res.mode}, {res.distinct} distinct interleaving{'s' if res.distinct != 1 else ''}{extra})"
 
 

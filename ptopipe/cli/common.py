@@ -339,6 +339,16 @@ def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_na
     return list(outs)
 
 
+def add_run_engine(p, when: str) -> None:
+    """``--run-engine exact|periodic``: the execution engine of a checking command's runs (``run``'s
+    ``--engine``); the periodic one also explores no schedule when ``when``."""
+    from ..sim.cluster import ENGINES
+    p.add_argument("--run-engine", choices=ENGINES, default=None,
+                   help=f"the execution engine of the runs, as run's --engine (docs/engine.md); periodic also "
+                        f"explores no schedule when {when} (docs/schedules.md) (default: $PTOPIPE_ENGINE, "
+                        f"else exact)")
+
+
 def add_engine_arguments(p, what: str | None = None) -> None:
     """``--engine local|ray``, ``--address``, ``--workers``: where a command's units (the files
     of a kernel library, the explored schedules of one kernel, the mutants of a kernel) run

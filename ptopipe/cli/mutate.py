@@ -10,7 +10,7 @@ import os
 from ..errors import ConfigError
 from ..mutate import SURVIVED, Job, coverage
 from ..isa.explore import MODES
-from .common import add_platform, PROTOCOL_HELP, add_engine_arguments, protocol_option
+from .common import add_platform, PROTOCOL_HELP, add_engine_arguments, add_run_engine, protocol_option
 from ..driver.loader import check_kernel_file
 from .progress import Progress
 
@@ -31,6 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--explore", default="mix", choices=MODES, help="exploration mode (default mix)")
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
     add_engine_arguments(p)
+    add_run_engine(p, "the default schedule of a mutant shows that every schedule gives its result")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="wall-clock bound of each run of a mutant (default 60)")
     p.add_argument("--fail-under", type=float, default=None, metavar="PCT",
@@ -53,7 +54,7 @@ def main(args) -> int:
         raise ConfigError(f"--fail-under {args.fail_under} is not a percentage",
                           where="option --fail-under", fix="give a number from 0 to 100")
     job = Job(args.file, args.variant, args.platform, args.protocol,
-              args.schedules, args.seed, args.explore, args.timeout)
+              args.schedules, args.seed, args.explore, args.timeout, args.run_engine)
     bar = Progress(f"mutants of {os.path.basename(args.file)}", 1)
 
     def progress(done, total):

@@ -21,7 +21,8 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
                     mode: str = "mix", depth: int | None = None, replay: str | None = None,
                     data_seed: int = 0, progress=None, source: tuple | None = None,
                     engine: str = "local", address: str | None = None, workers: int | None = None,
-                    run_warnings: list | None = None, **run_kwargs) -> ExploreResult:
+                    run_warnings: list | None = None, run_engine: str | None = None,
+                    **run_kwargs) -> ExploreResult:
     """:func:`ptopipe.isa.explore.explore` of ``sc``'s ``variant`` (``replay``: the default
     schedule, then the schedule that spec names), with an error the runs raise - a kernel's
     own exception too - as the result's failure; ``progress(done, total)`` as runs end.
@@ -29,8 +30,11 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
     With a ``source`` - ``(function, *args)`` that loads ``(sc, run warnings)`` in another
     process - the explored schedules of a long check run on ``engine``'s workers
     (``workers``: the local pool's size, 1: none; ``address``: the Ray cluster's), with the
-    same result, their warnings added to ``run_warnings`` (:mod:`ptopipe.driver.spread`)."""
+    same result, their warnings added to ``run_warnings`` (:mod:`ptopipe.driver.spread`).
+    ``run_engine``: the runs' execution engine (``run``'s ``engine``; None: $PTOPIPE_ENGINE)."""
     at = [0, schedules + 1]
+    if run_engine is not None:
+        run_kwargs["run_engine"] = run_engine
 
     def step(done: int, total: int) -> None:
         at[:] = done, total             # run 0 is the default schedule, run k seed + k - 1
@@ -38,7 +42,7 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
             progress(done, total)
     try:
         if replay is not None:
-            return _replay(sc, variant, platform, protocol, replay, data_seed, step, run_kwargs)
+            return _replay(sc, variant, platform, protocol, replay, data_seed, step, as_run(run_kwargs))
         if spread_out(source, engine, workers):
             from .spread import explore_spread
             return explore_spread(sc, source, schedules=schedules, seed=seed, variant=variant,
@@ -48,7 +52,7 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
                                   **run_kwargs)
         return explore(sc, schedules=schedules, seed=seed, variant=variant, platform=platform,
                        protocol=protocol, data_seed=data_seed, progress=step, mode=mode, depth=depth,
-                       **run_kwargs)
+                       **as_run(run_kwargs))
     except KeyboardInterrupt as e:      # (Ctrl-C: the command says how far the check got)
         if not hasattr(e, "ptopipe_done"):
             e.ptopipe_done = f"{at[0]} of {at[1]} schedules of {variant} had finished"
@@ -63,6 +67,16 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
         res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=mode)
         res.failures.append((getattr(e, "ptopipe_schedule", None), e))
         return res
+
+
+def as_run(run_kwargs: dict) -> dict:
+    """``run_kwargs`` as ``run`` takes them: a ``run_engine`` (the name a check gives the
+    runs' engine, beside the engine its schedules are spread on) is ``engine``."""
+    if "run_engine" not in run_kwargs:
+        return run_kwargs
+    kw = dict(run_kwargs)
+    kw["engine"] = kw.pop("run_engine")
+    return kw
 
 
 def spread_out(source, engine: str = "local", workers: int | None = None) -> bool:
@@ -119,7 +133,8 @@ def variant_report(name: str, variant: str, platform: str, protocol: str, res: E
     res.warnings = [located(w) for w in dict.fromkeys(run_warnings)] + list(res.warnings)
     rep = {"scenario": name, "variant": variant, "platform": platform, "protocol": protocol,
            "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
-           "distinct": res.distinct, "complete": res.complete,
+           "distinct": res.distinct, "complete": res.complete, "determinate": res.determinate,
+           "why_explored": res.why_explored,
            "warnings": [{"what": w, "where": str(loc) if loc else None} for w, loc in res.warnings]}
     if res.ok and fails_under_werror(res.warnings, werror):
         rep["failure"] = {"error": "Warnings", "what": f"{len(res.warnings)} warning(s) treated as "

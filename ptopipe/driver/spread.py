@@ -45,6 +45,7 @@ import time
 from typing import NamedTuple
 
 from ..errors import PtoPipeError, user_frame
+from .check import as_run
 from ..isa.explore import (MIX, CheckScope, ExploreResult, ScheduleSpec, checked_depth, explore_default,
                            explore_rest, failure_key, interleave, run_explored, stream, stream_depth)
 from ..sim.bounds import Deadline
@@ -81,6 +82,7 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     added to it in the serial order, up to the first failure."""
     depth = checked_depth(mode, depth)
     min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
+    run_kwargs = as_run(run_kwargs)
     run_kwargs.setdefault("causal", True)
     scope = CheckScope()                # the runs in this process; a worker's unit makes its own
     total = schedules + 1
@@ -89,8 +91,8 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     explore_default(out, sc, variant, platform, protocol, data_seed, None, progress, total, scope=scope,
                     **run_kwargs)
     took = time.perf_counter() - t0
-    if out.one_core or out.failures or schedules == 0:
-        out.complete = out.one_core
+    if out.one_core or out.determinate or out.failures or schedules == 0:
+        out.complete = out.one_core or out.determinate
         return out
     rest = dict(schedules=schedules, seed=seed, variant=variant, platform=platform, protocol=protocol,
                 data_seed=data_seed, progress=progress, mode=mode, depth=depth, total=total)

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..arch import get_platform
 from ..errors import ConfigError, PtoPipeError, user_line, with_article
+from ..sim.cluster import engine_name
 from ..sim.memory import MemoryPool
 from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
 from .launch import compare_launches, run
@@ -127,6 +128,10 @@ class ExploreResult:
     warnings: list = field(default_factory=list)   # the default schedule's [(what, loc)]
     one_core: bool = False              # only one core ran under the default schedule: every
                                         # schedule is the same interleaving, none was explored
+    # (the periodic engine) the default schedule showed that every schedule gives its result
+    # (sim.determinacy): none was explored; else why not, when it was judged
+    determinate: bool = False
+    why_explored: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -415,7 +420,10 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     """Run the default schedule and up to ``schedules`` explored ones of ``mode``, with the
     race checker's causal order on (``causal=False`` in ``run_kwargs``: completion times).
     When only one core runs, the default schedule is the only interleaving: nothing more is
-    run (``one_core``, ``complete``).
+    run (``one_core``, ``complete``).  With the periodic engine (``engine="periodic"`` in
+    ``run_kwargs``, or ``PTOPIPE_ENGINE``), nothing more is run either when the default
+    schedule shows that every schedule gives its result (``determinate``, ``complete``;
+    :mod:`ptopipe.sim.determinacy`); ``why_explored`` says why it did not.
 
     ``progress(done, total)``, if given, is called before each run."""
     checked_target(target, schedules)
@@ -428,7 +436,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     if include_default:
         explore_default(out, target, variant, platform, protocol, data_seed, args, progress, total,
                         **run_kwargs)
-        if out.one_core or (out.failures and stop_on_first):
+        if out.one_core or out.determinate or (out.failures and stop_on_first):
             return out
     return explore_rest(out, target, schedules, seed, variant, platform, protocol, data_seed, args,
                         stop_on_first, progress, mode, depth, total, **run_kwargs)
@@ -438,19 +446,25 @@ def explore_default(out: ExploreResult, target, variant="default", platform="a2a
                     data_seed: int = 0, args: dict | None = None, progress=None, total: int = 1,
                     scope: CheckScope | None = None, **run_kwargs) -> ExploreResult:
     """The first part of :func:`explore`: the default schedule, counted in ``out``, its
-    warnings kept (``one_core`` and ``complete`` when only one core ran); a failure is
-    ``out``'s first, a kernel's own exception raised.  ``scope``: the check's
+    warnings kept (``one_core`` and ``complete`` when only one core ran; ``determinate`` and
+    ``complete`` when, judged under the periodic engine, every schedule gives its result); a
+    failure is ``out``'s first, a kernel's own exception raised.  ``scope``: the check's
     :class:`CheckScope` (None: nothing shared)."""
     if progress is not None:
         progress(out.runs, total)
     out.runs += 1
+    judge = engine_name(run_kwargs.get("engine")) == "periodic"
     try:
         res = run_schedule(target, None, variant, platform, protocol, data_seed, args, scope=scope,
-                           **{"echo_prints": True, **run_kwargs})
+                           **{"echo_prints": True, **run_kwargs, **({"determinacy": True} if judge else {})})
         out.passed += 1
         out.warnings = list(res.summary.leaks)
         if sum(c["state"] != "idle" for c in res.summary.cores.values()) <= 1:
             out.one_core = out.complete = True         # nothing to interleave
+        elif judge:
+            why = res.cluster.determinacy.why_not or (out.warnings and "the run warned")
+            out.determinate = out.complete = not why
+            out.why_explored = why or None
         if scope is not None:
             scope.passed(res)
     except PtoPipeError as e:

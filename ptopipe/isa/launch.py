@@ -29,6 +29,7 @@ from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
 from ..sim.location import raised_at
 from ..sim.periodic import applies
+from ..sim.determinacy import Determinacy, outside
 from ..sim.pipesync import event_leaks, event_words, watch_gm
 from .blocks import checker_class, cross_block_races, written
 from .checks import flag_leaks
@@ -94,7 +95,8 @@ def lone_vector_lanes(reads_subblock: bool, call: str,
 
 
 #: the switches of ``run`` (True / False)
-_SWITCHES = ("trace", "leak_check", "timing", "checks", "record_writes", "causal", "echo_prints", "fast_paths")
+_SWITCHES = ("trace", "leak_check", "timing", "checks", "record_writes", "causal", "echo_prints", "fast_paths",
+             "determinacy")
 
 
 def _check_call(aic, aiv, args, gm_extra, schedule_seed, switches: dict) -> None:
@@ -289,7 +291,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
         launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
         fast_paths: bool = True, pool: MemoryPool | None = None, blocks: int = 1,
-        engine: str | None = None) -> RunResult:
+        engine: str | None = None, determinacy: bool = False) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -371,11 +373,13 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     A kernel function whose ``maps_gm`` attribute is true reads GM through a mapping of its own
     (a C++ kernel's ``__gm__`` pointers: :mod:`ptopipe.cpp.gmview`): the run's GM is then a
     shared-memory file (``Cluster(shared_gm=True)``).
+    ``determinacy=True`` also judges whether every schedule of the run gives its result
+    (``result.cluster.determinacy``, :mod:`ptopipe.sim.determinacy`; the run is then exact).
     """
     refuse_nested_run()
     _check_call(aic, aiv, args, gm_extra, schedule_seed,
                 {n: v for n, v in zip(_SWITCHES, (trace, leak_check, timing, checks, record_writes, causal,
-                                                  echo_prints, fast_paths))})
+                                                  echo_prints, fast_paths, determinacy))})
     args = dict(args or {})
     if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
         raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",
@@ -437,6 +441,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                                   shared_gm=shared_gm, block=b, gm=clusters[0].gm if b else None, engine=engine_now)
                 cluster.causal = causal and timing
                 cluster.again_of = failed
+                if determinacy:
+                    Determinacy(cluster, outside(checks, cluster.causal, cluster.until_cycle, launches, nblocks,
+                                                 shared_gm))
                 if checker is not None:
                     cluster.checker = checker(cluster)
                     if cluster.manual_sync:

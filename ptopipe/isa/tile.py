@@ -21,6 +21,8 @@ another run's memory or clock.
 """
 from __future__ import annotations
 
+import sys
+
 import greenlet
 import numpy as np
 
@@ -28,8 +30,18 @@ from ..arch.vocab import TILE_SPACE, BLayout, PadValue, SLayout, TileLayout, Til
 from ..errors import KernelError
 from .context import current_core, here, site
 from .regions import register_tile
+from ..sim.determinacy import unseen
+from ..sim.location import is_internal
 from .tensor import GlobalTensor, GMPtr, element_type
 from ..errors import with_article
+
+
+def _from_python(core, what: str) -> None:
+    """A kernel's own Python reads or writes a tile's bytes through ``what`` (not an
+    instruction of a front end: those are ptopipe's): a judged run notes memory the race
+    checker does not see (sim.determinacy)."""
+    if greenlet.getcurrent() is core.glet and not is_internal(sys._getframe(2).f_code):
+        unseen(core, f"a kernel reads or writes tile bytes from Python ({what})")
 
 
 class Tile:
@@ -175,6 +187,8 @@ class Tile:
         if core.ff is not None:           # the kernel reads memory: the exact state first
             core.ff.unhooked(core)
         core.cluster.sync()
+        if core.cluster.determinacy is not None:
+            _from_python(core, "Tile.full")
         return self._full
 
     @property
@@ -190,6 +204,8 @@ class Tile:
         if core.ff is not None:           # the kernel reads memory: the exact state first
             core.ff.unhooked(core)
         core.cluster.sync()
+        if core.cluster.determinacy is not None:
+            _from_python(core, "Tile.array")
         if core.unwritten is not None and greenlet.getcurrent() is core.glet:
             # the kernel itself may set the bytes through this view (a Python test's shortcut):
             # taken as written (isa.unwritten)

@@ -79,7 +79,7 @@ class Coverage:
 class Job:
     """The checks to run on a kernel file: ``variant`` None: every variant the kernel declares; the
     rest as ``ptopipe check`` takes them; ``timeout`` bounds each run (seconds of wall
-    clock, None: no bound)."""
+    clock, None: no bound); ``run_engine`` is the runs' engine (None: $PTOPIPE_ENGINE)."""
     path: str
     variant: "str | None" = None
     platform: "str | None" = None
@@ -88,6 +88,7 @@ class Job:
     seed: int = 0
     mode: str = "mix"
     timeout: "float | None" = 60.0
+    run_engine: "str | None" = None
 
 
 def _is_dsl(source: str) -> bool:
@@ -155,7 +156,7 @@ def _checks(job: Job, source: str) -> tuple:
                 try:
                     res = explore(sc, schedules=job.schedules, seed=job.seed, variant=v,
                                   platform=platform, protocol=protocol, mode=job.mode,
-                                  timeout=job.timeout)
+                                  timeout=job.timeout, engine=job.run_engine)
                 except Exception as e:      # noqa: BLE001 - a kernel's own exception is a finding too
                     return _finding("the default schedule", v, e), platform, protocol, e
                 if not res.ok:

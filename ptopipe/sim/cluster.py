@@ -205,6 +205,8 @@ class Cluster:
         # with trace: every cross-core SET (trace.Signal)
         self.signals = [] if trace else None
         self.checker = None          # happens-before checker, attached by the checkers
+        # whether every schedule gives this run's result (sim.determinacy; None: not judged)
+        self.determinacy = None
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
         self.annotators = []         # callables(cluster, core) -> [{text, where}]: what it holds
         # callables(cluster, blocked) -> None | {cause, fix[, where, finding]}: a deadlock's
@@ -259,7 +261,10 @@ class Cluster:
                 t = flag.arrivals[-1]
             flag.arrivals.append(t)
         if self.checker is not None:
-            flag.set_clocks.append(self.checker.on_set(sender, at, order))
+            carried = self.checker.on_set(sender, at, order)
+            flag.set_clocks.append(carried)
+            if self.determinacy is not None:
+                self.determinacy.on_set(sender, flag, carried)
         if self.manual_sync:
             flag.pipe_orders.append(sender.psync.cross_set())
         if self.signals is not None:

@@ -455,6 +455,8 @@ class Core:
             vc = flag.set_clocks.pop(0)
             if self.vclock is not None:
                 self.cluster.checker.join(self, vc)
+                if self.cluster.determinacy is not None:
+                    self.cluster.determinacy.on_wait(self, flag)
         t = self.clock
         if arrival > t:           # hold the issue clock until the SET arrives (hold(), inline)
             self.stall[flag.signal] += arrival - t

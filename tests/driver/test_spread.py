@@ -24,6 +24,8 @@ from ptopipe.isa import explore as explore_module
 from ptopipe.isa.explore import ScheduleSpec, explore
 from ptopipe.sim.bounds import Deadline
 
+pytestmark = pytest.mark.usefixtures("every_schedule")   # (the explorer's machinery: every schedule run)
+
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 S1 = os.path.abspath(os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py"))
 

@@ -14,6 +14,8 @@ import os
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+import pytest
+
 import ptopipe.sim.memory as memory
 from ptopipe import Scenario
 from ptopipe.driver.loader import load_scenarios
@@ -78,6 +80,7 @@ def _outcome(ex) -> tuple:
     return ex.runs, ex.passed, sorted(ex.digests), ex.complete, ex.events, ex.warnings, fails
 
 
+@pytest.mark.usefixtures("every_schedule")
 def test_an_exploration_shares_its_data_and_memories_and_finds_the_same(monkeypatch):
     (s1,) = load_scenarios(S1)
     made, fresh = [], []

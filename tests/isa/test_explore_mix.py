@@ -5,6 +5,8 @@ on pto-isa A5 whose AIV1 lane falls 16 tiles behind and overflows its 15-count r
 their defaults; the overflow names the ring depth and the counter's maximum."""
 import os
 
+import pytest
+
 from ptopipe.cli import main as cli_main
 from ptopipe.driver.loader import load_scenarios
 from ptopipe.errors import ProtocolError
@@ -34,6 +36,7 @@ def test_the_default_exploration_finds_the_starved_lane():
     assert "pair every SET with a WAIT" not in e.fix and "SlotNum <= 15" in e.fix
 
 
+@pytest.mark.usefixtures("every_schedule")
 def test_a_ring_that_fits_the_counter_is_clean_under_the_mix():
     ex = explore(_scenario(), schedules=30, variant="depth14", platform="a5", protocol="pto-isa")
     assert ex.ok, ex.first

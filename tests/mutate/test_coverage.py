@@ -127,3 +127,24 @@ def test_the_event_and_split_mutants_of_a_dsl_kernel_are_caught():
         m = next(m for m in found if m.name == name)
         v = check_mutant(job, m)
         assert v.status == CAUGHT and v.error in ("DataRaceError", "DeadlockError", "ProtocolError"), (name, v)
+
+
+def test_the_periodic_engine_catches_the_mutants_exploration_catches(monkeypatch):
+    """S5 on both engines: the same verdicts, every one at the same line and by the same schedule,
+    its survivor included - a mutant the periodic engine judges determinate (its schedules not
+    explored) is one no explored schedule catches (docs/schedules.md)."""
+    from ptopipe.mutate import checks
+    judged = []
+
+    def explore(*a, **kw):
+        res = real(*a, **kw)
+        judged.append((kw["engine"], res.determinate))
+        return res
+    real = checks.explore
+    monkeypatch.setattr(checks, "explore", explore)
+    s5 = os.path.join(ROOT, "examples", "scenarios", "s5_subtile_gm.py")
+    exact, periodic = (coverage(Job(s5, schedules=8, run_engine=e)).to_dict()["verdicts"]
+                       for e in ("exact", "periodic"))
+    assert exact == periodic
+    assert [v["status"] for v in exact].count(SURVIVED) == 1
+    assert ("periodic", True) in judged and ("exact", True) not in judged

@@ -256,6 +256,7 @@ def test_pipelined_kernels_match_numpy(name, platform, protocol, no_hang):
     np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.usefixtures("every_schedule")
 @pytest.mark.parametrize("name", ["causal", "cube_carried_lr"])
 def test_pipelined_kernels_under_explored_schedules(name, no_hang):
     """Other interleavings of the cores (ptopipe check's exploration) give the same result

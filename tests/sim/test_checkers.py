@@ -62,6 +62,7 @@ def _scenarios():
 
 
 @pytest.mark.parametrize("sc,variant,over,platform,protocol", _scenarios())
+@pytest.mark.usefixtures("every_schedule")
 def test_reference_scenarios_pass_20_schedules(sc, variant, over, platform, protocol):
     # (benchmarks/schedules.py runs every example under 200 schedules per policy)
     small = dataclasses.replace(sc, variants={"small": {**sc.variants[variant], **over}})
@@ -257,6 +258,7 @@ def test_cli_check_reports_seed(capsys):
     assert "replay: ptopipe check" in err and "--seed" in err
 
 
+@pytest.mark.usefixtures("every_schedule")
 def test_explore_reports_progress_before_each_schedule():
     sc = next(s for f in glob.glob(os.path.join(ROOT, "examples", "scenarios", "s7_*.py"))
               for s in load_scenarios(f))

@@ -214,6 +214,7 @@ def test_schedule_dependent_misuse_found_within_bounds(fname, platform, protocol
 
 
 # -- the CLI ------------------------------------------------------------------------------------
+@pytest.mark.usefixtures("every_schedule")
 def test_cli_summary_counts_distinct_interleavings(capsys):
     s1 = os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")
     assert cli_main(["check", s1, "--schedules", "4", "--explore", "pct", "--depth", "2"]) == 0

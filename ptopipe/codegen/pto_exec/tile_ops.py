@@ -17,6 +17,7 @@ from ...arch import PipeUnit
 from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError
+from ...sim.determinacy import unseen
 from ..pto_syntax import ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
@@ -820,6 +821,7 @@ def h_load_scalar(ex, fr, s):
     q = _gm_element(ex, s, ex.val(fr, vs[0]), ex.ival(fr, vs[1]))
     gm = ex.core.cluster.gm
     ex.core.cluster.sync()
+    unseen(ex.core, "a scalar GM load (pto.load_scalar)")
     ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "LOAD_SCALAR")
     v = gm.view(q.addr, q.dtype, (1,))[0]
     return float(v) if q.dtype.kind not in "iub" else int(v)
@@ -832,5 +834,6 @@ def h_store_scalar(ex, fr, s):
     val = ex.val(fr, vs[0])
     q = _gm_element(ex, s, ex.val(fr, vs[1]), ex.ival(fr, vs[2]))
     view = ex.core.cluster.gm.view(q.addr, q.dtype, (1,))
+    unseen(ex.core, "a scalar GM store (pto.store_scalar)")
     ex.core.pending.append((_set_element, view, 0, val))
     ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "STORE_SCALAR")

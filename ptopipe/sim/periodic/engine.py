@@ -85,7 +85,8 @@ class _Restart(Exception):
 def applies(cluster) -> bool:
     """Whether a run on ``cluster`` can be fast-forwarded (see the module docstring)."""
     return ((cluster.checker is None or cluster.checker.recordable) and cluster.trace is None and cluster.policy is None
-            and not cluster.manual_sync and cluster.timing and cluster.until_cycle is None)
+            and not cluster.manual_sync and cluster.timing and cluster.until_cycle is None
+            and cluster.determinacy is None)
 
 
 class _CoreState:
