@@ -56,12 +56,13 @@ def lost_row(path: str, platform, protocol, error: BaseException) -> dict:
 
 
 def summary(reports: list) -> str:
-    """The table: one row per file x scenario variant x platform / protocol."""
+    """The table: one row per file x scenario variant x platform / protocol; its schedules are
+    those run, "(all alike)" when the default one showed every schedule gives its result."""
     rows = [("file", "kernel", "platform", "result", "schedules")]
     for r in reports:
         rows.append((r.get("file", ""), f"{r['scenario']}[{r['variant']}]",
                      f"{r.get('platform') or '-'}/{r.get('protocol') or '-'}",
-                     _result(r), str(r.get("runs", 0))))
+                     _result(r), str(r.get("runs", 0)) + (" (all alike)" if r.get("determinate") else "")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     late = sum(1 for r in reports if r["failure"] and r["failure"]["error"] == TIMEOUT)

@@ -425,7 +425,7 @@ class HappensBefore:
                         if r[4] > vc[k] and r[0] < hi and lo < r[1] and overlap(lo, hi, rows, r[0], r[1], r[2]):
                             if r[5] is ATOMIC_ADD or write is ATOMIC_ADD:
                                 if r[5] is write:           # two atomic adds: they commute
-                                    self._either_order(core, r, "atomic adds")
+                                    self._either_order(core, r, "atomic-add into")
                                     continue
                                 raise self.race(core, mem, rec, r)
                             if work is None or not r[5]:
@@ -434,7 +434,7 @@ class HappensBefore:
                                 changed = self._apply_work(mem, lo, hi, work)
                             if changes_shared(changed, lo, rec, r):
                                 raise self.race(core, mem, _reusing(page[mine], key, rec), r)
-                            self._either_order(core, r, "stores of identical bytes")
+                            self._either_order(core, r, "store identical data into")
                             self._twice(core, mem, rec, r)
             bucket = page[mine]
             if bucket is None:
@@ -474,13 +474,13 @@ class HappensBefore:
         return changed
 
     def _either_order(self, core, prev, what: str) -> None:
-        """An access of ``core`` meets ``prev`` unordered and is let pass (``what`` they are):
-        this run took one order of the two, another schedule may take the other
+        """An access of ``core`` meets ``prev`` unordered and is let pass (``what`` both do to
+        the bytes): this run took one order of the two, another schedule may take the other
         (:mod:`.determinacy`)."""
         d = self.cluster.determinacy
         if d is not None:
-            d.refuse(f"{core.name} and {self.cores[prev[3]].name} make unordered {what} of the same bytes "
-                     f"(at {loc_text(prev[7])}): this run took one order of the two")
+            d.refuse(f"{core.name} and {self.cores[prev[3]].name} {what} the same bytes with no order between "
+                     f"them (at {loc_text(prev[7])}): this run took one order of the two")
 
     def _twice(self, core, mem, cur, prev) -> None:
         """Note an unordered write/write pair that stored identical bytes: a run warning, once

@@ -181,3 +181,16 @@ def test_a_junit_failure_carries_the_whole_error_as_its_text():
     assert failure.get("message") == "DeadlockError: every core waits at k.py:9"
     assert failure.text.splitlines() == ["DeadlockError: every core waits", "  at k.py:9", "  AIC   blocked in TPOP",
                                          "  AIV0  blocked in WAIT", "  fix: free the slot", "  schedule: pct:7:3:120"]
+
+
+def test_the_table_says_when_one_schedule_stood_for_all(capsys):
+    """Under the periodic engine a clean kernel's default schedule stands for every schedule
+    (docs/schedules.md); one that warned (M1's no-op TFREE missing on A2A3/pto-isa) is explored."""
+    files = [os.path.join(ROOT, "examples", "scenarios", "s4_both_ways.py"),
+             os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py")]
+    assert cli_main(["check", *files, "--protocol", "pto-isa", "--schedules", "4", "--workers", "1",
+                     "--run-engine", "periodic"]) == 0
+    out = capsys.readouterr().out
+    rows = {ln.split()[1]: ln for ln in out[out.index("file "):].splitlines()[1:-1]}
+    assert rows["s4_both_ways[default]"].split()[-4:] == ["PASS", "1", "(all", "alike)"], rows
+    assert rows["m1_no_tfree[default]"].split()[-4:] == ["PASS,", "2", "warnings", "5"], rows

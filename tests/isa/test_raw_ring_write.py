@@ -1,7 +1,9 @@
 """A write into a ring slot that does not go through the pipe - a TSTORE through a raw view of
 the ring's GM buffer - is ordered by none of the pipe's flags: its race with the consumer's TPOP
 says so, and its fix is to keep such data out of the ring; a TSTORE into a TALLOCed slot whose
-producer skipped its free-slot wait (setAllocateStatus(false)) is told to keep that wait."""
+producer skipped its free-slot wait (setAllocateStatus(false)) is told to keep that wait.  A
+control-word ring's slot is checked alike: a TSTORE into it or a TLOAD of it that nothing orders
+with the word's push and pop is a race at that line."""
 import numpy as np
 import pytest
 
@@ -82,3 +84,48 @@ def test_a_talloced_slot_written_without_the_free_slot_wait_is_told_to_keep_it(p
     assert f"test_raw_ring_write.py:{line_of(alloc_cube, 'ALLOC')}" in err.details, str(err)
     assert "setAllocateStatus" in err.fix and "raw view" not in err.fix, err.fix
     assert err.findings[0]["raw_write"] is False
+
+
+# -- a control-word ring's slot: the word's four bytes are checked as a data slot's tile is ------
+def _ctrl_cube(fifo, out):
+    ctrl = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(fifo)
+    TPOP(ctrl)                                                                # CTRL POP
+
+
+def _ctrl_producer(fifo, out):
+    ctrl = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(fifo)
+    w = Tile(TileType.Vec, int32, 1, 8, addr=0)
+    for _ in range(40):                 # long work first: AIV1 runs before the push
+        TEXPANDS(w, 1)
+    TEXPANDS(w, 7)
+    TPUSH(ctrl, w)                                                            # CTRL PUSH
+
+
+def _ctrl_store(fifo, out):
+    w = Tile(TileType.Vec, int32, 1, 8, addr=0)
+    TEXPANDS(w, 99)
+    TSTORE(GlobalTensor(fifo.data().cast(int32), (1, 8)), w)                  # STORE INTO CTRL
+
+
+def _ctrl_load(fifo, out):
+    w = Tile(TileType.Vec, int32, 1, 8, addr=0)
+    TLOAD(w, GlobalTensor(fifo.data().cast(int32), (1, 8)))                   # LOAD OF CTRL
+    TSTORE(GlobalTensor(out.data(), (1, 8)), w)
+
+
+@pytest.mark.parametrize("third,marker,what", [
+    (_ctrl_store, "STORE INTO CTRL", "written before it was read: AIV1 TSTORE writes it while AIC's TPOP "
+                                     "of the previous tile is not ordered before the write"),
+    (_ctrl_load, "LOAD OF CTRL", "read before it was written: AIV1 TLOAD reads it while AIV0's TPUSH is "
+                                 "not ordered before the read (no ready signal between them)"),
+])
+def test_a_control_words_slot_touched_by_another_core_is_a_race_in_every_schedule(third, marker, what):
+    """A TSTORE into / TLOAD of the GM bytes of a DIR_V2C_CTRL ring's slot that nothing orders with
+    the control word's push and pop: the default schedule reports it at that line (which word the
+    Cube pops, which bytes AIV1 loads, depends on the schedule otherwise)."""
+    args = dict(fifo=gm_buffer(4 * 32), out=np.zeros((1, 8), np.int32))
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(_ctrl_cube, (_ctrl_producer, third), args, causal=True)
+    e = ei.value
+    assert e.what == f"slot 0 of V2C pipe FlagID 0 (peers AIV0) {what}", e.what
+    assert e.where.endswith(f"test_raw_ring_write.py:{line_of(third, marker)}"), e.where

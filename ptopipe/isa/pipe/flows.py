@@ -169,9 +169,10 @@ def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     core.cluster.sync()                                # a value read from memory by Python
     val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
     tag = producer_wait(core, ch, side, "TPUSH")
+    where = core.where()
+    _ctrl_access(core, ch, tag, True, "TPUSH", where)
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
-    mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH",
-                 core.where())
+    mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH", where)
     # the control word is read by the scalar unit (ProtocolModel.ring_data): after an event of
     # the library's own from the pipe it names (A2A3: PIPE_V), else only as the kernel orders it;
     # the load blocks the scalar unit (its value is stored next), so whatever the core issues
@@ -338,8 +339,18 @@ def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
              "(its rows times its row stride), as the producer's TALLOC view is"))
 
 
+def _ctrl_access(core, ch: Channel, tag: int, write: bool, op: str, where) -> None:
+    """The race checker's record of a control word's push (``write``) or pop: its four bytes
+    of the slot, as a data ring's TPUSH / TPOP records its tile - a kernel access of those
+    bytes that nothing orders with it is a race."""
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.ring_access(core, ch, tag, write, op, where, 1, 1, 4, TileSplitAxis.TILE_NO_SPLIT)
+
+
 def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
     core.cluster.sync()
+    _ctrl_access(core, ch, tag, False, "TPOP", core.where())
     val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
     side.index += 1
     core.issue(PipeUnit.S, 1, (), (), "TPOP",
