@@ -133,6 +133,13 @@ def _derive(shape, stride, item: int, layout=TileLayout.ND) -> tuple:
     row grid that views at whole-row steps are slices of (0: no grid; see ``matrix()``)."""
     s = _pad5(shape, 1)
     st = row_major_strides(s) if stride is None else _pad5(stride, 0)
+    bad = next(((k, x) for k, (n, x) in enumerate(zip(s, st)) if x < 0 and n > 1), None)
+    if bad is not None:
+        raise KernelError(f"GlobalTensor of shape {tuple(shape)} with stride {tuple(stride)}: the stride of "
+                          f"dimension {bad[0] - (5 - len(tuple(stride)))} is {bad[1]}, negative", where=site(),
+                          fix="give every dimension of more than one element a stride >= 0: pto-isa's TLOAD / "
+                              "TSTORE move rows with unsigned DMA gaps, so a view that walks GM backwards is none "
+                              "they can move - reverse the data in a tile instead")
     split = _SPLITS.get(layout)
     if split is not None and any(s[k] != 1 for k in split[1][:-1]):
         # a DN / NZ tensor whose column dims other than d4 are not all 1: not a 2-D view (as

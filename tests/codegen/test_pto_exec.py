@@ -569,6 +569,23 @@ def test_tprint_and_print_come_out_in_simulated_order(capsys):
     assert capsys.readouterr().out.startswith("n = 3\nTPRINT 16x16")   # printed when the run ends
 
 
+def test_a_tensor_view_with_a_negative_stride_is_refused_at_its_partition():
+    """A view that walks GM backwards (pto-isa's TLOAD moves rows with unsigned DMA gaps): a
+    KernelError at the line that makes the view the TLOAD uses, not a read of other bytes."""
+    text = vector_kernel(f"""    %cm16 = arith.constant -16 : index
+    %c240 = arith.constant 240 : index
+    %q = pto.addptr %x, %c240 : !pto.ptr<f32> -> !pto.ptr<f32>
+    %nv = pto.make_tensor_view %q, shape = [%c16, %c16], strides = [%cm16, %c1] : !pto.tensor_view<?x?xf32>
+    %rp = pto.partition_view %nv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tload ins(%rp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec_t(16, 16)})
+""")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X))
+    assert e.value.what == "GlobalTensor of shape (16, 16) with stride (-16, 1): the stride of dimension 0 is -16, negative"
+    assert f":{line_of(text, 'pto.partition_view %nv')}:" in e.value.where
+
+
 def test_tile_elements_and_gm_scalars():
     """tgetval / tsetval (row-major element of a tile), load_scalar / store_scalar (one GM
     element), get_tensor_view_dim: x[0, 5] * 2 is written to y's element 3 and to the tile's

@@ -16,6 +16,7 @@ from ptopipe.arch.vocab import TileLayout
 from ptopipe.errors import KernelError
 from ptopipe.isa import tensor
 from ptopipe.isa.tensor import GlobalTensor, GMPtr
+from markers import line_of
 
 SLOTS = ("dtype", "shape", "stride", "rows", "cols", "shape2", "_geom2", "_mat2", "_extent", "_rb", "item")
 DIM = st.integers(0, 5)
@@ -109,3 +110,20 @@ def test_a_dn_and_an_nz_tensor_are_the_matrix_of_their_layout():
     assert (g.rows, g.cols) == (32, 32) and "layout=NZ" in g.describe()
     with pytest.raises(KernelError, match="layout is one of ND, DN, NZ"):
         GlobalTensor(GMPtr(0x1000, np.float32), (16, 16), layout=TileLayout.ZZ)
+
+
+
+@pytest.mark.parametrize("shape,stride,dim,value", [((8, 8), (-8, 1), 0, -8), ((2, 4, 8), (64, 8, -1), 2, -1),
+                                                    ((1, 8), (-8, 1), None, None)])
+def test_a_negative_stride_is_refused_where_the_view_is_made(shape, stride, dim, value):
+    """A view that walks GM backwards is none pto-isa's TLOAD / TSTORE can move (their DMA gaps
+    are unsigned); a dimension of one element may carry any stride (it never moves)."""
+    if dim is None:
+        assert GlobalTensor(GMPtr(0x1000, np.float32), shape, stride).rows == 1
+        return
+    with pytest.raises(KernelError) as ei:
+        GlobalTensor(GMPtr(0x1000, np.float32), shape, stride)                 # <- negative
+    assert ei.value.what == (f"GlobalTensor of shape {shape} with stride {stride}: the stride of dimension "
+                             f"{dim} is {value}, negative")
+    line = line_of(test_a_negative_stride_is_refused_where_the_view_is_made, "<- negative")
+    assert "a stride >= 0" in ei.value.fix and ei.value.where.endswith(f"test_tensor_geometry.py:{line}")

@@ -26,6 +26,7 @@ from ptopipe.isa import (TLOAD, TSTORE, AtomicType, GlobalTensor, Tile, TileType
 from ptopipe.isa.crosscore import set_intra_block, wait_intra_block
 from ptopipe.isa.explore import explore
 from markers import line_of
+from test_identical_stores import C, R, _isa_args, _isa_vector    # (both lanes store one window)
 
 EX = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 SCENARIOS = ("s1_cv_split", "s4_both_ways", "s7_long_stream")
@@ -149,24 +150,12 @@ def test_a_ring_that_fits_the_counter_is_judged_and_one_that_does_not_is_explore
 
 
 # -- memory this run took in one order ----------------------------------------------------------
-R, C = 4, 16
 
 
 def _lanes_add(x, out):
     t = Tile(TileType.Vec, float32, R, C, addr=0x0)
     TLOAD(t, GlobalTensor(x.data() + get_subblockid() * R * C, (R, C)))
     TSTORE(GlobalTensor(out.data(), (R, C)), t, atomic_type=AtomicType.AtomicAdd)   # <- add
-
-
-def _lanes_store(shift):
-    def vector(x, out):
-        sub = get_subblockid()
-        t = Tile(TileType.Vec, float32, R, C, addr=0)
-        for i in range(2):
-            r0 = (i + shift * sub) * R
-            TLOAD(t, GlobalTensor(x.data() + r0 * C, (R, C)))
-            TSTORE(GlobalTensor(out.data() + r0 * C, (R, C)), t)
-    return vector
 
 
 def _why_not(aiv, args, **kw) -> str | None:
@@ -185,8 +174,7 @@ def test_unordered_atomic_adds_are_not_shown_to_commute_in_floating_point():
 def test_unordered_stores_of_identical_bytes_are_explored_warned_or_not(shift):
     """Shift 0 is the warned pair (the same store, the same iteration); shift 1 the silent
     one (overlapping windows of two iterations)."""
-    x = np.arange(3 * R * C, dtype=np.float32).reshape(3 * R, C)
-    why = _why_not(_lanes_store(shift), dict(x=x, out=np.zeros_like(x)))
+    why = _why_not(_isa_vector(shift), _isa_args()[1])
     assert why is not None and why.startswith("AIV1 and AIV0 store identical data into the same bytes with no "
                                               "order between them (at "), why
 
