@@ -57,17 +57,17 @@ class _BlockRecording:
         return super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe, work)
 
     def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split, inflight=None,
-                    work=None) -> bool:
+                    work=None, valid=None) -> bool:
         if ch.in_gm:
-            key = (ch.name, tag, write, core.index, rows, cols, item, split)
+            key = (ch.name, tag, write, core.index, rows, cols, item, split, valid)
             if key not in self._block_rings:
                 self._block_rings.add(key)
                 gm = self.cluster.gm
-                for mem, (lo, hi, rws) in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
+                for mem, (lo, hi, rws) in self._slot_regions(core, ch, tag, write, rows, cols, item, split, valid):
                     if mem is gm:
                         rkey = (lo, hi, rws if rws.__class__ is not list else tuple(rws), write)
                         self.block_regions.setdefault(rkey, (rws, core.name, op, loc, None, (ch.name, tag)))
-        return super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split, inflight, work)
+        return super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split, inflight, work, valid)
 
 
 class BlockChecks(_BlockRecording, KernelChecks):

@@ -24,7 +24,8 @@ from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, 
 from .pipe import SlotPtr
 from .regions import placed_at
 from .unwritten import UnwrittenReads
-from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, part_rows, part_shape
+from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP
+from ..protocol.slots import pop_band, push_band
 
 
 def two_lanes_fix(cluster, ch, where) -> str:
@@ -232,8 +233,9 @@ class KernelChecks(HappensBefore):
                            "pushed_at": str(v.pushed)}])
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
-                    item: int, split, inflight=None, work=None) -> bool:
-        """A TPUSH (write) / TPOP or TFREE (read) of ring slot ``tag`` of channel ``ch``.
+                    item: int, split, inflight=None, work=None, valid=None) -> bool:
+        """A TPUSH (write) / TPOP or TFREE (read) of ring slot ``tag`` of channel ``ch`` with a tile
+        of static shape ``rows x cols`` whose ``valid`` shape moves (None: the static one).
 
         Ring accesses are checked per slot (the latest read and write of each core), which
         is O(1); a GM access through a GlobalTensor that overlaps a ring also checks the
@@ -243,10 +245,10 @@ class KernelChecks(HappensBefore):
         work, not queued yet: two producer lanes pushing identical bytes into one slot
         unordered pass with a warning, as two such TSTOREs do (:meth:`HappensBefore.access`);
         True is returned when the work was applied here (the caller queues nothing)."""
-        key = (ch.name, tag, write, core.index, rows, cols, item, split)
+        key = (ch.name, tag, write, core.index, rows, cols, item, split, valid)
         regs = self._ring_regions.get(key)
         if regs is None:
-            regs = self._ring_regions[key] = self._ring_plan(core, ch, tag, write, rows, cols, item, split)
+            regs = self._ring_regions[key] = self._ring_plan(core, ch, tag, write, rows, cols, item, split, valid)
         c = core.index
         vc = core.vclock
         mine = 2 * c + write
@@ -273,7 +275,7 @@ class KernelChecks(HappensBefore):
             self._applied = None
         return applied
 
-    def _ring_plan(self, core, ch, tag, write, rows, cols, item, split) -> list:
+    def _ring_plan(self, core, ch, tag, write, rows, cols, item, split, valid) -> list:
         # only the channel's cores ever record ring accesses of its slots, and only as
         # producer writes / consumer reads: check just those buckets
         aivs = {1 + p for p in ch.peers}
@@ -281,7 +283,7 @@ class KernelChecks(HappensBefore):
         checks = [(b, k) for b, k in self.others[2 * core.index + write]
                   if k in (producers if b & 1 else consumers)]
         out = []
-        for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
+        for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split, valid):
             skey = (id(mem), ch.name, tag)
             state = self._slot_state.get(skey)
             if state is None:
@@ -314,33 +316,30 @@ class KernelChecks(HappensBefore):
                             raise self.race(core, mem, rec, r)
         return super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe, work)
 
-    def _slot_regions(self, core, ch, tag, write, rows, cols, item, split) -> list:
+    def _slot_regions(self, core, ch, tag, write, rows, cols, item, split, valid=None) -> list:
+        """``(memory, region)`` of the bytes a TPUSH (``write``) or TPOP / TFREE of ``core`` moves
+        of slot ``tag``: where the protocol puts the tile (protocol.slots: the bands the data
+        plan moves, isa.pipe.plans), a local ring's pop its tile in the core's own slot."""
         cl = self.cluster
+        kind, static = ch.model.slot_placement, (rows, cols)
+        valid = static if valid is None else valid
         off = tag * ch.slot_size
-        out = []
-        if ch.way == C2V:
-            if write:       # the AIC writes the whole tile (split into per-AIV parts locally)
-                if ch.in_gm:
-                    out.append((cl.gm, region_of_rows(ch.gm_base + off, 1, rows * cols * item, 0)))
-                else:
-                    pr, pc = part_shape(split, rows, cols)
-                    part = pr * pc * item
-                    for p in ch.lanes:
-                        out.append((cl.aiv(p).memory(MemSpace.UB),
-                                    region_of_rows(ch.local_base + off, 1, part, 0)))
-            elif ch.in_gm:  # an AIV reads its part of the GM slot
-                poff, stride = part_rows(split, core.subblock, rows, cols, item)
-                out.append((cl.gm, region_of_rows(ch.gm_base + off + poff, rows, cols * item, stride)))
+        if write:
+            if ch.way == C2V and not ch.in_gm:      # each consumer lane's slot in its UB
+                bands = [(cl.aiv(p).memory(MemSpace.UB), ch.local_base,
+                          push_band(kind, C2V, False, split, static, valid, p)) for p in ch.lanes]
             else:
-                out.append((core.memory(MemSpace.UB), region_of_rows(ch.local_base + off, 1, rows * cols * item, 0)))
-        else:
-            mem = cl.gm if ch.in_gm else cl.aic.memory(MemSpace.L1)
-            base = (ch.gm_base if ch.in_gm else ch.local_base) + off
-            if write:       # each AIV writes its part of the slot
-                poff, stride = part_rows(split, core.subblock, rows, cols, item)
-                out.append((mem, region_of_rows(base + poff, rows, cols * item, stride)))
-            else:
-                out.append((mem, region_of_rows(base, 1, rows * cols * item, 0)))
+                mem, base = (cl.gm, ch.gm_base) if ch.in_gm else (cl.aic.memory(MemSpace.L1), ch.local_base)
+                bands = [(mem, base, push_band(kind, ch.way, ch.in_gm, split, static, valid, core.subblock))]
+        elif ch.in_gm:
+            bands = [(cl.gm, ch.gm_base, pop_band(kind, ch.way, True, split, static, valid,
+                                                  core.subblock if ch.way == C2V else 0))]
+        else:                                       # popped in place: the tile over its slot
+            mem = core.memory(MemSpace.UB) if ch.way == C2V else cl.aic.memory(MemSpace.L1)
+            return [(mem, r) for r in (region_of_rows(ch.local_base + off, 1, rows * cols * item, 0),)
+                    if r is not None]
+        out = [(mem, region_of_rows(base + off + b.offset * item, b.rows, b.cols * item, b.pitch * item))
+               for mem, base, b in bands]
         return [(m, r) for m, r in out if r is not None]
 
     def race_error(self, core, mem, a, b, cur, prev):
@@ -557,10 +556,11 @@ class WriteRecorder(KernelChecks):
         return applied
 
     def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split, inflight=None,
-                    work=None) -> bool:
-        applied = super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split, inflight, work)
+                    work=None, valid=None) -> bool:
+        applied = super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split, inflight, work,
+                                      valid)
         if write and ch.in_gm:
-            for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
+            for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split, valid):
                 self.writes.append((reg[0], reg[1], reg[2], core.name, op, loc, (ch.name, tag)))
         return applied
 

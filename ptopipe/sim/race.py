@@ -34,6 +34,9 @@ _PRUNE_AT = 16                  # regions per page bucket before dead ones are d
 _INFLIGHT_AT = 256              # in-flight GM accesses of a core before the done ones are dropped
 _SWEEP_AT = 256                 # pages made before every page's dead records are swept
 _LIVE = (CoreState.READY, CoreState.RUNNING, CoreState.BLOCKED)
+#: the key mark of a record kept for an access still in flight at a SET after a later access of
+#: the same core to the same bytes replaced it (HappensBefore.on_set)
+_IN_FLIGHT = "in flight"
 
 
 class _AtomicAdd(int):
@@ -282,10 +285,16 @@ class HappensBefore:
             keep = []
             for x in fl:
                 end, g, d, key, bucket, rec = x
-                if d.get(key) is not rec:                 # replaced / pruned
+                cur = d.get(key)
+                if cur is None:                           # pruned: ordered before every live core
                     continue
                 if order[g] >= end if order is not None and g is not None else end <= at:   # ordered before
                     continue
+                if cur is not rec:
+                    # a later access of the core to the same bytes took the record's place: this
+                    # one, not ordered, keeps a record of its own (else the bytes it is still
+                    # moving would look ordered by this SET)
+                    key = key + (_IN_FLIGHT, id(rec))
                 # + why: not ordered (and the epoch a SET waiting for it would have kept)
                 rec = rec[:4] + (new,) + rec[5:10] + ((end, at, g, rec[4]),)
                 d[key] = rec

@@ -193,3 +193,38 @@ def test_a_plain_run_keeps_the_completion_time_rule_and_check_finds_the_race(pla
     res = explore((cube, (vector, None)), schedules=1, platform=platform, args=_args())
     (_, e), = res.failures
     assert isinstance(e, DataRaceError) and e.where.endswith(f":{line_of(cube, 'STORE')}"), e
+
+
+# -- a store still in flight, then the same core's store of the same bytes on the SET's pipe --------
+def _two_stores_cube(x, buf, again):
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(m, x)
+    TMOV(left, m)
+    TMOV(right, m)
+    TMATMUL(acc, left, right)
+    TSTORE(GlobalTensor(buf.data(), (T, T)), acc)                      # FIX STORE
+    TSTORE(GlobalTensor(buf.data() + (0 if again else T * T), (T, T)), m)
+    set_intra_block(PIPE_MTE3, 0)
+
+
+def _reader(x, buf, again):
+    if get_subblockid() == 0:
+        wait_intra_block(PIPE_MTE2, 0)
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        TLOAD(t, GlobalTensor(buf.data(), (T, T)))                       # READ
+
+
+@pytest.mark.parametrize("again", [False, True])
+def test_a_store_in_flight_stays_unordered_when_a_later_store_rewrites_its_bytes(again):
+    """The Cube's SET from MTE3 orders its MTE3 store, not the FIX store before it: AIV0's load
+    after the WAIT races the FIX store - also when the MTE3 store writes the same bytes again
+    (its record takes the FIX store's place in the checker, which must keep the FIX store's)."""
+    args = dict(x=np.ones((T, T), np.float32), buf=np.zeros((2 * T, T), np.float32), again=again)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(_two_stores_cube, _reader, args, platform="a5", causal=True)
+    e = ei.value
+    assert e.where.endswith(f"test_set_covers_causal_accesses.py:{line_of(_reader, 'READ')}"), e.where
+    store = f"AIC   write TSTORE  at {e.where.rsplit(':', 1)[0]}:{line_of(_two_stores_cube, 'FIX STORE')} (1st)"
+    assert store in str(e) and "AIC's TSTORE runs on PIPE_FIX" in str(e), str(e)

@@ -24,7 +24,6 @@ from ..tensor import GlobalTensor
 from ..tile import Tile, _describe, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
-from ...protocol.geometry import ODD_SPLITS
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
@@ -81,8 +80,9 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if chk is None:
         core.pending.extend(work)
     else:       # queued after the slot's race check, which may apply it (identical bytes)
-        queue_checked_write(core, chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows,
-                                                  tile.valid_cols, tile.item, split, work=work), *work)
+        queue_checked_write(core, chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.rows, tile.cols,
+                                                  tile.item, split, work=work,
+                                                  valid=(tile.valid_rows, tile.valid_cols)), *work)
     end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
@@ -212,9 +212,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
-            # an odd split's band is placed by the lane's valid extent (both lanes' static tile is AIV0's)
-            r, c = (tile.valid_rows, tile.valid_cols) if split in ODD_SPLITS else (tile.rows, tile.cols)
-            chk.ring_access(core, ch, tag, False, "TPOP", loc, r, c, tile.item, split)
+            # what the pop moves (isa.pipe.plans.pop_plan): an empty tile reads nothing of its split
+            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.item,
+                            TileSplitAxis.TILE_NO_SPLIT if tile.empty else split,
+                            valid=(tile.rows, tile.cols) if tile.empty else (tile.valid_rows, tile.valid_cols))
             if stage is not None:          # for a use-after-free report of the staged copy
                 stage[0].pop_loc, stage[0].pop_gen = loc, stage[1]
         end = core.issue_w(ch.pop_pipe, p.cost, tile, "TPOP",
