@@ -442,7 +442,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                 cluster.causal = causal and timing
                 cluster.again_of = failed
                 if determinacy:
-                    Determinacy(cluster, outside(checks, cluster.causal, cluster.until_cycle, launches, nblocks,
+                    Determinacy(cluster, outside(checks, causal, timing, cluster.until_cycle, launches, nblocks,
                                                  shared_gm))
                 if checker is not None:
                     cluster.checker = checker(cluster)

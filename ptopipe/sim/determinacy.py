@@ -31,8 +31,8 @@ what this module watches for, each a reason the run is not judged determinate:
   and two unordered stores of identical bytes (let pass by the race checker) - either
   order is accepted in this run, so this run does not show the order cannot matter;
 - memory the race checker does not see: a kernel reading tile bytes from Python
-  (``Tile.array`` in its own code), the scalar unit's GM loads and stores of a PTO-AS kernel, a kernel that
-  maps GM through its own pointers (C++);
+  (``Tile.array`` in its own code), the scalar unit's GM loads and stores of a PTO-AS
+  kernel, a kernel that maps GM through its own pointers (C++);
 - a run configured outside the argument: the checkers or their causal order off, no timing,
   ``until_cycle`` (another schedule's latencies move the cycles), several launches or blocks.
 
@@ -96,12 +96,16 @@ class Determinacy:
                         f"WAIT number {s - m}")
 
 
-def outside(checks: bool, causal: bool, until_cycle, launches: int, blocks: int, maps_gm: bool) -> str | None:
+def outside(checks: bool, causal: bool, timing: bool, until_cycle, launches: int, blocks: int,
+            maps_gm: bool) -> str | None:
     """Why a run so configured cannot show that its other schedules give its result, or None:
-    the checkers and their causal order on, no cycle bound, one launch of one block, no
-    kernel reading GM through pointers of its own (``maps_gm``)."""
+    the checkers and their causal order on (which needs the timing model: the pipes' order),
+    no cycle bound, one launch of one block, no kernel reading GM through pointers of its own
+    (``maps_gm``)."""
     if not checks:
         return "the checkers are off: nothing orders the cores' accesses"
+    if not timing:
+        return "without the timing model (timing=False) the race checker has no pipe order to judge by"
     if not causal:
         return "the race checker orders accesses by their completion times (causal=False), not causally"
     if until_cycle is not None:

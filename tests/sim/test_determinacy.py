@@ -238,6 +238,7 @@ def test_a_tile_element_an_instruction_reads_is_seen():
 @pytest.mark.parametrize("kw,why", [
     (dict(checks=False), "the checkers are off: nothing orders the cores' accesses"),
     (dict(causal=False), "the race checker orders accesses by their completion times (causal=False), not causally"),
+    (dict(timing=False), "without the timing model (timing=False) the race checker has no pipe order to judge by"),
     (dict(until_cycle=10 ** 9), "until_cycle bounds the run's cycles, which other schedules' latencies move"),
     (dict(launches=2), "several launches or blocks: the judgement covers one cluster's one launch"),
     (dict(), None),
