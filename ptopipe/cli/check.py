@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
     add_engine_arguments(p, "a library's files in parallel, each file's schedules in turn; one file's "
                             "explored schedules in parallel when they would take more than about "
                             "1.5 s, with the same report")
-    add_run_engine(p, "that run shows every schedule gives its result")
+    add_run_engine(p, "the default schedule shows that every schedule gives its result")
     p.set_defaults(func=main)
 
 
