@@ -266,6 +266,14 @@ class KernelChecks(HappensBefore):
                         if changes_shared(changed, lo, rec, r):
                             raise self.race(core, mem, rec, r)
                         self._twice(core, mem, rec, r)
+                old = state[mine]
+                if old is not None and (old[0] != lo or old[1] != hi or old[2] is not rws and old[2] != rws) \
+                        and chid not in self._shared_rings \
+                        and not (old[2] is None and rws is None and lo <= old[0] and old[1] <= hi):
+                    # a slot keeps its latest access per core and kind, which stands for the
+                    # earlier ones only when it covers their bytes: a smaller tile after a
+                    # larger one moves the ring's accesses to the pages
+                    self._share(chid)
                 state[mine] = rec
                 if inflight is not None:
                     self.inflight[c].append((inflight[0], inflight[1], _StateCell(state), mine, [0], rec))
@@ -274,6 +282,21 @@ class KernelChecks(HappensBefore):
         finally:
             self._applied = None
         return applied
+
+    def _share(self, chid) -> None:
+        """From now on ring ``chid``'s accesses are recorded in the pages as well (a user access
+        met its bytes, or a slot's latest record no longer stands for the earlier ones): its
+        slots' records so far go there first, so that a later record replacing one in a slot
+        does not take the bytes the earlier one moved out of the checks."""
+        if chid in self._shared_rings:
+            return
+        self._shared_rings.add(chid)
+        for rings in self._rings.values():
+            for _lo, _hi, cid, state, mem in rings:
+                if cid == chid:
+                    for rec in state:
+                        if rec is not None:
+                            self.keep(mem, rec)
 
     def _ring_plan(self, core, ch, tag, write, rows, cols, item, split, valid) -> list:
         # only the channel's cores ever record ring accesses of its slots, and only as
@@ -295,7 +318,7 @@ class KernelChecks(HappensBefore):
                 span[0], span[1] = min(span[0], lo), max(span[1], hi)
                 pages = self.mems.get(id(mem), ())
                 if any(pg in pages for pg in range(lo >> 12, ((hi - 1) >> 12) + 1)):
-                    self._shared_rings.add(id(ch))      # user accesses came first
+                    self._share(id(ch))                 # user accesses came first
             out.append((mem, reg[0], reg[1], reg[2], (ch.name, tag), state, checks, id(ch)))
         return out
 
@@ -309,7 +332,7 @@ class KernelChecks(HappensBefore):
             rec = (lo, hi, rows, c, vc[c], write, op, where, label, ring)
             for rlo, rhi, chid, state, _m in rings:
                 if rlo < hi and lo < rhi:
-                    self._shared_rings.add(chid)
+                    self._share(chid)
                     for b, k in self.others[2 * c + write]:
                         r = state[b]
                         if r is not None and r[4] > vc[k] and overlap(lo, hi, rows, r[0], r[1], r[2]):

@@ -291,6 +291,8 @@ class HappensBefore:
                 if order[g] >= end if order is not None and g is not None else end <= at:   # ordered before
                     continue
                 if cur is not rec:
+                    if key.__class__ is not tuple:        # a ring slot's summary (isa.checks):
+                        continue                          # its next access races this one first
                     # a later access of the core to the same bytes took the record's place: this
                     # one, not ordered, keeps a record of its own (else the bytes it is still
                     # moving would look ordered by this SET)
@@ -464,6 +466,26 @@ class HappensBefore:
                 if len(fl) > self.inflight_at[c]:
                     self._prune_inflight(core, fl)
         return changed is not None
+
+    def keep(self, mem, rec) -> None:
+        """Keep the access record ``rec`` of memory ``mem`` in the pages, checked already (a
+        ring slot's record the slot's own summary no longer stands for); a newer record of
+        the same core, kind and bytes stays."""
+        lo, hi, rows, c, epoch, write = rec[:6]
+        key = (lo, hi, rows if rows.__class__ is not list else tuple(rows))
+        pages = self.mems.setdefault(id(mem), {})
+        mine = 2 * c + write
+        for pg in range(lo >> _SHIFT, ((hi - 1) >> _SHIFT) + 1):
+            page = pages.get(pg)
+            if page is None:
+                page = pages[pg] = [None] * self.nbuckets
+                self.pages_made += 1
+            bucket = page[mine]
+            if bucket is None:
+                page[mine] = [epoch, {key: rec}]
+            else:
+                bucket[0] = max(bucket[0], epoch)
+                bucket[1].setdefault(key, rec)
 
     def _apply_work(self, mem, lo: int, hi: int, work):
         """Apply a write's numpy ``work`` after everything queued before it; returns, per byte

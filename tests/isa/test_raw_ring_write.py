@@ -129,3 +129,68 @@ def test_a_control_words_slot_touched_by_another_core_is_a_race_in_every_schedul
     e = ei.value
     assert e.what == f"slot 0 of V2C pipe FlagID 0 (peers AIV0) {what}", e.what
     assert e.where.endswith(f"test_raw_ring_write.py:{line_of(third, marker)}"), e.where
+
+
+# -- a slot's later, smaller tile does not hide the bytes of its earlier, larger one -------------
+def _big_then_small_cube(x, pad, fifo, peek, peek_not_poke):
+    pipe = TPipe(0, DIR_C2V, SLOT, 1, peers=(0,))(fifo, 0x8000, 0)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    wait_flag_dev(5)                    # both lanes have started: AIV1 is blocked at its WAIT by now
+    if peek_not_poke:                   # AIV1 goes on before the big push: nothing orders it after
+        ffts_cross_core_sync(PIPE_S, getFFTSMsg(FFTS_MODE_VAL, 7))
+    TLOAD(m, x)
+    TMOV(left, m)
+    TMOV(right, m)
+    TMATMUL(acc, left, right)
+    TPUSH(pipe, acc, TILE_NO_SPLIT)
+    if not peek_not_poke:               # after the big push (FIX orders it), not after AIV0's pop of it
+        ffts_cross_core_sync(PIPE_FIX, getFFTSMsg(FFTS_MODE_VAL, 7))
+    acc.SetValid(4, T)
+    TPUSH(pipe, acc, TILE_NO_SPLIT)
+
+
+def _big_then_small_vector(x, pad, fifo, peek, peek_not_poke):
+    ffts_cross_core_sync(PIPE_S, getFFTSMsg(FFTS_MODE_VAL, 5))
+    if get_subblockid() == 0:
+        pipe = TPipe(0, DIR_C2V, SLOT, 1, peers=(0,))(fifo, 0x8000, 0)
+        wait_flag_dev(7)
+        t = Tile(TileType.Vec, float32, T, T, addr=0x8000)
+        TPOP(pipe, t, TILE_NO_SPLIT)
+        TFREE(pipe)
+        small = Tile(TileType.Vec, float32, 4, T, addr=0x8000)
+        TPOP(pipe, small, TILE_NO_SPLIT)
+        TFREE(pipe)
+    else:
+        w = Tile(TileType.Vec, float32, 8, 8, addr=0)
+        for _ in range(2000):               # far ahead in cycles: the default schedule runs it last
+            TEXPANDS(w, 7.0)
+        wait_flag_dev(7)
+        row8 = GlobalTensor(fifo.data().cast(float32) + 8 * T, (1, 8))       # only the big tile's bytes
+        p = Tile(TileType.Vec, float32, 1, 8, addr=0x4000)
+        if peek_not_poke:
+            TLOAD(p, row8)                                                   # PEEK
+        else:
+            TLOAD(p, GlobalTensor(peek.data(), (1, 8)))
+            TSTORE(row8, p)                                                  # POKE
+
+
+@pytest.mark.parametrize("peek_not_poke,marker,what", [
+    (True, "PEEK", "read before it was written: AIV1 TLOAD reads it while AIC's TPUSH is not ordered "
+                   "before the read (no ready signal between them)"),
+    (False, "POKE", "written before it was read: AIV1 TSTORE writes it while AIV0's TPOP of the previous "
+                    "tile is not ordered before the write"),
+])
+def test_a_raw_access_of_bytes_only_an_earlier_larger_tile_moved_is_a_race(peek_not_poke, marker, what):
+    """The ring sits on a GM page no other access touches, and the raw access comes after a
+    4-row tile went through the slot behind a 16-row one: the slot's later records cover only
+    4 rows, yet the raw access still races the 16-row push (a read) or AIV0's pop of it (a
+    write) that nothing orders it after."""
+    args = dict(x=np.ones((T, T), np.float32), pad=np.zeros(1024, np.float32), fifo=gm_buffer(SLOT),
+                peek=np.zeros((1, 8), np.float32), peek_not_poke=peek_not_poke)
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(_big_then_small_cube, _big_then_small_vector, args, causal=True)
+    e = ei.value
+    assert e.what == f"slot 0 of C2V pipe FlagID 0 (peers AIV0) {what}", e.what
+    assert e.where.endswith(f"test_raw_ring_write.py:{line_of(_big_then_small_vector, marker)}"), e.where
