@@ -10,6 +10,7 @@ import pytest
 import ptopipe
 from ptopipe import ProtocolError
 from ptopipe.isa import *  # noqa: F403
+from cube_parts import square_acc
 from markers import line_of
 
 T = 16
@@ -134,16 +135,10 @@ def test_a_control_words_slot_touched_by_another_core_is_a_race_in_every_schedul
 # -- a slot's later, smaller tile does not hide the bytes of its earlier, larger one -------------
 def _big_then_small_cube(x, pad, fifo, peek, peek_not_poke):
     pipe = TPipe(0, DIR_C2V, SLOT, 1, peers=(0,))(fifo, 0x8000, 0)
-    m = Tile(TileType.Mat, float32, T, T, addr=0)
-    left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
     wait_flag_dev(5)                    # both lanes have started: AIV1 is blocked at its WAIT by now
     if peek_not_poke:                   # AIV1 goes on before the big push: nothing orders it after
         ffts_cross_core_sync(PIPE_S, getFFTSMsg(FFTS_MODE_VAL, 7))
-    TLOAD(m, x)
-    TMOV(left, m)
-    TMOV(right, m)
-    TMATMUL(acc, left, right)
+    acc = square_acc(x, T)
     TPUSH(pipe, acc, TILE_NO_SPLIT)
     if not peek_not_poke:               # after the big push (FIX orders it), not after AIV0's pop of it
         ffts_cross_core_sync(PIPE_FIX, getFFTSMsg(FFTS_MODE_VAL, 7))

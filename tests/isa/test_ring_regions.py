@@ -11,6 +11,7 @@ import pytest
 
 import ptopipe
 from ptopipe.isa import *  # noqa: F403
+from cube_parts import square_acc
 
 N = 16
 SLOT = N * N * 4
@@ -52,13 +53,7 @@ def test_a_c2v_push_and_pops_record_the_bytes_they_move(protocol, split, partial
     valid = (N, 8) if partial else (N, N)
     def cube(x, fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 1)(fifo, 0x8000, 0)
-        m = Tile(TileType.Mat, float32, N, N, addr=0)
-        left, right = Tile(TileType.Left, float32, N, N, addr=0), Tile(TileType.Right, float32, N, N, addr=0)
-        acc = Tile(TileType.Acc, float32, N, N, addr=0)
-        TLOAD(m, x)
-        TMOV(left, m)
-        TMOV(right, m)
-        TMATMUL(acc, left, right)
+        acc = square_acc(x, N)
         acc.SetValid(*valid)
         TPUSH(pipe, acc, split)
 

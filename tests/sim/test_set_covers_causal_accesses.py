@@ -16,6 +16,7 @@ import pytest
 import ptopipe
 from ptopipe.errors import DataRaceError
 from ptopipe.isa import *  # noqa: F403
+from cube_parts import square_acc
 from markers import line_of
 
 T, K = 16, 32
@@ -197,13 +198,8 @@ def test_a_plain_run_keeps_the_completion_time_rule_and_check_finds_the_race(pla
 
 # -- a store still in flight, then the same core's store of the same bytes on the SET's pipe --------
 def _two_stores_cube(x, buf, again):
-    m = Tile(TileType.Mat, float32, T, T, addr=0)
-    left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
-    acc = Tile(TileType.Acc, float32, T, T, addr=0)
-    TLOAD(m, x)
-    TMOV(left, m)
-    TMOV(right, m)
-    TMATMUL(acc, left, right)
+    acc = square_acc(x, T)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)                       # (x, as square_acc loaded it)
     TSTORE(GlobalTensor(buf.data(), (T, T)), acc)                      # FIX STORE
     TSTORE(GlobalTensor(buf.data() + (0 if again else T * T), (T, T)), m)
     set_intra_block(PIPE_MTE3, 0)
