@@ -539,13 +539,15 @@ class HappensBefore:
                 f"store it ({one_lane_store(cur[7])})")
 
     def _prune_inflight(self, core, fl: list) -> None:
-        """Drop what every later SET of ``core`` would drop: replaced records, and accesses
-        ordered before the next instruction of every pipe (without timing: ended by the
-        issue clock).  What stays is still live and unordered: the bound grows with it."""
+        """Drop what every later SET of ``core`` would drop (:meth:`on_set`): pruned records, a
+        ring slot's replaced ones, and accesses ordered before the next instruction of every
+        pipe (without timing: ended by the issue clock).  A GM record a later access of the
+        core replaced stays: its access may still be in flight.  What stays is still live and
+        unordered: the bound grows with it."""
         po = core.porder
         floor = po.floor() if po is not None else None
         clock = core.clock
-        fl[:] = [x for x in fl if x[2].get(x[3]) is x[5]
+        fl[:] = [x for x in fl if (x[2].get(x[3]) is x[5] or x[3].__class__ is tuple and x[2].get(x[3]) is not None)
                  and not (floor[x[1]] >= x[0] if floor is not None and x[1] is not None else x[0] <= clock)]
         self.inflight_at[core.index] = max(_INFLIGHT_AT, 2 * len(fl))
 

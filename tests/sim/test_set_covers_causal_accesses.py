@@ -224,3 +224,37 @@ def test_a_store_in_flight_stays_unordered_when_a_later_store_rewrites_its_bytes
     assert e.where.endswith(f"test_set_covers_causal_accesses.py:{line_of(_reader, 'READ')}"), e.where
     store = f"AIC   write TSTORE  at {e.where.rsplit(':', 1)[0]}:{line_of(_two_stores_cube, 'FIX STORE')} (1st)"
     assert store in str(e) and "AIC's TSTORE runs on PIPE_FIX" in str(e), str(e)
+
+
+def _paged_stores_cube(x, buf):
+    """The same two stores over a view of 160 rows, each row on a page of its own: 320 accesses
+    in flight at the SET (past the checker's bound on in-flight accesses before it prunes them)."""
+    m = Tile(TileType.Mat, float32, 160, T, addr=0)
+    right_m = Tile(TileType.Mat, float32, T, T, addr=0x10000)
+    left, right = Tile(TileType.Left, float32, 160, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, 160, T, addr=0)
+    TLOAD(m, x)
+    TLOAD(right_m, GlobalTensor(x.data(), (T, T)))
+    TMOV(left, m)
+    TMOV(right, right_m)
+    TMATMUL(acc, left, right)
+    view = GlobalTensor(buf.data(), (160, T), (1024, 1))
+    TSTORE(view, acc)                                                    # PAGED FIX STORE
+    TSTORE(view, m)
+    set_intra_block(PIPE_MTE3, 0)
+
+
+def _paged_reader(x, buf):
+    if get_subblockid() == 0:
+        wait_intra_block(PIPE_MTE2, 0)
+        t = Tile(TileType.Vec, float32, 1, T, addr=0)
+        TLOAD(t, GlobalTensor(buf.data(), (1, T)))                       # READ ROW 0
+
+
+def test_a_store_in_flight_stays_unordered_past_the_bound_on_accesses_in_flight():
+    args = dict(x=np.ones((160, T), np.float32), buf=np.zeros(160 * 1024, np.float32))
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(_paged_stores_cube, _paged_reader, args, platform="a5", causal=True)
+    e = ei.value
+    assert e.where.endswith(f"test_set_covers_causal_accesses.py:{line_of(_paged_reader, 'READ ROW 0')}")
+    assert f":{line_of(_paged_stores_cube, 'PAGED FIX STORE')} (1st)" in str(e), str(e)
