@@ -11,6 +11,7 @@ from ptopipe.isa import *
 from ptopipe.arch import get_platform
 from ptopipe.arch.vocab import DEFAULT_LAYOUT
 
+from cube_parts import square_acc
 from markers import line_of
 
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
@@ -467,14 +468,7 @@ def test_a5_no_split_transfers_of_a_two_lane_pipe_are_aiv0s(no_hang):
 def test_a5_split_transfer_after_a_no_split_one_is_reported(no_hang):
     def cube(x, fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
-        a = Tile(TileType.Mat, float32, T, T, addr=0x0)
-        left = Tile(TileType.Left, float32, T, T, addr=0x0)
-        right = Tile(TileType.Right, float32, T, T, addr=0x0)
-        acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
-        TLOAD(a, x)
-        TMOV(left, a)
-        TMOV(right, a)
-        TMATMUL(acc, left, right)
+        acc = square_acc(x, T)
         TPUSH(pipe, acc, TILE_NO_SPLIT)                 # lane0-push
         TPUSH(pipe, acc, TILE_UP_DOWN)                  # split-push
 
