@@ -163,6 +163,28 @@ def read_problem(pushed, read: Band, split) -> ReadProblem | None:
     if read.rows <= 0 or read.cols <= 0:
         return None
     bands = [b for b in pushed if b.rows > 0 and b.cols > 0]
+    if _reads_block_of(bands, read):
+        return None
+    return _judge(bands, read, split)
+
+
+def _reads_block_of(bands, read: Band) -> bool:
+    """The common case, decided without labelling every element: ``read`` lies inside one
+    band of its own row pitch, at the band's position of the block it wants, and no later
+    band (a later push overwrites an earlier one's elements) comes near it.  False means
+    "judge element by element" (:func:`_judge`), never a problem by itself."""
+    p, lo, hi = read.pitch, read.offset, read.span()
+    for k, b in enumerate(bands):
+        dr, dc = read.row0 - b.row0, read.col0 - b.col0
+        if b.pitch == p and p >= b.cols and 0 <= dr and dr + read.rows <= b.rows \
+                and 0 <= dc and dc + read.cols <= b.cols and read.offset - b.offset == dr * p + dc:
+            return all(later.span() <= lo or later.offset >= hi for later in bands[k + 1:])
+    return False
+
+
+def _judge(bands, read: Band, split) -> ReadProblem | None:
+    """:func:`read_problem` element by element: each slot element labelled with the position
+    in the whole tile of the last band that wrote it, compared with what ``read`` wants."""
     n = max([b.span() for b in bands] + [read.span()])
     lab_r = np.full(n, -1, np.int64)
     lab_c = np.full(n, -1, np.int64)

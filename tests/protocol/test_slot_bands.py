@@ -1,8 +1,10 @@
 """The slot placement of each protocol (``ptopipe.protocol.slots``), against pto-isa's code:
 where a TPUSH puts a tile's valid region and where a TPOP reads, and the judgement of a read."""
+from hypothesis import given, settings, strategies as st
+
 from ptopipe.arch.vocab import C2V, V2C, TileSplitAxis
 from ptopipe.protocol.model import PTO_ISA, PTO_ISA_A5, PTO_ISA_CPUSIM, SPEC
-from ptopipe.protocol.slots import Band, pop_band, push_band, read_problem
+from ptopipe.protocol.slots import Band, _judge, _reads_block_of, pop_band, push_band, read_problem
 
 UD, LR, NO = TileSplitAxis.TILE_UP_DOWN, TileSplitAxis.TILE_LEFT_RIGHT, TileSplitAxis.TILE_NO_SPLIT
 
@@ -53,3 +55,49 @@ def test_a_read_is_judged_against_the_pushed_bands():
     p = read_problem([Band(0, 16, 8, 16, 8, 0)], Band(0, 16, 6, 16, 6, 0), UD)        # A5 lane 1, widened push
     assert (p.kind, p.got, p.want, p.held) == ("shifted", (8, 13), (6, 11), (8, 15))
     assert read_problem(whole, Band(0, 16, 0, 16, 0, 0), UD) is None                  # the empty replay
+
+
+# -- the fast path of read_problem equals the element-by-element judgement ------------------
+_dims = st.integers(0, 6)
+
+
+@st.composite
+def _band(draw):
+    return Band(draw(st.integers(0, 40)), draw(st.integers(1, 12)), draw(_dims), draw(_dims),
+                draw(st.integers(0, 6)), draw(st.integers(0, 6)))
+
+
+@st.composite
+def _pushes_and_read(draw):
+    """A slot's pushed bands and a read - often a block of one of them, where the fast path
+    decides, sometimes shifted, repitched or overwritten by a later band."""
+    bands = draw(st.lists(_band(), min_size=1, max_size=3))
+    b = draw(st.sampled_from(bands))
+    if b.rows and b.cols and draw(st.booleans()):
+        dr, dc = draw(st.integers(0, b.rows - 1)), draw(st.integers(0, b.cols - 1))
+        rows, cols = draw(st.integers(1, b.rows - dr)), draw(st.integers(1, b.cols - dc))
+        read = Band(b.offset + dr * b.pitch + dc, b.pitch, rows, cols, b.row0 + dr, b.col0 + dc)
+        read = read._replace(**draw(st.sampled_from(
+            [{}, {}, {"offset": read.offset + 1}, {"pitch": read.pitch + 1}, {"row0": read.row0 + 1}])))
+    else:
+        read = draw(_band())
+    return bands, read, draw(st.sampled_from([UD, LR, NO]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pushes_and_read())
+def test_a_read_of_a_pushed_block_is_judged_as_element_by_element(case):
+    bands, read, split = case
+    slow = None if read.rows <= 0 or read.cols <= 0 else \
+        _judge([b for b in bands if b.rows > 0 and b.cols > 0], read, split)
+    assert read_problem(bands, read, split) == slow
+
+
+def test_the_fast_path_decides_the_common_reads():
+    # a lane's block of a whole push, and a dynamic tail: no element labelled
+    whole = [Band(0, 16, 16, 16, 0, 0)]
+    assert _reads_block_of(whole, Band(8 * 16, 16, 8, 16, 8, 0))
+    assert _reads_block_of(whole, Band(0, 16, 5, 16, 0, 0))
+    # a later push over the read's elements, a read at another pitch: judged element by element
+    assert not _reads_block_of(whole + [Band(8 * 16, 16, 1, 16, 0, 0)], Band(8 * 16, 16, 8, 16, 8, 0))
+    assert not _reads_block_of(whole, Band(0, 8, 16, 8, 0, 0))
