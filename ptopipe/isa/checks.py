@@ -81,6 +81,9 @@ class KernelChecks(HappensBefore):
         # (channel name, tag, core index) -> the TFREE whose SET did not wait for a read of
         # the slot (free_unordered), for the race report
         self._unordered_free: dict = {}
+        # (channel name, TFREE location) -> (core, channel, read op, read location, read pipe):
+        # frees sent under a read no pushed tile has yet raced (warned at a clean end)
+        self._latent_frees: dict = {}
         # core index -> [SlotView] of the address flow's slots it TALLOCed / popped (slot_view)
         self._views: dict = {}
         for c in cluster.cores:
@@ -121,6 +124,9 @@ class KernelChecks(HappensBefore):
             return
         end, g, name, where = max(late, key=lambda x: x[0])
         self._unordered_free[(ch.name, tag, core.index)] = free_loc
+        if not self._latent_frees:
+            self.cluster.finishers.append(self._warn_latent_frees)
+        self._latent_frees.setdefault((ch.name, loc_text(free_loc)), (core, ch, name, loc_text(where), g))
         self.ring_access(core, ch, tag, False, name, where, tile.rows, tile.cols, tile.item, 0,
                          inflight=(end, g))
 
@@ -503,6 +509,20 @@ class KernelChecks(HappensBefore):
                 "the producer's side of the handshake is not at fault",
             findings=[{"kind": "skipped_ready_wait", "pipe": ch.name, "slot": tag, "consumer": cons,
                        "access": r, "other": w}])
+
+    def _warn_latent_frees(self, cluster) -> None:
+        """A clean run's TFREEs whose SET did not wait for a read of the slot: no later push
+        overwrote the slot under the read in this run (too few pushes to come back to it), but
+        with more the producer would - the race :meth:`_unordered_free_error` reports."""
+        for (chname, free), (core, ch, op, where, g) in self._latent_frees.items():
+            rp, fp = f"PIPE_{GM_PIPES[g].name}", f"PIPE_{ch.free_pipe.name}"
+            ew = event_words(core)
+            cluster.warnings.append((
+                f"{core.name}'s TFREE of {chname} signals the free from {fp} while its {op} at {where} "
+                f"still reads the popped tile on {rp} ({ch_protocol(cluster)}: Consumer::free is one set on "
+                f"{fp}); no push came back to the slot in this run, but one that does would overwrite it "
+                f"under the {op}; fix: {ew.call(ew.set, rp, fp, 0)} and {ew.call(ew.wait, rp, fp, 0)} "
+                f"(or {ew.barrier}) between the {op} and the TFREE", free))
 
     def _unordered_free_error(self, ch, tag, w: dict, r: dict, rr) -> DataRaceError:
         """The producer overwrote a slot whose consumer read it on a GM pipe that its TFREE's

@@ -100,6 +100,24 @@ def test_a5_pto_isa_free_does_not_wait_for_a_store_of_the_slot():
     assert "set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)" in e.fix
 
 
+@pytest.mark.parametrize("vector", [vector_store_then_free, vector_store_synced])
+def test_a_free_under_a_store_warns_when_no_push_comes_back_to_its_slot(vector):
+    """As many tiles as slots: no push reuses a slot, so nothing races in this run - the
+    kernel is still wrong for a longer one, and the run says so at its TFREE."""
+    args = dict(_args(), tiles=2)
+    res = ptopipe.run(cube, (vector, None), args, platform="a5", protocol="pto-isa", causal=True)
+    warned = [(w, where) for w, where in res.summary.leaks if "no push came back to the slot" in w]
+    if vector is vector_store_synced:
+        assert not warned
+        return
+    (w, where), = warned
+    assert str(where).endswith(f":{line_of(vector, 'FREE')}"), where
+    assert f":{line_of(vector, 'STORE')} still reads the popped tile on PIPE_MTE3" in w
+    assert "set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)" in w
+    assert not [w for w, _ in ptopipe.run(cube, (vector, None), dict(_args(), tiles=2), platform="a5",
+                                          protocol="spec", causal=True).summary.leaks if "no push came back" in w]
+
+
 @pytest.mark.parametrize("platform,protocol", [("a5", "spec"), ("a2a3", "spec"), ("a2a3", "pto-isa")])
 def test_the_same_kernel_is_clean_where_the_free_follows_the_store(platform, protocol):
     """spec: the free follows every read; A2A3: the store reads the staged copy, not the slot."""
