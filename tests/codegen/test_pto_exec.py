@@ -535,6 +535,59 @@ def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_wit
                    for w in r.warnings), r.warnings
 
 
+def synced_pair(arch: str, split: bool) -> str:
+    """A Cube kernel stores x @ x to y and sets cross-core flag 5; the Vector kernel waits for
+    it and stores y + 1 to z - no pipes.  ``split``: each Vector core its half of the rows (it
+    reads its sub-block index, so both run); else the whole tile, on AIV0 alone."""
+    rows, off = ("8", "%row") if split else ("16", "%c0")
+    lane = ("    %c8 = arith.constant 8 : index\n    %sb = pto.get_subblock_idx\n"
+            "    %row = arith.muli %sb, %c8 : index\n") if split else ""
+    tv = "!pto.tensor_view<?x?xf32>"
+    pv = f"!pto.partition_tensor_view<{rows}x16xf32>"
+    return f"""module attributes {{pto.target_arch = "{arch}"}} {{
+  func.func private @cube(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} -> !pto.partition_tensor_view<16x16xf32>
+{square_x_into_y("    ")}    pto.sync.set <PIPE_FIX>, 5
+    return
+  }}
+  func.func private @vector(%y: !pto.ptr<f32>, %z: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+{lane}    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %zv = pto.make_tensor_view %z, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %yp = pto.partition_view %yv, offsets = [{off}, %c0], sizes = [%c{rows}, %c16] : {tv} -> {pv}
+    %zp = pto.partition_view %zv, offsets = [{off}, %c0], sizes = [%c{rows}, %c16] : {tv} -> {pv}
+    %t = pto.alloc_tile : {vec_t(rows, 16)}
+    pto.sync.wait <PIPE_MTE2>, 5
+    pto.tload ins(%yp : {pv}) outs(%t : {vec_t(rows, 16)})
+    %one = arith.constant 1.0 : f32
+    pto.tadds ins(%t, %one : {vec_t(rows, 16)}, f32) outs(%t : {vec_t(rows, 16)})
+    pto.tstore ins(%t : {vec_t(rows, 16)}) outs(%zp : {pv})
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+@pytest.mark.parametrize("split", [False, True])
+def test_a_cube_sync_set_reaches_the_vector_cores_that_run(arch, split):
+    """Without pipes, a Vector kernel that does not read its sub-block index runs on AIV0
+    alone: the Cube's SET (A5: set_intra_block and ptoas's mirror to id + 16) reaches AIV0 and
+    leaves no count for an AIV1 that runs nothing; split, both take it."""
+    r = run_pto(text=synced_pair(arch, split), inputs=dict(x=X, y=np.zeros_like(X), z=np.zeros_like(X)))
+    np.testing.assert_allclose(r.outputs["z"], X @ X + 1, rtol=1e-4)
+    assert not r.warnings and not r.summary.leaks, (r.warnings, r.summary.leaks)
+    assert (r.summary.cores["AIV1"]["state"] != "idle") == split
+
+
 def test_an_a5_pipe_fix_sync_set_of_aiv1s_id_is_refused_at_its_line():
     """ptoas mirrors an A5 PIPE_FIX set to id + 16 (AIV1's id): id 16 would set the Cube's id 32."""
     text = cross_core_synced("a5", cube_set=16)

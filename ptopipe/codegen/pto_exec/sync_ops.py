@@ -112,7 +112,8 @@ def h_cross_core(ex, fr, s):
     integer or an index value): a cross-core flag the kernel sets / waits on itself, as ptoas
     lowers it (PTOAS ``PTOToEmitC``; :mod:`ptopipe.isa.crosscore`) - on A2A3
     ``ffts_cross_core_sync(P, getFFTSMsg(M, id))`` (M: 2 when absent) / ``wait_flag_dev(id)``, on A5
-    ``set_intra_block(P, id)`` (and ``id + 16`` for ``PIPE_FIX``: the Cube's SET reaches AIV1 too) /
+    ``set_intra_block(P, id)`` (and ``id + 16`` for ``PIPE_FIX``: the Cube's SET reaches AIV1 too,
+    when AIV1 runs the Vector kernel) /
     ``wait_intra_block(P, id)``."""
     toks = s.toks
     pipes = _PIPE_RE.findall(" ".join(t.text for t in toks))
@@ -151,7 +152,9 @@ def h_cross_core(ex, fr, s):
                          f"give the PIPE_FIX set an id 0..{isa.VEC_CORE_ID_OFFSET - 1}: it reaches both Vector "
                          "cores (AIV0 at the id, AIV1 at id + 16)")
         isa.set_intra_block(pipe, fid)
-        if pipe is SyncPipe.PIPE_FIX:
+        # (the mirror reaches AIV1 when it runs the Vector kernel: a kernel run on AIV0 alone
+        # has no AIV1 to take it, as an A2A3 SET reaches the Vector cores that run)
+        if pipe is SyncPipe.PIPE_FIX and ex.core.cluster.aiv(1).kernel is not None:
             isa.set_intra_block(pipe, fid + isa.VEC_CORE_ID_OFFSET)
     else:
         isa.wait_intra_block(pipe, fid)
