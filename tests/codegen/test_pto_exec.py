@@ -535,6 +535,28 @@ def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_wit
                    for w in r.warnings), r.warnings
 
 
+@pytest.mark.parametrize("loc,was,now,said", [
+    ("acc", "blayout=col_major, slayout=row_major, ", "", "expects dst to use the col_major blayout on A5"),
+    ("left", "blayout=col_major", "blayout=row_major", None)])     # (ptoas makes every A5 Left col_major)
+def test_an_a5_matmul_tile_layout_ptoas_refuses_is_a_warning_at_the_matmul(loc, was, now, said):
+    """ptoas's A5 verifier takes a matmul's Acc only col_major / row_major (blayout /
+    slayout; a type that names none is row_major / none_box): the run computes an Acc of
+    ptopipe's default layout as written and says the file does not assemble."""
+    text = cube_vector_pair(1, "a5")
+    ty = next(t for t in re.findall(r"!pto\.tile_buf<[^>]*>", text) if f"loc={loc}," in t)
+    text = text.replace(ty, ty.replace(was, now))
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    refused = [w for w in r.warnings if "ptoas refuses this pto.tmatmul" in w]
+    if said is None:
+        assert not refused
+        return
+    (w,) = refused
+    assert w.startswith(f"<pto>:{line_of(text, 'pto.tmatmul')}:") and f'"{said}"' in w, w
+
+
 def synced_pair(arch: str, split: bool) -> str:
     """A Cube kernel stores x @ x to y and sets cross-core flag 5; the Vector kernel waits for
     it and stores y + 1 to z - no pipes.  ``split``: each Vector core its half of the rows (it

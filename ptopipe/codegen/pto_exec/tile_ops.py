@@ -16,10 +16,10 @@ from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
-from ...errors import MemoryConflictError, ParseError
+from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
 from ..pto_syntax import ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
-from ..pto_tree import Stmt
+from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
 from .types import ROUND, MultiSpec, TileSpec
 from .values import Elements, MultiTile, View
@@ -419,7 +419,7 @@ class _Form:
     """What :func:`op_catalogue` reads off a statement, once: its instruction, its operands'
     tokens, the attributes it passes (a TMOV's keywords depend on its form, known when it
     runs: kept per form)."""
-    __slots__ = ("name", "outs", "ins", "ins_group", "attr_args", "kw")
+    __slots__ = ("name", "outs", "ins", "ins_group", "attr_args", "kw", "layouts_seen")
 
     def __init__(self, ex, s):
         self.name = catalogue_name(s.name)
@@ -432,12 +432,51 @@ class _Form:
         self.outs, self.ins = s.values(outs), (s.values(ins) if ins else [])
         self.attr_args = _attr_args(ex, s)
         self.kw = {}
+        self.layouts_seen = False
 
     def kwargs(self, ex, s, name: str) -> dict:
         kw = self.kw.get(name)
         if kw is None:
             kw = self.kw[name] = _attr_kwargs(ex, s, name)
         return kw
+
+
+#: the (blayout, slayout) ptoas's A5 verifier takes for a matmul's operands, by tile location
+#: (PTOAS ``verifyMatTileOperandsA5``: "expects lhs to use the col_major blayout on A5", ...);
+#: a type that names none has row_major / none_box; an A5 Left tile's blayout is col_major
+#: whatever its type says (PTOAS PTOTypeDefs.cpp ``resolveTileBufBLayout``)
+_A5_MATMUL_LAYOUT = {isa.TileType.Left: ("lhs", isa.BLayout.ColMajor, isa.SLayout.RowMajor),
+                     isa.TileType.Right: ("rhs", isa.BLayout.RowMajor, isa.SLayout.ColMajor),
+                     isa.TileType.Acc: ("dst", isa.BLayout.ColMajor, isa.SLayout.RowMajor)}
+_LAYOUT_WORD = {isa.BLayout.RowMajor: "row_major", isa.BLayout.ColMajor: "col_major",
+                isa.SLayout.RowMajor: "row_major", isa.SLayout.ColMajor: "col_major",
+                isa.SLayout.NoneBox: "none_box"}
+
+
+def _a5_matmul_layouts(ex, s) -> None:
+    """A warning at an A5 matmul whose Left / Right / Acc tile type has a layout ptoas
+    refuses there: the run computes it as written (its numbers do not depend on it), but
+    the file does not assemble for the device."""
+    for g in ("ins", "outs"):
+        toks = s.group(g) or []
+        colon = next((i for i, t in enumerate(toks) if t.text == ":"), None)
+        for ty in split_top(toks[colon + 1:]) if colon is not None else ():
+            try:
+                spec = ex.prog.types.parse(ty)
+            except PtoPipeError:             # (the op reports a bad type where it uses it)
+                continue
+            want = _A5_MATMUL_LAYOUT.get(getattr(spec, "loc", None))
+            if want is None:
+                continue
+            role, b, sl = want
+            got_b = isa.BLayout.ColMajor if spec.loc is isa.TileType.Left else spec.blayout or isa.BLayout.RowMajor
+            for kind, got, need in (("blayout", got_b, b), ("slayout", spec.slayout or isa.SLayout.NoneBox, sl)):
+                if got is not need:
+                    ex.warn(f"{ex.where(s)}: ptoas refuses this {s.name} on A5 (\"expects {role} to use the "
+                            f"{_LAYOUT_WORD[need]} {kind} on A5\"): its {spec.loc.name.lower()} tile's {kind} is "
+                            f"{_LAYOUT_WORD[got]}; ptopipe runs it as written - declare the tile with "
+                            f"{kind}={_LAYOUT_WORD[need]}")
+                    return
 
 
 def op_catalogue(ex, fr, s):
@@ -458,6 +497,10 @@ def op_catalogue(ex, fr, s):
         raise ParseError(what, where=ex.where(s), fix=fix)
     if s.name == "pto.tci":
         _tci_start_type(ex, s, form.ins_group, dsts[0])
+    if not form.layouts_seen:
+        form.layouts_seen = True
+        if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5":
+            _a5_matmul_layouts(ex, s)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
