@@ -17,7 +17,7 @@ from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, Cons
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
 from ..protocol.rings import FRONTEND, ptoas_local_slot_num
-from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_CODES, SPLIT_OF, nosplit_conflict
+from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_CODES, SPLIT_OF, nosplit_conflict, split_mix_conflict
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
               "ptopipe.lanes")
@@ -326,6 +326,13 @@ def _split(r, fs, attrs, opt, required=True):
     if v and fs.nosplit is not None:
         what, fix = nosplit_conflict(opt.text, v, fs.nosplit.line)
         raise r.c.error(what, t, fix)
+    if opt.text.startswith(("pto.tpush_to_", "pto.tpop_from_")):
+        first = fs.split_kind
+        if first is None:
+            fs.split_kind = (opt.text, v, opt.line)
+        elif (v == 0) != (first[1] == 0):
+            what, fix = split_mix_conflict(fs.name, opt.text, v, *first)
+            raise r.c.error(what, t, fix)
     return SPLIT_OF[v]
 
 

@@ -87,6 +87,7 @@ class FuncState:
         self.const_values = {}         # Value -> python value
         self.init = None               # the function's pipe init op
         self.nosplit = None            # the init's token when it says nosplit = true
+        self.split_kind = None         # the first frontend push / pop: (op, split, line)
         self.rings = {}                # Ring -> buffer Value (reserve / import), or None
         self.explicit_addrs = []       # (addr, nbytes, space, token) of alloc_tile addr = ...
 

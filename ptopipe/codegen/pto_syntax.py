@@ -96,6 +96,24 @@ def nosplit_conflict(op: str, split: int, init_line: int) -> tuple:
             "a no-split pipe moves whole tiles to AIV0 only",
             "give every tpush / tpop / tfree of the pipe split = 0, or drop nosplit = true "
             "from both inits to split the tiles between the Vector cores")
+def split_mix_conflict(func: str, op: str, split: int | None, first: str, first_split: int | None,
+                       first_line: int) -> tuple:
+    """``(what, fix)`` of a frontend push / pop of ``func`` whose kind of tiles (whole:
+    ``split`` 0 or None; split: 1 or 2) differs from its first one's, at ``first_line``: a
+    function's frontend ops ride one cross-core pipe, no-split or split for its whole life
+    (pto-isa's ``TPipe<..., IsNoSplit>``) - a ParseError (PTOAS
+    ``PTOInferValidatePipeInitPass``: "cannot mix 'split = 0' with 'split = 1' or 'split = 2'
+    on the same logical pipe"; pypto's AivSplitValid)."""
+    def said(o, v):
+        return f"{o} {{split = {v}}}" if v is not None else f"{o} (no split: whole tiles)"
+    return (f"{said(op, split)} and {said(first, first_split)} at line {first_line} ride @{func}'s one "
+            "cross-core pipe, which moves whole tiles or split ones for its whole life: ptoas refuses the "
+            "file (\"cannot mix 'split = 0' with 'split = 1' or 'split = 2' on the same logical pipe\")",
+            "give every tpush / tpop of the function split = 0 (whole tiles, AIV0 only) or every one a "
+            "split (1 / 2: each Vector core its part), or move the whole tiles through a pipe of their "
+            "own (pto.initialize_l2l_pipe / pto.initialize_l2g2l_pipe)")
+
+
 PIPES = {p.value: p for p in SyncPipe}
 #: IR dtype <-> MLIR element type
 MLIR_DTYPE = {"f16": "f16", "f32": "f32", "bf16": "bf16", "i8": "i8", "u8": "ui8", "i16": "i16",

@@ -291,12 +291,7 @@ def test_cpp_of_every_pto_file_type_checks_for_each_core(pto, tmp_path):
         pytest.skip("no C++ compiler on this machine")
     out = tmp_path / "k.cpp"
     path = os.path.join(ROOT, "tests", "pto", pto)
-    extra = []
-    if pto == "both_ways_a5.pto":   # NO_SPLIT on two lanes: wrong under pto-isa on A5 (its C++ target)
-        assert cli_main(["compile", path, "--emit", "cpp", "-o", str(out)]) == 1
-        assert not out.exists()
-        extra = ["--protocol", "spec"]
-    assert cli_main(["compile", path, "--emit", "cpp", "-o", str(out)] + extra) == 0
+    assert cli_main(["compile", path, "--emit", "cpp", "-o", str(out)]) == 0
     _type_checks(out)
 
 

@@ -15,7 +15,7 @@ from ptopipe.driver.programs import programs_of
 from ptopipe.driver.pto import make_inputs
 from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
 from ptopipe.codegen import read_pto, write_pto
-from ptopipe.errors import CompileError, ProtocolError
+from ptopipe.errors import CompileError, ParseError
 from ptopipe.ir import first_difference, structural_equal
 from ptopipe.isa.launch import compare_launches
 from ptopipe.isa.scenario import data_rng
@@ -134,8 +134,7 @@ FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "if_else_read_a3.pto": lambda a: a["a"][:16] @ a["b"] + a["a"][16:] @ a["b"],
          "unused_ptr_param_a5.pto": lambda a: a["x1"] @ a["x2"]}
-RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
-        if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
+RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")]
 
 
 @pytest.mark.parametrize("name,platform,protocol", RUNS)
@@ -176,19 +175,27 @@ def test_nosplit_pipe_is_a_no_split_vector_kernel():
         assert {o.attributes["lanes"] for o in op.walk() if o.name.endswith("initialize_pipe")} == {lanes}
 
 
-def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
-    """pto-isa's A5 NO_SPLIT has one lane: the C2V TILE_NO_SPLIT push of both_ways_a5.pto
-    loses AIV1's handshake - the static passes report it at the push's .pto line, the run at
-    AIV1's pop of it (the push makes the pipe's transfers AIV0's)."""
-    path = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
-    with pytest.raises(CompileError) as e:                     # the static passes find it
-        load_pto(path, "a5", "pto-isa")
-    assert "a NO_SPLIT transfer has one lane" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
-    op, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
-    with pytest.raises(ProtocolError) as e:
-        run(op, _inputs(op), platform=plat, protocol="pto-isa")
-    assert "NO_SPLIT" in e.value.what and "on AIV1" in e.value.what
-    assert e.value.where.endswith("both_ways_a5.pto:51:5")
+def test_a_pipe_mixing_whole_and_split_tiles_is_refused_at_the_later_op():
+    """both_ways_a5.pto with the Cube's C2V push made TILE_NO_SPLIT (split = 0) beside its
+    split V2C pop: one logical pipe is no-split or split for its whole life (pto-isa's
+    TPipe<..., IsNoSplit>; ptoas: "cannot mix 'split = 0' with 'split = 1' ..."), so both
+    readers refuse the file at that push, naming the pop."""
+    text = (ROOT / "tests" / "pto" / "both_ways_a5.pto").read_text()
+    push = "pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, " \
+           "fractal=1024>) {split = 1}"
+    assert push in text
+    mixed = text.replace(push, push.replace("{split = 1}", "{split = 0}"))
+    line = next(i for i, l in enumerate(mixed.splitlines(), 1) if "pto.tpush_to_aiv" in l)
+    pop = next(i for i, l in enumerate(mixed.splitlines(), 1) if "pto.tpop_from_aiv" in l)
+    from ptopipe.codegen import read_pto
+    from ptopipe.codegen.pto_exec import run_pto
+    for read in (lambda: load_pto("<pto>", "a5", "spec", text=mixed), lambda: read_pto(mixed, "k.pto"),
+                 lambda: run_pto(text=mixed)):
+        with pytest.raises(ParseError) as e:
+            read()
+        assert f":{line}:" in e.value.where, e.value.where
+        assert f"pto.tpop_from_aiv {{split = 1}} at line {pop}" in e.value.what
+        assert "cannot mix 'split = 0' with 'split = 1'" in e.value.what
 
 
 def test_buffer_written_in_an_if_is_a_result_of_the_if():

@@ -9,7 +9,7 @@ from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
-from ..pto_syntax import SPLIT_CODES, nosplit_conflict
+from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import folded, tile_of
 from .types import TileSpec
@@ -420,6 +420,24 @@ def check_nosplit_splits(f, path: str) -> None:
         if init is not None:
             what, fix = nosplit_conflict(s.name, int(v[0].text), init.tok.line)
             raise ParseError(what, where=f"{path}:{v[0].line}:{v[0].col}", fix=fix)
+
+
+def check_split_kinds(f, path: str) -> None:
+    """A function's frontend pushes and pops move whole tiles (``split = 0`` or none) or
+    split ones, not both: a ParseError at the first that differs from the first one
+    (:func:`~ptopipe.codegen.pto_syntax.split_mix_conflict`)."""
+    first = None
+    for s in walk(f.body):
+        if not s.name.startswith(("pto.tpush_to_", "pto.tpop_from_")):
+            continue
+        v = s.attr("split")
+        split = int(v[0].text) if v and v[0].text.isdigit() else None
+        if first is None:
+            first = (s, split)
+        elif (split in (None, 0)) != (first[1] in (None, 0)):
+            what, fix = split_mix_conflict(f.name, s.name, split, first[0].name, first[1], first[0].tok.line)
+            tok = v[0] if v else s.tok
+            raise ParseError(what, where=f"{path}:{tok.line}:{tok.col}", fix=fix)
 
 
 def check_flag_ids(prog, names) -> None:

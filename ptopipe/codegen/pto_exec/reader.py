@@ -9,7 +9,7 @@ from ...errors import ParseError, PtoPipeError
 from ..pto_lexer import Token
 from ..pto_tree import Block, parse_tree
 from .executor import HANDLERS
-from .pipe_ops import check_nosplit_splits
+from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
 
@@ -60,6 +60,7 @@ def _read_program(text: str, path: str) -> Program:
         sites[f.name] = _check_ops(f, funcs, types)
         _check_scopes(f, types)
         check_nosplit_splits(f, path)
+        check_split_kinds(f, path)
     _check_no_recursion(funcs, sites, types)
     return Program(path, funcs, arch, types)
 
