@@ -720,6 +720,26 @@ class Dispatcher:
             core.cluster.sync()
         return 0
 
+    def _cross_core(self, core, fn, a) -> int:
+        """A cross-core flag instruction of the kernel's own: a WAIT holds the core until the
+        SET, so the kernel's scalar GM reads after it see the stores the SET ordered."""
+        self._sync(core, fn, a)
+        if VIEW.maps:
+            core.cluster.sync()
+        return 0
+
+    def op_ffts_cross_core_sync(self, core, a):
+        return self._cross_core(core, isa.ffts_cross_core_sync, a)
+
+    def op_wait_flag_dev(self, core, a):
+        return self._cross_core(core, isa.wait_flag_dev, a)
+
+    def op_set_intra_block(self, core, a):
+        return self._cross_core(core, isa.set_intra_block, a)
+
+    def op_wait_intra_block(self, core, a):
+        return self._cross_core(core, isa.wait_intra_block, a)
+
     def op_get_subblockid(self, core, a):
         return isa.get_subblockid()
 

@@ -782,3 +782,31 @@ def test_a_clean_spec_run_that_races_under_pto_isa_says_so(tmp_path, cpp_cache, 
                                                                       "--protocol", "spec"]):
         assert cli_main(cmd + ["--quiet"] + ins) == 0
         assert "note:" not in capsys.readouterr().out, cmd
+
+
+# -- cross-core flags of the kernel's own (the CCE intrinsics) ----------------------------------
+def _cross_core_args():
+    x = _ints((16, 16))
+    return dict(x=x, ws=np.zeros((16, 16), np.float32), out=np.zeros((16, 16), np.float32)), x @ x + 1
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform,aic,aiv", [("a2a3", "cube_a2a3", "vec_a2a3"), ("a5", "cube_a5", "vec_a5")])
+def test_cross_core_flags_order_a_gm_handoff(cpp_cache, platform, aic, aiv):
+    args, want = _cross_core_args()
+    res = run_cpp(kernel("cross_core_flags.cpp"), args, aic=aic, aiv=aiv, platform=platform, causal=True)
+    np.testing.assert_array_equal(res.outputs["out"], want)
+    assert not res.summary.leaks
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform,aic,aiv,cls,at", [
+    ("a2a3", "cube_a2a3", "vec_a2a3_other_flag", DeadlockError, "wait_flag_dev(FLAG + 1)"),
+    ("a5", "cube_a5_aiv0_only", "vec_a5", DeadlockError, "wait_intra_block(PIPE_MTE2, FLAG)"),
+    ("a2a3", "cube_a2a3", "vec_a2a3_unsynced", DataRaceError, "TLOAD(t, gw)")])
+def test_a_cross_core_flag_misuse_is_reported_at_its_cpp_line(cpp_cache, platform, aic, aiv, cls, at):
+    with pytest.raises(cls) as ei:
+        run_cpp(kernel("cross_core_flags.cpp"), _cross_core_args()[0], aic=aic, aiv=aiv, platform=platform,
+                causal=True)
+    where = f"{os.path.relpath(kernel('cross_core_flags.cpp'))}:{line_of('cross_core_flags.cpp', at)}"
+    assert ei.value.where == where or ei.value.where.startswith(where + " (called from"), str(ei.value)

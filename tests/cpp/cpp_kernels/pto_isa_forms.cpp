@@ -5,19 +5,25 @@
 // called with their operands' types as explicit template arguments, the multi-list TMRGSORT with its
 // MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int,
 // TFILLPAD<TFillPadMode::Expand> into a larger tile, a tile's one dynamic valid dim given alone, a TSTORE of a valid region smaller
-// than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
+// than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles, GlobalTensors
+// shaped by TileShape2D.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
 
 constexpr int R = 8, C = 32;
 template <typename T, int Rows = R, int Cols = C>
-using G = GlobalTensor<T, Shape<1, 1, 1, Rows, Cols>, BaseShape2D<T, Rows, Cols, Layout::ND>>;
+using G = GlobalTensor<T, TileShape2D<T, Rows, Cols, Layout::ND>, BaseShape2D<T, Rows, Cols, Layout::ND>>;
 using V = Tile<TileType::Vec, float, R, C>;
 
 static_assert(BLOCK_BYTE_SIZE == 32 && C0_SIZE_BYTE == 32 && FRACTAL_NZ_ROW == 16, "constants.hpp");
 static_assert(BaseShape2D<float, R, C>::staticStride[3] == C && BaseShape2D<half, 16, 32, Layout::NZ>::staticStride[2] == 256,
               "pto_tile.hpp's BaseShape2D");
+static_assert(TileShape2D<float, R, C>::staticShape[3] == R && TileShape2D<float, R, C>::staticShape[4] == C &&
+                  TileShape2D<half, 32, 64, Layout::NZ>::staticShape[1] == 4 &&
+                  TileShape2D<half, 32, 64, Layout::NZ>::staticShape[2] == 2 &&
+                  TileShape2D<half, 32, 64, Layout::NZ>::staticShape[4] == 16,
+              "pto_tile.hpp's TileShape2D");
 using Pipe = TPipe<0, Direction::DIR_C2V, R * C * 4, 8>;
 static_assert(Pipe::countPendingFreeCredits(40) == 2 && Pipe::countPendingFreeCredits(8) == 2 &&
                   TPipe<0, Direction::DIR_C2V, 64, 1>::countPendingFreeCredits(5) == 1,

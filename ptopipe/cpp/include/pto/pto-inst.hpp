@@ -560,6 +560,30 @@ struct BaseShape2D<T, rows, cols, Layout::NZ>
     BaseShape2D(int64_t r, int64_t c) : Parent(c * r, r * C0Size, FractalNZSize, C0Size, 1) {}
 };
 
+// TileShape2D<T, rows, cols, Layout>: the Shape of a rows x cols matrix in GM, BaseShape2D's partner
+// (pto_tile.hpp): ND and DN Shape<1, 1, 1, rows, cols>; NZ the fractals, Shape<1, cols / C0,
+// rows / 16, 16, C0>; DYNAMIC rows / cols give DYNAMIC dimensions, which (rows, cols) sets
+template <typename T, int64_t rows = DYNAMIC, int64_t cols = DYNAMIC, Layout Layout_ = Layout::ND>
+struct TileShape2D : Shape<1, 1, 1, rows, cols> {
+    static_assert(Layout_ == Layout::ND || Layout_ == Layout::DN,
+                  "TileShape2D: ptopipe's GM models the ND, DN and NZ layouts");
+    using Parent = Shape<1, 1, 1, rows, cols>;
+    TileShape2D() : Parent() {}
+    TileShape2D(int64_t r, int64_t c) : Parent(1, 1, 1, r, c) {}
+};
+template <typename T, int64_t rows, int64_t cols>
+struct TileShape2D<T, rows, cols, Layout::NZ>
+    : Shape<1, cols == DYNAMIC ? DYNAMIC : cols / int64_t(C0_SIZE_BYTE / sizeof(T)),
+            rows == DYNAMIC ? DYNAMIC : rows / FRACTAL_NZ_ROW, FRACTAL_NZ_ROW, int64_t(C0_SIZE_BYTE / sizeof(T))> {
+    static constexpr int C0Size = C0_SIZE_BYTE / sizeof(T);
+    using Parent = Shape<1, cols == DYNAMIC ? DYNAMIC : cols / C0Size, rows == DYNAMIC ? DYNAMIC : rows / FRACTAL_NZ_ROW,
+                         FRACTAL_NZ_ROW, C0Size>;
+    static_assert(rows == DYNAMIC || rows % FRACTAL_NZ_ROW == 0, "rows must be divisible by 16 for Layout::NZ");
+    static_assert(cols == DYNAMIC || cols % C0Size == 0, "cols must be divisible by C0Size for Layout::NZ");
+    TileShape2D() : Parent() {}
+    TileShape2D(int64_t r, int64_t c) : Parent(1, c / C0Size, r / FRACTAL_NZ_ROW, FRACTAL_NZ_ROW, C0Size) {}
+};
+
 // a pipe's ``prod`` / ``cons``: pto-isa's Producer / Consumer status switches, which ptopipe's ISA
 // models (ptopipe.isa.pipe.channel: a push that skips its free-slot wait, a pop that skips its
 // free ...).  The rest of pto-isa's Producer / Consumer - the kernel driving the ring itself with
@@ -1297,6 +1321,37 @@ constexpr BlockNumVar block_num{};
 // the FFTS base address a device kernel sets before cross-core flags: ptopipe's cross-core
 // flags are the simulator's own (no FFTS block to point at), so it sets nothing
 inline void set_ffts_base_addr(uint64_t) {}
+
+// cross-core flags a kernel sets and waits on itself (the CCE intrinsics; ptoas lowers
+// pto.sync.set / pto.sync.wait to them): A2A3 ffts_cross_core_sync(pipe, getFFTSMsg(mode, id)) /
+// wait_flag_dev(id) - FFTS mode 2, a Cube SET reaching every Vector core that runs -, A5
+// set_intra_block(pipe, id) / wait_intra_block(pipe, id) - on the Cube ids 16..31 are AIV1's
+// (ptopipe.isa.crosscore)
+constexpr uint16_t FFTS_MODE_VAL = 2;
+constexpr uint16_t getFFTSMsg(uint16_t mode, uint16_t eventId, uint16_t baseConst = 0x1)
+{
+    return uint16_t((baseConst & 0xf) + ((mode & 0x3) << 4) + ((eventId & 0xf) << 8));
+}
+
+inline void ffts_cross_core_sync(pipe_t p, uint64_t msg, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_ffts_cross_core_sync, s, p, int64_t(msg));
+}
+
+inline void wait_flag_dev(int64_t id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_wait_flag_dev, s, id);
+}
+
+inline void set_intra_block(pipe_t p, int64_t id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_set_intra_block, s, p, id);
+}
+
+inline void wait_intra_block(pipe_t p, int64_t id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_wait_intra_block, s, p, id);
+}
 
 // -- what pto-isa declares and ptopipe does not model ------------------------------------------
 // Declared so that a kernel naming it compiles up to its use, where a static_assert says what is
