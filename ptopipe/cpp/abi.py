@@ -754,18 +754,23 @@ class Dispatcher:
 
     # -- kernels ---------------------------------------------------------------------------------
     def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None,
-               side: "KernelSide | None" = None, frames=None, libs=()):
+               side: "KernelSide | None" = None, frames=None, libs=(), start: tuple | None = None):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
         ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
         for a pointer to another element type (``elements``: the declared ones, None where
         unknown) is a ConfigError: the kernel would read its bytes as its own type.  With
         ``side``, a run in which every core of that side returned from the kernel having issued
-        no instruction besides intra-core synchronisation is reported (:meth:`check_work`)."""
+        no instruction besides intra-core synchronisation is reported (:meth:`check_work`).
+        ``start`` (file, line word): the call site the kernel leaves on the crash descriptor
+        as it starts, which a crash or a kill before its first instruction names
+        (``runner.site_state``)."""
         if len(sig) != len(params):
             raise ConfigError(f"{label}: found {len(params)} parameters in the source, the compiled "
                               f"function has {len(sig)}", fix="declare the kernel with plain parameters")
         argv_t = ctypes.c_int64 * max(1, len(params))
         me = self
+        start_file = ctypes.create_string_buffer(start[0].encode()) if start else None    # (kept alive here)
+        start_line = start[1] if start else 0
 
         def kernel(**kw):
             gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
@@ -810,6 +815,8 @@ class Dispatcher:
                         raise ConfigError(f"{label}: parameter {name!r} is an integer, got {v!r}",
                                           where=label, fix=f"pass an integer for {name!r}")
                     words.append(int(v))
+            if start_file is not None:      # (shared words 4 and 5: the libraries' call site)
+                me.shared[4], me.shared[5] = ctypes.addressof(start_file), start_line
             if side is None:
                 if run_fn(argv_t(*words)) != 0:
                     me.raise_pending(frames, libs)

@@ -30,10 +30,28 @@ from .build import Kernels, build, build_warnings, expected_side, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
 GRACE = 30.0
+#: the signal that stops a child past its bound (its kernel libraries' handler reports the code
+#: it interrupted, ptopipe_entry.hpp on_crash), and how long it may take before SIGKILL
+STOP_SIGNAL, STOP_GRACE = signal.SIGUSR1, 2.0
 DEFAULT_TIMEOUT = 60.0
 #: the crash descriptor's lines: a kernel library's place in the child (``start end path``),
 #: the signal handler's report (``signal line pc address si_code file``: ptopipe_entry.hpp)
 LIBRARY_MARK, CRASH_MARK = "PTOPIPE-LIB", "PTOPIPE-CRASH"
+#: what the line of the crash descriptor's call site is (the kernel library keeps it, and the
+#: kernel wrapper before the kernel starts): ``n > 0`` the last instruction's, which had
+#: returned; ``-n`` an instruction's whose operands were being read (``pto-inst.hpp inst``);
+#: ``-(KERNEL_SITE + n)`` the kernel function's that had issued no instruction yet
+SITE_AFTER, SITE_READING, SITE_KERNEL = "after", "reading", "kernel"
+KERNEL_SITE = 1 << 32
+
+
+def site_state(line: int) -> tuple:
+    """(SITE_*, the source line) of the crash descriptor's ``line`` word."""
+    if line >= 0:
+        return SITE_AFTER, line
+    if -line >= KERNEL_SITE:
+        return SITE_KERNEL, -line - KERNEL_SITE
+    return SITE_READING, -line
 #: si_code of a SIGSEGV at a mapped page the access is not allowed on (a write to read-only GM)
 SEGV_ACCERR = 2
 #: fault addresses below this are small integers used as pointers (a tile's data(): a byte
@@ -72,7 +90,8 @@ class Loaded:
                 frames.argtypes = [ctypes.c_void_p, ctypes.c_int]
                 frames.restype = ctypes.c_int
             fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements,
-                                 expected_side(kernels, role), frames, tuple(libs.values()))
+                                 expected_side(kernels, role), frames, tuple(libs.values()),
+                                 start=(kernels.path, -(KERNEL_SITE + f.line)))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
         if kernels.one_lane:            # AIV0 only (build._one_lane)
             self.aiv = (self.aiv, None)
@@ -223,8 +242,11 @@ def in_child(work, timeout=DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
             wait = None if limit is None else max(0.0, limit - time.monotonic())
             ready, _, _ = select.select(fds, [], [], wait)
             if not ready:
+                if not killed:          # the stop signal: the child reports where it is, then dies
+                    os.kill(pid, STOP_SIGNAL)
+                    killed, limit = True, time.monotonic() + STOP_GRACE
+                    continue
                 os.kill(pid, signal.SIGKILL)
-                killed = True
                 break
             for fd in ready:
                 b = os.read(fd, 1 << 20)
@@ -264,6 +286,7 @@ def _located(e: BaseException) -> BaseException:
 def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> KernelError:
     from ..sim.location import SourceLoc
     where = sig = fault = None
+    state = SITE_AFTER                  # what the crash descriptor's line is (SITE_*)
     ranges = []
     for line in report.splitlines():
         parts = line.split(" ", 6)
@@ -273,17 +296,26 @@ def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> 
                 ranges.append((int(lo), int(hi), path))
             elif parts[0] == CRASH_MARK:
                 sig, last, *fault = (int(x) for x in parts[1:6])        # fault: pc, address, si_code
+                state, last = site_state(last)
                 if parts[6] != "?" and last > 0:
                     where = str(SourceLoc(parts[6], last))
         except (ValueError, IndexError):        # a line the dying process did not finish
             continue
     if killed:
+        from .callers import fault_lines
+        at = fault_lines(fault[0], ranges) if fault and fault[0] else []
+        if at:                          # the code the stop interrupted: the loop's own line
+            where = str(SourceLoc(at[0].file, at[0].line, None, None, tuple(at[1:])))
         return BudgetError(
             f"{what} did not finish within its wall-clock bound of {timeout:g} s (stopped a little later): "
-            "a C++ loop that calls no PTO instruction is bounded only by it",
-            where=where, fix=("look for a loop without a PTO instruction after this line" if where else
-                              "it issued no PTO instruction at all: look for a loop at the kernel's start")
-                             + "; raise --timeout (timeout=) if it is just long",
+            "a C++ loop that calls no PTO instruction is bounded only by it"
+            + (" - it was running this line" if at else ""),
+            where=where,
+            fix=("look for the loop around this line: it calls no PTO instruction" if at else
+                 "it issued no PTO instruction yet: look for a loop at the start of the kernel at this line"
+                 if where and state == SITE_KERNEL else "look for a loop without a PTO instruction after this line"
+                 if where else "it issued no PTO instruction at all: look for a loop at the kernel's start")
+                + "; raise --timeout (timeout=) if it is just long",
             findings=[{"kind": "budget", "bound": "timeout", "limit": timeout, "core": None, "where": where}])
     if sig is None and os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -297,12 +329,17 @@ def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> 
         if at:                          # the faulting code's own line (and the calls inlined there)
             where = str(SourceLoc(at[0].file, at[0].line, None, None, tuple(at[1:])))
             head = f"{what} crashed with {name} at this line"
+        elif where and state == SITE_READING:     # (the fault is in ptopipe's header, encoding the call)
+            head = f"{what} crashed with {name} reading an operand of the instruction at this line"
+        elif where and state == SITE_KERNEL:
+            head = f"{what} crashed with {name} in the kernel at this line, before its first instruction"
         else:
             head = f"{what} crashed with {name}" + (" after the instruction at this line" if where else
                                                    " before its first instruction")
         cause, fix = _fault_cause(sig, fault)
-        return KernelError(head + cause, where=where, fix=fix + ("" if at else "; check array indices and "
-                                                                 "asserts in the C++ after that line"))
+        return KernelError(head + cause, where=where, fix=fix + ("" if at or state == SITE_READING else
+                                                                 "; check array indices and asserts in the C++ "
+                                                                 "after that line"))
     return KernelError(f"{what} ended its process (exit status {os.WEXITSTATUS(status) if os.WIFEXITED(status) else status})",
                        where=where, fix="a kernel must not call exit(); return from it")
 

@@ -15,7 +15,7 @@ import pytest
 from ptopipe import isa
 from ptopipe.cpp import include_dir, run_cpp
 from ptopipe.cpp import headergen
-from ptopipe.errors import (CompileError, ConfigError, DataRaceError, DeadlockError, KernelError, LeakError,
+from ptopipe.errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError, LeakError,
                             MemoryConflictError, ProtocolError)
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
@@ -330,6 +330,18 @@ def test_a_crashing_kernel_is_a_kernel_error_and_the_process_survives(cpp_cache)
     assert r.summary.cycles > 0
 
 
+@needs_cxx
+def test_a_crash_reading_an_instructions_operand_names_the_instruction(cpp_cache):
+    """A scalar read through a null __gm__ pointer is passed by reference and read in ptopipe's
+    header as the call encodes it: the fault is the instruction's, at its line."""
+    name = "c2v_null_scalar.cpp"
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel(name), c2v_args())
+    assert "SIGSEGV reading an operand of the instruction at this line" in ei.value.what, ei.value.what
+    assert "address 0x0" in ei.value.what and "null pointer" in ei.value.fix
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TMULS(o, part, scale[i])')}"
+
+
 def test_a_crash_report_names_what_the_faulting_access_was():
     """The signal handler's report (ptopipe_entry.hpp: signal, last call site, pc, fault address,
     si_code, file) read by the runner: a read past a __gm__ pointer's argument, a tile address
@@ -344,6 +356,8 @@ def test_a_crash_report_names_what_the_faulting_access_was():
     assert past.where == "k.cpp:7" and "pointer arithmetic" in past.fix
     tile = _crash_error(status, "PTOPIPE-CRASH 11 7 0 16384 1 k.cpp\n", False, 1, "the C++ kernel k.cpp")
     assert "address 0x4000" in tile.what and "data()" in tile.fix
+    reading = _crash_error(status, "PTOPIPE-CRASH 11 -9 0 0 1 k.cpp\n", False, 1, "the C++ kernel k.cpp")
+    assert reading.where == "k.cpp:9" and "reading an operand of the instruction at this line" in reading.what
     bare = _crash_error(status, "", False, 1, "the C++ kernel k.cpp")
     assert bare.what == "the C++ kernel k.cpp crashed with SIGSEGV before its first instruction"
 
@@ -472,6 +486,17 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *x) {}
 """
 
 
+BUSY = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec_kernel(__gm__ float *x)
+{
+    if (get_subblockid() != 0) return;
+    volatile int64_t spin = 0;
+    while (spin >= 0) { spin = spin + 1; if (spin > 1000000000) spin = 0; }
+}
+"""
+
+
 @needs_cxx
 @pytest.mark.parametrize("command", ["run", "check"])
 def test_a_cpp_loop_without_instructions_is_stopped_at_the_commands_timeout(command, cpp_cache, tmp_path, capfd,
@@ -490,6 +515,22 @@ def test_a_cpp_loop_without_instructions_is_stopped_at_the_commands_timeout(comm
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "error: BudgetError: the C++ kernel spin.cpp did not finish within its wall-clock bound of 0.3 s" \
         in r.stderr, r.stderr
+    # (it waits in usleep, outside the kernel's code: the kernel it was running is named)
+    vec = next(i for i, ln in enumerate(SPIN.splitlines(), 1) if "vec_kernel" in ln)
+    assert f"at spin.cpp:{vec}\n" in r.stderr and "look for a loop at the start of the kernel at this line" in r.stderr, \
+        r.stderr
+
+
+@needs_cxx
+def test_a_cpp_loop_without_instructions_is_stopped_at_its_line(cpp_cache, tmp_path):
+    """The stop signal's handler reports the code it interrupted: the loop's own line, after
+    the kernel's instructions so far."""
+    f = tmp_path / "busy.cpp"
+    f.write_text(BUSY)
+    with pytest.raises(BudgetError) as ei:
+        run_cpp(str(f), dict(x=np.zeros(8, np.float32)), timeout=0.3)
+    loop = next(i for i, ln in enumerate(BUSY.splitlines(), 1) if "while (spin" in ln)
+    assert ei.value.where == f"{f}:{loop}" and "it was running this line" in ei.value.what, str(ei.value)
 
 
 @needs_cxx

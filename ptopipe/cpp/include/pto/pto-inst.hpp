@@ -865,8 +865,14 @@ template <typename X> void enc(Args &a, const X &x, Site s)
     }
 }
 
+// (the call site goes on the crash descriptor first, its line negated while the operands are
+// read: a fault reading one - a scalar through a bad __gm__ pointer, passed by reference - is
+// this call's, whose frames are ptopipe's header)
 template <typename... X> int64_t inst(int32_t op, Site s, const X &...xs)
 {
+    int64_t *sh = shared();
+    sh[0] = int64_t(reinterpret_cast<intptr_t>(s.file));
+    sh[1] = -int64_t(s.line);
     Args a;
     (enc(a, xs, s), ...);
     return call(op, a, s);

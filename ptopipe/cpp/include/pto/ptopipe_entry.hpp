@@ -60,7 +60,9 @@ inline uint64_t interrupted_pc(void *context)
 // a fatal signal in kernel code: report it on the crash descriptor (async-signal-safe calls
 // only) - the signal, the last instruction's call site, the faulting code's address (the
 // runner finds its line), the address a memory fault accessed and its si_code (SEGV_ACCERR: a
-// mapped page that forbids the access - a write to read-only GM) - then die of the same signal
+// mapped page that forbids the access - a write to read-only GM) - then die of the same signal.
+// SIGUSR1 is the runner's stop of a run past its wall-clock bound: the interrupted code's
+// address is the loop's that issues no instruction
 inline void on_crash(int sig, siginfo_t *info, void *context)
 {
     char buf[1100];
@@ -146,7 +148,7 @@ PTOPIPE_EXPORT void ptopipe_init(::ptopipe::Callback cb, int64_t *shared, int cr
     act.sa_sigaction = ::ptopipe::on_crash;
     act.sa_flags = SA_SIGINFO;
     sigemptyset(&act.sa_mask);
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &act, nullptr);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGUSR1}) sigaction(sig, &act, nullptr);
 }
 
 // the return addresses of the failing call of the kernel that last returned 1 (at most max)
