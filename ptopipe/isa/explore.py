@@ -47,7 +47,7 @@ from ..sim.cluster import engine_name
 from ..sim.memory import MemoryPool
 from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
 from .launch import compare_launches, run
-from .scenario import Scenario, reusable_args
+from .scenario import Scenario, on_platform, reusable_args
 
 MODES = ("mix", "random", "pct", "exhaustive")
 DEFAULT_DEPTH = {"mix": 0, "random": 0, "pct": 3, "exhaustive": 2}
@@ -200,14 +200,16 @@ def _spec(s) -> "ScheduleSpec | None":
     return ScheduleSpec("random", int(s))
 
 
-def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol="spec",
+def run_schedule(target, seed=None, variant="default", platform=None, protocol=None,
                  data_seed: int = 0, args: dict | None = None, policy=None,
                  scope: CheckScope | None = None, **run_kwargs):
     """Run ``target`` (a Scenario, or ``(aic, aiv)`` with ``args``) under one schedule:
     ``seed`` is None (the default schedule), a random-mode seed, a :class:`ScheduleSpec`
-    or its text; checks a Scenario against its golden.  ``policy`` (optional) is the
+    or its text; checks a Scenario against its golden.  ``platform`` / ``protocol``: a
+    Scenario's own when not given, else a2a3 / spec.  ``policy`` (optional) is the
     schedule policy object to use (it keeps the run's digest and choice points);
     ``scope``: the check's :class:`CheckScope` (None: nothing shared)."""
+    platform, protocol = on_platform(target, platform, protocol)
     spec = _spec(seed)
     if spec is not None and policy is None:
         policy = spec.policy()
@@ -413,8 +415,8 @@ def failure_key(spec: "ScheduleSpec | None"):
     return spec.seed if spec is not None and spec.mode == "random" else spec
 
 
-def explore(target, schedules: int = 50, seed: int = 0, variant="default", platform="a2a3",
-            protocol="spec", data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
+def explore(target, schedules: int = 50, seed: int = 0, variant="default", platform=None,
+            protocol=None, data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
             include_default: bool = True, progress=None, mode: str = "mix", depth: int | None = None,
             **run_kwargs) -> ExploreResult:
     """Run the default schedule and up to ``schedules`` explored ones of ``mode``, with the
@@ -425,8 +427,10 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     schedule shows that every schedule gives its result (``determinate``, ``complete``;
     :mod:`ptopipe.sim.determinacy`); ``why_explored`` says why it did not.
 
+    ``platform`` / ``protocol``: a Scenario's own when not given, else a2a3 / spec.
     ``progress(done, total)``, if given, is called before each run."""
     checked_target(target, schedules)
+    platform, protocol = on_platform(target, platform, protocol)
     checked_call(target, variant, platform, protocol, args, run_kwargs)
     depth = checked_depth(mode, depth)
     run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)

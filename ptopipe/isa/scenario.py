@@ -140,10 +140,12 @@ class Scenario:
         args = self.inputs(params, seed, variant)
         return args, self.expected(args, params)
 
-    def run(self, variant: str = "default", platform="a2a3", protocol="spec", seed: int = 0,
+    def run(self, variant: str = "default", platform=None, protocol=None, seed: int = 0,
             prepared: "tuple[dict, dict] | None" = None, **run_kwargs) -> "tuple[RunResult, dict]":
-        """Run one variant; returns (result, expected).  ``prepared``: what
+        """Run one variant; returns (result, expected).  ``platform`` / ``protocol``: the
+        scenario's own when not given (:func:`on_platform`).  ``prepared``: what
         :meth:`prepare` returned for this variant and seed (None: made here)."""
+        platform, protocol = on_platform(self, platform, protocol)
         args, expected = self.prepare(variant, seed) if prepared is None else prepared
         if run_kwargs.get("sync") is None:
             run_kwargs["sync"] = self.sync
@@ -154,14 +156,22 @@ class Scenario:
         res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
         return res, expected
 
-    def check(self, variant: str = "default", platform="a2a3", protocol="spec", seed: int = 0,
+    def check(self, variant: str = "default", platform=None, protocol=None, seed: int = 0,
               **run_kwargs) -> RunResult:
         """Run one variant and raise :class:`MismatchError` if it differs from the golden."""
+        platform, protocol = on_platform(self, platform, protocol)
         res, expected = self.run(variant, platform, protocol, seed, **run_kwargs)
         compare_launches(res, expected, self.rtol, self.atol, f"{self.name}[{variant}]",
                          rerun=lambda: self.run(variant, platform, protocol, seed,
                                                 **{**run_kwargs, "record_writes": True})[0])
         return res
+
+
+def on_platform(target, platform, protocol) -> tuple:
+    """(platform, protocol) a run of ``target`` takes: the ones given, else a Scenario's own,
+    else A2A3 under the spec protocol."""
+    own = target if isinstance(target, Scenario) else None
+    return (platform or (own and own.platform) or "a2a3", protocol or (own and own.protocol) or "spec")
 
 
 #: argument values a run passes to the kernels unchanged that no kernel can alter

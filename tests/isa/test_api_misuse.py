@@ -122,6 +122,25 @@ def test_tolerances_zero_and_numpy_numbers_are_taken():
     assert (_scenario(rtol=0, atol=np.float32(1e-3)).rtol, _scenario(rtol=0).atol) == (0, 1e-5)
 
 
+def test_a_scenarios_platform_and_protocol_are_the_default_of_its_runs():
+    """A Scenario that names its platform / protocol runs there unless a call says otherwise:
+    its run, its check and explore's default schedule alike (the CLI passes the same)."""
+    from ptopipe.isa.context import current_core
+
+    def on_a5(x, out, n):
+        cl = current_core().cluster
+        if (cl.platform.name, cl.context.protocol_name) != ("a5", "pto-isa"):
+            raise ValueError(f"ran on {cl.platform.name} under {cl.context.protocol_name}")
+        vector(x, out, n)
+    sc = ptopipe.Scenario("sc", None, (on_a5, None), lambda rng: _args(), lambda a: {}, platform="a5",
+                          protocol="pto-isa")
+    sc.run()
+    sc.check()
+    assert explore(sc, schedules=2).ok
+    with pytest.raises(ValueError, match="ran on a2a3"):
+        sc.run(platform="a2a3")
+
+
 @pytest.mark.parametrize("args,kw,what", [
     ((), {}, "run_pto() needs the path of a .pto file"),
     ((5,), {}, "run_pto(path): 5 is an int, not the path of a .pto file"),
