@@ -130,8 +130,9 @@ def test_a_globaltensor_tfree_signals_so_a_race_report_does_not_call_it_a_no_op(
 
 
 def _misfit_vector(out, fifo):
-    """Each lane pops a T x T/2 column half of a LEFT_RIGHT-pushed slot, but says UP_DOWN:
-    AIV1's view starts half a slot in and its rows, at the slot's row stride, run past it."""
+    """Each lane pops a T x T/2 column half (a LEFT_RIGHT part) of the slot, but says UP_DOWN, as
+    the push did: AIV1's view starts half a slot in and its rows, at the slot's row stride, run
+    past it."""
     pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
     g = GlobalTensor(float32, (T, T // 2), (T, 1))
     t = Tile(TileType.Vec, float32, T, T // 2, addr=0)
@@ -141,15 +142,17 @@ def _misfit_vector(out, fifo):
         TFREE(pipe, g, TILE_UP_DOWN)
 
 
-def _lr_cube(x, fifo):
-    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
-    m = Tile(TileType.Mat, float32, T, T, addr=0)
-    g = GlobalTensor(float32, (T, T))
-    for i in range(TILES):
-        TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
-        TALLOC(pipe, g, TILE_LEFT_RIGHT)
-        TSTORE(g, m)
-        TPUSH(pipe, g, TILE_LEFT_RIGHT)
+def _split_cube(split):
+    def cube(x, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(TILES):
+            TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TALLOC(pipe, g, split)
+            TSTORE(g, m)
+            TPUSH(pipe, g, split)                                     # SPLIT-PUSH
+    return cube
 
 
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec")])
@@ -157,11 +160,44 @@ def test_a_popped_view_past_its_slot_is_refused_at_the_tpop(platform, protocol):
     x = np.zeros((TILES * T, T), np.float32)
     args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
     with pytest.raises(ProtocolError) as ei:
-        ptopipe.run(_lr_cube, (_misfit_vector, _misfit_vector), args, platform=platform, protocol=protocol)
+        ptopipe.run(_split_cube(TILE_UP_DOWN), (_misfit_vector, _misfit_vector), args, platform=platform,
+                    protocol=protocol)
     e = ei.value
     assert "does not fit SlotSize 1024" in e.what and "AIV1's offset 512" in e.what, e
     assert e.where.endswith(f":{line_of(_misfit_vector, 'MISFIT')}"), e.where
     assert "fits with TILE_LEFT_RIGHT" in e.fix and "NO_SPLIT" not in e.fix, e.fix
+
+
+def _nosplit_vector(out, fifo):
+    """Each lane pops its UP_DOWN half of the slot as a view, but names no split: both views
+    start at the slot's start, so AIV1 reads AIV0's rows."""
+    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+    g = GlobalTensor(float32, (T // 2, T))
+    t = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    for i in range(TILES):
+        TPOP(pipe, g)                                                 # POP-NOSPLIT
+        TLOAD(t, g)
+        TFREE(pipe, g)
+        TSTORE(GlobalTensor(out.data() + (i * T + get_subblockid() * (T // 2)) * T, (T // 2, T)), t)
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec")])
+@pytest.mark.parametrize("vector,split,pop", [(_nosplit_vector, TILE_UP_DOWN, "TILE_NO_SPLIT"),
+                                              (_misfit_vector, TILE_LEFT_RIGHT, "TILE_UP_DOWN")])
+def test_a_popped_view_of_another_split_than_the_push_is_refused_at_the_tpop(platform, protocol, vector, split,
+                                                                             pop):
+    """A GlobalTensor TPOP's split places the lane's view in the slot: with another split than
+    the Cube's push a lane views what is not its part (no error of the bytes shows it)."""
+    x = np.zeros((TILES * T, T), np.float32)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(_split_cube(split), (vector, vector), args, platform=platform, protocol=protocol)
+    e = ei.value
+    assert f"split {pop} does not match the pushed tile's split {split.name}" in e.what, e
+    assert f":{line_of(_split_cube, 'SPLIT-PUSH')}" in e.what
+    tpop = 'POP-NOSPLIT' if vector is _nosplit_vector else 'MISFIT'
+    assert e.where.endswith(f":{line_of(vector, tpop)}"), e.where
+    assert "getPopSubAIVOffset" in e.fix
 
 
 def _both_cube(x, out, fifo):

@@ -21,7 +21,8 @@ from ...protocol.model import ProtocolModel
 
 class Slot:
     """One ring slot as seen by one consumer peer."""
-    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc", "reads")
+    __slots__ = ("tag", "gen", "state", "layout", "push_split", "push_loc", "pop_loc", "free_gen", "free_loc",
+                 "reads")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
     counter_fields = ("gen", "free_gen", "pop_gen")
 
@@ -30,6 +31,7 @@ class Slot:
         self.gen = 0
         self.state = "free"     # free | written | held
         self.layout = None      # (dtype, valid rows, valid cols, split, TileLayout, rows, cols) of the last push (None: empty)
+        self.push_split = None  # the split of the last address-flow push (TPUSH of a GlobalTensor)
         self.push_loc = None
         self.pop_loc = None
         self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line

@@ -32,7 +32,8 @@ from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from ...protocol.model import platform_kind
 from ...protocol.geometry import ODD_SPLITS, full_shape, odd_split_problem, part_offset, part_rows, part_shape
-from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
+from .steps import (_args, _loc, check_lanes_split, check_nosplit_lanes, check_split, mark_written, producer_record,
+                    producer_wait, release)
 
 
 class SlotPtr(GMPtr):
@@ -193,13 +194,13 @@ def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     return new_event(("TPUSH", core, end))
 
 
-def push_commit(core, ch: Channel, side: Side) -> Event:
+def push_commit(core, ch: Channel, side: Side, split) -> Event:
     if not side.pending_alloc:
         raise ProtocolError(f"TPUSH(GlobalTensor) on {ch.name} without a preceding TALLOC", where=_loc(core),
                             fix="address flow: TALLOC -> TSTORE... -> TPUSH")
     tag, _gt, _loc0 = side.pending_alloc.pop(0)
     here = core.where()
-    mark_written(core, ch, side, tag, None, "TPUSH", here)
+    mark_written(core, ch, side, tag, None, "TPUSH", here, split)
     chk = core.cluster.checker
     if chk is not None:                 # a write through the TALLOCed view is now too late
         chk.slot_pushed(core, ch.name, tag, here)
@@ -258,6 +259,11 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     return new_event(("TALLOC", core, end))
 
 
+#: the splits that give each Vector core its part of a C2V tile (an address-flow pop must name
+#: the push's: its view is placed by it)
+_SPLITS = (TileSplitAxis.TILE_UP_DOWN, TileSplitAxis.TILE_LEFT_RIGHT)
+
+
 def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split, loc) -> Event:
     check_nosplit_lanes(core, ch, split, "TPOP")
     if not ch.in_gm:
@@ -273,6 +279,8 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
         _pop_misfit(core, ch, gt, split, off)
     slots = side.slots[tag]
     slot = slots[0]
+    if ch.way == C2V and slot.push_split in _SPLITS:      # (the lane's view is its part of the tile)
+        check_split(core, ch, slot, slot.push_split, split, "TPOP", loc, address=True)
     bounds = slot_bounds(ch, tag, "TPOP", split if ch.way == C2V else TileSplitAxis.TILE_NO_SPLIT,
                          core.subblock, gt)
     gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name, bounds))

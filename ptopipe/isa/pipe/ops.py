@@ -56,7 +56,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     ch, side = e if e is not None and core is pipe.core else pipe.end("producer", core, "TPUSH")
     if tile.__class__ is not Tile or ch.ctrl:
         if isinstance(tile, GlobalTensor):
-            return push_commit(core, ch, side)
+            return push_commit(core, ch, side, split)
         if ch.ctrl:
             return push_ctrl(core, ch, side, tile)
         raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))

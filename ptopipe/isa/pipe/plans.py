@@ -18,7 +18,7 @@ from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, 
                                  split_push_problem)
 from ...protocol.slots import pop_band, problem_text, push_band, read_problem
 from ..ops import check_move_layout
-from .steps import check_nosplit_lanes
+from .steps import check_nosplit_lanes, check_split
 
 
 def _loc(core) -> str:
@@ -211,7 +211,7 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
         return
     vrow, vcol = valid if valid is not None else (rows, cols)
     for _lane, slot in pushed:
-        _check_split(core, ch, slot, split, op, loc)
+        check_split(core, ch, slot, slot.layout[3], split, op, loc)
     kind = ch.model.slot_placement
     bands = [push_band(kind, ch.way, ch.in_gm, s.layout[3], s.layout[5:7], s.layout[1:3], lane) for lane, s in pushed]
     lane = core.subblock if ch.way == C2V else 0
@@ -279,23 +279,6 @@ def _check_odd_pop(core, ch, slot, split, valid: tuple, op: str, loc) -> None:
     if bad is not None:
         raise ProtocolError(f"{op} on {core.name}: {bad[0]} (slot {slot.tag} of {ch.name})", where=str(loc or core.where()),
                             details=f"pushed at {slot.push_loc}" if slot.push_loc else None, fix=bad[1])
-
-
-def _check_split(core, ch, slot, split, op: str, loc) -> None:
-    """The consumer's split must be the producer's (``slot``'s push)."""
-    psplit = slot.layout[3]
-    if psplit != split:
-        where = str(loc or core.where())
-        producer = "the Cube" if ch.way == C2V else "a Vector core"
-        raise ProtocolError(
-            f"{op} on {core.name} at {where}: split {TileSplitAxis(split).name} does not match the pushed tile's "
-            f"split {TileSplitAxis(psplit).name} ({producer}'s TPUSH at {slot.push_loc}, slot {slot.tag} of "
-            f"{ch.name})",
-            where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
-            fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis"
-                + (" (a C2V ring in GM, as on A2A3, holds the Cube's whole tile whatever its split and "
-                   "each Vector core reads its part, so pto-isa runs this; on A5 the Cube's split decides "
-                   "which Vector core receives which part)" if ch.way == C2V and ch.in_gm else ""))
 
 
 def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: str, where: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...arch import PipeUnit
 from ...sim import CoreKind
-from ...arch.vocab import TileSplitAxis
+from ...arch.vocab import C2V, TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc, is_cpp
 from ...protocol.geometry import one_lane
@@ -71,9 +71,30 @@ def producer_record(core, side: Side, tag: int, at: int, order=None) -> None:
             set_flag(core, f, at, order)
 
 
-def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) -> None:
+def check_split(core, ch: Channel, slot, psplit, split, op: str, loc, address: bool = False) -> None:
+    """The consumer's split must be the producer's: ``psplit``, that of ``slot``'s push
+    (``address``: a GlobalTensor TPOP's, whose split places the lane's view in the slot)."""
+    if psplit != split:
+        where = str(loc or core.where())
+        producer = "the Cube" if ch.way == C2V else "a Vector core"
+        raise ProtocolError(
+            f"{op} on {core.name} at {where}: split {TileSplitAxis(split).name} does not match the pushed tile's "
+            f"split {TileSplitAxis(psplit).name} ({producer}'s TPUSH at {slot.push_loc}, slot {slot.tag} of "
+            f"{ch.name})",
+            where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
+            fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis"
+                + (" (a GlobalTensor TPOP's split gives the lane's offset in the slot, pto-isa's "
+                   "getPopSubAIVOffset: with another split a lane's view is not its part of the pushed tile)"
+                   if address else
+                   " (a C2V ring in GM, as on A2A3, holds the Cube's whole tile whatever its split and "
+                   "each Vector core reads its part, so pto-isa runs this; on A5 the Cube's split decides "
+                   "which Vector core receives which part)" if ch.way == C2V and ch.in_gm else ""))
+
+
+def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc, split=None) -> None:
     """A producer wrote slot ``tag``: it must not be unconsumed or held by a consumer (each
-    consumer's copy of the slot for C2V; the producing AIV's part for V2C)."""
+    consumer's copy of the slot for C2V; the producing AIV's part for V2C).  ``layout``: a
+    tile push's; ``split``: an address-flow push's."""
     slots = side.slots[tag]
     for s in slots:
         if s.state != "free":
@@ -81,6 +102,7 @@ def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) 
     for s in slots:
         s.state = "written"
         s.layout = layout
+        s.push_split = split
         s.push_loc = loc
 
 
