@@ -10,6 +10,10 @@ file keeps its own mode (``mkstemp`` alone would make every output 0600).
 A symbolic link as the target stays a link: the data is written (atomically, next to it) to
 the file the link points at, which keeps its mode and is refused if read-only, as if it had
 been named itself; replacing the link with a plain file would cut it off from its target.
+
+A character device or a named pipe (``/dev/null``, ``/dev/stdout``, a FIFO a reader waits on)
+is written in place, as it comes: it cannot be replaced, and replacing it with a file would
+destroy it.  A block device or a socket is refused.
 """
 from __future__ import annotations
 
@@ -45,6 +49,10 @@ def atomic_open(path: str, binary: bool = False):
     on an error or an interrupt the target is left as it was.  For output streamed in
     pieces (the Chrome trace of a long run), so it never has to be held in memory."""
     path = os.fspath(path)
+    if _stream(path):
+        with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            yield f
+        return
     target, mode = _target(path)
     d = os.path.dirname(target)
     try:
@@ -69,11 +77,32 @@ def check_output(path: str) -> None:
     missing or read-only directory): lets a command refuse a bad ``-o`` before a long run,
     not after."""
     path = os.fspath(path)
+    if _stream(path):
+        return
     target, _ = _target(path)
     d = os.path.dirname(target)
     if not os.access(d, os.W_OK | os.X_OK):     # (what mkstemp next to the target needs)
         raise ConfigError(f"cannot write {_named(path, target)}: cannot create a file in directory {d} "
                           "(Permission denied)", fix="make the directory writable or choose another output path")
+
+
+def _stream(path: str) -> bool:
+    """Whether ``path`` (its link's target) is a character device or a named pipe, written in
+    place; raises ConfigError for one that cannot be written, a block device or a socket."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    m = st.st_mode
+    if stat.S_ISBLK(m) or stat.S_ISSOCK(m):
+        raise ConfigError(f"cannot write {path}: it is a {'block device' if stat.S_ISBLK(m) else 'socket'}, "
+                          "not a file", fix="choose a file as the output path")
+    if not (stat.S_ISCHR(m) or stat.S_ISFIFO(m)):
+        return False
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"cannot write {path}: the device or pipe is not writable",
+                          fix="choose another output path")
+    return True
 
 
 def _named(path: str, target: str) -> str:

@@ -127,3 +127,26 @@ def test_cli_run_report_to_a_directory(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "ConfigError" in err and "is a directory" in err and "Traceback" not in err
     assert os.listdir(tmp_path) == []
+
+
+def test_a_named_pipe_is_written_in_place_not_replaced(tmp_path):
+    """A FIFO a reader waits on (or /dev/null, /dev/stdout): its data streams into it, and it
+    stays a pipe - a rename over it would leave the reader with nothing and destroy it."""
+    import threading
+    fifo = tmp_path / "out.pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    write_atomic(str(fifo), b"trace bytes")
+    reader.join(timeout=10)
+    assert got == [b"trace bytes"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert _leftovers(tmp_path) == []
+    write_atomic(os.devnull, "nothing")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_cli_compile_to_dev_null_keeps_the_device(capsys):
+    mixed = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
+    assert cli_main(["compile", mixed, "--emit", "pto", "-o", os.devnull]) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and "Traceback" not in capsys.readouterr().err
