@@ -18,6 +18,7 @@ destroy it.  A block device or a socket is refused.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -42,6 +43,11 @@ def write_atomic(path: str, data: "str | bytes") -> str:
     return os.fspath(path)
 
 
+#: the errors of a write that the output path's device gives (a full disk, a closed pipe):
+#: a ConfigError naming the path, not an OSError of the program
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
+
+
 @contextlib.contextmanager
 def atomic_open(path: str, binary: bool = False):
     """``with atomic_open(path) as f: f.write(...)``: a file object (text, UTF-8, unless
@@ -50,8 +56,13 @@ def atomic_open(path: str, binary: bool = False):
     pieces (the Chrome trace of a long run), so it never has to be held in memory."""
     path = os.fspath(path)
     if _stream(path):
-        with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
-            yield f
+        try:
+            with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+                yield f
+        except OSError as e:
+            if e.errno not in _FULL:
+                raise
+            raise ConfigError(f"cannot write {path}: {e.strerror}", fix="choose another output path") from None
         return
     target, mode = _target(path)
     d = os.path.dirname(target)
@@ -66,9 +77,12 @@ def atomic_open(path: str, binary: bool = False):
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
             yield f
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in _FULL:
+            raise ConfigError(f"cannot write {_named(path, target)}: {e.strerror}",
+                              fix="free space on its file system or choose another output path") from None
         raise
 
 

@@ -150,3 +150,11 @@ def test_cli_compile_to_dev_null_keeps_the_device(capsys):
     mixed = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
     assert cli_main(["compile", mixed, "--emit", "pto", "-o", os.devnull]) == 0
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and "Traceback" not in capsys.readouterr().err
+
+
+def test_a_full_device_is_a_config_error_naming_it():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with pytest.raises(ConfigError, match="cannot write /dev/full: No space left on device"):
+        write_atomic("/dev/full", "x" * 100000)
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
