@@ -46,9 +46,10 @@ def check(target, schedules: int = 50, **kwargs):
     keyword, variant, platform or protocol, a pair's missing ``args`` - raises a ConfigError,
     as :func:`run` does; what a kernel's runs find is a failure in the result."""
     from .isa.explore import checked_call, checked_target, explore
+    from .isa.scenario import on_platform
     checked_target(target, schedules, "check")
-    checked_call(target, kwargs.get("variant", "default"), kwargs.get("platform", "a2a3"),
-                 kwargs.get("protocol", "spec"), kwargs.get("args"),
+    checked_call(target, kwargs.get("variant", "default"),
+                 *on_platform(target, kwargs.get("platform"), kwargs.get("protocol")), kwargs.get("args"),
                  {k: v for k, v in kwargs.items() if k not in _EXPLORE_OWN}, "check")
     return explore(target, schedules, **kwargs)
 
