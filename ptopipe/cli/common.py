@@ -80,6 +80,9 @@ def validate(args) -> None:
         raise ConfigError("--variant is empty", where="option --variant",
                           fix="name a variant, write --variant all, or leave the option out "
                               "for the scenario's default")
+    if getattr(args, "engine", None) == "ray":
+        from ..driver.engine import require_ray
+        require_ray()
     paths = getattr(args, "paths", None)
     if paths is not None:                 # `check PATH...`: one file, or a kernel library
         args.file = paths[0] if len(paths) == 1 and not os.path.isdir(paths[0]) else None

@@ -166,13 +166,24 @@ def session(engine: str = "local", address: str | None = None):
             ray.shutdown()
 
 
+def require_ray() -> None:
+    """The ConfigError of ``--engine ray`` without Ray installed, raised before any work
+    (whether or not the command then has units enough to use it), without importing Ray."""
+    import importlib.util
+    if importlib.util.find_spec("ray") is None:
+        raise _no_ray()
+
+
+def _no_ray() -> ConfigError:
+    return ConfigError("--engine ray needs Ray, which is not installed", where="option --engine",
+                       fix='install the extra: pip install "ptopipe[ray]"')
+
+
 def _ray_module():
     try:
         import ray
     except ImportError:
-        raise ConfigError("--engine ray needs Ray, which is not installed",
-                          where="option --engine",
-                          fix='install the extra: pip install "ptopipe[ray]"') from None
+        raise _no_ray() from None
     return ray
 
 

@@ -187,3 +187,17 @@ def test_an_unreachable_cluster_is_one_clear_error(capsys):
     code = cli_main(["check", *LIB[:2], "--engine", "ray", "--address", f"127.0.0.1:{_free_port()}"])
     err = capsys.readouterr().err
     assert code == 1 and "cannot reach the Ray cluster" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["check", os.path.join("examples", "scenarios", "s1_cv_split.py")],
+                                  ["check", *LIB[:2]]])
+def test_engine_ray_without_ray_is_refused_before_any_run(argv, capsys, monkeypatch):
+    """Whether or not the command has units enough to hand to Ray, asking for it without it
+    installed is the same ConfigError, before anything runs."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert cli_main([*argv, "--engine", "ray"]) == 1
+    out = capsys.readouterr()
+    assert "--engine ray needs Ray, which is not installed" in out.err and "PASS" not in out.out + out.err
