@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..driver import pto
-from ..errors import ConfigError
+from ..errors import ConfigError, PtoPipeError
 from . import bounds
 from .common import (block_note, blocks_ran, engine_note, launch_kwargs, scalar_ranges, summary_warnings, werror_note, werror_verdict,
                      write_outputs)
@@ -127,13 +127,20 @@ def _run_one(args, pl, protocol, static) -> int:
     sync, note = _file_sync(args)
     if note and not getattr(args, "quiet", False):
         print(f"note: {note}")
-    res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
-                      **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                      **sync, **launch_kwargs(args), causal=getattr(args, "causal", False),
-                      checks=not getattr(args, "no_checks", False), engine=getattr(args, "engine", None))
+    name = os.path.basename(args.file)
+    try:
+        res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
+                          **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
+                          **sync, **launch_kwargs(args), causal=getattr(args, "causal", False),
+                          checks=not getattr(args, "no_checks", False), engine=getattr(args, "engine", None))
+    except PtoPipeError as e:
+        if reports:                 # the run up to its error, as a .py kernel's (cli/run.py)
+            from .trace import reports_of_failed_run, write_reports
+            reports_of_failed_run(e, lambda cl: write_reports(cl, args, name, "default", type(e).__name__))
+        raise
     if reports:
         from .trace import write_reports
-        write_reports(res, args, os.path.basename(args.file), "default")
+        write_reports(res, args, name, "default")
     outs = write_outputs(res.outputs, getattr(args, "output", None))
     quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
     warned, summary = _run_warnings(static, pl), summary_warnings(res.summary)

@@ -511,6 +511,10 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
             except PtoPipeError as e:
                 if launches > 1:
                     e.add_detail(f"(in launch {k} of {launches})")
+                if trace:               # the reports show the block of the access the error is at
+                    named = (e.findings[0].get("blocks") if e.findings else None) or [len(clusters) - 1]
+                    e.run_cluster = clusters[named[-1]]
+                    e.run_cluster.stopped_by = e
                 raise
             if k == launches:
                 found.extend(twice)

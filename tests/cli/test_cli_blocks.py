@@ -178,3 +178,16 @@ def test_trace_takes_blocks_and_says_which_block_it_traced(tmp_path, capsys):
     code, out, _ = _cli(["trace", str(src), "-o", str(trace)], capsys)
     assert code == 0 and NOTE in out and "block 0 of 2" not in out
     assert "block" not in json.loads(trace.read_text(encoding="utf-8"))["otherData"]
+
+
+@pytest.mark.parametrize("kernel", ["examples/scenarios/s1_cv_split.py", "tests/pto/accumulate_a3.pto"])
+def test_a_race_between_blocks_writes_the_report_of_the_block_it_names(kernel, tmp_path, capsys):
+    """Found after every block ran: the report shows the block whose access the error is at
+    (block 1's TPUSH of the one GM ring both blocks use), and the note says so."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    report = tmp_path / "r.html"
+    code, out, err = _cli(["run", os.path.join(root, kernel), "--blocks", "2", "--report", str(report)], capsys)
+    assert code == 1 and "DataRaceError: data race (read/write) on GM between blocks: block 1" in err, err
+    assert "note: the run stopped with DataRaceError; its reports show it up to there" in err
+    assert "block 1 of 2" in report.read_text(encoding="utf-8")
