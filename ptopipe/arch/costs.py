@@ -26,10 +26,12 @@ Assumptions (see docs/performance.md):
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import ceil
 
+from ..errors import ConfigError
 from .catalogue import OPS
 from .vocab import PipeUnit  # noqa: F401  (re-exported: arch.costs.PipeUnit)
 
@@ -77,7 +79,14 @@ class CostTable:
     def replace(self, **changes) -> "CostTable":
         """A copy with some entries changed.  ``vector`` and ``bandwidth`` are *merged* into
         the current tables, e.g. ``costs.replace(vector={"TMULS": (1, 0, 0)},
-        bandwidth={("GM", "UB"): 84.5})``; other fields are replaced."""
+        bandwidth={("GM", "UB"): 84.5})``; other fields are replaced.  A ``vector`` entry for
+        an op the catalogue does not have is a ConfigError (it would change no cost)."""
+        unknown = [k for k in changes.get("vector", {}) if k not in OPS]
+        if unknown:
+            near = difflib.get_close_matches(unknown[0], list(OPS), n=1)
+            raise ConfigError(f"costs.replace(vector=...): no instruction {unknown[0]!r} in the op catalogue",
+                              fix=f"did you mean {near[0]!r}?" if near else
+                                  "name an instruction of ptopipe.arch.catalogue.OPS (e.g. 'TMULS')")
         for name in ("vector", "bandwidth"):
             if name in changes:
                 merged = dict(getattr(self, name))

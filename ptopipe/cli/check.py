@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("check", help="check a kernel for deadlocks, protocol misuse, races and leaks "
                                      "under many schedules")
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="kernel file (.py defining SCENARIO, or .pto), or several files and directories "
+                   help="kernel file (.py defining SCENARIO, .pto or pto-isa .cpp), or several files and directories "
                         "(a kernel library: every .pto and SCENARIO .py in them, one summary table)")
     p.add_argument("--junit", default=None, metavar="OUT.xml",
                    help="write the results as JUnit XML (one test case per kernel variant)")
@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
                         "shows as the wrong result the explored schedules give (docs/schedules.md)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
-                   help="(.pto files) a parameter's array (a .npy file) or a scalar parameter's value "
+                   help="(.pto / .cpp files) a parameter's array (a .npy file) or a scalar parameter's value "
                         "(a .npy file or a number: n=5, x=-1.5); others get seeded random data, "
                         "scalars 0; repeatable")
     add_pto_func(p)

@@ -121,6 +121,14 @@ def test_timing_overrides_per_run():
     assert A5.costs.matmul(40, 50, 60, 2) == 54      # A5 uses the A2A3 table (assumption)
 
 
+def test_a_cost_of_an_instruction_the_catalogue_lacks_is_refused():
+    """A misspelt op would change no cost, silently: the replace names it and its neighbour."""
+    from ptopipe.errors import ConfigError
+    with pytest.raises(ConfigError) as ei:
+        A2A3.costs.replace(vector={"TEXPP": (4, 14, 17)})
+    assert "no instruction 'TEXPP'" in ei.value.what and ei.value.fix == "did you mean 'TEXP'?"
+
+
 def test_timing_off_is_functional_only():
     def vec(x, y):
         t = Tile(TileType.Vec, float32, 64, 64, addr=0)
