@@ -742,6 +742,20 @@ def test_an_exception_a_kernel_raises_names_the_core_that_raised_it(tmp_path, ca
     assert "raised by the kernel vector on AIV1" in err and "Traceback" not in err
 
 
+def test_an_exception_a_kernel_raises_keeps_its_type_with_a_note_naming_the_kernel():
+    """ptopipe.run: the kernel's own exception propagates as itself (its traceback is the user's
+    to read), noted with the kernel and the core that raised it."""
+    import sys
+
+    def vector(x):
+        [0][get_subblockid() + 1]
+    with pytest.raises(IndexError) as ei:
+        ptopipe.run(None, vector, dict(x=np.zeros(4, np.float32)))
+    assert ei.value.ptopipe_raised_by == "the kernel vector on AIV0"
+    if sys.version_info >= (3, 11):
+        assert ei.value.__notes__ == ["(raised by the kernel vector on AIV0 in a ptopipe run)"]
+
+
 def test_a_slot_buffer_smaller_than_one_ends_ring_names_the_agreement_too():
     """One end binds SlotNum 4 over a buffer sized for the other end's 2: the size error (the
     first that can be seen) also says the two ends must agree."""

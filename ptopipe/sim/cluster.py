@@ -406,6 +406,8 @@ class Cluster:
                 if isinstance(e, Exception) and not isinstance(e, (PtoPipeError, Abort, Expired)) \
                         and not hasattr(e, "ptopipe_raised_by"):   # the kernel's own exception
                     e.ptopipe_raised_by = f"the kernel {getattr(fn, '__name__', fn)} on {core.name}"
+                    if hasattr(e, "add_note"):          # (Python >= 3.11: its traceback says so too)
+                        e.add_note(f"(raised by {e.ptopipe_raised_by} in a ptopipe run)")
                 elif isinstance(e, PtoPipeError) and e.where is None:
                     locate(e, raised_at(e.__traceback__) or core.loc_override)
                 raise

@@ -190,6 +190,13 @@ def stops_early(out, fifo, tiles):
         TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
 
 
+def never_pops(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)    # BOUND
+    if tiles > 0:
+        return                                                  # (an early return: no TPOP at all)
+    TPOP(pipe, Tile(TileType.Vec, float32, T, T))
+
+
 def returns_holding(out, fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
     t = Tile(TileType.Vec, float32, T, T)
@@ -208,6 +215,16 @@ def test_a_consumer_that_stops_early_heads_the_deadlock(platform, protocol):
     assert e.where.endswith(f"test_blame.py:{line_of(stops_early, 'LAST')}"), e.where
     assert e.what.startswith("deadlock: AIV0 returned after popping 4 tile(s)"), e.what
     assert "blame_producers.py" in e.what            # the blocked push is named, after the consumer
+
+
+def test_a_consumer_that_pops_nothing_is_said_to_have_bound_the_pipe_only():
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(identity_cube, (never_pops, None), _args(7))
+    e = ei.value
+    bound = f"test_blame.py:{line_of(never_pops, 'BOUND')}"
+    assert e.what.startswith("deadlock: AIV0 returned after popping 0 tile(s)"), e.what
+    assert f"it bound the pipe at " in e.what and f"{bound} and popped none" in e.what and "last TPOP" not in e.what
+    assert e.where.endswith(bound), e.where
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

@@ -99,7 +99,8 @@ def _stopped_consumer(ch, core, cons, pside, cside):
         fix = ch.model.held_fix(loc, ch)
     else:
         loc = _last_pop(cside, ch)
-        cause = (f"{cons.name} returned after popping {cside.index} tile(s) of {ch.name} (last TPOP at {loc}), "
+        last = f"last TPOP at {loc}" if cside.index else f"it bound the pipe at {loc} and popped none"
+        cause = (f"{cons.name} returned after popping {cside.index} tile(s) of {ch.name} ({last}), "
                  f"but {core.name} pushes more: its push #{i} at {core.where()} waits for a slot {cons.name} "
                  "would have freed")
         fix = (f"{core.name} waits for a free from {cons.name}, whose kernel returned: make {cons.name} pop (and "
