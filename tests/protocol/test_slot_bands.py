@@ -84,7 +84,7 @@ def _pushes_and_read(draw):
     return bands, read, draw(st.sampled_from([UD, LR, NO]))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_pushes_and_read())
 def test_a_read_of_a_pushed_block_is_judged_as_element_by_element(case):
     bands, read, split = case
