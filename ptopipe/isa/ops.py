@@ -597,6 +597,17 @@ def _ufunc_into(ufunc, a, b, d):
     ufunc(a, b, out=d)
 
 
+def _row_block_into(ufunc, a, b, d, first: bool):
+    """d = ufunc(a, b) where the per-row operand (``a`` if ``first``, else ``b``) is a block per
+    row that repeats along it: element (i, j) takes its (i, j mod block)."""
+    reps = -(-d.shape[1] // (a if first else b).shape[1])
+    if first:
+        a = np.tile(a, (1, reps))[:, :d.shape[1]]
+    else:
+        b = np.tile(b, (1, reps))[:, :d.shape[1]]
+    ufunc(a, b, out=d)
+
+
 # these run unchanged on operands with one more leading axis - a batch of repeated blocks
 # (sim.periodic; ``batch_out``: the argument each writes): matmul broadcasts its leading axes
 for _k in (_product, _product_into, _product_acc, _ufunc_into):
@@ -1034,22 +1045,34 @@ def _row_expand(op):
         a = arr(src0, core)
         b = arr(src1, core)
         d = arr(dst, core)
-        if a.shape != d.shape or b.shape[0] != d.shape[0]:
-            raise _err(core, f"{name}: dst {d.shape}, src0 {a.shape} and per-row src1 "
-                             f"{b.shape} do not agree", "src1 needs one row per dst row")
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
+        # the per-row operand is src1, or src0 when src1 has dst's shape (pto-isa's TRowExpandOp):
+        # one value per row, or a 32-byte block per row that repeats along it (its mode 2)
+        per_row = b if a.shape == d.shape else a if b.shape == d.shape else None
+        block = 32 // dst.item
+        if d.size == 0:                 # (an empty valid region - a lane's replay - computes nothing)
+            per_row = b
+        elif per_row is None or per_row.shape[0] != d.shape[0] or per_row.shape[1] not in (1, block, d.shape[1]):
+            raise _err(core, f"{name}: dst {d.shape}, src0 {a.shape} and per-row src1 "
+                             f"{b.shape} do not agree",
+                       f"one of src0 / src1 has dst's shape, the other one row per dst row: one value "
+                       f"(one column) or a 32-byte block ({block} columns, RowMajor) per row")
         if tmp is None and src1.blayout is not BLayout.RowMajor \
                 and core.cluster.platform.ub_scratch_base is not None:
             _implicit_ub_scratch(core, name, (dst, src0, src1))
-        core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
+        if per_row.shape[1] == 1 or per_row.shape[1] == d.shape[1]:
+            core.pending.append((_ufunc_into, ufunc, a, b, d))
+        else:
+            core.pending.append((_row_block_into, ufunc, a, b, d, per_row is a))
         if tmp is not None:
             return _vec_issue_tmp(core, name, dst, src0, src1, tmp)
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     sig = "dst, src0, src1[, tmp]" if takes_tmp else "dst, src0, src1"
-    instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
+    instr.__doc__ = (f"{name}({sig}): dst = {ufunc.__name__}(src0, src1) with the per-row operand (src1, or "
+                     "src0 when src1 has dst's shape) repeated along each row: one value, or a 32-byte block.")
     return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
 
 

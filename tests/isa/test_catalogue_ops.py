@@ -416,15 +416,21 @@ def test_column_expand_family(platform, dtype):
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("dtype", [np.float16, np.int32])
 def test_row_expand_max_min(platform, dtype):
+    """pto-isa's two per-row operands (docs/isa/TROWEXPANDADD.md): a 32-byte block per row that
+    repeats along it (mode 2, RowMajor), and one value per row (mode 1); either operand."""
     rng = np.random.default_rng(12)
-    a, r = rand(rng, dtype, (8, 32)), rand(rng, dtype, (8, 16))
+    block = 32 // np.dtype(dtype).itemsize
+    a, r, s = rand(rng, dtype, (8, 32)), rand(rng, dtype, (8, block)), rand(rng, dtype, (8, 1))
 
     def call(o, i):
         TROWEXPANDMAX(o[0], i[0], i[1])
         TROWEXPANDMIN(o[1], i[0], i[1])
-    got = run_tiles(platform, call, [a, r], [(a.shape, dtype)] * 2)
-    close(got[0], np.maximum(a, r[:, :1]), dtype)
-    close(got[1], np.minimum(a, r[:, :1]), dtype)
+        TROWEXPANDMAX(o[2], i[2], i[0])            # the per-row operand first
+    got = run_tiles(platform, call, [a, r, s], [(a.shape, dtype)] * 3)
+    repeated = np.tile(r, (1, 32 // block))
+    close(got[0], np.maximum(a, repeated), dtype)
+    close(got[1], np.minimum(a, repeated), dtype)
+    close(got[2], np.maximum(s, a), dtype)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -320,7 +320,7 @@ def test_vector_op_matches_numpy(name):
         tx = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
         ty = Tile(TileType.Vec, float32, 16, 32, addr=0x800)
         td = Tile(TileType.Vec, float32, 16, 32, addr=0x1000)
-        ts = Tile(TileType.Vec, float32, 16, 8, addr=0x1800)
+        ts = Tile(TileType.Vec, float32, 16, 1, addr=0x1800)    # one value per row (DN), as pto-isa's kernels
         TLOAD(tx, x)
         TLOAD(ty, y)
         op(td, tx, ty, ts)

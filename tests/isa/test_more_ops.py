@@ -173,13 +173,14 @@ def test_part_arg_max_and_min(platform, vdt, idt):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_expand_exp_differences(platform, dtype):
     rng = np.random.default_rng(6)
-    a, r, c = rand(rng, dtype, lo=-3, hi=3), rand(rng, dtype, (8, 8), -3, 3), rand(rng, dtype, (8, 32), -3, 3)
+    block = 32 // np.dtype(dtype).itemsize              # a 32-byte block per row (pto-isa's mode 2)
+    a, r, c = rand(rng, dtype, lo=-3, hi=3), rand(rng, dtype, (8, block), -3, 3), rand(rng, dtype, (8, 32), -3, 3)
 
     def call(o, i):
         TROWEXPANDEXPDIF(o[0], i[0], i[1], o[2])       # with pto-isa's tmp tile
         TCOLEXPANDEXPDIF(o[1], i[0], i[2])
     got = run_tiles(platform, call, [a, r, c], [(a.shape, dtype)] * 3)
-    close(got[0], np.exp((a - r[:, :1]).astype(np.float64)), dtype)
+    close(got[0], np.exp((a - np.tile(r, (1, 32 // block))).astype(np.float64)), dtype)
     close(got[1], np.exp((a - c[:1, :]).astype(np.float64)), dtype)
     ia = rand(rng, np.int32)
     rejects(platform, lambda o, i: TCOLEXPANDEXPDIF(o[0], i[0], i[0]), [ia], [(ia.shape, np.int32)],
@@ -454,7 +455,7 @@ def test_pto_part_arg_expdif_and_pair_sum_families(platform):
     one = v1 < v0
     np.testing.assert_array_equal(out["dv"], np.where(one, v1, v0))
     np.testing.assert_array_equal(out["di"], np.where(one, i0 + 500, i0))
-    np.testing.assert_allclose(out["e"], np.exp((v0 - r[:, :1]).astype(np.float64)), rtol=1e-6)
+    np.testing.assert_allclose(out["e"], np.exp((v0 - np.tile(r, (1, 4))).astype(np.float64)), rtol=1e-6)
     want = np.zeros_like(v1)
     want[:, :16] = v1[:, 0::2] + v1[:, 1::2]
     np.testing.assert_array_equal(out["ps"], want)
