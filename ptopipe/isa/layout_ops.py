@@ -149,13 +149,16 @@ def TRESHAPE(dst: Tile, src: Tile, *events) -> Event:
         raise _err(core, f"TRESHAPE between a fractal ({TileLayout.NZ.name}-like) and a plain layout: "
                          f"{src.layout.name} -> {dst.layout.name}",
                    "reshape between two fractal or two plain layouts; TMOV converts layouts")
-    same = dst.addr == src.addr
-    if not same:
-        core.pending.append((_copy_bytes, s, d))
+    if dst.addr == src.addr:
+        # pto-isa's TRESHAPE rebinds dst to src's storage and issues nothing (npu TReshape.hpp):
+        # no pipe runs it, so it orders nothing and races with nothing; dst is ready when src is
+        if src.ready_at > dst.ready_at:
+            dst.ready_at = src.ready_at
+        return new_event(("TRESHAPE", core, dst.ready_at))
+    core.pending.append((_copy_bytes, s, d))
     pipe = PipeUnit.V if src.loc is _VEC else PipeUnit.MTE1
-    cost = 0 if same else core.costs.move(src.sname, dst.sname, src.nbytes)
     args = TileArgs(dst.shape, dst.dtype) if core.trace is not None else None
-    _, end = core.issue(pipe, cost, (src,), (dst,), "TRESHAPE", args)
+    _, end = core.issue(pipe, core.costs.move(src.sname, dst.sname, src.nbytes), (src,), (dst,), "TRESHAPE", args)
     return new_event(("TRESHAPE", core, end))
 
 

@@ -149,6 +149,32 @@ def test_reshape_keeps_the_bytes(platform):
             "1024 bytes", "512")
 
 
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_reshape_in_place_is_no_instruction_of_any_pipe(platform):
+    """pto-isa's TRESHAPE of one storage rebinds the tile (npu TReshape.hpp): under manual sync
+    a store after the V -> MTE3 event that ordered the row sum reads it without a race (no V
+    write of the reshape's own comes after the event), and no instruction is counted."""
+    def vec(x, out):
+        if get_subblockid() != 0:
+            return
+        s, tmp = Tile(TileType.Vec, float32, 8, 64, addr=0), Tile(TileType.Vec, float32, 8, 64, addr=0x800)
+        d = Tile(TileType.Vec, float32, 8, 1, addr=0x1000)
+        row = Tile(TileType.Vec, float32, 1, 8, addr=0x1000)
+        TLOAD(s, GlobalTensor(x.data(), (8, 64)))
+        set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+        wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+        TROWSUM(d, s, tmp)
+        set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+        wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+        TRESHAPE(row, d)
+        TSTORE(GlobalTensor(out.data(), (1, 8)), row)
+    x = rand(np.random.default_rng(5), np.float32, (8, 64))
+    res = ptopipe.run(None, vec, dict(x=x, out=np.zeros((1, 8), np.float32)), platform=platform,
+                      sync="manual", causal=True)
+    np.testing.assert_allclose(res.outputs["out"][0], x.sum(axis=1), rtol=1e-5)
+    assert res.summary.cores["AIV0"]["instructions"] == 7      # TLOAD, 2 SET, 2 WAIT, TROWSUM, TSTORE
+
+
 # -- TFILLPAD ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_fillpad_forms_and_pad_values(platform):
