@@ -246,6 +246,27 @@ template int64_t viewRows<GD>(const float *, int);
 """
 
 
+#: what pto-isa's kernels include and name besides (common/debug.h, memory.hpp, utils.hpp,
+#: cpu_stub.hpp; constants.hpp's CUBE_BLOCK_SIZE; pto_tile.hpp's compact Left / Right aliases)
+KERNEL_INCLUDES = """
+#include <pto/common/debug.h>
+#include <pto/common/memory.hpp>
+#include <pto/common/utils.hpp>
+#include <pto/common/cpu_stub.hpp>
+static_assert(CUBE_BLOCK_SIZE == 512 && FRACTAL_ZZ_ROW == 16 && ACC_C0_SIZE == 16 && REPEAT_BYTE == 256);
+using LC = TileLeftCompact<float, 16, 32>;
+using RC = TileRightCompact<float, 32, 16>;
+static_assert(LC::Compact == CompactMode::Normal && RC::Compact == CompactMode::Normal && RC::Loc == TileType::Right);
+inline void checked(int n) { PTO_ASSERT(n > 0, "n is positive"); DEBUG_CHECK(n < 100, "n is small"); }
+"""
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_pto_isas_kernel_headers_and_names_build(tmp_path, platform):
+    r = compile_only(tmp_path, KERNEL_INCLUDES, platform)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
 #: C++20, as pto-isa's CPU tests are built (its tconcat: a struct as a non-type template parameter):
 #: kernels are built so where the compiler has it
 CXX20 = """

@@ -320,6 +320,12 @@ using TRandomCounter = uint32_t[PTO_RANDOM_COUNTER_SIZE];
 constexpr const int BLOCK_BYTE_SIZE = 32;
 constexpr const int C0_SIZE_BYTE = 32;
 constexpr const int FRACTAL_NZ_ROW = 16;
+constexpr const int FRACTAL_ZZ_ROW = 16;
+constexpr const int CUBE_BLOCK_SIZE = 512;
+constexpr const int ACC_C0_SIZE = 16;
+constexpr const int BLOCK_LEN = 16;
+constexpr const int REPEAT_BYTE = 256;
+constexpr const int REPEAT_MAX = 255;
 constexpr const int NUM_1 = 1, NUM_4 = 4, NUM_8 = 8, NUM_12 = 12, NUM_16 = 16, NUM_32 = 32, NUM_64 = 64,
                     NUM_77 = 77, NUM_96 = 96, NUM_128 = 128, NUM_256 = 256, NUM_512 = 512;
 
@@ -420,6 +426,19 @@ using TileRight = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::RowMajo
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileAcc = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
                      SLayout::RowMajor, 1024>;
+// ... and their compact forms (CompactMode::Normal), as pto_tile.hpp declares them
+#if defined(PTO_NPU_ARCH_A2A3)
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeftCompact = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
+                             SLayout::RowMajor, 512, PadValue::Null, CompactMode::Normal>;
+#else
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeftCompact = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
+                             SLayout::RowMajor, 512, PadValue::Null, CompactMode::Normal>;
+#endif
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileRightCompact = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
+                              SLayout::ColMajor, 512, PadValue::Null, CompactMode::Normal>;
 // ptopipe's own shorthands, not pto-isa's: a kernel that uses them does not build with pto-isa
 // (the build reports each use as a warning at the kernel's line, ptopipe.cpp.build)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
