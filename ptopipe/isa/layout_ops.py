@@ -643,9 +643,9 @@ def TMRGSORT(dst: Tile, *args, exhausted: bool = False) -> Event:
     if any(t.dtype != dst.dtype for t in (tmp,) + srcs):
         _same_dtype(core, "TMRGSORT", dst, tmp, *srcs)
     _rule(core, _MRG, dst, _MRG_OK)
-    if tmp.cols < sum(t.cols for t in srcs):
-        raise _err(core, f"TMRGSORT: tmp has {tmp.cols} columns; the lists have "
-                         f"{sum(t.cols for t in srcs)}", "give tmp the lists' total columns")
+    if tmp.cols < sum(a.shape[1] for a in lists):      # (what the lists hold: their valid columns)
+        raise _err(core, f"TMRGSORT: tmp has {tmp.cols} columns; the lists' valid columns total "
+                         f"{sum(a.shape[1] for a in lists)}", "give tmp the lists' total valid columns")
     core.pending.append((_MRG.kernel, lists, bool(exhausted), executed, d))
     ev = _issue(core, "TMRGSORT", [dst], list(srcs), tmp, 1, sum(a.shape[1] for a in lists), dst.item)
     core.cluster.sync()              # ``executed`` holds the counts when TMRGSORT returns

@@ -578,6 +578,18 @@ def test_mrgsort_merges_sorted_blocks_and_lists(platform):
     rejects(platform, lambda o, i: TMRGSORT(o[1], o[0], 48), [v], [((1, 256), np.float32)] * 2,
             "multiple of 64")
 
+    def wide_lists(o, i):                           # lists declared wider than they hold (topk's tail)
+        TSORT32(o[0], i[0], i[2])
+        TSORT32(o[1], i[1], i[2])
+        a = Tile(TileType.Vec, float32, 1, 128, addr=o[0].addr, valid_cols=64)
+        b = Tile(TileType.Vec, float32, 1, 128, addr=o[1].addr, valid_cols=64)
+        TMRGSORT(o[3], MrgSortExecutedNumList(), o[2], a, b)     # tmp: 128 columns, the lists' valid total
+    got = run_tiles(platform, wide_lists, [hi, lo, ix], [((1, 128), np.float32)] * 4)
+    vals, _ = tuples_of(got[3])
+    np.testing.assert_array_equal(vals, np.concatenate([hi[0], lo[0]]))
+    rejects(platform, lambda o, i: TMRGSORT(o[1], MrgSortExecutedNumList(), o[2], o[0], o[0]), [v],
+            [((1, 64), np.float32)] * 3, "tmp has 64 columns; the lists' valid columns total 128")
+
 
 _TRANDOM_PTO = """module attributes {{pto.target_arch = "a5"}} {{
   func.func @k(%o: !pto.ptr<ui32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
