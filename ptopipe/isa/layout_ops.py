@@ -174,6 +174,8 @@ def _fillpad(name: str):
         if pad is None:             # pto-isa: the destination type's PadVal (docs/isa/TFILLPAD.md)
             pad = dst.pad if dst.__class__ is Tile else PadValue.Zero
         _sync(events)
+        if name == "TFILLPAD" and dst.__class__ is Tile and dst.loc is TileType.Mat:
+            return _fillpad_mat(core, dst, src, pad)
         a = _vec(core, name, src)[0]
         d = _full(core, dst, f"{name} destination")
         if dst.loc is not _VEC:
@@ -207,6 +209,36 @@ def _fillpad(name: str):
                     "(Tile(..., pad=...), pto-isa's PadVal template parameter)."
     instr.__name__ = instr.__qualname__ = name
     return instr
+
+
+def _fillpad_mat(core, dst: Tile, src: Tile, pad) -> Event:
+    """pto-isa's TFILLPAD of an L1 (Mat) tile on the Cube (a2a3 TFillPad.hpp, create_cbuf_matrix):
+    zeros in dst's padding - the rows below its valid rows up to its valid columns rounded up to a
+    32-byte block, and every column past that block - for the matmul reading the whole fractals."""
+    if src is not dst and (src.__class__ is not Tile or src.loc is not TileType.Mat or src.addr != dst.addr):
+        raise _err(core, f"TFILLPAD of {dst.describe()}: an L1 tile is padded in place (dst and src one tile), "
+                         f"got {src.describe() if src.__class__ is Tile else src!r}", "pass the Mat tile as dst and src")
+    if dst.layout is not TileLayout.NZ:
+        raise _err(core, f"TFILLPAD of {dst.describe()}: pto-isa pads an L1 tile in the NZ layout only",
+                   "declare the Mat tile NZ (BLayout::ColMajor, SLayout::RowMajor)")
+    if pad not in (PadValue.Zero, PadValue.Null):
+        raise _err(core, f"TFILLPAD of {dst.describe()}: an L1 tile is padded with zeros (pad {pad!r})",
+                   "pass PadValue.Zero (or none)")
+    d = _full(core, dst, "TFILLPAD destination")
+    vr, vc = dst.valid_rows, dst.valid_cols
+    block = 32 // dst.item
+    aligned = min(dst.cols, -(-vc // block) * block)
+    core.pending.append((_zero_mat_padding, d, vr, aligned))
+    padded = (dst.rows - vr) * aligned + dst.rows * (dst.cols - aligned)
+    args = TileArgs(dst.shape, dst.dtype) if core.trace is not None else None
+    _, end = core.issue(PipeUnit.MTE2, core.costs.move(dst.sname, dst.sname, padded * dst.item), (), (dst,),
+                        "TFILLPAD", args)
+    return new_event(("TFILLPAD", core, end))
+
+
+def _zero_mat_padding(d: np.ndarray, rows: int, cols: int) -> None:
+    d[rows:, :cols] = 0
+    d[:, cols:] = 0
 
 
 TFILLPAD = _fillpad("TFILLPAD")

@@ -177,6 +177,34 @@ def test_a_reshape_in_place_is_no_instruction_of_any_pipe(platform):
 
 # -- TFILLPAD ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("platform", PLATFORMS)
+def test_fillpad_of_an_l1_tile_zeros_its_padding_on_the_cube(platform):
+    """pto-isa's Mat TFILLPAD (create_cbuf_matrix): an L1 tile loaded with 5 valid rows over stale
+    bytes gets zeros below them, so a matmul over its whole 16 rows gives zero rows there."""
+    junk = np.full((16, 16), 7, np.float32)
+    a = rand(np.random.default_rng(6), np.float32, (5, 16))
+
+    def cube(x, stale, eye, out):
+        m = Tile(TileType.Mat, float32, 16, 16, addr=0, layout=TileLayout.NZ)
+        TLOAD(m, stale)                                           # what the last kernel left
+        part = Tile(TileType.Mat, float32, 16, 16, addr=0, layout=TileLayout.NZ, valid_rows=5)
+        TLOAD(part, x)
+        TFILLPAD(part, part)
+        whole, r = Tile(TileType.Mat, float32, 16, 16, addr=0, layout=TileLayout.NZ), \
+            Tile(TileType.Mat, float32, 16, 16, addr=0x1000)
+        left, right = Tile(TileType.Left, float32, 16, 16, addr=0), Tile(TileType.Right, float32, 16, 16, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        TLOAD(r, eye)
+        TMOV(left, whole)
+        TMOV(right, r)
+        TMATMUL(acc, left, right)
+        TSTORE(out, acc)
+    res = ptopipe.run(cube, None, dict(x=a, stale=junk, eye=np.eye(16, dtype=np.float32),
+                                       out=np.zeros((16, 16), np.float32)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"][:5], a)
+    assert not res.outputs["out"][5:].any()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
 def test_fillpad_forms_and_pad_values(platform):
     rng = np.random.default_rng(4)
     f, i16 = rand(rng, np.float32, (8, 32)), rand(rng, np.int16, (8, 32))
