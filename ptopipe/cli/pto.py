@@ -136,7 +136,8 @@ def _run_one(args, pl, protocol, static) -> int:
     except PtoPipeError as e:
         if reports:                 # the run up to its error, as a .py kernel's (cli/run.py)
             from .trace import reports_of_failed_run, write_reports
-            reports_of_failed_run(e, lambda cl: write_reports(cl, args, name, "default", type(e).__name__))
+            stopped = type(e).__name__
+            reports_of_failed_run(e, lambda cl: write_reports(cl, args, name, "default", stopped))
         raise
     if reports:
         from .trace import write_reports
