@@ -127,6 +127,7 @@ def _run_one(args, pl, protocol, static) -> int:
     sync, note = _file_sync(args)
     if note and not getattr(args, "quiet", False):
         print(f"note: {note}")
+    from .trace import reports_of_failed_run, write_reports
     name = os.path.basename(args.file)
     try:
         res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
@@ -135,12 +136,10 @@ def _run_one(args, pl, protocol, static) -> int:
                           checks=not getattr(args, "no_checks", False), engine=getattr(args, "engine", None))
     except PtoPipeError as e:
         if reports:                 # the run up to its error, as a .py kernel's (cli/run.py)
-            from .trace import reports_of_failed_run, write_reports
             stopped = type(e).__name__
             reports_of_failed_run(e, lambda cl: write_reports(cl, args, name, "default", stopped))
         raise
     if reports:
-        from .trace import write_reports
         write_reports(res, args, name, "default")
     outs = write_outputs(res.outputs, getattr(args, "output", None))
     quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
