@@ -1313,7 +1313,7 @@ _DEFS = (
     OpDef("TPOW", "pow", _V, power, _POW, _S4, dsl="pow", tmp=True, scratch=True, doc="base ** exp per element (TPOW)"),
     OpDef("TPOWS", "pows", _V, power, _POW, _S4, dsl="pows", tmp=True, scratch=True, doc="base ** scalar per element (TPOWS)"),
     OpDef("TROWEXPANDEXPDIF", "row_expand", _V, exp_dif, types("f16 f32"), _S4, dsl="row_expand_expdif", tmp=True,
-          doc="exp(src0 - src1[i, 0]) per row (TROWEXPANDEXPDIF)"),
+          doc="exp(src0 - src1[i, j mod n]) per row, n: 1 or a 32-byte block (TROWEXPANDEXPDIF)"),
     OpDef("TCOLEXPANDEXPDIF", "col_expand", _V, exp_dif, types("f16 f32"), _S4, dsl="col_expand_expdif",
           doc="exp(src0 - src1[0, j]) per column (TCOLEXPANDEXPDIF)"),
     OpDef("TPAIRREDUCESUM", "unary", _V, pair_sum, types("f16 f32"), _S2, dsl="pair_sum",
