@@ -1378,6 +1378,8 @@ def test_the_two_ends_of_a_pipe_naming_different_flag_ids_is_a_config_error_at_t
         run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
     assert "two ends name different FlagIDs" in e.value.what and "the Cube end FlagID 0" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, '%pipe = pto.initialize_l2g2l_pipe')}:")
+    other = text.index("%pipe = pto.initialize_l2g2l_pipe", vec_init)
+    assert f"the other end 2 (at <pto>:{text.count(chr(10), 0, other) + 1}:" in e.value.what, e.value.what
 
 
 @pytest.mark.parametrize("arch", ["a3", "a5"])

@@ -470,7 +470,7 @@ def check_flag_ids(prog, names) -> None:
         o = next(iter(other.values()))
         raise ConfigError(
             f"the {way} pipe's two ends name different FlagIDs: the {side} end FlagID {flag}, the other "
-            f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.col}) - each end would "
+            f"end {', '.join(map(str, sorted(other)))} (at {o.where(prog.path)}) - each end would "
             f"wait on flags the other never sets (a hang on the device)",
             where=s.where(prog.path), fix="give both inits of the pipe the same flag_base")
 
