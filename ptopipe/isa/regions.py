@@ -14,7 +14,15 @@ With the race checker on, the watched tile's accesses are recorded on the core's
 so that a ring write of another core the pipe's flags do not order with them is a race even
 where the simulator ran it after them (``KernelChecks`` reports it as a tile in the ring).
 A TASSIGN view into a popped tile the core still holds is that tile (it lives as long as the
-slot is held)."""
+slot is held).
+
+Two placed tiles that share some bytes without either holding the other (a bias tile at 0x0 of
+2 KiB and an output tile at 0x400) are watched the same way: an instruction writing one marks
+the other overwritten where their valid bytes meet, and reading the other before the kernel
+writes it again is reported, naming the write.  A tile inside another (a part of a
+tile written through its own view) and tiles used one after the other are not reported.  A ring
+write over a tile is a MemoryConflictError; another tile's is a run warning at the read (the
+simulated bytes are the device's: the numbers show it as well)."""
 from __future__ import annotations
 
 from weakref import ref
@@ -69,8 +77,16 @@ def register_tile(tile, core) -> None:
     if w is not None:
         w.marks.pop(id(tile), None)                        # a new placement: no earlier value
         w.tiles.pop(id(tile), None)
+        w.overlaps.pop(id(tile), None)
     if shares:
         watch(core).tiles[id(tile)] = tile
+    for tid, (tlo, thi, _d, sp, _loc, held) in placed.items():
+        if tid != id(tile) and sp is tile.space and tlo < hi and lo < thi \
+                and not (tlo <= lo and hi <= thi) and not (lo <= tlo and thi <= hi):
+            other = held()
+            if other is not None:                          # (two tiles in part over one another)
+                w = watch(core)
+                w.overlaps[tid], w.overlaps[id(tile)] = other, tile
 
 
 def _gone(isa: dict, key: int):
@@ -144,6 +160,8 @@ class RingTiles:
     def __init__(self, core):
         self.core = core
         self.tiles: dict = {}          # id(tile) -> tile
+        self.overlaps: dict = {}       # id(tile) -> tile: placed tiles sharing part of their bytes
+        self.warned: set = set()       # (line, id(tile)) of the reads of overwritten tiles warned of
         self.marks: dict = {}
         self._issue, self._w, self._r = core.issue, core.issue_w, core.issue_r
         self._rw, self._rrw = core.issue_rw, core.issue_rrw
@@ -153,7 +171,10 @@ class RingTiles:
     def _read(self, s, name: str) -> None:
         m = self.marks.get(id(s))
         if m is not None and m[0] is s:
-            raise self._clobbered(s, name, m)
+            if len(m) == 6:             # another tile's write: a warning (the device reads the same)
+                self._overwritten(s, name, m)
+            else:
+                raise self._clobbered(s, name, m)
         if self.tiles.get(id(s)) is s:
             self._ordered(s, False, name)
 
@@ -162,6 +183,23 @@ class RingTiles:
             self.marks.pop(id(d), None)
             _write_over_ring(self.core, d, name)
             self._ordered(d, True, name)
+        if self.overlaps.get(id(d)) is d:
+            self.marks.pop(id(d), None)
+            self._write_over_tiles(d, name)
+
+    def _write_over_tiles(self, d, name: str) -> None:
+        """``name`` writes ``d``, which shares bytes with other placed tiles: those whose valid
+        bytes it writes no longer hold their values."""
+        span = _valid_span(d)
+        if span is None:
+            return
+        lo, hi = span
+        placed = self.core.isa.get("tiles", {})
+        for tid, t in self.overlaps.items():
+            e = placed.get(tid)
+            other = _valid_span(t) if t is not d and e is not None and e[5]() is t and t.space is d.space else None
+            if other is not None and other[0] < hi and lo < other[1]:
+                self.marks[tid] = (t, d, name, str(self.core.where()), max(lo, other[0]), min(hi, other[1]))
 
     def _ordered(self, tile, write: bool, name: str) -> None:
         """With the race checker on, the access is recorded on the core's memory: a ring write
@@ -215,6 +253,35 @@ class RingTiles:
                 "a ring's bytes only while the ring does not write them)",
             findings=[{"kind": "ring_clobber", "tile": desc, "ring": ring, "ring_write": at,
                        "read": here, "op": name}])
+
+
+    def _overwritten(self, tile, name: str, mark) -> None:
+        """``name`` reads ``tile`` after an instruction wrote another tile over part of it: a run
+        warning at the read, once per line and tile (the simulated bytes are the device's, so
+        the numbers show it too)."""
+        core = self.core
+        del self.marks[id(tile)]
+        _t, writer, op, at, lo, hi = mark
+        here = core.where()
+        key = (str(here), id(tile))
+        if key in self.warned:
+            return
+        self.warned.add(key)
+        tiles = core.isa["tiles"]
+        placed, wplaced = tiles[id(tile)][4], tiles.get(id(writer), (None,) * 5)[4]
+        core.cluster.warnings.append((
+            f"{name} reads {tile.describe()} (placed at {placed}), whose bytes [{lo:#x}, {hi:#x}) the {op} at "
+            f"{at} overwrote through {writer.describe()} (placed at {wplaced}): the two tiles overlap, so it "
+            f"reads that write, not its own value - place them in disjoint bytes, or finish reading the first "
+            f"before the {op}", here))
+
+
+def _valid_span(t) -> "tuple | None":
+    """[lo, hi) of the bytes ``t``'s valid region spans (None: none)."""
+    a, vr, vc = t._addr, t.valid_rows, t.valid_cols
+    if a is None or not vr or not vc:
+        return None
+    return a, a + ((vr - 1) * t.cols + vc) * t.item
 
 
 def _write_over_ring(core, tile, name: str) -> None:

@@ -87,3 +87,71 @@ def test_a_tile_placed_per_iteration_is_not_kept_alive(checks):
     # of recent calls)
     ptopipe.run(aiv=(k, None), args=dict(x=x, out=np.zeros_like(x), n=50), checks=checks, engine="exact")
     assert alive == [0]
+
+
+# -- two placed tiles over part of one another ----------------------------------------------------
+def _overlap_kernel(out_addr: int, reuse: bool = False):
+    """A bias tile loaded once at 0x0 (2 KiB) and an output tile at ``out_addr``: each iteration
+    adds into the output and reads the bias again (``reuse``: reloads the bias first)."""
+    from ptopipe.isa import GlobalTensor, TADD
+
+    def vec(x, bias, out):
+        b = Tile(TileType.Vec, float32, 16, 32, addr=0x0, name="bias")
+        o = Tile(TileType.Vec, float32, 16, 32, addr=out_addr, name="o")
+        t = Tile(TileType.Vec, float32, 16, 32, addr=0x4000)
+        TLOAD(b, bias)
+        for i in range(3):
+            if reuse:
+                TLOAD(b, bias)
+            TLOAD(t, GlobalTensor(x.data() + i * 512, (16, 32)))
+            TADD(o, t, b)                                                     # READ-BIAS
+            TSTORE(GlobalTensor(out.data() + i * 512, (16, 32)), o)
+    return vec
+
+
+def _overlap_args():
+    rng = np.random.default_rng(3)
+    x, bias = rng.integers(-3, 4, (48, 32)).astype(np.float32), rng.integers(1, 9, (16, 32)).astype(np.float32)
+    return dict(x=x, bias=bias, out=np.zeros_like(x)), x, bias
+
+
+def test_a_tile_read_after_another_tile_overwrote_part_of_it_is_a_warning_at_the_read():
+    """o at 0x400 covers bias's second half: the first TADD writes it there, the second reads
+    bias's clobbered bytes - a warning at that read naming the write, as the device computes."""
+    from markers import line_of
+    vec = _overlap_kernel(0x400)
+    args, x, bias = _overlap_args()
+    res = ptopipe.run(None, (vec, None), args)
+    (w, where), = [(w, loc) for w, loc in res.summary.leaks if "the two tiles overlap" in w]
+    assert str(where).endswith(f":{line_of(vec, 'READ-BIAS')}"), where
+    assert "'bias'" in w and "'o'" in w and "[0x400, 0x800)" in w, w
+    assert not np.array_equal(res.outputs["out"][16:32], x[16:32] + bias)     # (the numbers show it too)
+
+
+@pytest.mark.parametrize("out_addr,reuse", [(0x800, False), (0x400, True), (0x0, False)],
+                         ids=["disjoint", "reloaded-before-each-read", "same-bytes"])
+def test_tiles_that_do_not_lose_a_value_are_not_reported(out_addr, reuse):
+    """Disjoint tiles, a tile written again before it is read, and two names of one storage."""
+    args, x, bias = _overlap_args()
+    res = ptopipe.run(None, (_overlap_kernel(out_addr, reuse), None), args)
+    assert not [w for w, _ in res.summary.leaks if "the two tiles overlap" in w]
+    if out_addr == 0x800:
+        np.testing.assert_array_equal(res.outputs["out"], x + np.tile(bias, (3, 1)))
+
+
+def test_a_tile_written_through_a_part_of_it_is_not_reported():
+    """A whole tile padded, then a part of it loaded through a tile inside it, then the whole
+    read: the part's write is meant for the whole."""
+    from ptopipe.isa import GlobalTensor, TEXPANDS, TMULS
+
+    def vec(x, out):
+        whole = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
+        part = Tile(TileType.Vec, float32, 8, 32, addr=0x400)               # rows 8..15 of whole
+        TEXPANDS(whole, 0.0)
+        TLOAD(part, GlobalTensor(x.data(), (8, 32)))
+        TMULS(whole, whole, 2.0)
+        TSTORE(GlobalTensor(out.data(), (16, 32)), whole)
+    x = np.arange(256, dtype=np.float32).reshape(8, 32)
+    res = ptopipe.run(None, (vec, None), dict(x=x, out=np.zeros((16, 32), np.float32)))
+    assert not [w for w, _ in res.summary.leaks if "the two tiles overlap" in w]
+    np.testing.assert_array_equal(res.outputs["out"][8:], 2 * x)
