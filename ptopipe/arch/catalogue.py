@@ -44,7 +44,7 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import TCVT_PAIRS, CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
+from .vocab import TCVT_PAIRS, CmpMode, CustomPad, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
 from ..errors import with_article
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
@@ -485,8 +485,11 @@ def trans(a, d):
 
 
 def pad_value(pad, dtype: np.dtype):
-    """The fill of a ``pad`` (a PadValue, or a number: pto-isa's custom pad) in ``dtype``."""
+    """The fill of a ``pad`` (a PadValue, or a number or CustomPad: pto-isa's custom pad) in ``dtype``."""
     d = np.dtype(dtype)
+    if isinstance(pad, CustomPad):      # its bits, the low ones of a narrower type
+        raw = np.dtype(f"u{d.itemsize}")
+        return np.array(pad.bits & ((1 << (8 * min(d.itemsize, 4))) - 1), raw).view(d)[()]
     if pad is PadValue.Zero:
         return d.type(0)
     if d.kind in _INT_KINDS:

@@ -8,6 +8,7 @@ constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use the
 importing ``isa``."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum, IntEnum
 from ..errors import with_article
 
@@ -457,14 +458,32 @@ class CmpMode(IntEnum):
 class PadValue(Enum):
     """pto-isa's ``PadValue`` of ``TFILLPAD``: what fills a tile outside the source's valid
     region (Max / Min: +inf / -inf for floats, the integer's largest / smallest value; a
-    plain number is pto-isa's custom pad).  ``Null`` is a tile's "no pad value" (pto-isa's
-    ``Tile`` default, what ptoas writes): TFILLPAD refuses it, as pto-isa's static_assert does."""
+    plain number or a :class:`CustomPad` is pto-isa's custom pad).  ``Null`` is a tile's "no
+    pad value" (pto-isa's ``Tile`` default, what ptoas writes): TFILLPAD refuses it, as
+    pto-isa's static_assert does."""
     Null = "null"
     Zero = "zero"
     Max = "max"
     Min = "min"
 
     __hash__ = object.__hash__
+
+
+#: pto-isa's ``PadValue::CustomBase`` (type.hpp): a PadValue at or above it is a custom pad
+#: whose low 32 bits are the fill's bits (constants.hpp ``PadValueCustom``)
+CUSTOM_PAD_BASE = 1 << 32
+
+
+@dataclass(frozen=True)
+class CustomPad:
+    """A custom pad value as pto-isa's C++ spells it (``PadValueCustom(-1.0f)``,
+    ``PadCustom<42>``, ``PadValueCustom16(bits)``): the raw ``bits`` of the fill, read in the
+    tile's element type - the low 16 / 8 bits for a 2- / 1-byte type (constants.hpp
+    ``GetPadValue``)."""
+    bits: int
+
+    def __repr__(self) -> str:
+        return f"PadValueCustom(0x{self.bits:08X})"
 
 
 class PrintFormat(IntEnum):

@@ -46,7 +46,7 @@ import greenlet
 import numpy as np
 
 from ..arch.dtypes import as_dtype
-from ..arch.vocab import GM_LAYOUTS, Direction
+from ..arch.vocab import CUSTOM_PAD_BASE, GM_LAYOUTS, CustomPad, Direction
 from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa.events import Event, new_event
@@ -89,7 +89,14 @@ _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS, _PADS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout,
                                                                           isa.PadValue))
+_PAD_TABLE = next(k for k, e in enumerate(enums()) if e[1] is isa.PadValue)
 _WORDS = {}
+
+
+def _pad(word: int):
+    """The PadValue a C++ ``PadValue`` word means: an enumerator, or from CustomBase up a
+    custom pad's bits (constants.hpp ``PadValueCustom``)."""
+    return CustomPad(word & 0xFFFFFFFF) if word >= CUSTOM_PAD_BASE else _PADS[word]
 _string_at = ctypes.string_at
 _getcurrent = greenlet.getcurrent
 
@@ -506,7 +513,7 @@ class Dispatcher:
         """The member of enum ``table`` (:func:`~ptopipe.cpp.headergen.enums`) with C++ value
         ``value``; not one is an error at ``loc`` (the call site)."""
         try:
-            return _ENUMS[table][value]
+            return _ENUMS[table][value] if table != _PAD_TABLE else _pad(value)
         except (IndexError, KeyError):
             name = enums()[table][0] if 0 <= table < len(_ENUMS) else f"enum #{table}"
             raise KernelError(f"enum value {value} is not a value of {name}", where=loc and str(loc),
@@ -571,7 +578,7 @@ class Dispatcher:
         self._set_up(core)
         loc, code, rows, cols, bl, vr, vc, sl, pad = a
         t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl],
-                     pad=_PADS[pad])
+                     pad=_pad(pad))
         self.tiles.append(t)
         return len(self.tiles) - 1
 

@@ -303,10 +303,16 @@ def arities(name: str) -> tuple:
     return lo, most + (MAX_EVENTS if events else 0)
 
 
+#: enums whose C++ type is pto-isa's wider one, with the enumerator it adds (type.hpp: a
+#: PadValue from CustomBase up is a custom pad)
+_WIDE = {"PadValue": ("uint64_t", f"CustomBase = 0x{V.CUSTOM_PAD_BASE:X}ULL")}
+
+
 def _enum(name, cls, ns, scoped) -> str:
-    items = ", ".join(f"{m.name} = {cpp_value(m)}" for m in cls)
+    base, *extra = _WIDE.get(name, ("int",))
+    items = ", ".join([f"{m.name} = {cpp_value(m)}" for m in cls] + extra)
     kind = "enum class" if scoped else "enum"
-    return f"{kind} {name} : int {{ {items} }};"
+    return f"{kind} {name} : {base} {{ {items} }};"
 
 
 def render() -> str:

@@ -23,7 +23,7 @@ from ..arch.catalogue import (CONCAT_INDEX, GATHER_COMPARE, GATHER_COMPARE_A2A3_
                               GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_CONVERTS, INSERT_PATHS, INSERT_VEC_A2A3,
                               OPS, concat_counted, gather_compare, gather_index_error, mrgsort_blocks, pad_value,
                               pattern_takes, platform_label)
-from ..arch.vocab import CmpMode, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
+from ..arch.vocab import CmpMode, CustomPad, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
 from .events import Event, new_event
 from ..sim.trace import TileArgs
@@ -193,14 +193,15 @@ def _fillpad(name: str):
         if name == "TFILLPAD_INPLACE" and (dst.addr != src.addr or dst.shape != src.shape):
             raise _err(core, f"TFILLPAD_INPLACE: dst and src are not one tile ({dst.describe()}, "
                              f"{src.describe()})", "pass the same storage as dst and src")
-        if not (isinstance(pad, PadValue) or (isinstance(pad, (int, float, np.number))
-                                              and not isinstance(pad, bool))):
+        if not (isinstance(pad, (PadValue, CustomPad)) or (isinstance(pad, (int, float, np.number))
+                                                           and not isinstance(pad, bool))):
             raise _err(core, f"{name}: pad {pad!r} is not a PadValue or a number",
                        "pass PadValue.Zero / Max / Min or a number")
         if pad is PadValue.Null:
             raise _err(core, f"{name}: PadValue.Null is no pad value (pto-isa: \"TFillPad dst vecTile pad value "
                              "must not be Null\")", "pass PadValue.Zero / Max / Min or a number")
-        fill = pad_value(pad, dst.dtype) if isinstance(pad, PadValue) else _scalar_value(core, name, dst, pad)
+        fill = pad_value(pad, dst.dtype) if isinstance(pad, (PadValue, CustomPad)) \
+            else _scalar_value(core, name, dst, pad)
         core.pending.append((op.kernel, a, fill, d))
         return _issue(core, name, [dst], [src], None, dst.rows, dst.cols, dst.item)
     instr.__doc__ = f"{name}(dst, src, pad=dst.pad): the whole dst tile = src in src's valid " \

@@ -187,3 +187,22 @@ def test_explicit_template_arguments_are_the_operands_types(tmp_path):
                                      r"function template specialization .* requested here)", r.stderr)}
     first = lines.index("void refused(V &d, V &a, O &o, A &acc, M &m) {") + 1
     assert at == set(range(first + 1, first + 1 + len(REFUSED_EXPLICIT))), r.stderr[-3000:]
+
+
+CUSTOM_PAD = os.path.join(os.path.dirname(KERNEL), "custom_pad.cpp")
+
+
+@needs_cxx
+def test_custom_pad_values_fill_in_the_tiles_element_type(cpp_cache):
+    """A tile whose PadVal is pto-isa's PadValueCustom(v) / PadValueCustom16(bits) /
+    PadCustom<v> pads with v's bits read in the tile's element type (constants.hpp GetPadValue)."""
+    rng = np.random.default_rng(3)
+    ins = dict(f32=rng.standard_normal((4, 32)).astype(np.float32), f16=rng.standard_normal((4, 32)).astype(np.float16),
+               i8=rng.integers(-100, 100, (4, 32)).astype(np.int8), i32=rng.integers(-9, 9, (4, 32)).astype(np.int32))
+    outs = dict(f32_out=np.zeros((4, 32), np.float32), f16_out=np.zeros((4, 64), np.float16),
+                i8_out=np.zeros((4, 32), np.int8), i32_out=np.zeros((4, 32), np.int32))
+    o = run_cpp(CUSTOM_PAD, {**ins, **outs}, aiv="custom_pad").outputs
+    for name, cols, fill in (("f32", 5, -1.0), ("f16", 7, -1.0), ("i8", 3, -3), ("i32", 9, 42)):
+        want = np.full_like(outs[name + "_out"], fill)
+        want[:, :cols] = ins[name][:, :cols]
+        np.testing.assert_array_equal(o[name + "_out"], want, err_msg=name)

@@ -1414,15 +1414,36 @@ PTOPIPE_REFUSED(MGATHER, PTOPIPE_NO_INDEXED_GM)
 PTOPIPE_REFUSED(MSCATTER, PTOPIPE_NO_INDEXED_GM)
 #undef PTOPIPE_NO_INDEXED_GM
 
-// a custom pad value (constants.hpp): ptopipe's PadValue is one of its enumerators
-template <typename T> constexpr PadValue PadValueCustom(T)
+// custom pad values (constants.hpp): PadValue::CustomBase | the fill's bits, which TFILLPAD reads
+// in the tile's element type (the low 16 / 8 bits for a 2- / 1-byte type)
+constexpr PadValue custom_pad(uint32_t bits)
 {
-    static_assert(::ptopipe::unmodelled<T>::value,
-                  "PadValueCustom: ptopipe does not model a custom pad value: a tile pads with PadValue::Null, "
-                  "Zero, Max or Min");
-    return PadValue::Null;
+    return static_cast<PadValue>(static_cast<uint64_t>(PadValue::CustomBase) | bits);
 }
-template <typename T> constexpr PadValue PadValueCustom16(T bits) { return PadValueCustom(bits); }
+constexpr bool isCustomPadValue(PadValue pv)
+{
+    return static_cast<uint64_t>(pv) >= static_cast<uint64_t>(PadValue::CustomBase);
+}
+constexpr uint32_t getCustomPadBits(PadValue pv) { return static_cast<uint32_t>(static_cast<uint64_t>(pv)); }
+constexpr PadValue PadValueCustom(float v) { return custom_pad(__builtin_bit_cast(uint32_t, v)); }
+constexpr PadValue PadValueCustom(int32_t v) { return custom_pad(static_cast<uint32_t>(v)); }
+constexpr PadValue PadValueCustom(uint32_t v) { return custom_pad(v); }
+constexpr PadValue PadValueCustom(int16_t v) { return custom_pad(static_cast<uint16_t>(v)); }
+constexpr PadValue PadValueCustom(int8_t v) { return custom_pad(static_cast<uint8_t>(v)); }
+constexpr PadValue PadValueCustom(uint8_t v) { return custom_pad(v); }
+inline PadValue PadValueCustom(half v) { return custom_pad(v.bits); }
+inline PadValue PadValueCustom(bfloat16_t v) { return custom_pad(v.bits); }
+#ifdef __FLT16_MAX__            // the CPU simulator's spelling: PadValueCustom((_Float16)-1.0)
+constexpr PadValue PadValueCustom(_Float16 v) { return custom_pad(__builtin_bit_cast(uint16_t, v)); }
+#endif
+constexpr PadValue PadValueCustom16(uint16_t bits16) { return custom_pad(bits16); }
+// PadCustom<-1.0f>, PadCustom<42>: a float's bits, an integer's value
+template <auto V> inline constexpr PadValue PadCustom = [] {
+    if constexpr (std::is_floating_point_v<decltype(V)>)
+        return custom_pad(__builtin_bit_cast(uint32_t, static_cast<float>(V)));
+    else
+        return custom_pad(static_cast<uint32_t>(V));
+}();
 
 // the element types pto-isa has and ptopipe does not (4-bit, 8-bit floats: type.hpp, cpu/MXTypes.hpp,
 // cpu/Hifloat8.hpp): a file naming them compiles, a tile or tensor of one does not (dtype_code)

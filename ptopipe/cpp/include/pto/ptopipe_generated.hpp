@@ -205,7 +205,7 @@ namespace pto { enum class RoundMode : int { CAST_RINT = 0, CAST_ROUND = 1, CAST
 namespace ptopipe { template <> struct enum_code<pto::RoundMode> { static constexpr int value = 4; }; }
 namespace pto { enum class CmpMode : int { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 }; }
 namespace ptopipe { template <> struct enum_code<pto::CmpMode> { static constexpr int value = 5; }; }
-namespace pto { enum class PadValue : int { Null = 0, Zero = 1, Max = 2, Min = 3 }; }
+namespace pto { enum class PadValue : uint64_t { Null = 0, Zero = 1, Max = 2, Min = 3, CustomBase = 0x100000000ULL }; }
 namespace ptopipe { template <> struct enum_code<pto::PadValue> { static constexpr int value = 6; }; }
 namespace pto { enum class MaskPattern : int { P0101 = 1, P1010 = 2, P0001 = 3, P0010 = 4, P0100 = 5, P1000 = 6, P1111 = 7 }; }
 namespace ptopipe { template <> struct enum_code<pto::MaskPattern> { static constexpr int value = 7; }; }
