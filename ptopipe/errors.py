@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 
 
 def shown_path(path: str) -> str:
@@ -78,13 +79,44 @@ class ConfigError(PtoPipeError):
     """A pipe, platform or run configuration that cannot work (found at initialisation)."""
 
 
-def refuse_unknown_parameters(names, known, option: str = "--input") -> None:
-    """A ConfigError for the first of ``names`` (given with ``option``: ``--input``,
-    ``--range``) that is not one of the kernel's parameters ``known`` - a typo is refused,
+@dataclass(frozen=True)
+class Given:
+    """How the user gave a kernel's parameter values, in the words of the messages about them:
+    a command-line option (``--input k=FILE.npy``, ``--range k=LO..HI``) or, with no
+    ``option``, the Python keyword (``inputs={'k': array}``)."""
+    option: str = "--input"
+    keyword: str = "inputs"
+
+    @property
+    def where(self) -> str:
+        return f"option {self.option}" if self.option else f"argument {self.keyword}="
+
+    def of(self, k: str) -> str:
+        """The value given for parameter ``k``, as the user wrote it."""
+        return f"{self.option} {k}" if self.option else f"{self.keyword}[{k!r}]"
+
+    def give(self, k: str, value: str = "FILE.npy") -> str:
+        """How to give parameter ``k`` a ``value`` (``FILE.npy``: an array; else a literal)."""
+        if self.option:
+            return f"{self.option} {k}={value}"
+        return f"{self.keyword}={{{k!r}: {'array' if value == 'FILE.npy' else value}}}"
+
+    def drop(self, k: str) -> str:
+        return f"drop {self.option} {k}" if self.option else f"drop {k!r} from {self.keyword}="
+
+
+INPUT = Given()                         # the CLI's --input
+RANGE = Given("--range", "ranges")      # the CLI's --range
+API_INPUTS = Given("")                  # the Python API's inputs=
+
+
+def refuse_unknown_parameters(names, known, given: Given = INPUT) -> None:
+    """A ConfigError for the first of ``names`` (``given``: ``--input``, ``--range``,
+    ``inputs=``) that is not one of the kernel's parameters ``known`` - a typo is refused,
     not silently unused."""
     for k in names:
         if k not in known:
-            raise ConfigError(f"{option} {k}: the kernel has no parameter {k!r}", where=f"option {option}",
+            raise ConfigError(f"{given.of(k)}: the kernel has no parameter {k!r}", where=given.where,
                               fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
 
 

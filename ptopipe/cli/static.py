@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from ..arch.platform import get_platform
-from ..errors import refuse_unknown_parameters
+from ..errors import RANGE, refuse_unknown_parameters
 from ..driver.programs import int_params, programs, verify
 from ..passes.static_check import FAILED, PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN
 from ..passes.verify_pipes import NOT_PROVEN, not_proven
@@ -24,7 +24,7 @@ def main(args) -> int:
     built = list(programs(args.file, args.variant))
     # a --range name no program has: refused (as run refuses an --input typo), not "proven"
     refuse_unknown_parameters(ranges, set().union(*(int_params(p) for _, p, _, _, e in built if e is None)),
-                              "--range")
+                              RANGE)
     for label, prog, sc, scalars, error in built:
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")

@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from ..arch.vocab import TileSplitAxis
-from ..errors import CompileError, ConfigError, ParseError, PtoPipeError, user_line, with_article
+from ..errors import API_INPUTS, INPUT, RANGE, CompileError, ConfigError, Given, ParseError, PtoPipeError, user_line, with_article
 from ..ir.vocab import FunctionKind
 from ..ir.types import ScalarType, np_dtype
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
@@ -35,12 +35,13 @@ _MEM = {"Vec": "UB", "Mat": "L1"}
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
              scalars: dict | None = None, verify_properties: bool | None = None,
-             ranges: dict | None = None, print_after_all: bool = False, stream=None):
+             ranges: dict | None = None, print_after_all: bool = False, stream=None, given: Given = INPUT):
     """``path`` through the reader and the static passes: ``(op program, warnings, platform)``;
     ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``),
     ``ranges``: declared ranges of the others (name -> (lo, hi));
     ``verify_properties``: check every IR property after every pass (``--verify-each``);
-    ``print_after_all``: print the IR after each pass on ``stream`` (``--print-after-all``)."""
+    ``print_after_all``: print the IR after each pass on ``stream`` (``--print-after-all``);
+    ``given``: how the scalars were given (``--input``, ``inputs=``), the messages' words."""
     from ..passes import PassContext, PassManager     # imported when a file is loaded
     if text is None:
         if not os.path.exists(path):
@@ -54,8 +55,8 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
             col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
             raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}:{col}",
                              fix="a .pto file is UTF-8 MLIR text") from None
-    refuse_spmd_inputs(scalars or {})
-    refuse_spmd_inputs(ranges or {}, "--range")
+    refuse_spmd_inputs(scalars or {}, given)
+    refuse_spmd_inputs(ranges or {}, RANGE)
     addrs = []
     try:
         op = read_pto(text, path, platform, addrs=addrs)
@@ -63,7 +64,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     plat = platform or op.platform or "a2a3"
-    check_scalar_ranges(op, scalars or {})
+    check_scalar_ranges(op, scalars or {}, given)
     ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}), ranges=dict(ranges or {}),
                       as_ptoas=True)
     one_lane_nosplit(op, ctx)
@@ -79,7 +80,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     return op, ptoas_refusals(read_program(text, path)) + [pto_words(w) for w in ctx.warnings], plat
 
 
-def check_scalar_ranges(op, scalars: dict) -> None:
+def check_scalar_ranges(op, scalars: dict, given: Given = INPUT) -> None:
     """Each given integer scalar fits its parameter's type (an i32 trip count of 2**40 is a
     ConfigError here, before VerifyPipes would count that many iterations)."""
     for f in op.body:
@@ -88,7 +89,7 @@ def check_scalar_ranges(op, scalars: dict) -> None:
             if v is None or not isinstance(t, ScalarType) or t.dtype not in INT_DTYPES:
                 continue
             info = np.iinfo(np.int64 if t.dtype == "index" else np_dtype(t.dtype))
-            check_input_fits(a.name, int(v), t.dtype, int(info.min), int(info.max))
+            check_input_fits(a.name, int(v), t.dtype, int(info.min), int(info.max), given)
 
 
 def _pto_word(m) -> str:
@@ -232,7 +233,7 @@ def check_explicit_addrs(op, addrs) -> None:
 
 
 def static_findings(path: str, platform, protocol, scalars: dict | None = None,
-                    text: str | None = None, ranges: dict | None = None) -> tuple:
+                    text: str | None = None, ranges: dict | None = None, given: Given = INPUT) -> tuple:
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
     file (a finding of the passes is raised), ``(what ptoas refuses, reason)`` when it cannot
     express the file (the run then has the executor's checks only, and says so)."""
@@ -241,7 +242,8 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
-        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges)
+        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges,
+                                  given=given)
     except ParseError as e:
         prog = read_program(text, path)        # the executor's words
         return ptoas_refusals(prog), e.what
@@ -290,7 +292,8 @@ def run_pto(path: str | None = None, *, static: bool = True, **kwargs):
         ints = {k: v for k, v in (kwargs.get("inputs") or {}).items()
                 if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
         found, skipped = static_findings(path or "<pto>", kwargs.get("platform"),
-                                         kwargs.get("protocol", "spec"), ints, kwargs.get("text"))
+                                         kwargs.get("protocol", "spec"), ints, kwargs.get("text"),
+                                         given=API_INPUTS)
     res = run_file(path, **kwargs)
     res.warnings[:0] = found
     if skipped:

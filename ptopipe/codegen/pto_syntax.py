@@ -24,7 +24,7 @@ from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, Sy
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
-from ..errors import ConfigError
+from ..errors import INPUT, ConfigError, Given
 
 #: tile_buf ``loc=`` <-> where the tile lives
 LOC_OF_SPACE = {MemorySpace.Vec: "vec", MemorySpace.Mat: "mat", MemorySpace.Left: "left",
@@ -67,18 +67,18 @@ SPMD_SUBBLOCK_IDX = "__pypto_spmd_subblock_idx"
 SPMD_PARAMS = (SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_SUBBLOCK_IDX)
 
 
-def refuse_spmd_inputs(names, option: str = "--input") -> None:
+def refuse_spmd_inputs(names, given: Given = INPUT) -> None:
     """A ConfigError for a value given (``option``) to one of pypto's SPMD identity
     parameters: the run binds them per core, as pypto's runtime does (the Vector core's lane,
     0 on the Cube; the block's index and the number of blocks, ``--blocks N``), and the static
     verifier proves the file for block 0 of 1."""
     for k in names:
         if k in SPMD_PARAMS:
-            raise ConfigError(f"{option} {k}: pypto's runtime gives this parameter, and so does ptopipe: "
+            raise ConfigError(f"{given.of(k)}: pypto's runtime gives this parameter, and so does ptopipe: "
                               f"{SPMD_SUBBLOCK_IDX} is each core's lane (AIV0 0, AIV1 1, the Cube 0), "
                               f"{SPMD_BLOCK_IDX} the block's index and {SPMD_BLOCK_NUM} the number of "
                               "blocks (1 unless --blocks N)",
-                              where=f"option {option}", fix=f"drop {option} {k}")
+                              where=given.where, fix=given.drop(k))
 
 
 #: ``{split = N}``: pto-isa's TileSplitAxis value, 0 / 1 / 2 / 3 / 4 = TILE_NO_SPLIT / TILE_UP_DOWN /

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..arch.platform import platform_name
 from ..codegen.pto_exec.types import check_input_fits
-from ..errors import ConfigError, ParseError, refuse_unknown_parameters
+from ..errors import INPUT, RANGE, ConfigError, ParseError, refuse_unknown_parameters
 from ..ir.types import TensorType, np_dtype
 from ..errors import with_article
 
@@ -221,11 +221,11 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
     params = {f: {p[0][1:] for part in f.split("+") for p in prog.funcs[part].params} for f in funcs}
     known = set().union(*params.values()) if params else set()
     refuse_unknown_parameters(given, known)
-    refuse_unknown_parameters(ranges or (), known, "--range")
+    refuse_unknown_parameters(ranges or (), known, RANGE)
     out = []
     for f in funcs:
         mine = {k: v for k, v in given.items() if k in params[f]}
-        out.append(prepare(path, inputs=mine, platform=platform, func=f, data_seed=data_seed or 0))
+        out.append(prepare(path, inputs=mine, platform=platform, func=f, data_seed=data_seed or 0, given=INPUT))
     # the static verifier after the inputs are checked: a trip count its parameter cannot
     # hold is refused before VerifyPipes counts that many iterations
     warnings, skipped = static_findings(path, platform, protocol, scalar_inputs(inputs), ranges=ranges)
@@ -374,7 +374,7 @@ def _refuse_unknown_names(path: str, inputs, ranges: dict) -> None:
     prog = read_program(read_text(path), path)
     known = {p[0][1:] for f in top_functions(prog) for part in f.split("+") for p in prog.funcs[part].params}
     refuse_unknown_parameters(load_inputs(inputs), known)
-    refuse_unknown_parameters(ranges, known, "--range")
+    refuse_unknown_parameters(ranges, known, RANGE)
 
 
 def _unexpressed(path: str, why: ParseError, platform) -> tuple:

@@ -1443,7 +1443,20 @@ def test_a_view_too_big_for_seeded_data_is_refused_at_its_line_before_any_is_mad
     col = text.splitlines()[line - 1].index("pto.make_tensor_view") + 1
     assert e.value.where.endswith(f":{line}:{col}")
     assert "parameter %x would need 1,280,000,000 bytes" in e.value.what and "f32[16, 20000000]" in e.value.what
-    assert "--input x=FILE.npy" in e.value.fix
+    assert "give inputs={'x': array}" in e.value.fix         # the API's words, not the CLI's --input
+
+
+def test_the_api_names_a_wrong_input_as_the_caller_gave_it():
+    """run_pto(inputs=...) errors speak of ``inputs['x']`` and ``argument inputs=``: the caller
+    wrote no --input (the CLI's words are the CLI's: tests/codegen/test_pto_errors.py)."""
+    text = vector_kernel(IO + STORE)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=dict(x=np.zeros((4, 4), np.float32), y=np.zeros((16, 16), np.float32)))
+    assert e.value.what.startswith("inputs['x']: float32[4, 4] but the kernel takes f32[16, 16]")
+    assert e.value.where == "argument inputs=" and "np.save" not in e.value.fix
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=dict(xx=np.zeros((16, 16), np.float32)))
+    assert e.value.what == "inputs['xx']: the kernel has no parameter 'xx'" and e.value.where == "argument inputs="
 
 
 def test_seeded_float32_data_is_made_in_float32():

@@ -122,7 +122,7 @@ def test_two_frontend_pipes_named_by_id_get_flags_of_their_own(arch, protocol, f
     text = str(r.summary)
     assert all(f"V2C pipe FlagID {f} (peers AIV0,AIV1)" in text for f in flags), text
     if arch == "a3":
-        assert "buf: seeded random float32[4096] (give --input buf=FILE.npy)" in r.notes
+        assert "buf: seeded random float32[4096] (give inputs={'buf': array})" in r.notes
 
 
 def test_two_frontend_pipes_are_two_rings_of_the_static_program_and_written_back():

@@ -52,8 +52,8 @@ def test_a_parameter_takes_its_largest_view_in_any_function_run():
     r = run_pto(text=PAIR_GETSUB)
     np.testing.assert_allclose(r.outputs["arg3"], _mm_bias_gold(r.outputs), rtol=1e-5, atol=1e-5)
     assert [n for n in r.notes if n.startswith(("arg0:", "arg3:"))] == [
-        "arg0: seeded random float32[16, 16] (give --input arg0=FILE.npy)",
-        "arg3: seeded random float32[16, 16] (give --input arg3=FILE.npy)"]
+        "arg0: seeded random float32[16, 16] (give inputs={'arg0': array})",
+        "arg3: seeded random float32[16, 16] (give inputs={'arg3': array})"]
 
 
 def test_an_access_past_a_seeded_argument_says_ptopipe_made_it():
@@ -66,7 +66,7 @@ def test_an_access_past_a_seeded_argument_says_ptopipe_made_it():
     text = vector_func("%x: !pto.ptr<f32>, %y: !pto.ptr<f32>", body)
     with pytest.raises(MemoryConflictError) as e:
         run_pto(text=text)
-    assert "note: x: seeded random float32[16, 16] (give --input x=FILE.npy)" in e.value.details
+    assert "note: x: seeded random float32[16, 16] (give inputs={'x': array})" in e.value.details
     with pytest.raises(MemoryConflictError) as e:       # a given array: nothing to add
         run_pto(text=text, inputs=dict(x=np.zeros((16, 16), np.float32)))
     assert "seeded" not in str(e.value)
@@ -132,7 +132,7 @@ def test_a_value_given_to_an_spmd_parameter_is_refused_by_the_run_and_the_verifi
     text = BLOCKS if "block_num" in name else PAIR
     with pytest.raises(ConfigError, match="pypto's runtime gives this parameter") as e:
         run_pto(text=text, inputs={name: 2})
-    assert e.value.fix == f"drop --input {name}"
+    assert e.value.fix == f"drop {name!r} from inputs=" and e.value.where == "argument inputs="
     with pytest.raises(ConfigError, match="pypto's runtime gives this parameter"):
         load_pto("k.pto", text=text, scalars={name: 1})
     with pytest.raises(ConfigError, match="--range"):

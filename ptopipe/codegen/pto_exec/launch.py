@@ -9,7 +9,7 @@ import numpy as np
 from ... import isa
 from ...arch import get_platform
 from ...arch.vocab import MemSpace
-from ...errors import ConfigError, PtoPipeError, refuse_unknown_parameters
+from ...errors import API_INPUTS, INPUT, ConfigError, Given, PtoPipeError, refuse_unknown_parameters
 from ...sim.pipesync import PTO_EVENTS
 from ...isa.context import get_block_num
 from ...isa.launch import lone_vector_lanes
@@ -53,15 +53,16 @@ class PtoRun:
 SEEDED_MAX_BYTES = 1 << 30
 
 
-def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
-    """The kernel arguments by parameter name: the given inputs, else seeded random arrays
-    (pointer parameters: sized by their largest static tensor view in any of the functions
-    ``top_funcs``), the notes saying so, and the note of each tensor made up, by name."""
+def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform, given: Given = INPUT) -> tuple:
+    """The kernel arguments by parameter name: the given inputs (``given``: how the user gave
+    them, for the messages), else seeded random arrays (pointer parameters: sized by their
+    largest static tensor view in any of the functions ``top_funcs``), the notes saying so, and
+    the note of each tensor made up, by name."""
     args, notes, seeded = {}, [], {}
-    refuse_spmd_inputs(inputs)
-    # a given buffer is held to ``given``: a ring at a pto.addptr of it that runs past its end
+    refuse_spmd_inputs(inputs, given)
+    # a given buffer is held to its size (``sizes``): a ring at a pto.addptr of it that runs past its end
     # is the run's error at the ring's init (what it overruns, by how much)
-    extents, given, natural, origin = _param_extents(prog, inputs, platform)
+    extents, sizes, natural, origin = _param_extents(prog, inputs, platform)
     params, runs = {}, {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -79,21 +80,22 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
             if isinstance(ty, ScalarT):
                 if isinstance(v, np.ndarray):
                     if v.size != 1:
-                        raise ConfigError(f"--input {key}: a scalar parameter ({ty.name}) got an array "
-                                          f"of shape {v.shape}", fix="give one value")
+                        raise ConfigError(f"{given.of(key)}: a scalar parameter ({ty.name}) got an array "
+                                          f"of shape {v.shape}", where=given.where, fix="give one value")
                     v = v.reshape(()).item()
                 if not ty.is_float:
                     if isinstance(v, float) and not v.is_integer():
-                        raise ConfigError(f"--input {key}: {v!r} for the {ty.name} parameter {key!r}",
-                                          where="option --input",
-                                          fix=f"give an integer: --input {key}=3 (or a .npy of one)")
-                    check_input_fits(key, int(v), ty.name, *int_range(ty))
+                        raise ConfigError(f"{given.of(key)}: {v!r} for the {ty.name} parameter {key!r}",
+                                          where=given.where,
+                                          fix=f"give an integer: {given.give(key, '3')}"
+                                              f"{' (or a .npy of one)' if given.option else ''}")
+                    check_input_fits(key, int(v), ty.name, *int_range(ty), given)
                 args[key] = float(v) if ty.is_float else int(v)      # the parameter's type decides
             elif isinstance(ty, tuple) and ty[0] in ("vector", "tensor"):
                 a = np.asarray(v)
                 if a.size != int(np.prod(ty[2])):
-                    raise ConfigError(f"--input {key}: {a.size} values for the {ty[0]} parameter {key!r} of "
-                                      f"shape {list(ty[2])}", where="option --input",
+                    raise ConfigError(f"{given.of(key)}: {a.size} values for the {ty[0]} parameter {key!r} of "
+                                      f"shape {list(ty[2])}", where=given.where,
                                       fix=f"give {int(np.prod(ty[2]))} values")
                 args[key] = Elements(a.astype(ty[1]).reshape(ty[2]))
             else:
@@ -103,35 +105,37 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                 if want is not None and want.kind == "V" and a.dtype.kind in "Vu" and \
                         a.dtype.itemsize == want.itemsize:
                     a = a.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
-                need = given.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
+                need = sizes.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
                     int(np.prod(ty[2])) if isinstance(ty, tuple) and ty[0] == "memref" else 0
                 if (want is not None and a.dtype != want) or a.size < need:
                     shape = natural.get((fname, "%" + key)) or (ty[2] if ty[0] == "memref" else (need,))
-                    raise ConfigError(f"--input {key}: {a.dtype}{list(a.shape)} but the kernel takes "
+                    raise ConfigError(f"{given.of(key)}: {a.dtype}{list(a.shape)} but the kernel takes "
                                       f"{dtype_name(want) if want is not None else '?'}{list(shape)}",
-                                      where="option --input",
-                                      fix="save the array with that shape and dtype (a bf16 / float8 "
-                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
+                                      where=given.where,
+                                      fix=("save the array with that shape and dtype (a bf16 / float8 "
+                                           "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
+                                      if given.option else "give an array of that shape and dtype (a bf16 "
+                                      "/ float8 array as its bits: x.view(np.uint16 or np.uint8))")
                 args[key] = a
             continue
         if isinstance(ty, ScalarT):
             args[key] = 0.0 if ty.is_float else 0
-            notes.append(f"scalar parameter {key} ({ty.name}) not given: 0 (give --input {key}=VALUE)")
+            notes.append(f"scalar parameter {key} ({ty.name}) not given: 0 (give {given.give(key, 'VALUE')})")
             continue
         if isinstance(ty, tuple) and ty[0] in ("vector", "tensor"):
-            _seeded_fits(key, ty[1], ty[2], f"{prog.path}:{tok.line}:{tok.col}")
+            _seeded_fits(key, ty[1], ty[2], f"{prog.path}:{tok.line}:{tok.col}", given)
             args[key] = Elements(_random(rng, ty[1], ty[2]))
             notes.append(f"{key}: seeded random {ty[0]}<{'x'.join(map(str, ty[2]))}x{dtype_name(ty[1])}> "
-                         f"(give --input {key}=FILE.npy)")
+                         f"(give {given.give(key)})")
             continue
         if not isinstance(ty, tuple) or ty[0] not in ("ptr", "memref"):
             raise ConfigError(f"parameter %{key} of @{fname} has a type ptopipe cannot make data for",
-                              where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
+                              where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give {given.give(key)}")
         if ty[0] == "memref":
             d, shape = ty[1], ty[2]
             if any(x is None for x in shape):
                 raise ConfigError(f"parameter %{key} has a dynamic memref shape",
-                                  where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
+                                  where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give {given.give(key)}")
             n = max(int(np.prod(shape)), extents.get((fname, "%" + key), 0))
             shape = shape if n == int(np.prod(shape)) else (n,)      # a slot buffer the ring needs
         else:
@@ -142,13 +146,13 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                 if any(_read(prog, f, "%" + key) for f in runs[key]):
                     raise ConfigError(f"the size of parameter %{key} is not known statically",
                                       where=f"{prog.path}:{tok.line}:{tok.col}",
-                                      fix=f"give --input {key}=FILE.npy (or a static shape in its "
+                                      fix=f"give {given.give(key)} (or a static shape in its "
                                           "make_tensor_view)")
                 shape = (1,)                 # a pointer nothing reads: one element stands for it
         at = origin.get((fname, "%" + key)) or tok
-        _seeded_fits(key, d, shape, f"{prog.path}:{at.line}:{at.col}")
+        _seeded_fits(key, d, shape, f"{prog.path}:{at.line}:{at.col}", given)
         args[key] = _random(rng, d, shape)
-        notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
+        notes.append(f"{key}: seeded random {d.name}{list(shape)} (give {given.give(key)})")
         seeded[key] = notes[-1]
     return args, notes, seeded
 
@@ -208,7 +212,7 @@ def _random(rng, d, shape):
     return a if a.dtype == d else a.astype(d)
 
 
-def _seeded_fits(key: str, d, shape, where: str | None) -> None:
+def _seeded_fits(key: str, d, shape, where: str | None, given: Given) -> None:
     """A ConfigError unless seeded data for parameter ``key`` (dtype ``d``, ``shape``) fits
     :data:`SEEDED_MAX_BYTES` (``where``: the tensor view that sizes it)."""
     n = int(np.prod(shape, dtype=object))
@@ -218,7 +222,7 @@ def _seeded_fits(key: str, d, shape, where: str | None) -> None:
                           f"({dtype_name(np.dtype(d))}{list(shape)}), more than the "
                           f"{SEEDED_MAX_BYTES >> 20} MiB ptopipe makes up for a parameter",
                           where=where,
-                          fix=f"give --input {key}=FILE.npy, or a smaller shape in its make_tensor_view")
+                          fix=f"give {given.give(key)}, or a smaller shape in its make_tensor_view")
 
 
 def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
@@ -350,16 +354,17 @@ class PtoLaunch:
 
 
 def prepare(path: str | None = None, *, text: str | None = None, func: str | None = None,
-            inputs: dict | None = None, platform: str | None = None, data_seed: int = 0) -> PtoLaunch:
+            inputs: dict | None = None, platform: str | None = None, data_seed: int = 0,
+            given: Given = API_INPUTS) -> PtoLaunch:
     """Read a ``.pto`` file (or ``text``) and make its kernels and arguments (see
-    :func:`run_pto`)."""
+    :func:`run_pto`; ``given``: how the inputs were given, the messages' words for them)."""
     if text is None:
         if path is None:
             raise ConfigError("run_pto needs a path or text=")
         text = read_text(path)
     path = path or "<pto>"
     try:
-        return _prepare(path, text, func, inputs, platform, data_seed)
+        return _prepare(path, text, func, inputs, platform, data_seed, given)
     except SYNTAX_SLIPS as e:
         if isinstance(e, PtoPipeError):
             raise
@@ -401,16 +406,16 @@ def file_platform(prog: Program, text: str) -> tuple:
     return (run_line, True) if run_line else ("a2a3", False)
 
 
-def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
+def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
     prog = read_program(text, path)
     plat, run_line = (platform, False) if platform else file_platform(prog, text)
     top = choose_top(prog, func)
     tops = top.split("+")
     inputs = dict(inputs or {})
     known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
-    refuse_unknown_parameters(inputs, known)
+    refuse_unknown_parameters(inputs, known, given)
     rng = np.random.default_rng(data_seed)
-    args, notes, made = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    args, notes, made = param_arrays(prog, tops, inputs, rng, get_platform(plat), given)
     spmd = spmd_note(prog, tops)
     if spmd:
         notes.append(spmd)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...arch import dtypes as dt
 from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileLayout, TileType, default_layout
-from ...errors import CompileError, ConfigError, ParseError
+from ...errors import INPUT, CompileError, ConfigError, Given, ParseError
 from ..pto_lexer import tokenize
 from ..pto_syntax import tile_shape_refusal
 from ..pto_tree import Stmt, split_top
@@ -132,12 +132,12 @@ def int_range(t: ScalarT) -> tuple:
     return (-(1 << (b - 1)), (1 << (b - 1)) - 1) if t.signed else (0, (1 << b) - 1)
 
 
-def check_input_fits(key: str, v: int, type_name: str, lo: int, hi: int) -> None:
-    """An integer ``--input`` for a parameter of type ``type_name`` holds ``lo..hi``: else a
+def check_input_fits(key: str, v: int, type_name: str, lo: int, hi: int, given: Given = INPUT) -> None:
+    """An integer input (``given``) for a parameter of type ``type_name`` holds ``lo..hi``: else a
     ConfigError saying so (the run, ``check`` and ``check --static`` all refuse it so)."""
     if not lo <= v <= hi:
-        raise ConfigError(f"--input {key}: {v} does not fit the {type_name} parameter {key!r} ({lo}..{hi})",
-                          where="option --input", fix=f"give a value in {lo}..{hi}")
+        raise ConfigError(f"{given.of(key)}: {v} does not fit the {type_name} parameter {key!r} ({lo}..{hi})",
+                          where=given.where, fix=f"give a value in {lo}..{hi}")
 
 
 def wrap(v: int, t: ScalarT) -> int:
