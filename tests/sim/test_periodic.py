@@ -216,6 +216,44 @@ def test_c2v_streams(engines, plat, proto, split, depth, sync, op, n):
     assert np.array_equal(res.outputs["out"], c2v_golden(a))
 
 
+def holding_vec(out, fifo, n, depth, hold):
+    """Pops ``hold`` tiles, each into a Tile of its own (alike: one line, one type), sums
+    them, then frees all ``hold`` slots; n // hold groups."""
+    pipe = TPipe(0, DIR_C2V, SLOT, depth, hold)(fifo, RING_UB)
+    r, c, off = _part(TILE_UP_DOWN)
+    ts = [Tile(TileType.Vec, float32, r, c) for _ in range(hold)]
+    s = Tile(TileType.Vec, float32, r, c, addr=0)
+    for g in range(n // hold):
+        for t in ts:
+            TPOP(pipe, t, TILE_UP_DOWN)
+        TADD(s, ts[0], ts[1])
+        for t in ts[2:]:
+            TADD(s, s, t)
+        for _ in ts:
+            TFREE(pipe)
+        TSTORE(GlobalTensor(out.data() + g * T * T + off, (r, c), (T, 1)), s)
+
+
+@pytest.mark.parametrize("plat,proto", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "pto-isa")])
+def test_deferred_frees_of_tiles_popped_at_one_line(engines, plat, proto):
+    """Three pops in a row at one line (a loop of period 9 that makes one call three times,
+    not a loop of period 1), each into its own Tile, freed together later: the periodic
+    engine records it and its cut restores each tile's pop record - the checkers see no
+    re-pop into a held tile, as on the exact engine."""
+    n, depth, hold = 600, 4, 3
+    a = c2v_args(n, depth, TILE_UP_DOWN)
+    del a["split"], a["sync"], a["op"], a["y"]
+    a["hold"] = hold
+    res = same(c2v_cube_up_down, holding_vec, a, engines, platform=plat, protocol=proto, checks=True)
+    prod = (a["x"].reshape(-1, T, T) @ a["w"]).reshape(n // hold, hold, T, T).sum(axis=1)
+    assert np.array_equal(res.outputs["out"][:n // hold * T], prod.reshape(-1, T))
+    assert not res.summary.leaks
+
+
+def c2v_cube_up_down(x, w, fifo, n, depth, hold):
+    c2v_cube(x, w, fifo, n, depth, TILE_UP_DOWN, None)
+
+
 # ============================================================================ V2C streams
 # Each lane loads its part of tile i of x, adds 1 and pushes it; the Cube pops the tile,
 # multiplies it by w and stores the product.  ``gm``: the ring in GM on A5 too (DIR_V2C_GM).

@@ -14,7 +14,7 @@ import greenlet
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from ptopipe.sim.periodic.engine import MAX_PERIOD, period_of
+from ptopipe.sim.periodic.engine import MAX_PERIOD, PERIOD_WINDOW, period_of
 from ptopipe.sim.periodic.walk import SKIP_FIELDS, fields_of
 
 
@@ -22,7 +22,10 @@ def _brute_period(sigs):
     sigs = sigs[-3 * MAX_PERIOD:]
     n = len(sigs)
     for p in range(1, n // 3 + 1):
-        if sigs[n - p:] == sigs[n - 2 * p:n - p] == sigs[n - 3 * p:n - 2 * p]:
+        # three repeats, and every call of at least the last PERIOD_WINDOW (as far back as
+        # the log goes) is the one p calls before it
+        w = max(2 * p, min(n - p, PERIOD_WINDOW))
+        if all(sigs[n - k] == sigs[n - k - p] for k in range(1, w + 1)):
             return p
     return None
 
@@ -35,9 +38,16 @@ logs = st.builds(lambda pre, motif, times, cut, tail: pre + motif * times + moti
 
 @settings(max_examples=150, deadline=None)
 @given(logs)
-def test_the_period_is_the_shortest_three_repeats(sigs):
+def test_the_period_is_the_shortest_that_repeats_three_times_and_over_the_window(sigs):
     log = [SimpleNamespace(sig=s) for s in sigs]
     assert period_of(log) == _brute_period(sigs)
+
+
+def test_three_calls_alike_in_a_row_are_not_a_period_of_one():
+    """Three pops at one line end a loop of period 9 (3 pops, 2 adds, 3 frees, a store)."""
+    loop = ["pop", "pop", "pop", "add", "add", "free", "free", "free", "store"]
+    assert period_of([SimpleNamespace(sig=s) for s in loop * 5 + loop[:3]]) == 9
+    assert period_of([SimpleNamespace(sig="pop")] * 40) == 1
 
 
 def test_a_period_longer_than_the_longest_looked_for_is_none():

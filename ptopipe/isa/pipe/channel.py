@@ -64,7 +64,7 @@ class Side:
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
                  "self_freed", "switched_off", "pop_holds", "zeroed", "repops")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
-    counter_fields = ("index", "freed", "tfrees", "self_freed", "pushed", "zeroed")
+    counter_fields = ("index", "freed", "tfrees", "self_freed", "pushed", "zeroed", "popped")
     #: fields that are simulated times: a held pop's entry carries when its load's reads end
     #: (with the staging slot's generation, a count)
     time_fields = ("held",)

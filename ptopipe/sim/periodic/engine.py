@@ -30,6 +30,9 @@ WARMUP_CALLS = 256
 LEARN_LIMIT = 4096
 #: the longest per-core period (in calls) looked for
 MAX_PERIOD = 256
+#: the fewest calls back a period must explain besides its three repeats (a loop that makes
+#: one call three times in a row is not a loop of period 1)
+PERIOD_WINDOW = 24
 #: times a run learns again after its recording stopped at a call that differed
 RELEARNS = 8
 #: times learning may start over (an instruction it does not record in the loop) before the
@@ -171,7 +174,7 @@ class _CoreState:
 
 def period_of(log) -> int | None:
     """The shortest period ``p`` (at most MAX_PERIOD) in which the last ``3p`` calls of
-    ``log`` repeat (by ``sig``), or None."""
+    ``log`` repeat (by ``sig``), and at least the last PERIOD_WINDOW, or None."""
     n = min(len(log), 3 * MAX_PERIOD)
     if n == 0:
         return None
@@ -185,7 +188,8 @@ def period_of(log) -> int | None:
                 if log[k - p].sig != a or log[k - 2 * p].sig != a:
                     break
             else:
-                return p
+                if all(log[-k].sig == log[-k - p].sig for k in range(2 * p + 1, min(len(log) - p, PERIOD_WINDOW) + 1)):
+                    return p
     return None
 
 
@@ -595,8 +599,9 @@ class FastForward:
         self.touched = []
         for o, k in touched.values():
             place = last.place(o)
-            if place is not None:
-                self.touched.extend((o, key, v) for key, v in last.fields[place] if key == k)
+            if place is None:       # (the cut could not set it: the roots missed a call's operand)
+                raise Unsettled(f"a {type(o).__name__} whose {k} a recorded call sets is not in the machine state")
+            self.touched.extend((o, key, v) for key, v in last.fields[place] if key == k)
 
     def _fresh_places(self, walks) -> dict:
         """The places of the snapshots holding a fresh object (:class:`~.calls.Fresh`) ->
