@@ -11,8 +11,9 @@ proves that the machine repeats with the kernel and from then on only records:
 2. LEARN - every hooked call is made exactly and logged with what it did (:mod:`.calls`):
    the flags it waited for and set, what it returned, what it changed on its operands; the
    data work the cores queue is logged in the order they queue it.  Once every core's calls
-   repeat (three periods in a row, and over at least the last PERIOD_WINDOW calls), the machine state (:mod:`.walk`) is taken at a block
-   boundary and again at the end of each of the next three blocks.  A block is the first
+   repeat (three periods in a row, and over at least the last PERIOD_WINDOW calls), the
+   machine state (:mod:`.walk`) is taken at a block boundary and again at the end of each of
+   the next three blocks.  A block is the first
    whole number of the reference core's periods after which every other core has made
    whole periods too and every ring is back in its phase (``phase()``: the same slots,
    SyncPeriod batch and staging slot next).  The state must move by the same amount each
