@@ -144,6 +144,35 @@ def test_for_loop_iter_args_carry_scalars():
     np.testing.assert_allclose(run_vec(body).outputs["y"], X + 2.0, rtol=1e-6)
 
 
+@pytest.mark.parametrize("yields, result, said", [
+    ("%i : index", "f32", "scf.yield gives index as value 0, but result 0 of the scf.for at {at} is f32"),
+    ("%n, %n : f32, f32", "f32", "scf.yield gives 2 value(s); the scf.for at {at} has 1 result(s)"),
+    ("%n : f32", "(f32)", None),
+    ("%n : f32", "f32", None),
+])
+def test_a_yield_of_another_type_than_the_loops_result_is_a_parse_error(yields, result, said):
+    """A loop whose scf.yield gives another type (or number) of values than its iter_args'
+    results - ptoas refuses it - is a ParseError at the yield, not a run that carries an
+    index into an f32 scale."""
+    body = f"""    %c4 = arith.constant 4 : index
+    %h = arith.constant 0.5 : f32
+    %z = arith.constant 0.0 : f32
+    %sum = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %z) -> {result} {{
+      %n = arith.addf %acc, %h : f32
+      scf.yield {yields}
+    }}
+    pto.tadds ins(%t, %sum : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+"""
+    if said is None:
+        np.testing.assert_allclose(run_vec(body).outputs["y"], X + 2.0, rtol=1e-6)
+        return
+    with pytest.raises(ParseError) as e:
+        run_vec(body)
+    text = vector_kernel(IO + body + STORE)
+    assert e.value.what.startswith(said.format(at=f"{line_of(text, 'scf.for')}:5")), e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, 'scf.yield')}:7"
+
+
 def test_tiles_at_overlapping_explicit_addresses_alias_and_are_named():
     """Two tiles placed over each other: the second load overwrites the first (the device
     does the same), and the run's notes name both tiles, at the write that clobbers %a."""

@@ -7,7 +7,7 @@ import re
 
 from ...errors import ParseError, PtoPipeError
 from ..pto_lexer import Token
-from ..pto_tree import Block, parse_tree
+from ..pto_tree import Block, parse_tree, split_top
 from .executor import HANDLERS
 from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
@@ -59,6 +59,7 @@ def _read_program(text: str, path: str) -> Program:
     for f in funcs.values():
         sites[f.name] = _check_ops(f, funcs, types)
         _check_scopes(f, types)
+        _check_yields(f, types)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
     _check_no_recursion(funcs, sites, types)
@@ -96,6 +97,39 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
             f.calls.append(sym)
             sites.append(s)
     return sites
+
+
+def _check_yields(f: Func, types: TypeReader) -> None:
+    """The ``scf.yield`` ending each region of an ``scf.for`` / ``scf.if`` with results gives
+    values of the op's result types, in number and type (ptoas: "region iter_arg and yielded
+    value have different type"): else a ParseError at the yield - run as written, the value
+    of the wrong type would flow on in its place."""
+    for s in walk(f.body):
+        if s.name not in ("scf.for", "scf.if") or not s.results or not s.arrow_type():
+            continue
+        arrow = s.arrow_type()[0]
+        if arrow and arrow[0].text == "(":              # -> (f32, index), else -> f32
+            arrow = arrow[1:next(k for k, t in enumerate(arrow) if t.text == ")")]
+        want = [_type_text(t) for t in split_top([t for t in arrow if t.text not in "{}"]) if t]
+        for region in s.regions:
+            y = region[-1].stmts[-1] if region and region[-1].stmts else None
+            if y is None or y.name != "scf.yield":
+                continue
+            got = [_type_text(t) for t in y.types() if t]
+            if len(got) != len(want):
+                raise types.err(f"scf.yield gives {len(got)} value(s); the {s.name} at {s.tok.line}:{s.col} "
+                                f"has {len(want)} result(s)", y.tok,
+                                fix="yield one value per result, of the result's type")
+            for k, (g, w) in enumerate(zip(got, want)):
+                if g != w:
+                    raise types.err(f"scf.yield gives {g} as value {k}, but result {k} of the {s.name} at "
+                                    f"{s.tok.line}:{s.col} is {w} (ptoas: the yielded value and the "
+                                    "iter_arg have different types)", y.tok,
+                                    fix="yield a value of the result's type (a loop-carried value keeps its type)")
+
+
+def _type_text(toks) -> str:
+    return "".join(t.text for t in toks)
 
 
 def _check_no_recursion(funcs: dict, sites: dict, types: TypeReader) -> None:
