@@ -452,9 +452,11 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
                    f"valid: {MOVE_PATHS}; across cores use TPUSH/TPOP")
-    if src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
+    if dst.loc is TileType.Bias and src.loc is TileType.Mat:
+        d, s = _to_bias(core, dst, src)
+    elif src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
         _same_shape(core, "TMOV", ("dst", d), ("src", s))
-    if src.dtype != dst.dtype:
+    if src.dtype != dst.dtype and dst.loc is not TileType.Bias:
         if src.loc is not CONVERTS_FROM:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                        "only Acc -> Mat converts; use TCVT on vector tiles")
@@ -465,10 +467,33 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
         fixpipe_move(core, src, dst, s, d, relu_mode, pre_quant)
     costs = core.costs
     cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.item) if pipe is _V
-            else costs.move(src.sname, dst.sname, src.valid_rows * src.valid_cols * src.item))
+            else costs.move(src.sname, dst.sname, s.size * src.item))
     end = core.issue_rw(pipe, cost, src, dst, "TMOV",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TMOV", core, end))
+
+
+#: (source, Bias tile) dtypes of a Mat -> Bias TMOV, by platform (pto-isa's TMovToBt: the
+#: bias table holds int32 or float; a2a3 converts half, a5 half and bfloat16, to float)
+BIAS_MOVES = {"a2a3": {("int32", "int32"), ("float32", "float32"), ("float16", "float32")},
+              "a5": {("int32", "int32"), ("float32", "float32"), ("float16", "float32"), ("bfloat16", "float32")}}
+
+
+def _to_bias(core, dst: Tile, src: Tile) -> tuple:
+    """The (dst, src) arrays of a Mat -> Bias TMOV: pto-isa's TMovToBt copies the whole static
+    row (one burst), so the static shapes must agree, not the valid ones."""
+    if (src.rows, src.cols) != (dst.rows, dst.cols):
+        raise _err(core, f"TMOV: the static shapes differ (dst {dst.rows}x{dst.cols}, src {src.rows}x{src.cols}); "
+                         "pto-isa moves a Mat tile into a Bias tile of its own shape",
+                   "declare the Bias tile with the Mat tile's rows and cols")
+    if (src.dtype.name, dst.dtype.name) not in BIAS_MOVES[core.cluster.platform.name]:
+        raise _err(core, f"TMOV: a {src.dtype.name} Mat tile does not move into a {dst.dtype.name} Bias tile on "
+                         f"{core.cluster.platform.name} (pto-isa's TMovToBt: \"Incorrect data type\")",
+                   "the bias table takes " + ", ".join(f"{a} -> {b}" for a, b in
+                                                        sorted(BIAS_MOVES[core.cluster.platform.name])))
+    arr(dst, core, "TMOV destination")
+    arr(src, core, "TMOV source")
+    return dst._full, src._full
 
 
 def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:

@@ -521,7 +521,7 @@ def test_gemv_family(platform, dtype, acc):
     def k(a, b, c0, out, out_acc, out_bias):
         a1 = Tile(TileType.Mat, dtype, 16, 32, addr=0x0, valid_rows=1)
         b1 = Tile(TileType.Mat, dtype, 32, 16, addr=0x800)
-        c1 = Tile(TileType.Mat, acc, 16, 16, addr=0x1000, valid_rows=1)
+        c1 = Tile(TileType.Mat, acc, 1, 16, addr=0x1000)         # a Bias tile's shape (TMovToBt)
         a0 = Tile(TileType.Left, dtype, 16, 32, addr=0x0, valid_rows=1)
         b0 = Tile(TileType.Right, dtype, 32, 16, addr=0x0)
         bias = Tile(TileType.Bias, acc, 1, 16, addr=0x0)
@@ -546,6 +546,49 @@ def test_gemv_family(platform, dtype, acc):
     np.testing.assert_array_equal(res["out"], prod)
     np.testing.assert_array_equal(res["out_acc"], 2 * prod)
     np.testing.assert_array_equal(res["out_bias"], prod + c0)
+
+
+@pytest.mark.parametrize("platform,src", [("a2a3", np.float16), ("a5", np.float16), ("a5", bfloat16),
+                                          ("a2a3", np.float32)])
+def test_mat_to_bias_moves_the_whole_row_and_converts_as_tmovtobt(platform, src):
+    """TMOV Mat -> Bias copies the whole static row in one burst (pto-isa's TMovToBt): valid
+    regions may differ, a half (A5: also bfloat16) source becomes float."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-4, 4, (16, 32)).astype(np.float16)
+    b = rng.integers(-4, 4, (32, 32)).astype(np.float16)
+    c0 = rng.integers(-9, 9, (1, 32)).astype(src)
+
+    def k(a, b, c0, out):
+        a1 = Tile(TileType.Mat, float16, 16, 32, addr=0x0)
+        b1 = Tile(TileType.Mat, float16, 32, 32, addr=0x800)
+        c1 = Tile(TileType.Mat, src, 1, 32, addr=0x1000, valid_cols=6)    # a 6-column view of the row
+        a0 = Tile(TileType.Left, float16, 16, 32, addr=0x0)
+        b0 = Tile(TileType.Right, float16, 32, 32, addr=0x0)
+        bias = Tile(TileType.Bias, float32, 1, 32, addr=0x0)
+        c = Tile(TileType.Acc, float32, 16, 32, addr=0x0)
+        TLOAD(a1, a)
+        TLOAD(b1, b)
+        TLOAD(Tile(TileType.Mat, src, 1, 32, addr=0x1000), c0)
+        TMOV(a0, a1)
+        TMOV(b0, b1)
+        TMOV(bias, c1)
+        TMATMUL_BIAS(c, a0, b0, bias)
+        TSTORE(out, c)
+    res = ptopipe.run(aic=k, platform=platform, args=dict(a=a, b=b, c0=c0, out=np.zeros((16, 32), np.float32)))
+    want = a.astype(np.float32) @ b.astype(np.float32) + c0.astype(np.float32)
+    np.testing.assert_array_equal(res["out"], want)
+
+
+@pytest.mark.parametrize("platform,src,rows,says", [
+    ("a2a3", bfloat16, 1, "TMOV: a bfloat16 Mat tile does not move into a float32 Bias tile on a2a3"),
+    ("a5", np.float32, 2, "TMOV: the static shapes differ (dst 1x32, src 2x32)"),
+])
+def test_mat_to_bias_refuses_what_tmovtobt_asserts(platform, src, rows, says):
+    def k():
+        TMOV(Tile(TileType.Bias, float32, 1, 32, addr=0x0), Tile(TileType.Mat, src, rows, 32, addr=0x0))
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=k, platform=platform)
+    assert ei.value.what.startswith(says), ei.value.what
 
 
 def test_gemv_takes_one_row():
