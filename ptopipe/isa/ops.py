@@ -695,6 +695,17 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
 
 
+def _bias_row(core, op: str, bias: Tile, n: int) -> np.ndarray:
+    """The first ``n`` entries of ``bias``'s row: the Cube reads the bias table for the
+    result's n columns, whatever the Bias tile's valid region (pto-isa's TMatmulBias passes
+    only its address)."""
+    arr(bias, core, f"{op} bias")
+    if bias.cols < n:
+        raise _err(core, f"{op}: the bias tile has {bias.cols} columns, the result {n}",
+                   "declare a Bias tile with at least the result's columns")
+    return bias._full[:1, :n]
+
+
 def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     """c = a @ b + bias (bias: 1 x N, broadcast over rows)."""
     core = kernel_core()
@@ -703,9 +714,7 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_BIAS", c, a, b)
-    Bi = arr(bias, core, "TMATMUL_BIAS bias")
-    if Bi.shape[-1] != C.shape[1]:
-        raise _err(core, f"TMATMUL_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    Bi = _bias_row(core, "TMATMUL_BIAS", bias, C.shape[1])
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
@@ -750,9 +759,7 @@ def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV_BIAS", a, b)
-    Bi = arr(bias, core, "TGEMV_BIAS bias")
-    if Bi.shape[-1] != C.shape[1]:
-        raise _err(core, f"TGEMV_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    Bi = _bias_row(core, "TGEMV_BIAS", bias, C.shape[1])
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
 

@@ -579,6 +579,33 @@ def test_mat_to_bias_moves_the_whole_row_and_converts_as_tmovtobt(platform, src)
     np.testing.assert_array_equal(res["out"], want)
 
 
+def test_matmul_bias_reads_the_results_columns_of_the_bias_row():
+    """TMATMUL_BIAS adds the bias table's first n entries for a result of n columns, whatever
+    the Bias tile's valid region (the Cube reads the table at its address)."""
+    rng = np.random.default_rng(6)
+    a = rng.integers(-4, 4, (16, 32)).astype(np.float32)
+    b = rng.integers(-4, 4, (32, 16)).astype(np.float32)
+    c0 = rng.integers(-9, 9, (1, 32)).astype(np.float32)
+
+    def k(a, b, c0, out, n):
+        b1 = Tile(TileType.Mat, float32, 32, 16, addr=0x800)
+        c1 = Tile(TileType.Mat, float32, 1, 32, addr=0x1000)
+        a0 = Tile(TileType.Left, float32, 16, 32, addr=0x0)
+        b0 = Tile(TileType.Right, float32, 32, 16, addr=0x0, valid_cols=n)
+        bias = Tile(TileType.Bias, float32, 1, 32, addr=0x0)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0, valid_cols=n)
+        TLOAD(Tile(TileType.Mat, float32, 16, 32, addr=0x0), a)
+        TMOV(a0, Tile(TileType.Mat, float32, 16, 32, addr=0x0))
+        TLOAD(b1, b)
+        TLOAD(c1, c0)
+        TMOV(b0, Tile(TileType.Mat, float32, 32, 16, addr=0x800, valid_cols=n))
+        TMOV(bias, c1)
+        TMATMUL_BIAS(c, a0, b0, bias)
+        TSTORE(GlobalTensor(out.data(), (16, n), (16, 1)), c)
+    res = ptopipe.run(aic=k, args=dict(a=a, b=b, c0=c0, out=np.zeros((16, 16), np.float32), n=6))
+    np.testing.assert_array_equal(res["out"][:, :6], (a @ b + c0[:, :16])[:, :6])
+
+
 @pytest.mark.parametrize("platform,src,rows,says", [
     ("a2a3", bfloat16, 1, "TMOV: a bfloat16 Mat tile does not move into a float32 Bias tile on a2a3"),
     ("a5", np.float32, 2, "TMOV: the static shapes differ (dst 1x32, src 2x32)"),
