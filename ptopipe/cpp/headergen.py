@@ -165,9 +165,29 @@ def _no_quant(name: str) -> Form:
                 f"block with an fp tile")
 
 
+_MM = "AccPhase Phase, typename TileRes, typename TileLeft, typename TileRight"
+_MM_PARAMS = "TileRes &c, TileLeft &a, TileRight &b"
+
+
+def _phase(extra_t: str = "", extra_p: str = "", forward: tuple = ("c", "a", "b"), default: bool = False) -> Form:
+    """pto-isa's unit-flag ``<AccPhase Phase>`` form of a matmul (pto_instr.hpp: the same
+    product, pto-inst.hpp's AccPhase)."""
+    return Form(_MM.replace("AccPhase Phase", "AccPhase Phase = AccPhase::Unspecified") if default else _MM
+                + extra_t, _MM_PARAMS + extra_p, forward)
+
+
 #: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
 #: ptopipe's ISA models; each is also callable without them (the plain forms)
 MODE_FORMS = {
+    "TMATMUL": (_phase(),),
+    "TGEMV": (_phase(),),
+    "TMATMUL_BIAS": (_phase(", typename TileBias", ", TileBias &bias", ("c", "a", "b", "bias")),),
+    "TGEMV_BIAS": (_phase(", typename TileBias", ", TileBias &bias", ("c", "a", "b", "bias")),),
+    # TMATMUL_ACC(c, a, b): c += a @ b in place (c is c_out and c_in); <Phase>(cOut, cIn, a, b)
+    "TMATMUL_ACC": (_phase(forward=("c", "c", "a", "b"), default=True),
+                    Form(_MM, "TileRes &cOut, TileRes &cIn, TileLeft &a, TileRight &b", ("cOut", "cIn", "a", "b"))),
+    "TGEMV_ACC": (_phase(forward=("c", "c", "a", "b"), default=True),
+                  Form(_MM, "TileRes &cOut, TileRes &cIn, TileLeft &a, TileRight &b", ("cOut", "cIn", "a", "b"))),
     "TEXP": (_precision(_D2, _P2, ("dst", "src")),),
     "TLOG": (_precision(_D2, _P2, ("dst", "src")),),
     "TSQRT": (_precision(_D2, _P2, ("dst", "src")),),

@@ -206,3 +206,23 @@ def test_custom_pad_values_fill_in_the_tiles_element_type(cpp_cache):
         want = np.full_like(outs[name + "_out"], fill)
         want[:, :cols] = ins[name][:, :cols]
         np.testing.assert_array_equal(o[name + "_out"], want, err_msg=name)
+
+
+ACC_PHASE = os.path.join(os.path.dirname(KERNEL), "acc_phase.cpp")
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache, platform):
+    """TMATMUL<AccPhase::X>, the in-place TMATMUL_ACC(c, a, b), TMATMUL_BIAS<Phase>,
+    TASSIGN<Addr>(tile) and PtoSetWaitFlag<Src, Dst>() compute pto-isa's products, in the
+    manual synchronisation the kernel spells."""
+    rng = np.random.default_rng(4)
+    a0, a1 = (rng.integers(-4, 4, (16, 32)).astype(np.float32) for _ in range(2))
+    b = rng.integers(-4, 4, (32, 32)).astype(np.float32)
+    bias = rng.integers(-9, 9, (1, 32)).astype(np.float32)
+    z = np.zeros((16, 32), np.float32)
+    o = run_cpp(ACC_PHASE, dict(a0=a0, a1=a1, b=b, bias=bias, sum=z, biased=z.copy()), aic="acc_phase",
+                platform=platform).outputs
+    np.testing.assert_array_equal(o["sum"], a0 @ b + a1 @ b)
+    np.testing.assert_array_equal(o["biased"], a0 @ b + bias)

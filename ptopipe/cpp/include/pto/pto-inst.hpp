@@ -44,6 +44,9 @@
 #define __biasbuf__
 #define PTO_INST inline
 #define PTO_INTERNAL inline
+// the rounding macros pto-isa's headers define (npu/a5/TSort32.hpp) and its test kernels use
+#define PTO_CEIL(x, y) ((((x) + (y) - 1) / (y)) * (y))
+#define PTO_DIV_ROUNDUP(x, y) ((((x) + (y) - 1) / (y)))
 // pto-isa's parameter direction annotations (include/pto/common/cpu_stub.hpp): empty
 #define __in__
 #define __out__
@@ -953,6 +956,10 @@ enum class RemSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 // TFILLPAD's modes (type.hpp): TFILLPAD<TFillPadMode::X>(dst, src) is the catalogue's TFILLPAD,
 // TFILLPAD_INPLACE or TFILLPAD_EXPAND, as pto-isa's TFILLPAD dispatches them
 enum class TFillPadMode : uint8_t { Normal = 0, InPlace = 1, Expand = 2 };
+// the Cube's unit-flag phase of a matmul (type.hpp: TMATMUL<AccPhase::Final>(c, a, b)): when the
+// FIX pipe may start reading L0C, a hardware hand-off ptopipe's pipes order by themselves - the
+// product is the same whichever a kernel names
+enum class AccPhase : uint8_t { Unspecified = 0x0, Unknown = Unspecified, Partial = 0x2, Final = 0x3 };
 }  // namespace pto
 namespace ptopipe {
 template <pto::TFillPadMode M> constexpr int32_t fill_pad_op()
@@ -1041,6 +1048,14 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
         ::ptopipe::tile_id(t, s, true);
         ::ptopipe::inst(::ptopipe::OP_TASSIGN, s, t, int64_t(addr));
     }
+}
+
+// TASSIGN<Addr>(tile): the address as a template argument (pto_instr.hpp's compile-time form; the
+// run checks it as it checks TASSIGN(tile, addr))
+template <std::size_t Addr, typename T>
+inline std::enable_if_t<::ptopipe::is_tile<T>::value> TASSIGN(T &t, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    TASSIGN(t, uint64_t(Addr), s);
 }
 
 #define PTOPIPE_TMPIPE_TILE_FIRST(OP)                                                                     \
@@ -1297,6 +1312,16 @@ inline void wait_flag(pipe_t src, pipe_t dst, int id, ::ptopipe::Site s = PTOPIP
 {
     ::ptopipe::inst(::ptopipe::OP_wait_flag, s, src, dst, int64_t(id));
 }
+
+// event.hpp's PtoSetWaitFlag<Src, Dst>(setId, waitId): a set_flag and its wait_flag, back to back
+namespace pto {
+template <pipe_t SrcPipe, pipe_t DstPipe>
+inline void PtoSetWaitFlag(event_t set_id = EVENT_ID0, event_t wait_id = EVENT_ID0, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::set_flag(SrcPipe, DstPipe, set_id, s);
+    ::wait_flag(SrcPipe, DstPipe, wait_id, s);
+}
+}  // namespace pto
 
 inline void pipe_barrier(pipe_t p, ::ptopipe::Site s = PTOPIPE_HERE)
 {
