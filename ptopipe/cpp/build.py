@@ -37,7 +37,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
@@ -206,12 +206,34 @@ class Function:
     # ``decls``: each parameter's declaration, as written (an instantiation's types come from it)
     template: str | None = None
     decls: list = None
+    # the other functions of the same name (C++ overloads: a template of another parameter list)
+    overloads: list = field(default_factory=list)
+
+
+_NAMESPACE = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)\s*\{")
+
+
+def _namespaces(code: str) -> list:
+    """(start, end, name) of each named ``namespace NAME { ... }`` block of ``code``."""
+    out = []
+    for m in _NAMESPACE.finditer(code):
+        depth, i = 0, m.end() - 1
+        while i < len(code):
+            depth += (code[i] == "{") - (code[i] == "}")
+            if depth == 0:
+                break
+            i += 1
+        out.append((m.end(), i, m.group(1)))
+    return out
 
 
 def functions(text: str) -> dict:
-    """name -> :class:`Function` of every ``void`` function defined in C++ ``text``."""
+    """name -> :class:`Function` of every ``void`` function defined in C++ ``text`` (named as
+    C++ calls it from outside its namespaces: ``NS::runTAdd``; overloads of one name are the
+    first one's ``overloads``)."""
     code = _COMMENT.sub(_blank, text)
     out = {}
+    spaces = _namespaces(code)
     for m in _FUNC.finditer(code):
         start = m.end() - 1
         depth, i = 0, start
@@ -232,9 +254,13 @@ def functions(text: str) -> dict:
             names.append(ids[-1] if ids else part)
             elements.append(_pointee(part))
             decls.append(part)
-        out[m.group(2)] = Function(m.group(2), names, code.count("\n", 0, m.start(2)) + 1,
-                                   "__global__" in m.group(1), code[start:i + 1], elements,
-                                   _template_params(code, m.start()), decls)
+        scope = "".join(f"{n}::" for lo, hi, n in spaces if lo <= m.start() < hi)
+        f = Function(scope + m.group(2), names, code.count("\n", 0, m.start(2)) + 1,
+                     "__global__" in m.group(1), code[start:i + 1], elements, _template_params(code, m.start()), decls)
+        if m.group(2) in out:
+            out[m.group(2)].overloads.append(f)
+        else:
+            out[m.group(2)] = f
     return out
 
 
@@ -459,16 +485,24 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
 
 def _listed(fns: dict, names) -> str:
     """Function ``names`` of ``fns`` for a message: a template as ``name<...>``."""
-    return ", ".join(n + ("<...>" if fns[n].template else "") for n in names) or "none"
+    return ", ".join(fns[n].name + ("<...>" if fns[n].template else "") for n in names) or "none"
 
 
-_INSTANCE = re.compile(r"^\s*([A-Za-z_]\w*)\s*<(.*)>\s*$", re.S)
+_INSTANCE = re.compile(r"^\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*<(.*)>\s*$", re.S)
 
 
 def base_name(name: str) -> str:
-    """The function of a kernel's name: ``runTAdd`` of the instantiation ``runTAdd<float, 64>``."""
+    """The function of a kernel's name: ``runTAdd`` of the instantiation ``runTAdd<float, 64>``
+    (and of ``NS::runTAdd<float, 64>``)."""
     m = _INSTANCE.match(name)
-    return m.group(1) if m else name
+    return (m.group(1) if m else name).split("::")[-1].strip()
+
+
+def _scope(name: str) -> str:
+    """The namespaces a kernel's name spells (``NS::`` of ``NS::runTAdd<float>``), else ''."""
+    m = _INSTANCE.match(name)
+    head = "".join((m.group(1) if m else name).split())
+    return head[:head.rfind("::") + 2] if "::" in head else ""
 
 
 def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
@@ -477,11 +511,16 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
     (``runTAdd<float, 64, 64>``), which is the function the library exports."""
     where = shown_path(path)
     m = _INSTANCE.match(name)
-    base = base_name(name).strip()
+    base = base_name(name)
+    scope = _scope(name)
     f = fns.get(base)
+    if f is not None and scope:             # NS::name: the one in that namespace
+        f = next((g for g in [f, *f.overloads] if g.name == scope + base), None)
     if f is None:
-        raise ConfigError(f"--{role} {name}: {where} defines no function {base!r}", where=where,
+        raise ConfigError(f"--{role} {name}: {where} defines no function {scope + base!r}", where=where,
                           fix=f"functions defined there: {_listed(fns, sorted(fns))}")
+    if f.overloads:                         # overloads: the one the name's template arguments fit
+        f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope)
     at = f"{where}:{f.line}"
     if m is None:
         if f.template:
@@ -489,7 +528,7 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
         return f
     if not f.template:
         raise ConfigError(f"--{role} {name}: {base} ({at}) is a function, not a function template: it takes "
-                          "no template arguments", where=at, fix=f"name it alone: --{role} {base}")
+                          "no template arguments", where=at, fix=f"name it alone: --{role} {f.name}")
     params, args = _split(f.template), [a.strip() for a in _split(m.group(2)) if a.strip()]
     required = sum("=" not in p and "..." not in p for p in params)
     if not any("..." in p for p in params) and not required <= len(args) <= len(params):
@@ -502,7 +541,26 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
     given = dict(zip(_template_names(f.template), args))
     elements = [_pointee(re.sub(r"[A-Za-z_]\w*", lambda w: given.get(w.group(0), w.group(0)), d))
                 for d in f.decls]
-    return Function(f"{base}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls)
+    return Function(f"{f.name}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls)
+
+
+def _overload(f: Function, args: list | None, scope: str) -> Function:
+    """Of ``f`` and its overloads (in ``scope``, when the name spells one), the one C++ would
+    instantiate with template arguments ``args`` (None: a plain function): the first whose
+    template takes that many (else ``f``, whose error then says why)."""
+    for g in [f, *f.overloads]:
+        if scope and not g.name.startswith(scope):
+            continue
+        if args is None:
+            if g.template is None:
+                return g
+            continue
+        if g.template is not None:
+            params = _split(g.template)
+            required = sum("=" not in p and "..." not in p for p in params)
+            if any("..." in p for p in params) or required <= len(args) <= len(params):
+                return g
+    return f
 
 
 def _template_names(params: str) -> list:
@@ -518,7 +576,8 @@ def _template_error(role: str, f: Function, at: str, code: str) -> ConfigError:
     """A function template named (or found) as a kernel: a library exports a function, one
     instantiation of it; the fix spells one, taken from the file where it spells one."""
     names = set(_template_names(f.template))
-    spelled = [" ".join(s.split()) for s in re.findall(r"\b" + re.escape(f.name) + r"\s*(<[^;{}()]*?>)\s*\(", code)]
+    spelled = [" ".join(s.split()) for s in re.findall(r"\b" + re.escape(base_name(f.name)) + r"\s*(<[^;{}()]*?>)\s*\(",
+                                                        code)]
     concrete = [s for s in spelled if not names & set(re.findall(r"[A-Za-z_]\w*", s))]
     example = f.name + (concrete[0] if concrete else f"<{', '.join(_template_names(f.template))}>")
     return ConfigError(f"{f.name} ({at}) is a function template (template <{f.template}>): ptopipe runs a "

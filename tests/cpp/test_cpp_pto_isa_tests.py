@@ -84,6 +84,45 @@ def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
     assert "functions: body<...>, caller, plain" in ei.value.fix
 
 
+NAMESPACED = """#include <pto/pto-inst.hpp>
+using namespace pto;
+namespace RowTest {
+template <typename T, int R, int C>
+__global__ AICORE void runScale(__gm__ T *out, __gm__ T *src)
+{
+    using G = GlobalTensor<T, Shape<1, 1, 1, R, C>, Stride<1, 1, 1, C, 1>>;
+    Tile<TileType::Vec, T, R, C> t;
+    TASSIGN(t, 0x0);
+    G gs(src), go(out);
+    TLOAD(t, gs);
+    TMULS(t, t, T(3));
+    TSTORE(go, t);
+}
+// an overload taking more template arguments (pto-isa's tests declare such pairs)
+template <typename T, int R, int C, int VR, int VC>
+__global__ AICORE void runScale(__gm__ T *out, __gm__ T *src) {}
+}  // namespace RowTest
+"""
+
+
+@needs_cxx
+def test_a_kernel_in_a_namespace_or_overloaded_runs_as_cpp_names_it(cpp_cache, tmp_path):
+    """A kernel template inside a namespace is named as C++ names it from outside
+    (``RowTest::runScale<float, 8, 32>``), and of two overloads the one whose template takes
+    the arguments given runs; unqualified, the name is found too."""
+    p = tmp_path / "ns.cpp"
+    p.write_text(NAMESPACED)
+    src = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
+    for name in ("RowTest::runScale<float, 8, 32>", "runScale<float, 8, 32>"):
+        r = run_cpp(str(p), dict(out=np.zeros_like(src), src=src), aiv=name)
+        np.testing.assert_array_equal(r["out"], 3 * src)
+    other = next(i for i, ln in enumerate(NAMESPACED.splitlines(), 1) if ln.endswith("*src) {}"))
+    assert find_kernels(str(p), aiv="runScale<float, 8, 32, 8, 8>").aiv.line == other     # the other overload
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="Other::runScale<float, 8, 32>")
+    assert "defines no function 'Other::runScale'" in ei.value.what and "RowTest::runScale<...>" in ei.value.fix
+
+
 def _cli(argv, cwd, capfd, monkeypatch) -> subprocess.CompletedProcess:
     from ptopipe.cli import main as cli_main
     monkeypatch.chdir(cwd)
