@@ -28,6 +28,7 @@ from __future__ import annotations
 from weakref import ref
 
 from ..arch import MemSpace
+from ..arch.vocab import TileLayout, TileType
 from ..errors import MemoryConflictError
 
 
@@ -81,10 +82,12 @@ def register_tile(tile, core) -> None:
     if shares:
         watch(core).tiles[id(tile)] = tile
     for tid, (tlo, thi, _d, sp, _loc, held) in placed.items():
-        if tid != id(tile) and sp is tile.space and tlo < hi and lo < thi \
-                and not (tlo <= lo and hi <= thi) and not (lo <= tlo and thi <= hi):
+        if tid != id(tile) and sp is tile.space and tlo < hi and lo < thi:
             other = held()
-            if other is not None:                          # (two tiles in part over one another)
+            # two tiles in part over one another; or one inside another where a fractal layout
+            # makes the simulator's row-major bytes another element order than the device's
+            if other is not None and (not (tlo <= lo and hi <= thi) and not (lo <= tlo and thi <= hi)
+                                      or not _same_order(tile, other)):
                 w = watch(core)
                 w.overlaps[tid], w.overlaps[id(tile)] = other, tile
 
@@ -269,11 +272,43 @@ class RingTiles:
         self.warned.add(key)
         tiles = core.isa["tiles"]
         placed, wplaced = tiles[id(tile)][4], tiles.get(id(writer), (None,) * 5)[4]
-        core.cluster.warnings.append((
-            f"{name} reads {tile.describe()} (placed at {placed}), whose bytes [{lo:#x}, {hi:#x}) the {op} at "
-            f"{at} overwrote through {writer.describe()} (placed at {wplaced}): the two tiles overlap, so it "
-            f"reads that write, not its own value - place them in disjoint bytes, or finish reading the first "
-            f"before the {op}", here))
+        head = (f"{name} reads {tile.describe()} (placed at {placed}), whose bytes [{lo:#x}, {hi:#x}) the {op} at "
+                f"{at} wrote through {writer.describe()} (placed at {wplaced})")
+        if _same_order(tile, writer):
+            core.cluster.warnings.append((
+                f"{head}: the two tiles overlap, so it reads that write, not its own value - place them in "
+                f"disjoint bytes, or finish reading the first before the {op}", here))
+        else:
+            core.cluster.warnings.append((
+                f"{head}, another tile over those bytes in a fractal layout (NZ / ZN / ZZ): the simulator holds "
+                f"each tile as its row-major matrix, so the elements read here are not the ones the device's "
+                f"fractal order gives this tile (a sub-tile of an NZ Acc at a row offset reads other rows) - "
+                f"its numbers differ from the device's; read the data through the tile that wrote it (a "
+                f"smaller valid region, TEXTRACT)", here))
+
+
+def _same_order(a, b) -> bool:
+    """Do tiles ``a`` and ``b`` see their common bytes as the device does?  The simulator holds
+    each tile as its row-major matrix from its address: the device's order when both tiles'
+    layouts put their elements in row-major order, else only for one storage under two names
+    (the same address, shape, element size and layout)."""
+    if _row_major(a) and _row_major(b):
+        return True
+    return (a._addr, a.rows, a.cols, a.item, a.layout) == (b._addr, b.rows, b.cols, b.item, b.layout)
+
+
+def _row_major(t) -> bool:
+    """Does ``t``'s layout put its elements in row-major order over its static shape?  ND does;
+    DN a row or column; NZ and ZZ one column of fractals (a fractal row of 64 bytes in an Acc
+    tile's 1 KiB fractals, 32 in the others' 512 B) - an NZ tile of one row too."""
+    lay = t.layout
+    if lay is TileLayout.ND:
+        return True
+    if lay is TileLayout.DN:
+        return t.rows == 1 or t.cols == 1
+    if lay is TileLayout.NZ or lay is TileLayout.ZZ:
+        return t.cols * t.item == (64 if t.loc is TileType.Acc else 32) or (lay is TileLayout.NZ and t.rows == 1)
+    return False
 
 
 def _valid_span(t) -> "tuple | None":

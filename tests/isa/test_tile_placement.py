@@ -155,3 +155,44 @@ def test_a_tile_written_through_a_part_of_it_is_not_reported():
     res = ptopipe.run(None, (vec, None), dict(x=x, out=np.zeros((16, 32), np.float32)))
     assert not [w for w, _ in res.summary.leaks if "the two tiles overlap" in w]
     np.testing.assert_array_equal(res.outputs["out"][8:], 2 * x)
+
+
+def _acc_strip_kernel(cols: int):
+    """An Acc tile of 32 x ``cols`` f32 written by a TMATMUL, then its rows 16..31 stored through a
+    16-row Acc tile placed 16 rows into it by bytes (16 x ``cols`` x 4 bytes)."""
+    from ptopipe.isa import GlobalTensor, TMATMUL, TMOV, TSTORE
+
+    def cube(a, b, out):
+        a1 = Tile(TileType.Mat, float32, 32, 16, addr=0x0)
+        b1 = Tile(TileType.Mat, float32, 16, cols, addr=0x1000)
+        a0 = Tile(TileType.Left, float32, 32, 16, addr=0x0)
+        b0 = Tile(TileType.Right, float32, 16, cols, addr=0x0)
+        acc = Tile(TileType.Acc, float32, 32, cols, addr=0x0)
+        strip = Tile(TileType.Acc, float32, 16, cols, addr=16 * cols * 4)
+        TLOAD(a1, a)
+        TLOAD(b1, b)
+        TMOV(a0, a1)
+        TMOV(b0, b1)
+        TMATMUL(acc, a0, b0)
+        TSTORE(GlobalTensor(out.data(), (16, cols)), strip)                  # READ-STRIP
+    return cube
+
+
+@pytest.mark.parametrize("cols", [16, 32])
+def test_a_tile_inside_a_fractal_tile_is_reported_where_the_simulators_order_is_not_the_devices(cols):
+    """An Acc tile is NZ: with one column of fractals (16 f32 columns) its bytes are row-major,
+    as the simulator holds them, and a strip 16 rows in reads rows 16..31 on both; with two
+    (32 columns) the device's strip reads other elements than the simulator's - a warning at
+    the read, saying the numbers differ from the device's."""
+    from markers import line_of
+    rng = np.random.default_rng(2)
+    a, b = rng.integers(-3, 4, (32, 16)).astype(np.float32), rng.integers(-3, 4, (16, cols)).astype(np.float32)
+    cube = _acc_strip_kernel(cols)
+    res = ptopipe.run(cube, None, dict(a=a, b=b, out=np.zeros((16, cols), np.float32)))
+    said = [(w, loc) for w, loc in res.summary.leaks if "fractal layout" in w]
+    if cols == 16:
+        assert not said and not res.summary.leaks
+        np.testing.assert_array_equal(res.outputs["out"], (a @ b)[16:])
+    else:
+        (w, where), = said
+        assert str(where).endswith(f":{line_of(cube, 'READ-STRIP')}") and "numbers differ from the device's" in w
