@@ -16,6 +16,7 @@ import sys
 
 from .. import __version__
 from .._startup import interrupted, release
+from .bounds import WORKERS_GRACE, watched
 from .common import validate
 from .errors import report_exception
 
@@ -103,12 +104,13 @@ def main(argv=None) -> int:
             parser.print_help()
             return 2
         validate(args)
-        if getattr(args, "json", False):
-            # stdout carries the JSON report only (json_out): what the kernels print (TPRINT,
-            # print, C++'s printf) and any other text go to stderr, so a tool can parse stdout as it is
-            with report_only_on_stdout(args), contextlib.redirect_stdout(sys.stderr):
-                return int(args.func(args) or 0)
-        return int(args.func(args) or 0)
+        with watched(args, WORKERS_GRACE if getattr(args, "paths", None) else 0.25):
+            if getattr(args, "json", False):
+                # stdout carries the JSON report only (json_out): what the kernels print (TPRINT,
+                # print, C++'s printf) and any other text go to stderr, so a tool can parse stdout as it is
+                with report_only_on_stdout(args), contextlib.redirect_stdout(sys.stderr):
+                    return int(args.func(args) or 0)
+            return int(args.func(args) or 0)
     except KeyboardInterrupt as e:
         return interrupted(getattr(e, "ptopipe_done", None))
     except BrokenPipeError:               # the reader went away (`ptopipe run k.py | head`)

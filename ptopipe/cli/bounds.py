@@ -4,14 +4,16 @@ with the instruction budget they make sure a command never hangs; a value no run
 is refused naming its option (:func:`ptopipe.cli.common.validate`).
 
 ``--timeout`` bounds the whole command: one :class:`~ptopipe.sim.bounds.Deadline`, made
-at the command's first run, is shared by every run it makes (variants, schedules,
-launches, the re-run that explains a mismatch).  A sweep is the exception: each row (a
+as the command starts, is shared by every run it makes (variants, schedules, launches, the
+re-run that explains a mismatch) and watches the command's own work between them (:func:`watched`).  A sweep is the exception: each row (a
 configuration, run in its own worker process) has the bound, so that a row that hangs is
 reported as a failed row and the others still run.  Without ``--timeout`` each run has
 the default bound of ``ptopipe.run``."""
 from __future__ import annotations
 
-from ..sim.bounds import DEFAULT_TIMEOUT, Deadline, deadline
+import contextlib
+
+from ..sim.bounds import DEFAULT_TIMEOUT, CommandWatch, Deadline, deadline
 
 
 def add_arguments(p, per_row: bool = False) -> None:
@@ -26,6 +28,22 @@ def add_arguments(p, per_row: bool = False) -> None:
                    help="simulated-time bound: a core passing cycle N stops the run with a "
                         "BudgetError (default: no bound)")
     p.set_defaults(timeout_per_row=per_row)
+
+
+#: seconds past the deadline the command's own watch waits when its files are checked in
+#: workers, each watching itself (their reports come first)
+WORKERS_GRACE = 1.0
+
+
+def watched(args, grace: float = 0.25):
+    """The watch of ``--timeout`` over the whole command, its own work between runs too
+    (importing the kernel file, make_args, golden: :class:`~ptopipe.sim.bounds.CommandWatch`);
+    a context that watches nothing without the option or for a sweep, whose rows each have it."""
+    t = getattr(args, "timeout", None)
+    if t is None or getattr(args, "timeout_per_row", False):
+        return contextlib.nullcontext()
+    from ..cpp.runner import in_child      # (a C++ kernel's child: bounded by its runner, which names its line)
+    return CommandWatch(run_kwargs(args)["timeout"], grace, frozenset({in_child.__code__}))
 
 
 def run_kwargs(args) -> dict:

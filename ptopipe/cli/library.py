@@ -78,7 +78,8 @@ def check_file_unit(unit: FileUnit) -> tuple:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            unit.check_one(fargs, rows)
+            with bounds.watched(fargs):     # (its import, make_args, golden: in this worker)
+                unit.check_one(fargs, rows)
         except Exception as e:  # noqa: BLE001 - a file that raises at import: its row, the rest go on
             if not fargs.json:
                 print(f"{color('FAIL', '1;31', sys.stdout)} {unit.path}: {type(e).__name__}", flush=True)

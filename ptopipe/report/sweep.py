@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..driver.loader import load_scenarios
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.launch import compare, run
+from ..sim.bounds import CommandWatch, deadline
 from ..isa.scenario import Scenario
 from ._io import save_png
 from ..errors import with_article
@@ -149,21 +150,10 @@ def run_config(path: str, scenario: str | None, variant: str, params: dict,
     and the sweep goes on."""
     row = SweepRow(dict(params))
     try:
-        sc = pick_scenario(load_scenarios(path), scenario)
-        p = dict(sc.params(variant))
-        p.update(params)
-        args = sc.inputs(p, seed, None if params else variant)   # a sweep axis: not the variant's
-        expected = sc.expected(args, p)
-        res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, sync=sc.sync,
-                  **(bounds or {}))
-        compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
-        row.cycles = res.summary.cycles
-        for name, c in res.summary.cores.items():
-            if c["state"] == "idle":
-                continue
-            pipe, busy = max(c["busy"].items(), key=lambda kv: kv[1])
-            row.utilisation[name] = busy / row.cycles if row.cycles else 0.0
-            row.busiest[name] = pipe
+        bounds = dict(bounds or {})
+        bounds["timeout"] = limit = deadline(bounds.get("timeout"))   # the row's, its make_args and golden too
+        with CommandWatch(limit):
+            _run_config(row, path, scenario, variant, params, platform, protocol, seed, bounds)
     except PtoPipeError as e:
         row.ok = False
         row.error = f"{type(e).__name__}: {str(e).splitlines()[0]}" + (f" at {e.where}" if e.where else "")
@@ -172,6 +162,25 @@ def run_config(path: str, scenario: str | None, variant: str, params: dict,
         f = user_frame(e)
         row.error = f"{type(e).__name__}: {e}" + (f" at {f.filename}:{f.lineno}" if f else "")
     return row
+
+
+def _run_config(row: SweepRow, path, scenario, variant, params, platform, protocol, seed, bounds) -> None:
+    """:func:`run_config`'s work, into ``row``; raises what fails."""
+    sc = pick_scenario(load_scenarios(path), scenario)
+    p = dict(sc.params(variant))
+    p.update(params)
+    args = sc.inputs(p, seed, None if params else variant)   # a sweep axis: not the variant's
+    expected = sc.expected(args, p)
+    res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, sync=sc.sync,
+              **(bounds or {}))
+    compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
+    row.cycles = res.summary.cycles
+    for name, c in res.summary.cores.items():
+        if c["state"] == "idle":
+            continue
+        pipe, busy = max(c["busy"].items(), key=lambda kv: kv[1])
+        row.utilisation[name] = busy / row.cycles if row.cycles else 0.0
+        row.busiest[name] = pipe
 
 
 def sweep(path: str, params: dict, variant: str = "default", scenario: str | None = None,

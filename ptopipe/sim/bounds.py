@@ -31,7 +31,7 @@ import time
 import greenlet
 
 from ..errors import BudgetError, ConfigError
-from .location import raised_at, stopped_at
+from .location import raised_at, stopped_at, user_loc
 
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
 DEFAULT_TIMEOUT = 60.0          # seconds of wall-clock time per run
@@ -389,6 +389,74 @@ class _Watcher:
                         dog.fired += 1
                         dog.kick()
                         dog.due = now + _REFIRE
+
+
+class CommandWatch:
+    """A Deadline's watch over a command's own work on the main thread - importing the kernel
+    file, its ``make_args`` and ``golden``, the compiles - which no run's :class:`Watchdog`
+    covers: when the deadline passes outside a run, the thread gets the same SIGINT, and a
+    BudgetError at the user's line it interrupted stops the command.  It fires a little after
+    the deadline, so that inside a run the run's own Watchdog (whose handler stands in
+    for this one while the run lasts) stops it first, naming its cores.  A context manager;
+    nothing off the main thread or without a bound.  ``grace``: seconds after the deadline
+    it fires (a command whose files run in worker processes, each watched, waits longer for
+    their reports); ``bounded``: the code objects of functions that enforce the deadline
+    themselves (a C++ kernel's run in a child process), inside which it does not fire."""
+
+    def __init__(self, limit: Deadline, grace: float = 0.25, bounded: frozenset = frozenset()):
+        self.deadline = limit
+        self.due = limit.at + grace
+        self.bounded = bounded          # code of functions that bound their own work (a C++ child's wait)
+        self.fired = 0
+        self._prev = None
+        self._thread = None
+
+    def __enter__(self) -> "CommandWatch":
+        if self.deadline.passed():          # (a worker's unit started late: a retried one)
+            raise expired_before(self.deadline, "this part of it")
+        if math.isinf(self.deadline.at) or threading.current_thread() is not threading.main_thread() \
+                or _pthread_kill is None:
+            return self
+        try:
+            self._prev = _set_handler(signal.SIGINT, self._handler)
+        except (ValueError, OSError):       # pragma: no cover - an embedded interpreter
+            return self
+        self._thread = threading.get_ident()
+        _WATCHER.arm(self)
+        return self
+
+    def kick(self) -> None:
+        _pthread_kill(self._thread, signal.SIGINT)
+
+    def _handler(self, signum, frame) -> None:
+        if not self.fired:                  # a real Ctrl-C
+            prev = self._prev
+            if callable(prev):
+                return prev(signum, frame)
+            if prev != signal.SIG_IGN:
+                raise KeyboardInterrupt
+            return
+        f = frame
+        while f is not None:
+            if f.f_code in self.bounded:    # its own bound reports it, as it should
+                return
+            f = f.f_back
+        loc = user_loc(frame)               # (the innermost line outside ptopipe: the loop's)
+        limit = self.deadline
+        raise BudgetError(f"the {limit.scope} did not finish within {limit.name} of wall-clock time",
+                          where=str(loc) if loc is not None else None,
+                          details="it was running this line of the kernel file outside any run (loading the "
+                                  "file, its make_args or golden)",
+                          fix=f"a loop that never ends, or a wait, outside the kernels; {limit.fix}",
+                          findings=[{"kind": "budget", "bound": "timeout", "scope": limit.scope,
+                                     "limit": limit.seconds, "core": None, "where": str(loc) if loc else None}])
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is None:
+            return
+        _WATCHER.disarm(self)
+        self._thread = None
+        _set_handler(signal.SIGINT, self._prev if self._prev is not None else signal.SIG_DFL)
 
 
 _WATCHER = _Watcher()

@@ -6,6 +6,7 @@ watchdog never fires after its run ended."""
 from __future__ import annotations
 
 import math
+import json
 import os
 import signal
 import subprocess
@@ -246,15 +247,17 @@ KERNEL = textwrap.dedent('''\
 
 
     def make_args(rng, mode="ok"):
+        while mode == "args": pass  # ARGS
         return dict(out=np.zeros((8, 8), np.float32), mode=mode)
 
 
     def golden(args, **_):
+        while args["mode"] == "gold": pass  # GOLD
         return {"out": np.full((8, 8), 2.0, np.float32)}
 
 
     VARIANTS = {"default": dict(mode="ok"), "spin": dict(mode="spin"), "tsync": dict(mode="tsync"),
-                "instr": dict(mode="instr")}
+                "instr": dict(mode="instr"), "args": dict(mode="args"), "gold": dict(mode="gold")}
     SCENARIO = ptopipe.Scenario("hang", None, (vector, None), make_args, golden, VARIANTS)
 ''')
 
@@ -316,6 +319,41 @@ def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file, capsys, monke
     assert "BudgetError" in note and f"hang_kernel.py:{_marker_line('SPIN')}" in note, p.stdout
     ok = next(ln for ln in rows if " ok " in f" {ln} ")
     assert "FAILED" not in ok
+
+
+@pytest.mark.parametrize("variant,marker", [("args", "ARGS"), ("gold", "GOLD"), (None, "IMPORT")])
+def test_cli_timeout_bounds_the_kernel_files_own_code(kernel_file, tmp_path, capsys, monkeypatch, no_hang, variant,
+                                                      marker):
+    """--timeout bounds the whole command: a loop outside the kernels - in make_args, in
+    golden, at the file's import - is a BudgetError at its line, not a hang."""
+    if variant is None:
+        f = tmp_path / "loops_at_import.py"
+        f.write_text("import ptopipe\nwhile True: pass\n")
+        argv, at = ("run", f), "loops_at_import.py:2"
+    else:
+        argv, at = ("run", kernel_file, "--variant", variant), f"hang_kernel.py:{_marker_line(marker)}"
+    p = _cli_here(capsys, monkeypatch, *argv, "--timeout", "0.25")
+    assert p.returncode == 1 and "BudgetError" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert f"at {at}" in p.stderr or at in p.stderr.split("\n")[1], p.stderr
+
+
+def test_a_library_file_looping_outside_its_kernels_is_a_row_and_the_command_ends(kernel_file, tmp_path, capsys,
+                                                                                 monkeypatch, no_hang):
+    f = tmp_path / "loops_at_import.py"
+    f.write_text("import ptopipe\nwhile True: pass\n")
+    p = _cli_here(capsys, monkeypatch, "check", f, kernel_file, "--timeout", "2", "--workers", "1", "--json")
+    rows = {os.path.basename(r["file"]): r for r in json.loads(p.stdout)}
+    assert rows["loops_at_import.py"]["failure"]["error"] == "BudgetError"
+    assert rows["loops_at_import.py"]["failure"]["where"].endswith("loops_at_import.py:2")
+    later = rows["hang_kernel.py"]["failure"]          # (the file after it: the command's time is spent)
+    assert later is None or "it passed before" in later["what"]
+
+
+def test_cli_sweep_row_looping_in_make_args_is_a_failed_row(kernel_file, capsys, monkeypatch, no_hang):
+    p = _cli_here(capsys, monkeypatch, "sweep", kernel_file, "--param", "mode=args", "--timeout", "0.25",
+                  "--workers", "1")
+    note = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("[1]"))
+    assert p.returncode == 1 and "BudgetError" in note and f"hang_kernel.py:{_marker_line('ARGS')}" in note, p.stdout
 
 
 def test_cli_rejects_a_non_positive_timeout(kernel_file, capsys, monkeypatch):
