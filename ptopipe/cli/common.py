@@ -64,6 +64,10 @@ _LOWER_BOUNDS = {
 def validate(args) -> None:
     """Reject option values no run can use, naming the option, and a FILE argument that is
     not a readable file (before any kernel runs)."""
+    from ..sim.core import sync_every_error
+    bad = sync_every_error()
+    if bad is not None:
+        raise bad
     for name, (low, what) in _LOWER_BOUNDS.items():
         v = getattr(args, name, None)
         if v is not None and v < low:

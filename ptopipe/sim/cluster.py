@@ -32,7 +32,7 @@ from ..errors import ConfigError, DeadlockError, KernelError, PtoPipeError, endi
 from .bounds import Abort, Expired, Watchdog, check_bounds
 from .context import RunContext, RunState
 from .dataplane import data_error
-from .core import Core, CoreKind, CoreState, _CoreLet
+from .core import Core, CoreKind, CoreState, _CoreLet, sync_every_error
 from .flags import Flag, overflow_error
 from .location import raised_at
 from .memory import Memory, MemoryPool
@@ -154,6 +154,9 @@ class Cluster:
                  schedule: SchedulePolicy | None = None, context: RunContext | None = None,
                  pool: MemoryPool | None = None, shared_gm: bool = False, block: int = 0,
                  gm: Memory | None = None, engine: str | None = None):
+        bad = sync_every_error()
+        if bad is not None:
+            raise bad
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by

@@ -41,15 +41,18 @@ class CoreState(Enum):
 _PIPES = tuple(PipeUnit)
 # instructions per core between applications of the queued data operations (1: apply each
 # instruction's work as it is issued, so that an error doing so names its exact line)
-def _sync_every() -> int:
+def sync_every_error() -> ConfigError | None:
+    """The error of a ``PTOPIPE_SYNC_EVERY`` that is no positive integer (None: fine), raised
+    where a cluster is made and by the command line before anything runs - not at import,
+    where no error handler is there yet to report it."""
     v = os.environ.get("PTOPIPE_SYNC_EVERY") or "4096"
     if not v.isdigit() or int(v) < 1:
-        raise ConfigError(f"PTOPIPE_SYNC_EVERY={v!r} is not a positive integer",
-                          fix="unset it, or set it to 1 to apply each instruction's work at once")
-    return int(v)
+        return ConfigError(f"PTOPIPE_SYNC_EVERY={v!r} is not a positive integer", where="environment",
+                           fix="unset it, or set it to 1 to apply each instruction's work at once")
+    return None
 
 
-SYNC_EVERY = _sync_every()
+SYNC_EVERY = 4096 if sync_every_error() else int(os.environ.get("PTOPIPE_SYNC_EVERY") or "4096")
 
 
 class Wait:

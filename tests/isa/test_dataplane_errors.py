@@ -166,10 +166,15 @@ def test_failing_queued_work_names_the_exact_line_when_applied_per_instruction(m
     assert_at(ei.value, _queues_failing_work, "next instruction")
 
 
-def test_bad_sync_every_setting_is_a_config_error(monkeypatch):
+def test_bad_sync_every_setting_is_a_config_error(monkeypatch, capsys):
+    """A PTOPIPE_SYNC_EVERY that is no positive integer is a ConfigError where a run starts and
+    before a command runs - not a traceback at import, which would break every command."""
     monkeypatch.setenv("PTOPIPE_SYNC_EVERY", "often")
-    with pytest.raises(ptopipe.ConfigError, match="PTOPIPE_SYNC_EVERY"):
-        ptopipe.sim.core._sync_every()
+    with pytest.raises(ptopipe.ConfigError, match="PTOPIPE_SYNC_EVERY='often' is not a positive integer"):
+        ptopipe.run(aiv=(lambda: None, None))
+    from ptopipe.cli import main
+    assert main(["run", "examples/scenarios/s1_cv_split.py"]) == 1
+    assert "error: ConfigError: PTOPIPE_SYNC_EVERY='often'" in capsys.readouterr().err
 
 
 def test_failing_queued_work_does_not_replace_a_deadlock():
