@@ -261,7 +261,7 @@ COMPARE = {CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
 #: 2-byte source and its scalar as ``half`` (``*reinterpret_cast<half*>(&src1)``), so the device
 #: orders int16 bit patterns as f16 values (a negative one is a negative float or a NaN) - the
 #: simulator compares so too
-CMPS_BITS_AS_HALF_A2A3 = frozenset({dt.int16})
+CMPS_BITS_AS_HALF_A2A3 = frozenset({dt.int16, np.dtype(np.uint16)})
 #: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input): words of
 #: bits, so a signed word type holds the same bits (ptoas reads an i8 mask as well)
 MASK_DTYPES = (dt.uint8, dt.uint32, dt.int8, dt.int32)
@@ -1014,7 +1014,7 @@ _ROWMM = types("f16 f32 i16 i32", a5="+ i8 u8")
 _COLRED = _ARITH
 _ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX/MIN sources
 _PART = types("i16 i32 f16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 bf16 f32")   # TPARTADD/MAX/MIN (a5 TPartAdd.hpp)
-_CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
+_CAT = types("i8 u8 i16 uint16 i32 u32 f16 bf16 f32")   # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
 #: TCOLARGMAX/MIN sources: a2a3 TColReduceIdx.hpp:26; a5 TColReduceIdx.hpp:65 (any 1-, 2- or
 #: 4-byte element; not 1-byte with the value output, :86)
 _COLARG = types("f16 f32 uint16 u32", a5="i8 u8 i16 uint16 i32 u32 f16 bf16 f32")
@@ -1259,7 +1259,7 @@ _DEFS = (
     OpDef("TCMP", "compare", _V, compare, types("i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"),
           _S2, dsl="cmp", doc="packed mask of src0 <mode> src1 (TCMP)"),
     OpDef("TCMPS", "compare_scalar", _V, compare,
-          types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1, dsl="cmps",
+          types("i16 uint16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1, dsl="cmps",
           doc="packed mask of src <mode> scalar (TCMPS)"),
     OpDef("TSEL", "select", _V, select, types("i16 uint16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64 uint64"), _S2,
           tmp=True, scratch=True, dsl="select", doc="mask ? src0 : src1 (TSEL)"),

@@ -180,7 +180,8 @@ def standard(cxx: str, *args: str) -> str:
 
 # -- finding the kernel functions -----------------------------------------------------------------
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-_FUNC = re.compile(r"((?:extern\s+\"C\"\s+|__global__\s+|AICORE\s+|__aicore__\s+|inline\s+|static\s+)*)"
+_FUNC = re.compile(r"((?:extern\s+\"C\"\s+|__global__\s+|AICORE\s+|__aicore__\s+|inline\s+|static\s+|PTO_INTERNAL\s+"
+                   r"|PTO_INST\s+)*)"
                    r"void\s+(\w+)\s*\(([^()]*)\)\s*\{")
 
 
@@ -520,7 +521,8 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
         raise ConfigError(f"--{role} {name}: {where} defines no function {scope + base!r}", where=where,
                           fix=f"functions defined there: {_listed(fns, sorted(fns))}")
     if f.overloads:                         # overloads: the one the name's template arguments fit
-        f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope)
+        f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, role,
+                      name, where)
     at = f"{where}:{f.line}"
     if m is None:
         if f.template:
@@ -544,23 +546,30 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
     return Function(f"{f.name}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls)
 
 
-def _overload(f: Function, args: list | None, scope: str) -> Function:
+def _overload(f: Function, args: list | None, scope: str, role: str, name: str, where: str) -> Function:
     """Of ``f`` and its overloads (in ``scope``, when the name spells one), the one C++ would
-    instantiate with template arguments ``args`` (None: a plain function): the first whose
-    template takes that many (else ``f``, whose error then says why)."""
+    instantiate with template arguments ``args`` (None: a plain function): the one whose
+    template takes that many (none: ``f``, whose error then says why; several: a ConfigError,
+    as the library could not name one)."""
+    fits = []
     for g in [f, *f.overloads]:
         if scope and not g.name.startswith(scope):
             continue
         if args is None:
             if g.template is None:
-                return g
+                fits.append(g)
             continue
         if g.template is not None:
             params = _split(g.template)
             required = sum("=" not in p and "..." not in p for p in params)
             if any("..." in p for p in params) or required <= len(args) <= len(params):
-                return g
-    return f
+                fits.append(g)
+    if len(fits) > 1:
+        raise ConfigError(f"--{role} {name}: {len(fits)} overloads of {f.name} take these template arguments "
+                          f"({', '.join(f'{where}:{g.line}' for g in fits)}): ptopipe runs a kernel by its name "
+                          "and cannot tell which", where=f"{where}:{fits[0].line}",
+                          fix="give the kernel to run a name of its own (or move the other overloads out of the file)")
+    return fits[0] if fits else f
 
 
 def _template_names(params: str) -> list:

@@ -807,11 +807,12 @@ def TSUBVIEW(dst: Tile, src: Tile, row_idx: int, col_idx: int) -> None:
         raise _err(core, f"TSUBVIEW: {dst.describe()} over {src.describe()}: a sub-tile view needs both "
                          f"tiles ND with the same element type and static columns (the row stride)",
                    f"declare dst as {src.dtype.name} with {src.cols} columns, layout ND")
-    if r < 0 or c < 0 or r + dst.valid_rows > src.valid_rows or c + dst.valid_cols > src.valid_cols \
-            or r * src.cols + c + dst.rows * dst.cols > src.rows * src.cols:
+    # (pto-isa's TSUBVIEW only moves the address: the view's valid region must lie in the
+    # source's, its static tile may reach past it, as a TASSIGN there would)
+    if r < 0 or c < 0 or r + dst.valid_rows > src.valid_rows or c + dst.valid_cols > src.valid_cols:
         raise _err(core, f"TSUBVIEW: a {dst.valid_rows}x{dst.valid_cols} valid view ({dst.rows}x{dst.cols} "
                          f"tile) at ({r}, {c}) does not fit {src.describe()} (valid {src.valid_rows}x"
-                         f"{src.valid_cols})", "keep the view inside the source's valid region and tile")
+                         f"{src.valid_cols})", "keep the view inside the source's valid region")
     offset = (r * src.cols + c) * src.item
     align = core.cluster.platform.alignment
     if (src.addr + offset) % align:

@@ -123,6 +123,21 @@ def test_a_kernel_in_a_namespace_or_overloaded_runs_as_cpp_names_it(cpp_cache, t
     assert "defines no function 'Other::runScale'" in ei.value.what and "RowTest::runScale<...>" in ei.value.fix
 
 
+def test_kernel_templates_declared_pto_internal_and_ambiguous_overloads(tmp_path):
+    """A kernel template declared ``PTO_INTERNAL`` (pto-isa's ``AICORE PTO_INLINE``, as its CPU
+    tests write it) is a template; two overloads that take the same template arguments are a
+    ConfigError naming both - never a compile error in the generated wrapper."""
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\n"
+                 "template <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x) {}\n"
+                 "template <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x, __gm__ T *y) {}\n")
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="runX<float, 8>")
+    assert "runX" in ei.value.what and "k.cpp:3" in ei.value.what and "k.cpp:5" in ei.value.what
+    p.write_text("#include <pto/pto-inst.hpp>\ntemplate <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x) {}\n")
+    assert find_kernels(str(p), aiv="runX<float, 8>").aiv.name == "runX<float, 8>"
+
+
 def _cli(argv, cwd, capfd, monkeypatch) -> subprocess.CompletedProcess:
     from ptopipe.cli import main as cli_main
     monkeypatch.chdir(cwd)

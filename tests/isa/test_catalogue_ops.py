@@ -329,6 +329,23 @@ def test_int16_compare_scalar_per_platform(platform):
             assert not got[0].any()                     # every compare with a NaN is false
 
 
+def test_uint16_compare_scalar_on_a2a3_is_of_half_bits_and_fillpad_takes_uint16():
+    """A2A3's TCMPS takes uint16 too, compared as the half floats of its bits as int16 is
+    (a2a3/TCmps.hpp); TFILLPAD takes any 1-, 2- or 4-byte element, uint16's Max its 65535."""
+    a = (np.arange(8 * 32, dtype=np.uint16).reshape(8, 32) * 257)
+    got = run_tiles("a2a3", lambda o, i: TCMPS(o[0], i[0], 15000, CmpMode.LT), [a], [((8, 32), np.uint8)])
+    with np.errstate(invalid="ignore"):
+        want = a.view(np.float16) < np.array(15000, np.uint16).view(np.float16)
+    np.testing.assert_array_equal(got[0][:, :4], packed(want, np.uint8))
+
+    def pad(o, i):
+        part = Tile(TileType.Vec, np.uint16, 8, 32, valid_cols=7, addr=i[0].addr)
+        TFILLPAD(o[0], part, PadValue.Max)
+    out = run_tiles("a2a3", pad, [a], [((8, 32), np.uint16)])[0]
+    np.testing.assert_array_equal(out[:, :7], a[:, :7])
+    assert (out[:, 7:] == 65535).all()
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_compare_checks_its_mask_and_mode(platform):
     a = np.zeros((8, 32), np.float32)

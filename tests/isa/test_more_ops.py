@@ -374,6 +374,16 @@ def test_subview_is_a_view_of_the_source(platform):
         TSUBVIEW(Tile(TileType.Vec, np.int32, 4, 32, valid_cols=16), i[0], 5, 3)
     rejects(platform, misaligned, [a], [(a.shape, np.int32)], "TSUBVIEW at (5, 3)", "not 32-byte aligned")
 
+    def reaching_past(o, i):                             # a 16-row tile, 4 valid rows at row 12:
+        v = Tile(TileType.Vec, np.int32, 16, 32, valid_rows=4, valid_cols=16)   # its static rows
+        TSUBVIEW(v, i[0], 12, 8)                         # reach past the source (pto-isa: fine)
+        TADDS(v, v, 1000)
+        TMOV(o[0], i[0])
+    got = run_tiles(platform, reaching_past, [a], [(a.shape, np.int32)])[0]
+    want = a.copy()
+    want[12:16, 8:24] += 1000
+    np.testing.assert_array_equal(got, want)
+
     def narrower(o, i):
         TSUBVIEW(Tile(TileType.Vec, np.int32, 4, 16), i[0], 0, 8)
     rejects(platform, narrower, [a], [(a.shape, np.int32)], "same element type and static columns")
