@@ -292,6 +292,7 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
     (dict(GOLDEN="None"), "golden returned a NoneType, not the dict of expected outputs", "def golden"),
     (dict(GOLDEN="{'outt': args['out']}"), "golden names 'outt', which make_args does not give", "def golden"),
     (dict(GOLDEN="{'out': args['y']}"), "golden raised KeyError: 'y'", "    return {'out': args['y']}"),
+    (dict(GOLDEN="{'out': 'zeros'}"), "golden's 'out' is a str, not an array of numbers", "def golden"),
     (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
      "    return dict(x=undefined_name)"),
     # sys.exit would end the command silently, with its status and no report
@@ -313,6 +314,15 @@ def test_a_scenario_mistake_is_a_config_error_at_its_line(tmp_path, capsys, edit
     assert f"error: ConfigError: " in err and text in err and f"at {f}:{line}\n" in err, err
     f.write_text(_fill(_OK))                              # the same file, correct: runs
     assert main(["run", str(f)]) == 0
+
+
+def test_a_golden_naming_no_output_says_it_compared_nothing(tmp_path, capsys):
+    from ptopipe.cli import main
+    f = tmp_path / "sc.py"
+    f.write_text(_fill({**_OK, "GOLDEN": "{}"}))
+    assert main(["run", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "its golden names no output: nothing was compared" in out and "matches numpy golden" not in out
 
 
 def _fill(values):

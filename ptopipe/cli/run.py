@@ -105,7 +105,9 @@ def main(args) -> int:
                                               **launch_kwargs(args))[0])
         warned = summary_warnings(res.summary)      # (the summary below shows them, unless --quiet)
         failed, verdict = werror_verdict(args, warned if args.quiet else (), () if args.quiet else warned)
-        print(f"{verdict} {label}{blocks_ran(res.summary)}: matches numpy golden ({', '.join(expected)})"
+        matched = (f"matches numpy golden ({', '.join(expected)})" if expected else
+                   "ran (its golden names no output: nothing was compared)")
+        print(f"{verdict} {label}{blocks_ran(res.summary)}: {matched}"
               + (f" after each of {len(res.launches)} launches" if len(res.launches) > 1 else "")
               + werror_note(failed, warned))
         note = block_note(res.summary)

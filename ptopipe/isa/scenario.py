@@ -125,6 +125,12 @@ class Scenario:
             raise ConfigError(f"scenario {self.name!r}: golden names {', '.join(map(repr, bad))}, which "
                               f"make_args does not give (arguments: {', '.join(args)})",
                               where=_def_loc(self.golden), fix="name the output arguments the kernel writes")
+        for k, v in e.items():
+            kind = np.asarray(v).dtype.kind if not isinstance(v, (str, bytes, dict)) else "U"
+            if kind in "USOV" and not (kind == "V" and hasattr(v, "dtype")):
+                raise ConfigError(f"scenario {self.name!r}: golden's {k!r} is {with_article(type(v).__name__)}, "
+                                  "not an array of numbers", where=_def_loc(self.golden),
+                                  fix=f"return {{{k!r}: expected_array}} (a numpy array of the output's values)")
         return e
 
     def params(self, variant: str) -> dict:
