@@ -646,6 +646,15 @@ def test_output_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path,
     assert link.is_symlink() and target.read_bytes() == b"bytes"
 
 
+def test_two_outputs_naming_one_file_are_refused_before_the_run(tmp_path, capsys):
+    """``--output out=o.npy --output a=./o.npy``: one of the two results would be lost, silently."""
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    code, _, err = _cli(["run", pto, "--output", f"out={tmp_path / 'o.npy'}",
+                         "--output", f"a={tmp_path / '.' / 'o.npy'}"], capsys)
+    assert code == 1 and "ConfigError" in err and "one of them would be lost" in err, err
+    assert not (tmp_path / "o.npy").exists()
+
+
 def test_output_through_a_symlink_to_a_read_only_file_is_refused(tmp_path, capsys):
     target = tmp_path / "keep.ir"
     target.write_text("keep me")

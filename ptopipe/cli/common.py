@@ -108,6 +108,7 @@ def check_outputs(args) -> None:
     before any work, not after it; ``--output NAME=FILE.npy`` checks FILE."""
     from ..report._io import check_output
     many = getattr(args, "variant", None) == "all" and getattr(args, "command", None) in _PER_VARIANT
+    written = {}                        # real path -> the option value writing it
     for dest, option in OUTPUT_OPTIONS.items():
         given = getattr(args, dest, None)
         for value in (given if isinstance(given, list) else [given] if given else []):
@@ -116,6 +117,11 @@ def check_outputs(args) -> None:
                 _, sep, path = value.partition("=")
                 if not sep:
                     continue            # (the option's own parsing says what is wrong with it)
+            real = os.path.realpath(path)
+            first = written.setdefault(real, f"{option} {value}")
+            if first != f"{option} {value}" and not real.startswith("/dev/"):
+                raise ConfigError(f"{option} {value}: {first} writes {path} too - one of them would be lost",
+                                  where=f"option {option}", fix="give each output a file of its own")
             if many and os.path.lexists(path):      # (not written: each variant's own file is)
                 stem, ext = os.path.splitext(path)
                 path = f"{stem}.VARIANT{ext or '.json'}"
