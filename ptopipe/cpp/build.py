@@ -429,7 +429,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     """(:class:`Kernels`, the code of the file and its local includes with comments blanked, the
     file's text, its functions by name)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8", errors="replace") as f:     # (the compiler judges its bytes)
             text = f.read()
     except OSError as e:
         raise ConfigError(f"cannot read the C++ kernel {path}: {e.strerror}", where=path,
@@ -437,7 +437,8 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     fns, codes = {}, []
     for inc in re.findall(r'#\s*include\s*"([^"]+)"', text):     # kernels defined in local headers
         try:
-            with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc)) as f:
+            with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc), encoding="utf-8",
+                      errors="replace") as f:
                 inc_text = f.read()
         except OSError:
             continue

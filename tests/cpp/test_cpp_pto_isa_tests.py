@@ -138,6 +138,14 @@ def test_kernel_templates_declared_pto_internal_and_ambiguous_overloads(tmp_path
     assert find_kernels(str(p), aiv="runX<float, 8>").aiv.name == "runX<float, 8>"
 
 
+def test_a_kernel_file_with_latin1_bytes_in_a_comment_is_found(tmp_path):
+    """The compiler judges a kernel's bytes; finding its functions does not stop at a byte that
+    is not UTF-8 (a Latin-1 comment)."""
+    p = tmp_path / "k.cpp"
+    p.write_bytes(b"#include <pto/pto-inst.hpp>\n// r\xe9sum\xe9 of the kernel\nvoid k(__gm__ float *x) {}\n")
+    assert find_kernels(str(p), aiv="k").aiv.line == 3
+
+
 def _cli(argv, cwd, capfd, monkeypatch) -> subprocess.CompletedProcess:
     from ptopipe.cli import main as cli_main
     monkeypatch.chdir(cwd)
