@@ -410,7 +410,7 @@ def test_sweep_of_a_negative_depth_names_the_gm_buffer_line(capsys):
     assert at == (S1, _src_line(S1, "fifo=gm_buffer(depth * SLOT)"))
 
 
-@pytest.mark.parametrize("n", [-1, 2.5, True, "64"])
+@pytest.mark.parametrize("n", [-1, 2.5, True, "64", 10 ** 20])
 def test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line(n):
     with pytest.raises(ConfigError) as ei:
         ptopipe.gm_buffer(n)                             # GM-BUFFER

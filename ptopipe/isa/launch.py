@@ -44,15 +44,25 @@ from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, exp
 from .tensor import GlobalTensor, GMPtr
 
 
+#: the largest gm_buffer: a GM of 64 GiB, more than any Ascend device has
+GM_BUFFER_MAX = 1 << 36
+
+
 def gm_buffer(nbytes: int) -> np.ndarray:
     """A zeroed GM buffer argument of ``nbytes`` bytes (e.g. a GM_SLOT_BUFFER)."""
     n = nbytes if isinstance(nbytes, (int, np.integer)) and not isinstance(nbytes, bool) else None
-    if n is None or n < 0:
+    if n is None or n < 0 or n > GM_BUFFER_MAX:
         from ..sim.location import user_loc
-        raise ConfigError(f"gm_buffer({nbytes!r}): a buffer size is a non-negative integer number of bytes",
+        raise ConfigError(f"gm_buffer({nbytes!r}): a buffer size is a non-negative integer number of bytes"
+                          + (f", at most {GM_BUFFER_MAX:,} (64 GiB)" if n is not None and n > 0 else ""),
                           where=str(user_loc() or "gm_buffer"),
                           fix="give the size in bytes, e.g. gm_buffer(slot_num * slot_size), slot_num >= 1")
-    return np.zeros(int(n), dtype=np.uint8)
+    try:
+        return np.zeros(int(n), dtype=np.uint8)
+    except MemoryError:
+        from ..sim.location import user_loc
+        raise ConfigError(f"gm_buffer({nbytes!r}): this machine cannot hold {int(n):,} bytes",
+                          where=str(user_loc() or "gm_buffer"), fix="give a smaller buffer") from None
 
 
 def _protocol(p) -> tuple:
