@@ -72,6 +72,10 @@ def without_locations(text: str) -> str:
     return _LOC_ALIAS.sub(lambda a: " " * len(a.group()), "".join(out))
 
 
+#: a UTF-8 byte order mark some editors write first: the readers skip it
+BOM = "\ufeff"
+
+
 def tokenize(text: str, filename: str) -> list:
     out, line, start, pos = [], 1, 0, 0
     n = len(text)

@@ -26,7 +26,7 @@ from ..ir.ops import C2V, V2C
 from ..ir.types import INDEX, ScalarType, TensorType, itemsize
 from ..ir.opdefs import (CallOp, ConstOp, FuncOp, GetSubblockIdOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp,
                          TFree, TPop)
-from .pto_lexer import tokenize, without_locations
+from .pto_lexer import BOM, tokenize, without_locations
 from .pto_tree import OP_ALIASES
 from .pto_ops import Scope, emit, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
 from .pto_regions import h_for, h_if, h_yield
@@ -130,7 +130,7 @@ def unique_names(f) -> None:
 
 class Reader:
     def __init__(self, text: str, filename: str, platform=None):
-        self.c = Cursor(tokenize(text, filename), filename)
+        self.c = Cursor(tokenize(text.removeprefix(BOM), filename), filename)
         self.file = filename
         self.platform = platform
         self.funcs = {}                # name -> FuncState

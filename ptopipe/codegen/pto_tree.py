@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
-from .pto_lexer import Token, tokenize, without_locations
+from .pto_lexer import BOM, Token, tokenize, without_locations
 
 #: ops whose trailing ``{`` opens a region (not an attribute dictionary)
 REGION_OPS = frozenset({"module", "builtin.module", "func.func", "scf.for", "scf.if", "scf.while",
@@ -314,6 +314,7 @@ class _Reader:
 
     def __init__(self, text: str, filename: str):
         self.f = filename
+        text = text.removeprefix(BOM)    # (an editor's byte order mark: no character of the file)
         for m in re.finditer(r"[^\x09\x0a\x0d\x20-\x7e\x80-\U0010ffff]", text):
             line = text.count("\n", 0, m.start()) + 1
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1

@@ -1488,6 +1488,17 @@ def test_the_api_names_a_wrong_input_as_the_caller_gave_it():
     assert e.value.what == "inputs['xx']: the kernel has no parameter 'xx'" and e.value.where == "argument inputs="
 
 
+def test_a_byte_order_mark_before_the_module_is_no_character_of_it():
+    """An editor's UTF-8 BOM at the start: both readers skip it (lines and columns unchanged)."""
+    text = vector_kernel(IO + STORE)
+    plain = run_pto(text=text, inputs=dict(x=X, y=X * 0)).outputs["y"]
+    np.testing.assert_array_equal(run_pto(text="\ufeff" + text, inputs=dict(x=X, y=X * 0)).outputs["y"], plain)
+    bad = "\ufeff" + text.replace("pto.tload", "pto.tlaod", 1)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=X * 0))
+    assert e.value.where == f"<pto>:{line_of(bad, 'pto.tlaod')}:5"
+
+
 def test_seeded_float32_data_is_made_in_float32():
     import tracemalloc
     from ptopipe.codegen.pto_exec.launch import _random
