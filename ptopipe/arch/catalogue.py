@@ -1060,14 +1060,27 @@ SCRATCH_COLS = {"TREM": lambda cols: cols + _cdiv(cols, 64) * 2}
 TMP_COMPUTED_ON_A5 = frozenset({"TSORT32", "TMRGSORT", "TCOLSUM"})
 
 
-def tmp_written(name: str, platform) -> bool:
+def tmp_written(name: str, platform, src=None) -> bool:
     """Does the device write op ``name``'s ``tmp`` tile on ``platform`` (a PlatformID)?  Then the
     tmp is the op's own scratch: it writes it while it still reads its sources (A2A3's TPOW
     writes ``|base| ** exp`` to tmp, then computes dst from base, a2a3/TPow.hpp:166-169) and
     reads it back after writing dst (TPow.hpp:171), so a tmp that shares bytes with a source
     or the destination gives the device wrong results (pto-isa's TPRELU / TXOR / TXORS pages:
-    tmp must not overlap dst or the sources)."""
-    return platform == _A2A3 or name in TMP_COMPUTED_ON_A5
+    tmp must not overlap dst or the sources).  Where A2A3 takes another path for a source
+    (``src``) that leaves tmp alone, it does not: a float row reduction whose valid row fits one
+    256-byte repeat (a2a3/TRowReduceOps.hpp OneRepeatProc), a TSORT32 of whole 32-element
+    blocks (a2a3/TSort32.hpp: the form without tmp)."""
+    if platform != _A2A3:
+        return name in TMP_COMPUTED_ON_A5
+    if src is not None:
+        if name in _ROW_REDUCES and src.dtype.kind == "f" and src.valid_cols * src.item <= 256:
+            return False
+        if name == "TSORT32" and src.valid_cols % 32 == 0:
+            return False
+    return True
+
+
+_ROW_REDUCES = frozenset({"TROWSUM", "TROWMAX", "TROWMIN"})
 
 
 def _cdiv(a: int, b: int) -> int:

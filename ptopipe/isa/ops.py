@@ -111,8 +111,9 @@ def _tmp_tile(core, name: str, tmp, writes: list, reads=()) -> None:
     t = arr(tmp, core, f"{name} tmp")
     if tmp.loc is not _VEC:
         raise _not_vec(core, name, [tmp])
-    _tmp_size(core, name, writes[0], next((r for r in reads if r is not None), None), tmp)
-    if tmp_written(name, core.cluster.platform.id):
+    src = next((r for r in reads if r is not None), None)
+    _tmp_size(core, name, writes[0], src, tmp)
+    if tmp_written(name, core.cluster.platform.id, src):
         _tmp_apart(core, name, tmp, t, writes, reads)
         writes.append(tmp)
 

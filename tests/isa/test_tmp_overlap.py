@@ -1,7 +1,8 @@
 """An instruction's scratch ``tmp`` tile that shares bytes with one of its sources or its
 destination is a MemoryConflictError at the instruction, on the platforms where the device
 computes through it (catalogue.tmp_written: A2A3, and TSORT32 / TMRGSORT / TCOLSUM on A5);
-where the device leaves tmp alone (A5's TPOW) the op runs, checked against numpy."""
+where the device leaves tmp alone (A5's TPOW; A2A3's one-repeat float row reductions and
+whole-block TSORT32) the op runs, checked against numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -68,3 +69,36 @@ def test_a5_tsort32_computes_through_its_tmp():
     a = np.arange(32, dtype=np.float32).reshape(1, 32)
     with pytest.raises(MemoryConflictError, match="TSORT32's tmp .* overlaps its source"):
         ptopipe.run(aiv=(k, None), args=dict(out=np.zeros((1, 64), np.float32), a=a), platform="a5")
+
+
+def _rowmax_kernel(cols: int, tmp_is_src: bool):
+    def k(out, a):
+        src = Tile(TileType.Vec, float32, 8, cols, addr=0x0)
+        dst = Tile(TileType.Vec, float32, 8, 1, addr=0x4000)
+        tmp = src if tmp_is_src else Tile(TileType.Vec, float32, 8, cols, addr=0x2000)
+        TLOAD(src, GlobalTensor(a.data(), (8, cols)))
+        TROWMAX(dst, src, tmp)  # the row max
+        TSTORE(GlobalTensor(out.data(), (8, 1), layout=TileLayout.DN), dst)
+    return k
+
+
+@pytest.mark.parametrize("cols", [64, 128])
+def test_a2a3_row_reduction_writes_tmp_only_past_one_repeat(cols):
+    """A2A3's TROWMAX of a float row of at most one 256-byte repeat never touches tmp
+    (a2a3/TRowReduceOps.hpp OneRepeatProc): pto-isa's own test passes the source as tmp; a
+    longer row folds through tmp, so there the overlap is an error."""
+    a = np.random.default_rng(1).standard_normal((8, cols)).astype(np.float32)
+    k = _rowmax_kernel(cols, tmp_is_src=True)
+    args = dict(out=np.zeros((8, 1), np.float32), a=a)
+    if cols == 64:
+        out = ptopipe.run(aiv=(k, None), args=args, platform="a2a3").outputs["out"]
+        np.testing.assert_array_equal(out[:, 0], a.max(axis=1))
+    else:
+        with pytest.raises(MemoryConflictError, match="TROWMAX's tmp .* overlaps its source"):
+            ptopipe.run(aiv=(k, None), args=args, platform="a2a3")
+
+
+def test_a2a3_tsort32_of_whole_blocks_leaves_tmp_alone():
+    """A2A3's TSORT32 of 32-element blocks takes the form without tmp (a2a3/TSort32.hpp)."""
+    assert not tmp_written("TSORT32", PlatformID.PLATFORM_A2A3, Tile(TileType.Vec, float32, 1, 32))
+    assert tmp_written("TSORT32", PlatformID.PLATFORM_A2A3, Tile(TileType.Vec, float32, 1, 32, valid_cols=20))
