@@ -64,6 +64,13 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 
+#: pto-isa's other GlobalTensor layouts (type.hpp ``Layout``, after ND, DN, NZ): a file may name
+#: them; a GlobalTensor of one does not compile (pto-inst.hpp's static_assert)
+UNMODELLED_GM_LAYOUTS = ("SCALE", "MX_A_ND", "MX_A_DN", "MX_A_ZZ", "MX_B_ND", "MX_B_DN", "MX_B_NN", "HIF4_A_ZZ",
+                         "HIF4_B_NN", "NC1HWC0", "GNC1HWC0", "NCHW", "GNCHW", "NHWC", "NDC1HWC0", "NCDHW",
+                         "FRACTAL_Z", "FRACTAL_Z_S16S8", "FRACTAL_Z_3D", "MAX")
+
+
 def enums() -> tuple:
     """:data:`ENUMS` and pto-isa's ``Op`` (the TSYNC<Op> / Event<Src, Dst> kinds of :mod:`ptopipe.isa.events`)."""
     from ..isa.events import Op
@@ -372,7 +379,9 @@ def render() -> str:
         out.append(f"namespace ptopipe {{ template <> struct enum_code<{full}> {{ static constexpr int value = {k}; }}; }}")
     # a GlobalTensor's layout: pto-isa's Layout values, which ptopipe models (arch.vocab.GM_LAYOUTS)
     out.append("namespace pto { enum class Layout : int { " +
-               ", ".join(f"{l.name} = {i}" for i, l in enumerate(V.GM_LAYOUTS)) + " }; }")
+               ", ".join([f"{l.name} = {i}" for i, l in enumerate(V.GM_LAYOUTS)] + list(UNMODELLED_GM_LAYOUTS))
+               + " }; }")
+    out.append(f"namespace ptopipe {{ constexpr int MODELLED_GM_LAYOUTS = {len(V.GM_LAYOUTS)}; }}")
     out += ["#endif", "#else", ""]
     out.append("// the instructions of the op catalogue, as function templates (pto-isa's pto_instr.hpp declares "
                "each so: a kernel may call it with explicit template arguments)")

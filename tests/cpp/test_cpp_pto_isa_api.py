@@ -389,19 +389,22 @@ Named<float4_e2m1x2_t> n1;
 Named<float8_e4m3_t> n2;
 Named<hifloat8_t> n3;
 inline void named(V &v, int *p) { std::fill(p, p + 4, 0); comm::AsyncSession session; (void)session; (void)v; }
+using Conv = std::conditional_t<false, GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>, Layout::NHWC>, G>;
 void u0(V &v, G &g, Idx &i) { MGATHER<Coalesce::Row, GatherOOB::Clamp>(v, g, i); }
 void u1(V &v, G &g, Idx &i) { MSCATTER<Coalesce::Elem, ScatterAtomicOp::Add, ScatterOOB::Skip, ScatterConflict::Last>(g, v, i); }
 void u3(G &a, G &b, V &t) { comm::TGET(a, b, t); }
 bool u4(comm::Signal &s) { return comm::TTEST(s, 1, comm::WaitCmp::EQ); }
 void u5(G *gs) { comm::ParallelGroup<G> group(gs, 4, 0); }
 void u6(Tile<TileType::Vec, float4_e2m1x2_t, 8, 64> &t) { TASSIGN(t, 0); }
+void u7(float *p) { GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>, Layout::NC1HWC0> g(p); (void)g; }
 """
-#: the message of each refused use, in order (u0 .. u6, no u2)
+#: the message of each refused use, in order (u0 .. u7, no u2)
 UNMODELLED_SAYS = ["MGATHER: ptopipe does not model pto-isa's indexed GM gather",
                    "MSCATTER: ptopipe does not model pto-isa's indexed GM gather",
                    "TGET: ptopipe simulates one cluster", "TTEST: ptopipe simulates one cluster",
                    "pto::comm::ParallelGroup: ptopipe simulates one cluster",
-                   "this element type has no ptopipe form"]
+                   "this element type has no ptopipe form",
+                   "ptopipe models a GlobalTensor's ND, DN and NZ layouts"]
 
 
 @needs_cxx

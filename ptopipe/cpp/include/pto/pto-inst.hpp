@@ -512,6 +512,9 @@ struct GlobalTensor {
     using RawDType = std::remove_cv_t<Element_>;
     using DType = Element_;
     static constexpr Layout layout = Layout_;
+    static_assert(int(Layout_) < ::ptopipe::MODELLED_GM_LAYOUTS,
+                  "ptopipe models a GlobalTensor's ND, DN and NZ layouts (pto-isa's convolution and MX layouts are "
+                  "not modelled)");
     static constexpr int64_t staticShape[GlobalTensorDim::TOTAL_DIM] = {
         Shape_::staticShape[0], Shape_::staticShape[1], Shape_::staticShape[2], Shape_::staticShape[3],
         Shape_::staticShape[4]};
