@@ -401,6 +401,8 @@ def _split_pair(way, push_split, pop_split, platform, free_split=None):
     ("C2V", TILE_LEFT_RIGHT, TILE_UP_DOWN)])
 def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform, protocol, way, push_split,
                                                                         pop_split):
+    if (platform, way, push_split) == ("a2a3", "C2V", TILE_NO_SPLIT):
+        return          # a GM ring: each lane pops its part of the whole tile (the test below)
     cube, vec = _split_pair(way, push_split, pop_split, platform)
     with pytest.raises(ptopipe.ProtocolError, match="split") as ei:
         ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform, protocol=protocol)
@@ -421,6 +423,42 @@ def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform
     assert err.where.endswith(pop)
     assert push in str(err) and pop in str(err)
     assert push_split.name in str(err) and pop_split.name in str(err)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("pop_split", [TILE_UP_DOWN, TILE_LEFT_RIGHT])
+def test_a2a3_unsplit_c2v_push_is_popped_by_each_lane_as_its_part(protocol, pop_split):
+    """A2A3's C2V ring is in GM and holds the Cube's whole tile whatever its split: a
+    TILE_NO_SPLIT push popped UP_DOWN / LEFT_RIGHT gives each Vector core its part (pto-isa's
+    pushAcc2GMFiFo; its TPUSH and TPOP pages pair these forms, and ptoas accepts them)."""
+    rows, cols = (8, 32) if pop_split == TILE_UP_DOWN else (16, 16)
+
+    def cube(x, w, out, fifo):
+        pipe = TPipe(0, DIR_C2V, ESLOT, 2)(fifo, 0x10000, 0x10000)
+        x1, w1 = Tile(TileType.Mat, float32, 16, 16, addr=0), Tile(TileType.Mat, float32, 16, 32, addr=0x400)
+        x0, w0 = Tile(TileType.Left, float32, 16, 16, addr=0), Tile(TileType.Right, float32, 16, 32, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 32, addr=0)
+        TLOAD(x1, x)
+        TLOAD(w1, w)
+        TMOV(x0, x1)
+        TMOV(w0, w1)
+        TMATMUL(acc, x0, w0)
+        TPUSH(pipe, acc, TILE_NO_SPLIT)
+
+    def vec(x, w, out, fifo):
+        sub = get_subblockid()
+        pipe = TPipe(0, DIR_C2V, ESLOT, 2)(fifo, 0x10000, 0x10000)
+        t = Tile(TileType.Vec, float32, rows, cols)
+        TPOP(pipe, t, pop_split)
+        off = sub * rows * 32 if pop_split == TILE_UP_DOWN else sub * cols
+        TSTORE(GlobalTensor(out.data() + off, (rows, cols), (32, 1)), t)
+        TFREE(pipe, t, pop_split)
+    rng = np.random.default_rng(8)
+    x, w = rng.integers(-3, 4, (16, 16)).astype(np.float32), rng.integers(-3, 4, (16, 32)).astype(np.float32)
+    res = ptopipe.run(cube, vec, dict(x=x, w=w, out=np.zeros((16, 32), np.float32), fifo=gm_buffer(2 * ESLOT)),
+                      platform="a2a3", protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], x @ w)
+    assert not res.summary.leaks
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

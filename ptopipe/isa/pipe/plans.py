@@ -211,6 +211,11 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
         return
     vrow, vcol = valid if valid is not None else (rows, cols)
     for _lane, slot in pushed:
+        if ch.way == C2V and ch.in_gm and slot.layout[3] is TileSplitAxis.TILE_NO_SPLIT:
+            # a C2V ring in GM holds the Cube's whole tile (pto-isa's A2A3 pushAcc2GMFiFo) and
+            # each Vector core may pop its part of an unsplit push (pto-isa's TPUSH / TPOP pages
+            # pair them so): the bands below judge what it reads
+            continue
         check_split(core, ch, slot, slot.layout[3], split, op, loc)
     kind = ch.model.slot_placement
     bands = [push_band(kind, ch.way, ch.in_gm, s.layout[3], s.layout[5:7], s.layout[1:3], lane) for lane, s in pushed]

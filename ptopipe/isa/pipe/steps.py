@@ -86,9 +86,10 @@ def check_split(core, ch: Channel, slot, psplit, split, op: str, loc, address: b
                 + (" (a GlobalTensor TPOP's split gives the lane's offset in the slot, pto-isa's "
                    "getPopSubAIVOffset: with another split a lane's view is not its part of the pushed tile)"
                    if address else
-                   " (a C2V ring in GM, as on A2A3, holds the Cube's whole tile whatever its split and "
-                   "each Vector core reads its part, so pto-isa runs this; on A5 the Cube's split decides "
-                   "which Vector core receives which part)" if ch.way == C2V and ch.in_gm else ""))
+                   " (a C2V ring in GM, as on A2A3, holds the Cube's whole tile: a TILE_NO_SPLIT push may be "
+                   "popped in parts, each Vector core its own; a split push is popped with its split; on A5 the "
+                   "Cube's split decides which Vector core receives which part)" if ch.way == C2V and ch.in_gm
+                   else ""))
 
 
 def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc, split=None) -> None:
