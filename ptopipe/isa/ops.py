@@ -30,7 +30,7 @@ from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core, kernel_core
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
-from .tile import Tile, TileLayout, TileType
+from .tile import Elsewhere, Tile, TileLayout, TileType
 
 _V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
 _A2A3 = PlatformID.PLATFORM_A2A3
@@ -46,6 +46,8 @@ def _err(core, msg: str, fix: str | None = None) -> KernelError:
 def _check_bound(t: Tile, core) -> None:
     if t.addr is None:
         t._need()
+    if t.core.__class__ is Elsewhere:   # placed on a core without its memory (tile._assign)
+        core.memory(t.space, t.describe)
     raise _err(core, f"{t.describe()} is bound on {t.core.name} but used on {core.name}",
                "create tiles inside the kernel function, so each core has its own")
 

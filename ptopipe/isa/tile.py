@@ -26,6 +26,7 @@ import sys
 import greenlet
 import numpy as np
 
+from ..arch import MemSpace
 from ..arch.vocab import TILE_SPACE, BLayout, PadValue, SLayout, TileLayout, TileType, default_layout  # noqa: F401
 from ..errors import KernelError
 from .context import current_core, here, site
@@ -346,9 +347,27 @@ def _assign(tile: Tile, addr: int, how: str) -> None:
     if addr % align:
         raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not {align}-byte aligned",
                           where=str(core.where()), fix=f"use an address that is a multiple of {align}")
+    if how and tile.space is not MemSpace.GM and core.memories.get(tile.space) is None:
+        # pto-isa's TASSIGN only sets the address: a kernel may place every tile on every core
+        # (its Vec tiles on the Cube too) and use each where it lives; a use here is the error
+        # (ops._check_bound: this core has no such memory), its address is what data() gives.
+        # (A tile made placed - Tile(addr=), a .pto alloc_tile - is the error at once.)
+        tile._addr, tile.core, tile.binding = int(addr), Elsewhere(core), None
+        tile.mem = tile._full = tile._valid = None
+        return
     bind(tile, core, int(addr), how)
     tile.binding = None
     register_tile(tile, core)
+
+
+class Elsewhere:
+    """The ``core`` of a tile TASSIGNed on a core without its memory: no core holds it (a use is
+    the error of that core having no such memory: ``ops._check_bound``), and its address lasts
+    as long as the run of that core (``Tile.addr``)."""
+    __slots__ = ("core", "cluster", "name")
+
+    def __init__(self, core):
+        self.core, self.cluster, self.name = core, core.cluster, core.name
 
 
 def _assign_global(gt, ptr, core) -> None:

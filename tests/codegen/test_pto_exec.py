@@ -544,9 +544,19 @@ def test_a_function_using_both_kinds_of_tiles_runs_on_one_core_with_a_warning(pl
     (w,) = r.warnings
     assert f"line {line_of(text, '%m = pto.alloc_tile')})" in w and f"line {line_of(text, '%t = pto.alloc_tile')})" in w
     assert "no core of the device holds both" in w
-    with pytest.raises(KernelError):       # a hand-written Cube kernel still has no UB
-        ptopipe.run(aic=lambda: ptopipe.isa.TASSIGN(ptopipe.isa.Tile(ptopipe.isa.TileType.Vec,
-                                                                        np.float32, 8, 8), 0))
+    isa = ptopipe.isa
+
+    def cube(use):
+        t = isa.Tile(isa.TileType.Vec, np.float32, 8, 8)
+        isa.TASSIGN(t, 0x40)        # pto-isa's TASSIGN only sets the address (its FA kernel places
+        assert t.addr == 0x40       # its Vec tiles on the Cube too): data() has it
+        if use:
+            isa.TADDS(t, t, 1.0)    # a hand-written Cube kernel still has no UB
+    ptopipe.run(aic=lambda: cube(False))
+    with pytest.raises(KernelError, match="AIC has no UB") as ei:
+        ptopipe.run(aic=lambda: cube(True))
+    with open(__file__) as f:
+        assert ei.value.where.endswith(f":{line_of(f.read(), 'isa.TADDS(t, t, 1.0)')}"), ei.value.where
 
 
 def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_with_no_peer():

@@ -927,10 +927,11 @@ def b4_vec(fifo, out):
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_b4_split_mismatch_says_where_the_device_tolerates_it(platform, no_hang):
     """A2A3's GM ring holds the Cube's whole tile whatever its split (pto-isa's pushAcc2GMFiFo
-    takes none): the fix says the library runs the pair there; on A5 (UB rings) it does not."""
+    takes none): the fix says an unsplit push may be popped in parts there, a split one with
+    its split; on A5 (UB rings) the Cube's split decides."""
     err = _raises(ProtocolError, b4_vec, "wrong-split", _producer(1, TILE_UP_DOWN, (0, 1)), b4_vec,
                   platform=platform)
-    assert ("so pto-isa runs this" in err.fix) is (platform == "a2a3"), err.fix
+    assert ("a TILE_NO_SPLIT push may be popped in parts" in err.fix) is (platform == "a2a3"), err.fix
 
 
 # B5: V2C: each AIV pushes an int16 tile bigger than SlotSize.
