@@ -35,7 +35,7 @@ import operator
 from collections import deque
 
 from ..arch import PipeUnit
-from ..arch.vocab import SyncPipe
+from ..arch.vocab import SyncPipe, TileLayout
 from ..errors import DataRaceError, DeadlockError, KernelError
 from .race import gm_region, overlap
 
@@ -112,7 +112,7 @@ class PipeSync:
         # has learnt of through cross-core flags - see cross_set / cross_wait
         self.last_pipe = PipeUnit.S
         self.known: dict = {}
-        self.bufs: dict = {}         # id(memory) -> {(lo, hi): _Buf}
+        self.bufs: dict = {}         # id(memory) -> {(lo, hi, rows): _Buf}
         self.gm_bufs: dict = {}      # GM region key -> _Buf (manual mode, checkers on)
         self.gm_pages: dict = {}     # 4 KiB page -> [_Buf]
         self.gm_next = None          # the GM bytes of the TLOAD / TSTORE being issued
@@ -321,13 +321,23 @@ class PipeSync:
         addr = t._addr
         if mem is None or addr is None:
             return None
-        lo, hi = addr, addr + t.rows * t.cols * t.dtype.itemsize
+        item, cols, vr, vc = t.dtype.itemsize, t.cols, t.valid_rows, t.valid_cols
+        rows = None
+        if (vr < t.rows or vc < cols) and vr and vc and t.layout is TileLayout.ND:
+            # a narrower valid region: its rows at the row pitch are the bytes the tile's
+            # instructions touch (a DMA writes those rows only; a neighbour past them is apart)
+            lo, hi = addr, addr + ((vr - 1) * cols + vc) * item
+            if vc < cols:
+                rows = (addr, vr, vc * item, cols * item)
+        else:
+            lo, hi = addr, addr + t.rows * cols * item
         bufs = self.bufs.get(id(mem))
         if bufs is None:
             bufs = self.bufs[id(mem)] = {}
-        b = bufs.get((lo, hi))
+        key = (lo, hi, rows)
+        b = bufs.get(key)
         if b is None:
-            b = bufs[(lo, hi)] = _Buf(lo, hi)
+            b = bufs[key] = _Buf(lo, hi, rows)
             for o in bufs.values():
                 if o is not b and o.lo < hi and lo < o.hi:
                     o.near.append(b)

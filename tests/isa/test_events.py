@@ -329,6 +329,29 @@ def test_gm_regions_that_interleave_without_sharing_bytes_do_not_race():
     assert _line(ei.value.where) == line_of(fn, "cols-load")
 
 
+def narrow_tile(neighbour_at):
+    """A 16x16 tile whose valid region is 16x8 (its rows 64 B apart, 32 B each) loaded on MTE2,
+    and a 1x8 tile at ``neighbour_at`` written on V with no event between the two pipes."""
+    def vector(x, y):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0, valid_cols=8)
+        s = Tile(TileType.Vec, float32, 1, 8, addr=neighbour_at)
+        TEXPANDS(s, 3.0)
+        TLOAD(t, GlobalTensor(x.data(), (16, 8), (16, 1)))      # narrow-load
+    return vector
+
+
+def test_a_tile_narrower_than_its_rows_touches_its_valid_bytes_only():
+    """Manual sync judges a tile's access by the bytes of its valid region, its rows at the row
+    pitch: a neighbour in the gap between two rows (0x20) or past the last row (0x3e0) is apart;
+    one over a row's valid bytes (0x40) races."""
+    _vec_only(narrow_tile(0x20))
+    _vec_only(narrow_tile(0x3e0))
+    fn = narrow_tile(0x40)
+    with pytest.raises(DataRaceError) as ei:
+        _vec_only(fn)
+    assert _line(ei.value.where) == line_of(fn, "narrow-load")
+
+
 def tsync_kernel(x, y):
     t = Tile(TileType.Vec, float32, 16, 16, addr=0)
     e = TLOAD(t, x)
