@@ -84,9 +84,11 @@ def register_tile(tile, core) -> None:
     for tid, (tlo, thi, _d, sp, _loc, held) in placed.items():
         if tid != id(tile) and sp is tile.space and tlo < hi and lo < thi:
             other = held()
-            # two tiles in part over one another; or one inside another where a fractal layout
+            # two tiles in part over one another (but a column view: one's valid region inside
+            # the other's rows at the same pitch); or one inside another where a fractal layout
             # makes the simulator's row-major bytes another element order than the device's
             if other is not None and (not (tlo <= lo and hi <= thi) and not (lo <= tlo and thi <= hi)
+                                      and not _view_of(tile, other) and not _view_of(other, tile)
                                       or not _same_order(tile, other)):
                 w = watch(core)
                 w.overlaps[tid], w.overlaps[id(tile)] = other, tile
@@ -285,6 +287,17 @@ class RingTiles:
                 f"fractal order gives this tile (a sub-tile of an NZ Acc at a row offset reads other rows) - "
                 f"its numbers differ from the device's; read the data through the tile that wrote it (a "
                 f"smaller valid region, TEXTRACT)", here))
+
+
+def _view_of(v, t) -> bool:
+    """Is tile ``v`` a view of part of tile ``t``: both row-major at one row pitch, ``v``'s valid
+    region inside ``t``'s static rows and columns (a column block of ``t``, as a kernel fills a
+    wide tile through narrower tiles placed along its first row)?"""
+    pitch = t.cols * t.item
+    if not (_row_major(v) and _row_major(t)) or v.cols * v.item != pitch or v._addr < t._addr:
+        return False
+    rows, col = divmod(v._addr - t._addr, pitch)
+    return col + v.valid_cols * v.item <= pitch and rows + v.valid_rows <= t.rows
 
 
 def _same_order(a, b) -> bool:

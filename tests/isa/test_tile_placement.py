@@ -157,6 +157,24 @@ def test_a_tile_written_through_a_part_of_it_is_not_reported():
     np.testing.assert_array_equal(res.outputs["out"][8:], 2 * x)
 
 
+def test_a_tile_filled_through_column_views_is_not_reported():
+    """A wide tile filled through narrower tiles of its row pitch placed along its first row
+    (pto-isa's FA kernel loads a 16 x 256 tile as two 128-column halves), then read whole."""
+    from ptopipe.isa import GlobalTensor, TMULS
+
+    def vec(x, out):
+        whole = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
+        for c in range(2):
+            half = Tile(TileType.Vec, float32, 16, 32, valid_cols=16, addr=c * 16 * 4)
+            TLOAD(half, GlobalTensor(x.data() + c * 16 * 16, (16, 16)))
+        TMULS(whole, whole, 2.0)
+        TSTORE(GlobalTensor(out.data(), (16, 32)), whole)
+    x = np.arange(512, dtype=np.float32).reshape(2, 16, 16)
+    res = ptopipe.run(None, (vec, None), dict(x=x, out=np.zeros((16, 32), np.float32)))
+    assert not [w for w, _ in res.summary.leaks if "overlap" in w], res.summary.leaks
+    np.testing.assert_array_equal(res.outputs["out"], 2 * np.concatenate([x[0], x[1]], axis=1))
+
+
 def _acc_strip_kernel(cols: int):
     """An Acc tile of 32 x ``cols`` f32 written by a TMATMUL, then its rows 16..31 stored through a
     16-row Acc tile placed 16 rows into it by bytes (16 x ``cols`` x 4 bytes)."""
