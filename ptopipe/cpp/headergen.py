@@ -249,7 +249,13 @@ MODE_FORMS = {
                Form("typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, "
                     "ReluPreMode reluPreMode = ReluPreMode::NoRelu", "GlobalData &dst, TileData &src, uint64_t preQuantScalar",
                     ("dst", "src", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode",
-                     "kw:pre_quant=preQuantScalar"))),
+                     "kw:pre_quant=preQuantScalar")),
+               # the unit-flag phase (TSTORE<STPhase::Final>(dst, src)): when the FIX pipe may take L0C,
+               # a hand-off the simulator's pipes order - the same store
+               Form("STPhase Phase, typename TileData, typename GlobalData", "GlobalData &dst, TileData &src",
+                    ("dst", "src")),
+               Form("STPhase Phase, typename TileData, typename GlobalData, AtomicType atomicType",
+                    "GlobalData &dst, TileData &src", ("dst", "src", "kw:atomic_type=atomicType"))),
     # pto-isa's multi-list merge requires its ``exhausted`` template argument
     "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
     "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),

@@ -1,6 +1,7 @@
-// pto-isa's unit-flag matmul forms (pto_instr.hpp: TMATMUL<AccPhase::...>, the in-place
-// TMATMUL_ACC(c, a, b), TMATMUL_BIAS<Phase>), TASSIGN<Addr>(tile) and PtoSetWaitFlag<Src, Dst>()
-// (event.hpp), PTO_CEIL: acc = a0 @ b + a1 @ b, then + bias.
+// pto-isa's unit-flag forms (pto_instr.hpp: TMATMUL<AccPhase::...>, the in-place TMATMUL_ACC(c, a, b),
+// TMATMUL_BIAS<Phase>, TSTORE<STPhase::Final>), TASSIGN<Addr>(tile), PtoSetWaitFlag<Src, Dst>()
+// (event.hpp), PTO_CEIL, PTO_ASSERT and cpu_stub.hpp's get_coreid / dcci / dsb, all through
+// <pto/pto-inst.hpp>: acc = a0 @ b + a1 @ b, then + bias.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -50,6 +51,9 @@ extern "C" __global__ AICORE void acc_phase(__gm__ float *a0, __gm__ float *a1, 
     TMATMUL_BIAS<AccPhase::Final>(acc2, l0, r, bt);
     PtoSetWaitFlag<PIPE_M, PIPE_FIX>();
     GOut gs(sum), gbd(biased);
-    TSTORE(gs, acc);
+    PTO_ASSERT(get_coreid() == 0, "one block");
+    TSTORE<STPhase::Final>(gs, acc);
     TSTORE(gbd, acc2);
+    dcci(biased, cache_line_t::ENTIRE_DATA_CACHE);
+    dsb(DSB_DDR);
 }

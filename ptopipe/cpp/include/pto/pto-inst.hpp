@@ -1529,4 +1529,28 @@ PTOPIPE_REFUSED(TSCATTER, PTOPIPE_NO_COMM)
 }  // namespace pto::comm
 #undef PTOPIPE_REFUSED
 
+// cpu_stub.hpp's device cache and barrier intrinsics: no-ops, as there (the simulator's memories
+// are coherent), and the core id pto-isa's CPU simulator gives (its block index)
+#ifndef __COSTMODEL
+using mem_dsb_t = int;
+struct cache_line_t {
+    static constexpr int SINGLE_CACHE_LINE = 0;
+    static constexpr int ENTIRE_DATA_CACHE = 0;
+    static constexpr int CACHELINE_OUT = 0;
+};
+struct dcci_dst_t {
+    static constexpr int CACHELINE_OUT = 0;
+};
+inline constexpr mem_dsb_t DSB_DDR = 0;
+inline constexpr mem_dsb_t DSB_ALL = 0;
+inline constexpr mem_dsb_t DSB_UB = 0;
+inline void dcci(const volatile void *, int) {}
+inline void dcci(const volatile void *, int, int) {}
+inline void dsb(mem_dsb_t) {}
+#endif
+inline uint32_t get_coreid(::ptopipe::Site s = PTOPIPE_HERE) { return uint32_t(get_block_idx(s)); }
+
 #endif  // PTOPIPE_PTO_INST_HPP
+
+// pto_tile.hpp includes debug.h: PTO_ASSERT / DEBUG_CHECK come with <pto/pto-inst.hpp>
+#include "common/debug.h"
