@@ -226,3 +226,17 @@ def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache, platform)
                 platform=platform).outputs
     np.testing.assert_array_equal(o["sum"], a0 @ b + a1 @ b)
     np.testing.assert_array_equal(o["biased"], a0 @ b + bias)
+
+
+@needs_cxx
+def test_pipe_constants_as_pto_isa_names_them(tmp_path):
+    """TPipe<...>::RingFiFo::SLOT_NUM and TMPipe<...>::DataFiFo::fifoDepth (fifo.hpp), as
+    pto-isa's flash-attention kernels size their loops by them."""
+    r = compile_only(tmp_path, """
+using P = TPipe<0, Direction::DIR_C2V, 1024, 8, 4>;
+static_assert(P::RingFiFo::SLOT_NUM == 8 && P::RingFiFo::SLOT_SIZE == 1024 && P::RingFiFo::LOCAL_SLOT_NUM == 4, "");
+using V = Tile<TileType::Vec, float, 8, 32>;
+using M = TMPipe<0, FIFOType::GM_FIFO, 4, 2, TileAcc<float, 16, 32>, V>;
+static_assert(M::DataFiFo::fifoDepth == 4 && M::DataFiFo::fifoPeriod == 2, "");
+""")
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -713,6 +713,11 @@ struct TPipe {
     // pto-isa's protocol constant (a2a3 TPush.hpp; ptopipe.protocol's sync_period states it for
     // the simulator): a free notification every SyncPeriod slots
     static constexpr uint32_t SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2;
+    // the ring's constants as pto-isa's RingFIFO (fifo.hpp) names them: TPipe<...>::RingFiFo::SLOT_NUM
+    struct RingFiFo {
+        static constexpr uint32_t SLOT_SIZE = SlotSize, SLOT_NUM = SlotNum, SLOT_SYNCT = SlotNum,
+                                  LOCAL_SLOT_NUM = LocalSlotNum;
+    };
     // the free notifications a producer has not waited for after tileCount pushes, which its
     // teardown drains (pto-isa's a2a3 TPush.hpp countPendingFreeCredits): the consumer sends one
     // per SyncPeriod frees; the producer waits at every SyncPeriod-th push from the first one
@@ -744,6 +749,10 @@ template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSync
           typename TileDataCons, bool EN_UNIT_FLAG = false, uint8_t LocalFiFoDepth = 2,
           VecCubeRatio VCRatio = VecCubeRatio::V2C1_VECS>
 struct TMPipe {
+    // the FIFO's constants as pto-isa's DataFiFo (fifo.hpp) names them
+    struct DataFiFo {
+        static constexpr int fifoDepth = FiFoDepth, fifoPeriod = FiFoSyncT;
+    };
     // how a tile-first TPUSH / TPOP splits the slot between two Vector lanes (V2C1_VECS), as
     // pto-isa's A5 TMPipe does from the tile shapes (isSplitM / isSplitN): a Vector tile of half
     // the other tile's rows is its lane's rows, of half its columns its lane's columns
