@@ -420,6 +420,18 @@ def test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line(n):
     assert ptopipe.gm_buffer(np.int64(0)).shape == (0,) and ptopipe.gm_buffer(8).nbytes == 8
 
 
+def test_sweep_rows_whose_worker_process_ends_are_failed_rows(tmp_path, capsys):
+    """A configuration whose make_args ends its worker process (os._exit) is a failed row - the
+    sweep's table still comes - not a raw BrokenProcessPool."""
+    from ptopipe.cli import main
+    f = tmp_path / "k.py"
+    f.write_text(_fill({**_OK, "ARGS": "__import__('os')._exit(0) if n == 2 else dict(x=np.ones(4, np.float32), "
+                                       "out=np.zeros(4, np.float32))"}))
+    assert main(["sweep", str(f), "--param", "n=1,2", "--workers", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "WorkerLost: its worker process ended" in out and "n=2" in out, out
+
+
 def test_sweep_row_of_a_python_error_in_make_args_names_its_line(tmp_path, capsys):
     f = tmp_path / "k.py"
     f.write_text(_fill({**_OK, "ARGS": "dict(x=np.zeros(n, np.float32), out=np.zeros(4, np.float32))"}))

@@ -12,6 +12,7 @@ import enum
 import inspect
 import itertools
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from ..driver.loader import load_scenarios
@@ -209,11 +210,24 @@ def sweep(path: str, params: dict, variant: str = "default", scenario: str | Non
                               bounds) for c in configs]
             for k, _ in enumerate(as_completed(futs)):
                 tell(k + 1, len(configs))
-            rows = [f.result() for f in futs]
+            rows = [_row(f, c) for f, c in zip(futs, configs)]
     good = [r for r in rows if r.ok]
     if good:
         min(good, key=lambda r: r.cycles).best = True
     return rows
+
+
+def _row(fut, params: dict) -> SweepRow:
+    """A configuration's row from its worker: a worker that died (the kernel ended its process:
+    os._exit, a crash in native code) is a failed row, as a run that fails is."""
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        row = SweepRow(dict(params))
+        row.ok = False
+        row.error = ("WorkerLost: its worker process ended (the kernel or its make_args may end the process: "
+                     "os._exit, a crash in native code)")
+        return row
 
 
 def format_table(rows: list) -> str:
