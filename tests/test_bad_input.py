@@ -695,6 +695,9 @@ def test_output_through_a_dangling_or_looping_symlink(tmp_path):
     gone.symlink_to(tmp_path / "nodir" / "x.ir")
     with pytest.raises(ConfigError, match=r"\(a link to .*x\.ir\): directory .*nodir does not exist"):
         write_atomic(str(gone), "x")
+    with pytest.raises(ConfigError) as ei:                      # (not the link's fix)
+        write_atomic(str(tmp_path / ("x" * 300 + ".ir")), "x")
+    assert ei.value.fix == "choose a shorter file name"
 
 
 @pytest.mark.parametrize("argv, option, text", [

@@ -150,9 +150,10 @@ def _target(path: str) -> tuple:
         umask = os.umask(0)       # reading the umask means setting it; put it straight back
         os.umask(umask)
         return target, 0o666 & ~umask
-    except OSError as e:          # e.g. a link that points back at itself
+    except OSError as e:          # e.g. a link that points back at itself, a name too long
         raise ConfigError(f"cannot write {name}: {e.strerror}",
-                          fix="point the link at a file, or choose another output path") from None
+                          fix="choose a shorter file name" if e.errno == errno.ENAMETOOLONG else
+                          "point the link at a file, or choose another output path") from None
     mode = stat.S_IMODE(st.st_mode)
     # no write bit at all counts as read-only even for root, who may write anything
     if not mode & 0o222 or not os.access(target, os.W_OK):

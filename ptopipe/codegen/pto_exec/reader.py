@@ -45,7 +45,8 @@ def _read_program(text: str, path: str) -> Program:
         if s.name == "func.func":
             f = read_func(s, types)
             if f.name in funcs:
-                raise types.err(f"function @{f.name} defined twice", s.tok)
+                raise types.err(f"function @{f.name} defined twice", s.tok,
+                                fix="give each func.func a name of its own")
             funcs[f.name] = f
         elif s.name.startswith("pto.") and not s.results:
             continue                       # module-level markers (e.g. pto.tile_buf_config)
