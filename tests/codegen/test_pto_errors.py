@@ -735,3 +735,16 @@ def test_static_findings_on_a_pto_name_its_ops_as_the_file_writes_them():
         _load(text)
     assert e.value.what.startswith("pto.tadd uses %t (popped by the TPOP at line"), e.value.what
     assert "pl." not in str(e.value)
+
+
+@pytest.mark.parametrize("old,new,key", [("slot_num = 4", "slot_num = -4", "slot_num"),
+                                         ("slot_size = 1024", "slot_size = 0", "slot_size")])
+def test_a_ring_of_no_slots_or_bytes_is_a_parse_error_at_its_init(old, new, key):
+    """A pipe init's slot_num / slot_size below 1 is refused where it is written - not as a GM
+    slot buffer of unknown size, or a ring of negative bytes, later."""
+    from ptopipe.codegen.pto_exec import read_program
+    text = _sub(old, new)
+    with pytest.raises(ParseError) as e:
+        read_program(text, "bad.pto")
+    assert f"{key} = {new.split('= ')[1]} is not a positive number" in e.value.what, e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, new)}:")

@@ -90,6 +90,8 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
             raise types.err(f"unknown operation {s.name!r}: ptopipe does not support it", s.tok,
                             fix="rewrite it with supported ops, or report it so it can be added "
                                 "(docs/pto.md lists what is read)")
+        if "initialize" in s.name and "pipe" in s.name:
+            _check_ring_sizes(s, types)
         if s.name == "func.call":
             sym = s.symbol()
             if sym is None or sym not in funcs:
@@ -98,6 +100,24 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
             f.calls.append(sym)
             sites.append(s)
     return sites
+
+
+def _check_ring_sizes(s, types: TypeReader) -> None:
+    """A pipe init's slot_size / slot_num / local_slot_num, where given, are positive integers
+    (a ring holds at least one slot of at least one byte)."""
+    for key in ("slot_size", "slot_num", "local_slot_num"):
+        v = s.attr(key)
+        if not v:
+            continue
+        try:
+            n = int(v[0].text) if len(v) == 1 else int("".join(t.text for t in v))
+        except ValueError:
+            raise types.err(f"{s.name}: {key} = {''.join(t.text for t in v)} is not an integer", v[0],
+                            fix=f"give {key} a positive integer") from None
+        if n < 1:
+            raise types.err(f"{s.name}: {key} = {n} is not a positive number of "
+                            f"{'bytes' if key == 'slot_size' else 'slots'}", v[0],
+                            fix=f"give {key} a positive integer (a ring holds at least one slot of one byte)")
 
 
 def _check_yields(f: Func, types: TypeReader) -> None:
