@@ -109,10 +109,11 @@ def _check_ring_sizes(s, types: TypeReader) -> None:
         v = s.attr(key)
         if not v:
             continue
+        text = "-" + v[1].text if v[0].text == "-" and len(v) > 1 else v[0].text   # (a type may follow: ": i32")
         try:
-            n = int(v[0].text) if len(v) == 1 else int("".join(t.text for t in v))
+            n = int(text)
         except ValueError:
-            raise types.err(f"{s.name}: {key} = {''.join(t.text for t in v)} is not an integer", v[0],
+            raise types.err(f"{s.name}: {key} = {text} is not an integer", v[0],
                             fix=f"give {key} a positive integer") from None
         if n < 1:
             raise types.err(f"{s.name}: {key} = {n} is not a positive number of "
