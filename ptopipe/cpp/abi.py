@@ -605,6 +605,18 @@ class Dispatcher:
                               where=str(core.where()), fix="bind it first: TASSIGN(tile, addr), or TPOP into it")
         return t.addr
 
+    def op_TILE_GET(self, core, a):
+        """``tile.GetValue(offset)``: the element's bits (zero-extended), which the C++ side reads back."""
+        t, offset = a
+        raw = int(np.asarray(t.GetValue(offset)).view(f"u{t.item}"))
+        return raw - (1 << 64) if raw >= 1 << 63 else raw         # (an int64 word)
+
+    def op_TILE_SET(self, core, a):
+        """``tile.SetValue(offset, value)``, the value as its bits."""
+        t, offset, bits = a
+        t.SetValue(offset, np.array(bits & ((1 << (8 * t.item)) - 1), f"u{t.item}").view(t.dtype)[()])
+        return 0
+
     def op_SETVALID(self, core, a):
         a[0].SetValid(a[1], a[2])
         return 0

@@ -146,6 +146,18 @@ class Tile:
     def GetValidCol(self) -> int:
         return self.valid_cols
 
+    def GetValue(self, offset: int):
+        """pto-isa's ``Tile::GetValue``: element ``offset`` of this Vec tile, read on the scalar
+        pipe (:mod:`.scalar_access`)."""
+        from .scalar_access import get_value       # (it imports this module)
+        return get_value(self, offset)
+
+    def SetValue(self, offset: int, value) -> None:
+        """pto-isa's ``Tile::SetValue``: write element ``offset`` of this Vec tile on the scalar
+        pipe (:mod:`.scalar_access`)."""
+        from .scalar_access import set_value
+        set_value(self, offset, value)
+
     def SetValid(self, rows: int, cols: int) -> None:
         if rows == self.valid_rows and cols == self.valid_cols and rows.__class__ is int and cols.__class__ is int:
             return              # the same region (a loop's every block): nothing changes

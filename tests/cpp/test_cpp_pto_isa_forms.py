@@ -240,3 +240,22 @@ using M = TMPipe<0, FIFOType::GM_FIFO, 4, 2, TileAcc<float, 16, 32>, V>;
 static_assert(M::DataFiFo::fifoDepth == 4 && M::DataFiFo::fifoPeriod == 2, "");
 """)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+GET_SET = os.path.join(os.path.dirname(KERNEL), "get_set_value.cpp")
+
+
+@needs_cxx
+def test_tile_get_and_set_value_read_and_write_one_element(cpp_cache):
+    """Tile::GetValue(offset) reads the element a vector instruction wrote (ordered after it on
+    the scalar pipe); Tile::SetValue writes one the TSTORE moves - in float, half and int16."""
+    rng = np.random.default_rng(5)
+    ins = {k: rng.integers(-9, 9, (4, 16)).astype(d) for k, d in (("xf", np.float32), ("xh", np.float16),
+                                                                   ("xi", np.int16))}
+    outs = {"o" + k[1]: np.zeros((4, 16), v.dtype) for k, v in ins.items()}
+    o = run_cpp(GET_SET, {**ins, **outs}, aiv="get_set_value").outputs
+    for k, x in ins.items():
+        want = 2 * x
+        v = want[1, 1]
+        want[0, 0], want[3, 15] = v + 1, v
+        np.testing.assert_array_equal(o["o" + k[1]], want, err_msg=k)

@@ -553,3 +553,30 @@ def test_operand_rules_are_refused_at_the_kernel_line():
     none = lambda t: Tile(TileType.Vec, np.float16, 8, 32, addr=t.addr, valid_rows=0)   # noqa: E731
     rejects("a2a3", lambda o, i: TADDRELUCONV(none(o[0]), i[0], i[0]), [f], [(f.shape, np.float16)],
             "an empty valid region", valid={0: (0, 32)})
+
+
+# -- Tile.GetValue / SetValue ---------------------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_get_and_set_value_of_a_vec_tile(platform):
+    """pto-isa's Tile::GetValue / SetValue: one element at an offset over the static shape, on the
+    scalar pipe after the vector instruction that wrote the tile."""
+    a = rand(np.random.default_rng(21), np.float32, (4, 8))
+
+    def call(o, i):
+        TMULS(o[0], i[0], 3.0)
+        v = o[0].GetValue(10)                          # row 1, column 2
+        o[0].SetValue(31, v + 0.5)
+    got = run_tiles(platform, call, [a], [(a.shape, np.float32)])[0]
+    want = 3 * a
+    want[3, 7] = want[1, 2] + np.float32(0.5)
+    np.testing.assert_array_equal(got, want)
+    rejects(platform, lambda o, i: i[0].GetValue(32), [a], [(a.shape, np.float32)],
+            "GetValue(32)", "not one of its 32 elements")
+
+
+def test_get_value_of_a_mat_tile_is_refused():
+    def cube():
+        t = Tile(TileType.Mat, np.float32, 16, 16, addr=0)
+        t.GetValue(0)
+    with pytest.raises(KernelError, match="Vec tile's elements only"):
+        ptopipe.run(aic=cube)

@@ -409,6 +409,10 @@ struct Tile {
     // ptoas's C++ reads to bind a second tile at the same address: TASSIGN(t2, (uint64_t)t.data()));
     // a tile with no address yet (never bound by TASSIGN or TPOP) is an error at the call
     inline Element_ *data(::ptopipe::Site s = PTOPIPE_HERE) const;
+    // pto-isa's scalar access of a Vec tile's element at data() + offset (pto_tile.hpp): an
+    // instruction on the scalar pipe, in the element's bits across the ABI
+    inline void SetValue(uint32_t offset, Element_ val, ::ptopipe::Site s = PTOPIPE_HERE);
+    inline Element_ GetValue(uint32_t offset, ::ptopipe::Site s = PTOPIPE_HERE);
 };
 
 // pto-isa's aliases (pto_tile.hpp).  TileLeft is ZZ (RowMajor blocks of RowMajor fractals) in an
@@ -1005,6 +1009,26 @@ template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayo
 inline E *Tile<L, E, R, C, B, VR, VC, S, F, P, M>::data(::ptopipe::Site s) const
 {
     return reinterpret_cast<E *>(static_cast<uintptr_t>(::ptopipe::inst(::ptopipe::OP_TILE_ADDR, s, *this)));
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetValue(uint32_t offset, E val, ::ptopipe::Site s)
+{
+    static_assert(L == TileType::Vec, "SetValue: Location of tile must be Location::Vec (pto_tile.hpp)");
+    static_assert(sizeof(E) <= 8, "SetValue: an element of at most 8 bytes");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &val, sizeof(E));
+    ::ptopipe::inst(::ptopipe::OP_TILE_SET, s, *this, int64_t(offset), int64_t(bits));
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline E Tile<L, E, R, C, B, VR, VC, S, F, P, M>::GetValue(uint32_t offset, ::ptopipe::Site s)
+{
+    static_assert(L == TileType::Vec, "GetValue: Location of tile must be Location::Vec (pto_tile.hpp)");
+    uint64_t bits = uint64_t(::ptopipe::inst(::ptopipe::OP_TILE_GET, s, *this, int64_t(offset)));
+    E val;
+    std::memcpy(&val, &bits, sizeof(E));
+    return val;
 }
 
 template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit,
