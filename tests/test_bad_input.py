@@ -420,6 +420,22 @@ def test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line(n):
     assert ptopipe.gm_buffer(np.int64(0)).shape == (0,) and ptopipe.gm_buffer(8).nbytes == 8
 
 
+def test_a_kernel_calling_os_exit_is_a_kernel_error_not_a_silent_exit_0(tmp_path):
+    """os._exit(0) in a kernel ends no command silently with status 0: a KernelError at its line
+    (in a process of its own: the command's own guard is what is tested)."""
+    import subprocess
+    import sys
+    f = tmp_path / "k.py"
+    f.write_text(_fill({**_OK, "AIC": "lambda x, out: __import__('os')._exit(0)"}))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([sys.executable, "-m", "ptopipe.cli", "run", str(f)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "KernelError: the kernel file called os._exit(0)" in p.stderr
+    line = next(i + 1 for i, ln in enumerate(f.read_text().splitlines()) if "_exit(0)" in ln)
+    assert f"at {f}:{line}" in p.stderr, p.stderr
+
+
 def test_sweep_rows_whose_worker_process_ends_are_failed_rows(tmp_path, capsys):
     """A configuration whose make_args ends its worker process (os._exit) is a failed row - the
     sweep's table still comes - not a raw BrokenProcessPool."""

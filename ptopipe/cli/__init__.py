@@ -17,6 +17,7 @@ import sys
 from .. import __version__
 from .._startup import interrupted, release
 from .bounds import WORKERS_GRACE, watched
+from .exits import no_process_exit
 from .common import validate
 from .errors import report_exception
 
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
             parser.print_help()
             return 2
         validate(args)
-        with watched(args, WORKERS_GRACE if getattr(args, "paths", None) else 0.25):
+        with watched(args, WORKERS_GRACE if getattr(args, "paths", None) else 0.25), no_process_exit():
             if getattr(args, "json", False):
                 # stdout carries the JSON report only (json_out): what the kernels print (TPRINT,
                 # print, C++'s printf) and any other text go to stderr, so a tool can parse stdout as it is
