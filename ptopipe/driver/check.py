@@ -146,7 +146,8 @@ def variant_report(name: str, variant: str, platform: str, protocol: str, res: E
         late = out_of_time(err, res.passed, library)
         if late is not None:
             rep["failure"] = {"error": TIMEOUT, "what": late, "where": None,
-                              "fix": TIMEOUT_FIX if res.passed < 1 and late.startswith("not finished") else None,
+                              "fix": OUTSIDE_FIX if "kernel file's own code" in late else
+                              TIMEOUT_FIX if res.passed < 1 and late.startswith("not finished") else None,
                               "details": None, "findings": list(err.findings), "seed": seed}
         else:
             rep["failure"] = dict(describe_exception(err), seed=seed)
@@ -170,6 +171,8 @@ def out_of_time(err: BaseException, passed: int, library: bool = False) -> str |
         return None
     limit = f"--timeout {bound['limit']:g} s"
     at = f" (stopped at {bound['where']})" if bound.get("where") else ""
+    if bound.get("outside_runs"):
+        return f"not finished: {limit} ran out in the kernel file's own code, outside any run{at}"
     if bound.get("core") is None:
         if passed < 1:
             return f"not checked: {limit} ran out before this variant started"
@@ -181,6 +184,9 @@ def out_of_time(err: BaseException, passed: int, library: bool = False) -> str |
             f"them; the schedule under way then did not finish{at}")
 
 
+#: what a variant stopped by --timeout in the kernel file's own code can do
+OUTSIDE_FIX = ("the kernel file's own code (make_args, golden, its import) did not finish: end that loop or "
+               "wait, or raise --timeout if it is just long")
 #: what a variant stopped by --timeout in its default schedule can do
 TIMEOUT_FIX = ("check it alone with a larger --timeout, or without one: each run then has its own "
                f"{DEFAULT_TIMEOUT:g} s bound, which reports a kernel that loops forever as a BudgetError")

@@ -449,7 +449,8 @@ class CommandWatch:
                                   "file, its make_args or golden)",
                           fix=f"a loop that never ends, or a wait, outside the kernels; {limit.fix}",
                           findings=[{"kind": "budget", "bound": "timeout", "scope": limit.scope,
-                                     "limit": limit.seconds, "core": None, "where": str(loc) if loc else None}])
+                                     "limit": limit.seconds, "core": None, "where": str(loc) if loc else None,
+                                     "outside_runs": True}])
 
     def __exit__(self, *exc) -> None:
         if self._thread is None:

@@ -349,6 +349,13 @@ def test_a_library_file_looping_outside_its_kernels_is_a_row_and_the_command_end
     assert later is None or "it passed before" in later["what"]
 
 
+def test_check_of_a_golden_that_loops_says_where_the_time_went(kernel_file, capsys, monkeypatch, no_hang):
+    p = _cli_here(capsys, monkeypatch, "check", kernel_file, "--variant", "gold", "--timeout", "0.5")
+    assert p.returncode == 1
+    assert "ran out in the kernel file's own code, outside any run" in p.stdout + p.stderr
+    assert f"hang_kernel.py:{_marker_line('GOLD')}" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
 def test_cli_sweep_row_looping_in_make_args_is_a_failed_row(kernel_file, capsys, monkeypatch, no_hang):
     p = _cli_here(capsys, monkeypatch, "sweep", kernel_file, "--param", "mode=args", "--timeout", "0.25",
                   "--workers", "1")
