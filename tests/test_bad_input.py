@@ -436,6 +436,19 @@ def test_a_kernel_calling_os_exit_is_a_kernel_error_not_a_silent_exit_0(tmp_path
     assert f"at {f}:{line}" in p.stderr, p.stderr
 
 
+def test_a_library_file_calling_os_exit_in_a_worker_is_its_row(tmp_path, capsys):
+    """In a kernel library checked by worker processes, a file whose import calls os._exit is
+    a KernelError row at that line, as with one worker - not a lost worker."""
+    from ptopipe.cli import main
+    (tmp_path / "a_exits.py").write_text("import os\nimport ptopipe\nos._exit(0)\nSCENARIO = None\n")
+    (tmp_path / "b_ok.py").write_text(_fill(_OK))
+    assert main(["check", str(tmp_path), "--workers", "2", "--json"]) == 1
+    rows = {os.path.basename(r["file"]): r for r in __import__("json").loads(capsys.readouterr().out)}
+    fail = rows["a_exits.py"]["failure"]
+    assert fail["error"] == "KernelError" and fail["where"].endswith("a_exits.py:3"), fail
+    assert rows["b_ok.py"]["failure"] is None
+
+
 def test_sweep_rows_whose_worker_process_ends_are_failed_rows(tmp_path, capsys):
     """A configuration whose make_args ends its worker process (os._exit) is a failed row - the
     sweep's table still comes - not a raw BrokenProcessPool."""

@@ -17,6 +17,7 @@ from ..driver.engine import run_units
 from ..driver.library import junit, kernel_files, lost_row, summary
 from ..report._io import write_atomic
 from . import bounds
+from .exits import no_process_exit
 from .errors import color, report_exception
 from .progress import Progress
 
@@ -78,7 +79,8 @@ def check_file_unit(unit: FileUnit) -> tuple:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            with bounds.watched(fargs):     # (its import, make_args, golden: in this worker)
+            # (its import, make_args, golden, in this worker: bounded, and os._exit its error)
+            with bounds.watched(fargs), no_process_exit():
                 unit.check_one(fargs, rows)
         except Exception as e:  # noqa: BLE001 - a file that raises at import: its row, the rest go on
             if not fargs.json:

@@ -21,6 +21,7 @@ import _thread
 import math
 import os
 import signal
+import sys
 try:                    # signal.signal without its enum wrapping: ~10 us less on every run
     from _signal import signal as _set_handler
 except ImportError:     # pragma: no cover
@@ -30,8 +31,8 @@ import time
 
 import greenlet
 
-from ..errors import BudgetError, ConfigError
-from .location import raised_at, stopped_at, user_loc
+from ..errors import BudgetError, ConfigError, shown_where
+from .location import raised_at, running_user_code, stopped_at
 
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
 DEFAULT_TIMEOUT = 60.0          # seconds of wall-clock time per run
@@ -391,6 +392,11 @@ class _Watcher:
                         dog.due = now + _REFIRE
 
 
+#: interrupts of a :class:`CommandWatch` before it ends the process itself (each _REFIRE apart)
+HARD_STOP_AFTER = 4
+_hard_exit = os._exit           # (the process's own: a command may guard os._exit from the kernel file)
+
+
 class CommandWatch:
     """A Deadline's watch over a command's own work on the main thread - importing the kernel
     file, its ``make_args`` and ``golden``, the compiles - which no run's :class:`Watchdog`
@@ -401,7 +407,10 @@ class CommandWatch:
     nothing off the main thread or without a bound.  ``grace``: seconds after the deadline
     it fires (a command whose files run in worker processes, each watched, waits longer for
     their reports); ``bounded``: the code objects of functions that enforce the deadline
-    themselves (a C++ kernel's run in a child process), inside which it does not fire."""
+    themselves (a C++ kernel's run in a child process), inside which it does not fire.  It
+    interrupts the kernel file's own code only, not ptopipe's (a report after a run that timed
+    out); code that goes on after HARD_STOP_AFTER interrupts (it catches the error, or ignores
+    SIGINT) ends the process from the watcher's thread, with the error on stderr."""
 
     def __init__(self, limit: Deadline, grace: float = 0.25, bounded: frozenset = frozenset()):
         self.deadline = limit
@@ -426,6 +435,20 @@ class CommandWatch:
         return self
 
     def kick(self) -> None:
+        if self.fired > HARD_STOP_AFTER:
+            # the code swallows the BudgetError (``except BaseException`` in a loop) or ignores
+            # SIGINT: the command ends from this thread, saying so, rather than run forever
+            frame = sys._current_frames().get(self._thread)
+            loc = running_user_code(frame)
+            if loc is None:
+                return                  # (ptopipe's own code: it ends the command itself)
+            sys.stderr.write(f"error: BudgetError: the {self.deadline.scope} did not finish within "
+                             f"{self.deadline.name} of wall-clock time\n"
+                             + (f"  at {shown_where(str(loc))}\n" if loc is not None else "")
+                             + "  the kernel file's code went on after being stopped (it catches the error, or "
+                               "ignores SIGINT): ptopipe ends here\n")
+            sys.stderr.flush()
+            _hard_exit(1)
         _pthread_kill(self._thread, signal.SIGINT)
 
     def _handler(self, signum, frame) -> None:
@@ -441,7 +464,10 @@ class CommandWatch:
             if f.f_code in self.bounded:    # its own bound reports it, as it should
                 return
             f = f.f_back
-        loc = user_loc(frame)               # (the innermost line outside ptopipe: the loop's)
+        loc = running_user_code(frame)      # (the kernel file's line: the loop's)
+        if loc is None:
+            return                          # (ptopipe's code runs - a report after a run that
+                                            # timed out: it ends the command itself)
         limit = self.deadline
         raise BudgetError(f"the {limit.scope} did not finish within {limit.name} of wall-clock time",
                           where=str(loc) if loc is not None else None,

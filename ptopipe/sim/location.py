@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 
 from ..errors import shown_path
 
@@ -79,6 +80,26 @@ def is_internal(code) -> bool:
             os.path.realpath(fn).startswith(_PKG_DIR)
         _codes.append(code)
     return r
+
+
+#: where Python's libraries live (the standard library, site-packages): code a kernel file calls
+_LIBRARY_DIRS = tuple(sorted({os.path.realpath(sysconfig.get_paths()[k]) + os.sep
+                              for k in ("stdlib", "platstdlib", "purelib", "platlib")}))
+
+
+def running_user_code(frame) -> SourceLoc | None:
+    """The kernel file's line a thread whose innermost frame is ``frame`` runs, when its
+    innermost frame that is no library's (the standard library, site-packages) is the kernel
+    file's own; None while ptopipe's code runs (it finishes what it does)."""
+    f = frame
+    while f is not None:
+        code = f.f_code
+        if is_internal(code):
+            return None
+        if not os.path.realpath(code.co_filename).startswith(_LIBRARY_DIRS):
+            return _locate(f)
+        f = f.f_back
+    return None
 
 
 def user_loc(frame=None) -> SourceLoc | None:

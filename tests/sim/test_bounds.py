@@ -349,6 +349,21 @@ def test_a_library_file_looping_outside_its_kernels_is_a_row_and_the_command_end
     assert later is None or "it passed before" in later["what"]
 
 
+@pytest.mark.parametrize("body", [
+    "while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass\n",
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass\n"],
+    ids=["swallows-the-error", "ignores-sigint"])
+def test_cli_timeout_ends_a_kernel_file_that_will_not_be_stopped(tmp_path, body):
+    """A kernel file whose own code catches every interrupt (or ignores SIGINT) in a loop still
+    ends the command at --timeout: an interrupt that lands outside its try ends it, else the
+    watch ends the process after a few refused ones - a BudgetError at the loop's line either
+    way (in a process of its own: it may end the process)."""
+    f = tmp_path / "stubborn.py"
+    f.write_text("import ptopipe\n" + body)
+    p = _cli("run", f, "--timeout", "0.3")
+    assert p.returncode == 1 and "BudgetError" in p.stderr and "stubborn.py:" in p.stderr, p.stderr
+
+
 def test_check_of_a_golden_that_loops_says_where_the_time_went(kernel_file, capsys, monkeypatch, no_hang):
     p = _cli_here(capsys, monkeypatch, "check", kernel_file, "--variant", "gold", "--timeout", "0.5")
     assert p.returncode == 1
