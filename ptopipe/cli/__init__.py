@@ -105,7 +105,9 @@ def main(argv=None) -> int:
             parser.print_help()
             return 2
         validate(args)
-        with watched(args, WORKERS_GRACE if getattr(args, "paths", None) else 0.25), no_process_exit():
+        paths = getattr(args, "paths", None) or ()
+        library = len(paths) > 1 or any(os.path.isdir(p) for p in paths)      # (files checked in workers)
+        with watched(args, WORKERS_GRACE if library else 0.25), no_process_exit():
             if getattr(args, "json", False):
                 # stdout carries the JSON report only (json_out): what the kernels print (TPRINT,
                 # print, C++'s printf) and any other text go to stderr, so a tool can parse stdout as it is

@@ -393,7 +393,7 @@ class _Watcher:
 
 
 #: interrupts of a :class:`CommandWatch` before it ends the process itself (each _REFIRE apart)
-HARD_STOP_AFTER = 4
+HARD_STOP_AFTER = 2
 _hard_exit = os._exit           # (the process's own: a command may guard os._exit from the kernel file)
 
 

@@ -341,7 +341,7 @@ def test_a_library_file_looping_outside_its_kernels_is_a_row_and_the_command_end
                                                                                  monkeypatch, no_hang):
     f = tmp_path / "loops_at_import.py"
     f.write_text("import ptopipe\nwhile True: pass\n")
-    p = _cli_here(capsys, monkeypatch, "check", f, kernel_file, "--timeout", "2", "--workers", "1", "--json")
+    p = _cli_here(capsys, monkeypatch, "check", f, kernel_file, "--timeout", "0.5", "--workers", "1", "--json")
     rows = {os.path.basename(r["file"]): r for r in json.loads(p.stdout)}
     assert rows["loops_at_import.py"]["failure"]["error"] == "BudgetError"
     assert rows["loops_at_import.py"]["failure"]["where"].endswith("loops_at_import.py:2")
