@@ -3,11 +3,14 @@ configuration (the Scenario's make_args parameters; the rest from --variant) in 
 processes and print cycles and utilisation per configuration, the best one marked."""
 from __future__ import annotations
 
+import contextlib
+
 from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
 from .common import add_platform, PROTOCOL_HELP, protocol_option, target
 from . import bounds
 from ..driver.loader import load_scenarios
 from .progress import Progress
+from ..sim.bounds import CommandWatch, deadline
 
 
 def add_parser(sub) -> None:
@@ -31,7 +34,9 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     params = parse_params(args.param)
-    sc = pick_scenario(load_scenarios(args.file), args.scenario)
+    # (--timeout bounds each row; loading the file here, before the rows, is bounded by it too)
+    with CommandWatch(deadline(args.timeout)) if args.timeout is not None else contextlib.nullcontext():
+        sc = pick_scenario(load_scenarios(args.file), args.scenario)
     variant = args.variant or sc.default_variant
     platform, protocol = target(args, sc)
     bar = Progress(f"sweep of {sc.name}", 1)

@@ -371,6 +371,13 @@ def test_check_of_a_golden_that_loops_says_where_the_time_went(kernel_file, caps
     assert f"hang_kernel.py:{_marker_line('GOLD')}" in p.stdout + p.stderr, p.stdout + p.stderr
 
 
+def test_cli_sweep_of_a_file_looping_at_import_is_bounded_by_its_timeout(tmp_path, capsys, monkeypatch, no_hang):
+    f = tmp_path / "loops_at_import.py"
+    f.write_text("import ptopipe\nwhile True: pass\n")
+    p = _cli_here(capsys, monkeypatch, "sweep", f, "--param", "n=1", "--timeout", "0.25")
+    assert p.returncode == 1 and "BudgetError" in p.stderr and "loops_at_import.py:2" in p.stderr, p.stderr
+
+
 def test_cli_sweep_row_looping_in_make_args_is_a_failed_row(kernel_file, capsys, monkeypatch, no_hang):
     p = _cli_here(capsys, monkeypatch, "sweep", kernel_file, "--param", "mode=args", "--timeout", "0.25",
                   "--workers", "1")
