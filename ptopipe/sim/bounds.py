@@ -444,7 +444,7 @@ class CommandWatch:
                 return                  # (ptopipe's own code: it ends the command itself)
             sys.stderr.write(f"error: BudgetError: the {self.deadline.scope} did not finish within "
                              f"{self.deadline.name} of wall-clock time\n"
-                             + (f"  at {shown_where(str(loc))}\n" if loc is not None else "")
+                             + f"  at {shown_where(str(loc))}\n"
                              + "  the kernel file's code went on after being stopped (it catches the error, or "
                                "ignores SIGINT): ptopipe ends here\n")
             sys.stderr.flush()
@@ -470,12 +470,12 @@ class CommandWatch:
                                             # timed out: it ends the command itself)
         limit = self.deadline
         raise BudgetError(f"the {limit.scope} did not finish within {limit.name} of wall-clock time",
-                          where=str(loc) if loc is not None else None,
+                          where=str(loc),
                           details="it was running this line of the kernel file outside any run (loading the "
                                   "file, its make_args or golden)",
                           fix=f"a loop that never ends, or a wait, outside the kernels; {limit.fix}",
                           findings=[{"kind": "budget", "bound": "timeout", "scope": limit.scope,
-                                     "limit": limit.seconds, "core": None, "where": str(loc) if loc else None,
+                                     "limit": limit.seconds, "core": None, "where": str(loc),
                                      "outside_runs": True}])
 
     def __exit__(self, *exc) -> None:
