@@ -52,7 +52,6 @@ def set_value(tile: Tile, offset: int, value) -> None:
     (``Tile::SetValue``)."""
     core = current_core()
     flat = _element(core, tile, offset, "SetValue")
-    v = np.asarray(value).astype(tile.dtype) if not isinstance(value, np.generic) or value.dtype != tile.dtype \
-        else value
+    v = np.asarray(value).astype(tile.dtype)        # (as the C++ assignment converts: wrapping)
     core.issue_w(PipeUnit.S, core.costs.scalar_op, tile, "SetValue")
     core.pending.append((flat.__setitem__, int(offset), v))
