@@ -212,8 +212,7 @@ ACC_PHASE = os.path.join(os.path.dirname(KERNEL), "acc_phase.cpp")
 
 
 @needs_cxx
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
-def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache, platform):
+def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache, platform="a5"):
     """TMATMUL<AccPhase::X>, the in-place TMATMUL_ACC(c, a, b), TMATMUL_BIAS<Phase>,
     TASSIGN<Addr>(tile) and PtoSetWaitFlag<Src, Dst>() compute pto-isa's products, in the
     manual synchronisation the kernel spells."""
