@@ -212,7 +212,7 @@ ACC_PHASE = os.path.join(os.path.dirname(KERNEL), "acc_phase.cpp")
 
 
 @needs_cxx
-def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache, platform="a5"):
+def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache):
     """TMATMUL<AccPhase::X>, the in-place TMATMUL_ACC(c, a, b), TMATMUL_BIAS<Phase>,
     TASSIGN<Addr>(tile) and PtoSetWaitFlag<Src, Dst>() compute pto-isa's products, in the
     manual synchronisation the kernel spells."""
@@ -222,7 +222,7 @@ def test_unit_flag_matmuls_static_tassign_and_set_wait_flag(cpp_cache, platform=
     bias = rng.integers(-9, 9, (1, 32)).astype(np.float32)
     z = np.zeros((16, 32), np.float32)
     o = run_cpp(ACC_PHASE, dict(a0=a0, a1=a1, b=b, bias=bias, sum=z, biased=z.copy()), aic="acc_phase",
-                platform=platform).outputs
+                platform="a5").outputs
     np.testing.assert_array_equal(o["sum"], a0 @ b + a1 @ b)
     np.testing.assert_array_equal(o["biased"], a0 @ b + bias)
 
