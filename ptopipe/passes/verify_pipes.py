@@ -62,6 +62,7 @@ from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
+                                 pop_split_fits,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.versions import parse as parse_protocol
@@ -798,7 +799,7 @@ class _Verifier:
     def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn) -> bool:
         for k, (a, b) in enumerate(zip(pe, ce)):
             wa, wb = _whole(a, pfn), _whole(b, cfn)
-            if wa != wb or a.split != b.split:
+            if wa != wb or not pop_split_fits(d.way, self.plat.ring_in_gm, a.split, b.split):
                 self.finding("fifo_type", b.op,
                              f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
                              f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "

@@ -95,6 +95,15 @@ def pop_converts(way: str, in_gm: bool) -> bool:
     return in_gm and way == V2C
 
 
+def pop_split_fits(way: str, in_gm: bool, push_split, pop_split) -> bool:
+    """Does a TPOP with ``pop_split`` read the slot a TPUSH with ``push_split`` filled as the
+    producer meant it?  With the same split; and a C2V ring in GM holding the Cube's whole
+    tile (pto-isa a2a3 ``pushAcc2GMFiFo``), pushed TILE_NO_SPLIT, with any split: each Vector
+    core pops its part of the whole (pto-isa's TPUSH / TPOP pages pair these forms).  Which
+    elements the pop then reads is judged apart (:mod:`.slots`)."""
+    return push_split == pop_split or (way == C2V and in_gm and push_split == TileSplitAxis.TILE_NO_SPLIT)
+
+
 #: pto-isa A5 ``pushAcc2VecFiFo``: a split TPUSH of an Acc into the Vector cores' UB is one
 #: dual-mode TMOV of the FIX pipe (``AccToVecMode::DualModeSplitM`` / ``DualModeSplitN``, "due to
 #: hardware requirement"), which takes a 4-byte element and, on the split axis, a multiple of

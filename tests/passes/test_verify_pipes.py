@@ -293,9 +293,10 @@ def test_a_push_never_popped_is_found_at_the_extra_tpush():
 
 
 # -- V2C both ways: FIFO order of types, a push/pop count on the Cube side ---------------------
-def both_ways(pushes, cube_pops, second_dtype=pl.f32):
+def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN):
     """Vector pushes ``pushes`` halves (V2C, UP_DOWN), the Cube pops ``cube_pops`` 16x32
-    Mat tiles (every second one of dtype ``second_dtype``) and sends each back (C2V)."""
+    Mat tiles (every second one of dtype ``second_dtype``) and sends each back (C2V, pushed
+    with ``back_split``; the Vector cores pop UP_DOWN halves)."""
     @pl.aiv
     def vec(x: pl.Tensor[[8 * TM, N], pl.f32], out: pl.Tensor[[8 * TM, N], pl.f32],
             fifo: pl.Tensor[[8 * SLOT], pl.u8]):
@@ -325,17 +326,30 @@ def both_ways(pushes, cube_pops, second_dtype=pl.f32):
             t0 = pl.TPOP(v2c, pl.Tile[[TM, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)  # CUBE-POP
             l0 = pl.move(t0, space=pl.Left)
             pl.TFREE(v2c)
-            pl.TPUSH(pl.matmul(l0, w0), c2v, split=pl.TILE_UP_DOWN)
+            pl.TPUSH(pl.matmul(l0, w0), c2v, split=back_split)                    # BACK-PUSH
             t1 = pl.TPOP(v2c, pl.Tile[[TM, N], second_dtype, pl.Mat], split=pl.TILE_UP_DOWN)  # POP-2
             l1 = pl.move(t1, space=pl.Left)
             pl.TFREE(v2c)
             pl.TPUSH(pl.matmul(l1, pl.move(pl.load(w2, [0, 0], [N, N], space=pl.Mat),
-                                           space=pl.Right)), c2v, split=pl.TILE_UP_DOWN)
+                                           space=pl.Right)), c2v, split=back_split)
     return cub, vec
 
 
 def test_both_ways_with_matching_counts_and_types_is_clean():
     assert findings(*both_ways(4, 4)) == []
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_an_unsplit_c2v_push_popped_in_halves_is_clean_where_the_ring_is_in_gm(platform):
+    """A2A3's C2V ring in GM holds the Cube's whole tile: a TILE_NO_SPLIT push popped UP_DOWN
+    gives each Vector core its half, as the simulator runs it (protocol.geometry.pop_split_fits);
+    A5's UB ring receives the part the Cube's split gives, so there it is a type mismatch."""
+    cub, vec = both_ways(4, 4, back_split=pl.TILE_NO_SPLIT)
+    found = findings(cub, vec, platform=platform)
+    if platform == "a2a3":
+        assert found == [], [str(e) for e in found]
+    else:
+        assert found and "TPOP of the C2V ring" in found[0].what, [str(e) for e in found]
 
 
 def test_a_fifo_type_mismatch_is_found_at_the_kth_pop_naming_the_kth_push():

@@ -13,7 +13,7 @@ from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem,
+from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
                                  split_push_problem)
 from ...protocol.slots import pop_band, problem_text, push_band, read_problem
@@ -211,12 +211,8 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
         return
     vrow, vcol = valid if valid is not None else (rows, cols)
     for _lane, slot in pushed:
-        if ch.way == C2V and ch.in_gm and slot.layout[3] is TileSplitAxis.TILE_NO_SPLIT:
-            # a C2V ring in GM holds the Cube's whole tile (pto-isa's A2A3 pushAcc2GMFiFo) and
-            # each Vector core may pop its part of an unsplit push (pto-isa's TPUSH / TPOP pages
-            # pair them so): the bands below judge what it reads
-            continue
-        check_split(core, ch, slot, slot.layout[3], split, op, loc)
+        if not pop_split_fits(ch.way, ch.in_gm, slot.layout[3], split):
+            check_split(core, ch, slot, slot.layout[3], split, op, loc)
     kind = ch.model.slot_placement
     bands = [push_band(kind, ch.way, ch.in_gm, s.layout[3], s.layout[5:7], s.layout[1:3], lane) for lane, s in pushed]
     lane = core.subblock if ch.way == C2V else 0
