@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import importlib
 import os
@@ -91,12 +92,30 @@ def report_only_on_stdout(args):
             stream.close()
 
 
+def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, except that arguments no option takes are refused by the
+    subcommand's parser (its usage, not the top level's) with the options they resemble."""
+    args, extras = parser.parse_known_args(argv)
+    if not extras:
+        return args
+    sub = next((a.choices.get(args.command) for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)), None) if getattr(args, "command", None) else None
+    owner = sub or parser
+    known = [o for a in owner._actions for o in a.option_strings]
+    hints = []
+    for x in extras:
+        close = difflib.get_close_matches(x.split("=", 1)[0], known, n=1, cutoff=0.6) if x.startswith("-") else []
+        if close:
+            hints.append(f"{x.split('=', 1)[0]}: did you mean {close[0]}?")
+    owner.error("unrecognized arguments: " + " ".join(extras) + ("; " + " ".join(hints) if hints else ""))
+
+
 def main(argv=None) -> int:
     release()                               # Ctrl-C from here on: the KeyboardInterrupt below
     args = None
     try:
         parser = _parser()                  # (imports every subcommand)
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
         if args.include:
             from ..cpp import include_dir
             print(include_dir())

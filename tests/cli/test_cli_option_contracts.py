@@ -111,3 +111,13 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(argv, 
     out = capsys.readouterr()
     assert out.err.startswith("error: ConfigError: cannot write ") and f"at option {option}" in out.err, out.err
     assert out.out == "" and "RuntimeError" not in out.err
+
+
+@pytest.mark.parametrize("command", ["run", "check", "trace"])
+def test_a_misspelled_option_is_refused_by_its_command_with_the_option_it_resembles(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main([command, S1, "--platfrom", "a5"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: ptopipe {command} " in err
+    assert "unrecognized arguments: --platfrom a5; --platfrom: did you mean --platform?" in err
