@@ -187,7 +187,7 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
     if (gt.__class__ is not GlobalTensor or gt.rows != t.valid_rows or gt.cols != t.valid_cols
             or gt.ptr is None):
         if gt.__class__ is not GlobalTensor:
-            raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
+            raise _not_a_tensor(core, gt, f"{op} {role}")
         if t.empty:
             return None
         if gt.shape2 != (t.valid_rows, t.valid_cols):
@@ -198,6 +198,20 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
                        "make the GlobalTensor shape match the tile's valid rows/cols")
         raise gt.unassigned(f"{op} ({role})")
     return gt.matrix(core.cluster.gm)
+
+
+def _not_a_tensor(core, value, what: str) -> KernelError:
+    """The error of a GM operand that is not a GlobalTensor: a list, tuple or scalar given to
+    ``run`` reaches the kernel as it is (only numpy arrays are laid out in GM)."""
+    kind = type(value).__name__
+    if isinstance(value, (list, tuple)):
+        fix = (f"pass the argument to run() as a numpy array (np.asarray(value, dtype=np.float32)): "
+               f"only numpy arrays become GlobalTensors in GM, {with_article(kind)} reaches the kernel as it is")
+    elif isinstance(value, np.ndarray):
+        fix = "a numpy array made inside the kernel is not in GM: pass it to run() as an argument"
+    else:
+        fix = "pass a GlobalTensor: a numpy array argument of run(), or GlobalTensor(x.data() + offset, shape)"
+    return _err(core, f"{what} must be a GlobalTensor, got {kind}", fix)
 
 
 #: pto-isa's ``C0_SIZE_BYTE`` (include/pto/common/constants.hpp): the bytes of one C0 block,

@@ -82,3 +82,22 @@ def test_a_missing_argument_of_a_callable_object_or_partial_is_named(fn, name):
         _select_kwargs(fn, {})
     assert ei.value.what.startswith(f"kernel {name} needs argument ")
     assert ei.value.where.startswith(__file__ + ":")
+
+
+def test_a_list_given_for_a_gm_tensor_is_an_error_at_its_load_saying_to_pass_an_array():
+    """Only numpy arrays are laid out in GM: a nested list reaches the kernel unchanged, and its
+    TLOAD says so, at the kernel's line, with the fix."""
+    import numpy as np
+    import ptopipe
+    from ptopipe.errors import KernelError
+    from ptopipe.isa import TLOAD, Tile, TileType, float32
+
+    def vec(a):
+        t = Tile(TileType.Vec, float32, 2, 8, addr=0)
+        TLOAD(t, a)
+
+    with pytest.raises(KernelError) as e:
+        ptopipe.run(None, (vec, None), dict(a=[[1.0] * 8] * 2))
+    assert e.value.where.endswith(f":{vec.__code__.co_firstlineno + 2}")
+    assert "TLOAD source must be a GlobalTensor, got list" in e.value.what
+    assert "np.asarray" in e.value.fix
