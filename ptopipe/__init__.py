@@ -13,7 +13,7 @@ from ._startup import guard as _guard
 _guard()            # first: Ctrl-C while the ptopipe command imports is one line, not a traceback
 
 from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
-                     MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
+                     LeakError, MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
 from ._lazy import lazy_exports as _lazy_exports
 
 # The rest of the facade loads on first use (``ptopipe.run`` imports the instruction API and
@@ -62,6 +62,6 @@ _EXPLORE_OWN = ("seed", "variant", "platform", "protocol", "data_seed", "args", 
 __version__ = "0.1.0"
 
 __all__ = ["A2A3", "A5", "BudgetError", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
-           "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
+           "KernelError", "LeakError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
            "ProtocolError", "PtoPipeError", "RunResult", "RunSummary", "Scenario", "__version__",
            "check", "compare", "get_platform", "gm_buffer", "run", "run_pto"]

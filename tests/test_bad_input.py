@@ -316,6 +316,18 @@ def test_a_scenario_mistake_is_a_config_error_at_its_line(tmp_path, capsys, edit
     assert main(["run", str(f)]) == 0
 
 
+def test_a_make_args_without_rng_is_told_that_a_run_passes_one(tmp_path, capsys):
+    from ptopipe.cli import main
+    src = _fill(_OK).replace("def make_args(rng, n=1):", "def make_args(*, n=1):")
+    f = tmp_path / "sc.py"
+    f.write_text(src)
+    assert main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    line = next(i + 1 for i, ln in enumerate(src.splitlines()) if ln.startswith("def make_args"))
+    assert "make_args(*, n=1) takes no rng: a run calls make_args(rng, **params)" in err, err
+    assert f"at {f}:{line}\n" in err and "fix: def make_args(rng, ...)" in err
+
+
 def test_a_golden_naming_no_output_says_it_compared_nothing(tmp_path, capsys):
     from ptopipe.cli import main
     f = tmp_path / "sc.py"

@@ -3,6 +3,7 @@ both protocols, the examples' docstrings name variants that exist, and flash att
 runs under both protocol models."""
 from __future__ import annotations
 
+import builtins
 import os
 import re
 
@@ -97,3 +98,14 @@ def test_flag_mismatch_under_pto_isa_keeps_the_flag_hint():
     with pytest.raises(ptopipe.DeadlockError) as ei:
         sc.run("default", "a2a3", "pto-isa")
     assert "same FlagID" in ei.value.fix and "SyncPeriod" not in ei.value.fix
+
+
+def test_every_error_class_the_readme_names_is_exported_and_every_source_path_it_names_exists():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    named = set(re.findall(r"`(\w+Error)`", text))
+    assert {"LeakError", "DeadlockError", "ProtocolError"} <= named
+    assert [n for n in sorted(named) if not hasattr(builtins, n) and not isinstance(getattr(ptopipe, n, None), type)] == []
+    paths = set(re.findall(r"`((?:ptopipe|benchmarks|examples|docs|tests)/[\w/.-]+\.(?:py|md|pto|cpp))`", text))
+    assert len(paths) > 10
+    assert [p for p in sorted(paths) if not os.path.exists(os.path.join(ROOT, p))] == []

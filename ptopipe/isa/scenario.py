@@ -99,7 +99,18 @@ class Scenario:
         kernel's arguments as a dict."""
         where = f"variant {variant!r} of " if variant else ""
         try:
-            inspect.signature(self.make_args).bind(None, **params)
+            sig = inspect.signature(self.make_args)
+            try:
+                sig.bind(None)
+            except TypeError:
+                if not any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+                           for p in sig.parameters.values()):
+                    raise ConfigError(f"scenario {self.name!r}: make_args{sig} takes no rng: a run calls "
+                                      "make_args(rng, **params), a numpy Generator first (to draw the inputs "
+                                      "from)", where=_def_loc(self.make_args),
+                                      fix="def make_args(rng, ...): and draw random inputs from rng "
+                                          "(rng.standard_normal(...)), or ignore it") from None
+            sig.bind(None, **params)
         except TypeError as e:
             raise ConfigError(f"{where}scenario {self.name!r} gives make_args {sorted(params)}: {e}",
                               where=_def_loc(self.make_args),

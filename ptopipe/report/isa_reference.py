@@ -59,7 +59,7 @@ def page() -> str:
             "import *`), `.pto` the PTO-AS op (`pto.tadd ins(src0, src1) outs(dst)`: `outs` then `ins` "
             "are the ISA's operands), DSL the `pl.<name>` of the `pl` language where it has one, "
             "else why it has none.  "
-            "Cost: the vector unit's cycles per 256-byte repeat + head + tail (PLATFORMS.md); "
+            "Cost: the vector unit's cycles per 256-byte repeat + head + tail (`ptopipe/arch/costs.py`); "
             "moves cost by path and bytes.  Semantics are pto-isa's ISA pages (`docs/isa/` in "
             "hw-native-sys/pto-isa), checked against numpy in `tests/isa/`.", "",
             "| ISA / C++ | .pto | DSL | operands | pipe | dtypes | cost | what |",
