@@ -193,6 +193,68 @@ def _blank(m) -> str:
     return re.sub(r"[^\n]", " ", t)
 
 
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", re.M)
+_DEFINED = re.compile(r"^!?\s*defined\s*\(?\s*(\w+)\s*\)?$")
+
+
+def _condition(kind: str, expr: str, flags: set, touched: set) -> bool | None:
+    """The truth of a conditional directive when it is certain from the file alone, else None:
+    ``#if 0`` / ``1`` / ``false`` / ``true``, and whether a macro is defined when only
+    $CXXFLAGS' ``-D`` (``flags``) can define it: not one the file defines or undefines
+    (``touched``) nor one of the compiler's or pto-isa's own (``__...``, ``_[A-Z]...``)."""
+    expr = expr.strip()
+    if kind == "if":
+        if expr in ("0", "false"):
+            return False
+        if expr in ("1", "true"):
+            return True
+        m = _DEFINED.match(expr)
+        if m is None:
+            return None
+        name, negated = m.group(1), expr.startswith("!")
+    else:
+        name, negated = expr.split()[0] if expr else "", kind == "ifndef"
+    if not name or name.startswith("_") or not re.match(r"\w+$", name) or name in touched:
+        return None
+    return (name in flags) != negated
+
+
+def visible_code(text: str) -> str:
+    """C++ ``text`` as the compiler sees its code: comments and literals blanked, and the lines
+    of a conditional branch that is certainly not compiled (``#if 0``, ``#ifdef NAME`` of a
+    macro nothing defines) blanked too - newlines kept, so line numbers stay right.  A
+    condition it cannot judge keeps every branch (what the file says is taken as code)."""
+    code = _COMMENT.sub(_blank, text)
+    if "#" not in code:
+        return code
+    flags = {w[2:].split("=")[0] for w in env_words("CXXFLAGS") if w.startswith("-D")}
+    touched = set(_DEFINE.findall(code))
+    lines = code.split("\n")
+    stack = []                      # per open conditional: [this branch's truth, the truths of the branches before]
+    for i, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if m is not None:
+            kind, rest = m.groups()
+            if kind in ("if", "ifdef", "ifndef"):
+                stack.append([_condition(kind, rest, flags, touched), []])
+            elif stack and kind in ("elif", "else"):
+                f = stack[-1]
+                f[1].append(f[0])
+                if True in f[1]:
+                    f[0] = False                # a branch before is certainly taken
+                elif None in f[1]:
+                    f[0] = None                 # one before may be
+                else:
+                    f[0] = True if kind == "else" else _condition("if", rest, flags, touched)
+            elif stack and kind == "endif":
+                stack.pop()
+            continue
+        if any(f[0] is False for f in stack):
+            lines[i] = " " * len(line)
+    return "\n".join(lines)
+
+
 @dataclass
 class Function:
     name: str
@@ -232,7 +294,7 @@ def functions(text: str) -> dict:
     """name -> :class:`Function` of every ``void`` function defined in C++ ``text`` (named as
     C++ calls it from outside its namespaces: ``NS::runTAdd``; overloads of one name are the
     first one's ``overloads``)."""
-    code = _COMMENT.sub(_blank, text)
+    code = visible_code(text)
     out = {}
     spaces = _namespaces(code)
     for m in _FUNC.finditer(code):
@@ -443,9 +505,9 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
         except OSError:
             continue
         fns.update(functions(inc_text))
-        codes.append(_COMMENT.sub(_blank, inc_text))
+        codes.append(visible_code(inc_text))
     fns.update(functions(text))
-    code = "\n".join(codes + [_COMMENT.sub(_blank, text)])
+    code = "\n".join(codes + [visible_code(text)])
     sided = bool(_SIDE_TEST.search(code))
     where = shown_path(path)
     if aic or aiv:
@@ -635,7 +697,7 @@ def _lone_kernel(fns: dict, text: str):
                if any(w in name for w in words)]
     if len(by_name) == 1:
         return by_name[0], fn
-    code = _COMMENT.sub(_blank, text)
+    code = visible_code(text)
     cube, vector = bool(_CUBE_ONLY.search(code)), bool(_VECTOR_ONLY.search(code))
     if cube != vector:
         return ("aic" if cube else "aiv"), fn

@@ -174,6 +174,40 @@ def test_pipe_barriers_between_instructions_make_the_manual_default(tmp_path, bo
     assert find_kernels(str(p), aiv="k").own_events is own
 
 
+@pytest.mark.parametrize("wrap,own", [
+    ("#if 0\n{}\n#endif", False),                          # never compiled
+    ("#ifdef BUG_EARLY_FREE\n{}\n#endif", False),          # a macro nothing defines
+    ("#ifndef BUG_EARLY_FREE\n{}\n#endif", True),
+    ("#if 0\n#else\n{}\n#endif", True),
+    ("#if 1\n{}\n#else\nTADD(t, t, t);\n#endif", True),
+    ("#ifdef __DAV_VEC__\n{}\n#endif", True),             # the compiler's own: may be compiled
+    ("#define BUG 1\n#ifdef BUG\n{}\n#endif", True),      # the file defines it
+    ("#if 0\n#elif 0\n#else\n{}\n#endif", True),
+    ("#if SOME_LEVEL > 2\n{}\n#endif", True),             # not judged: taken as code
+])
+def test_events_in_code_the_preprocessor_drops_do_not_make_the_manual_default(tmp_path, wrap, own):
+    """Only the events of code the compiler compiles count: a set_flag / wait_flag pair under
+    ``#if 0`` or an ``#ifdef`` of a macro nothing defines (a planted-bug switch) keeps the auto
+    default; a condition ptopipe cannot judge keeps the pair as code."""
+    from ptopipe.cpp.build import find_kernels
+    pair = "set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);\nwait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);"
+    p = tmp_path / "guarded.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+                 "extern \"C\" __global__ AICORE void k(__gm__ float *x) {\nTLOAD(t, g);\n"
+                 + wrap.format(pair) + "\nTADD(t, t, t);\n}\n")
+    assert find_kernels(str(p), aiv="k").own_events is own
+
+
+def test_a_cxxflags_define_decides_an_ifdef(tmp_path, monkeypatch):
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "guarded.cpp"
+    p.write_text("extern \"C\" __global__ AICORE void k(__gm__ float *x) {\nTLOAD(t, g);\n#ifdef WITH_EVENTS\n"
+                 "set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);\nwait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);\n#endif\nTADD(t, t, t);\n}\n")
+    assert not find_kernels(str(p), aiv="k").own_events
+    monkeypatch.setenv("CXXFLAGS", "-O1 -DWITH_EVENTS")
+    assert find_kernels(str(p), aiv="k").own_events
+
+
 FREED = """#include <pto/pto-inst.hpp>
 using namespace pto;
 extern "C" __global__ AICORE void vec(__gm__ float *x) {
