@@ -113,10 +113,11 @@ class ProtocolModel:
     #: part, ``ShouldNoSplitC2VConsumerLaneParticipate`` and ``IsDualLaneC2VActive``; instead of
     #: it otherwise, ``IsInactiveNoSplitVecLane``) - the device loads the tile on both lanes
     nosplit_c2v_lane1_zeros: bool = False
-    #: the CPU simulator keeps one ring of SlotNum slots for both ways of a DIR_BOTH pipe (one
-    #: producer cursor; a split V2C lane claims the cursor slot without waiting for it to be
-    #: free): replayed by ``ptopipe.isa.pipe.cpusim.SharedRing``
-    shared_both_ring: bool = False
+    #: the CPU simulator's slot state, replayed by ``ptopipe.isa.pipe.cpusim.SharedRing``: one
+    #: ring of SlotNum slots per pipe, for both ways of a DIR_BOTH pipe too (one producer cursor;
+    #: a split V2C lane claims the cursor slot without waiting for it to be free), and a TFREE
+    #: that releases the slot of the core's latest TPOP
+    slot_state_replay: bool = False
     #: where a TPUSH puts a tile's elements in a slot and where a TPOP reads them
     #: (:mod:`.slots`): "npu" - pto-isa's device code (a GM slot packed at the valid columns,
     #: a local slot at the static columns); "cpusim" - its CPU simulator (a split transfer laid
@@ -768,14 +769,14 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                          unsplit_free=TileSplitAxis.TILE_NO_SPLIT,
                          frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
-                         nosplit_c2v_all_lanes=True, nosplit_c2v_lane1_zeros=True, shared_both_ring=True,
+                         nosplit_c2v_all_lanes=True, nosplit_c2v_lane1_zeros=True, slot_state_replay=True,
                          compiles_as=Protocol.PTO_ISA, both_addr_shared=False, slot_placement="cpusim")
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
                             unsplit_free=TileSplitAxis.TILE_NO_SPLIT, unsplit_free_every=False,
                             tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
                             nosplit_c2v_lane1_zeros=True,
-                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True,
+                            slot_state_replay=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True,
                             both_addr_shared=False, slot_placement="cpusim")
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,

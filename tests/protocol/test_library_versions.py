@@ -224,7 +224,7 @@ def test_cpusim_dir_both_shares_one_ring(platform, no_hang):
     assert path.endswith("s6_stream_both.py") and "TPOP(pipe, y" in linecache.getline(path, int(line))
     what = ei.value.what
     assert what.startswith("pto-isa's CPU simulator hangs on DIR_BOTH pipe FlagID 0, a stall the device does not have")
-    assert "split V2C TPUSH" in what and "still holds C2V tile #0" in what
+    assert "split V2C TPUSH" in what and "which still holds" in what
     assert ei.value.fix.startswith("the simulator, not the kernel, causes this")
 
 
@@ -235,6 +235,46 @@ def test_cpusim_dir_both_replay_lets_a_ping_pong_through(no_hang):
     res = ptopipe.run(cube, aiv, _args(), platform="a5", protocol="pto-isa-cpusim")
     ring = next(iter(res.cluster.state.channels.values())).sim_ring
     assert ring is not None and not any(ring.queues.values()) and ring.pushed == {"C2V": 6, "V2C": 6}
+
+
+def held_pairs(n: int, hold: int):
+    """The Cube pushes ``n`` acc tiles split TILE_UP_DOWN through 4 slots; each Vector lane pops
+    ``hold`` tiles, holds them all, then frees them (``hold`` 1: one at a time)."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(n):
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
+        tiles = [Tile(TileType.Vec, float32, T // 2, T) for _ in range(hold)]
+        for i in range(n // hold):
+            for t in tiles:
+                TPOP(pipe, t, TILE_UP_DOWN)  # pop
+            for t in tiles:
+                TFREE(pipe, TILE_UP_DOWN)  # free
+    return cube, vec
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cpusim_frees_the_latest_pop_so_two_held_tiles_leak_a_slot(platform, no_hang):
+    """pto-isa's CPU simulator's TFREE releases the slot of the core's latest TPOP
+    (``Consumer::free`` frees ``tileIndex``): a lane that holds two popped tiles releases the
+    second slot twice and the first never, and the Cube's push waits for that slot forever (the
+    real simulator hangs in every run).  The device frees in pop order: clean under pto-isa, and
+    one tile held at a time is clean in the simulator too."""
+    cube, vec = held_pairs(8, 2)
+    ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
+    ptopipe.run(*held_pairs(8, 1), _args(), platform=platform, protocol="pto-isa-cpusim")
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa-cpusim")
+    what = ei.value.what
+    assert what.startswith("pto-isa's CPU simulator hangs on pipe FlagID 0, a stall the device does not have: "
+                           f"AIV0's TFREE at ")
+    assert f":{line_of(vec, 'free')} releases slot 1 again" in what and "never releases slot 0" in what
+    assert ei.value.where.endswith(f":{line_of(vec, 'pop')}")     # a lane waits for the next tile
+    assert "TFREE each popped tile before the next TPOP" in ei.value.fix
 
 
 def test_cpusim_runs_what_is_compiled_for_the_device(no_hang):

@@ -144,9 +144,10 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         consumer_buf = c2v_consumer_buf if way == C2V else v2c_consumer_buf
         base = model.ring_base(gm_addr, k, n, cfg.slot_size) if in_gm else consumer_buf
         handle.channels[way] = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
-    if both and model.shared_both_ring and handle.channels[C2V].sim_ring is None:
-        ring = SharedRing(f"DIR_BOTH pipe FlagID {cfg.flag_id}", n)
-        handle.channels[C2V].sim_ring = handle.channels[V2C].sim_ring = ring
+    if model.slot_state_replay and handle.channels[ways[0]].sim_ring is None:
+        ring = SharedRing(f"{'DIR_BOTH ' if both else ''}pipe FlagID {cfg.flag_id}", n, both, C2V in ways)
+        for way in ways:
+            handle.channels[way].sim_ring = ring
     return handle
 
 

@@ -1,9 +1,10 @@
-"""pto-isa's CPU simulator's slot state of a DIR_BOTH pipe (``include/pto/cpu/TPush.hpp``,
-``TPipe::SharedState``), replayed alongside the run (``ProtocolModel.shared_both_ring``).
+"""pto-isa's CPU simulator's slot state of a pipe (``include/pto/cpu/TPush.hpp``,
+``TPipe::SharedState``), replayed alongside the run (``ProtocolModel.slot_state_replay``).
 
-The CPU simulator keeps ONE ring of SlotNum slots for both ways of a DIR_BOTH pipe, with one
-producer cursor (``next_producer_slot``) and a per-slot direction (``transfer_dirs``), where
-the NPU headers and ptopipe keep SlotNum slots per way.  Its rules, as the replay applies them:
+The CPU simulator keeps ONE ring of SlotNum slots per pipe - for both ways of a DIR_BOTH pipe
+too - with one producer cursor (``next_producer_slot``) and a per-slot direction
+(``transfer_dirs``), where the NPU headers and ptopipe keep SlotNum slots per way.  Its rules,
+as the replay applies them:
 
 - a whole-tile producer (the Cube's C2V push, a one-lane V2C push) waits until fewer than
   SlotNum slots are committed and the cursor slot is free, writes it, commits it and moves
@@ -13,9 +14,15 @@ the NPU headers and ptopipe keep SlotNum slots per way.  Its rules, as the repla
   (and the cursor moved) when both lanes wrote it: a C2V tile not yet consumed in that slot
   is overwritten and lost;
 - a split C2V consumer lane takes the first C2V slot from the C2V consumer cursor it has not
-  taken yet; the slot is released when both lanes freed it (the cursor moves past it);
+  taken yet, once a slot is committed (``occupied > 0``);
 - a whole-tile consumer (the Cube's V2C pop, a one-lane C2V pop) takes the first slot of its
-  direction from its cursor that no consumer holds, and releases it at its TFREE.
+  direction from its cursor that no consumer holds, queued on the pending-slot list;
+- a TFREE releases the slot of the core's LATEST TPOP of the pipe (``Consumer::tileIndex``),
+  except that the first TFREE after a whole-tile pop takes the oldest pending slot: a core
+  that holds two popped tiles frees one slot twice and never the other.  A release
+  decrements the slot's consumers still to free it; the last one (or one past it) clears the
+  slot, moves a split C2V consumer cursor past it and decrements ``occupied`` - again for a
+  slot freed twice, which can leave ``occupied`` below the slots still committed.
 
 Not replayed: a TILE_NO_SPLIT C2V tile popped by both Vector lanes (the simulator's path
 depends on the pipe's IsNoSplit).  Every TPUSH / TPOP / TFREE of the pipe is queued per core in the order the run made them and
@@ -33,11 +40,12 @@ _NO_SPLIT = TileSplitAxis.TILE_NO_SPLIT
 
 
 class SharedRing:
-    """The CPU simulator's one slot state of a DIR_BOTH pipe ``name`` of ``slot_num`` slots."""
+    """The CPU simulator's one slot state of pipe ``name`` of ``slot_num`` slots (``both``: a
+    DIR_BOTH pipe)."""
 
-    def __init__(self, name: str, slot_num: int):
+    def __init__(self, name: str, slot_num: int, both: bool = True, c2v: bool = True):
         n = self.n = slot_num
-        self.name = name
+        self.name, self.both, self.c2v = name, both, c2v
         self.cursor = 0                  # next_producer_slot
         self.cons_cursor = {C2V: 0, V2C: 0}
         self.occupied = 0
@@ -49,7 +57,10 @@ class SharedRing:
         self.done = [0] * n
         self.busy = [0] * n
         self.popped: list = []           # slots popped by whole-tile consumers, oldest first
-        self.held: dict = {}             # split C2V consumer lane -> its popped slots
+        self.index: dict = {}            # core -> the slot of its latest TPOP (Consumer::tileIndex)
+        self.tracked: dict = {}          # core -> its latest TPOP is on the pending-slot list
+        self.refreed: list = []          # (core, slot freed again, TFREE line, slots it still holds)
+        self.held: dict = {}             # core -> the slots it popped and has not freed (the device's order)
         self.lane_slot: dict = {}        # split V2C producer lane -> the slot it claimed
         self.pushed = {C2V: 0, V2C: 0}   # tiles committed per way
         self.queues: dict = {}           # core -> deque of (op, way, split, loc)
@@ -64,6 +75,8 @@ class SharedRing:
         simulator's rules allow."""
         if self.off:
             return
+        if way == V2C and split == _NO_SPLIT and op == "push" and core.subblock == 1:
+            return      # TPush_impl: a TILE_NO_SPLIT Vec tile of the second lane is not pushed
         if way == C2V and split == _NO_SPLIT and op != "push" and core.subblock == 1:
             self.off = True
             self.queues.clear()
@@ -87,19 +100,36 @@ class SharedRing:
                 return self._lane_push(core, loc)
             return self._push(way, split, loc)
         if op == "pop":
-            if way == C2V and split != _NO_SPLIT:
-                return self._lane_pop(core)
-            return self._pop(way)
-        if way == C2V and split != _NO_SPLIT:
-            slot = self.held[core.subblock].pop(0)
-            if self.remaining[slot] > 1:
-                self.remaining[slot] -= 1
-            else:
-                self._release(slot)
-                self.cons_cursor[C2V] = (slot + 1) % self.n
+            s = self._lane_pop(core) if way == C2V and split != _NO_SPLIT else self._pop(way)
+            if s is None:
+                return False
+            self.index[core] = s
+            self.tracked[core] = not (way == C2V and split != _NO_SPLIT)
+            self.held.setdefault(core, []).append(s)
             return True
-        self._release(self.popped.pop(0))
+        self._free(core, split, loc)
         return True
+
+    def _free(self, core, split, loc) -> None:
+        """``Consumer::free``: the slot of the core's latest pop (the oldest pending one for the
+        first free after a whole-tile pop) loses a consumer; the last one clears it."""
+        s = self.index.get(core)
+        if self.tracked.get(core) and self.popped:
+            s = self.index[core] = self.popped.pop(0)
+            self.tracked[core] = False
+        if s is None:
+            return
+        held = self.held.get(core, [])
+        if s in held:
+            held.remove(s)
+        else:
+            self.refreed.append((core, s, loc, list(held)))
+        if self.remaining[s] > 1:
+            self.remaining[s] -= 1
+            return
+        self._release(s)
+        if split != _NO_SPLIT and (self.both or self.c2v):
+            self.cons_cursor[C2V] = (s + 1) % self.n
 
     def _push(self, way, split, loc) -> bool:
         s = self.cursor
@@ -141,22 +171,19 @@ class SharedRing:
                 return s
         return None
 
-    def _lane_pop(self, core) -> bool:
+    def _lane_pop(self, core) -> int | None:
         bit = 1 << core.subblock
-        s = self._find(C2V, lambda c: self.claimed[c] & bit) if self.occupied else None
-        if s is None:
-            return False
-        self.claimed[s] |= bit
-        self.held.setdefault(core.subblock, []).append(s)
-        return True
+        s = self._find(C2V, lambda c: self.claimed[c] & bit) if self.occupied > 0 else None
+        if s is not None:
+            self.claimed[s] |= bit
+        return s
 
-    def _pop(self, way) -> bool:
+    def _pop(self, way) -> int | None:
         s = self._find(way, lambda c: c in self.popped)
-        if s is None:
-            return False
-        self.cons_cursor[way] = (s + 1) % self.n
-        self.popped.append(s)
-        return True
+        if s is not None:
+            self.cons_cursor[way] = (s + 1) % self.n
+            self.popped.append(s)
+        return s
 
     def _release(self, s) -> None:
         self.remaining[s] = self.claimed[s] = self.busy[s] = 0
@@ -173,7 +200,20 @@ class SharedRing:
         lines = [f"  {c.name:5s} {'TPUSH' if op == 'push' else 'TPOP' if op == 'pop' else 'TFREE'} {w} at "
                  f"{loc}: {_why(op)}" for c, (op, w, _s, loc) in stuck]
         where = next((str(loc) for _c, (op, _w, _s, loc) in stuck if op == "pop"), str(stuck[0][1][3]))
-        if self.clobbered:
+        fix = ("the simulator, not the kernel, causes this: run it with the DIR_BOTH pipe's SlotNum doubled "
+               "(SlotNum per way in its shared ring, as ptopipe's C++ test does), or use a DIR_C2V and a "
+               "DIR_V2C pipe; the kernel needs no change for the device")
+        if self.refreed:
+            c, s, at, kept = self.refreed[0]
+            cause = (f"{c.name}'s TFREE at {at} releases slot {s} again: the simulator's TFREE releases the slot "
+                     f"of the core's latest TPOP of the pipe (Consumer::free frees its tileIndex), not the oldest "
+                     f"it holds, so {c.name}, which held more than one popped tile, never releases slot"
+                     f"{'s' if len(kept) > 1 else ''} {', '.join(map(str, kept)) or '?'} and the ring stops "
+                     "when it comes round to it (the device frees in pop order)")
+            fix = ("the simulator, not the kernel, causes this: to run it there, TFREE each popped tile before "
+                   "the next TPOP of the pipe (hold one at a time); the kernel needs no change for the device "
+                   "(--protocol pto-isa)")
+        elif self.clobbered:
             (way, k, at), s, c, loc = self.clobbered[0]
             cause = (f"{c.name}'s split V2C TPUSH at {loc} writes slot {s} of the simulator's one ring, which "
                      f"still holds {way} tile #{k} (pushed at {at}) not yet consumed: the simulator's split V2C "
@@ -191,9 +231,7 @@ class SharedRing:
                     f"\nits ring: {self.occupied} of {self.n} slots committed, directions "
                     f"[{' '.join(str(d) for d in self.dirs)}]; on the device (and under --protocol pto-isa) "
                     "each way has its own SlotNum slots",
-            fix=("the simulator, not the kernel, causes this: run it with the DIR_BOTH pipe's SlotNum doubled "
-                 "(SlotNum per way in its shared ring, as ptopipe's C++ test does), or use a DIR_C2V and a "
-                 "DIR_V2C pipe; the kernel needs no change for the device"),
+            fix=fix,
             findings=[{"kind": "simulator_stall", "pipe": self.name, "where": where,
                        "stuck": [{"core": c.name, "op": op, "way": w, "where": str(loc)}
                                  for c, (op, w, _s, loc) in stuck]}])

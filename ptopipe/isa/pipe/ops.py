@@ -465,8 +465,9 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
             _end_stage(stage, here)
     elif stage is not None:
         _end_stage(stage, None)
-    if ch.sim_ring is not None:
-        ch.sim_ring.record(core, "free", ch.way, _split, _here(core))
+    if ch.sim_ring is not None:       # (C++'s TFREE(pipe) is TFREE<Pipe, TILE_NO_SPLIT>)
+        ch.sim_ring.record(core, "free", ch.way, split if split is not None
+                           else TileSplitAxis.TILE_NO_SPLIT if unsplit else _split, _here(core))
     return new_event(("TFREE", core, end))
 
 
