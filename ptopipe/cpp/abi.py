@@ -352,12 +352,18 @@ class Dispatcher:
         """In a kernel's wrapper after its C++ unwound: raise the error the callback kept (with
         the kernel lines that called its call site: ``frames``, the library's
         ``ptopipe_abort_frames``, and the kernel libraries' paths ``libs``)."""
-        e = self.errors.pop(_getcurrent(), None)
+        g = _getcurrent()
+        e = self.errors.pop(g, None)
         if e is None:
             raise KernelError("the C++ kernel stopped without an error from the simulator")
-        if frames is not None and isinstance(e, PtoPipeError):
-            from .callers import abort_frames, with_callers
-            with_callers(e, abort_frames(frames), libs)
+        if frames is not None:
+            # a kernel suspended in a call, unwound as the run ends with another error (a
+            # deadlock at that call): its frames give that error the lines that called it
+            failing = e if isinstance(e, PtoPipeError) else getattr(g.core.cluster, "raising", None) \
+                if isinstance(e, greenlet.GreenletExit) else None
+            if isinstance(failing, PtoPipeError):
+                from .callers import abort_frames, with_callers
+                with_callers(failing, abort_frames(frames), libs)
         raise e
 
     # -- prepared calls ----------------------------------------------------------------------------

@@ -228,6 +228,7 @@ class Cluster:
         self.state = RunState()
         self.steps = 0
         self.ended = False           # the run is over: bindings to this cluster are void
+        self.raising = None          # the error the run ends with (set as it propagates)
         self.stopped_by = None       # the error that ended a traced run (its reports show it)
 
     def aiv(self, subblock: int) -> Core:
@@ -368,6 +369,7 @@ class Cluster:
                 self.ff.drop()
             # the watchdog's interrupt: raise its located BudgetError
             err = dog.error(e) or e
+            self.raising = err       # (the unwinding of suspended kernels below may locate it better)
             # apply what was queued (reports read the memories), but an error doing so must
             # not replace the one propagating (e.g. a DeadlockError): it is added to its details
             # (shown by str() and the CLI; a note where the error is not ours, Python >= 3.11)

@@ -175,6 +175,18 @@ def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, make, cls,
 
 
 @needs_cxx
+def test_a_deadlock_in_a_helper_names_the_kernel_line_that_called_it(cpp_cache):
+    """A core blocked forever in a TPOP inside a helper: the deadlock is reported at the
+    helper's TPOP and the kernel line that called it (the blocked call's native frames, read as
+    the run unwinds the suspended kernel), as for any other error in a helper."""
+    name = "c2v_extra_pop_helper.cpp"
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(kernel(name), c2v_args(), platform="a2a3", protocol="spec", sync="auto")
+    at = os.path.relpath(kernel(name))
+    assert ei.value.where == f"{at}:{line_of(name, 'TPOP<')} (called from {at}:{line_of(name, 'pop_half(pipe, part);')})"
+
+
+@needs_cxx
 def test_a_pipe_error_under_spec_says_when_pto_isas_protocol_runs_it_clean(tmp_path, cpp_cache, capsys):
     """A kernel without TFREE (pto-isa's a2a3 TPOP frees the GM slot: its own tests have none)
     leaks under the default spec protocol; the command says that it is clean under
