@@ -169,6 +169,9 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
     elif aiv1:
         why = f"{core.name} is not that lane"
     elif ch.lane0_at is None and any(sd.index or sd.held or sd.pending_alloc for sd in ch.sides.values()):
+        if op == "TPOP":
+            return      # it pops a split push (a NO_SPLIT one was refused where it was pushed):
+                        # the split mismatch its landing reports, naming the push, is the mistake
         why = "the pipe's earlier transfers were split, with AIV1 in their handshakes"
     else:
         if ch.lane0_at is None:
