@@ -144,6 +144,15 @@ def _fresh_const(v) -> bool:
     return v.__class__ is OpResult and v.name is None and v.op.__class__ is ConstOp
 
 
+def _runs_no_iteration(bounds) -> bool:
+    """Do loop bounds ``[start, stop, step]``, all constants, give no iteration?"""
+    vals = [b.op.value for b in bounds if b.__class__ is OpResult and b.op.__class__ is ConstOp]
+    if len(vals) != 3 or not all(isinstance(v, int) for v in vals):
+        return False
+    start, stop, step = vals
+    return start >= stop if step > 0 else start <= stop
+
+
 def _typing_arg(v):
     """What the op table's typing rules read for an operand: a constant as written as its
     value, anything else as is (the rules read ``.type``)."""
@@ -173,6 +182,7 @@ class FunctionParser:
         # a pl.create accumulator no instruction has written: its value -> the create op; a
         # loop's block argument it starts -> (that op, the loop body)
         self.unwritten: dict = {}
+        self.no_iteration: dict = {}     # an unwritten value a loop of no iteration gave -> its line
         self.guarded = False                     # reading matmul_acc(..., init_cond=)'s acc
         # a name a loop body defines, which does not outlive the loop: name -> (the line
         # assigning it, the loop's line, the loop's result names)
@@ -535,7 +545,7 @@ class FunctionParser:
                  else ast.unparse(it.args[0]))
         first = f"{tgt.id} = {start} (the first iteration of the loop at line {here.line})"
         for a, x in zip(body.args[1:], inits):
-            made = self._unwritten_at(x)
+            made = None if _runs_no_iteration(bounds) else self._unwritten_at(x)
             if made is not None:                # unwritten when the first iteration starts
                 firsts, words = self._first_step(x)
                 self.unwritten[a] = (made, body, {**firsts, body.args[0]: bounds[0]}, words + [first])
@@ -566,6 +576,11 @@ class FunctionParser:
                                  (Region([body]),), here, names))
         for n, r in zip(ynames + carried, op.results):
             self.env[n] = r
+        if _runs_no_iteration(bounds):      # its results are its initial values, unwritten ones too
+            for r, x in zip(op.results, inits):
+                if x in self.unwritten:
+                    self.unwritten[r] = self.unwritten[x]
+                    self.no_iteration[r] = here.line
 
     def if_(self, s: ast.If) -> None:
         cond = self.expr(s.test)
@@ -978,7 +993,9 @@ class FunctionParser:
                 raise self.err(at or node,
                                f"'{name}' is read before anything writes it: pl.create at "
                                f"line {made.loc.line} makes an accumulator no instruction has "
-                               "written (its first step must overwrite it)",
+                               "written (its first step must overwrite it)"
+                               + (f"; the loop at line {self.no_iteration[v]} that would write it runs no "
+                                  "iteration" if v in self.no_iteration else ""),
                                "pl.matmul_acc(acc, a, b, init_cond=(k == 0)): TMATMUL on the first "
                                "step, TMATMUL_ACC after; or start from acc = pl.matmul(a, b)")
 

@@ -140,6 +140,24 @@ def k(x: pl.Tensor[[16, 32], pl.f32]):
     assert e.what.startswith("'acc' is read before anything writes it") and e.where.endswith(":7:22")
 
 
+@pytest.mark.parametrize("bounds, error", [("0", True), ("2, 2", True), ("3, 1", True), ("1", False),
+                                           ("0, 2", False)])
+def test_an_accumulator_only_a_loop_of_no_iteration_writes_is_read_unwritten(bounds, error):
+    """A K loop whose constant bounds give no iteration leaves the created accumulator as it
+    was (and has no first step to judge): the read after it is the error at its operand,
+    naming the loop."""
+    after = ("    acc = pl.matmul_acc(acc, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left), "
+             "pl.move(pl.load(b, [0, 0], [16, 32], space=pl.Mat), space=pl.Right))\n")
+    src = LOOP.format(step="acc = pl.matmul_acc(acc, ak, bk, init_cond=(k == 0))").replace(
+        "pl.range(4)", f"pl.range({bounds})") + after
+    if not error:
+        pl.parse(src)
+        return
+    e = _error(src)
+    assert e.what.endswith("; the loop at line 7 that would write it runs no iteration")
+    assert e.where.endswith(f":11:{after.index('(acc') + 2}")
+
+
 @pytest.mark.parametrize("body, where, what", [
     # the fix this error gave (pl.move(x, space=pl.Acc)) is no path: it names pl.create now
     ("z = pl.full([16, 32], pl.f32, 0.0)\n    acc = pl.matmul_acc(z, ak, bk)", ":9:25",
