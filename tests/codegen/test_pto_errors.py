@@ -662,6 +662,49 @@ def test_a_func_call_type_list_must_say_the_arguments_types():
     assert "write !pto.ptr<f32> for %out" in e.value.fix
 
 
+@pytest.mark.parametrize("cmd", [["run"], ["check", "--schedules", "1"]])
+def test_a_func_call_type_list_disagreeing_with_its_argument_stops_the_run(tmp_path, capsys, cmd):
+    """The run reads the call too: a type list naming another element type than the
+    argument's declaration ran (only the static verifier noted it) - ptoas refuses it."""
+    old = "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>,"
+    text = _sub(old, "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<i32>,")
+    f = tmp_path / "call.pto"
+    f.write_text(text)
+    assert cli_main(cmd + [str(f)]) == 1
+    err = capsys.readouterr().err
+    line = _line(text, "func.call @vector")
+    col = text.splitlines()[line - 1].index("!pto.ptr<i32>") + 1
+    assert "error: ParseError: func.call: argument %out is declared !pto.ptr<f32> but the call's type list " \
+           "says !pto.ptr<i32>" in err
+    assert f"at {f}:{line}:{col}\n" in err and "fix: write !pto.ptr<f32> for %out in the type list" in err
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["check", "--schedules", "1"]])
+def test_a_func_call_passing_another_type_than_the_callee_takes_stops_the_run(tmp_path, capsys, cmd):
+    """The entry and its call say f32, @vector's parameter says i32 (ptoas: operand type
+    mismatch): a ParseError at the call, before anything runs."""
+    text = _sub("func.func private @vector(%bias: !pto.ptr<f32>, %out: !pto.ptr<f32>,",
+                "func.func private @vector(%bias: !pto.ptr<f32>, %out: !pto.ptr<i32>,")
+    f = tmp_path / "sig.pto"
+    f.write_text(text)
+    assert cli_main(cmd + [str(f)]) == 1
+    err = capsys.readouterr().err
+    line = _line(text, "func.call @vector")
+    assert "error: ParseError: func.call @vector: argument 1 (%out) is passed as !pto.ptr<f32> but @vector's " \
+           "parameter %out is !pto.ptr<i32>" in err
+    assert f"at {f}:{line}:5\n" in err and "fix: pass @vector a !pto.ptr<i32> value" in err
+
+
+def test_a_func_call_of_the_wrong_arity_is_a_parse_error_at_the_call():
+    from ptopipe.codegen.pto_exec import read_program
+    text = _sub("func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>)",
+                "func.call @vector(%bias, %out) : (!pto.ptr<f32>, !pto.ptr<f32>)")
+    with pytest.raises(ParseError) as e:
+        read_program(text, "n.pto")
+    assert e.value.what == "func.call @vector passes 2 argument(s); @vector takes 3"
+    assert e.value.where == f"n.pto:{_line(text, 'func.call @vector')}:5"
+
+
 def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys):
     """A .pto whose loops run a scalar parameter's count: --static skipped its count checks
     and passed a vector loop starting at 1; it is now found for every n (n pushes, n - 1
