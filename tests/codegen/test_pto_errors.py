@@ -231,6 +231,47 @@ def test_error_lines_of_structural_cases():
     assert "never closed before the end of the file (truncated?)" in e.value.what
 
 
+_PO = ("      %po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : "
+       "!pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n"
+       f"      pto.tstore ins(%o : {VEC8}) outs(%po : !pto.partition_tensor_view<8x16xf32>)\n")
+
+
+def test_a_name_defined_in_both_branches_of_an_if_is_read_and_verified(tmp_path, capsys):
+    """MLIR scopes names by region: %po defined in the then and the else region of an
+    scf.if (ptoas builds it) was "%po defined twice" to the static verifier, which then
+    skipped the file; it verifies now, and the run stores both lanes' rows."""
+    branches = ("      %is0 = arith.cmpi eq, %sub, %c0 : index\n      scf.if %is0 {\n" + _PO.replace("      ", "        ")
+                + "      } else {\n" + _PO.replace("      ", "        ") + "      }\n")
+    text = _sub(_PO, branches)
+    read_pto(text, "sib.pto")
+    after = _sub(_PO, branches + _PO.replace("%po", "%q").replace(
+        "      %q = ", "      %po = arith.addi %row, %c0 : index\n      %q = "))
+    read_pto(after, "after.pto")           # the branches' %po is out of sight after the if
+    f = tmp_path / "sib.pto"
+    f.write_text(text)
+    assert cli_main(["check", "--static", str(f)]) == 0
+    assert "PASS sib.pto on a2a3 (spec): verified statically" in capsys.readouterr().out
+    assert cli_main(["run", str(f)]) == 0
+    assert "skipped" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("redefined", ["%row", "%po"])
+def test_a_name_defined_again_where_it_is_visible_stays_an_error_of_the_static_reader(redefined):
+    """Shadowing a visible outer name (%row of the loop body) or defining one twice in a
+    region is MLIR's "redefinition of SSA value" (ptoas refuses both)."""
+    twice = _PO.replace("%po = ", f"{redefined} = ", 1).replace("outs(%po", f"outs({redefined}")
+    if redefined == "%po":
+        twice = _PO + twice
+    text = _sub(_PO, "      %is0 = arith.cmpi eq, %sub, %c0 : index\n      scf.if %is0 {\n"
+                + twice.replace("      ", "        ") + "      }\n" if redefined == "%row" else twice)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "re.pto")
+    second = [i for i, ln in enumerate(text.splitlines(), 1) if ln.lstrip().startswith(f"{redefined} = ")][-1]
+    assert e.value.what.startswith(f"{redefined} defined twice (first at line ")
+    assert e.value.where.startswith(f"re.pto:{second}:")
+    assert "a name is defined once in its region and the regions nested in it" in e.value.fix
+
+
 def test_loop_carried_buffer_never_written_before_the_loop():
     """A buffer the loop body reads before writing it is carried through the loop
     (tests/codegen/test_pto.py); with nothing written before the loop it has no first value."""
