@@ -317,7 +317,7 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     from ..codegen.pto_exec import read_program, read_text
     from ..codegen.pto_syntax import INT_DTYPES, PLATFORM_OF_ARCH, SPMD_PARAMS, run_line_platform
     from ..errors import CompileError
-    from ..ir.types import ScalarType
+    from ..passes.pipe_paths import unknown_scalars
     from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
     from ..passes.verify_pipes import not_proven
     platform = platform or run_line_platform(read_text(path))
@@ -348,9 +348,8 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     if state == NOT_PROVEN_STATUS:
         return verdict(plat, "not proven", warnings,
                        f"not proven for all values{given}: {'; '.join(not_proven(warnings))}")
-    params = sorted({a.name for f in op.body for a in f.regions[0].blocks[0].args
-                     if isinstance(a.type, ScalarType) and a.type.dtype in INT_DTYPES}
-                    - set(scalars) - set(SPMD_PARAMS))       # (those are bound: as the run binds them)
+    params = sorted(unknown_scalars(op, INT_DTYPES) - set(scalars)
+                    - set(SPMD_PARAMS))       # (those are bound: as the run binds them)
     which = f" for every value of {', '.join(params)}" if params else ""
     which += "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
     return verdict(plat, "verified", warnings,

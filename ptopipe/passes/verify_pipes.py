@@ -71,7 +71,7 @@ from itertools import combinations, product
 from .expand_mixed import RING_NAME
 from .insert_tfree import aliases, read_pipe
 from .pipe_deadlock import stuck_for_all
-from .pipe_paths import Explorer, Incomplete
+from .pipe_paths import Explorer, Incomplete, call_sites
 from ..errors import ordinal
 from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line
 from .symbolic import const, constraints, decide, ge, witness_text
@@ -314,13 +314,14 @@ class _Verifier:
                 self.slots_fit(fn, kind)
                 if kind is TPush:
                     self.splits_divide(fn)
-        explored = {}
+        explored, sites = {}, call_sites(self.program)
         for fn in funcs:
             slot_num = self.slot_nums(fn)
             lanes = {}
             try:
                 for lane in lanes_of(fn):
-                    ex = Explorer(fn, lane, slot_num, self.finding, self.known, self.param_ranges)
+                    ex = Explorer(fn, lane, slot_num, self.finding, self.known, self.param_ranges,
+                                  sites.get(fn.sym_name))
                     lanes[lane] = (ex.run(), ex)
                     self.ranges.update(ex.ranges)
                     for k, why in ex.not_affine.items():
