@@ -1568,3 +1568,26 @@ def test_a_tci_start_of_another_integer_type_than_its_tile_is_refused_at_its_lin
     assert "pto.tci: the start is i16 but the destination holds int32" in e.value.what, e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tci')}:"), e.value.where
     run_pto(text=vector_kernel(body.replace("{ty}", "i32")), inputs=dict(x=X, y=X * 0))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_pto_tmuls_into_a_dst_of_fewer_rows_runs_on_a5_as_pto_isa(platform):
+    """A5's TMULS asserts only the valid columns and runs over dst's rows (ptoas's A5
+    verifier takes it too); A2A3's asserts the rows (ptoas: "expects src and dst to have the
+    same valid_shape[0]"): a KernelError at the pto.tmuls."""
+    body = (f"    %s = arith.constant 3.0 : f32\n    %c8 = arith.constant 8 : index\n"
+            f"    %h = pto.alloc_tile : {vec_t(8, 16)}\n"
+            f"    pto.tmuls ins(%t, %s : {vec_t(16, 16)}, f32) outs(%h : {vec_t(8, 16)})\n"
+            "    %yh = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c8, %c16] : "
+            "!pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>\n"
+            f"    pto.tstore ins(%h : {vec_t(8, 16)}) outs(%yh : !pto.partition_tensor_view<8x16xf32>)\n")
+    text = vector_kernel(IO + body)
+    if platform == "a5":
+        y = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)), platform=platform).outputs["y"]
+        np.testing.assert_allclose(y[:8], X[:8] * 3, rtol=1e-6)
+        assert not y[8:].any()
+        return
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)), platform=platform)
+    assert e.value.what == "TMULS: operand shapes differ (dst 8x16, src 16x16)"
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.tmuls')}:5"
