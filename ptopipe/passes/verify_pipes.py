@@ -61,7 +61,7 @@ from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TP
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
-from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
+from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
                                  pop_split_fits,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
@@ -700,10 +700,11 @@ class _Verifier:
                              f"{_dir(ring)} pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
                              "AIV1, and a TILE_NO_SPLIT tile is the whole slot (a race on the same "
                              "bytes)",
+                             two_lanes_fix_pto(platform_kind(self.plat) == "a5") if self.as_ptoas else
                              "split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each "
                              "lane pushes its part), or mark the vector kernel no-split "
-                             "(@pl.aiv(split=pl.TILE_NO_SPLIT); in a .pto, nosplit = true on its "
-                             "initialize_pipe): AIV1 then replays each handshake with an empty tile")
+                             "(@pl.aiv(split=pl.TILE_NO_SPLIT)): AIV1 then replays each handshake with an "
+                             "empty tile")
                 return False
         return True
 
