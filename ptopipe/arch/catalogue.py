@@ -228,6 +228,21 @@ SCALAR_RANGE = {d: _range(d) for d in {dt.float16, dt.float32, dt.bfloat16, dt.f
 KNOWN_DTYPES = frozenset(SCALAR_RANGE)
 
 
+#: the tile-scalar ops whose implementation on a platform asserts only that src and dst have
+#: the same valid columns and runs over dst's valid region (its rows may be fewer or more than
+#: src's): a5 TMulS.hpp:84, TMaxs.hpp:81, TMins.hpp:86.  The rest of the family asserts rows
+#: too - a5 TAddS.hpp:84, TSubS.hpp:77, TDivS.hpp:164 / :194, TShlS.hpp:83, TShrS.hpp:76,
+#: TAndS / TOrS / TXorS.hpp:67, TRemS.hpp:116, TFModS.hpp:112, TLRelu.hpp:66, TSels.hpp:141 -
+#: and so does every A2A3 header (a2a3 TMulS.hpp:61, TMins.hpp:61, TMaxS.hpp:69).
+ROWS_FROM_DST = {_A5: frozenset({"TMULS", "TMAXS", "TMINS"})}
+
+
+def rows_from_dst(name: str, platform) -> bool:
+    """Does ``name`` on ``platform`` (a PlatformID) take src and dst of different valid rows,
+    computing dst's (:data:`ROWS_FROM_DST`)?"""
+    return name in ROWS_FROM_DST.get(platform, ())
+
+
 def scalar_error(dtype: np.dtype, scalar) -> str | None:
     """Why ``scalar`` is not a value of a ``dtype`` tile (None if it is one): integers must
     be integral and in range (numpy would raise, or truncate 2.5 to 2); floats must not

@@ -48,9 +48,9 @@ def pto_scenarios(args) -> list:
     static verifier's warnings first among the run warnings: the check's verdict counts
     them), the notes of its launches printed."""
     launched, protocol, static = _launches(args)
-    for pl in launched:
-        for n in pl.notes:
-            print(f"note: {n}", file=sys.stderr)
+    note = _file_sync(args)[1]
+    for n in ([note] if note else []) + [n for pl in launched for n in pl.notes]:
+        print(f"note: {n}", file=sys.stderr)
     pairs = pto.scenarios(args.file, launched, protocol)
     for _, warned in pairs:
         warned[:0] = [w for w in static if w not in warned]

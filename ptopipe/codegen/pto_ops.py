@@ -41,12 +41,15 @@ class RowView:
 
 class Scope:
     """One region's names; ``loop`` for an scf.for body.  ``outer_writes``: names of outer
-    buffers written here (name -> token); ``outer_reads``: outer buffers read here."""
+    buffers written here (name -> token); ``outer_reads``: outer buffers read here;
+    ``defined``: the names this region defines (forgotten when it ends: a sibling region or
+    the code after it may define them again, as MLIR scopes names by region)."""
 
     def __init__(self, block, loop: bool = False):
         self.block, self.loop = block, loop
         self.vars, self.outer_writes, self.outer_reads = {}, {}, set()
         self.stale = {}
+        self.defined = []
 
 
 def _depth(fs, name):

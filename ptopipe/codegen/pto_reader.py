@@ -81,7 +81,7 @@ class FuncState:
     def __init__(self, name, kind, op, block, tok):
         self.name, self.kind, self.op, self.block, self.tok = name, kind, op, block, tok
         self.scopes = [Scope(block)]
-        self.defined = {}              # name -> token of its definition
+        self.defined = {}              # visible name -> token of its definition (Scope.defined)
         self.untyped = {}              # ptr parameter -> its token
         self.made_consts = []          # pl.const ops made from arith.constant
         self.const_values = {}         # Value -> python value
@@ -370,12 +370,16 @@ class Reader:
 
     # -- values ------------------------------------------------------------------------------
     def define(self, fs: FuncState, tok, name: str, binding) -> None:
+        """``name`` defined in the current region: once among the names visible there (its
+        region's and the enclosing ones', MLIR's rule - ptoas: "redefinition of SSA value")."""
         if name in fs.defined:
             first = fs.defined[name]
             raise self.c.error(f"{name} defined twice (first at line {first.line}:{first.col})", tok,
-                               "SSA names are defined once per function")
+                               "give the value a name of its own: a name is defined once in its region "
+                               "and the regions nested in it")
         fs.defined[name] = tok
         fs.scopes[-1].vars[name] = binding
+        fs.scopes[-1].defined.append(name)
 
     def finish(self) -> None:
         """Cross-function facts: peers exist, the entry's parameter types, untyped pointers."""

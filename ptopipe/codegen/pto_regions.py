@@ -38,6 +38,8 @@ def _region_end(r, fs, scope, n_results, opt):
 
 def _pop(fs, scope):
     fs.scopes.pop()
+    for name in scope.defined:              # out of sight: a sibling region may reuse the name
+        del fs.defined[name]
     outer = fs.scopes[-1]
     top = len(fs.scopes) - 1
     for name, tok in scope.outer_writes.items():

@@ -271,17 +271,32 @@ LEVEL3_NOTE = ("the file is level3 (its first line): its program orders its pipe
                "pipes, as on the device (--sync auto: the simulator's scoreboard orders them)")
 
 
+def auto_events_note(where: str, op: str) -> str:
+    """The note of a run, in the auto synchronisation mode, of a .pto file whose kernels set
+    events of their own (the first, ``op``, at ``where``)."""
+    return (f"{where}: the file orders its pipes with events of its own ({op} here) but runs in the auto "
+            "synchronisation mode, where the simulator's scoreboard orders each core's pipes - as ptoas "
+            "builds it with --enable-insert-sync, which adds the events the file lacks; --sync manual "
+            "checks that the file's own events order them (as ptoas builds it without --enable-insert-sync)")
+
+
 def file_sync(path: str, sync: str | None) -> tuple:
     """``(sync, note)`` of a run of the .pto file ``path``: ``sync`` when given; else the manual
     mode for a level3 file ptopipe wrote (:func:`~ptopipe.codegen.pto_syntax.placed_level`), whose
     events are all that orders its pipes once ptoas has built it (as for C++ that sets its own
-    events), with :data:`LEVEL3_NOTE`; else None (auto)."""
+    events), with :data:`LEVEL3_NOTE`; else None (auto) - with :func:`auto_events_note` when its
+    kernels set events of their own (ptoas's samples are built with --enable-insert-sync, so
+    auto stays their default)."""
+    from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_exec.sync_ops import own_event
     from ..codegen.pto_syntax import placed_level
     if sync is not None:
         return sync, None
-    with open(path, encoding="utf-8", errors="replace") as f:
-        placed = placed_level(f.readline())
-    return ("manual", LEVEL3_NOTE) if placed else (None, None)
+    text = read_text(path)
+    if placed_level(text):
+        return "manual", LEVEL3_NOTE
+    s = own_event(read_program(text, path))
+    return None, (auto_events_note(s.where(path), s.name) if s is not None else None)
 
 
 def scenario_at(path: str, inputs: tuple, func: str | None, platform: str | None, protocol: str,
@@ -317,7 +332,7 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     from ..codegen.pto_exec import read_program, read_text
     from ..codegen.pto_syntax import INT_DTYPES, PLATFORM_OF_ARCH, SPMD_PARAMS, run_line_platform
     from ..errors import CompileError
-    from ..ir.types import ScalarType
+    from ..passes.pipe_paths import unknown_scalars
     from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
     from ..passes.verify_pipes import not_proven
     platform = platform or run_line_platform(read_text(path))
@@ -348,9 +363,8 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     if state == NOT_PROVEN_STATUS:
         return verdict(plat, "not proven", warnings,
                        f"not proven for all values{given}: {'; '.join(not_proven(warnings))}")
-    params = sorted({a.name for f in op.body for a in f.regions[0].blocks[0].args
-                     if isinstance(a.type, ScalarType) and a.type.dtype in INT_DTYPES}
-                    - set(scalars) - set(SPMD_PARAMS))       # (those are bound: as the run binds them)
+    params = sorted(unknown_scalars(op, INT_DTYPES) - set(scalars)
+                    - set(SPMD_PARAMS))       # (those are bound: as the run binds them)
     which = f" for every value of {', '.join(params)}" if params else ""
     which += "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
     return verdict(plat, "verified", warnings,

@@ -13,26 +13,28 @@ consumer's TFREE reached the producer), reported as a :class:`ProtocolError`.
 from __future__ import annotations
 
 from ..arch import MemSpace
-from ..arch.vocab import C2V, V2C
+from ..arch.vocab import C2V, V2C, PlatformID
 from ..errors import DataRaceError, KernelError, MemoryConflictError, ProtocolError
 import sys
 
-from ..sim.location import is_cpp, is_internal
+from ..sim.location import is_cpp, is_internal, is_pto
 from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from .regions import placed_at
 from .unwritten import UnwrittenReads
-from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP
+from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, two_lanes_fix_pto
 from ..protocol.slots import pop_band, push_band
 
 
 def two_lanes_fix(cluster, ch, where) -> str:
     """How to stop both Vector lanes of V2C pipe ``ch`` pushing the whole slot (a fix text at
-    line ``where``).  A C++ TPipe's IsNoSplit gives the pipe one lane only where the library
+    line ``where``; a ``.pto`` line: :func:`~ptopipe.protocol.geometry.two_lanes_fix_pto`).  A C++ TPipe's IsNoSplit gives the pipe one lane only where the library
     does (pto-isa on A5); elsewhere (pto-isa on A2A3: the Cube's ready wait counts both lanes,
     CV_CORES_SYNC) both lanes must push, whatever IsNoSplit says."""
+    if is_pto(where):
+        return two_lanes_fix_pto(cluster.platform.id is PlatformID.PLATFORM_A5)   # (ptoas: one lane there)
     fix = ("split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its part), "
            "or let one lane replay the handshake with an empty valid shape (SetValid(0, 0))")
     if not is_cpp(where):

@@ -21,7 +21,8 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, scalar_error, tcvt_pair_error, tmp_too_small, tmp_written)
+                              op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error, tmp_too_small,
+                              tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
@@ -916,6 +917,25 @@ def _binary(op):
 SCALAR_FIRST = {"TDIVS": lambda a, v, d: div_trunc(v, a, d)}
 
 
+def _dst_rows(core, name: str, dst: Tile, src: Tile):
+    """The arrays of a tile-scalar op that runs over dst's valid region and asks only that
+    src's valid columns be dst's (:func:`~ptopipe.arch.catalogue.rows_from_dst`): src's
+    first ``dst.valid_rows`` rows of its storage, as the device reads them (a row past src's
+    static rows is past the tile: an error)."""
+    d, a = arr(dst, core), arr(src, core)
+    if a.shape[1] != d.shape[1]:
+        raise _err(core, f"{name}: src has {a.shape[1]} valid columns, dst {d.shape[1]} "
+                         f"({src.describe()}, {dst.describe()})",
+                   f"give src and dst the same valid columns ({name} on this platform takes "
+                   "different valid rows, running over dst's)")
+    _same_dtype(core, name, dst, src)
+    if d.shape[0] > src.rows:
+        raise _err(core, f"{name}: dst has {d.shape[0]} valid rows but src has {src.rows} rows of "
+                         f"storage ({src.describe()}); the device would read past src's tile",
+                   f"give dst at most {src.rows} valid rows")
+    return d, src._full[:d.shape[0], :d.shape[1]]
+
+
 def _scalar(op):
     name, fn, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp or op.scratch
     nonneg = op.nonneg_scalar
@@ -940,7 +960,11 @@ def _scalar(op):
                 _dtype_check(core, op, dst)
             core.pending.append((first, a, _scalar_value(core, name, dst, src), d))
             return _vec_issue(core, name, dst, scalar, None, dst.valid_rows, dst.valid_cols, dst.item)
-        d, a, _ = _elementwise(core, name, dst, src)
+        if src.sig != dst.sig and src.__class__ is Tile and dst.__class__ is Tile \
+                and rows_from_dst(name, core.cluster.platform.id):
+            d, a = _dst_rows(core, name, dst, src)
+        else:
+            d, a, _ = _elementwise(core, name, dst, src)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         v = _scalar_value(core, name, dst, scalar)

@@ -22,6 +22,9 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
   iteration's (:class:`~.symbolic.Count`), its trace entries one ``("loop", ...)`` entry.
 * A load / store's GM window is checked against its tensor's static shape
   (:meth:`Explorer.gm_bounds`).
+* A kernel a group function calls is explored once per call (:func:`call_sites`): a scalar
+  parameter the call passes a constant for is that constant on the call's path, as the run
+  binds it; the others stay unknowns.
 
 The path state (:class:`~.pipe_state.Path`, slots, events) and the merge rule live in
 :mod:`.pipe_state`.
@@ -32,13 +35,14 @@ from __future__ import annotations
 
 from itertools import count
 
-from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
+from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.layout import gm_window_problem
 from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
-from ..ir.types import TensorType
-from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, witness_text
+from ..ir.types import ScalarType, TensorType
+from ..ir.vocab import FunctionKind
+from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, var_name, witness_text
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
 
@@ -62,16 +66,66 @@ _ARITH = {
 }
 
 
+def call_sites(program) -> dict:
+    """``{kernel name: [({parameter name: value}, the call), ...]}``: for each kernel a group
+    function (the ``.pto`` entry) calls, one dict per call (of distinct dicts), of the scalar parameters that call
+    passes a constant for (``func.call @k(%x, %c8)``: ``{"row": 8}``) or a parameter of the
+    group (``("param", its name)``: the launch's value, ``--input`` / ``--range`` name it).  A
+    kernel no group calls is not in it (launched on its own: its parameters are the launch's)."""
+    kernels = {f.sym_name: f for f in program.body if f.kind is not FunctionKind.Group}
+    out: dict = {}
+    for g in program.body:
+        if g.kind is not FunctionKind.Group:
+            continue
+        for op in g.walk():
+            callee = kernels.get(op.callee) if op.is_a(CallOp) else None
+            if callee is None:
+                continue
+            site = {}
+            for v, a in zip(op.operands, callee.regions[0].block.args):
+                if not isinstance(a.type, ScalarType):
+                    continue
+                d = getattr(v, "op", None)
+                k = d.attributes.get("value") if d is not None and d.is_a(ConstOp) else None
+                if type(k) is int:
+                    site[a.name] = k
+                elif getattr(v, "block", None) is g.regions[0].block:
+                    site[a.name] = ("param", v.name)      # the group's own parameter
+            sites = out.setdefault(callee.sym_name, [])
+            if all(site != s for s, _ in sites):
+                sites.append((site, op))
+    return out
+
+
+def unknown_scalars(program, dtypes) -> set:
+    """The names of the scalar parameters (of ``dtypes``) VerifyPipes proves a program for
+    every value of: a launched function's own, and those a call passes from its caller's
+    parameters or computes - not those every call passes a constant for (:func:`call_sites`)."""
+    sites, out = call_sites(program), set()
+    for f in program.body:
+        args = [a.name for a in f.regions[0].block.args if isinstance(a.type, ScalarType) and a.type.dtype in dtypes]
+        for site, _ in sites.get(f.sym_name, (({}, None),)):
+            out.update(v[1] if is_sym(v) else None for v in (site.get(n, ("param", n)) for n in args))
+    out.discard(None)
+    return out
+
+
 class Explorer:
     """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
     function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
     ``slot_num(ring)`` gives a ring's (:class:`~ptopipe.ir.ops.Ring`) :class:`~.pipe_state.HoldLimit` (SLOT_NUM,
     or the LocalSlotNum of a GM ring's staging); ``known``: values of scalar parameters
-    (by name) to explore with instead of unknowns (a scenario variant's arguments)."""
+    (by name) to explore with instead of unknowns (a scenario variant's arguments);
+    ``sites``: the function's calls (:func:`call_sites`), None when no group calls it."""
 
-    def __init__(self, fn, lane, slot_num, report, known=None, declared=None):
+    def __init__(self, fn, lane, slot_num, report, known=None, declared=None, sites=None):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
         self.known = known or {}
+        self.sites = sites
+        # the scalar parameters some call passes a value computed in the caller: unknowns no
+        # launch option names (the findings' fixes say where they come from)
+        self.from_caller = {a.name for a in fn.regions[0].block.args if isinstance(a.type, ScalarType)
+                            and sites and any(a.name not in site for site, _ in sites)}
         self.not_affine: dict = {}         # id(op) -> why its GM bounds are not proven
         self.kind = fn.kind
         self.steps = 0
@@ -98,14 +152,20 @@ class Explorer:
 
     # -- entry ---------------------------------------------------------------------------
     def run(self) -> list:
-        p = Path()
         body = self.fn.regions[0].block
-        for a in body.args:
-            if isinstance(a.type, TensorType):
-                p.env[a] = None
-            else:
-                p.env[a] = self.known.get(a.name, ("param", a.name))
-        paths = self.block(body, [p])
+        starts = []
+        for site, call in self.sites or (({}, None),):     # one path per call, its constants bound
+            p = Path()
+            if len(self.sites or ()) > 1:
+                p.loops = (f"the call at {line(call)}",)         # (a finding's words: which call)
+            for a in body.args:
+                if isinstance(a.type, TensorType):
+                    p.env[a] = None
+                else:
+                    v = site.get(a.name, ("param", a.name))
+                    p.env[a] = self.known.get(v[1], v) if is_sym(v) else v
+            starts.append(p)
+        paths = self.block(body, starts)
         for q in paths:
             for d, held in q.held.items():
                 cross = q.cross.get(d)
@@ -234,31 +294,41 @@ class Explorer:
         if bad is None:
             return
         values = None if bad is True else bad[0]
-        if bad is not True and bad[1]:
+        if bad is not True and bad[1] is not None:
             # it needs a scalar parameter past what the tensor holds: a limit the kernel
             # leaves undeclared (a dynamic trip count over a fixed shape), not proven
             self.not_affine.setdefault(id(op),
                 f"the {what} at {line(op)} accesses GM out of bounds when {values} (offsets "
                 f"[{', '.join(texts)}] + window [{', '.join(map(str, window))}] exceed {name!r} of "
-                f"shape [{', '.join(map(str, shape))}]); declare the values the kernel takes "
-                "(--range NAME=LO..HI)")
+                f"shape [{', '.join(map(str, shape))}]); " + self._declare_fix(bad[1]))
             return
         self.report_on(p, "gm_bounds", op,
                        f"access out of bounds: offsets [{', '.join(texts)}] + window "
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
                        f"[{', '.join(map(str, shape))}]{on(p)}", fix, values=values)
 
+    def _declare_fix(self, names) -> str:
+        """How to bound the scalar parameters ``names`` the GM bounds need: the launch's
+        range, unless a call computes one in its caller (no launch option names it)."""
+        inner = sorted(n for n in names if n in self.from_caller)
+        if not inner:
+            return "declare the values the kernel takes (--range NAME=LO..HI)"
+        return (f"{', '.join(inner)} {'is' if len(inner) == 1 else 'are'} computed by the caller of "
+                f"@{self.fn.sym_name}: pass a constant, or a parameter of the function run and declare "
+                "its values (--range NAME=LO..HI)")
+
     def _outside(self, a, w: int, n: int, p: Path, op):
         """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``
         allows; True when it is outside (constant), else ``(the failing values in words,
-        whether they name a scalar parameter)``."""
+        the scalar parameters they name, or None)``."""
         if a.is_const():
             return True if a.const < 0 or a.const + w > n else None
         cons, unhandled = constraints(p.facts, self.ranges)
         for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
             verdict, wit = decide(cons + [bad], self.ranges)
             if verdict == "sat" and not unhandled:
-                return witness_text(wit), any(k[0] == "param" for k in wit)
+                names = [var_name(k) for k in wit if k[0] == "param"]
+                return witness_text(wit), names or None
             if verdict != "unsat":
                 self.not_affine.setdefault(id(op), f"the GM bounds of the {op.name} at {line(op)} (a loop "
                                            "bound or condition on its path is not affine)")

@@ -61,7 +61,7 @@ from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TP
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
-from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
+from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
                                  pop_split_fits,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
@@ -71,7 +71,7 @@ from itertools import combinations, product
 from .expand_mixed import RING_NAME
 from .insert_tfree import aliases, read_pipe
 from .pipe_deadlock import stuck_for_all
-from .pipe_paths import Explorer, Incomplete
+from .pipe_paths import Explorer, Incomplete, call_sites
 from ..errors import ordinal
 from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line
 from .symbolic import const, constraints, decide, ge, witness_text
@@ -314,13 +314,14 @@ class _Verifier:
                 self.slots_fit(fn, kind)
                 if kind is TPush:
                     self.splits_divide(fn)
-        explored = {}
+        explored, sites = {}, call_sites(self.program)
         for fn in funcs:
             slot_num = self.slot_nums(fn)
             lanes = {}
             try:
                 for lane in lanes_of(fn):
-                    ex = Explorer(fn, lane, slot_num, self.finding, self.known, self.param_ranges)
+                    ex = Explorer(fn, lane, slot_num, self.finding, self.known, self.param_ranges,
+                                  sites.get(fn.sym_name))
                     lanes[lane] = (ex.run(), ex)
                     self.ranges.update(ex.ranges)
                     for k, why in ex.not_affine.items():
@@ -699,10 +700,11 @@ class _Verifier:
                              f"{_dir(ring)} pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
                              "AIV1, and a TILE_NO_SPLIT tile is the whole slot (a race on the same "
                              "bytes)",
+                             two_lanes_fix_pto(platform_kind(self.plat) == "a5") if self.as_ptoas else
                              "split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each "
                              "lane pushes its part), or mark the vector kernel no-split "
-                             "(@pl.aiv(split=pl.TILE_NO_SPLIT); in a .pto, nosplit = true on its "
-                             "initialize_pipe): AIV1 then replays each handshake with an empty tile")
+                             "(@pl.aiv(split=pl.TILE_NO_SPLIT)): AIV1 then replays each handshake with an "
+                             "empty tile")
                 return False
         return True
 

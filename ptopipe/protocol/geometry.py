@@ -313,6 +313,30 @@ ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a 
 ONE_LANE_CPP = ("TPipe<..., IsNoSplit = true>: AIV1 then replays each handshake with an empty tile, or, "
                 "where pto-isa gives a NO_SPLIT pipe one lane (A5), takes no part - the Vector kernel's "
                 "body, the pipe's construction included, under `if (get_subblockid() == 0) { ... }`")
+#: how a ``.pto`` file splits a no-split tile between the Vector lanes (fix texts)
+SPLIT_PTO = ("split the tile between the lanes (split = 1 or 2 on the push, its pop and its free: each lane "
+             "pushes its part)")
+#: ... and how it has AIV1 replay each handshake with an empty tile where ptoas builds a
+#: no-split pipe with both lanes (A2A3): the file says so itself - ``nosplit = true`` leaves
+#: AIV1 pushing what it holds, onto the slot's start where AIV0's tile lies
+LANE1_EMPTY_PTO = ("give AIV1's pushed tile an empty valid shape, as ptopipe's writer does: `%r = arith.select "
+                   "%is0, %cROWS, %c0 : index` (the same for the columns), `%t = pto.alloc_tile valid_row = %r "
+                   "valid_col = %c : !pto.tile_buf<..., v_row=?, v_col=?, ...>`, with %is0 true on AIV0 "
+                   "(`pto.get_subblock_idx` == 0) and the loads and ops that fill the tile under `scf.if %is0 "
+                   "{ ... }`; AIV1 then replays each handshake with an empty tile (nosplit = true alone leaves "
+                   "AIV1 pushing the tile it holds)")
+
+
+def two_lanes_fix_pto(one_lane_ok: bool) -> str:
+    """How a ``.pto`` file stops both Vector lanes pushing the whole slot of a no-split V2C
+    pipe: split the tile; or, where ptoas gives the pipe one lane (``one_lane_ok``: A5, where
+    ``nosplit = true`` / ``split = 0`` run on AIV0 only), ``nosplit = true`` on both inits;
+    else AIV1 pushing an empty valid shape (:data:`LANE1_EMPTY_PTO`)."""
+    if one_lane_ok:
+        return f"{SPLIT_PTO}, or give the pipe one lane: nosplit = true on both initialize_pipe ops"
+    return f"{SPLIT_PTO}, or {LANE1_EMPTY_PTO}"
+
+
 #: how to keep a Vector core off a pipe that does not have it as a peer, per front end
 NOT_A_PEER = ("add this sub-block to peers= or do not bind the pipe on this core (a DSL function with "
               "lanes=1: mark it @pl.aiv(split=pl.TILE_NO_SPLIT), so that AIV1 runs nothing)")

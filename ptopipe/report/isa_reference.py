@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..arch.catalogue import OPS
+from ..arch.catalogue import OPS, ROWS_FROM_DST, platform_label
 from ..arch.dtypes import short_name
 from ..arch.platform import PlatformID
 from ..arch.vocab import TCVT_PAIRS
@@ -69,6 +69,11 @@ def page() -> str:
         dsl = f"`pl.{op.dsl}`" if op.dsl else f"none: {NO_DSL_FORM[op.name]}".replace("|", "\\|")
         pipe = op.pipe.name if op.pipe is not None else "by operands"
         what = " ".join(op.doc.split()).replace("|", "\\|")
+        rows_on = [p for p, names in ROWS_FROM_DST.items() if op.name in names]
+        if rows_on:
+            what = (what + "; " if what else "") + (
+                f"{'/'.join(platform_label(p) for p in rows_on)}: over dst's valid rows, which may differ from "
+                "src's (src's valid columns must be dst's)")
         rows.append(f"| `{op.name}` | `{pto}` | {dsl} | {FORMS.get(op.form, op.form)} | {pipe} | "
                     f"{_dtypes(op)} | {_cost(op)} | {what} |")
     return "\n".join(rows + _tcvt_rows()) + "\n"

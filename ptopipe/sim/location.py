@@ -39,6 +39,15 @@ def is_cpp(loc) -> bool:
     return file.endswith(_CPP_SOURCES)
 
 
+def is_pto(loc) -> bool:
+    """Is ``loc`` (a :class:`SourceLoc`, a "file:line" text or None) a line of a ``.pto`` file
+    (or of one given as text, ``<pto>``)?  Fix texts there give the PTO-AS spelling."""
+    if loc is None:
+        return False
+    file = loc.file if isinstance(loc, SourceLoc) else str(loc).split(":", 1)[0]
+    return file.endswith(".pto") or file == "<pto>"
+
+
 class SourceLoc(tuple):
     """file:line[:col] of a kernel or DSL source position (a tuple: cheap to record);
     ``via``: the lines that called the function holding it, innermost first (none: the

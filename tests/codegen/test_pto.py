@@ -604,6 +604,8 @@ def test_the_compilers_own_event_before_a_tfree_does_not_make_the_file_level3(tm
     a, b = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(2))
     res = ptopipe.run_pto(str(path), inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)), protocol="pto-isa")
     np.testing.assert_array_equal(res.outputs["out"], a @ b)
+    from ptopipe.driver.pto import file_sync
+    assert file_sync(str(path), None) == (None, None)       # no note of events of the file's own
 
 
 def test_a_level3_file_runs_with_its_own_events_only(tmp_path, capsys):
@@ -620,7 +622,8 @@ def test_a_level3_file_runs_with_its_own_events_only(tmp_path, capsys):
         (tmp_path / name).write_text(body)
     run = ["run", "--quiet", "--input", f"x={tmp_path / 'x.npy'}"]
     assert cli_main([*run[:1], str(tmp_path / "m.pto"), *run[2:]]) == 0
-    assert "manual synchronisation mode" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "manual synchronisation mode" in out and "events of its own" not in out
     assert cli_main([*run, str(tmp_path / "m_no_wait.pto")]) == 1
     assert "DataRaceError" in capsys.readouterr().err
     assert cli_main([*run, "--sync", "auto", str(tmp_path / "m_no_wait.pto")]) == 0

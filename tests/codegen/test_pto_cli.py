@@ -433,3 +433,32 @@ def test_static_check_refuses_a_tile_larger_than_its_memory(tmp_path, capsys):
     cap = capsys.readouterr()
     assert cap.out.startswith("FAIL") and "%big: a Vec tile of 4,194,304 bytes does not fit UB" in cap.err
     assert cli_main(["check", "--static", write(tmp_path, vector_kernel(IO + STORE), "ok.pto")]) == 0
+
+
+def test_a_file_setting_its_own_events_says_it_ran_in_the_auto_mode(tmp_path, capsys):
+    """ptoas's samples set some events and are built with --enable-insert-sync, so the auto
+    mode stays the default; a note now says so, at the file's first event, and how to check
+    the file's own events (--sync manual).  Not with --sync given, nor for a file without
+    events."""
+    events = ("    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]\n"
+              "    pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]\n"
+              "    %s = arith.constant 1.0 : f32\n"
+              f"    pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})\n"
+              "    pto.set_flag[<PIPE_V>, <PIPE_MTE3>, <EVENT_ID0>]\n"
+              "    pto.wait_flag[<PIPE_V>, <PIPE_MTE3>, <EVENT_ID0>]\n")
+    text = vector_kernel(IO + events + STORE)
+    f = write(tmp_path, text)
+    at = f"{f}:{line_of(text, 'pto.set_flag')}:5"
+    say = (f"note: {at}: the file orders its pipes with events of its own (pto.set_flag here) but runs in the "
+           "auto synchronisation mode, where the simulator's scoreboard orders each core's pipes - as ptoas "
+           "builds it with --enable-insert-sync, which adds the events the file lacks; --sync manual checks "
+           "that the file's own events order them (as ptoas builds it without --enable-insert-sync)\n")
+    assert cli_main(["run", f]) == 0
+    assert say in capsys.readouterr().out
+    assert cli_main(["check", f, "--schedules", "1"]) == 0
+    assert say in capsys.readouterr().err
+    for cmd in (["run", f, "--sync", "manual"], ["check", f, "--schedules", "1", "--sync", "auto"],
+                ["run", write(tmp_path, vector_kernel(IO + STORE), "plain.pto")]):
+        assert cli_main(cmd) == 0
+        out, err = capsys.readouterr()
+        assert "events of its own" not in out + err

@@ -231,6 +231,47 @@ def test_error_lines_of_structural_cases():
     assert "never closed before the end of the file (truncated?)" in e.value.what
 
 
+_PO = ("      %po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : "
+       "!pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n"
+       f"      pto.tstore ins(%o : {VEC8}) outs(%po : !pto.partition_tensor_view<8x16xf32>)\n")
+
+
+def test_a_name_defined_in_both_branches_of_an_if_is_read_and_verified(tmp_path, capsys):
+    """MLIR scopes names by region: %po defined in the then and the else region of an
+    scf.if (ptoas builds it) was "%po defined twice" to the static verifier, which then
+    skipped the file; it verifies now, and the run stores both lanes' rows."""
+    branches = ("      %is0 = arith.cmpi eq, %sub, %c0 : index\n      scf.if %is0 {\n" + _PO.replace("      ", "        ")
+                + "      } else {\n" + _PO.replace("      ", "        ") + "      }\n")
+    text = _sub(_PO, branches)
+    read_pto(text, "sib.pto")
+    after = _sub(_PO, branches + _PO.replace("%po", "%q").replace(
+        "      %q = ", "      %po = arith.addi %row, %c0 : index\n      %q = "))
+    read_pto(after, "after.pto")           # the branches' %po is out of sight after the if
+    f = tmp_path / "sib.pto"
+    f.write_text(text)
+    assert cli_main(["check", "--static", str(f)]) == 0
+    assert "PASS sib.pto on a2a3 (spec): verified statically" in capsys.readouterr().out
+    assert cli_main(["run", str(f)]) == 0
+    assert "skipped" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("redefined", ["%row", "%po"])
+def test_a_name_defined_again_where_it_is_visible_stays_an_error_of_the_static_reader(redefined):
+    """Shadowing a visible outer name (%row of the loop body) or defining one twice in a
+    region is MLIR's "redefinition of SSA value" (ptoas refuses both)."""
+    twice = _PO.replace("%po = ", f"{redefined} = ", 1).replace("outs(%po", f"outs({redefined}")
+    if redefined == "%po":
+        twice = _PO + twice
+    text = _sub(_PO, "      %is0 = arith.cmpi eq, %sub, %c0 : index\n      scf.if %is0 {\n"
+                + twice.replace("      ", "        ") + "      }\n" if redefined == "%row" else twice)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "re.pto")
+    second = [i for i, ln in enumerate(text.splitlines(), 1) if ln.lstrip().startswith(f"{redefined} = ")][-1]
+    assert e.value.what.startswith(f"{redefined} defined twice (first at line ")
+    assert e.value.where.startswith(f"re.pto:{second}:")
+    assert "a name is defined once in its region and the regions nested in it" in e.value.fix
+
+
 def test_loop_carried_buffer_never_written_before_the_loop():
     """A buffer the loop body reads before writing it is carried through the loop
     (tests/codegen/test_pto.py); with nothing written before the loop it has no first value."""
@@ -660,6 +701,49 @@ def test_a_func_call_type_list_must_say_the_arguments_types():
     line = _line(text, "func.call @vector")
     assert e.value.where == f"call.pto:{line}:{text.splitlines()[line - 1].index('!pto.ptr<f16>') + 1}"
     assert "write !pto.ptr<f32> for %out" in e.value.fix
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["check", "--schedules", "1"]])
+def test_a_func_call_type_list_disagreeing_with_its_argument_stops_the_run(tmp_path, capsys, cmd):
+    """The run reads the call too: a type list naming another element type than the
+    argument's declaration ran (only the static verifier noted it) - ptoas refuses it."""
+    old = "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>,"
+    text = _sub(old, "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<i32>,")
+    f = tmp_path / "call.pto"
+    f.write_text(text)
+    assert cli_main(cmd + [str(f)]) == 1
+    err = capsys.readouterr().err
+    line = _line(text, "func.call @vector")
+    col = text.splitlines()[line - 1].index("!pto.ptr<i32>") + 1
+    assert "error: ParseError: func.call: argument %out is declared !pto.ptr<f32> but the call's type list " \
+           "says !pto.ptr<i32>" in err
+    assert f"at {f}:{line}:{col}\n" in err and "fix: write !pto.ptr<f32> for %out in the type list" in err
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["check", "--schedules", "1"]])
+def test_a_func_call_passing_another_type_than_the_callee_takes_stops_the_run(tmp_path, capsys, cmd):
+    """The entry and its call say f32, @vector's parameter says i32 (ptoas: operand type
+    mismatch): a ParseError at the call, before anything runs."""
+    text = _sub("func.func private @vector(%bias: !pto.ptr<f32>, %out: !pto.ptr<f32>,",
+                "func.func private @vector(%bias: !pto.ptr<f32>, %out: !pto.ptr<i32>,")
+    f = tmp_path / "sig.pto"
+    f.write_text(text)
+    assert cli_main(cmd + [str(f)]) == 1
+    err = capsys.readouterr().err
+    line = _line(text, "func.call @vector")
+    assert "error: ParseError: func.call @vector: argument 1 (%out) is passed as !pto.ptr<f32> but @vector's " \
+           "parameter %out is !pto.ptr<i32>" in err
+    assert f"at {f}:{line}:5\n" in err and "fix: pass @vector a !pto.ptr<i32> value" in err
+
+
+def test_a_func_call_of_the_wrong_arity_is_a_parse_error_at_the_call():
+    from ptopipe.codegen.pto_exec import read_program
+    text = _sub("func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>)",
+                "func.call @vector(%bias, %out) : (!pto.ptr<f32>, !pto.ptr<f32>)")
+    with pytest.raises(ParseError) as e:
+        read_program(text, "n.pto")
+    assert e.value.what == "func.call @vector passes 2 argument(s); @vector takes 3"
+    assert e.value.where == f"n.pto:{_line(text, 'func.call @vector')}:5"
 
 
 def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys):

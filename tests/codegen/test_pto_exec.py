@@ -12,8 +12,8 @@ import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_tree import parse_tree
-from ptopipe.errors import (CompileError, ConfigError, DeadlockError, KernelError, MemoryConflictError, ParseError,
-                            PtoPipeError)
+from ptopipe.errors import (CompileError, ConfigError, DeadlockError, KernelError, LeakError, MemoryConflictError,
+                            ParseError, PtoPipeError)
 
 
 def vec_t(r, c, d="f32", loc="vec"):
@@ -1568,3 +1568,62 @@ def test_a_tci_start_of_another_integer_type_than_its_tile_is_refused_at_its_lin
     assert "pto.tci: the start is i16 but the destination holds int32" in e.value.what, e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tci')}:"), e.value.where
     run_pto(text=vector_kernel(body.replace("{ty}", "i32")), inputs=dict(x=X, y=X * 0))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_pto_tmuls_into_a_dst_of_fewer_rows_runs_on_a5_as_pto_isa(platform):
+    """A5's TMULS asserts only the valid columns and runs over dst's rows (ptoas's A5
+    verifier takes it too); A2A3's asserts the rows (ptoas: "expects src and dst to have the
+    same valid_shape[0]"): a KernelError at the pto.tmuls."""
+    body = (f"    %s = arith.constant 3.0 : f32\n    %c8 = arith.constant 8 : index\n"
+            f"    %h = pto.alloc_tile : {vec_t(8, 16)}\n"
+            f"    pto.tmuls ins(%t, %s : {vec_t(16, 16)}, f32) outs(%h : {vec_t(8, 16)})\n"
+            "    %yh = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c8, %c16] : "
+            "!pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>\n"
+            f"    pto.tstore ins(%h : {vec_t(8, 16)}) outs(%yh : !pto.partition_tensor_view<8x16xf32>)\n")
+    text = vector_kernel(IO + body)
+    if platform == "a5":
+        y = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)), platform=platform).outputs["y"]
+        np.testing.assert_allclose(y[:8], X[:8] * 3, rtol=1e-6)
+        assert not y[8:].any()
+        return
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)), platform=platform)
+    assert e.value.what == "TMULS: operand shapes differ (dst 8x16, src 16x16)"
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.tmuls')}:5"
+
+
+def _with_helper(helper_body: str, calls: int = 1) -> str:
+    """A vector kernel (IO + STORE) calling ``@helper`` (no kernel kind) ``calls`` times."""
+    text = vector_kernel(IO + "    func.call @helper() : () -> ()\n" * calls + STORE,
+                         attrs=" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+    return text.replace("module {\n", "module {\n  func.func private @helper() {\n" + helper_body
+                        + "    return\n  }\n", 1)
+
+
+@pytest.mark.parametrize("helper, error, calls", [
+    ("    pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID1>]\n", DeadlockError, 1),
+    ("    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]\n", LeakError, 1),
+    ("    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]\n", LeakError, 2),
+])
+def test_an_event_error_in_a_called_function_names_the_call(helper, error, calls):
+    """docs/events.md: an event in a function the kernel calls is located at its line and
+    the kernel line that called it, as the Python front end locates it (the error named
+    only the helper's line).  A set the second call leaves is the first pending one: the
+    error names the call of that set."""
+    text = _with_helper(helper, calls)
+    with pytest.raises(error) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    op = line_of(text, "pto.wait_flag" if error is DeadlockError else "pto.set_flag")
+    call = line_of(text, "func.call @helper")
+    assert e.value.where == f"<pto>:{op}:5 (called from <pto>:{call}:5)"
+
+
+def test_a_kernel_the_entry_launches_is_located_without_the_entrys_call():
+    """The entry's func.call launches a kernel (as the runner calls a Python kernel): its
+    lines are its own, no "(called from" the entry."""
+    text = (pathlib.Path(__file__).resolve().parents[1] / "pto" / "c2v_split_a3.pto").read_text()
+    bad = text.replace("      pto.tfree_from_aic {split = 1}\n", "", 1)
+    with pytest.raises(LeakError) as e:
+        run_pto(text=bad, inputs={})
+    assert e.value.where == f"<pto>:{line_of(bad, 'pto.tpop_from_aic')}:7"

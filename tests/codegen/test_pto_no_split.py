@@ -88,3 +88,98 @@ def test_carry_moves_of_a_two_lane_no_split_kernel_are_on_the_data_lane():
     carries = re.findall(r"\n(\s*)pto.tmov ins\(.*\{ptopipe.carry\}", aiv)
     guarded = re.findall(r"scf.if %data_lane \{\n\s*pto.tmov ins\(.*\{ptopipe.carry\}", aiv)
     assert carries and len(guarded) == len(carries)
+
+
+# -- a hand-written A2A3 no-split V2C push: the fix a .pto file can apply --------------------------
+def _tile(loc, v="16", lay="blayout=row_major, slayout=none_box", fractal=512):
+    return (f"!pto.tile_buf<loc={loc}, dtype=f32, rows=16, cols=16, v_row={v}, v_col={v}, {lay}, "
+            f"fractal={fractal}, pad=0>")
+
+
+def v2c_nosplit_a3(lane1: str) -> str:
+    """An A2A3 V2C pair moving one 16x16 tile with split = 0: the Vector kernel's both lanes
+    push it (``lane1`` "full"), with ``nosplit = true`` on both inits too ("nosplit"), or AIV1
+    pushes an empty valid shape, its load on AIV0 only ("empty")."""
+    ns = ", nosplit = true" if lane1 == "nosplit" else ""
+    v = "?" if lane1 == "empty" else "16"
+    vt, mat = _tile("vec", v), _tile("mat")
+    left = _tile("left", lay="blayout=row_major, slayout=row_major")
+    right = _tile("right", lay="blayout=row_major, slayout=col_major")
+    acc = _tile("acc", lay="blayout=col_major, slayout=row_major", fractal=1024)
+    view = "!pto.partition_tensor_view<16x16xf32>"
+    alloc = (f"    %r = arith.select %is0, %c16, %c0 : index\n    %xt = pto.alloc_tile valid_row = %r valid_col = %r : {vt}\n"
+             if lane1 == "empty" else f"    %xt = pto.alloc_tile : {vt}\n")
+    load = f"pto.tload ins(%px : {view}) outs(%xt : {vt})"
+    load = f"    scf.if %is0 {{\n      {load}\n    }}\n" if lane1 == "empty" else f"    {load}\n"
+    consts = ("    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+              "    %c16 = arith.constant 16 : index\n    %c0_i32 = arith.constant 0 : i32\n")
+    tv = "!pto.tensor_view<16x16xf32>"
+    return f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func @entry(%x: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>, %g: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    func.call @cube(%b, %out, %g) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    func.call @vector(%x, %g) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    return
+  }}
+  func.func private @cube(%b: !pto.ptr<f32>, %out: !pto.ptr<f32>, %g: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+{consts}    %buf = pto.reserve_buffer {{name = "v2c_fifo", size = 8192, location = #pto.address_space<mat>, auto = true}} -> i32
+    pto.aic_initialize_pipe {{dir_mask = 2, slot_size = 1024{ns}}}
+      (gm_slot_buffer = %g : !pto.ptr<f32>, c2v_consumer_buf = %c0_i32 : i32, v2c_consumer_buf = %buf : i32)
+    %bv = pto.make_tensor_view %b, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %bm = pto.alloc_tile : {mat}
+    %br = pto.alloc_tile : {right}
+    %al = pto.alloc_tile : {left}
+    %acc = pto.alloc_tile : {acc}
+    %pb = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} -> {view}
+    pto.tload ins(%pb : {view}) outs(%bm : {mat})
+    pto.tmov ins(%bm : {mat}) outs(%br : {right})
+    %xm = pto.tpop_from_aiv {{split = 0}} -> {mat}
+    pto.tmov ins(%xm : {mat}) outs(%al : {left})
+    pto.tfree_from_aiv {{split = 0}}
+    pto.tmatmul ins(%al, %br : {left}, {right}) outs(%acc : {acc})
+    pto.tstore ins(%acc : {acc}) outs(%pb : {view})
+    return
+  }}
+  func.func private @vector(%x: !pto.ptr<f32>, %g: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+{consts}    %imp = pto.import_reserved_buffer {{name = "v2c_fifo", peer_func = @cube}} -> i32
+    pto.aiv_initialize_pipe {{dir_mask = 2, slot_size = 1024{ns}}}
+      (gm_slot_buffer = %g : !pto.ptr<f32>, c2v_consumer_buf = %c0_i32 : i32, v2c_consumer_buf = %imp : i32)
+    %sub_i64 = pto.get_subblock_idx
+    %sub = arith.index_cast %sub_i64 : i64 to index
+    %is0 = arith.cmpi eq, %sub, %c0 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+{alloc}    %px = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} -> {view}
+{load}    pto.tpush_to_aic(%xt : {vt}) {{split = 0}}
+    return
+  }}
+}}
+"""
+
+
+def test_an_a3_no_split_v2c_push_of_both_lanes_gives_the_fix_a_pto_file_can_apply(tmp_path, capsys):
+    """Both lanes pushing the whole tile: the static error's fix was nosplit = true (and a
+    DSL decorator); with it the run warned and again said nosplit = true.  Both now give the
+    .pto spelling of what works on A2A3 - AIV1 pushing an empty valid shape (or a split) -
+    and the file that follows it runs clean."""
+    from ptopipe.cli import main as cli_main
+    f = tmp_path / "k.pto"
+    text = v2c_nosplit_a3("full")
+    f.write_text(text)
+    assert cli_main(["check", "--static", str(f)]) == 1
+    err = capsys.readouterr().err
+    push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aic" in ln)
+    assert f"at {f}:{push}:5\n" in err and "both Vector lanes write the whole slot" in err
+    fix = err.split("fix: ", 1)[1]
+    assert fix.startswith("split the tile between the lanes (split = 1 or 2 on the push")
+    assert "valid_row = %r valid_col = %c : !pto.tile_buf<..., v_row=?, v_col=?, ...>" in fix
+    assert "@pl.aiv" not in fix and "nosplit = true alone leaves AIV1 pushing the tile it holds" in fix
+    f.write_text(v2c_nosplit_a3("nosplit"))
+    assert cli_main(["check", str(f), "--schedules", "2"]) == 0
+    out = capsys.readouterr().out
+    (warning,) = [ln for ln in out.splitlines() if "both push a TILE_NO_SPLIT tile" in ln]
+    assert "give AIV1's pushed tile an empty valid shape" in warning
+    assert "nosplit = true on both" not in warning and "SetValid" not in warning
+    f.write_text(v2c_nosplit_a3("empty"))
+    assert cli_main(["check", str(f), "--schedules", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "no checker report" in out and "warning" not in out, out

@@ -686,3 +686,57 @@ def test_dsl_refuses_a_dtype_the_op_refuses():
             a = pl.load(x, [0, 0], [16, 32])
             b = pl.and_(a, a)  # F32-AND
     assert "TAND takes" in ei.value.what and "not float32" in ei.value.what, ei.value
+
+
+# -- tile-scalar ops whose A5 implementation asks only for src's valid columns ------------------
+def _scalar_rows(platform, op, dst_shape, src_valid=(16, 16)):
+    """``op(dst, src, 3)`` from a 16x16 source (valid ``src_valid``) into a dst of valid
+    ``dst_shape`` (a 16x16 tile), stored whole; returns (the stored dst, the source)."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) - 100
+
+    def k(x, y):
+        src = Tile(TileType.Vec, np.float32, 16, 16, addr=0x0)
+        dst = Tile(TileType.Vec, np.float32, 16, 16, addr=0x400)
+        TLOAD(src, x)
+        TLOAD(dst, y)
+        src.SetValid(*src_valid)
+        dst.SetValid(*dst_shape)
+        op(dst, src, np.float32(3))                       # SCALAR-OP
+        dst.SetValid(16, 16)
+        TSTORE(y, dst)
+    res = ptopipe.run(aiv=(k, None), args=dict(x=x, y=np.zeros((16, 16), np.float32)), platform=platform)
+    return res["y"], x
+
+
+@pytest.mark.parametrize("name, fn", [("TMULS", np.multiply), ("TMAXS", np.maximum), ("TMINS", np.minimum)])
+@pytest.mark.parametrize("rows", [8, 16])
+def test_a5_muls_maxs_mins_run_over_dsts_valid_rows(name, fn, rows):
+    """pto-isa A5 TMulS / TMaxs / TMins assert only src.GetValidCol() == dst.GetValidCol() and
+    iterate dst's valid region: dst's 8 (or 16) valid rows from src's first rows - src valid
+    16 or 8 rows; the rest of dst untouched."""
+    for src_rows in (16, 8):
+        y, x = _scalar_rows("a5", getattr(isa, name), (rows, 16), (src_rows, 16))
+        np.testing.assert_array_equal(y[:rows], fn(x[:rows], np.float32(3)))
+        assert not y[rows:].any()
+
+
+@pytest.mark.parametrize("platform, name", [("a2a3", "TMULS"), ("a2a3", "TMAXS"), ("a2a3", "TMINS"),
+                                            ("a5", "TADDS"), ("a5", "TSUBS"), ("a5", "TDIVS")])
+def test_tile_scalar_ops_asserting_rows_refuse_a_dst_of_other_valid_rows(platform, name):
+    """Every A2A3 header and the rest of A5's tile-scalar family assert the rows too."""
+    with pytest.raises(KernelError) as e:
+        _scalar_rows(platform, getattr(isa, name), (8, 16))
+    assert e.value.what == f"{name}: operand shapes differ (dst 8x16, src 16x16)"
+    assert e.value.where.endswith(f"test_catalogue_ops.py:{_line_of('SCALAR-OP')}")
+
+
+def test_a5_tmuls_still_needs_srcs_valid_columns():
+    with pytest.raises(KernelError) as e:
+        _scalar_rows("a5", isa.TMULS, (8, 8))
+    assert e.value.what.startswith("TMULS: src has 16 valid columns, dst 8")
+    assert e.value.where.endswith(f"test_catalogue_ops.py:{_line_of('SCALAR-OP')}")
+
+
+def _line_of(marker: str) -> int:
+    lines = open(__file__).read().splitlines()
+    return next(i for i, ln in enumerate(lines, 1) if ln.rstrip().endswith("# " + marker))

@@ -470,3 +470,100 @@ def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tm
     pop = next(i for i, ln in enumerate(text_c.splitlines(), 1) if "pto.tpop_from_aic" in ln)
     assert fd["where"].endswith(f"k.pto:{pop}:7") and fd["values"] == "n=0"      # SLOT_NUM 2: a hang
     assert fd["what"].startswith("this TPOP holds 3 slots of the C2V ring at once, more than its SLOT_NUM 2")
+
+
+# -- a kernel's scalar parameters as its calls pass them ----------------------------------------
+def _rows_kernel(calls: str, entry_params: str = "") -> str:
+    """A Vector kernel scaling 8 rows of a 32x16 tensor from row %row, and an entry calling
+    it (``calls``: its func.call lines, ``%cK`` constants defined)."""
+    t = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+         "slayout=none_box, fractal=512, pad=0>")
+    consts = "".join(f"    %c{k} = arith.constant {k} : index\n" for k in (0, 1, 7, 8, 16, 24, 25, 32))
+    return f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func private @rows(%x: !pto.ptr<f32>, %row: index) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %xv = pto.make_tensor_view %x, shape = [%c32, %c16], strides = [%c16, %c1] : !pto.tensor_view<32x16xf32>
+    %a = pto.alloc_tile : {t}
+    %p = pto.partition_view %xv, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>
+    pto.tload ins(%p : !pto.partition_tensor_view<8x16xf32>) outs(%a : {t})
+    pto.tstore ins(%a : {t}) outs(%p : !pto.partition_tensor_view<8x16xf32>)
+    return
+  }}
+  func.func @main(%x: !pto.ptr<f32>{entry_params}) attributes {{pto.entry}} {{
+{consts}{calls}    return
+  }}
+}}
+"""
+
+
+def _call(row: str) -> str:
+    return f"    func.call @rows(%x, {row}) : (!pto.ptr<f32>, index) -> ()\n"
+
+
+def test_a_called_kernels_parameter_is_verified_for_the_constants_its_calls_pass():
+    """@main calls @rows with %row = 0, 8, 16, 24: each call's value is proven (the run's
+    values), no "not proven when row=25" with a --range the run then refuses."""
+    from ptopipe.codegen.pto_load import load_pto
+    text = _rows_kernel("".join(_call(f"%c{k}") for k in (0, 8, 16, 24)))
+    _, warnings, _ = load_pto("rows.pto", text=text)
+    assert not any(w.startswith(verify_pipes.NOT_PROVEN) for w in warnings), warnings
+
+
+def test_a_call_passing_a_constant_past_the_tensor_is_the_error_at_the_access():
+    from ptopipe.codegen.pto_load import load_pto
+    from ptopipe.errors import CompileError
+    text = _rows_kernel(_call("%c0") + _call("%c25"))
+    with pytest.raises(CompileError) as e:
+        load_pto("rows.pto", text=text)
+    load = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tload" in ln)
+    assert e.value.where == f"rows.pto:{load}:5"
+    call = next(i for i, ln in enumerate(text.splitlines(), 1) if "@rows(%x, %c25)" in ln)
+    assert e.value.what == ("access out of bounds: offsets [25, 0] + window [8, 16] exceed 'x' of shape "
+                            f"[32, 16] (in the call at line {call})")
+
+
+def test_a_called_kernels_parameter_passed_an_entry_parameter_takes_the_entrys_range(tmp_path, capsys):
+    """@main passes its own %start as @rows's %row: --range start=... (a name the run knows)
+    proves the access; unproven, the fix names --range for it."""
+    from ptopipe.cli import main
+    from ptopipe.codegen.pto_load import load_pto
+    text = _rows_kernel(_call("%start"), ", %start: index")
+    _, warnings, _ = load_pto("rows.pto", text=text)
+    (w,) = [w for w in warnings if w.startswith(verify_pipes.NOT_PROVEN)][:1]
+    assert "when start=25" in w and w.endswith("declare the values the kernel takes (--range NAME=LO..HI)")
+    _, warnings, _ = load_pto("rows.pto", text=text, ranges={"start": (0, 24)})
+    assert not any(w.startswith(verify_pipes.NOT_PROVEN) for w in warnings), warnings
+
+
+def test_a_value_the_caller_computes_is_not_offered_a_range_the_run_refuses():
+    """%row = %c7 + %c1 at the call: an unknown no option names; the fix says where it comes
+    from instead of proposing --range row=..."""
+    from ptopipe.codegen.pto_load import load_pto
+    text = _rows_kernel("    %r = arith.addi %c7, %c1 : index\n" + _call("%r"))
+    _, warnings, _ = load_pto("rows.pto", text=text)
+    found = [w for w in warnings if w.startswith(verify_pipes.NOT_PROVEN)]
+    assert found and all("row is computed by the caller of @rows: pass a constant, or a parameter of "
+                         "the function run and declare its values (--range NAME=LO..HI)" in w for w in found)
+
+
+@pytest.mark.parametrize("n, status", [(4, 0), (5, 1)])
+def test_check_static_of_an_entry_passing_a_constant_trip_count_proves_that_count(tmp_path, capsys, n, status):
+    """The entry passes %n = 4 to both kernels: proven for that count (not "for every value
+    of n"); 5 runs the vector's store past its 64-row tensor, the error at the store."""
+    from ptopipe.cli import main
+    text = open(OOB_PTO).read().replace("%n: i32, %gm_slot_buffer: !pto.ptr<f32>) attributes {pto.entry} {",
+                                        f"%gm_slot_buffer: !pto.ptr<f32>) attributes {{pto.entry}} {{\n"
+                                        f"    %n = arith.constant {n} : i32", 1)
+    f = tmp_path / "k.pto"
+    f.write_text(text)
+    assert main(["check", "--static", str(f)]) == status
+    out, err = capsys.readouterr()
+    if status == 0:
+        assert out.startswith("PASS k.pto on a2a3 (spec): verified statically (VerifyPipes,"), out
+    else:
+        store = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tstore" in ln)
+        assert f"k.pto:{store}:" in err and "access out of bounds" in err and "n=" not in err

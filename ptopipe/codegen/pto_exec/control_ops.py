@@ -1,11 +1,13 @@
 """Control flow: ``scf.for`` (iter_args), ``scf.if`` (results), ``scf.while`` / ``scf.condition``,
-``scf.yield``, ``func.call`` (a kernel's call runs on that kernel's cores only) and ``return``.
+``scf.yield``, ``func.call`` (a kernel's call runs on that kernel's cores only; a helper's
+statements are located with the calls that led to them) and ``return``.
 
 An ``scf.for`` the fast-forward engine may take whole iterations of (:mod:`.skip`) offers
 it each head but the first while it records: the engine answers with the iteration to go on
 from (:meth:`~ptopipe.sim.periodic.engine.FastForward.head`)."""
 from __future__ import annotations
 
+from ...sim.location import SourceLoc
 from ..pto_tree import split_top
 from .program import kind_runs_here
 from .values import Return
@@ -97,10 +99,10 @@ def h_return(ex, fr, s):
 def h_call(ex, fr, s):
     sym = next(t for t in s.toks if t.kind == "symbol")
     callee = ex.prog.funcs[sym.text[1:]]
-    args = [ex.val(fr, v) for v in s.values()]
-    if len(args) != len(callee.params):
-        raise ex.perr(sym, f"func.call {sym.text} passes {len(args)} arguments; @{callee.name} "
-                           f"takes {len(callee.params)}")
+    args = [ex.val(fr, v) for v in s.values()]      # (as many as it takes: the reader's check)
     if callee.kind is not None and not kind_runs_here(callee.kind, ex.core_name):
         return [None] * len(s.results)
-    return ex.call(callee, args)
+    if callee.kind is not None and fr.f.kind is None:
+        return ex.call(callee, args, fr.via)     # the entry launching a kernel: no caller line
+    here = SourceLoc(ex.prog.path, s.tok.line, s.col, fr.f.name)
+    return ex.call(callee, args, (here,) + fr.via)     # a helper: its lines name the call

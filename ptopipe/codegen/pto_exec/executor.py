@@ -1,6 +1,8 @@
 """The executor: a function's statements run in order on one core of a running cluster, each
 through its handler (:data:`HANDLERS`, else the op catalogue's generic form), with the core's
-source location set to the statement's line:col so every ISA error and checker report names it."""
+source location set to the statement's line:col so every ISA error and checker report names it.
+In a function reached through ``func.call`` the location carries the calls that led there
+(``h.pto:3:5 (called from k.pto:20:5)``, ``SourceLoc.via``), as the Python front end's does."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,10 +28,11 @@ from .values import Reserved, Return
 
 
 class Frame:
-    """One function's execution on one core."""
+    """One function's execution on one core; ``via``: the ``func.call`` locations that led to
+    it, innermost first (none for the function the launch runs)."""
 
-    def __init__(self, ex: "Executor", f: Func, args: list):
-        self.ex, self.f = ex, f
+    def __init__(self, ex: "Executor", f: Func, args: list, via: tuple = ()):
+        self.ex, self.f, self.via = ex, f, via
         self.env = {}
         for (name, _ty, _tok), a in zip(f.params, args):
             self.env[name] = a
@@ -52,6 +55,8 @@ class Executor:
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
         self.folds = {}                 # function name -> its declarations ptoas folds (tile_ops.declare_folds)
         self._steps = {}                # id(a block's statement list) -> its steps (:meth:`steps`)
+        self._via_locs = {}             # (id(statement), the calls that led to it) -> its SourceLoc
+        self.via = ()                   # the calls that led to the running statement (Frame.via)
         self.decoded = {}               # id(statement) -> what its handler reads off it once (static)
         self._pop_views = {}            # id(popping statement) -> the views of memory its tiles share
         self._skips = {}                # id(scf.for statement) -> (windows, guards, terms, each with what it saw) or None
@@ -62,7 +67,10 @@ class Executor:
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:
-        return s.where(self.prog.path)
+        """``s``'s line:col, with the calls that led to it when it runs in a called function."""
+        if not self.via:
+            return s.where(self.prog.path)
+        return str(SourceLoc(self.prog.path, s.tok.line, s.col, None, self.via))
 
     def forget(self, cluster) -> None:
         """The findings of the run on ``cluster`` are void (the run is made again exactly)."""
@@ -120,13 +128,25 @@ class Executor:
         return SkipPlan(s, got[0], got[1], lambda tok: env[tok.text], *got[2:])
 
     # -- running
-    def call(self, f: Func, args: list):
-        fr = Frame(self, f, args)
+    def call(self, f: Func, args: list, via: tuple = ()):
+        """Run ``f`` with ``args``; ``via``: the calls that led to it (:class:`Frame`)."""
+        fr = Frame(self, f, args, via)
+        outer, self.via = self.via, via
         try:
             self.block(fr, f.body)
         except Return as r:
             return r.values
+        finally:
+            self.via = outer
         return []
+
+    def _with_via(self, s: Stmt, loc: SourceLoc, via: tuple) -> SourceLoc:
+        """``loc`` of statement ``s`` with the calls ``via`` that led to it (made once per pair)."""
+        key = (id(s), via)
+        got = self._via_locs.get(key)
+        if got is None:
+            got = self._via_locs[key] = SourceLoc(loc.file, loc.line, loc.col, loc.func, via)
+        return got
 
     def steps(self, fr: Frame, stmts) -> list:
         """``stmts`` (a block's statements, of ``fr``'s function) as the executor runs them:
@@ -142,8 +162,9 @@ class Executor:
 
     def block(self, fr: Frame, stmts, block_args=None):
         core = self.core
+        via = fr.via
         for s, loc, h, ends in self.steps(fr, stmts):
-            core.loc_override = loc
+            core.loc_override = loc if not via else self._with_via(s, loc, via)
             core.op_word = s.name
             try:
                 res = h(self, fr, s)

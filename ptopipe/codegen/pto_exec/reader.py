@@ -97,9 +97,73 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
             if sym is None or sym not in funcs:
                 raise types.err(f"func.call of @{sym or '?'}, which the file does not define",
                                 s.tok, fix="define the callee in the same module")
+            _check_call_types(s, f, funcs[sym], types)
             f.calls.append(sym)
             sites.append(s)
     return sites
+
+
+def _check_call_types(s, f: Func, callee: Func, types: TypeReader) -> None:
+    """A ``func.call``'s type list ``(T0, T1, ...) -> ()`` has one type per argument, each the
+    type of the argument where ``f`` declares it (a parameter of ``f``) and of the callee's
+    parameter (ptoas: "use of value expects different type than prior uses", "operand type
+    mismatch"): else a ParseError - at the list's type, or at the call for the callee's."""
+    args = s.values()
+    listed = _call_type_list(s)
+    where = s.where(types.f)
+    if len(args) != len(callee.params):
+        raise ParseError(f"func.call @{callee.name} passes {len(args)} argument(s); @{callee.name} takes "
+                         f"{len(callee.params)}", where=where,
+                         fix=f"pass one value per parameter of @{callee.name} (line {callee.stmt.tok.line})")
+    if listed is None:
+        return                      # (no type list: the op's spelling is read where it runs)
+    if len(listed) != len(args):
+        raise ParseError(f"func.call @{callee.name} with {len(args)} argument(s) but {len(listed)} type(s)",
+                         where=where, fix="give the type list one type per argument")
+    own = {name: (ty, tok) for name, ty, tok in f.params}
+    for k, (a, lt, (pname, pty, _)) in enumerate(zip(args, listed, callee.params)):
+        said = types.parse(lt)
+        mine = own.get(a.text)
+        if mine is not None and said != mine[0]:
+            have = _type_text(_param_type_toks(f, a.text))
+            raise types.err(f"func.call: argument {a.text} is declared {have} but the call's type list says "
+                            f"{_type_text(lt)}", lt[0], fix=f"write {have} for {a.text} in the type list")
+        if said != pty:
+            want = _type_text(_param_type_toks(callee, pname))
+            raise ParseError(f"func.call @{callee.name}: argument {k} ({a.text}) is passed as {_type_text(lt)} "
+                             f"but @{callee.name}'s parameter {pname} is {want} (ptoas: operand type mismatch)",
+                             where=where,
+                             fix=f"pass @{callee.name} a {want} value and say so in the type list, or declare "
+                                 f"{pname} with the type the call passes")
+
+
+def _call_type_list(s) -> list | None:
+    """The type token lists of a call's ``: (T0, T1) -> (...)``, or None without one."""
+    toks = s.toks
+    colon = next((i for i, t in enumerate(toks) if t.text == ":" and t.kind == "punct"), None)
+    if colon is None or colon + 1 >= len(toks) or toks[colon + 1].text != "(":
+        return None
+    depth = 0
+    for j in range(colon + 1, len(toks)):
+        depth += (toks[j].text in ("(", "[", "<", "{")) - (toks[j].text in (")", "]", ">", "}"))
+        if depth == 0:
+            return [g for g in split_top(toks[colon + 2:j]) if g]
+    return None
+
+
+def _param_type_toks(f: Func, name: str) -> list:
+    """The type tokens of ``f``'s parameter ``name`` as the header writes them."""
+    toks = f.stmt.toks
+    for i, t in enumerate(toks[:-2]):
+        if t.kind == "value" and t.text == name and toks[i + 1].text == ":":
+            depth, out = 0, []
+            for u in toks[i + 2:]:
+                if depth == 0 and u.text in (",", ")", "{"):
+                    break
+                depth += (u.text in ("(", "[", "<")) - (u.text in (")", "]", ">"))
+                out.append(u)
+            return out
+    return []
 
 
 def _check_ring_sizes(s, types: TypeReader) -> None:

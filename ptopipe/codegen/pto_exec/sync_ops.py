@@ -9,8 +9,23 @@ import re
 
 from ... import isa
 from ...arch.vocab import SyncAllMode, SyncCoreType, SyncPipe
-from ..pto_syntax import SYNC_OP_PIPE
-from .program import kind_runs_here
+from ..pto_syntax import FREE_ORDER, SYNC_OP_PIPE
+from .program import kind_runs_here, walk
+
+
+#: the ops by which a kernel orders its own pipes (intra-core events and barriers)
+OWN_EVENTS = frozenset(("pto.set_flag", "pto.wait_flag", "pto.set_flag_dyn", "pto.wait_flag_dyn",
+                        "pto.record_event", "pto.wait_event", "pto.barrier", "pto.pipe_barrier",
+                        "pto.barrier_sync", "pto.tsync"))
+
+
+def own_event(prog):
+    """The first statement of ``prog`` (in file order) that orders its core's pipes with an
+    event or barrier of the kernel's own - not one the compiler placed before a TFREE for the
+    protocol (``{ptopipe.free_order}``) - else None."""
+    found = [s for f in prog.funcs.values() for s in walk(f.body)
+             if s.name in OWN_EVENTS and FREE_ORDER not in s.text()]
+    return min(found, key=lambda s: (s.tok.line, s.col), default=None)
 
 
 def h_eventid_array(ex, fr, s):
