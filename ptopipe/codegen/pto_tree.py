@@ -181,6 +181,25 @@ class Stmt:
     def where(self, filename: str) -> str:
         return f"{filename}:{self.tok.line}:{self.col}"
 
+    def malformed(self) -> tuple | None:
+        """``(what, token)`` of a piece of the op's own text that no MLIR spelling has (ptoas
+        refuses it where the readers, which look tokens up by key, would read past it), else
+        None: a type missing after the op's ``:``, a ``key = [...]`` list followed by the next
+        ``key =`` without a comma."""
+        toks, depth = self.toks, 0
+        for i, t in enumerate(toks):
+            if t.kind != "punct":
+                continue
+            if t.text in _OPEN:
+                depth += 1
+            elif t.text in _CLOSE:
+                depth -= 1
+                if t.text == "]" and i + 2 < len(toks) and toks[i + 1].kind == "word" and toks[i + 2].text == "=":
+                    return f"expected ',' before '{toks[i + 1].text} ='", toks[i + 1]
+            elif t.text == ":" and depth == 0 and (i + 1 == len(toks) or toks[i + 1].text in ("{}", ",", "->")):
+                return "expected a type after ':'", t
+        return None
+
 
 _UNSEEN = object()
 

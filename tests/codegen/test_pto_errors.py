@@ -160,6 +160,25 @@ def test_a_missing_token_at_the_end_of_a_line_is_reported_on_that_line():
     assert "expected ':'" in e.value.what and e.value.where == f"bad.pto:{ln}:{col}", e.value
 
 
+@pytest.mark.parametrize("old, new, what, at", [
+    ("shape = [%c32, %c16], strides", "shape = [%c32, %c16] strides", "pto.make_tensor_view: expected ',' before "
+     "'strides ='", "strides"),
+    ("%c0 = arith.constant 0 : index", "%c0 = arith.constant 0 :", "arith.constant: expected a type after ':'", ":"),
+])
+def test_a_run_refuses_text_ptoas_refuses_that_the_ops_could_be_read_past(tmp_path, capsys, old, new, what, at):
+    """A missing comma between a list and the next key, or a missing type after ':', is a
+    ParseError of the run at its token - the run's reader looks tokens up by key and would
+    read past it, and the static reader's refusal alone only skips verification."""
+    text = _sub(old, new)
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    ln = _line(text, new)
+    col = text.splitlines()[ln - 1].rindex(at) + 1
+    assert f"ParseError: {what}" in err and f"at {f}:{ln}:{col}\n" in err, err
+
+
 def test_op_table_errors_name_the_op_once():
     """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
     ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""

@@ -83,6 +83,10 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
     (in order, their callees also appended to ``f.calls``)."""
     sites = []
     for s in walk(f.body):
+        bad = s.malformed()
+        if bad is not None:
+            raise types.err(f"{s.name}: {bad[0]}", bad[1], fix="write the op as ptoas spells it (docs/pto.md; "
+                                                            "ptoas's test/ has an example of each op)")
         if s.name in NOT_MODELLED:
             why, fix = NOT_MODELLED[s.name]
             raise types.err(f"{s.name} is not supported: {why}", s.tok, fix=fix)
