@@ -6,17 +6,15 @@ platform (:mod:`ptopipe.arch`)."""
 from __future__ import annotations
 
 from ..arch import MemSpace, get_platform
-from ..arch.vocab import Direction
+from ..arch.vocab import PLAIN_DIRECTION, Direction
 from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, RING_BUFFERS, BufferAttrOp, CallOp, ConstOp
 from ..ir.types import INDEX
 
-#: seed 003's DIR_MASK values, and the *_GM forms (ring asked for in GM explicitly)
+#: seed 003's DIR_MASK values (the *_GM forms, a ring asked for in GM explicitly: PLAIN_DIRECTION)
 SEED_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
-GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
-           Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 #: the memory a consumer-local ring lives in: C2V in the Vector core's UB, V2C in the Cube's L1
 RING_SPACE = {"C2V": MemSpace.UB, "V2C": MemSpace.L1}
 
@@ -71,7 +69,7 @@ def seed_dir(op: Operation) -> Direction | None:
         d = Direction(d)
     except ValueError:
         return None
-    return GM_DIRS.get(d, d) if d in SEED_DIRS or d in GM_DIRS else None
+    return PLAIN_DIRECTION.get(d, d) if d in SEED_DIRS or d in PLAIN_DIRECTION else None
 
 
 def ways(op: Operation) -> tuple:
@@ -85,7 +83,7 @@ def ways(op: Operation) -> tuple:
 def gm_requested(op: Operation) -> bool:
     """The init asks for its rings in GM explicitly (a *_GM direction)."""
     try:
-        return Direction(op.dir_mask) in GM_DIRS
+        return Direction(op.dir_mask) in PLAIN_DIRECTION
     except ValueError:
         return False
 

@@ -373,6 +373,22 @@ def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
         np.testing.assert_allclose(res.outputs[k], want, rtol=1e-5, atol=1e-5, err_msg=k)
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_written_address_flow_pto_runs_and_matches_numpy(platform):
+    """The address flow as ptopipe writes it (``pto.talloc_to_aiv``, a TPUSH / TPOP / TFREE of
+    the slot's ``!pto.tensor_view``, the ring asked for in GM with dir_mask 5): the run reads
+    it back and matches the golden (ptoas has no such ops: the writer's note says so)."""
+    mod = MODS["examples/dsl/s5_subtile_gm.py"]
+    sc = mod.SCENARIO
+    args = sc.make_args(data_rng(0))
+    text = write_pto(compile_program(mod.PROGRAM, platform), platform)
+    assert "pto.talloc_to_aiv" in text and "-> !pto.tensor_view<64x512xf32>" in text
+    inputs = {k: v for k, v in args.items() if isinstance(v, np.ndarray)}
+    res = ptopipe.run_pto(text=text, inputs=inputs, platform=platform)
+    for k, want in sc.golden(args).items():
+        np.testing.assert_allclose(res.outputs[k], want, rtol=sc.rtol, atol=sc.atol, err_msg=k)
+
+
 def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
     text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3"),
                      "a2a3")

@@ -13,7 +13,7 @@ from ...sim.periodic.loops import SkipPlan
 from ..pto_lexer import Token
 from ..pto_tree import Stmt
 from .control_ops import h_call, h_condition, h_for, h_if, h_return, h_while, h_yield
-from .pipe_ops import h_fifo_tile, h_free, h_import, h_init, h_pop, h_push, h_reserve
+from .pipe_ops import h_fifo_tile, h_free, h_import, h_init, h_pop, h_push, h_reserve, h_talloc
 from .placement import Layout
 from .program import Func, Program, SYNTAX_SLIPS, malformed
 from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
@@ -244,4 +244,5 @@ HANDLERS = {
     "pto.tpush_to_aiv": h_push, "pto.tpush_to_aic": h_push, "pto.tpush": h_push,
     "pto.tpop_from_aic": h_pop, "pto.get_fifo_tile": h_fifo_tile, "pto.tpop_from_aiv": h_pop, "pto.tpop": h_pop,
     "pto.tfree_from_aic": h_free, "pto.tfree_from_aiv": h_free, "pto.tfree": h_free,
+    "pto.talloc_to_aiv": h_talloc, "pto.talloc_to_aic": h_talloc,
 }

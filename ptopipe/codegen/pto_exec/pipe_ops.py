@@ -3,8 +3,10 @@
 in both spellings, on the pipe of the way this core produces into or consumes from."""
 from __future__ import annotations
 
+import numpy as np
+
 from ... import isa
-from ...arch.vocab import PTOAS_SLOT_NUMS, Direction, TileSplitAxis
+from ...arch.vocab import PLAIN_DIRECTION, PTOAS_SLOT_NUMS, Direction, TileSplitAxis
 from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
@@ -13,7 +15,7 @@ from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import folded, tile_of
 from .types import TileSpec
-from .values import PipeVal, Reserved
+from .values import PipeVal, Reserved, View
 
 
 def h_reserve(ex, fr, s):
@@ -42,6 +44,9 @@ def _named_operand(ex, fr, s, key):
     return ex.val(fr, v[0]) if v[0].kind == "value" else int(v[0].text)
 
 
+_GM_MASKS = frozenset(int(d) for d in PLAIN_DIRECTION)
+
+
 def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit):
     plat = ex.core.cluster.platform
     both = dir_mask in (3, 7)
@@ -51,6 +56,8 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     mask = dir_mask
     if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
         mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
+    elif plat.ring_in_gm and dir_mask in _GM_MASKS:            # A2A3: every ring is in GM anyway
+        mask = int(PLAIN_DIRECTION[Direction(dir_mask)])
     buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
     if plat.ring_in_gm and gm is None:
         raise ConfigError(
@@ -60,7 +67,9 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                 f"parameter of SLOT_NUM * SLOT_SIZE * directions = {n * slot_size * len(ways)} bytes (ptoas "
                 "lowers an A2A3 pipe to a TPipe over that GM buffer)")
     for way, local_buf in ((Direction.DIR_C2V, c2v), (Direction.DIR_V2C, v2c)):
-        if way in ways and isinstance(local_buf, Reserved):
+        # (a ring asked for in GM explicitly, dir_mask 5 / 6 / 7: its consumer reads the slots in
+        # GM - the address flow - and its local buffer stages nothing; as the compiler's Validate)
+        if way in ways and isinstance(local_buf, Reserved) and dir_mask not in _GM_MASKS:
             bad = ring_size_problem(local_buf.name, local_buf.size, n, slot_size,
                                     staged=local if buf is not None else None, spare_ok=True)
             if bad is not None:
@@ -77,9 +86,11 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                     default_local_slot_num(n) if local is None else local, peers=peers)
     handle = cfg(buf, int(c2v or 0), int(v2c or 0))
     pv = PipeVal(handle, ways, one_lane)
-    if s.name in _FRONTEND_INITS:
-        for w in ways:              # the frontend ops (tpush_to_aiv ...) name their pipe by id
+    for w in ways:                  # the frontend ops (tpush_to_aiv ...) name their pipe by id
+        if s.name in _FRONTEND_INITS:
             ex.pipes[(w, frontend_id(s))] = pv
+        else:                       # (ptopipe's address-flow ops name none: a function's one ring of a way)
+            ex.pipes.setdefault((w, 0), pv)
     return pv
 
 
@@ -226,9 +237,48 @@ def way_of(ex, s, producer: bool) -> Direction:
     return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
 
 
+def _slot_tensor(ex, s, spec) -> "isa.GlobalTensor | None":
+    """The unplaced GlobalTensor of a push / pop statement's ``!pto.tensor_view<RxCxT>`` result
+    (the address flow: TALLOC / TPOP give it the slot's address), else None."""
+    if not (isinstance(spec, tuple) and spec[0] == "view"):
+        return None
+    _, dtype, shape = spec
+    if not shape or None in shape:
+        raise ex.perr(s.tok, f"{s.name}: a slot's tensor view needs a static shape",
+                      "give the result type its shape, e.g. !pto.tensor_view<64x512xf32>")
+    return isa.GlobalTensor(dtype, tuple(shape))
+
+
+def _slot_view(gt, spec, s) -> View:
+    """The tensor view (of type ``spec``) of slot tensor ``gt`` once placed: dense, row-major,
+    what the file's ops take of a ``pto.make_tensor_view``."""
+    shape = tuple(spec[2])
+    strides = tuple(int(x) for x in np.cumprod((1,) + shape[::-1][:-1])[::-1])
+    return View(gt.data(), gt.dtype, shape, strides, s.results[0] if s.results else "%slot")
+
+
+def _slot_of(v):
+    """A slot's tensor view (or tensor) as the GlobalTensor TPUSH / TFREE take, else ``v``."""
+    return isa.GlobalTensor(v.ptr, v.shape, v.strides) if isinstance(v, View) else v
+
+
+def h_talloc(ex, fr, s):
+    """``%slot = pto.talloc_to_aiv|aic {split} -> !pto.tensor_view<..>`` (a ptopipe extension:
+    the address flow): TALLOC - the next slot of the ring as a GM tensor to store into, which
+    ``pto.tpush_to_aiv|aic(%slot : ...)`` then commits."""
+    way, split = _pipe_form(ex, s, True)
+    pv = pipe_of(ex, fr, s, way)
+    spec = res_type(ex, s)
+    gt = _slot_tensor(ex, s, spec)
+    if gt is None:
+        raise ex.perr(s.tok, f"{s.name} gives a !pto.tensor_view (the slot's GM tensor)")
+    isa.TALLOC(pv.handle, gt, split)
+    return _slot_view(gt, spec, s)
+
+
 def h_push(ex, fr, s):
     vs = s.values()
-    tile = ex.val(fr, vs[0])
+    tile = _slot_of(ex.val(fr, vs[0]))
     way, split = _pipe_form(ex, s, True)
     pv = pipe_of(ex, fr, s, way, vs[1] if len(vs) > 1 else None)
     return isa.TPUSH(pv.handle, tile, split)
@@ -259,8 +309,13 @@ def h_pop(ex, fr, s):
     way, split = _pipe_form(ex, s, False)
     pv = pipe_of(ex, fr, s, way)
     spec = res_type(ex, s)
+    gt = _slot_tensor(ex, s, spec)
+    if gt is not None:                  # the address flow: the popped slot as a GM tensor
+        isa.TPOP(pv.handle, gt, split)
+        return _slot_view(gt, spec, s)
     if not isinstance(spec, TileSpec):
-        raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
+        raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf, or a !pto.tensor_view (the popped slot "
+                             "in GM)")
     tile = folded(ex, fr, s)
     if tile is None:
         tile = tile_of(ex, s, spec, None, fr)
@@ -308,7 +363,8 @@ def h_free(ex, fr, s):
             held.pop(0)
         sid.freed = ex.where(s)
     # no split: its TPOP's (docs/pto.md), which the ISA's TFREE takes as None
-    return isa.TFREE(pv.handle, None, split)
+    held = _slot_of(ex.val(fr, vs[0])) if vs else None
+    return isa.TFREE(pv.handle, held if isinstance(held, isa.GlobalTensor) else None, split)
 
 
 INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initialize_l2g2l_pipe",

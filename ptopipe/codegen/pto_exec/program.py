@@ -284,14 +284,18 @@ def read_text(path: str) -> str:
 def whole_tile_lanes(prog: Program, names) -> bool:
     """A5: pipes whose ops say ``split = 0`` (or an init says ``nosplit = true``) move whole
     tiles through AIV0 only (ptoas guards them with ``get_subblockid() == 0``).  A push or pop
-    without a split moves whole tiles; a free without one frees with its TPOP's split."""
+    without a split moves whole tiles; a free without one frees with its TPOP's split; the
+    push of a TALLOCed slot (a ``!pto.tensor_view``: the address flow) commits the slot the
+    ``pto.talloc_*`` split."""
     split0 = nosplit = False
     for n in names:
         for s in walk(prog.funcs[n].body):
             if "initialize" in s.name and "pipe" in s.name:
                 ns = s.attr("nosplit")
                 nosplit |= bool(ns and ns[0].text == "true")
-            if s.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree")):
+            if s.name.startswith("pto.tpush") and "!pto.tensor_view" in s.text():
+                continue
+            if s.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree", "pto.talloc")):
                 sp = s.attr("split")
                 split0 |= bool(sp and sp[0].text == "0") or (not sp and not s.name.startswith("pto.tfree"))
     return nosplit or split0
