@@ -767,15 +767,17 @@ def fp_params(q) -> tuple:
 def quantize_fp(s, q, d, relu: bool = False) -> None:
     """``d = convert(s; q[c])`` per column ``c`` (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP,
     pto-isa's vector pre-quant modes): f32 / i32 -> i8 / u8 ``clip(rint(s * scale + offset))``
-    into the signed (bit 46) or unsigned byte range; i32 -> f16 ``clip(s * scale, +/-65504)``;
-    i32 -> i16 ``s >> shift`` kept to 16 bits.  The product and sum are float32; ``relu``
-    (ReluPreMode.NormalRelu) takes max(result, 0) last."""
+    into the signed (bit 46) or unsigned byte range; f32 / i32 -> f16 / bf16 ``s * scale``
+    clipped to the destination's largest finite value; i32 -> i16 ``s >> shift`` kept to 16
+    bits.  The product and sum are float32; ``relu`` (ReluPreMode.NormalRelu) takes
+    max(result, 0) last."""
     scale, offset, signed, shift = fp_params(q)
     dt_out = np.dtype(d.dtype)
     if s.dtype == dt.int32 and dt_out == dt.int16:
         r = (s.astype(np.int64) >> shift[None, :]).astype(np.int16)
-    elif dt_out == dt.float16:
-        r = np.clip(s.astype(np.float32) * scale[None, :], -65504.0, 65504.0)
+    elif dt_out in (dt.float16, dt.bfloat16):
+        big = float(ml_dtypes.finfo(dt_out).max)
+        r = np.clip(s.astype(np.float32) * scale[None, :], -big, big)
     else:
         r = np.rint(s.astype(np.float32) * scale[None, :] + offset[None, :])
         r = np.clip(r, np.where(signed, -128.0, 0.0)[None, :], np.where(signed, 127.0, 255.0)[None, :])
@@ -1049,11 +1051,14 @@ GATHER_COMPARE_INDEX = (dt.int32, dt.uint32)
 GATHER_COMPARE_K = Types(frozenset({dt.int32, dt.uint32}), frozenset({_U16, dt.uint32}))
 #: TCONCAT's indexed forms: the dtypes of the per-row count tiles (src0Idx, src1Idx, dstIdx)
 CONCAT_INDEX = frozenset({dt.int8, dt.uint8, dt.int16, _U16, dt.int32, dt.uint32})
-#: the fixpipe's vector quantisation (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP): per platform,
-#: accumulator dtype -> the destination dtypes one uint64 parameter per column converts it to
-#: (pto-isa's VQF322B8_PRE, VREQ8, VDEQF16 and, on A2A3, VSHIFTS322S16)
+#: the fixpipe's quantisation (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP, and a TMOV / TSTORE
+#: with a pre-quant scalar): per platform, accumulator dtype -> the destination dtypes one uint64
+#: parameter per column converts it to (pto-isa's VQF322B8_PRE, VREQ8, VDEQF16 and, on A2A3,
+#: VSHIFTS322S16; on A5 also (V)QF322F16_PRE, (V)QF322BF16_PRE and (V)QS322BF16_PRE: a5/common.hpp
+#: GetScalarPreQuantMode / GetVectorPreQuantMode)
 FP_CONVERTS = {_A2A3: {dt.float32: (dt.int8, dt.uint8), dt.int32: (dt.int8, dt.uint8, dt.float16, dt.int16)},
-               _A5: {dt.float32: (dt.int8, dt.uint8), dt.int32: (dt.int8, dt.uint8, dt.float16)}}
+               _A5: {dt.float32: (dt.int8, dt.uint8, dt.float16, dt.bfloat16),
+                     dt.int32: (dt.int8, dt.uint8, dt.float16, dt.bfloat16)}}
 #: the dtype of an fp (TileType.Scaling) tile: one quantisation word per column
 FP_PARAM = np.dtype(np.uint64)
 #: the data paths of the *_FP moves: op -> (source, destination) -> (pipe, platform ids)
@@ -1368,7 +1373,8 @@ _DEFS = (
           doc="TFILLPAD into a larger destination tile (TFILLPAD_EXPAND)"),
     OpDef("TFILLPAD_INPLACE", "fillpad", _V, fill_pad, _CAT, _S1,
           doc="TFILLPAD of a tile onto itself (TFILLPAD_INPLACE)"),
-    OpDef("TCI", "TCI", _V, ci, types("i16 i32 u32 f16 bf16 f32", a5="i16 i32 u32"), _S1, tmp=True, dsl="arange",
+    OpDef("TCI", "TCI", _V, ci, types("i16 uint16 i32 u32 f16 bf16 f32", a5="i16 uint16 i32 u32"), _S1, tmp=True,
+          dsl="arange",
           doc="dst[0, k] = start +/- k (TCI)"),
     OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1, dsl="tri",
           doc="a lower / upper triangular 0/1 mask (TTRI)"),

@@ -1229,6 +1229,17 @@ def _to_float(d, a, mode: RoundMode) -> None:
     d[...] = np.where(fix, _adjacent(y, up), y)
 
 
+def _saturated_float(d, a, big: float, mode: RoundMode) -> None:
+    """A float or 32-bit integer array into a narrower float dtype under SaturationMode.ON:
+    clamped to [-big, big] (NaN kept), then rounded by ``mode`` (float64 holds every source
+    value exactly)."""
+    x = np.clip(a.astype(np.float64), -big, big)
+    if mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):
+        d[...] = x.astype(d.dtype)
+    else:
+        _to_float(d, x, mode)
+
+
 def _wrap_int(d, a, rounder):
     """A float array into a narrower integer one without saturation (SaturationMode::OFF):
     rounded to int32 (saturated there, NaN 0), then the low bits kept - A2A3's PyTorch-
@@ -1298,10 +1309,12 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     if narrow and sat is SaturationMode.ON and src.dtype.kind in "iu" and dst.dtype.kind in "iu":
         info = np.iinfo(dst.dtype)
         core.pending.append((_clamp_to, d, a, info.min, info.max))
-    elif narrow and sat is SaturationMode.ON and src.dtype.kind == "f" and dst.dtype.kind in "fV" and \
-            mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):
+    elif narrow and sat is SaturationMode.ON and dst.dtype.kind in "fV" and mode is not RoundMode.CAST_ODD and \
+            src.dtype.itemsize <= 4:
+        # to a narrower float: clamped to its largest finite value first (inf too), then
+        # rounded by the mode - pto-isa's TCvt_Impl clamps to the two types' common range
         big = float(np.finfo(dst.dtype).max) if dst.dtype.kind == "f" else float(ml_dtypes.finfo(dst.dtype).max)
-        core.pending.append((_clamp_to, d, a, -big, big))
+        core.pending.append((_saturated_float, d, a, big, mode))
     elif src.dtype.kind in "fV":              # float16/32, bfloat16 and float8 (ml_dtypes: "V")
         if dst.dtype.kind in "iu":
             if mode is RoundMode.CAST_ODD:

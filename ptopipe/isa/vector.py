@@ -173,11 +173,13 @@ def _a5_select_mask(core, name: str, mask: Tile, rows: int, cols: int, item: int
 
 
 def _int32_eq_only(core, name: str, src: Tile, mode: CmpMode) -> None:
-    """pto-isa on A2A3 compares int32 tiles with EQ whatever the mode: an error, not EQ."""
-    if mode is not CmpMode.EQ and src.dtype == dt.int32 and core.cluster.platform.id is _A2A3:
+    """pto-isa on A2A3 compares int32 tiles with vcmpv_eq whatever the mode (a2a3/TCmp.hpp,
+    TCmps.hpp CmpCall), and inverts the mask afterwards for NE: EQ and NE are exact, an
+    ordering mode is an error (it would be EQ)."""
+    if mode not in (CmpMode.EQ, CmpMode.NE) and src.dtype == dt.int32 and core.cluster.platform.id is _A2A3:
         raise _err(core, f"{name}: {mode.name} on int32 tiles: pto-isa on A2A3 compares int32 with "
-                         "EQ only (other modes fall back to EQ)",
-                   "compare f32 copies (TCVT), or use CmpMode.EQ")
+                         "EQ / NE only (the ordering modes fall back to EQ)",
+                   "compare f32 copies (TCVT), or use CmpMode.EQ / CmpMode.NE")
 
 
 def _compare(op):

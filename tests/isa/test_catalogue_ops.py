@@ -297,14 +297,19 @@ def test_compare_packs_one_bit_per_element(platform, dtype, mask):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_int32_compare_modes_per_platform(platform):
-    """pto-isa on A2A3 compares int32 with EQ only: other modes are refused there."""
+    """pto-isa on A2A3 compares int32 with EQ, and NE as EQ's mask inverted: the ordering modes
+    are refused there."""
     a = np.arange(8 * 32, dtype=np.int32).reshape(8, 32) % 7
     b = np.full_like(a, 3)
     eq = run_tiles(platform, lambda o, i: TCMP(o[0], i[0], i[1], CmpMode.EQ), [a, b], [((8, 32), np.uint8)])
     np.testing.assert_array_equal(eq[0][:, :4], packed(a == b, np.uint8))
+    ne = run_tiles(platform, lambda o, i: TCMP(o[0], i[0], i[1], CmpMode.NE), [a, b], [((8, 32), np.uint8)])
+    np.testing.assert_array_equal(ne[0][:, :4], packed(a != b, np.uint8))
+    nes = run_tiles(platform, lambda o, i: TCMPS(o[0], i[0], 3, CmpMode.NE), [a], [((8, 32), np.uint8)])
+    np.testing.assert_array_equal(nes[0][:, :4], packed(a != 3, np.uint8))
     lt = lambda o, i: TCMP(o[0], i[0], i[1], "lt")   # noqa: E731  (a mode by name)
     if platform == "a2a3":
-        rejects(platform, lt, [a, b], [((8, 32), np.uint8)], "EQ only")
+        rejects(platform, lt, [a, b], [((8, 32), np.uint8)], "EQ / NE only")
     else:
         got = run_tiles(platform, lt, [a, b], [((8, 32), np.uint8)])
         np.testing.assert_array_equal(got[0][:, :4], packed(a < b, np.uint8))

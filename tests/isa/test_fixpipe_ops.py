@@ -145,6 +145,30 @@ def test_tstore_relu_and_pre_quant_scalar():
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("src", [np.float16, np.int8])
+@pytest.mark.parametrize("dst", [np.float16, bfloat16])
+def test_a5_pre_quant_scales_an_accumulator_into_a_half_float(platform, src, dst):
+    """A5's fixpipe takes f32 / i32 accumulators to f16 and bf16 with one scale word
+    ((V)QF322F16_PRE, (V)QF322BF16_PRE, (V)DEQF16, (V)QS322BF16_PRE: a5/common.hpp): ``acc *
+    scale`` in the destination's dtype, clipped to its largest finite value.  A2A3 has only
+    i32 -> f16 of these."""
+    rng = np.random.default_rng(12)
+    a, b = operands(rng, src)
+    acc = a.astype(np.int64 if src == np.int8 else np.float32) @ b.astype(np.int64 if src == np.int8 else np.float32)
+    w = word(0.25)
+
+    def body(acc_t, fp, o):
+        TSTORE(o["q"], acc_t, pre_quant=w)
+    run = lambda: cube(platform, body, a, b, words(16), dict(q=np.zeros((16, 16), dst)))  # noqa: E731
+    if platform == "a2a3" and not (src == np.int8 and dst == np.float16):
+        with pytest.raises(KernelError, match="scalar pre-quant does not convert"):
+            run()
+        return
+    want = (acc.astype(np.float32) * np.float32(0.25)).astype(dst)
+    np.testing.assert_array_equal(run()["q"].astype(np.float32), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
 def test_int32_to_int16_shift_is_a2a3_only(platform):
     rng = np.random.default_rng(6)
     a, b = operands(rng, np.int8)

@@ -241,9 +241,11 @@ def test_ci_sequences(platform):
     def call(o, i):
         TCI(o[0], 5)
         TCI(o[1], 100, descending=True)
-    got = run_tiles(platform, call, [], [((1, 32), np.int32), ((1, 32), np.int16)])
+        TCI(o[2], 5, descending=True)              # uint16 (any b16 / b32; A5 lists it): wraps below 0
+    got = run_tiles(platform, call, [], [((1, 32), np.int32), ((1, 32), np.int16), ((1, 32), np.uint16)])
     np.testing.assert_array_equal(got[0][0], 5 + np.arange(32))
     np.testing.assert_array_equal(got[1][0], 100 - np.arange(32))
+    np.testing.assert_array_equal(got[2][0], (5 - np.arange(32)).astype(np.uint16))
     half = lambda o, i: TCI(o[0], 1.0)           # noqa: E731
     if platform == "a5":                          # pto-isa's A5 TCI: integers only
         rejects(platform, half, [], [((1, 32), np.float16)], "TCI takes", "A2A3 takes float16")

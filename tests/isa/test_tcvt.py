@@ -3,6 +3,7 @@ pto-isa's RoundMode (default CAST_RINT, ties to even) and saturated to the integ
 NaN as 0 - not numpy's truncating, wrapping cast - except the pairs pto-isa's NPU headers
 default to SaturationMode::OFF, which wrap as on the device.  Checked against plain numpy on
 both platforms; CAST_ODD and non-RINT float narrowing are reported at their line."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -131,6 +132,39 @@ def test_float_narrowing_rounds_by_mode(src_dtype, dtype, mode):
     else:
         want = near
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("src_dtype,dtype", [(np.float32, np.float16), (np.float32, bfloat16), (np.int32, np.float16)])
+@pytest.mark.parametrize("mode", [RoundMode.CAST_RINT, RoundMode.CAST_TRUNC, RoundMode.CAST_CEIL, RoundMode.CAST_FLOOR,
+                                  RoundMode.CAST_ROUND])
+def test_saturation_on_clamps_a_float_narrowing_to_the_largest_finite_value_under_every_mode(
+        platform, src_dtype, dtype, mode):
+    """SaturationMode.ON, whatever the RoundMode: a value past the destination's range (an
+    infinity too) becomes its largest finite value, as pto-isa's TCvt clamps to the two
+    types' common range; NaN stays NaN; in-range values round by the mode."""
+    if (platform, src_dtype) == ("a5", np.int32):
+        return                              # (A5 has no i32 -> f16: the pair refusal's test)
+    big = float(np.finfo(dtype).max) if dtype is np.float16 else float(ml_dtypes.finfo(dtype).max)
+    if src_dtype is np.int32:
+        x = np.array([70000, -70000, 2 ** 31 - 1, -2 ** 31, 65520, 3, 0, -5] * 4, np.int32)
+    else:
+        with np.errstate(over="ignore"):    # (bf16's max * 1.01 is past float32's: an infinity)
+            x = np.array([big * 1.01, -big * 1.01, np.inf, -np.inf, 1e38, -1e38, np.nan, 1.5] * 4, np.float32)
+    x = x.reshape(1, 32)
+
+    def vec(src, out):
+        a = Tile(TileType.Vec, src_dtype, 1, 32, addr=0)
+        h = Tile(TileType.Vec, dtype, 1, 32, addr=0x400)
+        TLOAD(a, src)
+        TCVT(h, a, mode, SaturationMode.ON)
+        TSTORE(out, h)
+    got = ptopipe.run(None, (vec, None), dict(src=x, out=np.zeros((1, 32), dtype)), platform=platform).outputs["out"]
+    g = got.astype(np.float64)[0]
+    x64 = x.astype(np.float64)[0]
+    past = np.abs(x64) > big
+    np.testing.assert_array_equal(g[past], np.sign(x64[past]) * big)
+    assert np.isnan(g[np.isnan(x64)]).all() and np.isfinite(g[~np.isnan(x64)]).all()
 
 
 #: pto-isa's default-OFF pairs (npu/a2a3/TCvt.hpp kIsNarrowingCvt, npu/a5/TCvt.hpp) and pairs
