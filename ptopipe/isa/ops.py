@@ -641,12 +641,13 @@ def _ufunc_into(ufunc, a, b, d):
 
 def _row_block_into(ufunc, a, b, d, first: bool):
     """d = ufunc(a, b) where the per-row operand (``a`` if ``first``, else ``b``) is a block per
-    row that repeats along it: element (i, j) takes its (i, j mod block)."""
-    reps = -(-d.shape[1] // (a if first else b).shape[1])
+    row that repeats along it: element (i, j) takes its (i, j mod block).  (The last two axes
+    are the tile's: a batch of blocks adds a leading one.)"""
+    reps = -(-d.shape[-1] // (a if first else b).shape[-1])
     if first:
-        a = np.tile(a, (1, reps))[:, :d.shape[1]]
+        a = np.tile(a, (1, reps))[..., :d.shape[-1]]
     else:
-        b = np.tile(b, (1, reps))[:, :d.shape[1]]
+        b = np.tile(b, (1, reps))[..., :d.shape[-1]]
     ufunc(a, b, out=d)
 
 
@@ -655,6 +656,7 @@ def _row_block_into(ufunc, a, b, d, first: bool):
 for _k in (_product, _product_into, _product_acc, _ufunc_into):
     _k.batch_out = -1
 _copy_unsafe.batch_out = 0
+_row_block_into.batch_out = 3       # (d)
 del _k
 
 
@@ -842,12 +844,16 @@ def _with_tmp(instr, operands: str):
     """``instr`` with pto-isa's optional ``tmp`` tile as a positional parameter after its
     ``operands`` (``TROWEXPANDADD(dst, src0, src1, tmp, events...)``), so the C ABI counts it
     among the arguments the instruction takes (``cpp.headergen.arities``); ``instr`` takes it
-    as the first of its trailing arguments."""
+    as the first of its trailing arguments.  The wrapper is what the kernel calls, so it hands
+    the call to the fast-forward engine (which reads the kernel's line one frame up)."""
     n = len(operands.split(", "))
 
     def with_tmp(*args, **kw):
         if len(args) > n and args[n] is None:       # tmp=None given: no tmp
             args = args[:n] + args[n + 1:]
+        core = getattr(_getcurrent(), "core", None)
+        if core is not None and core.ff is not None:    # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, args, kw or None)
         return instr(*args, **kw)
     params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in operands.split(", ")]
     params += [inspect.Parameter("tmp", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
@@ -984,13 +990,20 @@ def _unary(op):
 
 
 def _row_reduce_into(fn, a, d):
+    """Column 0 of ``d`` = ``fn`` of each row of ``a`` (the last two axes are the tile's: a
+    batch of blocks adds a leading one)."""
     if a.size and d.size:               # an empty valid region reduces nothing
-        d[:, 0] = fn(a, axis=1)
+        d[..., 0] = fn(a, axis=-1)
 
 
 def _col_reduce_into(fn, a, d):
+    """Row 0 of ``d`` = ``fn`` of each column of ``a`` (as :func:`_row_reduce_into`)."""
     if a.size and d.size:
-        d[0, :] = fn(a, axis=0)
+        d[..., 0, :] = fn(a, axis=-2)
+
+
+# (each output element reduces the same elements in the same order on a batch of blocks)
+_row_reduce_into.batch_out = _col_reduce_into.batch_out = -1
 
 
 def _row_reduce(op):
@@ -1060,7 +1073,11 @@ def _col_reduce(op):
         return instr
 
     def with_tmp(dst: Tile, src: Tile, tmp=None, is_binary=None, *events) -> Event:
-        return instr(dst, src, *(x for x in (tmp, is_binary) if x is not None), *events)
+        args = (dst, src, *(x for x in (tmp, is_binary) if x is not None), *events)
+        core = getattr(_getcurrent(), "core", None)
+        if core is not None and core.ff is not None:    # fast-forward (sim.periodic): as _with_tmp's
+            return core.ff.call(core, instr, args, None)
+        return instr(*args)
     with_tmp.__doc__ = instr.__doc__
     return with_tmp
 
@@ -1085,7 +1102,9 @@ def _row_expand(op):
     name, ufunc, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -1127,7 +1146,9 @@ def _row_expand(op):
 
 def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
     """dst[i, :] = src[i, 0]."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TROWEXPAND, (dst, src, *events), None)
     if events:
         TSYNC(*events)
     a = arr(src, core)

@@ -22,7 +22,7 @@ from ..arch import dtypes as dt
 from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES, OPS, PART_ARG_INDEX,
                               POW_HIGH_PRECISION, by_form, scalar_error)
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
-from .context import current_core
+from .context import current_core, kernel_core
 from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
                   _tmp_tile, arr, vec_issue_n)
@@ -282,7 +282,9 @@ def _col_expand(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         _sync(events)
         d, a, b = _vec(core, name, dst, src0, src1)
         if a.shape != d.shape or b.shape[1] != d.shape[1] or (b.shape[0] < 1 and d.size):
@@ -298,15 +300,22 @@ def _col_expand(op):
 
 
 def _col_expand_into(fn, a, b, d):
+    """d = fn(a, row 0 of b) (the last two axes are the tile's: a batch of blocks adds a
+    leading one)."""
     if d.size:
-        fn(a, b[:1, :], out=d)
+        fn(a, b[..., :1, :], out=d)
+
+
+_col_expand_into.batch_out = -1     # (runs on a batch of repeated blocks: sim.periodic)
 
 
 def _col_bcast(op):
     name, ok = op.name, op.allowed()
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, *events), None)
         _sync(events)
         d, a = _vec(core, name, dst, src)
         if a.shape[1] != d.shape[1] or (a.shape[0] < 1 and d.size):

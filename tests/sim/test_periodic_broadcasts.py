@@ -1,0 +1,145 @@
+"""The fast-forward engine records the row and column broadcasts (the TROWEXPAND* and
+TCOLEXPAND* families) and batches their data work: a stream of bias rows, a softmax-like
+stream of per-row statistics, and every other form alone are recorded and taken whole, with
+the exact engine's outputs, cycles and summary (both platforms, the checkers off and on)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.isa import *  # noqa: F403
+from test_periodic import T, rint, same  # noqa: F401
+from test_periodic import engines  # noqa: F401  (the fixture)
+
+N = 300
+STAT = 0x1000              # per-row statistics: T x 8 tiles (32-byte rows), from here on
+
+
+def _stat(k: int, cols: int = 1) -> Tile:
+    """A per-row operand: ``cols`` valid columns (1: one value per row; 8: a 32-byte block)."""
+    return Tile(TileType.Vec, float32, T, 8, valid_cols=cols, addr=STAT + k * 0x400)
+
+
+def _report(engines):
+    assert len(engines) == 1
+    return engines[0].report()
+
+
+# ============================================================================ a bias row
+def bias_vec(x, bias, gamma, out, n):
+    """out = (x + bias row) * gamma row: TCOLEXPANDADD, TCOLEXPANDMUL."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    b = Tile(TileType.Vec, float32, 1, T, addr=0x800)
+    g = Tile(TileType.Vec, float32, 1, T, addr=0xC00)
+    TLOAD(b, GlobalTensor(bias.data(), (1, T)))
+    TLOAD(g, GlobalTensor(gamma.data(), (1, T)))
+    src = GlobalTensor(x.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        TCOLEXPANDADD(a, a, b)
+        TCOLEXPANDMUL(a, a, g)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, a)
+
+
+@pytest.mark.parametrize("checks", [False, True], ids=["unchecked", "checked"])
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_bias_row_stream_is_recorded(engines, plat, checks):
+    rng = np.random.default_rng(1)
+    args = dict(x=rint(rng, (N * T, T)), bias=rint(rng, (1, T)), gamma=rint(rng, (1, T)),
+                out=np.zeros((N * T, T), np.float32), n=N)
+    res = same(None, (bias_vec, None), args, engines, platform=plat, checks=checks)
+    assert np.array_equal(res.outputs["out"], (args["x"] + args["bias"]) * args["gamma"])
+    ff = _report(engines)
+    assert ff.blocks > 0 and ff.whole > 0 and ff.reason is None and ff.unbatched is None
+
+
+# ============================================================================ softmax
+def softmax_vec(x, scale, out, n):
+    """Each row of tile i scaled by its 32-byte block of tile i of ``scale`` (TROWEXPANDMUL),
+    then its softmax: row max, TROWEXPANDSUB, TEXP, row sum, TROWEXPANDDIV."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    w = Tile(TileType.Vec, float32, T, T, addr=0x800)
+    s, m, r = _stat(0, 8), _stat(1), _stat(2)
+    src = GlobalTensor(x.data(), (T, T))
+    per = GlobalTensor(scale.data(), (T, 8))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        per.assign(scale.data() + i * T * 8)
+        TLOAD(s, per)
+        TROWEXPANDMUL(a, a, s)
+        TROWMAX(m, a, w)
+        TROWEXPANDSUB(a, a, m)
+        TEXP(a, a)
+        TROWSUM(r, a, w)
+        TROWEXPANDDIV(a, a, r)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, a)
+
+
+def _softmax(x, scale):
+    t = x.reshape(-1, T, T) * np.tile(scale.reshape(-1, T, 8), (1, 1, 2))
+    e = np.exp(t - t.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).reshape(-1, T)
+
+
+@pytest.mark.parametrize("checks", [False, True], ids=["unchecked", "checked"])
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+def test_softmax_stream_is_recorded(engines, plat, checks):
+    rng = np.random.default_rng(2)
+    args = dict(x=rng.standard_normal((N * T, T)).astype(np.float32),
+                scale=rng.uniform(0.5, 2, (N * T, 8)).astype(np.float32), out=np.zeros((N * T, T), np.float32),
+                n=N)
+    res = same(None, (softmax_vec, None), args, engines, platform=plat, checks=checks)
+    np.testing.assert_allclose(res.outputs["out"], _softmax(args["x"], args["scale"]), rtol=1e-5, atol=1e-7)
+    ff = _report(engines)
+    assert ff.blocks > 0 and ff.whole > 0 and ff.reason is None and ff.unbatched is None
+
+
+# ============================================================================ every other form
+ROW = {"TROWEXPANDADD": np.add, "TROWEXPANDMAX": np.maximum, "TROWEXPANDMIN": np.minimum,
+       "TROWEXPANDEXPDIF": lambda a, b: np.exp(a - b)}
+COL = {"TCOLEXPANDSUB": np.subtract, "TCOLEXPANDDIV": np.divide, "TCOLEXPANDMAX": np.maximum,
+       "TCOLEXPANDMIN": np.minimum, "TCOLEXPANDEXPDIF": lambda a, b: np.exp(a - b)}
+
+
+def form_vec(x, per, out, n, name):
+    """Instruction ``name`` on each tile with the per-row (a T x 1) or per-column (a 1 x T)
+    operand ``per``; TROWEXPAND / TCOLEXPAND add the broadcast of ``per`` instead."""
+    rows = name.startswith("TROW")
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    full = Tile(TileType.Vec, float32, T, T, addr=0x800)
+    p = _stat(0) if rows else Tile(TileType.Vec, float32, 1, T, addr=STAT)
+    TLOAD(p, GlobalTensor(per.data(), (T, 1) if rows else (1, T)))
+    op = globals()[name]
+    src = GlobalTensor(x.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        if name in ("TROWEXPAND", "TCOLEXPAND"):
+            op(full, p)
+            TADD(a, a, full)
+        else:
+            op(a, a, p)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, a)
+
+
+@pytest.mark.parametrize("name", [*ROW, *COL, "TROWEXPAND", "TCOLEXPAND"])
+def test_every_broadcast_form_is_recorded(engines, name):
+    rng = np.random.default_rng(3)
+    rows = name.startswith("TROW")
+    args = dict(x=rint(rng, (N * T, T), -4, 5) / 4, per=rint(rng, (T, 1) if rows else (1, T), 1, 5) / 4,
+                out=np.zeros((N * T, T), np.float32), n=N, name=name)
+    res = same(None, (form_vec, None), args, engines, platform="a5")
+    fn = {**ROW, **COL}.get(name, np.add)
+    want = fn(args["x"].reshape(-1, T, T), args["per"]).reshape(-1, T).astype(np.float32)
+    np.testing.assert_allclose(res.outputs["out"], want, rtol=1e-6)
+    ff = _report(engines)
+    assert ff.blocks > 0 and ff.reason is None and ff.unbatched is None
