@@ -27,7 +27,7 @@ from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
 from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
-from .context import _getcurrent, current_core, kernel_core
+from .context import _getcurrent, current_core, kernel_core, named
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Elsewhere, Tile, TileLayout, TileType
@@ -914,7 +914,7 @@ def _binary(op):
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     sig = "dst, src0, src1, tmp" if takes_tmp else "dst, src0, src1"
     instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1), element-wise."
-    return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src0, src1") if takes_tmp else instr
 
 
 #: the scalar ops pto-isa also spells scalar first (pto_instr.hpp's ``TDIVS(dst, scalar,
@@ -960,7 +960,7 @@ def _scalar(op):
     sig = "dst, src, scalar, tmp" if takes_tmp else "dst, src, scalar"
     instr.__doc__ = f"{name}({sig}): element-wise with a scalar operand ({fn.__name__})" + \
         (f"; {name}(dst, scalar, src): the scalar first." if first is not None else ".")
-    return _with_tmp(instr, "dst, src, scalar") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src, scalar") if takes_tmp else instr
 
 
 def _unary(op):
@@ -986,7 +986,7 @@ def _unary(op):
             return _vec_issue_tmp(core, name, dst, src, None, tmp)
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
     instr.__doc__ = f"{name}(dst, src{'[, tmp]' if takes_tmp else ''}): element-wise unary op ({fn.__name__})."
-    return _with_tmp(instr, "dst, src") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src") if takes_tmp else instr
 
 
 def _row_reduce_into(fn, a, d):
@@ -1071,6 +1071,7 @@ def _col_reduce(op):
                     "of each column of src."
     if not takes_tmp:
         return instr
+    named(instr, name)                          # (the engine's record names the wrapped call)
 
     def with_tmp(dst: Tile, src: Tile, tmp=None, is_binary=None, *events) -> Event:
         args = (dst, src, *(x for x in (tmp, is_binary) if x is not None), *events)
@@ -1141,7 +1142,7 @@ def _row_expand(op):
     sig = "dst, src0, src1[, tmp]" if takes_tmp else "dst, src0, src1"
     instr.__doc__ = (f"{name}({sig}): dst = {ufunc.__name__}(src0, src1) with the per-row operand (src1, or "
                      "src0 when src1 has dst's shape) repeated along each row: one value, or a 32-byte block.")
-    return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src0, src1") if takes_tmp else instr
 
 
 def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
@@ -1359,8 +1360,7 @@ def TPACK(dst: Tile, src: Tile, *events) -> Event:
 _BUILD = {"binary": _binary, "scalar": _scalar, "unary": _unary, "row_reduce": _row_reduce,
           "col_reduce": _col_reduce, "row_expand": _row_expand}
 for _op in by_form(*_BUILD):
-    _fn = _BUILD[_op.form](_op)
-    _fn.__name__ = _fn.__qualname__ = _op.name
+    _fn = named(_BUILD[_op.form](_op), _op.name)
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
 del _op, _fn

@@ -22,7 +22,7 @@ from ..arch import dtypes as dt
 from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES, OPS, PART_ARG_INDEX,
                               POW_HIGH_PRECISION, by_form, scalar_error)
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
-from .context import current_core, kernel_core
+from .context import current_core, kernel_core, named
 from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
                   _tmp_tile, arr, vec_issue_n)
@@ -735,8 +735,7 @@ _BUILD = {"ternary": _ternary, "scalar_ternary": _scalar_ternary, "axpy": _axpy,
           "row_arg": _arg, "col_arg": _arg, "part": _part, "dst_binary": _dst_binary,
           "part_arg": _part_arg}
 for _op in by_form(*_BUILD):
-    _fn = _BUILD[_op.form](_op)
-    _fn.__name__ = _fn.__qualname__ = _op.name
+    _fn = named(_BUILD[_op.form](_op), _op.name)
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
 __all__ = [_op.name for _op in by_form(*_BUILD)] + ["TADDDEQRELU", "TADDRELUCONV", "TDEQUANT",

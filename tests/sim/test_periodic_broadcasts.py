@@ -1,7 +1,9 @@
 """The fast-forward engine records the row and column broadcasts (the TROWEXPAND* and
 TCOLEXPAND* families) and batches their data work: a stream of bias rows, a softmax-like
 stream of per-row statistics, and every other form alone are recorded and taken whole, with
-the exact engine's outputs, cycles and summary (both platforms, the checkers off and on)."""
+the exact engine's outputs, cycles and summary (both platforms, the checkers off and on).
+An instruction the engine does not record is named, with its kernel line, as the reason the
+run was not fast-forwarded."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 
 import ptopipe
 from ptopipe.isa import *  # noqa: F403
+from markers import line_of
 from test_periodic import T, rint, same  # noqa: F401
 from test_periodic import engines  # noqa: F401  (the fixture)
 
@@ -143,3 +146,65 @@ def test_every_broadcast_form_is_recorded(engines, name):
     np.testing.assert_allclose(res.outputs["out"], want, rtol=1e-6)
     ff = _report(engines)
     assert ff.blocks > 0 and ff.reason is None and ff.unbatched is None
+
+
+# ============================================================================ not recorded
+def unrecorded_vec(x, idx, out, n, at, last, use):
+    """Adds 1 to each tile - and in iterations ``at`` to ``last`` makes it by ``use``, an
+    instruction the engine does not record (TGATHER: permuted by ``idx``; TAXPY: 3x + 1), and
+    adds 1 more."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    b = Tile(TileType.Vec, float32, T, T, addr=0x400)
+    ix = Tile(TileType.Vec, int32, T, T, addr=0x800)
+    TLOAD(ix, GlobalTensor(idx.data(), (T, T)))
+    src = GlobalTensor(x.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        TADDS(b, a, 1.0)
+        if at <= i <= last:
+            if use == "TGATHER":
+                TGATHER(b, a, ix)  # TGATHER
+            else:
+                TAXPY(b, a, 2.0)  # TAXPY
+            TADDS(b, b, 1.0)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, b)
+
+
+def _unrecorded(engines, use, n, at, last):
+    """The report of a periodic run of :func:`unrecorded_vec` (the exact one's results, and
+    the values its golden gives), and the line of ``use``."""
+    rng = np.random.default_rng(4)
+    args = dict(x=rint(rng, (n * T, T)), idx=rng.permutation(T * T).astype(np.int32).reshape(T, T),
+                out=np.zeros((n * T, T), np.float32), n=n, at=at, last=last, use=use)
+    res = same(None, (unrecorded_vec, None), args, engines, engaged=False, platform="a5")
+    x = args["x"].reshape(n, T * T)
+    want = x + 1
+    made = x[:, args["idx"].ravel()] if use == "TGATHER" else 3 * x + 1
+    want[at:last + 1] = made[at:last + 1] + 1
+    assert np.array_equal(res.outputs["out"], want.reshape(-1, T))
+    return _report(engines), f"test_periodic_broadcasts.py:{line_of(unrecorded_vec, use)}"
+
+
+@pytest.mark.parametrize("use", ["TGATHER", "TAXPY"])
+def test_instruction_not_recorded_is_named_with_its_line(engines, use):
+    """An instruction the engine does not record in every iteration (a function of its own, or
+    one of a family's): learning starts over at it until the engine gives up, naming it and
+    its line."""
+    ff, where = _unrecorded(engines, use, N, 0, N)
+    assert ff.blocks == 0
+    what, why = ff.reason.split(" is not recorded: ")
+    assert what.startswith(f"{use} at ") and what.endswith(where)
+    assert why == "learning started over more than 64 times"
+
+
+def test_instruction_that_stops_the_recording_is_named_with_its_line(engines):
+    """TGATHER in iteration 450 alone: the recording stops at it, named with its line and core
+    (the engine then learns the loop again and records it to the end)."""
+    ff, where = _unrecorded(engines, "TGATHER", 900, 450, 450)
+    assert ff.blocks > 0
+    what, why = ff.reason.split(" on AIV0 is not recorded: ")
+    assert what.startswith("TGATHER at ") and what.endswith(where)
+    assert why == "the recording stopped there"
