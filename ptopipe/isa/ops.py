@@ -990,19 +990,18 @@ def _unary(op):
 
 
 def _row_reduce_into(fn, a, d):
-    """Column 0 of ``d`` = ``fn`` of each row of ``a`` (the last two axes are the tile's: a
+    """``d``, one column, = ``fn`` of each row of ``a`` (the last two axes are the tile's: a
     batch of blocks adds a leading one)."""
-    if a.size and d.size:               # an empty valid region reduces nothing
-        d[..., 0] = fn(a, axis=-1)
+    d[..., 0] = fn(a, axis=-1)
 
 
 def _col_reduce_into(fn, a, d):
-    """Row 0 of ``d`` = ``fn`` of each column of ``a`` (as :func:`_row_reduce_into`)."""
-    if a.size and d.size:
-        d[..., 0, :] = fn(a, axis=-2)
+    """``d``, one row, = ``fn`` of each column of ``a`` (as :func:`_row_reduce_into`)."""
+    d[..., 0, :] = fn(a, axis=-2)
 
 
-# (each output element reduces the same elements in the same order on a batch of blocks)
+# (each writes every element of d - a batch's copy of it holds no byte of its own - and each
+# output element reduces the same elements in the same order on a batch of blocks)
 _row_reduce_into.batch_out = _col_reduce_into.batch_out = -1
 
 
@@ -1023,7 +1022,8 @@ def _row_reduce(op):
             _same_dtype(core, name, dst, src)
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
-        core.pending.append((_row_reduce_into, fn, a, d))
+        if a.size and d.size:                   # (an empty valid region reduces nothing)
+            core.pending.append((_row_reduce_into, fn, a, d[:, :1]))
         writes = [dst]
         if tmp.__class__ is Tile:
             _tmp_tile(core, name, tmp, writes, (src,))
@@ -1060,7 +1060,8 @@ def _col_reduce(op):
             _same_dtype(core, name, dst, src)
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
-        core.pending.append((_col_reduce_into, fn, a, d))
+        if a.size and d.size:
+            core.pending.append((_col_reduce_into, fn, a, d[:1, :]))
         if tmp is not None:
             t = arr(tmp, core, f"{name} tmp")
             if binary:

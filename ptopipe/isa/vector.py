@@ -25,7 +25,7 @@ from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
 from .context import current_core, kernel_core, named
 from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
-                  _tmp_tile, arr, vec_issue_n)
+                  _tmp_tile, _ufunc_into, arr, vec_issue_n)
 from .tile import Tile
 from ..errors import with_article
 
@@ -293,20 +293,11 @@ def _col_expand(op):
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
         _rule(core, op, dst, ok)
-        core.pending.append((_col_expand_into, fn, a, b, d))
+        if d.size:                              # (row 0 of src1: the bytes the op reads)
+            core.pending.append((_ufunc_into, fn, a, b[:1, :], d))
         return _issue(core, name, [dst], [src0, src1], None, *d.shape, dst.item)
     instr.__doc__ = f"{name}(dst, src0, src1): dst[i, j] = {fn.__name__}(src0[i, j], src1[0, j])."
     return instr
-
-
-def _col_expand_into(fn, a, b, d):
-    """d = fn(a, row 0 of b) (the last two axes are the tile's: a batch of blocks adds a
-    leading one)."""
-    if d.size:
-        fn(a, b[..., :1, :], out=d)
-
-
-_col_expand_into.batch_out = -1     # (runs on a batch of repeated blocks: sim.periodic)
 
 
 def _col_bcast(op):

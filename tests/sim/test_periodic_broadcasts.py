@@ -1,8 +1,9 @@
 """The fast-forward engine records the row and column broadcasts (the TROWEXPAND* and
 TCOLEXPAND* families) and batches their data work: a stream of bias rows, a softmax-like
 stream of per-row statistics, and every other form alone are recorded and taken whole, with
-the exact engine's outputs, cycles and summary (both platforms, the checkers off and on).
-An instruction the engine does not record is named, with its kernel line, as the reason the
+the exact engine's outputs, cycles and summary (both platforms, the checkers off and on);
+so are the row and column reductions into a wider tile, whose other columns / rows keep
+their values.  An instruction the engine does not record is named, with its kernel line, as the reason the
 run was not fast-forwarded."""
 from __future__ import annotations
 
@@ -146,6 +147,42 @@ def test_every_broadcast_form_is_recorded(engines, name):
     np.testing.assert_allclose(res.outputs["out"], want, rtol=1e-6)
     ff = _report(engines)
     assert ff.blocks > 0 and ff.reason is None and ff.unbatched is None
+
+
+# ============================================================================ reductions
+def reducing_vec(x, out, n):
+    """Row sums into column 0 of a T x 8 tile of 5s, column maxima into row 0 of an 8 x T
+    tile of 7s, both stored whole."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    w = Tile(TileType.Vec, float32, T, T, addr=0x400)
+    r = Tile(TileType.Vec, float32, T, 8, addr=0x800)
+    c = Tile(TileType.Vec, float32, 8, T, addr=0xC00)
+    TEXPANDS(r, 5.0)
+    TEXPANDS(c, 7.0)
+    src = GlobalTensor(x.data(), (T, T))
+    rows = GlobalTensor(out.data(), (T, 8))
+    cols = GlobalTensor(out.data(), (8, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        TROWSUM(r, a, w)
+        TCOLMAX(c, a)
+        rows.assign(out.data() + i * 2 * T * 8)
+        TSTORE(rows, r)
+        cols.assign(out.data() + (i * 2 + 1) * T * 8)
+        TSTORE(cols, c)
+
+
+def test_reductions_keep_the_rest_of_their_tile(engines):
+    rng = np.random.default_rng(5)
+    args = dict(x=rint(rng, (N * T, T)), out=np.zeros(N * 2 * T * 8, np.float32), n=N)
+    res = same(None, (reducing_vec, None), args, engines, platform="a5")
+    x = args["x"].reshape(N, T, T)
+    rows, cols = np.full((N, T, 8), 5, np.float32), np.full((N, 8, T), 7, np.float32)
+    rows[:, :, 0], cols[:, 0, :] = x.sum(axis=2), x.max(axis=1)
+    out = res.outputs["out"].reshape(N, 2, T * 8)
+    assert np.array_equal(out[:, 0], rows.reshape(N, -1)) and np.array_equal(out[:, 1], cols.reshape(N, -1))
+    assert _report(engines).blocks > 0
 
 
 # ============================================================================ not recorded
