@@ -75,7 +75,9 @@ def _ternary(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, src2, *events), None)
         _sync(events)
         d, a, b, c = _vec(core, name, dst, src0, src1, src2)
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b), src2=(src2, c))
@@ -90,7 +92,9 @@ def _scalar_ternary(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, scalar, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, scalar, src1, *events), None)
         _sync(events)
         d, a, b = _vec(core, name, dst, src0, src1)
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
@@ -105,7 +109,9 @@ def _axpy(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, scalar, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, scalar, *events), None)
         _sync(events)
         d, a = _vec(core, name, dst, src0)
         if a.shape != d.shape:
@@ -184,7 +190,9 @@ def _compare(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, mode=CmpMode.EQ, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, mode, *events), None)
         if mode.__class__ is Event:               # TCMP(dst, a, b, event, ...): no mode given
             events, mode = (mode,) + events, CmpMode.EQ
         _sync(events)
@@ -206,7 +214,9 @@ def _compare_scalar(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1, mode=CmpMode.EQ, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, mode, *events), None)
         if mode.__class__ is Event:
             events, mode = (mode,) + events, CmpMode.EQ
         _sync(events)
@@ -240,7 +250,9 @@ def _select(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, mask: Tile, src0: Tile, src1: Tile, *rest) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, mask, src0, src1, *rest), None)
         tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
         _sync(events)
         d, m, a, b = _vec(core, name, dst, mask, src0, src1)
@@ -258,7 +270,9 @@ def _select_scalar(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, mask: Tile, src: Tile, *rest) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, mask, src, *rest), None)
         tmp = None
         if rest and rest[0].__class__ is Tile:    # pto-isa's order: tmp, then the scalar
             tmp, rest = rest[0], rest[1:]
@@ -497,7 +511,9 @@ def _dst_binary(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         _sync(events)
         d, a, b = _vec(core, name, dst, src0, src1)
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))

@@ -3,7 +3,7 @@ TCOLEXPAND* families) and batches their data work: a stream of bias rows, a soft
 stream of per-row statistics, and every other form alone are recorded and taken whole, with
 the exact engine's outputs, cycles and summary (both platforms, the checkers off and on);
 so are the row and column reductions into a wider tile, whose other columns / rows keep
-their values.  An instruction the engine does not record is named, with its kernel line, as the reason the
+their values, and the compare / select, three-operand and fused forms.  An instruction the engine does not record is named, with its kernel line, as the reason the
 run was not fast-forwarded."""
 from __future__ import annotations
 
@@ -185,11 +185,58 @@ def test_reductions_keep_the_rest_of_their_tile(engines):
     assert _report(engines).blocks > 0
 
 
+# ============================================================================ compare, select, fused
+#: a form -> (its calls on (b, mask, a, y), what b holds then)
+FUSED = {
+    "TCMP+TSEL": (lambda b, m, a, y: (TCMP(m, a, y, CmpMode.GT), TSEL(b, m, a, y)), np.maximum),
+    "TCMPS+TSELS": (lambda b, m, a, y: (TCMPS(m, a, 0.0, CmpMode.GT), TSELS(b, m, a, 0.0)),
+                    lambda a, y: np.maximum(a, 0)),
+    "TADDC": (lambda b, m, a, y: TADDC(b, a, y, a), lambda a, y: 2 * a + y),
+    "TSUBC": (lambda b, m, a, y: TSUBC(b, a, y, a), lambda a, y: 2 * a - y),
+    "TADDSC": (lambda b, m, a, y: TADDSC(b, a, 2.0, y), lambda a, y: a + 2 + y),
+    "TSUBSC": (lambda b, m, a, y: TSUBSC(b, a, 2.0, y), lambda a, y: a - 2 + y),
+    "TAXPY": (lambda b, m, a, y: (TADDS(b, y, 0.0), TAXPY(b, a, 3.0)), lambda a, y: 3 * a + y),
+    "TMULADDDST": (lambda b, m, a, y: (TADDS(b, y, 0.0), TMULADDDST(b, a, a)), lambda a, y: a * a + y),
+    "TFUSEDMULADD": (lambda b, m, a, y: (TADDS(b, y, 0.0), TFUSEDMULADD(b, a, a)), lambda a, y: a * y + a),
+    "TFUSEDMULADDRELU": (lambda b, m, a, y: (TADDS(b, y, 0.0), TFUSEDMULADDRELU(b, a, a)),
+                         lambda a, y: np.maximum(a * y + a, 0)),
+}
+
+
+def fused_vec(x, y, out, n, form):
+    """Form ``form`` of :data:`FUSED` on each tile of ``x`` and the tile ``y``."""
+    a = Tile(TileType.Vec, float32, T, T, addr=0)
+    b = Tile(TileType.Vec, float32, T, T, addr=0x400)
+    yt = Tile(TileType.Vec, float32, T, T, addr=0x800)
+    m = Tile(TileType.Vec, uint8, T, 32, addr=0xC00)
+    TLOAD(yt, GlobalTensor(y.data(), (T, T)))
+    calls = FUSED[form][0]
+    src = GlobalTensor(x.data(), (T, T))
+    dst = GlobalTensor(out.data(), (T, T))
+    for i in range(n):
+        src.assign(x.data() + i * T * T)
+        TLOAD(a, src)
+        calls(b, m, a, yt)
+        dst.assign(out.data() + i * T * T)
+        TSTORE(dst, b)
+
+
+@pytest.mark.parametrize("plat,checks", [("a5", False), ("a2a3", True)])
+@pytest.mark.parametrize("form", FUSED)
+def test_compare_select_and_fused_forms_are_recorded(engines, form, plat, checks):
+    rng = np.random.default_rng(6)
+    args = dict(x=rint(rng, (N * T, T)), y=rint(rng, (T, T)), out=np.zeros((N * T, T), np.float32), n=N, form=form)
+    res = same(None, (fused_vec, None), args, engines, platform=plat, checks=checks)
+    want = FUSED[form][1](args["x"].reshape(-1, T, T), args["y"]).reshape(-1, T)
+    assert np.array_equal(res.outputs["out"], want)
+    assert _report(engines).blocks > 0 and _report(engines).reason is None
+
+
 # ============================================================================ not recorded
 def unrecorded_vec(x, idx, out, n, at, last, use):
     """Adds 1 to each tile - and in iterations ``at`` to ``last`` makes it by ``use``, an
-    instruction the engine does not record (TGATHER: permuted by ``idx``; TAXPY: 3x + 1), and
-    adds 1 more."""
+    instruction the engine does not record (TGATHER: permuted by ``idx``; TPARTADD: 2x + 1),
+    and adds 1 more."""
     a = Tile(TileType.Vec, float32, T, T, addr=0)
     b = Tile(TileType.Vec, float32, T, T, addr=0x400)
     ix = Tile(TileType.Vec, int32, T, T, addr=0x800)
@@ -204,7 +251,7 @@ def unrecorded_vec(x, idx, out, n, at, last, use):
             if use == "TGATHER":
                 TGATHER(b, a, ix)  # TGATHER
             else:
-                TAXPY(b, a, 2.0)  # TAXPY
+                TPARTADD(b, a, b)  # TPARTADD
             TADDS(b, b, 1.0)
         dst.assign(out.data() + i * T * T)
         TSTORE(dst, b)
@@ -219,13 +266,13 @@ def _unrecorded(engines, use, n, at, last):
     res = same(None, (unrecorded_vec, None), args, engines, engaged=False, platform="a5")
     x = args["x"].reshape(n, T * T)
     want = x + 1
-    made = x[:, args["idx"].ravel()] if use == "TGATHER" else 3 * x + 1
+    made = x[:, args["idx"].ravel()] if use == "TGATHER" else 2 * x + 1
     want[at:last + 1] = made[at:last + 1] + 1
     assert np.array_equal(res.outputs["out"], want.reshape(-1, T))
     return _report(engines), f"test_periodic_broadcasts.py:{line_of(unrecorded_vec, use)}"
 
 
-@pytest.mark.parametrize("use", ["TGATHER", "TAXPY"])
+@pytest.mark.parametrize("use", ["TGATHER", "TPARTADD"])
 def test_instruction_not_recorded_is_named_with_its_line(engines, use):
     """An instruction the engine does not record in every iteration (a function of its own, or
     one of a family's): learning starts over at it until the engine gives up, naming it and
