@@ -434,20 +434,20 @@ def subc(a, b, c, d):
     np.add(np.subtract(a, b), c, out=d)
 
 
-#: the kernels above that run unchanged on operands with extra leading axes (each writes its
-#: last argument, element by element, from the others): a batch of blocks that repeat
-#: (sim.periodic) runs such a kernel once for all of them (``batch_out``: the argument it writes)
-for _k in (adds, subs, muls, maxs, mins, exp, log, sqrt, rsqrt, abs_, neg, relu):
-    _k.batch_out = -1
-del _k
-
-
 def addsc(a, s, b, d):
     np.add(np.add(a, s), b, out=d)
 
 
 def subsc(a, s, b, d):
     np.add(np.subtract(a, s), b, out=d)
+
+
+#: the kernels above that run unchanged on operands with extra leading axes (each writes its
+#: last argument, element by element, from the others): a batch of blocks that repeat
+#: (sim.periodic) runs such a kernel once for all of them (``batch_out``: the argument it writes)
+for _k in (adds, subs, muls, maxs, mins, exp, log, sqrt, rsqrt, abs_, neg, relu, addc, subc, addsc, subsc):
+    _k.batch_out = -1
+del _k
 
 
 def axpy(a, s, d):

@@ -6,6 +6,8 @@ A run is started from host code only: :func:`refuse_nested_run` is what ``run`` 
 """
 from __future__ import annotations
 
+import sys
+
 import greenlet
 
 from ..errors import ConfigError, KernelError
@@ -28,11 +30,35 @@ def kernel_core() -> Core:
 def current_core() -> Core:
     """The core whose kernel is running, for an instruction on it: the fast-forward engine
     (sim.periodic) does not record the instructions that ask for it this way, so it gives
-    them the exact machine first."""
+    them the exact machine first (told which instruction: :func:`instruction_called`)."""
     core = kernel_core()
     if core.ff is not None:
-        core.ff.unhooked(core)
+        core.ff.unhooked(core, instruction_called)
     return core
+
+
+def instruction_called() -> str:
+    """The ISA instruction the running kernel called, e.g. ``"TGATHER"``: the outermost of the
+    ``ptopipe.isa`` frames this call is made in (the instructions a factory makes are named so,
+    code and all: :func:`named`)."""
+    f = sys._getframe(1)
+    name = None
+    while f is not None:
+        if f.f_globals.get("__name__", "").startswith("ptopipe.isa"):
+            name = f.f_code.co_name
+        elif name is not None:
+            break
+        f = f.f_back
+    return name or "an ISA call"
+
+
+def named(fn, name: str):
+    """``fn``, an instruction a factory made, named ``name`` - its code object too, so that
+    a frame of it (a traceback, :func:`instruction_called`) names the instruction."""
+    fn.__name__ = fn.__qualname__ = name
+    code = fn.__code__
+    fn.__code__ = code.replace(co_name=name, **({"co_qualname": name} if hasattr(code, "co_qualname") else {}))
+    return fn
 
 
 def here() -> str | None:

@@ -24,7 +24,7 @@ from ..arch.catalogue import (CONCAT_INDEX, GATHER_COMPARE, GATHER_COMPARE_A2A3_
                               OPS, concat_counted, gather_compare, gather_index_error, mrgsort_blocks, pad_value,
                               pattern_takes, platform_label)
 from ..arch.vocab import CmpMode, CustomPad, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
-from .context import current_core
+from .context import current_core, named
 from .events import Event, new_event
 from ..sim.trace import TileArgs
 from .ops import _err, _same_dtype, _scalar_value, _sync, _valid, arr
@@ -208,7 +208,7 @@ def _fillpad(name: str):
                     "region, the pad value elsewhere (Max / Min: +/-inf for floats, the integer " \
                     "limits; a number: a custom pad); without one, the destination's own PadValue " \
                     "(Tile(..., pad=...), pto-isa's PadVal template parameter)."
-    instr.__name__ = instr.__qualname__ = name
+    named(instr, name)
     return instr
 
 

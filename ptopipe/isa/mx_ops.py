@@ -16,7 +16,7 @@ from ..arch.catalogue import (MX_BASE_K, MX_GROUP, MX_INPUTS, MX_SCALE, MX_SCALE
                               platform_label)
 from ..arch.vocab import PlatformID
 from ..sim.trace import MatmulArgs
-from .context import current_core
+from .context import current_core, named
 from .events import Event, new_event
 from .ops import _acc_read, _err, _gemv_check, _mm_layouts, _same_shape, _sync, arr
 from .tile import TASSIGN, Tile, TileLayout, TileType
@@ -100,7 +100,7 @@ def _mx(op: str, gemv: bool):
         _, end = core.issue(PipeUnit.M, core.costs.matmul(m, k, n, a.item), srcs, (c,), op,
                             MatmulArgs(m, k, n) if core.trace is not None else None)
         return new_event((op, core, end))
-    instr.__name__ = instr.__qualname__ = op
+    named(instr, op)
     instr.__doc__ = (f"{op}(c, a, a_scale, b, b_scale[, bias]) / {op}(c_out, c_in, a, a_scale, b, b_scale): "
                      f"{OPS[op].doc}")
     return instr

@@ -28,7 +28,7 @@ from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
 from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
-from .context import _getcurrent, current_core, kernel_core
+from .context import _getcurrent, current_core, kernel_core, named
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Elsewhere, Tile, TileLayout, TileType
@@ -642,12 +642,13 @@ def _ufunc_into(ufunc, a, b, d):
 
 def _row_block_into(ufunc, a, b, d, first: bool):
     """d = ufunc(a, b) where the per-row operand (``a`` if ``first``, else ``b``) is a block per
-    row that repeats along it: element (i, j) takes its (i, j mod block)."""
-    reps = -(-d.shape[1] // (a if first else b).shape[1])
+    row that repeats along it: element (i, j) takes its (i, j mod block).  (The last two axes
+    are the tile's: a batch of blocks adds a leading one.)"""
+    reps = -(-d.shape[-1] // (a if first else b).shape[-1])
     if first:
-        a = np.tile(a, (1, reps))[:, :d.shape[1]]
+        a = np.tile(a, (1, reps))[..., :d.shape[-1]]
     else:
-        b = np.tile(b, (1, reps))[:, :d.shape[1]]
+        b = np.tile(b, (1, reps))[..., :d.shape[-1]]
     ufunc(a, b, out=d)
 
 
@@ -656,6 +657,7 @@ def _row_block_into(ufunc, a, b, d, first: bool):
 for _k in (_product, _product_into, _product_acc, _ufunc_into):
     _k.batch_out = -1
 _copy_unsafe.batch_out = 0
+_row_block_into.batch_out = 3       # (d)
 del _k
 
 
@@ -843,12 +845,16 @@ def _with_tmp(instr, operands: str):
     """``instr`` with pto-isa's optional ``tmp`` tile as a positional parameter after its
     ``operands`` (``TROWEXPANDADD(dst, src0, src1, tmp, events...)``), so the C ABI counts it
     among the arguments the instruction takes (``cpp.headergen.arities``); ``instr`` takes it
-    as the first of its trailing arguments."""
+    as the first of its trailing arguments.  The wrapper is what the kernel calls, so it hands
+    the call to the fast-forward engine (which reads the kernel's line one frame up)."""
     n = len(operands.split(", "))
 
     def with_tmp(*args, **kw):
         if len(args) > n and args[n] is None:       # tmp=None given: no tmp
             args = args[:n] + args[n + 1:]
+        core = getattr(_getcurrent(), "core", None)
+        if core is not None and core.ff is not None:    # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, args, kw or None)
         return instr(*args, **kw)
     params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in operands.split(", ")]
     params += [inspect.Parameter("tmp", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
@@ -909,7 +915,7 @@ def _binary(op):
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     sig = "dst, src0, src1, tmp" if takes_tmp else "dst, src0, src1"
     instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1), element-wise."
-    return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src0, src1") if takes_tmp else instr
 
 
 #: the scalar ops pto-isa also spells scalar first (pto_instr.hpp's ``TDIVS(dst, scalar,
@@ -978,7 +984,7 @@ def _scalar(op):
     sig = "dst, src, scalar, tmp" if takes_tmp else "dst, src, scalar"
     instr.__doc__ = f"{name}({sig}): element-wise with a scalar operand ({fn.__name__})" + \
         (f"; {name}(dst, scalar, src): the scalar first." if first is not None else ".")
-    return _with_tmp(instr, "dst, src, scalar") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src, scalar") if takes_tmp else instr
 
 
 def _unary(op):
@@ -1004,17 +1010,23 @@ def _unary(op):
             return _vec_issue_tmp(core, name, dst, src, None, tmp)
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
     instr.__doc__ = f"{name}(dst, src{'[, tmp]' if takes_tmp else ''}): element-wise unary op ({fn.__name__})."
-    return _with_tmp(instr, "dst, src") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src") if takes_tmp else instr
 
 
 def _row_reduce_into(fn, a, d):
-    if a.size and d.size:               # an empty valid region reduces nothing
-        d[:, 0] = fn(a, axis=1)
+    """``d``, one column, = ``fn`` of each row of ``a`` (the last two axes are the tile's: a
+    batch of blocks adds a leading one)."""
+    d[..., 0] = fn(a, axis=-1)
 
 
 def _col_reduce_into(fn, a, d):
-    if a.size and d.size:
-        d[0, :] = fn(a, axis=0)
+    """``d``, one row, = ``fn`` of each column of ``a`` (as :func:`_row_reduce_into`)."""
+    d[..., 0, :] = fn(a, axis=-2)
+
+
+# (each writes every element of d - a batch's copy of it holds no byte of its own - and each
+# output element reduces the same elements in the same order on a batch of blocks)
+_row_reduce_into.batch_out = _col_reduce_into.batch_out = -1
 
 
 def _row_reduce(op):
@@ -1034,7 +1046,8 @@ def _row_reduce(op):
             _same_dtype(core, name, dst, src)
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
-        core.pending.append((_row_reduce_into, fn, a, d))
+        if a.size and d.size:                   # (an empty valid region reduces nothing)
+            core.pending.append((_row_reduce_into, fn, a, d[:, :1]))
         writes = [dst]
         if tmp.__class__ is Tile:
             _tmp_tile(core, name, tmp, writes, (src,))
@@ -1071,7 +1084,8 @@ def _col_reduce(op):
             _same_dtype(core, name, dst, src)
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
-        core.pending.append((_col_reduce_into, fn, a, d))
+        if a.size and d.size:
+            core.pending.append((_col_reduce_into, fn, a, d[:1, :]))
         if tmp is not None:
             t = arr(tmp, core, f"{name} tmp")
             if binary:
@@ -1082,9 +1096,14 @@ def _col_reduce(op):
                     "of each column of src."
     if not takes_tmp:
         return instr
+    named(instr, name)                          # (the engine's record names the wrapped call)
 
     def with_tmp(dst: Tile, src: Tile, tmp=None, is_binary=None, *events) -> Event:
-        return instr(dst, src, *(x for x in (tmp, is_binary) if x is not None), *events)
+        args = (dst, src, *(x for x in (tmp, is_binary) if x is not None), *events)
+        core = getattr(_getcurrent(), "core", None)
+        if core is not None and core.ff is not None:    # fast-forward (sim.periodic): as _with_tmp's
+            return core.ff.call(core, instr, args, None)
+        return instr(*args)
     with_tmp.__doc__ = instr.__doc__
     return with_tmp
 
@@ -1109,7 +1128,9 @@ def _row_expand(op):
     name, ufunc, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         tmp = None
         if takes_tmp and events:
             tmp, events = _split_tmp(events)
@@ -1146,12 +1167,14 @@ def _row_expand(op):
     sig = "dst, src0, src1[, tmp]" if takes_tmp else "dst, src0, src1"
     instr.__doc__ = (f"{name}({sig}): dst = {ufunc.__name__}(src0, src1) with the per-row operand (src1, or "
                      "src0 when src1 has dst's shape) repeated along each row: one value, or a 32-byte block.")
-    return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
+    return _with_tmp(named(instr, name), "dst, src0, src1") if takes_tmp else instr
 
 
 def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
     """dst[i, :] = src[i, 0]."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, TROWEXPAND, (dst, src, *events), None)
     if events:
         TSYNC(*events)
     a = arr(src, core)
@@ -1375,8 +1398,7 @@ def TPACK(dst: Tile, src: Tile, *events) -> Event:
 _BUILD = {"binary": _binary, "scalar": _scalar, "unary": _unary, "row_reduce": _row_reduce,
           "col_reduce": _col_reduce, "row_expand": _row_expand}
 for _op in by_form(*_BUILD):
-    _fn = _BUILD[_op.form](_op)
-    _fn.__name__ = _fn.__qualname__ = _op.name
+    _fn = named(_BUILD[_op.form](_op), _op.name)
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
 del _op, _fn

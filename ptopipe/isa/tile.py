@@ -163,7 +163,7 @@ class Tile:
             return              # the same region (a loop's every block): nothing changes
         core = self.core
         if core is not None and core.ff is not None:      # another region: the exact state first
-            core.ff.unhooked(core)                        # (sim.periodic)
+            core.ff.unhooked(core, "Tile.SetValid")       # (sim.periodic)
         # (exact ints first: the common case skips the isinstance checks)
         if not ((rows.__class__ is int or _is_int(rows)) and (cols.__class__ is int or _is_int(cols))
                 and 0 <= rows <= self.rows and 0 <= cols <= self.cols):
@@ -198,7 +198,7 @@ class Tile:
             self._stale()
         core = self.core
         if core.ff is not None:           # the kernel reads memory: the exact state first
-            core.ff.unhooked(core)
+            core.ff.unhooked(core, "Tile.full")
         core.cluster.sync()
         if core.cluster.determinacy is not None:
             _from_python(core, "Tile.full")
@@ -215,7 +215,7 @@ class Tile:
             self._stale()
         core = self.core
         if core.ff is not None:           # the kernel reads memory: the exact state first
-            core.ff.unhooked(core)
+            core.ff.unhooked(core, "Tile.array")
         core.cluster.sync()
         if core.cluster.determinacy is not None:
             _from_python(core, "Tile.array")

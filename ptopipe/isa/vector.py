@@ -22,10 +22,10 @@ from ..arch import dtypes as dt
 from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES, OPS, PART_ARG_INDEX,
                               POW_HIGH_PRECISION, by_form, scalar_error)
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
-from .context import current_core
+from .context import current_core, kernel_core, named
 from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
-                  _tmp_tile, arr, vec_issue_n)
+                  _tmp_tile, _ufunc_into, arr, vec_issue_n)
 from .tile import Tile
 from ..errors import with_article
 
@@ -75,7 +75,9 @@ def _ternary(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, src2, *events), None)
         _sync(events)
         d, a, b, c = _vec(core, name, dst, src0, src1, src2)
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b), src2=(src2, c))
@@ -90,7 +92,9 @@ def _scalar_ternary(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, scalar, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, scalar, src1, *events), None)
         _sync(events)
         d, a, b = _vec(core, name, dst, src0, src1)
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
@@ -105,7 +109,9 @@ def _axpy(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, scalar, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, scalar, *events), None)
         _sync(events)
         d, a = _vec(core, name, dst, src0)
         if a.shape != d.shape:
@@ -186,7 +192,9 @@ def _compare(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, mode=CmpMode.EQ, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, mode, *events), None)
         if mode.__class__ is Event:               # TCMP(dst, a, b, event, ...): no mode given
             events, mode = (mode,) + events, CmpMode.EQ
         _sync(events)
@@ -208,7 +216,9 @@ def _compare_scalar(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1, mode=CmpMode.EQ, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, mode, *events), None)
         if mode.__class__ is Event:
             events, mode = (mode,) + events, CmpMode.EQ
         _sync(events)
@@ -242,7 +252,9 @@ def _select(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, mask: Tile, src0: Tile, src1: Tile, *rest) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, mask, src0, src1, *rest), None)
         tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
         _sync(events)
         d, m, a, b = _vec(core, name, dst, mask, src0, src1)
@@ -260,7 +272,9 @@ def _select_scalar(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, mask: Tile, src: Tile, *rest) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, mask, src, *rest), None)
         tmp = None
         if rest and rest[0].__class__ is Tile:    # pto-isa's order: tmp, then the scalar
             tmp, rest = rest[0], rest[1:]
@@ -284,7 +298,9 @@ def _col_expand(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         _sync(events)
         d, a, b = _vec(core, name, dst, src0, src1)
         if a.shape != d.shape or b.shape[1] != d.shape[1] or (b.shape[0] < 1 and d.size):
@@ -293,22 +309,20 @@ def _col_expand(op):
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
         _rule(core, op, dst, ok)
-        core.pending.append((_col_expand_into, fn, a, b, d))
+        if d.size:                              # (row 0 of src1: the bytes the op reads)
+            core.pending.append((_ufunc_into, fn, a, b[:1, :], d))
         return _issue(core, name, [dst], [src0, src1], None, *d.shape, dst.item)
     instr.__doc__ = f"{name}(dst, src0, src1): dst[i, j] = {fn.__name__}(src0[i, j], src1[0, j])."
     return instr
-
-
-def _col_expand_into(fn, a, b, d):
-    if d.size:
-        fn(a, b[:1, :], out=d)
 
 
 def _col_bcast(op):
     name, ok = op.name, op.allowed()
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src, *events), None)
         _sync(events)
         d, a = _vec(core, name, dst, src)
         if a.shape[1] != d.shape[1] or (a.shape[0] < 1 and d.size):
@@ -499,7 +513,9 @@ def _dst_binary(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        core = kernel_core()
+        if core.ff is not None:                 # fast-forward (sim.periodic)
+            return core.ff.call(core, instr, (dst, src0, src1, *events), None)
         _sync(events)
         d, a, b = _vec(core, name, dst, src0, src1)
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
@@ -728,8 +744,7 @@ _BUILD = {"ternary": _ternary, "scalar_ternary": _scalar_ternary, "axpy": _axpy,
           "row_arg": _arg, "col_arg": _arg, "part": _part, "dst_binary": _dst_binary,
           "part_arg": _part_arg}
 for _op in by_form(*_BUILD):
-    _fn = _BUILD[_op.form](_op)
-    _fn.__name__ = _fn.__qualname__ = _op.name
+    _fn = named(_BUILD[_op.form](_op), _op.name)
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
 __all__ = [_op.name for _op in by_form(*_BUILD)] + ["TADDDEQRELU", "TADDRELUCONV", "TDEQUANT",

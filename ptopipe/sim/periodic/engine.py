@@ -72,7 +72,8 @@ class FastForwardReport:
     #: hooked calls recorded instead of simulated
     calls: int = 0
     #: why the run was not fast-forwarded, or stopped being (None: it ran to its end recorded,
-    #: or had nothing to record)
+    #: or had nothing to record); a use of the machine no recorded call makes is named with its
+    #: kernel line ("TGATHER at k.py:31 is not recorded: ...")
     reason: str | None = None
     #: why the recorded blocks' data work did not run in batches (None: it did, or there was none)
     unbatched: str | None = None
@@ -117,8 +118,8 @@ class _CoreState:
 
     recording = True          # (the core's ff only while the run records)
 
-    def unhooked(self, core) -> None:
-        self.ff.unhooked(core)
+    def unhooked(self, core, what) -> None:
+        self.ff.unhooked(core, what)
 
     def head(self, core, plan, i, step, stop):
         """A loop of the core its interpreter may skip iterations of at the head of iteration
@@ -172,6 +173,14 @@ class _CoreState:
         return ln.result(q)
 
 
+def _use(core, what) -> str:
+    """A use of the machine by ``core``'s kernel that no recorded call makes, and its line:
+    ``"TGATHER at k.py:31"`` (``what``: the use, or a function that names it)."""
+    where = core.where()
+    what = what() if callable(what) else what
+    return what if where is None else f"{what} at {where}"
+
+
 def period_of(log) -> int | None:
     """The shortest period ``p`` (at most MAX_PERIOD) in which the last ``3p`` calls of
     ``log`` repeat (by ``sig``), and at least the last PERIOD_WINDOW, or None."""
@@ -217,6 +226,7 @@ class FastForward:
         self.calls_skipped = 0        # hooked calls recorded instead of simulated
         self.relearns = 0
         self.restarts = 0
+        self.unrecorded: dict = {}    # a use no recorded call makes ("TGATHER at k.py:31") -> the restarts at it
         self.unbatched = None         # why their data work did not run in batches
         self.whole = 0                # blocks taken whole (their iterations skipped)
         self.skip_off = False         # recording: no more blocks are taken whole
@@ -292,14 +302,17 @@ class FastForward:
     def recording(self) -> bool:
         return self.mode == RECORD
 
-    def unhooked(self, core) -> None:
-        """The kernel uses the machine other than through a hooked call: learning starts
-        over; recording stops (the exact state first)."""
+    def unhooked(self, core, what) -> None:
+        """The kernel uses the machine other than through a hooked call - ``what`` names the
+        use (``"Tile.array"``), or is a function that names it (the instruction called):
+        learning starts over; recording stops (the exact state first)."""
         if self.mode == RECORD:
-            self.materialize(f"the kernel on {core.name} used the machine other than by a recorded instruction",
+            self.materialize(f"{_use(core, what)} on {core.name} is not recorded: the recording stopped there",
                              True)
-        elif self.mode == LEARN:
-            self._relearn()             # (warming up: nothing to start over)
+        elif self.mode == LEARN:        # (warming up: nothing to start over)
+            use = _use(core, what)
+            self.unrecorded[use] = self.unrecorded.get(use, 0) + 1
+            self._relearn()
 
     def blocking(self, core) -> None:
         """``core`` is about to block in a WAIT made exactly."""
@@ -401,7 +414,7 @@ class FastForward:
         """Learning starts over (the kernel used the machine other than by a hooked call)."""
         self.restarts += 1
         if self.restarts > RESTARTS and self.mode == LEARN:
-            self._off("the kernel keeps using the machine other than by the instructions it records")
+            self._off(self._restarts_reason())
             return
         self.slides = 0
         self.sizing = False
@@ -412,6 +425,14 @@ class FastForward:
         self.gwork.clear()
         self.gcores.clear()
         self.ref = self.next_snap = None
+
+    def _restarts_reason(self) -> str:
+        """Why learning gave up starting over: the use of the machine no recorded call makes
+        that made it start over most often (of those, the first met), and where."""
+        if not self.unrecorded:
+            return "the kernel keeps using the machine other than by the instructions it records"
+        use = max(self.unrecorded, key=self.unrecorded.get)
+        return f"{use} is not recorded: learning started over more than {RESTARTS} times"
 
     def _detect(self, st) -> None:
         """``st``'s core has made its last calls three times over: its period."""
