@@ -61,9 +61,11 @@ def add_parser(sub) -> None:
     p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
-                   help="write a self-contained HTML report (profile + swimlane SVG)")
+                   help="write a self-contained HTML report (profile + swimlane SVG); with --variant all, "
+                        "one per variant: OUT.<scenario>.<variant>.html")
     p.add_argument("--png", default=None, metavar="OUT.png",
-                   help="write the swimlane as a PNG (needs matplotlib: pip install 'ptopipe[plot]')")
+                   help="write the swimlane as a PNG (needs matplotlib: pip install 'ptopipe[plot]'); with "
+                        "--variant all, one per variant: OUT.<scenario>.<variant>.png")
     p.set_defaults(func=main)
 
 
