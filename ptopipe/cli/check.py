@@ -232,6 +232,12 @@ def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
                 status = 1
             if not args.json:
                 _print_variant(args, label, res, rep, v)
+                if getattr(args, "engine", "local") == "ray" and not res.on_workers and res.runs > 1 \
+                        and not getattr(args, "files_in_parallel", False):
+                    print(f"note: {label}: its {res.runs - 1} explored schedules ran in this process: too few "
+                          "to be worth the Ray cluster's start-up (--engine ray"
+                          + (f" --address {args.address}" if getattr(args, "address", None) else "")
+                          + " was not contacted; more --schedules spread them there)", file=sys.stderr)
             reports.append(rep)
     failed = [f"{r['scenario']}[{r['variant']}]" for r in reports if r["failure"]]
     if len(reports) > 1 and not args.json and not getattr(args, "library", False):

@@ -111,6 +111,7 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     todo = plan.wave()
     if todo and each * len(todo) < min_seconds:
         return explore_rest(out, sc, **rest, scope=scope, **run_kwargs)   # (those few runs again, here)
+    spread = bool(todo)
     with session(engine, address) if todo else contextlib.nullcontext():
         while todo:
             units = _units(job, todo, workers, seed if plan.chained else None)
@@ -122,7 +123,9 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
             for got in run_units(run_unit, units, _lost, engine, address, workers, step):
                 plan.add(got)
             todo = plan.wave()
-    return plan.result(out, run_warnings)
+    res = plan.result(out, run_warnings)
+    res.on_workers = spread
+    return res
 
 
 # -- the plan: what ran, the serial order rebuilt from it, what the next wave runs ----------------

@@ -132,6 +132,9 @@ class ExploreResult:
     # (sim.determinacy): none was explored; else why not, when it was judged
     determinate: bool = False
     why_explored: str | None = None
+    #: its explored schedules ran on the check's engine (worker processes, a Ray cluster), not
+    #: in this process (a check too short to be worth a pool's start-up runs here)
+    on_workers: bool = False
 
     @property
     def ok(self) -> bool:
