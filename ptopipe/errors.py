@@ -9,6 +9,7 @@ of a call).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -34,6 +35,16 @@ def shown_where(where):
         path, sep, rest = where.partition(":")
         return shown_path(path) + sep + rest
     return where
+
+
+#: an absolute file path followed by ``:LINE`` inside a message's text (a second location it names)
+_ABS_LOC = re.compile(r"(?<![\w./~])(/[^\s:'\"(),]+\.\w+)(?=:\d)")
+
+
+def shown_locations(text: str) -> str:
+    """``text`` with every ``/abs/path.ext:LINE`` in it shown as :func:`shown_path` shows a
+    path: the other locations a message names read like its ``at`` line."""
+    return _ABS_LOC.sub(lambda m: shown_path(m.group(1)), text) if os.sep in text else text
 
 
 class PtoPipeError(Exception):
@@ -65,13 +76,13 @@ class PtoPipeError(Exception):
         return d
 
     def render(self) -> str:
-        lines = [self.what]
+        lines = [shown_locations(self.what)]
         if self.where:
             lines.append(f"  at {shown_where(self.where)}")
         if self.details:
-            lines.extend("  " + ln for ln in self.details.rstrip().splitlines())
+            lines.extend("  " + ln for ln in shown_locations(self.details.rstrip()).splitlines())
         if self.fix:
-            lines.append(f"  fix: {self.fix}")
+            lines.append(f"  fix: {shown_locations(self.fix)}")
         return "\n".join(lines)
 
 

@@ -198,6 +198,26 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", re.M)
 _DEFINED = re.compile(r"^!?\s*defined\s*\(?\s*(\w+)\s*\)?$")
 
 
+#: a ``#define NAME(...)`` and its body, continued over ``\\``-ended lines
+_MACRO_BODY = re.compile(r"^([ \t]*#[ \t]*define[ \t]+\w+(?:\([^)\n]*\))?)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def _blank_body(m) -> str:
+    """A ``#define``'s body blanked (its name kept, newlines kept)."""
+    return m.group(1) + re.sub(r"[^\n]", " ", m.group(2))
+
+
+def _macro_kernel_hint(code_text: str) -> str:
+    """The fix sentence for a file whose kernels a macro defines (``#define K(NAME, T) ...
+    void NAME(...) {...}``): ptopipe reads functions as written, before the preprocessor."""
+    for m in _MACRO_BODY.finditer(_COMMENT.sub(_blank, code_text)):
+        if re.search(r"\bvoid\s+\w+\s*\(", m.group(2)):
+            return (f"; {m.group(1).strip()} defines functions, which ptopipe does not expand (it finds the "
+                    "kernels in the source as written): write each kernel's signature as a function - a macro "
+                    "may still give its body")
+    return ""
+
+
 def _condition(kind: str, expr: str, flags: set, touched: set) -> bool | None:
     """The truth of a conditional directive when it is certain from the file alone, else None:
     ``#if 0`` / ``1`` / ``false`` / ``true``, and whether a macro is defined when only
@@ -228,6 +248,7 @@ def visible_code(text: str) -> str:
     code = _COMMENT.sub(_blank, text)
     if "#" not in code:
         return code
+    code = _MACRO_BODY.sub(_blank_body, code)     # (a function in a #define is no function yet)
     flags = {w[2:].split("=")[0] for w in env_words("CXXFLAGS") if w.startswith("-D")}
     touched = set(_DEFINE.findall(code))
     lines = code.split("\n")
@@ -514,7 +535,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
         out = Kernels(path, sided=sided)
         for role, name in (("aic", aic), ("aiv", aiv)):
             if name is not None:
-                setattr(out, role, _named(path, role, name, fns, code))
+                setattr(out, role, _named(path, role, name, fns, code, text))
         return out, code, text, fns
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
@@ -543,7 +564,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
         named = sorted(f.name for f in globals_) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: --aic NAME --aiv NAME ({'__global__ ' if globals_ else ''}functions: "
-                              f"{_listed(fns, named)})")
+                              f"{_listed(fns, named)})" + _macro_kernel_hint(text))
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
 
@@ -569,7 +590,7 @@ def _scope(name: str) -> str:
     return head[:head.rfind("::") + 2] if "::" in head else ""
 
 
-def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
+def _named(path: str, role: str, name: str, fns: dict, code: str, text: str = "") -> Function:
     """The function a user named for ``role`` (``--aic`` / ``--aiv``, ``aic=`` / ``aiv=``): a
     function of the file, or an instantiation of a function template spelled as in C++
     (``runTAdd<float, 64, 64>``), which is the function the library exports."""
@@ -582,7 +603,7 @@ def _named(path: str, role: str, name: str, fns: dict, code: str) -> Function:
         f = next((g for g in [f, *f.overloads] if g.name == scope + base), None)
     if f is None:
         raise ConfigError(f"--{role} {name}: {where} defines no function {scope + base!r}", where=where,
-                          fix=f"functions defined there: {_listed(fns, sorted(fns))}")
+                          fix=f"functions defined there: {_listed(fns, sorted(fns))}" + _macro_kernel_hint(text))
     if f.overloads:                         # overloads: the one the name's template arguments fit
         f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, role,
                       name, where)

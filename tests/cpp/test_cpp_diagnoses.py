@@ -11,7 +11,7 @@ import pytest
 
 from ptopipe import isa
 from ptopipe.cpp import run_cpp
-from ptopipe.errors import ProtocolError
+from ptopipe.errors import ConfigError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
@@ -206,6 +206,32 @@ def test_a_cxxflags_define_decides_an_ifdef(tmp_path, monkeypatch):
     assert not find_kernels(str(p), aiv="k").own_events
     monkeypatch.setenv("CXXFLAGS", "-O1 -DWITH_EVENTS")
     assert find_kernels(str(p), aiv="k").own_events
+
+
+MACRO_KERNEL = """#include <pto/pto-inst.hpp>
+using namespace pto;
+#define DOUBLE_KERNEL(NAME, T) \\
+extern "C" __global__ AICORE void NAME(__gm__ T *out, __gm__ T *a) { \\
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0); }
+#define DOUBLE_BODY(T) TADD(t, t, t)
+DOUBLE_KERNEL(vec_double_f32, float)
+extern "C" __global__ AICORE void vec_body(__gm__ float *out) { DOUBLE_BODY(float); }
+"""
+
+
+def test_a_function_a_macro_defines_is_no_kernel_and_the_error_says_why(tmp_path):
+    """ptopipe finds kernels in the source as written: a function inside a ``#define`` is not
+    one (its parameter NAME was taken for a kernel), and naming the kernel the macro makes says
+    that the macro defines it; a kernel whose body a macro gives is found."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "macro.cpp"
+    p.write_text(MACRO_KERNEL)
+    k = find_kernels(str(p))
+    assert k.aiv.name == "vec_body" and not k.own_events       # (the macro's set_flag is not its code)
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="vec_double_f32")
+    assert "defines no function 'vec_double_f32'" in ei.value.what
+    assert "#define DOUBLE_KERNEL(NAME, T) defines functions, which ptopipe does not expand" in ei.value.fix
 
 
 FREED = """#include <pto/pto-inst.hpp>

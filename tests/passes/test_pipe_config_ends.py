@@ -10,7 +10,7 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.errors import CompileError, ConfigError
+from ptopipe.errors import CompileError, ConfigError, shown_path
 from ptopipe.passes import verify_pipes
 from ptopipe.runtime import run as dsl_run
 
@@ -107,7 +107,7 @@ def test_static_finding_at_the_init_that_differs(case, platform):
     assert msg in err.what, err.what
     assert err.where.startswith(f"{HERE}:{_line(side, fns)}:"), (err.where, str(err))
     other = "vector" if side == "AIC" else "cube"
-    assert f"the other end: {other}'s init at {HERE}:{_line('AIV' if side == 'AIC' else 'AIC', fns)}:" \
+    assert f"the other end: {other}'s init at {shown_path(HERE)}:{_line('AIV' if side == 'AIC' else 'AIC', fns)}:" \
         in str(err)
 
 
