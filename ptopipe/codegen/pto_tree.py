@@ -181,6 +181,10 @@ class Stmt:
     def where(self, filename: str) -> str:
         return f"{filename}:{self.tok.line}:{self.col}"
 
+    def lines(self) -> set:
+        """The source lines the op's own text is on."""
+        return {p[0] for p in self._pieces}
+
     def malformed(self) -> tuple | None:
         """``(what, token)`` of a piece of the op's own text that no MLIR spelling has (ptoas
         refuses it where the readers, which look tokens up by key, would read past it), else
@@ -202,6 +206,22 @@ class Stmt:
 
 
 _UNSEEN = object()
+#: what :meth:`Stmt.malformed` looks for, in a file's text: a ``]`` followed by a ``key =``, or a
+#: ``:`` ending a line or followed by ``,`` / ``->``
+#: (two patterns that each start with a literal, which the regex engine searches for fast)
+_MAYBE_MALFORMED = (re.compile(r"\][ \t\n]*[A-Za-z_][\w.]*[ \t]*=(?!=)"), re.compile(r":[ \t]*(?:\n|,|->|$)"))
+
+
+def suspect_lines(text: str) -> frozenset:
+    """The lines of ``text`` :meth:`Stmt.malformed` need look at (one scan of the whole file:
+    tokenizing every statement would cost more than reading the file)."""
+    starts = sorted(m.start() for r in _MAYBE_MALFORMED for m in r.finditer(text))
+    lines, line, at = set(), 1, 0
+    for k in starts:                        # (counted on from the previous one: linear in the file)
+        line += text.count("\n", at, k)
+        at = k
+        lines.add(line)
+    return frozenset(lines)
 
 
 def _balanced(toks, i) -> list:

@@ -7,7 +7,7 @@ import re
 
 from ...errors import ParseError, PtoPipeError
 from ..pto_lexer import Token
-from ..pto_tree import Block, parse_tree, split_top
+from ..pto_tree import Block, parse_tree, split_top, suspect_lines
 from .executor import HANDLERS
 from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
@@ -57,8 +57,9 @@ def _read_program(text: str, path: str) -> Program:
         raise ParseError("the file defines no func.func", where=path,
                          fix="a .pto file holds a module of func.func kernels")
     sites = {}
+    suspects = suspect_lines(text)
     for f in funcs.values():
-        sites[f.name] = _check_ops(f, funcs, types)
+        sites[f.name] = _check_ops(f, funcs, types, suspects)
         _check_scopes(f, types)
         _check_yields(f, types)
         check_nosplit_splits(f, path)
@@ -78,12 +79,13 @@ NOT_MODELLED = dict.fromkeys(
      "on the host), or report it so it can be added"))
 
 
-def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
-    """Every op of ``f`` known and in a form the executor runs; its ``func.call`` statements
-    (in order, their callees also appended to ``f.calls``)."""
+def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = frozenset()) -> list:
+    """Every op of ``f`` known and in a form the executor runs (``suspects``: the file's lines
+    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks); its ``func.call``
+    statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
     for s in walk(f.body):
-        bad = s.malformed()
+        bad = s.malformed() if suspects and not suspects.isdisjoint(s.lines()) else None
         if bad is not None:
             raise types.err(f"{s.name}: {bad[0]}", bad[1], fix="write the op as ptoas spells it (docs/pto.md; "
                                                             "ptoas's test/ has an example of each op)")
