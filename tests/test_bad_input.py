@@ -311,7 +311,7 @@ def test_a_scenario_mistake_is_a_config_error_at_its_line(tmp_path, capsys, edit
     assert main(["run", str(f)]) == 1
     err = capsys.readouterr().err
     line = next(i + 1 for i, ln in enumerate(src.splitlines()) if ln.startswith(marker))
-    assert f"error: ConfigError: " in err and text in err and f"at {f}:{line}\n" in err, err
+    assert "error: ConfigError: " in err and text in err and f"at {f}:{line}\n" in err, err
     f.write_text(_fill(_OK))                              # the same file, correct: runs
     assert main(["run", str(f)]) == 0
 
