@@ -452,14 +452,15 @@ def h_talloc(r, fs, opt, results, loc):
     _check_results(r, opt, results, 1)
     d = _DIR[opt.text.rsplit("_", 1)[1]]
     _core_check(r, fs, d, "producer", opt)
-    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
+    attrs = c.attr_dict() if c.at("{") else {}
+    split, pid = _split(r, fs, attrs, opt), _pipe_id(r, attrs, opt)
     c.expect("->")
     tt = c.peek()
     ty = _pop_type(r, c.type_(), tt)
     if not isinstance(ty, TensorType):
         raise c.error("talloc gives a !pto.tensor_view<...> (the slot in GM)", tt)
-    op = emit(r, fs, TAlloc.name, [_ring(r, fs, d, "producer", opt)], [ty],
-              {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
+    op = emit(r, fs, TAlloc.name, [_ring(r, fs, d, "producer", opt, pid)], [ty],
+              _id_attrs({"type": ty, "split": split, "direction": d}, pid), loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 
 

@@ -104,6 +104,7 @@ class _Func:
         self.names, self.used, self.n = {}, set(), 0
         self.views, self.cints = {}, {}
         self.pipes = {}             # Ring -> the ``!pto.pipe`` handle of its lower-level init
+        self.ring_ids = {}          # Ring -> k: the k-th lower-level init of its direction (its ``id``)
         self.ring_bufs = set()      # the ring buffer ops written (reserve / import)
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
@@ -561,6 +562,9 @@ class _Writer:
             h = st.fresh("pipe")
             for ring in op.rings:
                 st.pipes[ring] = h
+                # (the readers number a function's lower-level rings of a direction 0, 1, ...: an
+                # op that names no handle - the address flow's - names its ring by that id)
+                st.ring_ids[ring] = sum(1 for r in st.ring_ids if r.direction == ring.direction)
             head = f"{h} = {sp.form} {{{sp.block}}} ({', '.join(locals_)})"
             tail = " -> !pto.pipe"
         extra = f" {{{', '.join(trailing)}}}" if trailing else ""
@@ -574,8 +578,11 @@ class _Writer:
         cls = op.__class__
         if split is None and cls is TFree:
             split = self._pop_split(op, ring_of(op))
-        sattr = "" if split is None else f" {{split = {int(split)}}}"
         h = st.pipes.get(ring_of(op))           # the !pto.pipe handle, when the init made one
+        sattr = "" if split is None else f" {{split = {int(split)}}}"
+        k = st.ring_ids.get(ring_of(op), 0)      # an op with no handle names its ring by id
+        named = ([] if split is None else [f"split = {int(split)}"]) + ([f"id = {k}"] if k else [])
+        nattr = f" {{{', '.join(named)}}}" if named else ""
         if not all(isinstance(v.type, (TileValueType, BufferType, NoneType))
                    for v in list(op.operands) + list(op.results)) or cls is TAlloc:
             self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
@@ -585,7 +592,7 @@ class _Writer:
             if h is not None and isinstance(t.type, TileValueType):
                 self.line(ind, f"pto.tpush({st[t]}, {h} : {self.vty(st, t)}, !pto.pipe){sattr}")
             else:
-                self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {self.vty(st, t)}){sattr}")
+                self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {self.vty(st, t)}){nattr}")
         elif cls is TFree:
             obj = op.obj
             if h is not None and isinstance(obj.type, NoneType):
@@ -595,7 +602,7 @@ class _Writer:
             if tile:
                 self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
                               "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
-            self.line(ind, f"pto.tfree_from_{me}{tile}{sattr}")
+            self.line(ind, f"pto.tfree_from_{me}{tile}{nattr}")
         elif cls is TPop and h is not None and isinstance(op.tile.type, TileValueType):
             r = op.tile
             res, t = st.bind(r), self.ty(r.type)
@@ -607,7 +614,7 @@ class _Writer:
         else:
             r = op.results[0]
             what = "tpop_from_" + me if cls is TPop else "talloc_to_" + peer
-            self.line(ind, f"{st.bind(r)} = pto.{what}{sattr} -> {self.ty(r.type)}")
+            self.line(ind, f"{st.bind(r)} = pto.{what}{nattr} -> {self.ty(r.type)}")
 
     def held_alike(self, f) -> set:
         """The TPOPs of ``f`` that pop while a tile popped earlier, of the same ``.pto`` type,

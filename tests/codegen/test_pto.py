@@ -389,6 +389,62 @@ def test_written_address_flow_pto_runs_and_matches_numpy(platform):
         np.testing.assert_allclose(res.outputs[k], want, rtol=sc.rtol, atol=sc.atol, err_msg=k)
 
 
+_R, _C, _DEPTH = 32, 32, 4
+_SLOT = _R * _C * 4
+
+
+@pl.aiv
+def _two_rings_vector(out0: pl.Tensor[[_R, _C], pl.f32], out1: pl.Tensor[[_R, _C], pl.f32],
+                      fifo0: pl.Tensor[[_DEPTH * _SLOT], pl.u8], fifo1: pl.Tensor[[_DEPTH * _SLOT], pl.u8]):
+    b0 = pl.reserve_buffer(name="c2v_buf0", size=4096, base=pl.AUTO)
+    b1 = pl.reserve_buffer(name="c2v_buf1", size=4096, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V_GM, _SLOT, fifo0, c2v_consumer_buf=b0.base, v2c_consumer_buf=0,
+                           slot_num=_DEPTH, id=0)
+    pl.aiv_initialize_pipe(pl.DIR_C2V_GM, _SLOT, fifo1, c2v_consumer_buf=b1.base, v2c_consumer_buf=0,
+                           slot_num=_DEPTH, id=1)
+    sub = pl.get_subblockid()
+    h1 = pl.TPOP(b1, pl.Tensor[[_R // 2, _C], pl.f32], split=pl.TILE_UP_DOWN)      # ring 1 first
+    pl.store(pl.load(h1, [0, 0], [_R // 2, _C]), [sub * (_R // 2), 0], out1)
+    pl.TFREE(b1, h1)
+    h0 = pl.TPOP(b0, pl.Tensor[[_R // 2, _C], pl.f32], split=pl.TILE_UP_DOWN)
+    pl.store(pl.load(h0, [0, 0], [_R // 2, _C]), [sub * (_R // 2), 0], out0)
+    pl.TFREE(b0, h0)
+
+
+@pl.aic
+def _two_rings_cube(a: pl.Tensor[[_R, _C], pl.f32], b: pl.Tensor[[_R, _C], pl.f32],
+                    fifo0: pl.Tensor[[_DEPTH * _SLOT], pl.u8], fifo1: pl.Tensor[[_DEPTH * _SLOT], pl.u8]):
+    p0 = pl.import_peer_buffer(name="c2v_buf0", peer_func=_two_rings_vector)
+    p1 = pl.import_peer_buffer(name="c2v_buf1", peer_func=_two_rings_vector)
+    pl.aic_initialize_pipe(pl.DIR_C2V_GM, _SLOT, fifo0, c2v_consumer_buf=p0.base, v2c_consumer_buf=0,
+                           slot_num=_DEPTH, id=0)
+    pl.aic_initialize_pipe(pl.DIR_C2V_GM, _SLOT, fifo1, c2v_consumer_buf=p1.base, v2c_consumer_buf=0,
+                           slot_num=_DEPTH, id=1)
+    s0 = pl.TALLOC(p0, pl.Tensor[[_R, _C], pl.f32], split=pl.TILE_UP_DOWN)
+    pl.store(pl.load(a, [0, 0], [_R, _C], space=pl.Mat), [0, 0], s0)
+    pl.TPUSH(s0, p0)
+    s1 = pl.TALLOC(p1, pl.Tensor[[_R, _C], pl.f32], split=pl.TILE_UP_DOWN)
+    pl.store(pl.load(b, [0, 0], [_R, _C], space=pl.Mat), [0, 0], s1)
+    pl.TPUSH(s1, p1)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_address_flow_ops_of_two_rings_of_a_direction_name_their_ring(platform):
+    """Two GM rings of one direction, the address flow on each (ops without a pipe handle):
+    the writer names the second ring ``id = 1`` on each op, both readers take the k-th
+    lower-level ring of a direction as id k, and the run pops each ring's own tiles."""
+    prog = pl.program(_two_rings_cube, _two_rings_vector, name="two_rings")
+    text = write_pto(compile_program(prog, platform), platform)
+    assert re.search(r"pto\.talloc_to_aiv \{split = 1, id = 1\}", text) and "pto.tfree_from_aic(" in text
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, _R, _C)).astype(np.float32)
+    fifo = np.zeros(_DEPTH * _SLOT, np.uint8)
+    res = ptopipe.run_pto(text=text, platform=platform, inputs=dict(
+        a=a, b=b, out0=np.zeros_like(a), out1=np.zeros_like(b), fifo0=fifo, fifo1=fifo.copy()))
+    np.testing.assert_array_equal(res.outputs["out0"], a)
+    np.testing.assert_array_equal(res.outputs["out1"], b)
+
+
 def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
     text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3"),
                      "a2a3")

@@ -47,6 +47,7 @@ class Executor:
         self.mixed = False              # a function of Cube and Vector tiles, run on one core
         self.core = None
         self.pipes = {}                 # (Direction, frontend pipe id) -> PipeVal
+        self.lower_rings = {}           # Direction -> the id of the last lower-level ring set up
         self.flag_bases = {}            # function name -> {id(init stmt): its FlagID}
         self.inited = set()             # locations of the pipe inits this core has run
         self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order

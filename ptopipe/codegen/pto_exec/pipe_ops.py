@@ -89,8 +89,9 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     for w in ways:                  # the frontend ops (tpush_to_aiv ...) name their pipe by id
         if s.name in _FRONTEND_INITS:
             ex.pipes[(w, frontend_id(s))] = pv
-        else:                       # (ptopipe's address-flow ops name none: a function's one ring of a way)
-            ex.pipes.setdefault((w, 0), pv)
+        else:                       # the k-th lower-level ring of a way is id k (as the static reader
+            k = ex.lower_rings[w] = ex.lower_rings.get(w, -1) + 1    # numbers them), for ops with no handle
+            ex.pipes.setdefault((w, k), pv)
     return pv
 
 
