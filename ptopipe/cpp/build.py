@@ -193,7 +193,7 @@ def _blank(m) -> str:
     return re.sub(r"[^\n]", " ", t)
 
 
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elifdef|elifndef|elif|else|endif)\b(.*)$")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(\w+)", re.M)
 _DEFINED = re.compile(r"^!?\s*defined\s*\(?\s*(\w+)\s*\)?$")
 
@@ -222,7 +222,8 @@ def _condition(kind: str, expr: str, flags: set, touched: set) -> bool | None:
     """The truth of a conditional directive when it is certain from the file alone, else None:
     ``#if 0`` / ``1`` / ``false`` / ``true``, and whether a macro is defined when only
     $CXXFLAGS' ``-D`` (``flags``) can define it: not one the file defines or undefines
-    (``touched``) nor one of the compiler's or pto-isa's own (``__...``, ``_[A-Z]...``)."""
+    (``touched``) nor one of the compiler's, pto-isa's or ptopipe's build's own (``__...``,
+    ``_[A-Z]...``, ``PTO_...``: ``PTO_NPU_ARCH_A5`` is defined for every A5 build)."""
     expr = expr.strip()
     if kind == "if":
         if expr in ("0", "false"):
@@ -234,23 +235,36 @@ def _condition(kind: str, expr: str, flags: set, touched: set) -> bool | None:
             return None
         name, negated = m.group(1), expr.startswith("!")
     else:
-        name, negated = expr.split()[0] if expr else "", kind == "ifndef"
-    if not name or name.startswith("_") or not re.match(r"\w+$", name) or name in touched:
+        name, negated = expr.split()[0] if expr else "", kind.endswith("ifndef")
+    if not name or name.startswith(("_", "PTO_")) or not re.match(r"\w+$", name) or name in touched:
         return None
     return (name in flags) != negated
 
 
-def visible_code(text: str) -> str:
+def cxxflags_defines() -> set:
+    """The macros $CXXFLAGS defines (``-DNAME``, ``-DNAME=V``, ``-D NAME``)."""
+    words = env_words("CXXFLAGS")
+    got = set()
+    for k, w in enumerate(words):
+        if w == "-D" and k + 1 < len(words):
+            got.add(words[k + 1].split("=")[0])
+        elif w.startswith("-D") and len(w) > 2:
+            got.add(w[2:].split("=")[0])
+    return got
+
+
+def visible_code(text: str, defined_elsewhere: frozenset = frozenset()) -> str:
     """C++ ``text`` as the compiler sees its code: comments and literals blanked, and the lines
     of a conditional branch that is certainly not compiled (``#if 0``, ``#ifdef NAME`` of a
     macro nothing defines) blanked too - newlines kept, so line numbers stay right.  A
-    condition it cannot judge keeps every branch (what the file says is taken as code)."""
+    condition it cannot judge keeps every branch (what the file says is taken as code).
+    ``defined_elsewhere``: the macros the local headers it includes define or undefine."""
     code = _COMMENT.sub(_blank, text)
     if "#" not in code:
         return code
     code = _MACRO_BODY.sub(_blank_body, code)     # (a function in a #define is no function yet)
-    flags = {w[2:].split("=")[0] for w in env_words("CXXFLAGS") if w.startswith("-D")}
-    touched = set(_DEFINE.findall(code))
+    flags = cxxflags_defines()
+    touched = set(_DEFINE.findall(code)) | defined_elsewhere
     lines = code.split("\n")
     stack = []                      # per open conditional: [this branch's truth, the truths of the branches before]
     for i, line in enumerate(lines):
@@ -259,7 +273,7 @@ def visible_code(text: str) -> str:
             kind, rest = m.groups()
             if kind in ("if", "ifdef", "ifndef"):
                 stack.append([_condition(kind, rest, flags, touched), []])
-            elif stack and kind in ("elif", "else"):
+            elif stack and kind in ("elif", "elifdef", "elifndef", "else"):
                 f = stack[-1]
                 f[1].append(f[0])
                 if True in f[1]:
@@ -267,7 +281,8 @@ def visible_code(text: str) -> str:
                 elif None in f[1]:
                     f[0] = None                 # one before may be
                 else:
-                    f[0] = True if kind == "else" else _condition("if", rest, flags, touched)
+                    f[0] = True if kind == "else" else _condition(
+                        "if" if kind == "elif" else kind[2:], rest, flags, touched)
             elif stack and kind == "endif":
                 stack.pop()
             continue
@@ -311,11 +326,11 @@ def _namespaces(code: str) -> list:
     return out
 
 
-def functions(text: str) -> dict:
+def functions(text: str, defined_elsewhere: frozenset = frozenset()) -> dict:
     """name -> :class:`Function` of every ``void`` function defined in C++ ``text`` (named as
     C++ calls it from outside its namespaces: ``NS::runTAdd``; overloads of one name are the
-    first one's ``overloads``)."""
-    code = visible_code(text)
+    first one's ``overloads``; ``defined_elsewhere``: :func:`visible_code`'s)."""
+    code = visible_code(text, defined_elsewhere)
     out = {}
     spaces = _namespaces(code)
     for m in _FUNC.finditer(code):
@@ -517,18 +532,21 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     except OSError as e:
         raise ConfigError(f"cannot read the C++ kernel {path}: {e.strerror}", where=path,
                           fix="give the path of a .cpp kernel file") from None
-    fns, codes = {}, []
+    fns, codes, incs = {}, [], []
     for inc in re.findall(r'#\s*include\s*"([^"]+)"', text):     # kernels defined in local headers
         try:
             with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc), encoding="utf-8",
                       errors="replace") as f:
-                inc_text = f.read()
+                incs.append(f.read())
         except OSError:
             continue
-        fns.update(functions(inc_text))
-        codes.append(visible_code(inc_text))
-    fns.update(functions(text))
-    code = "\n".join(codes + [visible_code(text)])
+    # (a macro one of them defines may be what an #ifdef of another file tests)
+    defined = frozenset(n for t in incs + [text] for n in _DEFINE.findall(_COMMENT.sub(_blank, t)))
+    for inc_text in incs:
+        fns.update(functions(inc_text, defined))
+        codes.append(visible_code(inc_text, defined))
+    fns.update(functions(text, defined))
+    code = "\n".join(codes + [visible_code(text, defined)])
     sided = bool(_SIDE_TEST.search(code))
     where = shown_path(path)
     if aic or aiv:
@@ -590,7 +608,7 @@ def _scope(name: str) -> str:
     return head[:head.rfind("::") + 2] if "::" in head else ""
 
 
-def _named(path: str, role: str, name: str, fns: dict, code: str, text: str = "") -> Function:
+def _named(path: str, role: str, name: str, fns: dict, code: str, text: str) -> Function:
     """The function a user named for ``role`` (``--aic`` / ``--aiv``, ``aic=`` / ``aiv=``): a
     function of the file, or an instantiation of a function template spelled as in C++
     (``runTAdd<float, 64, 64>``), which is the function the library exports."""

@@ -184,6 +184,9 @@ def test_pipe_barriers_between_instructions_make_the_manual_default(tmp_path, bo
     ("#define BUG 1\n#ifdef BUG\n{}\n#endif", True),      # the file defines it
     ("#if 0\n#elif 0\n#else\n{}\n#endif", True),
     ("#if SOME_LEVEL > 2\n{}\n#endif", True),             # not judged: taken as code
+    ("#ifdef PTO_NPU_ARCH_A5\n{}\n#endif", True),         # the build defines it on A5
+    ("#if 0\n#elifndef FOO\n{}\n#else\nTADD(t, t, t);\n#endif", True),     # C++23's #elifndef
+    ("#if 1\n#elifdef FOO\n{}\n#endif", False),
 ])
 def test_events_in_code_the_preprocessor_drops_do_not_make_the_manual_default(tmp_path, wrap, own):
     """Only the events of code the compiler compiles count: a set_flag / wait_flag pair under
@@ -204,7 +207,12 @@ def test_a_cxxflags_define_decides_an_ifdef(tmp_path, monkeypatch):
     p.write_text("extern \"C\" __global__ AICORE void k(__gm__ float *x) {\nTLOAD(t, g);\n#ifdef WITH_EVENTS\n"
                  "set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);\nwait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);\n#endif\nTADD(t, t, t);\n}\n")
     assert not find_kernels(str(p), aiv="k").own_events
-    monkeypatch.setenv("CXXFLAGS", "-O1 -DWITH_EVENTS")
+    for flags in ("-O1 -DWITH_EVENTS", "-D WITH_EVENTS", "-DWITH_EVENTS=1"):
+        monkeypatch.setenv("CXXFLAGS", flags)
+        assert find_kernels(str(p), aiv="k").own_events, flags
+    monkeypatch.delenv("CXXFLAGS")
+    (tmp_path / "cfg.h").write_text("#define WITH_EVENTS 1\n")      # a local header defines it
+    p.write_text('#include "cfg.h"\n' + p.read_text())
     assert find_kernels(str(p), aiv="k").own_events
 
 
