@@ -38,7 +38,7 @@ def shown_where(where):
 
 
 #: an absolute file path followed by ``:LINE`` inside a message's text (a second location it names)
-_ABS_LOC = re.compile(r"(?<![\w./~])(/[^\s:'\"(),]+\.\w+)(?=:\d)")
+_ABS_LOC = re.compile(r"(?<![^\s(\['\"])(/[^\s:'\"(),]+\.\w+)(?=:\d)")   # (after a space, a quote or an opening bracket)
 
 
 def shown_locations(text: str) -> str:

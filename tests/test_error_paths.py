@@ -32,3 +32,10 @@ def test_the_other_locations_a_message_names_are_shown_like_its_at_line(tmp_path
     assert f"the other end: {os.path.join(str(tmp_path), 'h.py')}:4" in text
     assert f"fix: see k.py:33 (or {tmp_path}/notes.txt)" in text
     assert e.what == f"disagrees with {here}:33:9"            # (the fields keep what was located)
+
+
+def test_a_location_glued_to_other_text_is_left_whole(monkeypatch):
+    monkeypatch.chdir("/")
+    from ptopipe.errors import shown_locations
+    assert shown_locations("the push at /tmp/run (2)/k.cpp:12") == "the push at /tmp/run (2)/k.cpp:12"
+    assert shown_locations("at (/tmp/k.cpp:3)") == "at (tmp/k.cpp:3)"

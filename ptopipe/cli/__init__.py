@@ -98,16 +98,24 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     args, extras = parser.parse_known_args(argv)
     if not extras:
         return args
-    sub = next((a.choices.get(args.command) for a in parser._actions
-                if isinstance(a, argparse._SubParsersAction)), None) if getattr(args, "command", None) else None
-    owner = sub or parser
-    known = [o for a in owner._actions for o in a.option_strings]
+    command = getattr(args, "command", None)
+    sub = next((a.choices.get(command) for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)), None) if command else None
+    words = list(sys.argv[1:] if argv is None else argv)
+    before = words[:words.index(command)] if command in words else []
+    if sub is None or any(x in before for x in extras):    # (given before the command word)
+        known = [o for a in (sub._actions if sub else ()) for o in a.option_strings]
+        moved = [x for x in extras if x.split("=", 1)[0] in known]
+        parser.error("unrecognized arguments: " + " ".join(extras)
+                     + (f"; {' '.join(moved)} is {command}'s: put it after '{command}'" if moved else ""))
+    known = [o for a in sub._actions for o in a.option_strings]
     hints = []
     for x in extras:
-        close = difflib.get_close_matches(x.split("=", 1)[0], known, n=1, cutoff=0.6) if x.startswith("-") else []
-        if close:
-            hints.append(f"{x.split('=', 1)[0]}: did you mean {close[0]}?")
-    owner.error("unrecognized arguments: " + " ".join(extras) + ("; " + " ".join(hints) if hints else ""))
+        name = x.split("=", 1)[0]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if x.startswith("-") else []
+        if close and close[0] != name:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    sub.error("unrecognized arguments: " + " ".join(extras) + ("; " + " ".join(hints) if hints else ""))
 
 
 def main(argv=None) -> int:

@@ -121,3 +121,11 @@ def test_a_misspelled_option_is_refused_by_its_command_with_the_option_it_resemb
     err = capsys.readouterr().err
     assert f"usage: ptopipe {command} " in err
     assert "unrecognized arguments: --platfrom a5; --platfrom: did you mean --platform?" in err
+
+
+def test_a_commands_option_given_before_the_command_word_is_said_to_go_after_it(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["--werror", "run", S1])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: ptopipe [-h]" in err and "--werror is run's: put it after 'run'" in err and "did you mean" not in err

@@ -211,9 +211,10 @@ def _s6():
 def test_cpusim_dir_both_shares_one_ring(platform, no_hang):
     """S6 (DIR_BOTH, LEFT_RIGHT, lag 2): clean under pto-isa; pto-isa's CPU simulator keeps one
     ring of SlotNum slots for both ways and a split V2C lane writes its cursor slot without
-    waiting for it - over a C2V tile not yet consumed, which is lost: the Vector cores' TPOPs
-    wait forever (the real simulator at 3186c381 hangs there: 5 of 5 runs on A2A3, 4 of 5 on
-    A5).  Blamed on the simulator, at the stuck TPOP."""
+    waiting for it to be free - in the run's order, over a V2C tile the Cube has not consumed
+    yet (its TFREE moved the C2V consumer cursor, as the simulator's does), which is lost: the
+    cores' TPOPs wait forever (the real simulator at 3186c381 hangs there: 5 of 5 runs on
+    A2A3, 4 of 5 on A5).  Blamed on the simulator, at the stuck TPOP."""
     import linecache
     sc = _s6()
     res, want = sc.run("tpipe", platform, "pto-isa")
@@ -224,7 +225,7 @@ def test_cpusim_dir_both_shares_one_ring(platform, no_hang):
     assert path.endswith("s6_stream_both.py") and "TPOP(pipe, y" in linecache.getline(path, int(line))
     what = ei.value.what
     assert what.startswith("pto-isa's CPU simulator hangs on DIR_BOTH pipe FlagID 0, a stall the device does not have")
-    assert "split V2C TPUSH" in what and "which still holds" in what
+    assert "AIV0's split V2C TPUSH at " in what and "which still holds V2C tile #3" in what
     assert ei.value.fix.startswith("the simulator, not the kernel, causes this")
 
 

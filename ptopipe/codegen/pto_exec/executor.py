@@ -18,7 +18,7 @@ from .placement import Layout
 from .program import Func, Program, SYNTAX_SLIPS, malformed
 from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
 from .skip import pto_forms
-from .sync_ops import (h_buffer_token, h_cross_core, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section, h_syncall,
+from .sync_ops import (OWN_EVENTS, h_buffer_token, h_cross_core, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section, h_syncall,
                        h_set_ffts)
 from .tile_ops import (h_addptr, h_alloc, h_alloc_multi, h_multi_get, h_bind_tile, h_bitcast, h_block_idx, h_block_num, h_getval, h_subset, h_subview,
                        h_io, h_load_scalar, h_partition, h_pointer_cast, h_print, h_reinterpret,
@@ -231,9 +231,7 @@ HANDLERS = {
     "pto.load_scalar": h_load_scalar, "pto.store_scalar": h_store_scalar,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.get_block_idx": h_block_idx, "pto.get_block_num": h_block_num,
-    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event, "pto.tsync": h_event,
-    "pto.pipe_barrier": h_event, "pto.barrier_sync": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
-    "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
+    **dict.fromkeys(OWN_EVENTS, h_event),
     "pto.sync.set": h_cross_core, "pto.sync.wait": h_cross_core, "pto.syncall": h_syncall,
     "pto.set_ffts": h_set_ffts, "pto.treshape": h_reshape, "pto.addptr": h_addptr, "memref.reinterpret_cast": h_reinterpret,
     "pto.bind_tile": h_bind_tile, "pto.subset": h_subset, "pto.subview": h_subview, "pto.get_buf": h_buffer_token, "pto.rls_buf": h_buffer_token,

@@ -3,10 +3,8 @@
 in both spellings, on the pipe of the way this core produces into or consumes from."""
 from __future__ import annotations
 
-import numpy as np
-
 from ... import isa
-from ...arch.vocab import PLAIN_DIRECTION, PTOAS_SLOT_NUMS, Direction, TileSplitAxis
+from ...arch.vocab import PLAIN_DIRECTION, PTOAS_SLOT_NUMS, Direction, TileSplitAxis, row_major_strides
 from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
@@ -254,8 +252,7 @@ def _slot_view(gt, spec, s) -> View:
     """The tensor view (of type ``spec``) of slot tensor ``gt`` once placed: dense, row-major,
     what the file's ops take of a ``pto.make_tensor_view``."""
     shape = tuple(spec[2])
-    strides = tuple(int(x) for x in np.cumprod((1,) + shape[::-1][:-1])[::-1])
-    return View(gt.data(), gt.dtype, shape, strides, s.results[0] if s.results else "%slot")
+    return View(gt.data(), gt.dtype, shape, row_major_strides(shape), s.results[0] if s.results else "%slot")
 
 
 def _slot_of(v):
