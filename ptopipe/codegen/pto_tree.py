@@ -287,6 +287,11 @@ _NAME = re.compile(r'(?P<q>"?)(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?P=q)')
 _STARTS = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*[,=]|"[A-Za-z_][\w.$]*"\s*\(|[a-z_][a-z0-9_]*'
                      r'(?:\.[a-z0-9_]+)+\b|return\b|call\s+@|module\b|\}|\^)')
 _LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
+#: a continuation line that starts with a word followed by neither ``(`` nor ``=`` (nor ``<``: a type)
+_BARE_WORD = re.compile(r"\s*([A-Za-z_][\w.$]*)(?!\s*[(=<\w.$])")
+#: the words MLIR's and ptoas's syntaxes continue an operation's line with
+_CONTINUING_WORDS = frozenset({"else", "do", "attributes", "to", "step", "iter_args", "ins", "outs", "offsets",
+                               "sizes", "shape", "strides", "valid", "async", "layout"})
 
 
 #: a line that can only start an operation: ``[%r[, %s] = ] dialect.op`` (not ``key = value``
@@ -375,6 +380,18 @@ class _Reader:
 
     def starts_stmt(self, text: str) -> bool:
         return bool(_STARTS.match(text))
+
+    def check_continuation(self, name: str, text: str, line: int, col: int) -> None:
+        """A line that continues operation ``name`` outside its brackets goes on with a
+        punctuation mark, a ``key =``, a ``word(...)`` group or a keyword of MLIR's syntax
+        (``else``, ``do``, ``attributes``, ...); a bare word there is no part of it (an
+        operation misspelled: ``retrun``), which the reader would otherwise skip."""
+        m = _BARE_WORD.match(text)
+        if m is None or m.group(1) in _CONTINUING_WORDS:
+            return
+        word = m.group(1)
+        raise self.err(f"expected an operation, got {word!r} (not a part of the {name} above)", line,
+                       col + m.start(1), fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
 
     def block_items(self, top: bool) -> list:
         """Blocks up to the region's ``}`` (not consumed) or the end of the text."""
@@ -484,6 +501,8 @@ class _Reader:
             if opened:
                 continue
             if text.strip():
+                if pieces and depth == 0 and line != ntok.line:
+                    self.check_continuation(name, text, line, col)
                 pieces.append((line, col, text))
                 depth += _depth(text, self.f, line)
                 if depth < 0:

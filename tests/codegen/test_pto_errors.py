@@ -179,6 +179,36 @@ def test_a_run_refuses_text_ptoas_refuses_that_the_ops_could_be_read_past(tmp_pa
     assert f"ParseError: {what}" in err and f"at {f}:{ln}:{col}\n" in err, err
 
 
+SOFTMAX = (ROOT / "tests" / "pto_corpus" / "v_softmax_rows_a3.pto").read_text()
+
+
+def test_a_misspelled_operation_on_a_line_of_its_own_is_no_part_of_the_op_above(tmp_path, capsys):
+    """A bare word where an operation's line would go on (``retrun``) is refused at its line -
+    the reader would take it for a continuation of the op above and run on without it."""
+    text = SOFTMAX.replace("    return\n", "    retrun\n")
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    ln = _line(text, "retrun")
+    assert "ParseError: expected an operation, got 'retrun' (not a part of the pto.tstore above)" in err
+    assert f"at {f}:{ln}:5\n" in err
+
+
+def test_a_constant_without_a_type_takes_mlirs_default_type_not_a_bit():
+    """``arith.constant 0.125`` is an f64 and ``arith.constant 16`` an i64, as MLIR reads
+    them (ptoas then refuses the use of an f64 where an f32 goes): never an i1 that keeps the
+    value's lowest bit."""
+    import ptopipe
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    run = lambda t: ptopipe.run_pto(text=t, inputs=dict(s=x, p=np.zeros_like(x)))      # noqa: E731
+    typed = run(SOFTMAX)
+    untyped = run(SOFTMAX.replace("arith.constant 1.250000e-01 : f32", "arith.constant 1.250000e-01")
+                  .replace("%c16 = arith.constant 16 : index", "%c16 = arith.constant 16"))
+    for k in typed.outputs:
+        np.testing.assert_array_equal(untyped.outputs[k], typed.outputs[k])
+
+
 def test_op_table_errors_name_the_op_once():
     """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
     ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""

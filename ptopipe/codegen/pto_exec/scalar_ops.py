@@ -16,7 +16,11 @@ def h_constant(ex, fr, s):
     if not toks:
         raise ex.perr(s.tok, "arith.constant without a value")
     v = toks[0].text
-    ty = ScalarT(toks[2].text) if len(toks) >= 3 and toks[1].text == ":" else ScalarT("i1")
+    if len(toks) >= 3 and toks[1].text == ":":
+        ty = ScalarT(toks[2].text)
+    else:                   # MLIR's default types: a bool i1, an integer i64, a float f64
+        ty = ScalarT("i1" if v in ("true", "false") else
+                     "f64" if "x" not in v and any(ch in v for ch in ".eE") else "i64")
     if v in ("true", "false"):
         return 1 if v == "true" else 0
     if v == "dense":
