@@ -181,6 +181,26 @@ class Stmt:
     def where(self, filename: str) -> str:
         return f"{filename}:{self.tok.line}:{self.col}"
 
+    def unknown_key(self, allowed: frozenset) -> tuple | None:
+        """``(key, given twice)`` of the first ``key =`` of the op's own text (outside its types'
+        ``<...>``) that is not in ``allowed`` nor a discardable ``dialect.name``, or is given a
+        second time, else None: an inherent attribute the readers look up by name, misspelled,
+        would be ignored (and of two, one would)."""
+        text = self.text()
+        while "<" in text:
+            stripped = _ANGLE.sub("", text)
+            if stripped == text:
+                break
+            text = stripped
+        seen = set()
+        for key in _KEY.findall(text):
+            if key in seen:
+                return key, True
+            seen.add(key)
+            if key not in allowed and "." not in key:
+                return key, False
+        return None
+
     def lines(self) -> set:
         """The source lines the op's own text is on."""
         return {p[0] for p in self._pieces}
@@ -287,6 +307,8 @@ _NAME = re.compile(r'(?P<q>"?)(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?P=q)')
 _STARTS = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*[,=]|"[A-Za-z_][\w.$]*"\s*\(|[a-z_][a-z0-9_]*'
                      r'(?:\.[a-z0-9_]+)+\b|return\b|call\s+@|module\b|\}|\^)')
 _LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
+_ANGLE = re.compile(r"<[^<>]*>")
+_KEY = re.compile(r"(?<![\w.%$])([A-Za-z_][\w.]*)\s*=(?!=)")
 #: a continuation line that starts with a word followed by neither ``(`` nor ``=`` (nor ``<``: a type)
 _BARE_WORD = re.compile(r"\s*([A-Za-z_][\w.$]*)(?!\s*[(=<\w.$])")
 #: the words MLIR's and ptoas's syntaxes continue an operation's line with

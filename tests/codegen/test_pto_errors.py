@@ -209,6 +209,25 @@ def test_a_constant_without_a_type_takes_mlirs_default_type_not_a_bit():
         np.testing.assert_array_equal(untyped.outputs[k], typed.outputs[k])
 
 
+@pytest.mark.parametrize("old, new, what", [
+    ("strides = [%c64, %c1]", "stride = [%c64, %c1]",
+     "pto.make_tensor_view has no attribute 'stride' (it takes layout, shape, strides)"),
+    ("{layout = #pto.layout<nd>}", "{layout = #pto.layout<nd>, layout = #pto.layout<dn>}",
+     "pto.make_tensor_view gives attribute 'layout' twice"),
+    ("offsets = [%c0, %c0]", "offset = [%c0, %c0]", "pto.partition_view has no attribute 'offset'"),
+])
+def test_a_misspelled_or_repeated_attribute_of_an_op_read_by_name_is_refused(tmp_path, capsys, old, new, what):
+    """The run reads these ops' pieces by name: a misspelled one would be ignored (``stride =``:
+    the view read as dense) - it is a ParseError at the op, with the spelling it resembles."""
+    text = SOFTMAX.replace(old, new, 1)
+    assert text != SOFTMAX
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"ParseError: {what}" in err and f"at {f}:{_line(text, new)}:" in err, err
+
+
 def test_op_table_errors_name_the_op_once():
     """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
     ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""

@@ -3,6 +3,7 @@ checked to be one the executor runs (else a ParseError naming it at its line:col
 anything runs)."""
 from __future__ import annotations
 
+import difflib
 import re
 
 from ...errors import ParseError, PtoPipeError
@@ -68,6 +69,25 @@ def _read_program(text: str, path: str) -> Program:
     return Program(path, funcs, arch, types)
 
 
+_INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "flag_base", "nosplit", "id")
+_PIPE_OP_KEYS = frozenset(("split", "id"))
+#: the inherent attributes of the ops whose pieces the executor looks up by name (a misspelled
+#: one would be ignored: ``stride =`` for ``strides =`` reads the view as dense); a discardable
+#: ``dialect.name`` attribute may be anywhere
+ATTRIBUTE_KEYS = {
+    "pto.make_tensor_view": frozenset(("shape", "strides", "layout")),
+    "pto.partition_view": frozenset(("offsets", "sizes")),
+    "pto.reserve_buffer": frozenset(("name", "size", "location", "auto", "base")),
+    "pto.import_reserved_buffer": frozenset(("name", "peer_func")),
+    **dict.fromkeys(("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe"), frozenset(
+        _INIT_KEYS + ("c2v_consumer_buf", "v2c_consumer_buf", "gm_slot_buffer"))),
+    **dict.fromkeys(("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"), frozenset(_INIT_KEYS)),
+    **dict.fromkeys(("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
+                     "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.talloc_to_aiv", "pto.talloc_to_aic",
+                     "pto.tpush", "pto.tpop", "pto.tfree"), _PIPE_OP_KEYS),
+}
+
+
 #: ptoas ops ptopipe knows but does not model, and why (the refusal says so)
 NOT_MODELLED = dict.fromkeys(
     ("pto.build_async_session", "pto.tput_async", "pto.tget_async", "pto.wait_async_event",
@@ -89,6 +109,15 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
         if bad is not None:
             raise types.err(f"{s.name}: {bad[0]}", bad[1], fix="write the op as ptoas spells it (docs/pto.md; "
                                                             "ptoas's test/ has an example of each op)")
+        keys = ATTRIBUTE_KEYS.get(s.name)
+        if keys is not None:
+            bad = s.unknown_key(keys)
+            if bad is not None and bad[1]:
+                raise types.err(f"{s.name} gives attribute {bad[0]!r} twice", s.tok, fix="give it once")
+            if bad is not None:
+                near = difflib.get_close_matches(bad[0], sorted(keys), n=1)
+                raise types.err(f"{s.name} has no attribute {bad[0]!r} (it takes {', '.join(sorted(keys))})", s.tok,
+                                fix=f"write {near[0]!r}" if near else "remove it, or spell it as ptoas does")
         if s.name in NOT_MODELLED:
             why, fix = NOT_MODELLED[s.name]
             raise types.err(f"{s.name} is not supported: {why}", s.tok, fix=fix)
