@@ -307,6 +307,8 @@ _NAME = re.compile(r'(?P<q>"?)(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?P=q)')
 _STARTS = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*[,=]|"[A-Za-z_][\w.$]*"\s*\(|[a-z_][a-z0-9_]*'
                      r'(?:\.[a-z0-9_]+)+\b|return\b|call\s+@|module\b|\}|\^)')
 _LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
+#: a line that defines a result without its ``=`` or its ``%``: ``%c64 arith.constant``, ``c64 = arith.constant``
+_LOST_RESULT = re.compile(r"\s*(%[\w$.#-]+|[A-Za-z_]\w*\s*=)\s*([a-z_][a-z0-9_]*\.[a-z0-9_.]+)")
 _ANGLE = re.compile(r"<[^<>]*>")
 _KEY = re.compile(r"(?<![\w.%$])([A-Za-z_][\w.]*)\s*=(?!=)")
 #: a continuation line that starts with a word followed by neither ``(`` nor ``=`` (nor ``<``: a type)
@@ -408,6 +410,13 @@ class _Reader:
         punctuation mark, a ``key =``, a ``word(...)`` group or a keyword of MLIR's syntax
         (``else``, ``do``, ``attributes``, ...); a bare word there is no part of it (an
         operation misspelled: ``retrun``), which the reader would otherwise skip."""
+        m = _LOST_RESULT.match(text)
+        if m is not None:               # `%c64 arith.constant ...`, `c64 = arith.constant ...`
+            res, op = m.group(1).rstrip("= \t"), m.group(2)
+            what = (f"expected '=' after the result {res}" if res.startswith("%") else
+                    f"the result {res} of {op} needs its '%'")
+            raise self.err(what, line, col + m.start(1),
+                           fix=f"write %{res.lstrip('%')} = {op} ...")
         m = _BARE_WORD.match(text)
         if m is None or m.group(1) in _CONTINUING_WORDS:
             return

@@ -195,6 +195,18 @@ def test_a_misspelled_operation_on_a_line_of_its_own_is_no_part_of_the_op_above(
     assert f"at {f}:{ln}:5\n" in err
 
 
+@pytest.mark.parametrize("new, what", [("%c16 arith.constant 16 : index", "expected '=' after the result %c16"),
+                                       ("c16 = arith.constant 16 : index",
+                                        "the result c16 of arith.constant needs its '%'")])
+def test_a_result_definition_without_its_equals_or_its_sigil_is_refused_at_its_line(tmp_path, capsys, new, what):
+    text = SOFTMAX.replace("%c16 = arith.constant 16 : index", new)
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"ParseError: {what}" in err and f"at {f}:{_line(text, new)}:5\n" in err, err
+
+
 def test_a_constant_without_a_type_takes_mlirs_default_type_not_a_bit():
     """``arith.constant 0.125`` is an f64 and ``arith.constant 16`` an i64, as MLIR reads
     them (ptoas then refuses the use of an f64 where an f32 goes): never an i1 that keeps the
