@@ -278,6 +278,32 @@ def test_cpusim_frees_the_latest_pop_so_two_held_tiles_leak_a_slot(platform, no_
     assert "TFREE each popped tile before the next TPOP" in ei.value.fix
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cpusim_a_lane_one_pop_ahead_never_frees_its_first_slot(platform, no_hang):
+    """A lane that pops one tile ahead (pop, then pop / free each step, then free): every
+    simulator TFREE releases the latest pop, so the first slot is never released - no slot is
+    freed twice, and the stall still names the slot it keeps."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(8):
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
+        t = [Tile(TileType.Vec, float32, T // 2, T) for _ in range(2)]
+        TPOP(pipe, t[0], TILE_UP_DOWN)
+        for i in range(7):
+            TPOP(pipe, t[(i + 1) % 2], TILE_UP_DOWN)
+            TFREE(pipe, TILE_UP_DOWN)
+        TFREE(pipe, TILE_UP_DOWN)
+    ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa-cpusim")
+    assert ("a stall the device does not have: the simulator's TFREE releases the slot of the core's latest TPOP"
+            in ei.value.what and "never releases slot 0 " in ei.value.what)
+
+
 def test_cpusim_runs_what_is_compiled_for_the_device(no_hang):
     """A DSL kernel run under pto-isa-cpusim is compiled for pto-isa's device headers (on A5 a
     TILE_NO_SPLIT function has one lane, AIV0 - what ``compile --emit cpp`` gives the

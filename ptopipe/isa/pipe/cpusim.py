@@ -203,13 +203,18 @@ class SharedRing:
         fix = ("the simulator, not the kernel, causes this: run it with the DIR_BOTH pipe's SlotNum doubled "
                "(SlotNum per way in its shared ring, as ptopipe's C++ test does), or use a DIR_C2V and a "
                "DIR_V2C pipe; the kernel needs no change for the device")
-        if self.refreed:
-            c, s, at, kept = self.refreed[0]
-            cause = (f"{c.name}'s TFREE at {at} releases slot {s} again: the simulator's TFREE releases the slot "
-                     f"of the core's latest TPOP of the pipe (Consumer::free frees its tileIndex), not the oldest "
-                     f"it holds, so {c.name}, which held more than one popped tile, never releases slot"
-                     f"{'s' if len(kept) > 1 else ''} {', '.join(map(str, kept)) or '?'} and the ring stops "
-                     "when it comes round to it (the device frees in pop order)")
+        kept = next(((c, h) for c, h in self.held.items() if h), None)
+        if self.refreed or kept:
+            # (a slot the device's pop-order frees released but the simulator's did not: held
+            # twice and freed latest first, or freed again)
+            c, slots = (self.refreed[0][0], self.refreed[0][3]) if self.refreed else kept
+            again = (f"{c.name}'s TFREE at {self.refreed[0][2]} releases slot {self.refreed[0][1]} again: "
+                     if self.refreed else "")
+            cause = (f"{again}the simulator's TFREE releases the slot of the core's latest TPOP of the pipe "
+                     f"(Consumer::free frees its tileIndex), not the oldest it holds, so {c.name}, which held "
+                     f"more than one popped tile, never releases slot{'s' if len(slots) > 1 else ''} "
+                     f"{', '.join(map(str, slots)) or '?'} and the ring stops when it comes round to it (the "
+                     "device frees in pop order)")
             fix = ("the simulator, not the kernel, causes this: to run it there, TFREE each popped tile before "
                    "the next TPOP of the pipe (hold one at a time); the kernel needs no change for the device "
                    "(--protocol pto-isa)")
@@ -220,6 +225,9 @@ class SharedRing:
                      f"allocate waits only for fewer than SlotNum = {self.n} committed slots, not for the slot, "
                      f"and both ways of a DIR_BOTH pipe share those SlotNum slots - the {way} tile is lost "
                      "(or its data overwritten), so a TPOP waits for it forever")
+        elif not self.both:
+            cause = (f"its one ring of SlotNum = {self.n} slots fills where the device's flags would let the "
+                     "cores go on")
         else:
             cause = (f"both ways of the DIR_BOTH pipe share the simulator's one ring of SlotNum = {self.n} slots "
                      "(one producer cursor): it fills with tiles of one direction while each side waits to "
