@@ -69,10 +69,11 @@ def test_a_dying_worker_is_retried_then_reported_and_the_rest_go_on(tmp_path, ca
 
 
 # -- Ray -------------------------------------------------------------------------------
-def test_a_check_too_short_for_ray_says_it_ran_here_and_did_not_contact_the_cluster(capsys):
+def test_a_check_too_short_for_ray_says_it_ran_here_and_did_not_contact_the_cluster(capsys, monkeypatch):
     """A single file's check whose schedules take less than a pool's start-up runs them in
     this process, whatever --engine says: with --engine ray it says so, naming the address
     it did not contact (nothing listens there); a local engine says nothing."""
+    monkeypatch.delenv("PTOPIPE_ENGINE", raising=False)     # (the periodic run engine explores none)
     assert cli_main(["check", LIB[0], "--schedules", "3", "--engine", "ray", "--address", "127.0.0.1:1"]) == 0
     err = capsys.readouterr().err
     assert ("its 3 explored schedules ran in this process: too few to be worth the Ray cluster's start-up "
