@@ -757,7 +757,8 @@ def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
         callee = fns[m.group(1)]
         if len(args) != len(callee.params) or any(a not in entry.params for a in args):
             return None
-        setattr(out, role, Function(callee.name, args, callee.line, callee.is_global, callee.body))
+        # (the kernel takes the entry's arguments by their names there, its pointers' element types its own)
+        setattr(out, role, Function(callee.name, args, callee.line, callee.is_global, callee.body, callee.elements))
     return out
 
 

@@ -64,3 +64,32 @@ def test_a_void_array_for_gm_says_how_to_view_it():
     with pytest.raises(ConfigError) as ei:
         ptopipe.run(aiv=(vec, None), args=dict(x=np.zeros((1, 16), ml_dtypes.bfloat16).view("V2")))
     assert "GM cannot hold" in ei.value.what and "x.view(ml_dtypes.bfloat16)" in ei.value.fix, ei.value
+
+
+ENTRY = """#include <pto/pto-inst.hpp>
+using namespace pto;
+AICORE inline void k_aic(__gm__ bfloat16_t *a, __gm__ uint8_t *fifo) {}
+AICORE inline void k_aiv(__gm__ bfloat16_t *out, __gm__ uint8_t *fifo) {}
+extern "C" __global__ AICORE void k(__gm__ bfloat16_t *a, __gm__ bfloat16_t *out, __gm__ uint8_t *fifo)
+{
+#if defined(__DAV_CUBE__)
+    k_aic(a, fifo);
+#endif
+#if defined(__DAV_VEC__)
+    k_aiv(out, fifo);
+#endif
+}
+"""
+
+
+def test_the_kernels_an_entry_calls_take_bf16_files_for_their_bf16_pointers(tmp_path):
+    """C++ that ``compile --emit cpp`` writes: the entry's sections call the Cube and Vector
+    kernels with its arguments - their bf16 pointers take a bf16 file as np.load gives it."""
+    k = tmp_path / "k.cpp"
+    k.write_text(ENTRY)
+    kernels = find_kernels(str(k))
+    assert (kernels.aic.name, kernels.aiv.name) == ("k_aic", "k_aiv")
+    bf = np.arange(16, dtype=np.float32).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "a.npy", bf)
+    got = inputs([f"a={tmp_path / 'a.npy'}", f"out={tmp_path / 'a.npy'}"], kernels)
+    assert got["a"].dtype == ml_dtypes.bfloat16 and got["out"].dtype == ml_dtypes.bfloat16
