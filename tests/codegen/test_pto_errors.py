@@ -240,6 +240,24 @@ def test_a_misspelled_or_repeated_attribute_of_an_op_read_by_name_is_refused(tmp
     assert f"ParseError: {what}" in err and f"at {f}:{_line(text, new)}:" in err, err
 
 
+@pytest.mark.parametrize("name, old, new, what", [
+    ("v_scf_for_accum_a3.pto", "scf.for %k = %c0 to %c4 step %c1 {", "scf.for %k = %c0 to %c4 {",
+     "scf.for: its operands, attributes or types do not read as ptoas writes them (an operand, bound or "
+     "keyword it needs is missing)"),
+    ("c_mm_sync_flags_a3.pto", "pto.tmatmul.acc ins(%7, %5, %6 :", "pto.tmatmul.acc ins(%5, %6 :",
+     "pto.tmatmul.acc: its operands, attributes or types do not read as ptoas writes them (1 operand(s) missing)"),
+])
+def test_an_op_whose_pieces_do_not_read_says_what_is_missing_in_the_ops_words(tmp_path, capsys, name, old, new, what):
+    text = (ROOT / "tests" / "pto_corpus" / name).read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    f = tmp_path / name
+    f.write_text(text)
+    assert cli_main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"ParseError: {what}\n  at {f}:{_line(text, new)}:" in err, err
+
+
 def test_op_table_errors_name_the_op_once():
     """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
     ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""

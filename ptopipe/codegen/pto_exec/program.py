@@ -205,9 +205,23 @@ def malformed(e: Exception, path: str) -> ParseError:
     where = stmt.where(path) if stmt is not None else path
     what = stmt.name if stmt is not None else "the file"
     return ParseError(f"{what}: its operands, attributes or types do not read as ptoas writes them "
-                      f"({type(e).__name__}: {e})", where=where,
+                      f"({_slip(e)})", where=where,
                       fix="check the op's spelling against ptoas's: operands, ins(...) / outs(...), "
                           "attribute names and values, the type after ':'")
+
+
+def _slip(e: Exception) -> str:
+    """What a handler's Python error says about the op's text, in the words of the op."""
+    text = str(e)
+    m = re.search(r"missing (\d+) required positional argument", text)
+    if isinstance(e, TypeError) and m:
+        return f"{m.group(1)} operand(s) missing"
+    m = re.search(r"invalid literal for int\(\) with base \d+: '([^']*)'", text)
+    if isinstance(e, ValueError) and m:
+        return f"{m.group(1)!r} where a number or a %value goes"
+    if isinstance(e, (IndexError, StopIteration)):
+        return "an operand, bound or keyword it needs is missing"
+    return f"{type(e).__name__}: {text}"
 
 
 def has_pipes(prog: Program, names) -> bool:
