@@ -330,7 +330,11 @@ def functions(text: str, defined_elsewhere: frozenset = frozenset()) -> dict:
     """name -> :class:`Function` of every ``void`` function defined in C++ ``text`` (named as
     C++ calls it from outside its namespaces: ``NS::runTAdd``; overloads of one name are the
     first one's ``overloads``; ``defined_elsewhere``: :func:`visible_code`'s)."""
-    code = visible_code(text, defined_elsewhere)
+    return _functions(visible_code(text, defined_elsewhere))
+
+
+def _functions(code: str) -> dict:
+    """:func:`functions` of code :func:`visible_code` gave."""
     out = {}
     spaces = _namespaces(code)
     for m in _FUNC.finditer(code):
@@ -543,10 +547,11 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     # (a macro one of them defines may be what an #ifdef of another file tests)
     defined = frozenset(n for t in incs + [text] for n in _DEFINE.findall(_COMMENT.sub(_blank, t)))
     for inc_text in incs:
-        fns.update(functions(inc_text, defined))
         codes.append(visible_code(inc_text, defined))
-    fns.update(functions(text, defined))
-    code = "\n".join(codes + [visible_code(text, defined)])
+        fns.update(_functions(codes[-1]))
+    own = visible_code(text, defined)
+    fns.update(_functions(own))
+    code = "\n".join(codes + [own])
     sided = bool(_SIDE_TEST.search(code))
     where = shown_path(path)
     if aic or aiv:
@@ -572,7 +577,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
         if len(hits) == 1:
             pick[role] = hits[0]
-    lone = _lone_kernel(fns, text) if not entries and len(pick) < 2 else None
+    lone = _lone_kernel(fns, own) if not entries and len(pick) < 2 else None
     if lone is not None:
         return Kernels(path, **{lone[0]: lone[1]}), code, text, fns
     if entries or len(pick) < 2:
@@ -721,12 +726,13 @@ _CUBE_ONLY = re.compile(r"\b(TMATMUL\w*|TileLeft|TileRight|TileAcc|TileType::(Le
 _VECTOR_ONLY = re.compile(r"\b(get_subblockid|TileType::Vec)\b")
 
 
-def _lone_kernel(fns: dict, text: str):
+def _lone_kernel(fns: dict, code: str):
     """``(role, function)`` of a file whose one ``__global__`` function is its only kernel (a
     Cube-only or Vector-only test kernel), else None.  Its side, deterministically: the name's
     word (aic / cube, aiv / vec) when it has one, else the file's code - Cube-only tiles or
     TMATMUL make it the AIC's; ``get_subblockid()`` or Vec tiles, with neither of those, the
-    AIV's; both or none: not decided (the caller asks for --aic / --aiv)."""
+    AIV's; both or none: not decided (the caller asks for --aic / --aiv).  ``code``: the file's,
+    as :func:`visible_code` shows it."""
     kernels = [f for f in fns.values() if f.is_global]
     if len(kernels) != 1:
         return None
@@ -736,7 +742,6 @@ def _lone_kernel(fns: dict, text: str):
                if any(w in name for w in words)]
     if len(by_name) == 1:
         return by_name[0], fn
-    code = visible_code(text)
     cube, vector = bool(_CUBE_ONLY.search(code)), bool(_VECTOR_ONLY.search(code))
     if cube != vector:
         return ("aic" if cube else "aiv"), fn

@@ -178,7 +178,7 @@ def _a5_select_mask(core, name: str, mask: Tile, rows: int, cols: int, item: int
                    "split the rows into tiles of at most 256 columns, or select 2-byte data")
 
 
-def _int32_eq_only(core, name: str, src: Tile, mode: CmpMode) -> None:
+def _int32_eq_ne_only(core, name: str, src: Tile, mode: CmpMode) -> None:
     """pto-isa on A2A3 compares int32 tiles with vcmpv_eq whatever the mode (a2a3/TCmp.hpp,
     TCmps.hpp CmpCall), and inverts the mask afterwards for NE: EQ and NE are exact, an
     ordering mode is an error (it would be EQ)."""
@@ -204,7 +204,7 @@ def _compare(op):
             _same(core, name, src0, a, src1=(src1, b))
         _rule(core, op, src0, ok)
         _mask_words(core, name, dst, m, *a.shape, "destination")
-        _int32_eq_only(core, name, src0, mode)
+        _int32_eq_ne_only(core, name, src0, mode)
         core.pending.append((fn, a, b, mode, m))
         return _issue(core, name, [dst], [src0, src1], None, *a.shape, src0.item)
     instr.__doc__ = f"{name}(dst, src0, src1, mode=CmpMode.EQ): the packed predicate mask of " \
@@ -238,7 +238,7 @@ def _compare_scalar(op):
             b = _scalar_value(core, name, src0, src1)
         _rule(core, op, src0, ok)
         _mask_words(core, name, dst, m, *a.shape, "destination")
-        _int32_eq_only(core, name, src0, mode)
+        _int32_eq_ne_only(core, name, src0, mode)
         if src0.dtype in CMPS_BITS_AS_HALF_A2A3 and core.cluster.platform.id is _A2A3:
             a, b = a.view(np.float16), np.asarray(b, src0.dtype).view(np.float16)
         core.pending.append((fn, a, b, mode, m))
