@@ -100,11 +100,12 @@ class SharedRing:
                 return self._lane_push(core, loc)
             return self._push(way, split, loc)
         if op == "pop":
-            s = self._lane_pop(core) if way == C2V and split != _NO_SPLIT else self._pop(way)
+            lane = way == C2V and split != _NO_SPLIT          # a split C2V consumer lane
+            s = self._lane_pop(core) if lane else self._pop(way)
             if s is None:
                 return False
             self.index[core] = s
-            self.tracked[core] = not (way == C2V and split != _NO_SPLIT)
+            self.tracked[core] = not lane           # (a whole-tile pop is on the pending-slot list)
             self.held.setdefault(core, []).append(s)
             return True
         self._free(core, split, loc)
