@@ -170,3 +170,31 @@ def test_a_read_of_overlapping_or_partly_written_bytes_is_refused(writes, why):
 def test_meet_is_whether_some_blocks_windows_overlap(a, la, b, lb, d, nq):
     brute = any(a + q * d < b + r * d + lb and b + r * d < a + q * d + la for q in range(nq) for r in range(nq))
     assert _meet(a, la, d, b, lb, d, nq) == brute
+
+
+def _column_half_stores(cols: tuple) -> tuple:
+    """Makers of a block storing two local 4x4 tiles into 4-row windows of an 8-column output
+    that move by 4 rows a block - the first at column ``cols[0]``, the second at ``cols[1]``
+    (a LEFT_RIGHT split's two lanes storing their halves of the same rows)."""
+    gm = np.zeros(GM_SIZE, np.uint8)
+    local = np.zeros(64 * LOCAL_SLOTS, np.uint8)
+    local.view(np.float32)[:32] = np.arange(32)
+
+    def store(q, k):
+        out = np.ndarray((4, 4), np.float32, buffer=gm, offset=GM_OUT + 128 * q + 4 * cols[k], strides=(32, 4))
+        return (setitem, out, Ellipsis, _view(local, 64 * k))
+    return gm, local, [lambda q, k=k: store(q, k) for k in (0, 1)]
+
+
+def test_stores_of_the_column_halves_of_the_same_rows_run_as_a_batch():
+    """Their windows' hulls meet but no byte is both's: the block's work runs as one batch."""
+    gm, local, makers = _column_half_stores((0, 4))
+    want = _one_by_one(makers, (gm, local), 2, 6)
+    _Batch(makers, _Buffers([gm, local]), 6).run(2, 6)
+    assert np.array_equal(gm, want[0])
+
+
+def test_strided_stores_that_share_a_column_are_refused():
+    gm, local, makers = _column_half_stores((0, 3))
+    with pytest.raises(_Unbatchable, match="GM windows of the blocks meet"):
+        _Batch(makers, _Buffers([gm, local]), 6)

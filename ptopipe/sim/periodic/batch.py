@@ -59,6 +59,31 @@ def byte_map(per_byte: np.ndarray, a: np.ndarray, off: int) -> np.ndarray:
                       strides=tuple(s * 8 for s in a.strides) + (8,))
 
 
+def _share(x, y, nq: int) -> bool:
+    """Whether moving accesses ``x`` and ``y`` (``Batch``'s tuples) share a byte over ``nq``
+    blocks - exactly, where :func:`meet` compares hulls: two lanes storing the column halves
+    of the same rows have meeting hulls but no common byte.  (A problem numpy finds too hard
+    to solve counts as shared.)"""
+    try:
+        return bool(np.shares_memory(_stacked(x, nq), _stacked(y, nq), max_work=_SHARE_WORK))
+    except _TOO_HARD:
+        return True
+
+
+#: the most work np.shares_memory may spend on one pair of windows before they count as shared
+_SHARE_WORK = 1 << 20
+_TOO_HARD = getattr(np, "exceptions", np).TooHardError
+
+
+def _stacked(x, nq: int) -> np.ndarray:
+    """Access ``x``'s window in each of ``nq`` blocks as one view (the order of the blocks
+    left out: a negative move is taken from the last block up)."""
+    a, off, d = x[8], x[4], x[5]
+    if d < 0:
+        off, d = off + (nq - 1) * d, -d
+    return np.ndarray((nq,) + a.shape, a.dtype, buffer=x[3], offset=off, strides=(d,) + a.strides)
+
+
 class _Moved:
     """A batch's GM window that moves with the block: one strided view over every block's."""
     __slots__ = ("buf", "off", "d", "shape", "strides", "dtype")
@@ -149,7 +174,8 @@ class Batch:
                 if y[3] is x[3] and meet(a, la, d, y[6], y[7] - y[6], 0, nq):
                     raise Unbatchable("a GM window meets a buffer used in place")
             for y in moving:
-                if y is not x and y[3] is x[3] and (x[2] or y[2]) and meet(a, la, d, y[6], y[7] - y[6], y[5], nq):
+                if y is not x and y[3] is x[3] and (x[2] or y[2]) and \
+                        meet(a, la, d, y[6], y[7] - y[6], y[5], nq) and _share(x, y, nq):
                     raise Unbatchable("GM windows of the blocks meet")
         # who wrote each byte: per written buffer, the writing access (-1: none), in the
         # order of the work; first the block's last writes (what the next block reads early)
