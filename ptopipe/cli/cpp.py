@@ -33,7 +33,8 @@ def _written_for(args) -> None:
 
 
 def _notes(args) -> None:
-    for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None), getattr(args, "sync", None)):
+    for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None), getattr(args, "sync", None),
+                       args.platform or "a2a3"):
         print(f"note: {n}")
 
 

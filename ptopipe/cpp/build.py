@@ -218,12 +218,13 @@ def _macro_kernel_hint(code_text: str) -> str:
     return ""
 
 
-def _condition(kind: str, expr: str, flags: set, touched: set) -> bool | None:
+def _condition(kind: str, expr: str, flags: set, touched: set, known: dict | None = None) -> bool | None:
     """The truth of a conditional directive when it is certain from the file alone, else None:
     ``#if 0`` / ``1`` / ``false`` / ``true``, and whether a macro is defined when only
     $CXXFLAGS' ``-D`` (``flags``) can define it: not one the file defines or undefines
     (``touched``) nor one of the compiler's, pto-isa's or ptopipe's build's own (``__...``,
-    ``_[A-Z]...``, ``PTO_...``: ``PTO_NPU_ARCH_A5`` is defined for every A5 build)."""
+    ``_[A-Z]...``, ``PTO_...``: ``PTO_NPU_ARCH_A5`` is defined for every A5 build) - unless
+    ``known`` says whether the build defines it (:func:`arch_known`: the build's platform)."""
     expr = expr.strip()
     if kind == "if":
         if expr in ("0", "false"):
@@ -236,6 +237,8 @@ def _condition(kind: str, expr: str, flags: set, touched: set) -> bool | None:
         name, negated = m.group(1), expr.startswith("!")
     else:
         name, negated = expr.split()[0] if expr else "", kind.endswith("ifndef")
+    if known and name in known and name not in touched:
+        return known[name] != negated
     if not name or name.startswith(("_", "PTO_")) or not re.match(r"\w+$", name) or name in touched:
         return None
     return (name in flags) != negated
@@ -253,12 +256,13 @@ def cxxflags_defines() -> set:
     return got
 
 
-def visible_code(text: str, defined_elsewhere: frozenset = frozenset()) -> str:
+def visible_code(text: str, defined_elsewhere: frozenset = frozenset(), known: dict | None = None) -> str:
     """C++ ``text`` as the compiler sees its code: comments and literals blanked, and the lines
     of a conditional branch that is certainly not compiled (``#if 0``, ``#ifdef NAME`` of a
     macro nothing defines) blanked too - newlines kept, so line numbers stay right.  A
     condition it cannot judge keeps every branch (what the file says is taken as code).
-    ``defined_elsewhere``: the macros the local headers it includes define or undefine."""
+    ``defined_elsewhere``: the macros the local headers it includes define or undefine;
+    ``known``: macros the build does or does not define (:func:`arch_known`)."""
     code = _COMMENT.sub(_blank, text)
     if "#" not in code:
         return code
@@ -272,7 +276,7 @@ def visible_code(text: str, defined_elsewhere: frozenset = frozenset()) -> str:
         if m is not None:
             kind, rest = m.groups()
             if kind in ("if", "ifdef", "ifndef"):
-                stack.append([_condition(kind, rest, flags, touched), []])
+                stack.append([_condition(kind, rest, flags, touched, known), []])
             elif stack and kind in ("elif", "elifdef", "elifndef", "else"):
                 f = stack[-1]
                 f[1].append(f[0])
@@ -282,7 +286,7 @@ def visible_code(text: str, defined_elsewhere: frozenset = frozenset()) -> str:
                     f[0] = None                 # one before may be
                 else:
                     f[0] = True if kind == "else" else _condition(
-                        "if" if kind == "elif" else kind[2:], rest, flags, touched)
+                        "if" if kind == "elif" else kind[2:], rest, flags, touched, known)
             elif stack and kind == "endif":
                 stack.pop()
             continue
@@ -448,9 +452,12 @@ class Kernels:
         return {r: getattr(self, r) for r in SIDES if getattr(self, r) is not None}
 
 
-def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
-    """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named)."""
-    out, code, text, fns = _find_kernels(path, aic, aiv)
+def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, platform=None) -> Kernels:
+    """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named) when
+    built for ``platform`` (its architecture macro decides ``#if defined(PTO_NPU_ARCH_A5)``
+    branches: a kernel defined once per platform is that platform's definition; None: such a
+    branch may be compiled)."""
+    out, code, text, fns = _find_kernels(path, aic, aiv, arch_known(platform) if platform is not None else None)
     for role, f in out.roles.items():       # (a found kernel: a named template is refused there)
         if f.template:
             raise _template_error(role, f, f"{shown_path(path)}:{f.line}", code)
@@ -527,9 +534,9 @@ def _lone_vector(k: Kernels, code: str) -> tuple:
     return lanes == 1, note
 
 
-def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
+def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | None = None) -> tuple:
     """(:class:`Kernels`, the code of the file and its local includes with comments blanked, the
-    file's text, its functions by name)."""
+    file's text, its functions by name); ``known``: as :func:`visible_code`'s."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:     # (the compiler judges its bytes)
             text = f.read()
@@ -547,9 +554,9 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
     # (a macro one of them defines may be what an #ifdef of another file tests)
     defined = frozenset(n for t in incs + [text] for n in _DEFINE.findall(_COMMENT.sub(_blank, t)))
     for inc_text in incs:
-        codes.append(visible_code(inc_text, defined))
+        codes.append(visible_code(inc_text, defined, known))
         fns.update(_functions(codes[-1]))
-    own = visible_code(text, defined)
+    own = visible_code(text, defined, known)
     fns.update(_functions(own))
     code = "\n".join(codes + [own])
     sided = bool(_SIDE_TEST.search(code))
@@ -671,6 +678,17 @@ def _overload(f: Function, args: list | None, scope: str, role: str, name: str, 
             required = sum("=" not in p and "..." not in p for p in params)
             if any("..." in p for p in params) or required <= len(args) <= len(params):
                 fits.append(g)
+    if len(fits) > 1 and all(g.decls == fits[0].decls and g.template == fits[0].template for g in fits):
+        # one signature defined more than once: C++ compiles one of them (the others are in
+        # branches of an #if the build leaves out, e.g. one definition per platform) - whichever
+        # it is, it takes these parameters
+        return fits[0]
+    if len(fits) > 1 and args is None:
+        raise ConfigError(f"--{role} {name}: {f.name} is defined {len(fits)} times with different parameters "
+                          f"({', '.join(f'{where}:{g.line}' for g in fits)}), in branches of an #if ptopipe does not "
+                          "judge without the platform", where=f"{where}:{fits[0].line}",
+                          fix="run it with --platform a2a3 or a5 (a branch on defined(PTO_NPU_ARCH_A2A3) / "
+                              "(PTO_NPU_ARCH_A5) is then decided), or give each definition a name of its own")
     if len(fits) > 1:
         raise ConfigError(f"--{role} {name}: {len(fits)} overloads of {f.name} take these template arguments "
                           f"({', '.join(f'{where}:{g.line}' for g in fits)}): ptopipe runs a kernel by its name "
@@ -961,6 +979,14 @@ def side_macros(platform, role: str) -> tuple:
     ``__DAV_VEC__`` and the architecture's own (``__DAV_C220_CUBE__``, ``__DAV_C310_VEC__``)."""
     from ..arch import get_platform
     return (SIDES[role], f"__DAV_{get_platform(platform).dav_arch.upper()}_{SIDE_WORDS[role]}__")
+
+
+def arch_known(platform) -> dict:
+    """Whether a build for ``platform`` defines each platform's :func:`arch_macro`: its own,
+    and none of the others'."""
+    from ..arch import PLATFORMS
+    mine = arch_macro(platform)
+    return {arch_macro(p): arch_macro(p) == mine for p in PLATFORMS}
 
 
 def arch_macro(platform) -> str:

@@ -105,7 +105,7 @@ def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: in
          platform="a2a3") -> Loaded:
     """Build (or take from the cache) and load the kernels of C++ file ``path`` in THIS process
     (no crash isolation: :func:`run_cpp` and :func:`in_child` run them in a child)."""
-    kernels = find_kernels(path, aic, aiv)
+    kernels = find_kernels(path, aic, aiv, platform)
     return Loaded(kernels, build(kernels, platform), crash_fd, bridge())
 
 
@@ -393,7 +393,7 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     crash then ends this process).  Hand-written C++ that sets its own events runs in the manual
     synchronisation mode unless ``sync=`` says otherwise (``Kernels.own_events``)."""
     from ..isa.launch import run
-    kernels = find_kernels(path, aic, aiv)
+    kernels = find_kernels(path, aic, aiv, platform)
     if kernels.own_events:
         run_kwargs.setdefault("sync", "manual")
     libs = build(kernels, platform)

@@ -49,12 +49,12 @@ def run_target(path: str, platform: str | None, protocol: str | None) -> tuple:
     return platform or target[0], protocol or target[1], note
 
 
-def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) -> list:
-    """What a run of the C++ kernels of ``path`` decides for the user and says as a note (a
-    lone Vector kernel run on AIV0 only or on both Vector cores; the manual synchronisation mode for a kernel that
-    sets its own events, unless ``sync`` was given)."""
+def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None, platform: str = "a2a3") -> list:
+    """What a run of the C++ kernels of ``path`` on ``platform`` decides for the user and says as a
+    note (a lone Vector kernel run on AIV0 only or on both Vector cores; the manual synchronisation
+    mode for a kernel that sets its own events, unless ``sync`` was given)."""
     from ..cpp.build import OWN_EVENTS_NOTE, find_kernels
-    k = find_kernels(path, aic, aiv)
+    k = find_kernels(path, aic, aiv, platform)
     return [n for n, on in ((k.lane_note, k.lane_note), (OWN_EVENTS_NOTE, k.own_events and sync is None)) if on]
 
 
@@ -71,7 +71,7 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     from ..cpp.build import build, build_warnings, find_kernels
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.launch import run
-    kernels = find_kernels(path, aic, aiv)
+    kernels = find_kernels(path, aic, aiv, platform)
     if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
         run_kwargs.setdefault("sync", "manual")
     kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
@@ -145,7 +145,7 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
     from ..cpp.build import build, build_warnings, find_kernels
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.scenario import Scenario
-    kernels = find_kernels(path, aic, aiv)
+    kernels = find_kernels(path, aic, aiv, platform)
     kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
     libs, bridge_lib = build(kernels, platform), bridge()
     warned = [f"{where}: {what}" for what, where in build_warnings(libs)]     # (run warnings' form)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from contextlib import nullcontext
 from operator import setitem
 
 import ml_dtypes
@@ -29,6 +30,7 @@ from ..sim.core import SYNC_EVERY
 from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core, kernel_core, named
+from .unwritten import writes_part
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Elsewhere, Tile, TileLayout, TileType
@@ -1013,6 +1015,11 @@ def _unary(op):
     return _with_tmp(named(instr, name), "dst, src") if takes_tmp else instr
 
 
+#: the destination of a reduction whose valid region is its one result column (row): the issue
+#: records all of it written (else :func:`~ptopipe.isa.unwritten.writes_part` says which part)
+_WHOLE = nullcontext()
+
+
 def _row_reduce_into(fn, a, d):
     """``d``, one column, = ``fn`` of each row of ``a`` (the last two axes are the tile's: a
     batch of blocks adds a leading one)."""
@@ -1051,9 +1058,10 @@ def _row_reduce(op):
         writes = [dst]
         if tmp.__class__ is Tile:
             _tmp_tile(core, name, tmp, writes, (src,))
-        if len(writes) > 1:
-            return vec_issue_n(core, name, writes, [src], src.valid_rows, src.valid_cols, src.item)
-        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
+        with (writes_part(core, dst, dst.valid_rows, 1) if dst.valid_cols > 1 else _WHOLE):   # (column 0 written)
+            if len(writes) > 1:
+                return vec_issue_n(core, name, writes, [src], src.valid_rows, src.valid_cols, src.item)
+            return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
     return instr
 
@@ -1086,12 +1094,13 @@ def _col_reduce(op):
             _dtype_check(core, op, src)
         if a.size and d.size:
             core.pending.append((_col_reduce_into, fn, a, d[:1, :]))
-        if tmp is not None:
-            t = arr(tmp, core, f"{name} tmp")
-            if binary:
-                _tmp_apart(core, name, tmp, t, (dst,), (src,))
-                return vec_issue_n(core, name, [dst, tmp], [src], src.valid_rows, src.valid_cols, src.item)
-        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
+        with (writes_part(core, dst, 1, dst.valid_cols) if dst.valid_rows > 1 else _WHOLE):   # (row 0 written)
+            if tmp is not None:
+                t = arr(tmp, core, f"{name} tmp")
+                if binary:
+                    _tmp_apart(core, name, tmp, t, (dst,), (src,))
+                    return vec_issue_n(core, name, [dst, tmp], [src], src.valid_rows, src.valid_cols, src.item)
+            return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src{'[, tmp, isBinary]' if takes_tmp else ''}): dst[0, :] = {fn.__name__} " \
                     "of each column of src."
     if not takes_tmp:

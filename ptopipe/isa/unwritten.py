@@ -12,6 +12,11 @@ the DSL runtime, ``.pto`` files) gets it at the instruction's line:
   last valid element, the rows between included): TLOAD, TMOV, TEXTRACT, an op's destination,
   TPOP's staging copy or zero-copy binding (:meth:`UnwrittenReads.wrote` where no tile is
   issued), the fixpipe;
+- a reduction writes one value per row (column) into column 0 (row 0) of its destination, as
+  pto-isa's TROWMAX / TCOLSUM ... do: a row-major destination with more valid columns (rows)
+  than that has only those bytes written (:func:`writes_part`), so a later read of the rest -
+  a TROWEXPAND* taking the [R, 8] result as its 32-byte-block operand - is a read of bytes
+  nothing wrote;
 - its sources are read over the same span; a read of bytes nothing wrote is a run warning,
   once per line, instruction and tile.  Bytes are what counts, so another name for the same
   bytes (a TASSIGN alias at one address) written is the tile written;
@@ -32,6 +37,9 @@ previous launch's to read.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+from ..arch.vocab import TileLayout
 from ..sim.written import WrittenBytes
 from .tile import Tile
 
@@ -89,6 +97,17 @@ class UnwrittenReads(WrittenBytes):
             spans.add(key)
         t.known_written = self
 
+    def wrote_block(self, t: Tile, rows: int, cols: int) -> None:
+        """The first ``cols`` columns of the first ``rows`` rows of row-major ``t`` have been
+        written (a reduction's one value per row or column)."""
+        a = t._addr
+        if a is None or rows <= 0 or cols <= 0:
+            return
+        pitch, width = t.cols * t.item, cols * t.item
+        for r in range(rows):
+            lo = a + r * pitch
+            self.add(t.space, lo, lo + width)
+
     def covered(self, t: Tile) -> bool:
         """Has every byte of ``t``'s valid region been written?"""
         if t.known_written is self:
@@ -120,6 +139,23 @@ class UnwrittenReads(WrittenBytes):
             f"{op} reads {t.name or 'a tile'} ({t.describe()}) {UNWRITTEN}: it holds what "
             "the memory held (zeros in the simulator, stale data on the device) - write it first (TLOAD, "
             "TEXPANDS, the instruction that computes it)", where))
+
+
+@contextmanager
+def writes_part(core, t: Tile, rows: int, cols: int):
+    """The instruction issued inside writes only the first ``cols`` columns of the first
+    ``rows`` rows of its destination ``t`` (a reduction's result column or row): those bytes
+    are recorded written, and the issue does not record the rest of ``t``'s valid region."""
+    uw = core.unwritten
+    if uw is None or t.known_written is uw or t.layout is not TileLayout.ND or (rows >= t.valid_rows and cols >= t.valid_cols):
+        yield
+        return
+    uw.wrote_block(t, rows, cols)
+    t.known_written = uw                # (what the issue tests before recording the whole tile)
+    try:
+        yield
+    finally:
+        t.known_written = None
 
 
 def _span(t: Tile) -> "tuple | None":

@@ -13,6 +13,7 @@ scalars, ``tmp``), then wait events.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import replace
 from operator import setitem
 
@@ -27,6 +28,7 @@ from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
                   _tmp_tile, _ufunc_into, arr, vec_issue_n)
 from .tile import Tile
+from .unwritten import writes_part
 from ..errors import with_article
 
 _A2A3 = PlatformID.PLATFORM_A2A3
@@ -394,7 +396,11 @@ def _arg(op):
             raise _err(core, f"{name}: the value tile is {val.dtype.name} but the source is "
                              f"{src.dtype.name}", "declare the value tile with the source's dtype")
         core.pending.append((_arg_into, fn, axis, a, i, None if val is None else outs_a[0]))
-        return _issue(core, name, outs, [src], tmp, *a.shape, src.item)
+        with ExitStack() as parts:          # (each result tile: column 0 / row 0 written)
+            for t in outs:
+                if (t.valid_cols if axis == 1 else t.valid_rows) > 1:
+                    parts.enter_context(writes_part(core, t, *((t.valid_rows, 1) if axis == 1 else (1, t.valid_cols))))
+            return _issue(core, name, outs, [src], tmp, *a.shape, src.item)
     instr.__doc__ = (f"{name}(dst_idx, src, tmp) or {name}(dst_val, dst_idx, src, tmp): the "
                      f"{'column' if axis == 1 else 'row'} index of each {what}'s "
                      f"{'maximum' if fn is np.argmax else 'minimum'} (the first on ties), and "

@@ -216,6 +216,37 @@ def test_a_cxxflags_define_decides_an_ifdef(tmp_path, monkeypatch):
     assert find_kernels(str(p), aiv="k").own_events
 
 
+PER_PLATFORM = """#include <pto/pto-inst.hpp>
+using namespace pto;
+#if defined(PTO_NPU_ARCH_A5)
+extern "C" __global__ AICORE void vec_k(__gm__ float *x, __gm__ float *y) { TSTORE(g, t); }
+#else
+extern "C" __global__ AICORE void vec_k(__gm__ float *x, __gm__ float *y@EXTRA@) { TSTORE(g, t); }
+#endif
+"""
+
+
+@pytest.mark.parametrize("extra", ["", ", int32_t n"], ids=["same", "more"])
+def test_a_kernel_defined_once_per_platform_is_that_platforms(tmp_path, extra):
+    """A kernel defined in the two branches of an ``#if defined(PTO_NPU_ARCH_A5)`` is one kernel
+    per build, not two overloads: for a platform, the definition its build compiles (its line,
+    its parameters); with none given, the same signature is found whichever it is, and different
+    ones are a ConfigError saying the platform decides."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "per_platform.cpp"
+    p.write_text(PER_PLATFORM.replace("@EXTRA@", extra))
+    a5, a2a3 = (find_kernels(str(p), aiv="vec_k", platform=q).aiv for q in ("a5", "a2a3"))
+    assert (a5.line, a5.params) == (4, ["x", "y"])
+    assert (a2a3.line, a2a3.params) == (6, ["x", "y", "n"] if extra else ["x", "y"])
+    if not extra:
+        assert find_kernels(str(p), aiv="vec_k").aiv.params == ["x", "y"]
+        return
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="vec_k")
+    assert "vec_k is defined 2 times with different parameters" in ei.value.what, ei.value.what
+    assert ei.value.where.endswith("per_platform.cpp:4") and "--platform" in ei.value.fix
+
+
 MACRO_KERNEL = """#include <pto/pto-inst.hpp>
 using namespace pto;
 #define DOUBLE_KERNEL(NAME, T) \\

@@ -329,7 +329,8 @@ inline void tmpForms() {
     TSEL(d, m, a, b, tmp);
     TSELS(d, m, a, tmp, -1.0f);
     TGATHER(d, a, idx, tmp);
-    RecordEvent e = TPOWS(d, a, 2.0f, tmp);
+    Event<Op::TPOWS, Op::TTRANS> e;
+    e = TPOWS(d, a, 2.0f, tmp);
     TTRANS(d, a, tmp, e);
 }
 """
@@ -361,6 +362,9 @@ REFUSED = [
     ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
      "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
     ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
+    # an instruction's RecordEvent is no wait event (pto-isa's has no Wait(): only an Event<Src, Dst> is)
+    ("auto e = TADDS(v, v, 1.0f); TADDS(v, v, 2.0f, e);", "an instruction's RecordEvent is no wait event"),
+    ("RecordEvent e = TADDS(v, v, 1.0f); TSYNC(e);", "an instruction's RecordEvent is no wait event"),
     # TRANDOM runs 7 or 10 rounds (pto-isa's A5 TRandom static_asserts it)
     ("TRandomKey key = {1, 2}; TRandomCounter ctr = {}; TRANDOM<8>(v, key, ctr);",
      "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)")]

@@ -31,7 +31,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
                 sat=z(np.int16), dflt=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
                 exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)), flag_id=5)
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms", sync="auto").outputs      # (its one event: the int id form)
-    np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
+    np.testing.assert_allclose(o["twice"], 2 * x)                       # e1 = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
     np.testing.assert_allclose(o["colsum"][0], x.sum(0), rtol=1e-5)     # TCOLSUM(dst, src, tmp, true)
     np.testing.assert_allclose(o["rdiv"], 2 / x, rtol=1e-6)             # TDIVS<DivAlgorithm::...>(dst, 2.0f, src)
@@ -103,7 +103,8 @@ def test_the_precision_and_tmp_forms_resolve(tmp_path):
 using V = Tile<TileType::Vec, float, 8, 32>;
 using Col = Tile<TileType::Vec, float, 8, 1, BLayout::ColMajor, 8, 1>;
 void k(V &d, V &a, V &b, V &t, Col &c, Tile<TileType::Vec, int16_t, 8, 32> &h, Tile<TileType::Vec, float, 1, 32> &r) {
-    auto e = TEXP(d, a);
+    Event<Op::TEXP, Op::TRSQRT> e;
+    e = TEXP(d, a);
     TSYNC(e);
     e.Wait();
     TRSQRT<RsqrtAlgorithm::HIGH_PRECISION>(d, a, t, e);
@@ -143,7 +144,8 @@ void explicit_forms(V &d, V &a, V &b, O &o, L &l, A &acc, M &m, H &h, Event<Op::
     TFUSEDMULADD<V, V, V>(d, a, b, e);
     TGATHERB<V, V, O>(d, a, o);
     TMULS<V, V>(d, a, 2.0f);
-    auto e2 = TEXPANDS<V>(d, 1.0f);
+    Event<Op::TEXPANDS, Op::TADD> e2;
+    e2 = TEXPANDS<V>(d, 1.0f);
     TSYNC(e2);
     TTRAP();
     MrgSortExecutedNumList ex;

@@ -119,6 +119,28 @@ def test_cpu_simulator_places_lane_1_by_the_static_rows():
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_ragged_tail_split_by_its_valid_rows_runs_on_the_device_only(platform):
+    """8 of 16 rows pushed (a ragged tail), each lane pops its 4: the device places the parts by
+    the valid rows (numpy's numbers); pto-isa's CPU simulator by the static box, so lane 1's 4
+    rows are not where it reads them.  There the message says the pop takes the right part and
+    the placement is what differs (not that the valid shape should be the one it already is)."""
+    kernels = c2v(TILE_UP_DOWN, (8, N), (N // 2, N), lambda s: (4, N))
+    got, xx = run(kernels, platform, "pto-isa")
+    np.testing.assert_array_equal(got[:8], xx[:8])
+    with pytest.raises(ProtocolError) as ei:
+        run(kernels, platform, "pto-isa-cpusim")
+    e = ei.value
+    assert e.what.startswith("TPOP on AIV0: the consumer tile 8x16 valid 4x16 float32 (TILE_UP_DOWN) pops its part "
+                             "of the pushed tile 16x16 valid 8x16 float32 (TILE_UP_DOWN: 4x16 per Vector core) of "
+                             "slot 0, but lane 1 (AIV1) would read elements the push did not write in pto-isa's CPU "
+                             "simulator"), e.what
+    assert "should pop" not in e.what and "differ" not in e.what, e.what
+    assert e.details.startswith("in the CPU simulator: "), e.details
+    assert "places each lane's part of a split by the static box" in e.fix and "--protocol pto-isa" in e.fix, e.fix
+    assert e.where.endswith(f":{line_of(c2v, 'POP')}"), e.where
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_fewer_valid_columns_than_pushed(platform):
     """8 of the 16 pushed columns popped: A5 reads the slot at the tile's static pitch (the left
     half of every row); A2A3's GM pop reads at its 8 valid columns, misaligned - refused."""

@@ -190,3 +190,47 @@ def test_a_kernel_ordering_its_own_pipes_is_checked_alike():
     np.testing.assert_array_equal(res.outputs["y"], X)
     (what, loc), = _unwritten(res)
     assert what.startswith("TADD reads b") and str(loc).endswith(f":{line_of(add_bias_manual, 'ADD-MANUAL')}")
+
+
+def reduce_then_read(x, y, how):
+    """A row (column) reduction writes one value per row (column) into column 0 (row 0) of its
+    result; the result is then read whole: a TROWEXPANDSUB taking an [R, 8] result as its
+    32-byte block per row (``how`` "row block"), a TADDS of a [2, N] column result ("col rows"),
+    an arg reduction's [R, 8] index tile ("arg block") - or a result of exactly the written part
+    ("row DN", "col row"), which is read whole without a warning."""
+    t = Tile(TileType.Vec, float32, N, N, addr=0)
+    tmp = Tile(TileType.Vec, float32, N, N, addr=0x1000)
+    o = Tile(TileType.Vec, float32, N, N, addr=0x2000)
+    TLOAD(t, x)
+    if how in ("row block", "row DN"):
+        r = Tile(TileType.Vec, float32, N, 8, addr=0x3000) if how == "row block" else \
+            Tile(TileType.Vec, float32, N, 1, addr=0x3000, blayout=BLayout.ColMajor)
+        TROWMAX(r, t, tmp)                              # REDUCE
+        TROWEXPANDSUB(o, t, r)                          # READ-ROW
+        TSTORE(y, o)
+    elif how == "arg block":
+        i = Tile(TileType.Vec, int32, N, 8, addr=0x3000)
+        TROWARGMAX(i, t, tmp)
+        TCVT(Tile(TileType.Vec, float32, N, 8, addr=0x2000), i)   # READ-ARG
+    else:
+        c = Tile(TileType.Vec, float32, 2 if how == "col rows" else 1, N, addr=0x3000)
+        TCOLSUM(c, t)
+        TADDS(c, c, 1.0)                                # READ-COL
+
+
+@pytest.mark.parametrize("timing", [True, False])
+@pytest.mark.parametrize("how, mark", [("row block", "READ-ROW"), ("col rows", "READ-COL"), ("arg block", "READ-ARG"),
+                                       ("row DN", None), ("col row", None)])
+def test_a_reduction_writes_only_its_result_column_or_row(how, mark, timing):
+    """pto-isa's TROWMAX writes dst[i, 0] (docs/isa/TROWMAX.md): an [R, 8] result read as the
+    32-byte block of each row (TROWEXPANDSUB's mode 2) reads 7 columns nothing wrote - stale
+    data on the device - and is a warning at that read; a result tile of the written part is not."""
+    res = ptopipe.run(None, (lambda x, y: reduce_then_read(x, y, how), None),
+                      dict(x=X, y=np.zeros_like(X)), timing=timing)
+    found = _unwritten(res)
+    if mark is None:
+        assert not found, found
+        return
+    (what, loc), = found
+    assert "before anything wrote its bytes" in what, what
+    assert str(loc).endswith(f":{line_of(reduce_then_read, mark)}"), loc

@@ -248,17 +248,26 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
         cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
         prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name}{share})"
         pitch = prob is not None and prob.kind == "pitch"
-        differs = [w for w, d in (("dtype", pdtype != dtype), ("row pitch" if pitch else "valid shape", prob is not None))
-                   if d]
         why = fix = None
         if prob is not None:
             why, fix = problem_text(kind, ch.way, ch.in_gm, split, prob, lane, (vrow, vcol), partner)
+        details = "\n".join(t for t in (f"{'in the CPU simulator' if kind == 'cpusim' else 'on the device'}: {why}" if why else None,
+                                          f"pushed at {slot.push_loc}" if slot.push_loc else None) if t)
+        if prob is not None and not pitch and pdtype == dtype and (vrow, vcol) == want:
+            # the consumer pops the part it should: what goes wrong is where the library reads
+            # it from (a lane's part the placement does not put where that lane reads)
+            place = "in pto-isa's CPU simulator" if kind == "cpusim" else "there"
+            raise ProtocolError(
+                f"{op} on {core.name}: the consumer tile {cons} pops its part of the pushed tile {prod} of slot "
+                f"{slot.tag}, but {_reader_lane(ch, split, lane)} would read elements the push did not write "
+                f"{place} (details)",
+                where=where, details=details or None, fix=_placement_fix(kind, fix))
+        differs = [w for w, d in (("dtype", pdtype != dtype), ("row pitch" if pitch else "valid shape", prob is not None))
+                   if d]
         tail = (f"the slot's rows are {prob.pitches[1]} elements apart, the pop reads them {prob.pitches[0]} apart"
                 if pitch and pdtype == dtype else
                 f"it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
                 + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""))
-        details = "\n".join(t for t in (f"{'in the CPU simulator' if kind == 'cpusim' else 'on the device'}: {why}" if why else None,
-                                          f"pushed at {slot.push_loc}" if slot.push_loc else None) if t)
         raise ProtocolError(
             f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
             f"of slot {slot.tag} - the {' and the '.join(differs)} differ{'s' if len(differs) == 1 else ''}: {tail}",
@@ -268,6 +277,24 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
         raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
+
+
+def _reader_lane(ch, split, lane: int) -> str:
+    """Who reads a part of a slot: a split C2V pop's lane, else the pop."""
+    if ch.way == C2V and split != TileSplitAxis.TILE_NO_SPLIT:
+        return f"lane {lane} (AIV{lane})"
+    return "the pop"
+
+
+def _placement_fix(kind: str, fix: str | None) -> str:
+    """The fix of a pop of the right part that the placement ``kind`` reads from elsewhere."""
+    if kind == "cpusim":
+        return ("pto-isa's CPU simulator places each lane's part of a split by the static box (half the tile's "
+                "static rows or columns), so with a push whose valid region is smaller than its box a lane's part is "
+                "not where that lane reads it there; the device "
+                "(--protocol pto-isa) places each part by the valid shape - to run on the CPU simulator too, push "
+                "a tile whose valid shape is its static shape (the whole box)")
+    return fix or "pop at most the pushed valid region (a split lane: its part of it)"
 
 
 def _check_odd_pop(core, ch, slot, split, valid: tuple, op: str, loc) -> None:

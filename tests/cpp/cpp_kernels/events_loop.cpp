@@ -14,11 +14,14 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ float *out)
     Tile<TileType::Vec, float, R, C> t;
     TASSIGN(t, 0x0);
     G gx(x), go(out);
-    RecordEvent last = TLOAD(t, gx);
-    for (int i = 0; i < ITER; ++i) {
-        RecordEvent added = TADDS(t, t, 1.0f, last);
+    Event<Op::TLOAD, Op::TADDS> loaded;
+    loaded = TLOAD(t, gx);
+    Event<Op::TADDS, Op::TADDS> added;
+    added = TADDS(t, t, 1.0f, loaded);
+    TSYNC(added);
+    for (int i = 1; i < ITER; ++i) {
+        added = TADDS(t, t, 1.0f, added);
         TSYNC(added);
-        last = added;
     }
-    TSTORE(go, t, last);
+    TSTORE(go, t, added);
 }

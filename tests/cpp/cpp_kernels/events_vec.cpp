@@ -1,6 +1,6 @@
 // Intra-core events on one Vector core per sub-block, no cross-core pipe: TLOAD -> TEXP ->
 // TSTORE ordered by set_flag / wait_flag (what a kernel needs in manual sync), and the same
-// through the events the instructions return (RecordEvent passed as a wait event, TSYNC).
+// through pto-isa's events: an Event<SrcOp, DstOp> assigned from an instruction, waited by TSYNC and Wait().
 // out0 = exp(x), out1 = exp(x) + x.
 #include <pto/pto-inst.hpp>
 
@@ -24,9 +24,11 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ float *out0
     set_flag(PIPE_V, PIPE_MTE3, EVENT_ID1);
     wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID1);
     TSTORE(g0, e);
-    RecordEvent added = TADD(s, e, t);
+    Event<Op::TADD, Op::TSTORE_VEC> added;
+    added = TADD(s, e, t);
     TSYNC(added);
-    RecordEvent stored = TSTORE(g1, s);
+    Event<Op::TSTORE_VEC, Op::TLOAD> stored;
+    stored = TSTORE(g1, s);
     stored.Wait();
     pipe_barrier(PIPE_ALL);
 }

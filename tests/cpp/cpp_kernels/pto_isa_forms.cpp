@@ -62,8 +62,10 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TASSIGN(pad, 0x1800);
     TASSIGN(u, 0x1c00);
     G<float> gx(x);
-    auto e0 = TLOAD(a, gx);
-    auto e1 = TMULS<V, V>(b, a, 2.0f, e0);  // an instruction's event, kept in auto, waited for
+    Event<Op::TLOAD, Op::TMULS> e0;
+    e0 = TLOAD(a, gx);
+    Event<Op::TMULS, Op::TSTORE_VEC> e1;
+    e1 = TMULS<V, V>(b, a, 2.0f, e0);       // an instruction's event, assigned to an Event, waited for
     store(twice, b);
     TRSQRT(d, a, t);
     store(rsqrt, d);

@@ -332,14 +332,19 @@ constexpr const int REPEAT_MAX = 255;
 constexpr const int NUM_1 = 1, NUM_4 = 4, NUM_8 = 8, NUM_12 = 12, NUM_16 = 16, NUM_32 = 32, NUM_64 = 64,
                     NUM_77 = 77, NUM_96 = 96, NUM_128 = 128, NUM_256 = 256, NUM_512 = 512;
 
+// What an instruction returns (pto-isa's event.hpp: an empty struct there). It is not an event
+// a later instruction can wait for: pto-isa's WaitAllEvents calls each wait event's Wait(),
+// which only an Event<SrcOp, DstOp> has - assigned from the instruction
+// (``Event<Op::TLOAD, Op::TADD> e; e = TLOAD(t, g); TADD(d, t, t, e);``, docs/isa/TSYNC.md).
+// Here it carries the instruction's id, which the Event it is assigned to waits for.
 struct RecordEvent {
     int64_t id_ = 0;
     RecordEvent() = default;
     explicit RecordEvent(int64_t id) : id_(id) {}
-    inline void Wait(::ptopipe::Site s = PTOPIPE_HERE);
 };
 
-template <Op SrcOp, Op DstOp> struct Event : RecordEvent {
+// (AutoToken / EventID: pto-isa's choice of the hardware event id, which ptopipe's ids make moot)
+template <Op SrcOp, Op DstOp, bool AutoToken = true, event_t EventID = EVENT_ID0> struct Event : RecordEvent {
     Event() = default;
     Event(const RecordEvent &e) : RecordEvent(e) {}
     Event &operator=(const RecordEvent &e)
@@ -347,6 +352,7 @@ template <Op SrcOp, Op DstOp> struct Event : RecordEvent {
         id_ = e.id_;
         return *this;
     }
+    inline Event &Wait(::ptopipe::Site s = PTOPIPE_HERE);
 };
 
 // pto-isa's CompactMode (type.hpp): how TFILLPAD and the A5 compact matmul tiles pack a tile's
@@ -841,6 +847,16 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
     else return Kw{id, -1, int64_t(v)};
 }
 
+// the instruction id an Event waits for, as TSYNC passes it on
+struct EventId {
+    int64_t id;
+};
+}  // namespace ptopipe
+#define PTOPIPE_BARE_EVENT                                                                                    \
+    "an instruction's RecordEvent is no wait event: pto-isa waits for an Event<SrcOp, DstOp> (its Wait(); "  \
+    "RecordEvent has none, so pto-isa's headers do not build this) - declare one and assign the "            \
+    "instruction to it: Event<Op::TLOAD, Op::TADD> e; e = TLOAD(t, g); TADD(d, t, t, e); (docs/isa/TSYNC.md)"
+namespace ptopipe {
 // the wait events of a templated form (a trailing tile is an operand of a plain form instead)
 // a wait event a call left out (the generated instructions' defaulted ones): no argument at all
 struct NoEvent {};
@@ -877,8 +893,12 @@ template <typename X> void enc(Args &a, const X &x, Site s)
         a.put(K_PIPE);
         a.put(x.id_);
     } else if constexpr (std::is_base_of_v<pto::RecordEvent, T>) {
+        static_assert(!std::is_same_v<T, pto::RecordEvent>, PTOPIPE_BARE_EVENT);
         a.put(K_EVENT);
         a.put(x.id_);
+    } else if constexpr (std::is_same_v<T, EventId>) {
+        a.put(K_EVENT);
+        a.put(x.id);
     } else if constexpr (std::is_enum_v<T>) {
         a.put(K_ENUM);
         a.put(enum_code<T>::value);
@@ -924,9 +944,13 @@ template <typename P> struct At {
     At(P &x, Site site = PTOPIPE_HERE) : v(x), s(site) {}
 };
 struct AtEvent {
-    const pto::RecordEvent &v;
+    EventId v;
     Site s;
-    AtEvent(const pto::RecordEvent &x, Site site = PTOPIPE_HERE) : v(x), s(site) {}
+    template <typename E, std::enable_if_t<std::is_base_of_v<pto::RecordEvent, E>, int> = 0>
+    AtEvent(const E &x, Site site = PTOPIPE_HERE) : v{x.id_}, s(site)
+    {
+        static_assert(!std::is_same_v<E, pto::RecordEvent>, PTOPIPE_BARE_EVENT);
+    }
 };
 }  // namespace ptopipe
 
@@ -991,9 +1015,11 @@ template <pto::TFillPadMode M> constexpr int32_t fill_pad_op()
 
 // -- the instructions written here: binding, the cross-core pipes, events ---------------------
 namespace pto {
-inline void RecordEvent::Wait(::ptopipe::Site s)
+template <Op SrcOp, Op DstOp, bool AutoToken, event_t EventID>
+inline Event<SrcOp, DstOp, AutoToken, EventID> &Event<SrcOp, DstOp, AutoToken, EventID>::Wait(::ptopipe::Site s)
 {
     ::ptopipe::inst(::ptopipe::OP_TSYNC, s, *this);
+    return *this;
 }
 
 template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
