@@ -48,7 +48,7 @@ class Stmt:
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
     __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
-                 "filename", "_memo")
+                 "filename", "_memo", "_text", "_used")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
                  result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
@@ -60,6 +60,7 @@ class Stmt:
         self.col = self.result_cols[0] if results else tok.col
         self._pieces = pieces              # [(line, col, text) | (line, col, None): a region]
         self._toks = None
+        self._text = self._used = None       # text() and used(), made on first use
         self.filename = filename
         # the lookups below by their arguments (an attribute by its key; 0: values(), 1:
         # types(), 2: arrow_type(), ("group", keyword)): a statement's tokens never change, and an executor
@@ -82,11 +83,16 @@ class Stmt:
 
     def text(self) -> str:
         """The op's own source text (regions left out): what :meth:`values` scans."""
-        return " ".join(p[2] for p in self._pieces if p[2] is not None)
+        if self._text is None:
+            self._text = " ".join(p[2] for p in self._pieces if p[2] is not None)
+        return self._text
 
     def used(self) -> list:
-        """The SSA names the op's own text mentions (cheap: no tokens)."""
-        return _VALUE.findall(self.text())
+        """The SSA names the op's own text mentions (cheap: no tokens; shared: callers read
+        the list, never change it)."""
+        if self._used is None:
+            self._used = _VALUE.findall(self.text())
+        return self._used
 
     def has_key(self, key: str) -> bool:
         """Does the op's text say ``key = ...`` (cheap: no tokens)?"""

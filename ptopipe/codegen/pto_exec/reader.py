@@ -7,6 +7,7 @@ import difflib
 import re
 
 from ...errors import ParseError, PtoPipeError
+from ...ir.core import gc_paused
 from ..pto_lexer import Token
 from ..pto_tree import Block, parse_tree, split_top, suspect_lines
 from .executor import HANDLERS
@@ -18,7 +19,8 @@ from .types import TypeReader
 def read_program(text: str, path: str = "<pto>") -> Program:
     """``text`` as a :class:`Program` (syntax, functions, every op known: ParseError else)."""
     try:
-        return _read_program(text, path)
+        with gc_paused():      # (every statement made stays alive: collections would only rescan them)
+            return _read_program(text, path)
     except RecursionError:
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
