@@ -1263,6 +1263,7 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     use of undeclared SSA value name); an iter_arg, the induction variable and an enclosing
     region's values are."""
     body = f"""    %c2 = arith.constant 2 : index
+    %true = arith.constant true
     %s = arith.constant 1.0 : f32
     scf.for %i = %c0 to %c2 step %c1 {{
       %k = arith.muli %i, %c16 : index
@@ -1270,7 +1271,7 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     }}
     %n = scf.for %j = %c0 to %c2 step %c1 iter_args(%a = %c0) -> (index) {{
       %m = arith.addi %a, %j : index
-      scf.if %c1 {{
+      scf.if %true {{
         %q = arith.addi %m, %k : index
       }}
       scf.yield %m : index
@@ -1291,6 +1292,7 @@ def test_a_value_defined_twice_where_the_first_is_visible_is_a_parse_error_at_th
     runs: a name defined again in its region or a nested one is refused at the second
     definition; sibling loop bodies may each define it."""
     body = f"""    %c2 = arith.constant 2 : index
+    %true = arith.constant true
     %s = arith.constant 1.0 : f32
     scf.for %i = %c0 to %c2 step %c1 {{
       %k = arith.muli %i, %c16 : index

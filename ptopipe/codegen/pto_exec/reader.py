@@ -9,11 +9,14 @@ import re
 from ...errors import ParseError, PtoPipeError
 from ...ir.core import gc_paused
 from ..pto_lexer import Token
-from ..pto_tree import Block, parse_tree, split_top, suspect_lines
+from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
+from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
+from .headers import check_header
 from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
+from .use_types import UseTypes, introduced as introduced_types, results as result_types
 
 
 def read_program(text: str, path: str = "<pto>") -> Program:
@@ -61,33 +64,15 @@ def _read_program(text: str, path: str) -> Program:
                          fix="a .pto file holds a module of func.func kernels")
     sites = {}
     suspects = suspect_lines(text)
+    near = misspelled(written_keys(text))
     for f in funcs.values():
-        sites[f.name] = _check_ops(f, funcs, types, suspects)
+        sites[f.name] = _check_ops(f, funcs, types, suspects, near)
         _check_scopes(f, types)
         _check_yields(f, types)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
     _check_no_recursion(funcs, sites, types)
     return Program(path, funcs, arch, types)
-
-
-_INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "flag_base", "nosplit", "id")
-_PIPE_OP_KEYS = frozenset(("split", "id"))
-#: the inherent attributes of the ops whose pieces the executor looks up by name (a misspelled
-#: one would be ignored: ``stride =`` for ``strides =`` reads the view as dense); a discardable
-#: ``dialect.name`` attribute may be anywhere
-ATTRIBUTE_KEYS = {
-    "pto.make_tensor_view": frozenset(("shape", "strides", "layout")),
-    "pto.partition_view": frozenset(("offsets", "sizes")),
-    "pto.reserve_buffer": frozenset(("name", "size", "location", "auto", "base")),
-    "pto.import_reserved_buffer": frozenset(("name", "peer_func")),
-    **dict.fromkeys(("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe"), frozenset(
-        _INIT_KEYS + ("c2v_consumer_buf", "v2c_consumer_buf", "gm_slot_buffer"))),
-    **dict.fromkeys(("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"), frozenset(_INIT_KEYS)),
-    **dict.fromkeys(("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
-                     "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.talloc_to_aiv", "pto.talloc_to_aic",
-                     "pto.tpush", "pto.tpop", "pto.tfree"), _PIPE_OP_KEYS),
-}
 
 
 #: ptoas ops ptopipe knows but does not model, and why (the refusal says so)
@@ -101,17 +86,29 @@ NOT_MODELLED = dict.fromkeys(
      "on the host), or report it so it can be added"))
 
 
-def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = frozenset()) -> list:
+def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = frozenset(),
+               near: dict | None = None) -> list:
     """Every op of ``f`` known and in a form the executor runs (``suspects``: the file's lines
-    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks); its ``func.call``
+    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks; ``near``: the misspelled
+    attribute keys the file writes, :func:`~.attributes.misspelled`); its ``func.call``
     statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
     for s in walk(f.body):
         bad = s.malformed() if suspects and not suspects.isdisjoint(s.lines()) else None
+        if s.name in ("scf.for", "scf.if"):
+            check_header(s, types.f)
+        elif bad is None and not s.regions and odd_end(s.text()):
+            bad = s.trailing()
+            if bad is not None:
+                raise types.err(f"{s.name}: {bad[0]}", bad[1],
+                                fix=f"remove {bad[1].text!r}, or give the next operation a line of its own"
+                                if "unexpected" in bad[0] else "write `return %v : type` / `scf.yield %v : type`")
         if bad is not None:
             raise types.err(f"{s.name}: {bad[0]}", bad[1], fix="write the op as ptoas spells it (docs/pto.md; "
                                                             "ptoas's test/ has an example of each op)")
         keys = ATTRIBUTE_KEYS.get(s.name)
+        if near and keys is None:
+            check_misspelled(s, near, types.f)
         if keys is not None:
             bad = s.unknown_key(keys)
             if bad is not None and bad[1]:
@@ -295,6 +292,9 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     reuse a name; an op's results are defined after its regions)."""
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
     defined = {p[0]: p[2] for p in f.params}  # name -> its definition (line / col), in text order
+    typed = UseTypes(types)                  # and the type it gives the value, where it says one
+    for name, _, tok in f.params:
+        typed.define(name, _type_text(_param_type_toks(f, name)), tok.line, tok.col)
 
     def define(name, line, col):
         first = defined.get(name)
@@ -307,9 +307,11 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
 
     def region(blocks, introduced, owner):
         added = [n for n in introduced if n not in visible]
+        said = introduced_types(owner) if introduced else {}
         for n in introduced:
             at = _use_where(types.f, owner, n).rsplit(":", 2)
             define(n, int(at[1]), int(at[2]))
+            typed.define(n, said.get(n), int(at[1]), int(at[2]))
         for b in blocks:
             added.extend(a[0] for a in b.args if a[0] not in visible)
             for s in b.stmts:
@@ -319,6 +321,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
         for b in blocks:
             for a in b.args:
                 define(a[0], owner.tok.line, owner.col)
+                typed.define(a[0], a[1], owner.tok.line, owner.col)
                 mine.append(a[0])
             for s in b.stmts:
                 own = _INTRODUCED.findall(s.text()) if s.regions else ()
@@ -326,14 +329,18 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                     name = use.split("#")[0]
                     if name not in visible and name not in own:
                         _out_of_scope(f, types, s, name)
+                typed.check(s)
                 for r in s.regions:
                     region(r, own, s)
                 for r, col in zip(s.results, s.result_cols):
                     define(r, s.tok.line, col)
+                for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
+                    typed.define(r, ty, s.tok.line, col)
                 mine.extend(s.results)
         visible.difference_update(added)
         for n in mine:
             defined.pop(n, None)
+            typed.forget(n)
 
     region([Block(stmts=f.body)], (), f.stmt)
 
