@@ -52,11 +52,11 @@ class Stmt:
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
                  result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
-        # (a statement without results / regions shares one empty tuple: the reader makes tens of
+        # (tuples, and one empty tuple for a statement without regions: the reader makes tens of
         # thousands of statements, and every list made is one more object the GC walks)
-        self.name, self.results, self.regions, self.tok = name, results or (), regions or (), tok
+        self.name, self.results, self.regions, self.tok = name, tuple(results), regions or (), tok
         self.result_group = result_group
-        self.result_cols = result_cols or [tok.col] * len(results) or ()   # each result's column (on tok's line)
+        self.result_cols = tuple(result_cols or [tok.col] * len(results))   # each result's column (on tok's line)
         # where the operation starts (its first result, else its name): MLIR's and the value
         # IR's location of an op, on tok's line
         self.col = self.result_cols[0] if results else tok.col
@@ -513,6 +513,7 @@ class _Reader:
         self.lines = [_code(l).rstrip() for l in without_locations(text).split("\n")]
         self.i = 0                       # the current line (0-based)
         self.col = 0                     # where on it reading goes on
+        self.owners = []                 # (name, line) of the ops whose regions are being read
 
     def err(self, msg: str, line: int, col: int, fix: str = "check the nesting of { } in the file") -> ParseError:
         return ParseError(msg, where=f"{self.f}:{line}:{col}", fix=fix)
@@ -625,6 +626,12 @@ class _Reader:
                            fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
         name = OP_ALIASES.get(nm.group("name"), nm.group("name"))
         ntok = Token("string" if nm.group("q") else "word", nm.group(0), line, self.col + nm.start() + 1)
+        if name == "return" and self.owners and self.owners[-1][0].startswith("scf."):
+            owner, at = self.owners[-1]
+            raise self.err(f"return inside the {owner} at line {at}: a return ends a func.func's body (ptoas: "
+                           "'func.return' op expects parent op 'func.func')", line, ntok.col,
+                           fix=f"close the {owner}'s region with '}}' before it (is one missing?); a region of "
+                               f"{owner} ends with scf.yield")
         holds = name in REGION_OPS
         pieces, regions, depth = [], [], 0
         self.col += nm.end()
@@ -653,7 +660,9 @@ class _Reader:
                         pieces.append((line, col, body))
                     pieces.append((line, col + len(body), None))
                     self.i, self.col, depth = self.i + 1, 0, 0
+                    self.owners.append((name, ntok.line))
                     regions.append(self.block_items(top=False))
+                    self.owners.pop()
                     self.col += 1                        # the region's '}'
                     opened = True
             if opened:

@@ -1074,3 +1074,53 @@ def test_an_attribute_like_no_known_one_is_left_to_the_tool_that_wrote_it():
     from ptopipe.codegen.pto_exec import read_program
     read_program(_edit(SOFTMAX, "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>)\n",
                        "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>) {my_tool_hint = 3}\n"), "ok.pto")
+
+
+_DYN = F32_16x64.replace("v_row=16", "v_row=?")
+_RET = "    pto.tstore ins(%acc : "
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a tile's valid-shape operands exactly where its type's v_row / v_col is '?'
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile valid_row = %c16 : {F32_16x64}"),
+     "%scores = pto.alloc_tile", "pto.alloc_tile", "pto.alloc_tile gives valid_row, but its type's v_row is 16"),
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile : {_DYN}"),
+     "%scores = pto.alloc_tile", "pto.alloc_tile", "pto.alloc_tile of a type with v_row=? needs valid_row = %n"),
+    # a tile type's long form names every key, in order
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", "%scores = pto.alloc_tile : !pto.tile_buf<loc=vec, "
+                                                             "dtype=f32, rows=16, cols=64>"),
+     "%scores = pto.alloc_tile", "!pto.tile_buf", "!pto.tile_buf: its long form ends before 'v_row'"),
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}",
+           f"%scores = pto.alloc_tile : {F32_16x64.replace('blayout=row_major, slayout=none_box', 'slayout=none_box, blayout=row_major')}"),
+     "%scores = pto.alloc_tile", "slayout", "!pto.tile_buf: expected the key 'blayout', got 'slayout' out of order"),
+    # a constant's literal is of its type
+    (_edit(SOFTMAX, "%c16 = arith.constant 16 : index", "%c16 = arith.constant 16.0 : index"),
+     "%c16 = arith.constant", "arith", "arith.constant: 16.0 is not an integer literal, which an index constant takes"),
+    (_edit(SOFTMAX, "%scale = arith.constant 1.250000e-01 : f32", "%scale = arith.constant 1 : f32"),
+     "%scale = arith.constant", "arith", "arith.constant: 1 is an integer literal; an f32 constant takes one with a '.'"),
+    # a partition's constant sizes are its result type's shape
+    (_edit(SOFTMAX, "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c64]",
+           "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c16]"),
+     "%s_pv = pto.partition_view", "pto.partition_view", "pto.partition_view: size 1 is %c16 = 16, but its result "
+                                                         "type's dim 1 is 64"),
+    # a pipe init's dir_mask names a direction
+    (_edit(PIPES, "pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 4"),
+     "pto.aic_initialize_pipe", "4", "pto.aic_initialize_pipe: dir_mask = 4 names no direction"),
+    # a return gives the function's results, at the end of its body
+    (_edit(SCF_ACC, "    return\n", "    return %c0 : index\n"), "return %c0", "return",
+     "return gives 1 value(s), but @block_sum returns 0"),
+    (_edit(SCF_ACC, "    }\n    %out_pv", "    %out_pv"), "    return", "return",
+     "return inside the scf.for at line 18: a return ends a func.func's body"),
+    # a region of an op with results yields them
+    (_edit(_edit(SCF_ACC, "    scf.for %k = %c0 to %c4 step %c1 {", "    %last = scf.for %k = %c0 to %c4 step %c1 "
+                                                                    "iter_args(%prev = %c0) -> (index) {"),
+           "      pto.tadd ins(%acc, %blk", "      pto.tadd ins(%acc, %blk"),
+     "%last = scf.for", "scf.for", "scf.for: a region of it ends without the scf.yield of its 1 result(s)"),
+])
+def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path, capsys, text, needle, token, what):
+    """ptoas's parser and verifier refuse these in one op's pieces; the run would go on with a
+    meaning the file does not have (the type's valid shape for the operand's, a default for a
+    missing tile key, the constant's integer part, a view of another shape, a loop that returns
+    from the function): a ParseError at the op, before anything runs, by run and check --static."""
+    for cmd in (("run",), ("check", "--static")):
+        _refused_at(tmp_path, capsys, text, needle, token, what, cmd=cmd)

@@ -13,6 +13,7 @@ from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
 from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
 from .headers import check_header
+from .op_checks import Constants, check_op
 from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
@@ -68,6 +69,7 @@ def _read_program(text: str, path: str) -> Program:
     for f in funcs.values():
         sites[f.name] = _check_ops(f, funcs, types, suspects, near)
         _check_scopes(f, types)
+        _check_returns(f, types)
         _check_yields(f, types)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
@@ -93,6 +95,7 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
     attribute keys the file writes, :func:`~.attributes.misspelled`); its ``func.call``
     statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
+    consts = Constants(f)
     for s in walk(f.body):
         bad = s.malformed() if suspects and not suspects.isdisjoint(s.lines()) else None
         if s.name in ("scf.for", "scf.if"):
@@ -117,6 +120,7 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
                 near = difflib.get_close_matches(bad[0], sorted(keys), n=1)
                 raise types.err(f"{s.name} has no attribute {bad[0]!r} (it takes {', '.join(sorted(keys))})", s.tok,
                                 fix=f"write {near[0]!r}" if near else "remove it, or spell it as ptoas does")
+        check_op(s, types, consts)
         if s.name in NOT_MODELLED:
             why, fix = NOT_MODELLED[s.name]
             raise types.err(f"{s.name} is not supported: {why}", s.tok, fix=fix)
@@ -231,10 +235,18 @@ def _check_yields(f: Func, types: TypeReader) -> None:
         if arrow and arrow[0].text == "(":              # -> (f32, index), else -> f32
             arrow = arrow[1:next(k for k, t in enumerate(arrow) if t.text == ")")]
         want = [_type_text(t) for t in split_top([t for t in arrow if t.text not in "{}"]) if t]
+        if s.name == "scf.if" and len(s.regions) < 2:
+            raise types.err(f"scf.if with {len(want)} result(s) has no else region to give them when the condition "
+                            "is false (ptoas: must have an else block if defining values)", s.tok,
+                            fix="add `} else { ... scf.yield %v : T }`")
         for region in s.regions:
             y = region[-1].stmts[-1] if region and region[-1].stmts else None
             if y is None or y.name != "scf.yield":
-                continue
+                last = f" (after line {region[-1].stmts[-1].tok.line})" if region and region[-1].stmts else ""
+                raise types.err(f"{s.name}: a region of it ends without the scf.yield of its {len(want)} result(s)"
+                                f"{last} (ptoas: region control flow edge ... has 0 source operands, but target "
+                                f"successor needs {len(want)})", s.tok,
+                                fix=f"end the region with scf.yield of {len(want)} value(s) of the result types")
             got = [_type_text(t) for t in y.types() if t]
             if len(got) != len(want):
                 raise types.err(f"scf.yield gives {len(got)} value(s); the {s.name} at {s.tok.line}:{s.col} "
@@ -246,6 +258,48 @@ def _check_yields(f: Func, types: TypeReader) -> None:
                                     f"{s.tok.line}:{s.col} is {w} (ptoas: the yielded value and the "
                                     "iter_arg have different types)", y.tok,
                                     fix="yield a value of the result's type (a loop-carried value keeps its type)")
+
+
+def _result_types(f: Func) -> list:
+    """The type texts of ``f``'s results (``-> T`` / ``-> (T, U)`` after its parameters)."""
+    toks, depth, k = f.stmt.toks, 0, None
+    for i, t in enumerate(toks):
+        if t.kind == "punct" and t.text in "([<{":
+            depth += 1
+        elif t.kind == "punct" and t.text in ")]>}":
+            depth -= 1
+        elif t.text == "->" and depth == 0:
+            k = i + 1
+            break
+    if k is None:
+        return []
+    end = next((j for j in range(k, len(toks)) if toks[j].text in ("attributes", "{}")), len(toks))
+    tys = toks[k:end]
+    if tys and tys[0].text == "(" and tys[-1].text == ")":
+        tys = tys[1:-1]
+    return [_type_text(g) for g in split_top(tys) if g]
+
+
+def _check_returns(f: Func, types: TypeReader) -> None:
+    """Each ``return`` of ``f`` gives one value per result of ``f``, of its type (ptoas:
+    "'func.return' op has 1 operands, but enclosing function returns 0"): else a ParseError
+    at the return."""
+    want = None
+    for s in f.body:
+        if s.name != "return":
+            continue
+        if want is None:
+            want = _result_types(f)
+        got = [_type_text(t) for t in s.types() if t] if s.used() else []
+        if len(got) != len(want) or len(s.used()) != len(want):
+            raise types.err(f"return gives {len(s.used())} value(s), but @{f.name} returns {len(want)}"
+                            + (f" ({', '.join(want)})" if want else ""), s.tok,
+                            fix=f"return one value per result of @{f.name}, of its type" if want else
+                                f"return nothing, or declare @{f.name}'s results: func.func @{f.name}(...) -> T")
+        for k, (g, w) in enumerate(zip(got, want)):
+            if g != w and UseTypes(types).same(g, w) is False:
+                raise types.err(f"return gives {g} as value {k}, but result {k} of @{f.name} is {w}", s.tok,
+                                fix="return a value of the result's type")
 
 
 def _type_text(toks) -> str:
