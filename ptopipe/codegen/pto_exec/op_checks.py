@@ -115,14 +115,15 @@ def check_constant(s, types: TypeReader) -> None:
             bad = f"{lit} does not fit an i1 (ptoas: integer constant out of range for attribute)"
     elif ty in _FLOAT_TYPE:
         if _DECIMAL_INT.match(lit):
-            bad = f"{lit} is an integer literal; {with_article(ty)} constant takes one with a '.' (ptoas: unexpected decimal " \
-                  f"integer literal for a floating point value)"
+            bad = f"{lit} is an integer literal; {with_article(ty)} constant takes one with a '.' (ptoas: " \
+                  "unexpected decimal integer literal for a floating point value)"
         elif not _FLOAT.match(lit) and not _HEX.match(lit) and lit not in ("inf", "nan", "-inf"):
             bad = f"{lit} is not a float literal as MLIR reads one (digits, a '.', then an optional exponent)"
     if bad is not None:
+        example = "4" if _INT_TYPE.match(ty) else "4.0"
         raise types.err(f"arith.constant: {bad}", s.tok,
-                        fix=f"write the value as {with_article(ty)} literal (e.g. {'4' if _INT_TYPE.match(ty) else '4.0'}), or "
-                            "give the constant the type of its literal")
+                        fix=f"write the value as {with_article(ty)} literal (e.g. {example}), or give the constant the "
+                            "type of its literal")
 
 
 _SIZES = re.compile(r"\bsizes\s*=\s*\[([^\[\]]*)\]")
