@@ -48,24 +48,33 @@ class Stmt:
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
     __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
-                 "filename", "_memo")
+                 "filename", "_memo", "_text", "_used")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
                  result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
-        self.name, self.results, self.regions, self.tok = name, results, regions, tok
+        # (tuples, and one empty tuple for a statement without regions: the reader makes tens of
+        # thousands of statements, and every list made is one more object the GC walks)
+        self.name, self.results, self.regions, self.tok = name, tuple(results), regions or (), tok
         self.result_group = result_group
-        self.result_cols = result_cols or [tok.col] * len(results)   # each result's column (on tok's line)
+        self.result_cols = tuple(result_cols or [tok.col] * len(results))   # each result's column (on tok's line)
         # where the operation starts (its first result, else its name): MLIR's and the value
         # IR's location of an op, on tok's line
         self.col = self.result_cols[0] if results else tok.col
-        self._pieces = pieces              # [(line, col, text) | (line, col, None): a region]
+        self._pieces = tuple(pieces)       # ((line, col, text) | (line, col, None): a region, ...)
         self._toks = None
+        self._text = self._used = None       # text() and used(), made on first use
         self.filename = filename
         # the lookups below by their arguments (an attribute by its key; 0: values(), 1:
         # types(), 2: arrow_type(), ("group", keyword)): a statement's tokens never change, and an executor
         # looks the same things up every time it runs the statement (the results are
         # shared: callers read them, never change them)
-        self._memo = {}
+        self._memo = None                  # (a dict once a lookup is made: most statements never need one)
+
+    @property
+    def memo(self) -> dict:
+        if self._memo is None:
+            self._memo = {}
+        return self._memo
 
     @property
     def toks(self) -> list:
@@ -82,11 +91,25 @@ class Stmt:
 
     def text(self) -> str:
         """The op's own source text (regions left out): what :meth:`values` scans."""
-        return " ".join(p[2] for p in self._pieces if p[2] is not None)
+        if self._text is None:
+            self._text = " ".join(p[2] for p in self._pieces if p[2] is not None)
+        return self._text
 
-    def used(self) -> list:
-        """The SSA names the op's own text mentions (cheap: no tokens)."""
-        return _VALUE.findall(self.text())
+    def position(self, offset: int) -> tuple:
+        """``(line, col)`` of the character at ``offset`` of :meth:`text`."""
+        for line, col, text in self._pieces:
+            if text is None:
+                continue
+            if offset <= len(text):
+                return line, col + offset
+            offset -= len(text) + 1
+        return self.tok.line, self.col
+
+    def used(self) -> tuple:
+        """The SSA names the op's own text mentions (cheap: no tokens; made once)."""
+        if self._used is None:
+            self._used = tuple(_VALUE.findall(self.text()))
+        return self._used
 
     def has_key(self, key: str) -> bool:
         """Does the op's text say ``key = ...`` (cheap: no tokens)?"""
@@ -108,7 +131,7 @@ class Stmt:
     def values(self, toks=None) -> list:
         """The SSA value tokens, in order (of ``toks``, default all the op's own tokens)."""
         if toks is None:
-            got = self._memo.get(0)
+            got = self.memo.get(0)
             if got is None:
                 got = self._memo[0] = [t for t in self.toks if t.kind == "value"]
             return got
@@ -118,7 +141,7 @@ class Stmt:
         """The tokens inside ``keyword(...)`` (``ins``, ``outs``, ``iter_args``), else None."""
         key = ("group", keyword)
         try:
-            return self._memo[key]
+            return self.memo[key]
         except KeyError:
             pass
         toks, got = self.toks, None
@@ -132,7 +155,7 @@ class Stmt:
     def attr(self, key: str, default=None):
         """The tokens of ``key = <value>`` (at any depth: an attribute dictionary, a custom
         ``key = [...]`` list, a named operand), else ``default``."""
-        got = self._memo.get(key, _UNSEEN)
+        got = self.memo.get(key, _UNSEEN)
         if got is _UNSEEN:
             got = self._memo[key] = self._attr(key)
         return default if got is None else got
@@ -152,14 +175,14 @@ class Stmt:
     def types(self) -> list:
         """The type token lists after the op's top-level ``:`` (split at top-level commas
         and ``->``)."""
-        got = self._memo.get(1)
+        got = self.memo.get(1)
         if got is None:
             got = self._memo[1] = self._types()
         return got
 
     def arrow_type(self) -> list:
         """[the type tokens after the op's last top-level ``->``], or [] with none."""
-        got = self._memo.get(2)
+        got = self.memo.get(2)
         if got is None:
             parts = split_top(self.toks, ("->",))
             got = self._memo[2] = [parts[-1]] if len(parts) > 1 else []
@@ -223,6 +246,105 @@ class Stmt:
             elif t.text == ":" and depth == 0 and (i + 1 == len(toks) or toks[i + 1].text in ("{}", ",", "->")):
                 return "expected a type after ':'", t
         return None
+
+
+    def trailing(self) -> tuple | None:
+        """``(what, token)`` of a token after the end of the op (ptoas reads it as the start
+        of the next operation and refuses it: "expected '=' after SSA name"), else None: a
+        type after ``:`` / ``->`` followed by more than a type (``: index %c0``, ``-> i32
+        foo``; ``A to B`` of a cast is one), or, in an op without types, anything but a
+        ``, ...`` after its last bracket group (``outs(...) %c0``, ``{split = 0} x``).
+        ``return`` / ``scf.yield`` values without their types are named too.  An op holding
+        regions ends at its first region (its header is the op's own check)."""
+        atoms = _atoms(self.toks)
+        if any(a[0] == "{}" for a in atoms):
+            atoms = atoms[:next(k for k, a in enumerate(atoms) if a[0] == "{}")]
+        colon = max((k for k, a in enumerate(atoms) if a[0] == ":"), default=None)
+        arrow = next((k for k, a in enumerate(atoms) if a[0] == "->"), None)
+        start = colon if colon is not None else arrow
+        if start is not None:
+            for group in _split_atoms(atoms[start + 1:]):
+                k = _type_end(group, 0)
+                if k == 0:
+                    break                          # (not a type: a form this check does not know)
+                while k < len(group) and group[k][0] == "to" and _type_end(group, k + 1) > k + 1:
+                    k = _type_end(group, k + 1)
+                if k < len(group):
+                    tok = group[k][1]
+                    return (f"unexpected {tok.text!r} after the type {_atom_text(group[:k])}: an operation "
+                            "ends with its types"), tok
+            return None
+        last = max((k for k, a in enumerate(atoms) if a[0] in _OPEN), default=None)
+        if last is not None:
+            rest = atoms[last + 1:]
+            if rest and rest[0][0] != ",":
+                tok = rest[0][1]
+                named = last > 0 and atoms[last - 1][0] == "word" and atoms[last][0] == "("
+                return f"unexpected {tok.text!r} after the op's {_atom_text(atoms[last - named:last + 1])}", tok
+        elif atoms and self.name in ("return", "scf.yield"):
+            tok = atoms[-1][1]
+            return f"expected ':' and the types of the values after {tok.text}", tok
+        return None
+
+
+def odd_end(text: str) -> bool:
+    """Might an op whose own text is ``text`` have a token after its end (:meth:`Stmt.trailing`)?
+    A cheap look at the text's last word: one that is no closing bracket, after a word or a
+    closing bracket (``: index`` and ``-> i32`` end an op; ``index %c0``, ``) %c0`` may not)."""
+    k = text.rfind(" ")
+    if k <= 0 or text[-1] in ")]}>":
+        return False
+    return text[k - 1] not in ":,=(<[{" and not text.endswith("->", 0, k)
+
+
+def _atoms(toks) -> list:
+    """The top-level pieces of a token list: ``(text, first token)`` - a bracket group as its
+    opening bracket's text (``(``, ``[``, ``{``, ``<``; a region's place as ``{}``)."""
+    out, depth = [], 0
+    for t in toks:
+        if t.kind == "punct" and t.text in _OPEN:
+            if depth == 0:
+                out.append((t.text, t))
+            depth += 1
+        elif t.kind == "punct" and t.text in _CLOSE:
+            depth -= 1
+        elif depth == 0:
+            out.append((t.text if t.kind == "punct" or t.text == "to" else t.kind, t))
+    return out
+
+
+def _split_atoms(atoms) -> list:
+    out, cur = [], []
+    for a in atoms:
+        if a[0] in (",", "->"):
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    out.append(cur)
+    return out
+
+
+def _type_end(group, k) -> int:
+    """The index after the type starting at ``group[k]`` (a name - ``index``, ``!pto.x``,
+    ``memref`` - with its ``<...>``, or a ``(...)`` list), else ``k``."""
+    if k >= len(group):
+        return k
+    if group[k][0] == "(":
+        return k + 1
+    if group[k][0] in ("word", "bang", "hash"):
+        return k + 2 if k + 1 < len(group) and group[k + 1][0] == "<" else k + 1
+    return k
+
+
+def _atom_text(atoms) -> str:
+    """``outs(...)``, ``{...}``, ``!pto.tile_buf<...>``: the atoms as a message names them."""
+    out = ""
+    for a in atoms:
+        close = _OPEN.get(a[0]) if a[0] in _OPEN else None
+        piece = a[1].text + ("..." + close if close else "")
+        out += piece if not out or close else " " + piece
+    return out
 
 
 _UNSEEN = object()
@@ -391,6 +513,7 @@ class _Reader:
         self.lines = [_code(l).rstrip() for l in without_locations(text).split("\n")]
         self.i = 0                       # the current line (0-based)
         self.col = 0                     # where on it reading goes on
+        self.owners = []                 # (name, line) of the ops whose regions are being read
 
     def err(self, msg: str, line: int, col: int, fix: str = "check the nesting of { } in the file") -> ParseError:
         return ParseError(msg, where=f"{self.f}:{line}:{col}", fix=fix)
@@ -399,7 +522,11 @@ class _Reader:
         return self.lines[self.i][self.col:] if self.i < len(self.lines) else ""
 
     def skip_blank(self) -> None:
-        while self.i < len(self.lines) and not self.rest().strip():
+        lines = self.lines
+        while self.i < len(lines):
+            r = lines[self.i][self.col:] if self.col else lines[self.i]
+            if r and not r.isspace():
+                return
             self.i, self.col = self.i + 1, 0
 
     def starts_stmt(self, text: str) -> bool:
@@ -436,13 +563,14 @@ class _Reader:
                                    len(self.lines[-1]) + 1 if self.lines else 1)
                 return blocks
             r = self.rest()
-            lead = len(r) - len(r.lstrip())
-            if r.lstrip().startswith("}"):
+            code = r.lstrip()
+            lead = len(r) - len(code)
+            if code.startswith("}"):
                 if top:
                     raise self.err("'}' closes no region", self.i + 1, self.col + lead + 1)
                 self.col += lead
                 return blocks
-            if r.lstrip().startswith("^"):
+            if code.startswith("^"):
                 blocks.append(self.label())
                 continue
             blocks[-1].stmts.append(self.stmt())
@@ -498,6 +626,12 @@ class _Reader:
                            fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
         name = OP_ALIASES.get(nm.group("name"), nm.group("name"))
         ntok = Token("string" if nm.group("q") else "word", nm.group(0), line, self.col + nm.start() + 1)
+        if name == "return" and self.owners and self.owners[-1][0].startswith("scf."):
+            owner, at = self.owners[-1]
+            raise self.err(f"return inside the {owner} at line {at}: a return ends a func.func's body (ptoas: "
+                           "'func.return' op expects parent op 'func.func')", line, ntok.col,
+                           fix=f"close the {owner}'s region with '}}' before it (is one missing?); a region of "
+                               f"{owner} ends with scf.yield")
         holds = name in REGION_OPS
         pieces, regions, depth = [], [], 0
         self.col += nm.end()
@@ -514,7 +648,7 @@ class _Reader:
                 regions.append([Block()])
                 self.i, self.col, depth = self.i + 1, 0, 0
                 nxt = self.i
-                while nxt < len(self.lines) and not self.lines[nxt].strip():
+                while nxt < len(self.lines) and not self.lines[nxt]:      # (lines are right-stripped)
                     nxt += 1
                 if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
                     break
@@ -526,12 +660,14 @@ class _Reader:
                         pieces.append((line, col, body))
                     pieces.append((line, col + len(body), None))
                     self.i, self.col, depth = self.i + 1, 0, 0
+                    self.owners.append((name, ntok.line))
                     regions.append(self.block_items(top=False))
+                    self.owners.pop()
                     self.col += 1                        # the region's '}'
                     opened = True
             if opened:
                 continue
-            if text.strip():
+            if text and not text.isspace():
                 if pieces and depth == 0 and line != ntok.line:
                     self.check_continuation(name, text, line, col)
                 pieces.append((line, col, text))
@@ -543,7 +679,7 @@ class _Reader:
                 if self.i >= len(self.lines):
                     raise self.err(f"{name}: a bracket opened here is never closed", ntok.line, ntok.col)
                 nxt = self.i
-                while nxt < len(self.lines) and not self.lines[nxt].strip():
+                while nxt < len(self.lines) and not self.lines[nxt]:      # (lines are right-stripped)
                     nxt += 1
                 if nxt < len(self.lines) and _OP_LINE.match(self.lines[nxt]):
                     # an operation cannot continue into the next one: the bracket left open is
@@ -553,7 +689,7 @@ class _Reader:
                                    "operation)", bl, bc, fix=f"close it with '{_OPEN[ch]}'")
                 continue
             nxt = self.i
-            while nxt < len(self.lines) and not self.lines[nxt].strip():
+            while nxt < len(self.lines) and not self.lines[nxt]:      # (lines are right-stripped)
                 nxt += 1
             if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
                 break

@@ -128,7 +128,7 @@ PTO = """module attributes {pto.target_arch = "a5"} {
     return
   }
 }
-""".replace("TILE", "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=?, v_col=?, blayout=row_major, "
+""".replace("TILE", "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
                     "slayout=none_box, fractal=512, pad=0>")
 
 

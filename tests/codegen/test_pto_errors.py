@@ -241,9 +241,6 @@ def test_a_misspelled_or_repeated_attribute_of_an_op_read_by_name_is_refused(tmp
 
 
 @pytest.mark.parametrize("name, old, new, what", [
-    ("v_scf_for_accum_a3.pto", "scf.for %k = %c0 to %c4 step %c1 {", "scf.for %k = %c0 to %c4 {",
-     "scf.for: its operands, attributes or types do not read as ptoas writes them (an operand, bound or "
-     "keyword it needs is missing)"),
     ("c_mm_sync_flags_a3.pto", "pto.tmatmul.acc ins(%7, %5, %6 :", "pto.tmatmul.acc ins(%5, %6 :",
      "pto.tmatmul.acc: its operands, attributes or types do not read as ptoas writes them (1 operand(s) missing)"),
 ])
@@ -930,3 +927,200 @@ def test_a_ring_of_no_slots_or_bytes_is_a_parse_error_at_its_init(old, new, key)
         read_program(text, "bad.pto")
     assert f"{key} = {new.split('= ')[1]} is not a positive number" in e.value.what, e.value.what
     assert e.value.where.startswith(f"bad.pto:{_line(text, new)}:")
+
+
+# -- what ptoas refuses in an op's spelling is a ParseError at the piece, before anything runs --------------
+
+SCF_ACC = (ROOT / "tests" / "pto_corpus" / "v_scf_for_accum_a3.pto").read_text()
+PIPES = (ROOT / "tests" / "pto_corpus" / "x_c2v_split2_relu_a3.pto").read_text()
+F32_16x64 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=64, v_row=16, v_col=64, blayout=row_major, "
+             "slayout=none_box, fractal=512, pad=0>")
+I32_64 = "    %c64 = arith.constant 64 : index\n    %c64i = arith.constant 64 : i32\n"
+
+
+def _refused_at(tmp_path, capsys, text, needle, token, what, cmd=("run",), k=0):
+    """Run ``cmd`` on ``text``: one ParseError saying ``what``, at the line holding ``needle``
+    (its ``k``-th) and the column of ``token`` on it."""
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main([*cmd, str(f)]) == 1
+    err = capsys.readouterr().err
+    ln = _line(text, needle, k)
+    col = text.splitlines()[ln - 1].index(token) + 1
+    assert f"ParseError: {what}" in err and f"at {f}:{ln}:{col}\n" in err, err
+    assert "Traceback" not in err
+    return err
+
+
+def _edit(text, old, new):
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a tile read as another valid shape than it was made with
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}",
+           f"pto.tmuls ins(%scores, %scale : {F32_16x64.replace('v_row=16', 'v_row=8')}"),
+     "pto.tmuls", "%scores", "%scores is used here as a tile with v_row=8, but v_row=16 is what its definition "
+                             "(line 16) makes it"),
+    # a scalar of another type than its constant
+    (_edit(SOFTMAX, f"{F32_16x64}, f32) outs(%scaled", f"{F32_16x64}, f16) outs(%scaled"),
+     "pto.tmuls", "%scale", "%scale is used here as f16, but f32 is what its definition (line 11) makes it"),
+    # a view stored through as another shape
+    (_edit(SOFTMAX, "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>)",
+           "outs(%p_pv : !pto.partition_tensor_view<16x32xf32>)"),
+     "pto.tstore", "%p_pv", "%p_pv is used here as !pto.partition_tensor_view<16x32xf32>, but "
+                            "!pto.partition_tensor_view<16x64xf32> is what"),
+    # an index loop variable in i32 arithmetic
+    (_edit(SCF_ACC, "%col = arith.muli %k, %c16 : index", "%col = arith.muli %k, %c16 : i32"),
+     "arith.muli", "%k", "%k is used here as i32, but index is what its definition"),
+    # an i32 constant where an index goes: a view's shape, a loop bound
+    (_edit(_edit(SOFTMAX, "    %c64 = arith.constant 64 : index\n", I32_64),
+           "%s_view = pto.make_tensor_view %s, shape = [%c16, %c64]", "%s_view = pto.make_tensor_view %s, shape = [%c16, %c64i]"),
+     "%s_view =", "%c64i", "%c64i is used here as index, but i32 is what its definition"),
+    (_edit(_edit(SCF_ACC, "    %c64 = arith.constant 64 : index\n", I32_64),
+           "scf.for %k = %c0 to %c4 step", "scf.for %k = %c0 to %c64i step"),
+     "scf.for %k", "%c64i", "%c64i is used here as index, but i32 is what its definition"),
+])
+def test_a_value_used_as_another_type_than_its_definition_gives_it_is_refused_at_the_use(
+        tmp_path, capsys, text, needle, token, what):
+    """Every use of a value says the type it reads it with; one that is not the type its
+    definition gives it (ptoas: "use of value expects different type than prior uses") is a
+    ParseError at the use - the run would read the value as its definition made it, which is
+    not what the op says."""
+    _refused_at(tmp_path, capsys, text, needle, token, what)
+
+
+def test_a_use_type_slip_is_refused_by_check_and_check_static_alike(tmp_path, capsys):
+    text = _edit(PIPES, "%half = pto.tpop_from_aic {split = 2} -> !pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, "
+                        "v_row=16, v_col=16", "%half = pto.tpop_from_aic {split = 2} -> !pto.tile_buf<loc=vec, dtype=f32, "
+                                              "rows=16, cols=16, v_row=8, v_col=16")
+    for cmd in (("check",), ("check", "--static")):
+        _refused_at(tmp_path, capsys, text, "ins(%half", "%half", "%half is used here as a tile with v_row=16, but v_row=8",
+                    cmd=cmd)
+
+
+def test_two_spellings_of_one_tile_type_are_one_type():
+    """``!pto.tile_buf<vec, 16x64xf32>`` is the long form's type with its defaults (ptoas takes
+    the one for the other): no refusal."""
+    from ptopipe.codegen.pto_exec import read_program
+    text = _edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", "pto.tmuls ins(%scores, %scale : "
+                                                                          "!pto.tile_buf<vec, 16x64xf32>")
+    read_program(text, "ok.pto")
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    (_edit(SOFTMAX, "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>)\n",
+           "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>) %c0\n"),
+     "pto.tstore", " %c0", "pto.tstore: unexpected '%c0' after the op's outs(...)"),
+    (_edit(SCF_ACC, "%col = arith.muli %k, %c16 : index\n", "%col = arith.muli %k, %c16 : index foo\n"),
+     "arith.muli", "foo", "arith.muli: unexpected 'foo' after the type index: an operation ends with its types"),
+    (_edit(PIPES, "pto.tfree_from_aic {split = 2}\n", "pto.tfree_from_aic {split = 2} %half\n"),
+     "pto.tfree_from_aic", " %half", "pto.tfree_from_aic: unexpected '%half' after the op's {...}"),
+    (_edit(PIPES, "pto.tfree_from_aic {split = 2}\n", "pto.tfree_from_aic {split = 2}\n      %half\n"),
+     "      %half", "%half", "pto.tfree_from_aic: unexpected '%half' after the op's {...}"),
+])
+def test_a_token_after_the_end_of_an_op_is_refused_at_the_token(tmp_path, capsys, text, needle, token, what):
+    """An op ends with its types, or its last (...) / {...} group: a token after it (on its
+    line or alone on the next) is no part of it (ptoas reads it as the start of the next op and
+    refuses it) - a ParseError at the token, not an op run without it."""
+    _refused_at(tmp_path, capsys, text, needle, token.strip(), what)
+
+
+@pytest.mark.parametrize("header, at, what", [
+    ("scf.for %k = %c0 too %c4 step %c1 {", "too", "expected 'to' after the lower bound %c0, got 'too'"),
+    ("scf.for %k = %c0 %c4 step %c1 {", "%c4", "expected 'to' after the lower bound %c0, got '%c4'"),
+    ("scf.for %k = %c0 to %c4 stp %c1 {", "stp", "expected 'step' after the upper bound %c4, got 'stp'"),
+    ("scf.for %k = %c0 to %c4 {", "{", "expected 'step' after the upper bound %c4, got '{' (the body)"),
+    ("scf.for %k = %c0 to %c4, %c1 {", ",", "expected 'step' after the upper bound %c4, got ','"),
+    ("scf.for %k %c0 to %c4 step %c1 {", "%c0", "expected '=' after the loop variable %k, got '%c0'"),
+    ("scf.for %k := %c0 to %c4 step %c1 {", ":", "expected '=' after the loop variable %k, got ':'"),
+    ("scf.for k = %c0 to %c4 step %c1 {", "k =", "expected the loop variable (an SSA name such as %i) after "
+                                                "scf.for, got 'k'"),
+    ("scf.for %k = %c0 to step %c1 {", "step", "expected the upper bound (an SSA value) after 'to', got 'step'"),
+    ("scf.for %k = %c0 to %c4 step {", "{", "expected the step (an SSA value) after 'step', got '{' (the body)"),
+    ("scf.for %k = %c0 to %c4 step %c1 %c1 {", "%c1 {", "expected '{' opening the body after the step %c1, "
+                                                         "got '%c1'"),
+])
+def test_a_slip_in_a_loop_header_is_refused_at_the_slip(tmp_path, capsys, header, at, what):
+    """``scf.for %i = %lb to %ub step %step {`` is read piece by piece: a missing, misspelled or
+    extra piece is a ParseError at it (at the body's ``{`` when it is missing at the end),
+    saying what was expected where - by run and check --static alike."""
+    text = _edit(SCF_ACC, "scf.for %k = %c0 to %c4 step %c1 {", header)
+    for cmd in (("run",), ("check", "--static")):
+        _refused_at(tmp_path, capsys, text, header, at, f"scf.for: {what}", cmd=cmd)
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a keyword of the op's syntax (ptoas: "expected ':'")
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}",
+           f"%c16v = arith.constant 16 : index\n    %scores = pto.alloc_tile vaild_row = %c16v : "
+           f"{F32_16x64.replace('v_row=16', 'v_row=?')}"),
+     "vaild_row", "vaild_row", "pto.alloc_tile has no attribute 'vaild_row': did you mean 'valid_row'?"),
+    # a key of the op's attribute dictionary (ptoas keeps it and ignores it)
+    (_edit(SOFTMAX, "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>)\n",
+           "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>) {atomictype = #pto<atomic_type atomic_add>}\n"),
+     "pto.tstore", "atomictype", "pto.tstore has no attribute 'atomictype': did you mean 'atomicType'?"),
+])
+def test_a_misspelled_attribute_of_any_op_is_refused_at_the_key(tmp_path, capsys, text, needle, token, what):
+    """A key no op takes but close to one an op takes is that key misspelled (the op would run
+    without the attribute meant): a ParseError at the key, naming the key it resembles."""
+    _refused_at(tmp_path, capsys, text, needle, token, what)
+
+
+def test_an_attribute_like_no_known_one_is_left_to_the_tool_that_wrote_it():
+    """ptoas keeps an unknown attribute of an op's dictionary: one that resembles no key an op
+    takes is no misspelling, and the file is read."""
+    from ptopipe.codegen.pto_exec import read_program
+    read_program(_edit(SOFTMAX, "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>)\n",
+                       "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>) {my_tool_hint = 3}\n"), "ok.pto")
+
+
+_DYN = F32_16x64.replace("v_row=16", "v_row=?")
+_RET = "    pto.tstore ins(%acc : "
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a tile's valid-shape operands exactly where its type's v_row / v_col is '?'
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile valid_row = %c16 : {F32_16x64}"),
+     "%scores = pto.alloc_tile", "pto.alloc_tile", "pto.alloc_tile gives valid_row, but its type's v_row is 16"),
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile : {_DYN}"),
+     "%scores = pto.alloc_tile", "pto.alloc_tile", "pto.alloc_tile of a type with v_row=? needs valid_row = %n"),
+    # a tile type's long form names every key, in order
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", "%scores = pto.alloc_tile : !pto.tile_buf<loc=vec, "
+                                                             "dtype=f32, rows=16, cols=64>"),
+     "%scores = pto.alloc_tile", "!pto.tile_buf", "!pto.tile_buf: its long form ends before 'v_row'"),
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}",
+           f"%scores = pto.alloc_tile : {F32_16x64.replace('blayout=row_major, slayout=none_box', 'slayout=none_box, blayout=row_major')}"),
+     "%scores = pto.alloc_tile", "slayout", "!pto.tile_buf: expected the key 'blayout', got 'slayout' out of order"),
+    # a constant's literal is of its type
+    (_edit(SOFTMAX, "%c16 = arith.constant 16 : index", "%c16 = arith.constant 16.0 : index"),
+     "%c16 = arith.constant", "arith", "arith.constant: 16.0 is not an integer literal, which an index constant takes"),
+    (_edit(SOFTMAX, "%scale = arith.constant 1.250000e-01 : f32", "%scale = arith.constant 1 : f32"),
+     "%scale = arith.constant", "arith", "arith.constant: 1 is an integer literal; an f32 constant takes one with a '.'"),
+    # a partition's constant sizes are its result type's shape
+    (_edit(SOFTMAX, "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c64]",
+           "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c16]"),
+     "%s_pv = pto.partition_view", "pto.partition_view", "pto.partition_view: size 1 is %c16 = 16, but its result "
+                                                         "type's dim 1 is 64"),
+    # a pipe init's dir_mask names a direction
+    (_edit(PIPES, "pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 4"),
+     "pto.aic_initialize_pipe", "4", "pto.aic_initialize_pipe: dir_mask = 4 names no direction"),
+    # a return gives the function's results, at the end of its body
+    (_edit(SCF_ACC, "    return\n", "    return %c0 : index\n"), "return %c0", "return",
+     "return gives 1 value(s), but @block_sum returns 0"),
+    (_edit(SCF_ACC, "    }\n    %out_pv", "    %out_pv"), "    return", "return",
+     "return inside the scf.for at line 18: a return ends a func.func's body"),
+    # a region of an op with results yields them
+    (_edit(_edit(SCF_ACC, "    scf.for %k = %c0 to %c4 step %c1 {", "    %last = scf.for %k = %c0 to %c4 step %c1 "
+                                                                    "iter_args(%prev = %c0) -> (index) {"),
+           "      pto.tadd ins(%acc, %blk", "      pto.tadd ins(%acc, %blk"),
+     "%last = scf.for", "scf.for", "scf.for: a region of it ends without the scf.yield of its 1 result(s)"),
+])
+def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path, capsys, text, needle, token, what):
+    """ptoas's parser and verifier refuse these in one op's pieces; the run would go on with a
+    meaning the file does not have (the type's valid shape for the operand's, a default for a
+    missing tile key, the constant's integer part, a view of another shape, a loop that returns
+    from the function): a ParseError at the op, before anything runs, by run and check --static."""
+    for cmd in (("run",), ("check", "--static")):
+        _refused_at(tmp_path, capsys, text, needle, token, what, cmd=cmd)

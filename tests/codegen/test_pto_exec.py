@@ -575,7 +575,8 @@ def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_wit
 
 
 @pytest.mark.parametrize("loc,was,now,said", [
-    ("acc", "blayout=col_major, slayout=row_major, ", "", "expects dst to use the col_major blayout on A5"),
+    ("acc", "loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, "
+            "fractal=1024, pad=0", "acc, 16x16xf32", "expects dst to use the col_major blayout on A5"),
     ("left", "blayout=col_major", "blayout=row_major", None)])     # (ptoas makes every A5 Left col_major)
 def test_an_a5_matmul_tile_layout_ptoas_refuses_is_a_warning_at_the_matmul(loc, was, now, said):
     """ptoas's A5 verifier takes a matmul's Acc only col_major / row_major (blayout /
@@ -1096,7 +1097,7 @@ def test_statements_split_as_ptoas_prints_them():
     (mod,) = parse_tree(text)
     (f,) = mod.regions[0][0].stmts
     w, init, ret = f.regions[0][0].stmts
-    assert w.results == ["%r#0", "%r#1"] and w.name == "scf.while" and len(w.regions) == 2
+    assert list(w.results) == ["%r#0", "%r#1"] and w.name == "scf.while" and len(w.regions) == 2
     assert w.regions[1][-1].label == "^bb0" and w.regions[1][-1].args == [("%x", "index"), ("%y", "index")]
     assert init.name == "pto.aic_initialize_pipe" and init.attr("slot_size")[0].text == "1024"
     assert [t.text for t in init.attr("v2c_consumer_buf")] == ["%b", ":", "i32"] and ret.name == "return"
@@ -1263,6 +1264,7 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     use of undeclared SSA value name); an iter_arg, the induction variable and an enclosing
     region's values are."""
     body = f"""    %c2 = arith.constant 2 : index
+    %true = arith.constant true
     %s = arith.constant 1.0 : f32
     scf.for %i = %c0 to %c2 step %c1 {{
       %k = arith.muli %i, %c16 : index
@@ -1270,7 +1272,7 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     }}
     %n = scf.for %j = %c0 to %c2 step %c1 iter_args(%a = %c0) -> (index) {{
       %m = arith.addi %a, %j : index
-      scf.if %c1 {{
+      scf.if %true {{
         %q = arith.addi %m, %k : index
       }}
       scf.yield %m : index
@@ -1291,6 +1293,7 @@ def test_a_value_defined_twice_where_the_first_is_visible_is_a_parse_error_at_th
     runs: a name defined again in its region or a nested one is refused at the second
     definition; sibling loop bodies may each define it."""
     body = f"""    %c2 = arith.constant 2 : index
+    %true = arith.constant true
     %s = arith.constant 1.0 : f32
     scf.for %i = %c0 to %c2 step %c1 {{
       %k = arith.muli %i, %c16 : index

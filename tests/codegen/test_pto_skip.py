@@ -55,8 +55,8 @@ def _coefs(sites):
      "      %r = arith.subi %b, %c8 : index\n" + _store("%r, %c0"), [(8, 0)]),
     ("      %a = arith.muli %i, %k : index\n      %z = arith.subi %c0, %a : index\n"
      "      %r = arith.subi %c64, %z : index\n" + _store("%r, %c0"), [(24, 0)]),
-    ("      %j = arith.index_cast %i : index to i64\n      %r = arith.extsi %j : i64 to i64\n" + _store("%c0, %r"),
-     [(0, 1)]),
+    ("      %j = arith.index_cast %i : index to i32\n      %w = arith.extsi %j : i32 to i64\n"
+     "      %r = arith.index_cast %w : i64 to index\n" + _store("%c0, %r"), [(0, 1)]),
     (_store("%c0, %c0"), []),
     ("      scf.for %j = %c0 to %c2 step %c1 {\n        %r = arith.muli %j, %c8 : index\n"
      "  " + _store("%r, %c0").replace("\n      ", "\n        ") + "      }\n", []),

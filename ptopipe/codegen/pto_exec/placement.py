@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...arch.vocab import TILE_SPACE, TileType
 from ...errors import CompileError
+from ...ir.core import gc_paused
 from .program import Func, Program, int_attr, int_constants, space_attr, str_attr, walk
 from ...errors import with_article
 
@@ -37,6 +38,11 @@ def plan_layout(prog: Program, platform) -> Layout:
     uses it without defining it.  Each function's tiles get their own arena, above the
     reserves and the explicitly placed tiles of its memory, so a callee never lands on its
     caller's tiles."""
+    with gc_paused():          # (the program's statements stay alive: collections would only rescan them)
+        return _plan_layout(prog, platform)
+
+
+def _plan_layout(prog: Program, platform) -> Layout:
     lay = Layout()
     fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
     for f in prog.funcs.values():

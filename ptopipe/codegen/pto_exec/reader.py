@@ -7,18 +7,24 @@ import difflib
 import re
 
 from ...errors import ParseError, PtoPipeError
+from ...ir.core import gc_paused
 from ..pto_lexer import Token
-from ..pto_tree import Block, parse_tree, split_top, suspect_lines
+from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
+from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
+from .headers import check_header
+from .op_checks import Constants, check_op
 from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
+from .use_types import UseTypes, introduced as introduced_types, results as result_types
 
 
 def read_program(text: str, path: str = "<pto>") -> Program:
     """``text`` as a :class:`Program` (syntax, functions, every op known: ParseError else)."""
     try:
-        return _read_program(text, path)
+        with gc_paused():      # (every statement made stays alive: collections would only rescan them)
+            return _read_program(text, path)
     except RecursionError:
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
@@ -59,33 +65,16 @@ def _read_program(text: str, path: str) -> Program:
                          fix="a .pto file holds a module of func.func kernels")
     sites = {}
     suspects = suspect_lines(text)
+    near = misspelled(written_keys(text))
     for f in funcs.values():
-        sites[f.name] = _check_ops(f, funcs, types, suspects)
+        sites[f.name] = _check_ops(f, funcs, types, suspects, near)
         _check_scopes(f, types)
+        _check_returns(f, types)
         _check_yields(f, types)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
     _check_no_recursion(funcs, sites, types)
     return Program(path, funcs, arch, types)
-
-
-_INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "flag_base", "nosplit", "id")
-_PIPE_OP_KEYS = frozenset(("split", "id"))
-#: the inherent attributes of the ops whose pieces the executor looks up by name (a misspelled
-#: one would be ignored: ``stride =`` for ``strides =`` reads the view as dense); a discardable
-#: ``dialect.name`` attribute may be anywhere
-ATTRIBUTE_KEYS = {
-    "pto.make_tensor_view": frozenset(("shape", "strides", "layout")),
-    "pto.partition_view": frozenset(("offsets", "sizes")),
-    "pto.reserve_buffer": frozenset(("name", "size", "location", "auto", "base")),
-    "pto.import_reserved_buffer": frozenset(("name", "peer_func")),
-    **dict.fromkeys(("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe"), frozenset(
-        _INIT_KEYS + ("c2v_consumer_buf", "v2c_consumer_buf", "gm_slot_buffer"))),
-    **dict.fromkeys(("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"), frozenset(_INIT_KEYS)),
-    **dict.fromkeys(("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
-                     "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.talloc_to_aiv", "pto.talloc_to_aic",
-                     "pto.tpush", "pto.tpop", "pto.tfree"), _PIPE_OP_KEYS),
-}
 
 
 #: ptoas ops ptopipe knows but does not model, and why (the refusal says so)
@@ -99,17 +88,30 @@ NOT_MODELLED = dict.fromkeys(
      "on the host), or report it so it can be added"))
 
 
-def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = frozenset()) -> list:
+def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = frozenset(),
+               near: dict | None = None) -> list:
     """Every op of ``f`` known and in a form the executor runs (``suspects``: the file's lines
-    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks); its ``func.call``
+    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks; ``near``: the misspelled
+    attribute keys the file writes, :func:`~.attributes.misspelled`); its ``func.call``
     statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
+    consts = Constants(f)
     for s in walk(f.body):
         bad = s.malformed() if suspects and not suspects.isdisjoint(s.lines()) else None
+        if s.name in ("scf.for", "scf.if"):
+            check_header(s, types.f)
+        elif bad is None and not s.regions and odd_end(s.text()):
+            bad = s.trailing()
+            if bad is not None:
+                raise types.err(f"{s.name}: {bad[0]}", bad[1],
+                                fix=f"remove {bad[1].text!r}, or give the next operation a line of its own"
+                                if "unexpected" in bad[0] else "write `return %v : type` / `scf.yield %v : type`")
         if bad is not None:
             raise types.err(f"{s.name}: {bad[0]}", bad[1], fix="write the op as ptoas spells it (docs/pto.md; "
                                                             "ptoas's test/ has an example of each op)")
         keys = ATTRIBUTE_KEYS.get(s.name)
+        if near and keys is None:
+            check_misspelled(s, near, types.f)
         if keys is not None:
             bad = s.unknown_key(keys)
             if bad is not None and bad[1]:
@@ -118,6 +120,7 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
                 near = difflib.get_close_matches(bad[0], sorted(keys), n=1)
                 raise types.err(f"{s.name} has no attribute {bad[0]!r} (it takes {', '.join(sorted(keys))})", s.tok,
                                 fix=f"write {near[0]!r}" if near else "remove it, or spell it as ptoas does")
+        check_op(s, types, consts)
         if s.name in NOT_MODELLED:
             why, fix = NOT_MODELLED[s.name]
             raise types.err(f"{s.name} is not supported: {why}", s.tok, fix=fix)
@@ -232,10 +235,18 @@ def _check_yields(f: Func, types: TypeReader) -> None:
         if arrow and arrow[0].text == "(":              # -> (f32, index), else -> f32
             arrow = arrow[1:next(k for k, t in enumerate(arrow) if t.text == ")")]
         want = [_type_text(t) for t in split_top([t for t in arrow if t.text not in "{}"]) if t]
+        if s.name == "scf.if" and len(s.regions) < 2:
+            raise types.err(f"scf.if with {len(want)} result(s) has no else region to give them when the condition "
+                            "is false (ptoas: must have an else block if defining values)", s.tok,
+                            fix="add `} else { ... scf.yield %v : T }`")
         for region in s.regions:
             y = region[-1].stmts[-1] if region and region[-1].stmts else None
             if y is None or y.name != "scf.yield":
-                continue
+                last = f" (after line {region[-1].stmts[-1].tok.line})" if region and region[-1].stmts else ""
+                raise types.err(f"{s.name}: a region of it ends without the scf.yield of its {len(want)} result(s)"
+                                f"{last} (ptoas: region control flow edge ... has 0 source operands, but target "
+                                f"successor needs {len(want)})", s.tok,
+                                fix=f"end the region with scf.yield of {len(want)} value(s) of the result types")
             got = [_type_text(t) for t in y.types() if t]
             if len(got) != len(want):
                 raise types.err(f"scf.yield gives {len(got)} value(s); the {s.name} at {s.tok.line}:{s.col} "
@@ -247,6 +258,48 @@ def _check_yields(f: Func, types: TypeReader) -> None:
                                     f"{s.tok.line}:{s.col} is {w} (ptoas: the yielded value and the "
                                     "iter_arg have different types)", y.tok,
                                     fix="yield a value of the result's type (a loop-carried value keeps its type)")
+
+
+def _result_types(f: Func) -> list:
+    """The type texts of ``f``'s results (``-> T`` / ``-> (T, U)`` after its parameters)."""
+    toks, depth, k = f.stmt.toks, 0, None
+    for i, t in enumerate(toks):
+        if t.kind == "punct" and t.text in "([<{":
+            depth += 1
+        elif t.kind == "punct" and t.text in ")]>}":
+            depth -= 1
+        elif t.text == "->" and depth == 0:
+            k = i + 1
+            break
+    if k is None:
+        return []
+    end = next((j for j in range(k, len(toks)) if toks[j].text in ("attributes", "{}")), len(toks))
+    tys = toks[k:end]
+    if tys and tys[0].text == "(" and tys[-1].text == ")":
+        tys = tys[1:-1]
+    return [_type_text(g) for g in split_top(tys) if g]
+
+
+def _check_returns(f: Func, types: TypeReader) -> None:
+    """Each ``return`` of ``f`` gives one value per result of ``f``, of its type (ptoas:
+    "'func.return' op has 1 operands, but enclosing function returns 0"): else a ParseError
+    at the return."""
+    want = None
+    for s in f.body:
+        if s.name != "return":
+            continue
+        if want is None:
+            want = _result_types(f)
+        got = [_type_text(t) for t in s.types() if t] if s.used() else []
+        if len(got) != len(want) or len(s.used()) != len(want):
+            raise types.err(f"return gives {len(s.used())} value(s), but @{f.name} returns {len(want)}"
+                            + (f" ({', '.join(want)})" if want else ""), s.tok,
+                            fix=f"return one value per result of @{f.name}, of its type" if want else
+                                f"return nothing, or declare @{f.name}'s results: func.func @{f.name}(...) -> T")
+        for k, (g, w) in enumerate(zip(got, want)):
+            if g != w and UseTypes(types).same(g, w) is False:
+                raise types.err(f"return gives {g} as value {k}, but result {k} of @{f.name} is {w}", s.tok,
+                                fix="return a value of the result's type")
 
 
 def _type_text(toks) -> str:
@@ -293,6 +346,9 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     reuse a name; an op's results are defined after its regions)."""
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
     defined = {p[0]: p[2] for p in f.params}  # name -> its definition (line / col), in text order
+    typed = UseTypes(types)                  # and the type it gives the value, where it says one
+    for name, _, tok in f.params:
+        typed.define(name, _type_text(_param_type_toks(f, name)), tok.line, tok.col)
 
     def define(name, line, col):
         first = defined.get(name)
@@ -305,9 +361,11 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
 
     def region(blocks, introduced, owner):
         added = [n for n in introduced if n not in visible]
+        said = introduced_types(owner) if introduced else {}
         for n in introduced:
             at = _use_where(types.f, owner, n).rsplit(":", 2)
             define(n, int(at[1]), int(at[2]))
+            typed.define(n, said.get(n), int(at[1]), int(at[2]))
         for b in blocks:
             added.extend(a[0] for a in b.args if a[0] not in visible)
             for s in b.stmts:
@@ -317,6 +375,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
         for b in blocks:
             for a in b.args:
                 define(a[0], owner.tok.line, owner.col)
+                typed.define(a[0], a[1], owner.tok.line, owner.col)
                 mine.append(a[0])
             for s in b.stmts:
                 own = _INTRODUCED.findall(s.text()) if s.regions else ()
@@ -324,14 +383,18 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                     name = use.split("#")[0]
                     if name not in visible and name not in own:
                         _out_of_scope(f, types, s, name)
+                typed.check(s)
                 for r in s.regions:
                     region(r, own, s)
                 for r, col in zip(s.results, s.result_cols):
                     define(r, s.tok.line, col)
+                for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
+                    typed.define(r, ty, s.tok.line, col)
                 mine.extend(s.results)
         visible.difference_update(added)
         for n in mine:
             defined.pop(n, None)
+            typed.forget(n)
 
     region([Block(stmts=f.body)], (), f.stmt)
 

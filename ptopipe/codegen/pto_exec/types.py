@@ -13,7 +13,7 @@ from ...arch import dtypes as dt
 from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileLayout, TileType, default_layout
 from ...errors import INPUT, CompileError, ConfigError, Given, ParseError
 from ..pto_lexer import tokenize
-from ..pto_syntax import tile_shape_refusal
+from ..pto_syntax import TILE_KEYS, tile_shape_refusal
 from ..pto_tree import Stmt, split_top
 
 
@@ -284,11 +284,37 @@ class TypeReader:
                            fix="give count = 2..16")
         return MultiSpec(slot, count)
 
+    def _long_form_keys(self, groups, tok) -> None:
+        """The long form names every key of :data:`~ptopipe.codegen.pto_syntax.TILE_KEYS`, in
+        that order, then optionally ``compact=N`` (ptoas: "expected 'v_row'", "expected ','"):
+        else a ParseError at the first key that is not the one expected, or at the type when
+        keys are missing at its end."""
+        for i, key in enumerate(TILE_KEYS):
+            if i >= len(groups):
+                raise self.err(f"!pto.tile_buf: its long form ends before {key!r} (it names "
+                               f"{', '.join(TILE_KEYS)}, in that order)", tok,
+                               fix=f"give {', '.join(TILE_KEYS[i:])} too, or write the short form "
+                                   "<loc, RxCxdtype[, key=value...]>")
+            g = groups[i]
+            if not g or g[0].text != key or len(g) < 2 or g[1].text != "=":
+                got = g[0] if g else tok
+                said = f"{got.text!r} out of order" if got.text in TILE_KEYS else f"{got.text!r}"
+                raise self.err(f"!pto.tile_buf: expected the key {key!r}, got {said} (the long form names "
+                               f"{', '.join(TILE_KEYS)}, in that order)", got,
+                               fix=f"write {key}=... here")
+        for g in groups[len(TILE_KEYS):]:
+            if g and not (g[0].text == "compact" and len(g) > 2 and g[1].text == "=" and g is groups[len(TILE_KEYS)]):
+                raise self.err(f"!pto.tile_buf: {g[0].text!r} after pad (the long form ends with pad, or with "
+                               "compact=N after it)", g[0], fix="remove it")
+
     def tile_buf(self, inner, tok):
         """The long form ``<loc=vec, dtype=f32, rows=16, ...>`` or the short one
         ``<vec, 16x32xf32[, key=value...]>`` (``valid=RxC`` included)."""
         kv = {}
-        for i, g in enumerate(split_top(inner)):
+        groups = split_top(inner)
+        if groups and len(groups[0]) >= 2 and groups[0][1].text == "=":
+            self._long_form_keys(groups, tok)
+        for i, g in enumerate(groups):
             if len(g) >= 3 and g[1].text == "=":
                 kv[g[0].text] = "".join(t.text for t in g[2:])
             elif i == 0 and len(g) == 1:

@@ -1,0 +1,131 @@
+"""The headers of the region-holding ``scf`` ops as ptoas reads them, checked piece by piece
+before anything runs: ``scf.for %i = %lb to %ub step %st [iter_args(%a = %x, ...) -> (T, ...)]
+[: T] {`` and ``scf.if %cond [-> (T, ...)] {``.  A missing, misspelled or extra piece is a
+ParseError at that piece (at the ``{`` opening the body when the piece is missing at the end),
+saying what was expected where - the executor would otherwise read past it, or fail when the
+loop runs with a message about the op as a whole."""
+from __future__ import annotations
+
+from ...errors import ParseError
+
+FOR_FORM = "scf.for %i = %lb to %ub step %step {   (iter_args(%acc = %init) -> (T) and ': T' optional)"
+IF_FORM = "scf.if %cond {   (-> (T, ...) before '{' when the branches yield values)"
+
+
+def _shown(t) -> str:
+    return "'{' (the body)" if t.text == "{}" else "the end of the header" if t.kind == "eof" else repr(t.text)
+
+
+def check_header(s, path: str) -> None:
+    """``s`` (an ``scf.for`` / ``scf.if``) has a header in ptoas's spelling: else a ParseError
+    at the first piece that is not."""
+    if s.name == "scf.for":
+        _Header(s, path, FOR_FORM).for_()
+    elif s.name == "scf.if":
+        _Header(s, path, IF_FORM).if_()
+
+
+class _Header:
+    def __init__(self, s, path: str, form: str):
+        self.s, self.path, self.form = s, path, form
+        self.toks = s.toks
+        self.i = 0
+
+    def peek(self):
+        if self.i < len(self.toks):
+            return self.toks[self.i]
+        last = self.toks[-1] if self.toks else self.s.tok
+        return last._replace(kind="eof", text="", col=last.col + len(last.text))
+
+    def fail(self, what: str, t=None):
+        t = t or self.peek()
+        raise ParseError(f"{self.s.name}: {what}, got {_shown(t)}", where=f"{self.path}:{t.line}:{t.col}",
+                         fix=f"write the header as {self.form}")
+
+    def value(self, what: str) -> str:
+        t = self.peek()
+        if t.kind != "value":
+            self.fail(f"expected {what}")
+        self.i += 1
+        return t.text
+
+    def word(self, text: str, after: str) -> None:
+        t = self.peek()
+        if t.text != text:
+            self.fail(f"expected '{text}' after {after}")
+        self.i += 1
+
+    def type_(self, after: str) -> None:
+        """A type: a name with its ``<...>``, or a ``(...)`` list."""
+        t = self.peek()
+        if t.text == "(" and t.kind == "punct":
+            self.group()
+            return
+        if t.kind not in ("word", "bang"):
+            self.fail(f"expected a type after {after}")
+        self.i += 1
+        if self.peek().text == "<":
+            self.group()
+
+    def group(self) -> None:
+        """Past a balanced bracket group starting at the current token."""
+        depth = 0
+        while self.i < len(self.toks):
+            t = self.toks[self.i]
+            self.i += 1
+            if t.kind == "punct" and t.text in "([{<":
+                depth += 1
+            elif t.kind == "punct" and t.text in ")]}>":
+                depth -= 1
+                if depth == 0:
+                    return
+        self.fail("expected the closing bracket")
+
+    def body(self, after: str) -> None:
+        t = self.peek()
+        if t.text != "{}":
+            self.fail(f"expected '{{' opening the body after {after}")
+
+    def for_(self) -> None:
+        if self.peek().text == "unsigned":
+            self.i += 1
+        iv = self.value("the loop variable (an SSA name such as %i) after scf.for")
+        self.word("=", f"the loop variable {iv}")
+        lb = self.value("the lower bound (an SSA value such as %c0) after '='")
+        self.word("to", f"the lower bound {lb}")
+        ub = self.value("the upper bound (an SSA value) after 'to'")
+        self.word("step", f"the upper bound {ub}")
+        st = self.value("the step (an SSA value) after 'step'")
+        after = f"the step {st}"
+        if self.peek().text == "iter_args":
+            self.i += 1
+            if self.peek().text != "(":
+                self.fail("expected '(' after iter_args")
+            self.i += 1
+            while True:
+                a = self.value("an iter_arg (%acc = %init)")
+                self.word("=", f"the iter_arg {a}")
+                self.value(f"the initial value of {a}")
+                t = self.peek()
+                self.i += 1
+                if t.text == ")":
+                    break
+                if t.text != ",":
+                    self.fail("expected ',' or ')' in iter_args(...)", t)
+            self.word("->", "iter_args(...)")
+            self.type_("'->'")
+            after = "the loop's result types"
+        if self.peek().text == ":":
+            self.i += 1
+            self.type_("':'")
+            after = "the loop variable's type"
+        self.body(after)
+
+    def if_(self) -> None:
+        c = self.value("the condition (an i1 SSA value) after scf.if")
+        after = f"the condition {c}"
+        if self.peek().text == "->":
+            self.i += 1
+            self.type_("'->'")
+            after = "the result types"
+        self.body(after)

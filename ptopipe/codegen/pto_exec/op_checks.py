@@ -1,0 +1,168 @@
+"""What ptoas's parser and verifier refuse in one op's own pieces that the reader sees before
+anything runs - each a ParseError at the op (or the piece), saying what ptoas says:
+
+* a constant whose literal is not of its type (``arith.constant 4.5 : index``, ``1 : f32``);
+* a tile type's long form without every key in order, an ``pto.alloc_tile``'s valid-shape
+  operands where its type's ``v_row`` / ``v_col`` is static (or none where it is ``?``);
+* a ``pto.partition_view`` whose constant sizes are not its result type's shape;
+* a pipe init's ``dir_mask`` naming no direction.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ...arch.vocab import PLAIN_DIRECTION
+from ...errors import with_article
+from .program import Func, int_constants, walk
+from .types import TypeReader
+
+#: the ops whose result type is a tile they make
+_TILE_MAKERS = frozenset(("pto.alloc_tile", "pto.declare_tile", "pto.tpop_from_aic", "pto.tpop_from_aiv"))
+#: a ``!pto.tile_buf`` long form with every key, in ptoas's order (what needs no closer look)
+_FULL_LONG_FORM = re.compile(r"!pto\.tile_buf<loc=[^,<>]+, dtype=[^,<>]+, rows=[^,<>]+, cols=[^,<>]+, "
+                             r"v_row=[^,<>]+, v_col=[^,<>]+, blayout=[^,<>]+, slayout=[^,<>]+, fractal=[^,<>]+, "
+                             r"pad=[^,<>]+(?:, compact=[^,<>]+)?>$")
+
+
+def check_tile_result(s, types: TypeReader, seen: dict | None = None) -> None:
+    """The tile type an op makes is spelled as ptoas reads it: a long form names every key in
+    order (else a ParseError at the key, before anything runs); an ``pto.alloc_tile`` gives
+    ``valid_row`` / ``valid_col`` exactly where its type's ``v_row`` / ``v_col`` is ``?``
+    (ptoas: "valid_row operand is required because result type v_row is ?", "... must be
+    absent because result type v_row is 16")."""
+    ty = s.result_type_text()
+    if ty is None:
+        return
+    seen = {} if seen is None else seen          # (type texts read before: read once)
+    if ty not in seen:
+        if ty.startswith("!pto.tile_buf<loc=") and not _FULL_LONG_FORM.match(ty):
+            tys = s.types() or s.arrow_type()
+            if tys:
+                types.parse(tys[-1])             # (the ParseError at the key)
+        seen[ty] = True
+    if s.name == "pto.alloc_tile" and ("?" in ty or "valid_" in s.text()):
+        spec = types.spec_of(s)
+        if spec is None or not hasattr(spec, "v_rows"):
+            return
+        for key, dim, given in (("valid_row", "v_row", spec.v_rows), ("valid_col", "v_col", spec.v_cols)):
+            has = s.has_key(key)
+            if has and given is not None:
+                raise types.err(f"pto.alloc_tile gives {key}, but its type's {dim} is {given}: the valid shape is "
+                                f"the type's (ptoas: {key} operand must be absent because result type {dim} is "
+                                f"{given})", s.tok, fix=f"drop {key} = ..., or write {dim}=? in the type")
+            if not has and given is None:
+                raise types.err(f"pto.alloc_tile of a type with {dim}=? needs {key} = %n (ptoas: {key} operand "
+                                f"is required because result type {dim} is ?)", s.tok,
+                                fix=f"give {key} = %n (an index value), or a static {dim} in the type")
+
+
+def check_op(s, types: TypeReader, consts: "Constants") -> None:
+    """The checks of this module that apply to ``s``."""
+    name = s.name
+    if name in _TILE_MAKERS:
+        if s.results:
+            check_tile_result(s, types, consts.seen)
+    elif name == "arith.constant":
+        check_constant(s, types)
+    elif name == "pto.partition_view":
+        check_partition_sizes(s, types, consts)
+    elif "initialize" in name and "pipe" in name:
+        check_dir_mask(s, types)
+
+
+class Constants:
+    """The integer ``arith.constant`` values of a function by name, made on first use (a name
+    defined twice - in two sibling regions - is left out: which one a use sees is not read here)."""
+
+    def __init__(self, f: Func):
+        self.f, self._values = f, None
+        self.seen = {}                    # the partition sizes / tile type texts checked already
+
+    @property
+    def values(self) -> dict:
+        if self._values is None:
+            names = Counter(r for s in walk(self.f.body) if s.name == "arith.constant" for r in s.results)
+            self._values = {k: v for k, v in int_constants(self.f).items() if names[k] == 1}
+        return self._values
+
+
+_INT_TYPE = re.compile(r"^(?:index|[su]?i\d+)$")
+_FLOAT_TYPE = frozenset(("f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2"))
+_CONSTANT = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
+_DECIMAL_INT = re.compile(r"^[-+]?\d+$")
+_HEX = re.compile(r"^0x[0-9A-Fa-f]+$")
+_FLOAT = re.compile(r"^[-+]?\d+\.\d*(?:[eE][-+]?\d+)?$")
+
+
+def check_constant(s, types: TypeReader) -> None:
+    """``arith.constant V : T``: an integer or index ``T`` takes an integer literal (``i1`` 0,
+    1, true, false), a float ``T`` a literal with a ``.`` (MLIR reads ``1e3`` as no number)."""
+    m = _CONSTANT.match(s.text())
+    if m is None:
+        return
+    lit, ty = m.groups()
+    if lit.startswith("dense"):
+        return                              # (a dense literal: its handler reads it)
+    bad = None
+    if _INT_TYPE.match(ty):
+        if lit in ("true", "false"):
+            bad = None if ty == "i1" else f"{lit} is an i1 literal, not one of {ty}"
+        elif _FLOAT.match(lit) or (not _DECIMAL_INT.match(lit) and not _HEX.match(lit)):
+            bad = f"{lit} is not an integer literal, which {with_article(ty)} constant takes (ptoas: floating " \
+                  "point value not valid for specified type)"
+        elif ty == "i1" and _DECIMAL_INT.match(lit) and int(lit) not in (0, 1, -1):
+            bad = f"{lit} does not fit an i1 (ptoas: integer constant out of range for attribute)"
+    elif ty in _FLOAT_TYPE:
+        if _DECIMAL_INT.match(lit):
+            bad = f"{lit} is an integer literal; {with_article(ty)} constant takes one with a '.' (ptoas: " \
+                  "unexpected decimal integer literal for a floating point value)"
+        elif not _FLOAT.match(lit) and not _HEX.match(lit) and lit not in ("inf", "nan", "-inf"):
+            bad = f"{lit} is not a float literal as MLIR reads one (digits, a '.', then an optional exponent)"
+    if bad is not None:
+        example = "4" if _INT_TYPE.match(ty) else "4.0"
+        raise types.err(f"arith.constant: {bad}", s.tok,
+                        fix=f"write the value as {with_article(ty)} literal (e.g. {example}), or give the constant the "
+                            "type of its literal")
+
+
+_SIZES = re.compile(r"\bsizes\s*=\s*\[([^\[\]]*)\]")
+_PART_SHAPE = re.compile(r"->\s*!pto\.partition_tensor_view<([\d?x]+)x[A-Za-z]\w*>\s*$")
+
+
+def check_partition_sizes(s, types: TypeReader, consts: Constants) -> None:
+    """A ``pto.partition_view``'s sizes that are constants are its result type's static shape
+    (ptoas: "size/result mismatch at dim 1: size operand=16 result=64")."""
+    text = s.text()
+    m, r = _SIZES.search(text), _PART_SHAPE.search(text)
+    if m is None or r is None:
+        return
+    key = (m.group(1), r.group(1))
+    if key in consts.seen:
+        return
+    consts.seen[key] = True
+    dims = r.group(1).split("x")
+    sizes = [v.strip() for v in m.group(1).split(",")]
+    if len(dims) != len(sizes):
+        return
+    for k, (v, d) in enumerate(zip(sizes, dims)):
+        n = consts.values.get(v) if v.startswith("%") else (int(v) if v.isdigit() else None)
+        if n is not None and d != "?" and n != int(d):
+            del consts.seen[key]
+            raise types.err(f"pto.partition_view: size {k} is {v} = {n}, but its result type's dim {k} is {d} (ptoas: "
+                            f"size/result mismatch at dim {k})", s.tok,
+                            fix=f"make size {k} {d}, or the result type's dim {k} {n}")
+
+
+#: the dir_mask values of a pipe init: 1 C2V, 2 V2C, 3 both; 5 / 6 / 7 the same with the ring in GM
+DIR_MASKS = frozenset((1, 2, 3)) | frozenset(int(d) for d in PLAIN_DIRECTION)
+
+
+def check_dir_mask(s, types: TypeReader) -> None:
+    v = s.attr("dir_mask")
+    if not v or not v[0].text.lstrip("-").isdigit():
+        return
+    if int(v[0].text) not in DIR_MASKS:
+        raise types.err(f"{s.name}: dir_mask = {v[0].text} names no direction (ptoas: expects 'dir_mask' to be 1, "
+                        "2, or 3)", v[0], fix="give 1 (C2V), 2 (V2C) or 3 (both); 5 / 6 / 7: the same with the ring "
+                                              "in GM")

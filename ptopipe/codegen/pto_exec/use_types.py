@@ -1,0 +1,404 @@
+"""The type each use of an SSA value is written with, against the type its definition gives it
+(MLIR's rule, which ptoas enforces: "use of value expects different type than prior uses").
+The executor runs a value as its definition made it, so a use that says another type - a tile
+read as ``valid=8x64`` that was made ``16x64``, an ``i32`` bound of an ``index`` loop - would
+run as something the file does not say; it is a ParseError at the use.
+
+Read from an op's own text, where its spelling pairs values with types - ``ins(%a, %b : A, B)``
+/ ``outs(...)`` / ``pto.tpush_to_aiv(%t : T)`` groups, ``scf.yield`` / ``return %v : T``,
+``func.call @f(%v) : (T) -> ...``, the one type of an ``arith`` op, the source of a view op, the
+``index`` operands of the view and allocation ops and of ``scf.for`` headers - and from the
+definitions whose type the text says: parameters, block arguments, loop variables and
+``iter_args``, results after ``:`` / ``->``.  A use or a definition of another form is not
+compared (never refused for a form not read here).
+
+Two spellings of one type (a tile's long and short forms) are the same type: texts that differ
+are parsed (:class:`~.types.TypeReader`) and compared in what both spell out."""
+from __future__ import annotations
+
+import re
+
+from ...errors import CompileError, ParseError
+from ..pto_lexer import tokenize
+from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
+
+_V = r"%[A-Za-z0-9_$.#-]+"
+#: a type: a name with its ``<...>`` (nested three deep: ``memref<..., strided<[...]>, ...>``),
+#: or a ``(...)`` list
+_ANGLED = r"<[^<>]*(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>[^<>]*)*>"
+_T = rf"(?:!?[A-Za-z_][\w.]*(?:{_ANGLED})?|\([^()]*\))"
+_VALUE = re.compile(_V)
+#: the values of a group and their ``:`` (after the group's ``(``)
+_GROUP_VALUES = re.compile(rf"\s*({_V}(?:\s*,\s*{_V})*)\s*:")
+#: one type of a list, and what follows it
+_NEXT_TYPE = re.compile(rf"\s*({_T})\s*(,|\)|$)")
+#: a type ending the text
+_LAST_TYPE = re.compile(rf"\s*({_T})\s*$")
+_CAST = re.compile(rf"^\s*({_V})\s*:\s*({_T})\s+to\s+({_T})\s*$")
+_CALL = re.compile(rf"@[\w$.]+\s*\(([^()]*)\)\s*:\s*\(")
+_FOR = re.compile(rf"^\s*(?:unsigned\s+)?({_V})\s*=\s*({_V})\s+to\s+({_V})\s+step\s+({_V})"
+                  rf"(?:\s*iter_args\s*\(([^()]*)\)\s*->\s*({_T}))?\s*(?::\s*({_T}))?\s*$")
+_SOURCE = re.compile(rf"\s*({_V})[^:]*:\s*({_T})\s*->")
+_CONDITION = re.compile(rf"\s*\(\s*({_V})\s*\)\s*({_V}(?:\s*,\s*{_V})*)?\s*(:)?")
+_BRACKETS = re.compile(r"\[[^\[\]]*\]")
+_KEYED_INDEX = re.compile(rf"\b(?:valid_row|valid_col)\s*=\s*({_V})")
+
+#: arith ops whose operands and result all have the op's one type
+_SAME = frozenset(f"arith.{n}" for n in (
+    "addi", "subi", "muli", "divsi", "divui", "ceildivsi", "ceildivui", "floordivsi", "remsi", "remui", "andi",
+    "ori", "xori", "shli", "shrsi", "shrui", "maxsi", "maxui", "minsi", "minui", "addf", "subf", "mulf", "divf",
+    "remf", "maximumf", "minimumf", "maxnumf", "minnumf", "negf"))
+_CASTS = frozenset(f"arith.{n}" for n in (
+    "index_cast", "index_castui", "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui", "extf",
+    "truncf", "bitcast"))
+#: ops whose ``[...]`` lists hold ``index`` values (shape / strides, offsets / sizes)
+_INDEX_LISTS = frozenset(("pto.make_tensor_view", "pto.partition_view", "pto.subview"))
+#: ops whose first value is read with the type before their ``->`` (``%src, ... : A -> B``)
+_SOURCE_ARROW = frozenset(("pto.partition_view", "pto.subview", "pto.treshape", "pto.tassign", "pto.addptr",
+                           "pto.bind_tile", "pto.get_tensor_view_dim"))
+#: ops whose result is the type after their ``:``
+_COLON_RESULT = frozenset(("arith.constant", "arith.select", "pto.make_tensor_view", "pto.alloc_tile",
+                           "pto.declare_tile", "memref.alloc")) | _SAME
+
+
+def _after(text: str, mark: str, checked: bool = False):
+    """The type ending ``text`` after its last ``mark`` (``:`` or ``->``) - ``(type, offset of
+    the mark)`` - else None.  ``checked``: the text is known to end with one type (the rest of
+    the text after the mark is it, when it starts as a type does)."""
+    k = text.rfind(mark)
+    if checked and k >= 0:
+        rest = text[k + len(mark):].strip()
+        if rest[:1].isalpha() or rest[:1] == "!":
+            return rest, k
+    while k >= 0:
+        m = _LAST_TYPE.match(text, k + len(mark))
+        if m is not None:
+            return m.group(1), k
+        k = text.rfind(mark, 0, k)          # (a ':' inside the type: memref's `offset: ?`)
+    return None
+
+
+def _groups(text: str) -> list:
+    """``(values start, values end, types start, types end)`` of each ``ins(`` / ``outs(`` /
+    leading ``(`` group of values with their types (found with ``str.find``: this runs on
+    every tile op)."""
+    out = []
+    for kw in ("ins(", "outs("):
+        k = text.find(kw)
+        while k >= 0:
+            if k == 0 or text[k - 1] in " \t)":
+                k += len(kw)
+                c, e = text.find(":", k), text.find(")", k)
+                if 0 <= c < e:
+                    out.append((k, c, c + 1, e))
+            k = text.find(kw, k + 1)
+    if text[:1] == "(" or text[:2] == " (":
+        k = text.index("(") + 1
+        c, e = text.find(":", k), text.find(")", k)
+        if 0 <= c < e:
+            out.append((k, c, c + 1, e))
+    return out
+
+
+def _as_defined(text: str, v0: int, v1: int, t0: int, t1: int, defs: dict) -> bool:
+    """Does the group whose values are ``text[v0:v1]`` and types ``text[t0:t1]`` spell exactly
+    its values' definitions' types, ``, ``-separated (the common case, found without reading
+    a type)?"""
+    want = []
+    for v in text[v0:v1].split(","):
+        d = defs.get(v.strip())
+        if d is None:
+            return False
+        want.append(d[0])
+    return text[t0:t1].strip() == ", ".join(want)
+
+
+def _groups_as_defined(text: str, defs: dict) -> bool:
+    """Does ``text`` hold an ``ins(`` / ``outs(`` group, and does each spell exactly its
+    values' definitions' types (the common case of a tile op, decided with ``str.find``)?"""
+    pos, n = 0, 0
+    while True:
+        k = text.find("s(", pos)
+        if k < 0:
+            return n > 0
+        c, e = text.find(":", k), text.find(")", k)
+        if c < 0 or e < c:
+            return False
+        want = []
+        for v in text[k + 2:c].split(","):
+            d = defs.get(v.strip())
+            if d is None:
+                return False
+            want.append(d[0])
+        if text[c + 1:e].strip() != ", ".join(want):
+            return False
+        n, pos = n + 1, e
+
+
+def _view_as_defined(text: str, defs: dict) -> bool:
+    """Does a ``pto.partition_view``'s text give its source the source's definition's type
+    and only ``index`` values (or values of no known type) in its ``[...]`` lists?"""
+    arrow = text.rfind("->")
+    colon = text.rfind(":", 0, arrow)
+    d = defs.get(text[:text.find(",")].strip())
+    if arrow < 0 or colon < 0 or d is None or d[0] != text[colon + 1:arrow].strip():
+        return False
+    k = text.find("[")
+    while k >= 0:
+        e = text.find("]", k)
+        for v in text[k + 1:e].split(","):
+            d = defs.get(v.strip())
+            if d is not None and d[0] != "index":
+                return False
+        k = text.find("[", e)
+    return True
+
+
+def _types_at(text: str, pos: int) -> list:
+    """The types of the comma-separated list at ``text[pos:]`` (up to a ``)`` or the end; a
+    piece that is no type ends it)."""
+    out = []
+    while True:
+        m = _NEXT_TYPE.match(text, pos)
+        if m is None:
+            return out
+        out.append(m.group(1))
+        if m.group(2) != ",":
+            return out
+        pos = m.end()
+
+
+def _type_list(t: str) -> list:
+    """``(A, B)`` -> [A, B]; ``A`` -> [A]; ``()`` -> []."""
+    t = t.strip()
+    if t.startswith("("):
+        return _types_at(t, 1) if t[1:-1].strip() else []
+    return [t]
+
+
+def _values(text: str, start: int, end: int) -> list:
+    return [(m.group(), m.start()) for m in _VALUE.finditer(text, start, end)]
+
+
+def uses(s, defs: dict | None = None) -> list:
+    """``(name, type text, offset in the op's text)`` of the uses of ``s`` whose type its text
+    says (``defs``: name -> (type text, ...) of the definitions: a group or a source that
+    spells exactly its values' definitions' types is left out, unread)."""
+    name, text = s.name, s.text()
+    out = []
+    if name in _SAME or name in ("arith.cmpi", "arith.cmpf"):
+        got = _after(text, ":")
+        return [(v, got[0], k) for v, k in _values(text, 0, got[1])] if got else out
+    if name.startswith("pto.") or name == "memref.dealloc":
+        for v0, v1, t0, t1 in _groups(text):
+            if defs is not None and _as_defined(text, v0, v1, t0, t1, defs):
+                continue
+            m = _GROUP_VALUES.match(text, v0)          # (values only: a group holding an
+            if m is None or m.end() != v1 + 1:          # attribute dictionary is not read)
+                continue
+            vals, tys = _values(text, v0, v1), _types_at(text, t0)
+            if len(tys) == len(vals):
+                out.extend((v, t, k) for (v, k), t in zip(vals, tys))
+        if name in _SOURCE_ARROW:
+            m = _SOURCE.match(text)
+            if m is not None:
+                d = defs.get(m.group(1)) if defs is not None else None
+                if d is None or d[0] != m.group(2):
+                    out.append((m.group(1), m.group(2), m.start(1)))
+        if name in _INDEX_LISTS:
+            for b in _BRACKETS.finditer(text):
+                out.extend((v, "index", k) for v, k in _values(text, b.start(), b.end()))
+        elif name in ("pto.alloc_tile", "pto.declare_tile") and "valid_" in text:
+            out.extend((m.group(1), "index", m.start(1)) for m in _KEYED_INDEX.finditer(text))
+        return out
+    if name in ("scf.yield", "return"):
+        m = _GROUP_VALUES.match(text)
+        if m is not None:
+            vals, tys = _values(text, m.start(1), m.end(1)), _types_at(text, m.end())
+            if len(vals) == len(tys):
+                out.extend((v, t, k) for (v, k), t in zip(vals, tys))
+        return out
+    if name == "scf.condition":
+        m = _CONDITION.match(text)
+        if m is not None:
+            out.append((m.group(1), "i1", m.start(1)))
+            if m.group(2) is not None and m.group(3) is not None:
+                vals, tys = _values(text, m.start(2), m.end(2)), _types_at(text, m.end())
+                if len(vals) == len(tys):
+                    out.extend((v, t, k) for (v, k), t in zip(vals, tys))
+        return out
+    if name == "func.call":
+        m = _CALL.search(text)
+        if m is not None:
+            vals, tys = _values(text, m.start(1), m.end(1)), _types_at(text, m.end())
+            if len(vals) == len(tys):
+                out.extend((v, t, k) for (v, k), t in zip(vals, tys))
+        return out
+    if name in _CASTS:
+        m = _CAST.match(text)
+        return [(m.group(1), m.group(2), m.start(1))] if m else out
+    if name == "arith.select":
+        got = _after(text, ":")
+        vals = _values(text, 0, got[1]) if got else []
+        if len(vals) == 3:
+            out = [(vals[0][0], "i1", vals[0][1])] + [(v, got[0], k) for v, k in vals[1:]]
+        return out
+    if name == "scf.for":
+        m = _FOR.match(text)
+        if m is not None:
+            iv = m.group(7) or "index"
+            out = [(m.group(g), iv, m.start(g)) for g in (2, 3, 4)]
+            if m.group(5) is not None:
+                inits = [p.split("=", 1) for p in m.group(5).split(",") if "=" in p]
+                tys = _type_list(m.group(6))
+                if len(inits) == len(tys):
+                    base = m.start(5)
+                    for (_, x), t in zip(inits, tys):
+                        x = x.strip()
+                        out.append((x, t, text.index(x, base)))
+        return out
+    if name == "scf.if":
+        v = _VALUE.match(text.lstrip())
+        if v is not None:
+            out.append((v.group(), "i1", text.index(v.group())))
+        return out
+    return out
+
+
+def introduced(s) -> dict:
+    """name -> type text of the values ``s``'s header gives its region (an ``scf.for``'s loop
+    variable and ``iter_args``)."""
+    if s.name != "scf.for":
+        return {}
+    m = _FOR.match(s.text())
+    if m is None:
+        return {}
+    out = {m.group(1): m.group(7) or "index"}
+    if m.group(5) is not None:
+        names = [p.split("=", 1)[0].strip() for p in m.group(5).split(",") if "=" in p]
+        tys = _type_list(m.group(6))
+        if len(names) == len(tys):
+            out.update(zip(names, tys))
+    return out
+
+
+def results(s) -> list:
+    """The type texts of ``s``'s results, in order, where its text says them (else [])."""
+    n, name = len(s.results), s.name
+    if not n:
+        return []
+    text = s.text()
+    if name in ("scf.for", "scf.if", "scf.while", "func.call", "scf.execute_region"):
+        got = _after(text, "->")
+        tys = _type_list(got[0]) if got else []
+        return tys if len(tys) == n else []
+    if n != 1 or s.regions:
+        return []
+    if name in _CASTS:
+        m = _CAST.match(text)
+        return [m.group(3)] if m else []
+    if name in ("arith.cmpi", "arith.cmpf"):
+        return ["i1"]
+    if name in _COLON_RESULT:
+        got = _after(text, ":", checked=True)
+        return [got[0]] if got else []
+    got = _after(text, "->", checked=True)  # `-> T`: the result's type
+    return [got[0]] if got else []
+
+
+def _same(a, b) -> bool | None:
+    """Are the parsed types ``a`` and ``b`` one type, comparing what both spell out (a tile's
+    layouts and pad when both give them); None when either did not parse."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, MultiSpec) and isinstance(b, MultiSpec):
+        return a.count == b.count and _same(a.slot, b.slot)
+    if isinstance(a, TileSpec) and isinstance(b, TileSpec):
+        if (a.loc, a.dtype, a.rows, a.cols, a.v_rows, a.v_cols) != (b.loc, b.dtype, b.rows, b.cols, b.v_rows, b.v_cols):
+            return False
+        return all(x is None or y is None or x == y for x, y in
+                   ((a.blayout, b.blayout), (a.slayout, b.slayout), (a.pad, b.pad)))
+    if isinstance(a, tuple) and isinstance(b, tuple) and a[:1] == b[:1] == ("memref",):
+        same = _same(a[1], b[1]) if isinstance(a[1], TileSpec) and isinstance(b[1], TileSpec) else a[1] == b[1]
+        return same and a[2:] == b[2:]
+    if isinstance(a, tuple) and a[:1] in (("opaque",), ("pipe",)):
+        return None                                  # (not spelled out: the texts decide)
+    return a == b
+
+
+#: a tile layout as the type spells it
+_SPELLING = {v: k for d in (BLAYOUT, SLAYOUT) for k, v in d.items()}
+
+
+class UseTypes:
+    """The definitions' types of one function as the reader meets them, and the check of each
+    use against them (``defs``: name -> (type text, line, col))."""
+
+    def __init__(self, types: TypeReader):
+        self.types = types
+        self.defs = {}
+        self._parsed = {}            # type text -> its parse (None: not read here)
+        self._verdicts = {}          # (text, text) -> same type?
+
+    def define(self, name: str, ty: str | None, line: int, col: int) -> None:
+        if ty:
+            self.defs[name] = (ty, line, col)
+
+    def forget(self, name: str) -> None:
+        self.defs.pop(name, None)
+
+    def _parse(self, text: str):
+        if text not in self._parsed:
+            try:
+                toks = tokenize(text, self.types.f)[:-1]
+                self._parsed[text] = self.types._parse(toks) if toks else None
+            except (ParseError, CompileError):
+                self._parsed[text] = None
+        return self._parsed[text]
+
+    def same(self, a: str, b: str) -> bool:
+        if a == b:
+            return True
+        key = (a, b)
+        got = self._verdicts.get(key)
+        if got is None:
+            if " ".join(a.split()) == " ".join(b.split()):
+                got = True
+            else:                # (a form not parsed here is never refused)
+                got = _same(self._parse(a), self._parse(b)) is not False
+            self._verdicts[key] = got
+        return got
+
+    def check(self, s) -> None:
+        """Each use of ``s`` whose type the text says has its definition's type: else a
+        ParseError at the use."""
+        name = s.name
+        if name.startswith("pto.t") and _groups_as_defined(s.text(), self.defs) or \
+                name == "pto.partition_view" and _view_as_defined(s.text(), self.defs):
+            return                    # (the common cases, decided without reading a type)
+        for name, ty, at in uses(s, self.defs):
+            d = self.defs.get(name)
+            if d is None or self.same(d[0], ty):
+                continue
+            line, col = s.position(at)
+            raise ParseError(
+                f"{name} is used here as {self._differs(ty, d[0])} its definition (line {d[1]}) makes it (ptoas: "
+                "use of value expects different type than prior uses)", where=f"{self.types.f}:{line}:{col}",
+                fix=f"write {name}'s type as its definition says it, or use a value of the type this "
+                    "operand needs")
+
+    def _differs(self, used: str, defined: str) -> str:
+        """``A, but B`` of a use's type and its definition's: the fields two tiles differ in,
+        else the two types."""
+        a, b = self._parse(used), self._parse(defined)
+        if isinstance(a, TileSpec) and isinstance(b, TileSpec):
+            fields = [(k, x, y) for k, x, y in (
+                ("loc", a.loc.name.lower(), b.loc.name.lower()), ("dtype", dtype_name(a.dtype), dtype_name(b.dtype)),
+                ("rows", a.rows, b.rows), ("cols", a.cols, b.cols), ("v_row", a.v_rows, b.v_rows),
+                ("v_col", a.v_cols, b.v_cols), ("blayout", _SPELLING.get(a.blayout), _SPELLING.get(b.blayout)),
+                ("slayout", _SPELLING.get(a.slayout), _SPELLING.get(b.slayout))) if x != y]
+            if fields:
+                show = lambda v: "?" if v is None else v      # noqa: E731
+                return (f"a tile with {', '.join(f'{k}={show(x)}' for k, x, _ in fields)}, but "
+                        f"{', '.join(f'{k}={show(y)}' for k, _, y in fields)} is what")
+        return f"{' '.join(used.split())}, but {' '.join(defined.split())} is what"
