@@ -109,7 +109,7 @@ def test_a_batch_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, cut)
     b = 3
     want = _one_by_one(makers, (gm, local), b, nq)
     try:
-        batch = _Batch(makers, _Buffers([gm, local]), nq)
+        batch = _Batch(makers, _Buffers([gm, local]), nq, first=b)
     except _Unbatchable:
         assume(False)
     if 0 < cut < nq:
@@ -131,7 +131,7 @@ def test_a_block_reading_what_the_block_before_left_runs_as_a_batch():
              ("copy", ("R", 0), ("I", 0), ("I", 0))]      # then write it
     makers = [lambda q, o=o: _item(mem, o, q) for o in block]
     want = _one_by_one(makers, (gm, local), 3, 5)
-    _Batch(makers, _Buffers([gm, local]), 5).run(3, 5)
+    _Batch(makers, _Buffers([gm, local]), 5, first=3).run(3, 5)
     assert np.array_equal(gm, want[0])
 
 
@@ -153,7 +153,7 @@ def test_a_read_of_two_writes_of_its_block_runs_as_a_batch():
     """A block store of tiles computed one by one: its writes share their copies."""
     gm, local, makers = _wide_store_after([(0, 64), (64, 128)])
     want = _one_by_one(makers, (gm, local), 3, 5)
-    _Batch(makers, _Buffers([gm, local]), 5).run(3, 5)
+    _Batch(makers, _Buffers([gm, local]), 5, first=3).run(3, 5)
     assert np.array_equal(gm, want[0])
 
 
@@ -190,7 +190,7 @@ def test_stores_of_the_column_halves_of_the_same_rows_run_as_a_batch():
     """Their windows' hulls meet but no byte is both's: the block's work runs as one batch."""
     gm, local, makers = _column_half_stores((0, 4))
     want = _one_by_one(makers, (gm, local), 2, 6)
-    _Batch(makers, _Buffers([gm, local]), 6).run(2, 6)
+    _Batch(makers, _Buffers([gm, local]), 6, first=2).run(2, 6)
     assert np.array_equal(gm, want[0])
 
 
@@ -198,3 +198,44 @@ def test_strided_stores_that_share_a_column_are_refused():
     gm, local, makers = _column_half_stores((0, 3))
     with pytest.raises(_Unbatchable, match="GM windows of the blocks meet"):
         _Batch(makers, _Buffers([gm, local]), 6)
+
+
+# a GM window: (first byte in block 0, move a block in 4-byte steps, rows, cols, row pitch in
+# elements, sign of the row step) - a 1..3-column window of a strided tensor, maybe walked backwards
+window = st.tuples(st.integers(600, 1400), st.sampled_from([-24, -16, -8, -4, -2, 2, 4, 8, 16, 24]),
+                   st.integers(0, 3), st.integers(1, 3), st.integers(0, 5), st.sampled_from([1, -1]))
+
+
+def _window(gm, w, q):
+    off, move, rows, cols, pad, sign = w
+    return np.ndarray((rows, cols), np.float32, buffer=gm, offset=4 * (off + q * move),
+                      strides=(sign * 4 * (cols + pad), 4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(copies=st.lists(st.tuples(window, window), min_size=1, max_size=3), first=st.integers(0, 6),
+       nq=st.integers(2, 6), seed=st.integers(0, 2 ** 16))
+def test_a_batch_of_windows_moving_at_different_rates_leaves_the_bytes_of_its_blocks(copies, first, nq, seed):
+    """Copies between GM windows that move by different amounts a block: windows that meet in
+    some blocks and not in others.  A batch checked for blocks ``first`` .. ``first + nq - 1``
+    runs them as one by one does, or is refused."""
+    gm = np.zeros(1 << 14, np.uint8)
+    gm.view(np.float32)[:] = np.random.default_rng(seed).integers(-100, 100, gm.size // 4)
+    makers = []
+    for dst, src in copies:
+        src = src[:2] + dst[2:4] + src[4:]          # (the source window has the destination's shape)
+        makers.append(lambda q, d=dst, s=src: (setitem, _window(gm, d, q), Ellipsis, _window(gm, s, q)))
+    want = _one_by_one(makers, (gm,), first, nq)
+    try:
+        batch = _Batch(makers, _Buffers([gm]), nq, first=first)
+    except _Unbatchable:
+        assume(False)
+    batch.run(first, nq)
+    assert np.array_equal(gm, want[0])
+
+
+def test_a_batch_runs_only_the_blocks_it_was_checked_for():
+    gm, local, makers = _column_half_stores((0, 4))
+    batch = _Batch(makers, _Buffers([gm, local]), 4, first=2)
+    with pytest.raises(ValueError, match="outside the checked 2..5"):
+        batch.run(3, 4)

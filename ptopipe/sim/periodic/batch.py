@@ -59,14 +59,14 @@ def byte_map(per_byte: np.ndarray, a: np.ndarray, off: int) -> np.ndarray:
                       strides=tuple(s * 8 for s in a.strides) + (8,))
 
 
-def _share(x, y, nq: int) -> bool:
-    """Whether moving accesses ``x`` and ``y`` (``Batch``'s tuples) share a byte over ``nq``
-    blocks - exactly, where :func:`meet` compares hulls: two lanes storing the column halves
+def _share(x, y, first: int, nq: int) -> bool:
+    """Whether moving accesses ``x`` and ``y`` (``Batch``'s tuples) share a byte in blocks
+    ``first`` .. ``first + nq - 1`` - exactly, where :func:`meet` compares hulls: two lanes storing the column halves
     of the same rows have meeting hulls but no common byte.  (A problem numpy finds too hard
     to solve counts as shared.)"""
     try:
-        return bool(np.shares_memory(_stacked(x, nq), _stacked(y, nq), max_work=_SHARE_WORK))
-    except _TOO_HARD:
+        return bool(np.shares_memory(_stacked(x, first, nq), _stacked(y, first, nq), max_work=_SHARE_WORK))
+    except (_TOO_HARD, ValueError, TypeError):     # (or a window past its buffer)
         return True
 
 
@@ -75,10 +75,10 @@ _SHARE_WORK = 1 << 20
 _TOO_HARD = getattr(np, "exceptions", np).TooHardError
 
 
-def _stacked(x, nq: int) -> np.ndarray:
-    """Access ``x``'s window in each of ``nq`` blocks as one view (the order of the blocks
-    left out: a negative move is taken from the last block up)."""
-    a, off, d = x[8], x[4], x[5]
+def _stacked(x, first: int, nq: int) -> np.ndarray:
+    """Access ``x``'s window in each of blocks ``first`` .. ``first + nq - 1`` as one view (the
+    order of the blocks left out: a negative move is taken from the last block up)."""
+    a, off, d = x[8], x[4] + first * x[5], x[5]
     if d < 0:
         off, d = off + (nq - 1) * d, -d
     return np.ndarray((nq,) + a.shape, a.dtype, buffer=x[3], offset=off, strides=(d,) + a.strides)
@@ -126,9 +126,12 @@ class Batch:
     another's).  The places then run in an order in which every read comes after the writes
     it reads.  Raises Unbatchable when the work is not such (a read of bytes partly written
     by its block, of overlapping writes, a cycle, an operation that does not run on a
-    batch)."""
+    batch).  The checks hold for blocks ``first`` .. ``first + nq - 1``, the only ones
+    :meth:`run` takes: windows that move by different amounts meet in some blocks and not in
+    others."""
 
-    def __init__(self, makers, bufs: Buffers, nq: int):
+    def __init__(self, makers, bufs: Buffers, nq: int, first: int = 0):
+        self.first, self.end = first, first + nq
         it0, it1 = [m(0) for m in makers], [m(1) for m in makers]
         acc = []                 # (place, arg, writes, buffer, offset in block 0, move, lo, hi, array)
         for k, (x0, x1) in enumerate(zip(it0, it1)):
@@ -167,7 +170,7 @@ class Batch:
                 lo, hi = written[id(x[3])]
                 written[id(x[3])] = (min(lo, x[6]), max(hi, x[7]))
         for x in moving:
-            a, la, d = x[6], x[7] - x[6], x[5]
+            a, la, d = x[6] + first * x[5], x[7] - x[6], x[5]      # (its window in block `first`)
             if x[2] and abs(d) < la:
                 raise Unbatchable("a GM window a block writes meets the next block's")
             for y in fixed:
@@ -175,7 +178,7 @@ class Batch:
                     raise Unbatchable("a GM window meets a buffer used in place")
             for y in moving:
                 if y is not x and y[3] is x[3] and (x[2] or y[2]) and \
-                        meet(a, la, d, y[6], y[7] - y[6], y[5], nq) and _share(x, y, nq):
+                        meet(a, la, d, y[6] + first * y[5], y[7] - y[6], y[5], nq) and _share(x, y, first, nq):
                     raise Unbatchable("GM windows of the blocks meet")
         # who wrote each byte: per written buffer, the writing access (-1: none), in the
         # order of the work; first the block's last writes (what the next block reads early)
@@ -276,7 +279,10 @@ class Batch:
                      for k in order]
 
     def run(self, b: int, nq: int) -> None:
-        """The work of blocks ``b`` .. ``b + nq - 1`` (``nq`` at most the batch's size)."""
+        """The work of blocks ``b`` .. ``b + nq - 1``, which must be blocks the batch was checked
+        for."""
+        if b < self.first or b + nq > self.end:
+            raise ValueError(f"blocks {b}..{b + nq - 1} are outside the checked {self.first}..{self.end - 1}")
         # (the copies are made once, for the largest batch, and reused: fresh memory is
         # paid for page by page)
         if self.room < nq + 1:

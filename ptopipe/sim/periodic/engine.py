@@ -1033,7 +1033,7 @@ class FastForward:
             self.unbatched = "its operations are large (batching would save little)"
         elif end - b > 1:
             try:
-                batch = Batch(self.work, self.bufs, min(BATCH_BLOCKS, end - b))
+                batch = Batch(self.work, self.bufs, end - b, first=b)
                 size = max(2, min(BATCH_BLOCKS, BATCH_BYTES // max(1, batch.bytes)))
             except Unbatchable as e:
                 self.unbatched = str(e)
