@@ -452,15 +452,17 @@ class Kernels:
         return {r: getattr(self, r) for r in SIDES if getattr(self, r) is not None}
 
 
-def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, platform=None) -> Kernels:
+def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, platform=None,
+                 api: bool = False) -> Kernels:
     """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named) when
     built for ``platform`` (its architecture macro decides ``#if defined(PTO_NPU_ARCH_A5)``
     branches: a kernel defined once per platform is that platform's definition; None: such a
-    branch may be compiled)."""
-    out, code, text, fns = _find_kernels(path, aic, aiv, arch_known(platform) if platform is not None else None)
+    branch may be compiled).  ``api``: the user named them through the Python API
+    (``aiv='NAME'``), which its errors then speak of, not the command's options (``--aiv NAME``)."""
+    out, code, text, fns = _find_kernels(path, aic, aiv, None if platform is None else arch_known(platform), api)
     for role, f in out.roles.items():       # (a found kernel: a named template is refused there)
         if f.template:
-            raise _template_error(role, f, f"{shown_path(path)}:{f.line}", code)
+            raise _template_error(role, f, f"{shown_path(path)}:{f.line}", code, api)
     out.one_lane, out.lane_note = _lone_vector(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
@@ -534,9 +536,11 @@ def _lone_vector(k: Kernels, code: str) -> tuple:
     return lanes == 1, note
 
 
-def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | None = None) -> tuple:
+def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | None = None,
+                  api: bool = False) -> tuple:
     """(:class:`Kernels`, the code of the file and its local includes with comments blanked, the
-    file's text, its functions by name); ``known``: as :func:`visible_code`'s."""
+    file's text, its functions by name); ``known``: as :func:`visible_code`'s; ``api``: as
+    :func:`find_kernels`'."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:     # (the compiler judges its bytes)
             text = f.read()
@@ -565,7 +569,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         out = Kernels(path, sided=sided)
         for role, name in (("aic", aic), ("aiv", aiv)):
             if name is not None:
-                setattr(out, role, _named(path, role, name, fns, code, text))
+                setattr(out, role, _named(path, role, name, fns, code, text, api, known is not None))
         return out, code, text, fns
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
@@ -593,7 +597,8 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         # (the kernels are its __global__ functions; a file with none: every function)
         named = sorted(f.name for f in globals_) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
-                          fix=f"name them: --aic NAME --aiv NAME ({'__global__ ' if globals_ else ''}functions: "
+                          fix=f"name them: {naming('aic', 'NAME', api)} {naming('aiv', 'NAME', api)} "
+                              f"({'__global__ ' if globals_ else ''}functions: "
                               f"{_listed(fns, named)})" + _macro_kernel_hint(text))
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
@@ -620,10 +625,22 @@ def _scope(name: str) -> str:
     return head[:head.rfind("::") + 2] if "::" in head else ""
 
 
-def _named(path: str, role: str, name: str, fns: dict, code: str, text: str) -> Function:
-    """The function a user named for ``role`` (``--aic`` / ``--aiv``, ``aic=`` / ``aiv=``): a
-    function of the file, or an instantiation of a function template spelled as in C++
-    (``runTAdd<float, 64, 64>``), which is the function the library exports."""
+def naming(role: str, name: str, api: bool = False, quoted: bool = False) -> str:
+    """How a user names ``role``'s kernel ``name``: the command's option (``--aiv NAME``;
+    ``quoted``: in shell quotes, as a template's instantiation needs), or the Python API's keyword
+    (``aiv='NAME'``)."""
+    if api:
+        return f"{role}={name!r}"
+    return f"--{role} '{name}'" if quoted else f"--{role} {name}"
+
+
+def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api: bool = False,
+           platform_known: bool = False) -> Function:
+    """The function a user named for ``role`` (``--aic`` / ``--aiv``, ``aic=`` / ``aiv=``: as
+    ``api`` says): a function of the file, or an instantiation of a function template spelled
+    as in C++ (``runTAdd<float, 64, 64>``), which is the function the library exports.
+    ``platform_known``: the file was read for a platform (its #if on the architecture decided)."""
+    named = naming(role, name, api)
     where = shown_path(path)
     m = _INSTANCE.match(name)
     base = base_name(name)
@@ -632,27 +649,28 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str) -> 
     if f is not None and scope:             # NS::name: the one in that namespace
         f = next((g for g in [f, *f.overloads] if g.name == scope + base), None)
     if f is None:
-        raise ConfigError(f"--{role} {name}: {where} defines no function {scope + base!r}", where=where,
+        raise ConfigError(f"{named}: {where} defines no function {scope + base!r}", where=where,
                           fix=f"functions defined there: {_listed(fns, sorted(fns))}" + _macro_kernel_hint(text))
     if f.overloads:                         # overloads: the one the name's template arguments fit
-        f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, role,
-                      name, where)
+        f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, named,
+                      where, api, platform_known)
     at = f"{where}:{f.line}"
     if m is None:
         if f.template:
-            raise _template_error(role, f, at, code)
+            raise _template_error(role, f, at, code, api)
         return f
     if not f.template:
-        raise ConfigError(f"--{role} {name}: {base} ({at}) is a function, not a function template: it takes "
-                          "no template arguments", where=at, fix=f"name it alone: --{role} {f.name}")
+        raise ConfigError(f"{named}: {base} ({at}) is a function, not a function template: it takes "
+                          "no template arguments", where=at, fix=f"name it alone: {naming(role, f.name, api)}")
     params, args = _split(f.template), [a.strip() for a in _split(m.group(2)) if a.strip()]
     required = sum("=" not in p and "..." not in p for p in params)
     if not any("..." in p for p in params) and not required <= len(args) <= len(params):
         count = f"{required} to {len(params)}" if required < len(params) else f"{len(params)}"
-        raise ConfigError(f"--{role} {name}: {base} ({at}) takes {count} template argument(s) "
+        spelled = f"{base}<{', '.join(_template_names(f.template))}>"
+        raise ConfigError(f"{named}: {base} ({at}) takes {count} template argument(s) "
                           f"(template <{f.template}>), not {len(args)}", where=at,
-                          fix=f"spell one C++ template argument per parameter: --{role} '{base}<"
-                              f"{', '.join(_template_names(f.template))}>' with each one's type or value")
+                          fix=f"spell one C++ template argument per parameter: {naming(role, spelled, api, True)} "
+                              "with each one's type or value")
     # the element types of its pointer parameters, with the instantiation's types put in
     given = dict(zip(_template_names(f.template), args))
     elements = [_pointee(re.sub(r"[A-Za-z_]\w*", lambda w: given.get(w.group(0), w.group(0)), d))
@@ -660,11 +678,13 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str) -> 
     return Function(f"{f.name}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls)
 
 
-def _overload(f: Function, args: list | None, scope: str, role: str, name: str, where: str) -> Function:
+def _overload(f: Function, args: list | None, scope: str, named: str, where: str, api: bool = False,
+              platform_known: bool = False) -> Function:
     """Of ``f`` and its overloads (in ``scope``, when the name spells one), the one C++ would
     instantiate with template arguments ``args`` (None: a plain function): the one whose
     template takes that many (none: ``f``, whose error then says why; several: a ConfigError,
-    as the library could not name one)."""
+    as the library could not name one).  ``named``: how the user named it (:func:`naming`);
+    ``api``, ``platform_known``: as :func:`_named`'s."""
     fits = []
     for g in [f, *f.overloads]:
         if scope and not g.name.startswith(scope):
@@ -684,13 +704,19 @@ def _overload(f: Function, args: list | None, scope: str, role: str, name: str, 
         # it is, it takes these parameters
         return fits[0]
     if len(fits) > 1 and args is None:
-        raise ConfigError(f"--{role} {name}: {f.name} is defined {len(fits)} times with different parameters "
-                          f"({', '.join(f'{where}:{g.line}' for g in fits)}), in branches of an #if ptopipe does not "
-                          "judge without the platform", where=f"{where}:{fits[0].line}",
-                          fix="run it with --platform a2a3 or a5 (a branch on defined(PTO_NPU_ARCH_A2A3) / "
-                              "(PTO_NPU_ARCH_A5) is then decided), or give each definition a name of its own")
+        lines = ", ".join(f"{where}:{g.line}" for g in fits)
+        if platform_known:          # (an #if on a macro the compiler or $CXXFLAGS may define)
+            raise ConfigError(f"{named}: {f.name} is defined {len(fits)} times with different parameters ({lines}), "
+                              "in branches of an #if ptopipe cannot decide from the file", where=f"{where}:{fits[0].line}",
+                              fix="give each definition a name of its own (an #if on defined(PTO_NPU_ARCH_A2A3) / "
+                                  "defined(PTO_NPU_ARCH_A5) is decided by the platform the kernel runs on)")
+        given = "pass platform='a2a3' or 'a5'" if api else "run it with --platform a2a3 or a5"
+        raise ConfigError(f"{named}: {f.name} is defined {len(fits)} times with different parameters ({lines}), in "
+                          "branches of an #if ptopipe does not judge without the platform", where=f"{where}:{fits[0].line}",
+                          fix=f"{given} (a branch on defined(PTO_NPU_ARCH_A2A3) / (PTO_NPU_ARCH_A5) is then "
+                              "decided), or give each definition a name of its own")
     if len(fits) > 1:
-        raise ConfigError(f"--{role} {name}: {len(fits)} overloads of {f.name} take these template arguments "
+        raise ConfigError(f"{named}: {len(fits)} overloads of {f.name} take these template arguments "
                           f"({', '.join(f'{where}:{g.line}' for g in fits)}): ptopipe runs a kernel by its name "
                           "and cannot tell which", where=f"{where}:{fits[0].line}",
                           fix="give the kernel to run a name of its own (or move the other overloads out of the file)")
@@ -706,9 +732,10 @@ def _template_names(params: str) -> list:
     return out
 
 
-def _template_error(role: str, f: Function, at: str, code: str) -> ConfigError:
+def _template_error(role: str, f: Function, at: str, code: str, api: bool = False) -> ConfigError:
     """A function template named (or found) as a kernel: a library exports a function, one
-    instantiation of it; the fix spells one, taken from the file where it spells one."""
+    instantiation of it; the fix spells one, taken from the file where it spells one (as the
+    command's option, and the API's keyword too - only the API's when ``api``)."""
     names = set(_template_names(f.template))
     spelled = [" ".join(s.split()) for s in re.findall(r"\b" + re.escape(base_name(f.name)) + r"\s*(<[^;{}()]*?>)\s*\(",
                                                         code)]
@@ -716,10 +743,10 @@ def _template_error(role: str, f: Function, at: str, code: str) -> ConfigError:
     example = f.name + (concrete[0] if concrete else f"<{', '.join(_template_names(f.template))}>")
     return ConfigError(f"{f.name} ({at}) is a function template (template <{f.template}>): ptopipe runs a "
                        "function, one instantiation of it, whose template arguments it cannot guess",
-                       where=at, fix=f"spell its template arguments as in C++: --{role} '{example}'"
+                       where=at, fix=f"spell its template arguments as in C++: {naming(role, example, api, True)}"
                                      + ("" if concrete else " with each parameter's type or value")
-                                     + f" (the API: {role}='{example}'), or call it from an extern \"C\" "
-                                       "__global__ kernel")
+                                     + ("" if api else f" (the API: {naming(role, example, True)})")
+                                     + ", or call it from an extern \"C\" __global__ kernel")
 
 
 def _sections(code: str) -> frozenset:

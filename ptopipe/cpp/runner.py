@@ -24,9 +24,9 @@ import signal
 import sys
 import time
 
-from ..errors import BudgetError, KernelError
+from ..errors import BudgetError, ConfigError, KernelError, shown_path
 from ..sim.bounds import Deadline
-from .build import Kernels, build, build_warnings, expected_side, find_kernels
+from .build import Kernels, arch_macro, build, build_warnings, expected_side, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
 GRACE = 30.0
@@ -113,12 +113,16 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
     """(aic, aiv): Python kernel functions running the C++ kernels of file ``path`` in THIS
     process, for :func:`ptopipe.run` or a :class:`~ptopipe.Scenario` (so ``ptopipe run|check
     file.py`` runs a C++ kernel with a numpy golden).  The file is built for a run's platform
-    when a run first needs it (cached); a kernel crash ends this process - :func:`run_cpp` and
-    ``ptopipe run file.cpp`` run it in a child process instead.  Either is None when the file
-    has no kernel for that side; a lone Vector kernel that runs on AIV0 only (a Vector-only
-    launch: :func:`ptopipe.isa.launch.lone_vector_lanes`) is ``(kernel, None)``."""
-    found = find_kernels(path, aic, aiv)
+    when a run first needs it (cached), and runs the kernels it defines for that platform (a
+    kernel defined once per platform under ``#if defined(PTO_NPU_ARCH_A5)``: that platform's
+    definition; one the file defines for one platform only is an error on the other's run); a
+    kernel crash ends this process - :func:`run_cpp` and ``ptopipe run file.cpp`` run it in a
+    child process instead.  Either is None when the file has no kernel for that side; a lone
+    Vector kernel that runs on AIV0 only (a Vector-only launch:
+    :func:`ptopipe.isa.launch.lone_vector_lanes`) is ``(kernel, None)``."""
+    found, refused = per_platform(path, aic, aiv)
     loaded = {}
+    some = next(iter(found.values()))
 
     def side(role):
         def kernel(**kw):
@@ -126,15 +130,47 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
             plat = current_core().cluster.platform.name
             k = loaded.get(plat)
             if k is None:
-                k = loaded[plat] = Loaded(found, build(found, plat), bridge_lib=bridge())
+                if plat in refused:
+                    raise refused[plat]
+                k = loaded[plat] = Loaded(found[plat], build(found[plat], plat), bridge_lib=bridge())
             fn = getattr(k, role)
             # (a lone Vector kernel's is Loaded's (kernel, None): this side is its AIV0's)
             return (fn[0] if isinstance(fn, tuple) else fn)(**kw)
-        kernel.__name__ = f"{os.path.basename(path)}:{found.roles[role].name}"
+        kernel.__name__ = f"{os.path.basename(path)}:{some.roles[role].name}"
         kernel.maps_gm = True           # (its run's GM shareable: Dispatcher.kernel's)
         return kernel
-    aic, aiv = (side(r) if r in found.roles else None for r in ("aic", "aiv"))
-    return aic, ((aiv, None) if found.one_lane else aiv)
+    aic, aiv = (side(r) if r in some.roles else None for r in ("aic", "aiv"))
+    return aic, ((aiv, None) if some.one_lane else aiv)
+
+
+def per_platform(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
+    """({platform: :class:`Kernels`}, {platform: the ConfigError finding them raised}) of C++
+    file ``path`` for each platform, named through the API (:func:`kernels`: the platform is
+    the run's).  Every platform refusing it raises the first one's error; platforms that find
+    different sides (or lanes) of kernels are a ConfigError, as one (aic, aiv) pair runs on all."""
+    from ..arch import PLATFORMS
+    found, refused = {}, {}
+    for plat in dict.fromkeys(p.name for p in PLATFORMS.values()):
+        try:
+            found[plat] = find_kernels(path, aic, aiv, plat, api=True)
+        except ConfigError as e:
+            refused[plat] = e
+    if not found:
+        raise next(iter(refused.values()))
+    for plat, e in refused.items():     # (what the other platforms' builds define, this one's leaves out)
+        refused[plat] = ConfigError(f"on {plat}: {e.what}", where=e.where,
+                                    fix=f"the file's kernels are found for {' and '.join(found)}: run it there, or "
+                                        f"define them for {plat} too (an #if on defined({arch_macro(plat)}) or "
+                                        f"its #else); {e.fix}")
+    shapes = {plat: (tuple(sorted(k.roles)), k.one_lane) for plat, k in found.items()}
+    if len(set(shapes.values())) > 1:
+        said = "; ".join(f"{plat}: {' and '.join(f'{r} {found[plat].roles[r].name}' for r in roles)}"
+                         + (" (AIV0 only)" if lone else "") for plat, (roles, lone) in shapes.items())
+        raise ConfigError(f"{shown_path(path)} has different kernels per platform ({said}): ptopipe.cpp.kernels "
+                          "returns one (aic, aiv) pair for every platform's runs", where=shown_path(path),
+                          fix="name the kernels both platforms run (aic='NAME', aiv='NAME'), or run each platform's "
+                              "with ptopipe.cpp.run_cpp(path, platform=...)")
+    return found, refused
 
 
 def bridge() -> str | None:
@@ -417,4 +453,4 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     return res
 
 
-__all__ = ["CppRunResult", "Loaded", "flush_c_stdio", "in_child", "kernels", "load", "run_cpp"]
+__all__ = ["CppRunResult", "Loaded", "flush_c_stdio", "in_child", "kernels", "load", "per_platform", "run_cpp"]

@@ -247,6 +247,79 @@ def test_a_kernel_defined_once_per_platform_is_that_platforms(tmp_path, extra):
     assert ei.value.where.endswith("per_platform.cpp:4") and "--platform" in ei.value.fix
 
 
+PER_PLATFORM_RUN = """#include <pto/pto-inst.hpp>
+using namespace pto;
+using G = GlobalTensor<float, Shape<1, 1, 1, 16, 32>, Stride<1, 1, 1, 32, 1>>;
+#if defined(PTO_NPU_ARCH_A5)
+extern "C" __global__ AICORE void vec_k(__gm__ float *x, __gm__ float *y)
+{
+    Tile<TileType::Vec, float, 16, 32> t;
+    TASSIGN(t, 0x0);
+    G gx(x), gy(y);
+    TLOAD(t, gx);
+    TSTORE(gy, t);
+}
+#else
+extern "C" __global__ AICORE void vec_k(__gm__ float *x, __gm__ float *y, int32_t twice)
+{
+    Tile<TileType::Vec, float, 16, 32> t;
+    TASSIGN(t, 0x0);
+    G gx(x), gy(y);
+    TLOAD(t, gx);
+    if (twice)
+        TADD(t, t, t);
+    TSTORE(gy, t);
+}
+#endif
+"""
+
+
+@needs_cxx
+def test_api_kernels_defined_once_per_platform_run_each_platforms_definition(tmp_path, cpp_cache):
+    """:func:`ptopipe.cpp.kernels` of a kernel defined once per platform with different
+    parameters: each run takes its platform's definition - A5's copies x, A2/A3's (which takes
+    ``twice`` too) doubles it - as ``--platform`` does on the command line."""
+    from ptopipe.cpp import kernels
+    from ptopipe.cpp.runner import in_child
+    p = tmp_path / "per_platform_run.cpp"
+    p.write_text(PER_PLATFORM_RUN)
+    aic, aiv = kernels(str(p), aiv="vec_k")
+    assert aic is None and aiv[1] is None
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) - 100
+    for platform, extra, want in (("a5", {}, x), ("a2a3", {"twice": 1}, 2 * x)):
+        def work(_fd, platform=platform, extra=extra):
+            r = isa.run(aiv=aiv, args=dict(x=x, y=np.zeros_like(x), **extra), platform=platform)
+            return r.outputs["y"].copy()
+        np.testing.assert_array_equal(in_child(work), want, err_msg=platform)
+
+
+A5_ONLY = """#include <pto/pto-inst.hpp>
+using namespace pto;
+#if defined(PTO_NPU_ARCH_A5)
+extern "C" __global__ AICORE void vec_k(__gm__ float *x) { (void)x; }
+#endif
+"""
+
+
+def test_api_kernels_errors_speak_the_apis_terms_and_the_runs_platform(tmp_path):
+    """Through :func:`ptopipe.cpp.kernels` a kernel is named ``aiv='NAME'``, not ``--aiv NAME``,
+    and a platform is the run's: a name the file does not define is a ConfigError saying
+    ``aiv='nope'``; a kernel only A5's build defines runs nothing on A2/A3 - the run there is
+    a ConfigError saying so (before any build), whose fix names neither option."""
+    from ptopipe.cpp import kernels
+    p = tmp_path / "a5_only.cpp"
+    p.write_text(A5_ONLY)
+    with pytest.raises(ConfigError) as ei:
+        kernels(str(p), aiv="nope")
+    assert ei.value.what.startswith("aiv='nope': ") and "defines no function 'nope'" in ei.value.what
+    _, aiv = kernels(str(p), aiv="vec_k")
+    with pytest.raises(ConfigError) as ei:
+        isa.run(aiv=aiv, args=dict(x=np.zeros(8, np.float32)), platform="a2a3")
+    e = ei.value
+    assert e.what.startswith("on a2a3: aiv='vec_k': ") and "defines no function 'vec_k'" in e.what, e.what
+    assert "found for a5" in e.fix and "--" not in e.what + e.fix, e.fix
+
+
 MACRO_KERNEL = """#include <pto/pto-inst.hpp>
 using namespace pto;
 #define DOUBLE_KERNEL(NAME, T) \\
