@@ -327,7 +327,9 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     if stage is None:
         n, base = side.stage_num, side.staging or 0
         stage = side.stage_slots = [StageSlot(k, side, base + k * ch.slot_size) for k in range(n)]
-        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging", ring=("stage", ch, side))
+        # (reported at the binding that gave the base, as a consumer-local ring is)
+        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging",
+                None if side.bound_at is None else str(side.bound_at), ring=("stage", ch, side))
     s = stage[i % len(stage)]
     if side.held:
         _check_stage_free(core, ch, side, tile, s, len(stage))
