@@ -26,7 +26,8 @@ from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
-from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
+from .steps import (_args, _here, _loc, check_nosplit_lanes, mark_written, not_a_pipe_fix, producer_record,
+                    producer_wait, release, wait)
 
 
 _LANE0 = (0,)
@@ -416,7 +417,8 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
         core.cluster.visible(core, _sched.TFREE)
     if obj is not None or pipe.__class__ is not PipeHandle:
         if obj is None:
-            raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
+            raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core),
+                                fix=not_a_pipe_fix(pipe))
         if obj.__class__ is TileSplitAxis and split is None:
             obj, split = None, obj          # TFREE(pipe, split): a split is never the held object
         else:
