@@ -293,6 +293,8 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
     (dict(GOLDEN="{'outt': args['out']}"), "golden names 'outt', which make_args does not give", "def golden"),
     (dict(GOLDEN="{'out': args['y']}"), "golden raised KeyError: 'y'", "    return {'out': args['y']}"),
     (dict(GOLDEN="{'out': 'zeros'}"), "golden's 'out' is a str, not an array of numbers", "def golden"),
+    (dict(GOLDEN="{'out': args['out'][:2]}"), "golden's 'out' has shape (2,), but the argument 'out' make_args "
+     "gives has shape (4,)", "def golden"),
     (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
      "    return dict(x=undefined_name)"),
     # sys.exit would end the command silently, with its status and no report

@@ -97,6 +97,11 @@ def _static_event(v):
     return k if isinstance(k, int) and not isinstance(k, bool) and k in EVENT_IDS else None
 
 
+def _int_scalar(t) -> bool:
+    """Is ``t`` an integer scalar type (index or a sized integer)?"""
+    return isinstance(t, ScalarType) and t.dtype in INT_DTYPES
+
+
 class _Func:
     """Naming state of one function: SSA names made unique, tensor views, constants."""
 
@@ -483,8 +488,13 @@ class _Writer:
         k = op.name[6:]
         xs = op.operands
         t = xs[0].type
+        if _int_scalar(t) and any(_int_scalar(v.type) and v.type != t for v in xs[1:]):
+            # an integer of another type than index (an i32 kernel parameter) met by an
+            # index (a constant, a loop variable): the IR's result is index (scalar_result_type),
+            # and an MLIR arith op takes operands of its one type - the integers are cast first
+            t = ScalarType("index")
         fl = t.dtype in FLOATS
-        args = ", ".join(st[v] for v in xs)
+        args = ", ".join(self._index(v, st, ind) if t.dtype == "index" else st[v] for v in xs)
         res = st.bind(op.results[0])
         if k in CMP:
             pred = CMP[k][1 if fl else 0]

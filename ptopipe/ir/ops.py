@@ -382,7 +382,9 @@ def _store(kind, a, at):
         outer *= s
     if tile.shape[1] > inner or tile.shape[0] > outer:
         raise OpError(f"store: a {tile.shape[0]}x{tile.shape[1]} tile does not fit tensor "
-                      f"{'x'.join(map(str, t.shape))}", param="tile")
+                      f"{'x'.join(map(str, t.shape))}",
+                      "check that the store names the tensor meant; else store the tile in parts no larger "
+                      "than the tensor", "tile")
     atomic = at.get("atomic")
     if atomic is not None and atomic not in set(AtomicType):
         raise OpError(f"store: atomic is {atomic!r}; 0 stores, 1 adds the tile into the tensor",

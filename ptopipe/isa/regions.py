@@ -45,14 +45,31 @@ def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: st
         if sp is space and lo < base + nbytes and base < hi:
             if lab == label:
                 return
+            other = _bound_at(core, _ring)
             raise MemoryConflictError(
-                f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {lab} [{lo:#x}, {hi:#x}) in {mem.label}",
-                where=where or str(core.where()), fix="place the ring buffers in disjoint regions")
+                f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {lab} [{lo:#x}, {hi:#x}) in {mem.label}"
+                + (f" (bound at {other})" if other else ""),
+                where=where or str(core.where()),
+                fix=f"place the ring buffers in disjoint regions: start this one at {hi:#x} or above, or "
+                    f"end it at {lo:#x} or below")
     res.append((space, base, base + nbytes, label, ring))
     for tid, (lo, hi, _desc, sp, _loc, held) in core.isa.get("tiles", {}).items():
         tile = held()
         if tile is not None and sp is space and lo < base + nbytes and base < hi:
             watch(core).tiles[tid] = tile
+
+
+def _bound_at(core, ring):
+    """Where the pipe of a reserved region was bound on ``core`` (its address was given
+    there), or None: ``ring`` is the region's ``("stage", channel, side)`` or ``("ring",
+    channel)``."""
+    if not ring:
+        return None
+    if ring[0] == "stage":
+        side = ring[2]
+    else:       # the consumer's side, else the end that bound it first (the other may come later)
+        side = ring[1].sides.get(core.index) or next(iter(ring[1].sides.values()), None)
+    return getattr(side, "bound_at", None)
 
 
 def register_tile(tile, core) -> None:

@@ -142,6 +142,15 @@ class Scenario:
                 raise ConfigError(f"scenario {self.name!r}: golden's {k!r} is {with_article(type(v).__name__)}, "
                                   "not an array of numbers", where=_def_loc(self.golden),
                                   fix=f"return {{{k!r}: expected_array}} (a numpy array of the output's values)")
+            # the kernel writes into the array make_args gives: an output of another shape
+            # can never match, whatever the kernel does
+            given = args[k]
+            if isinstance(given, np.ndarray) and np.shape(v) != given.shape:
+                raise ConfigError(f"scenario {self.name!r}: golden's {k!r} has shape {np.shape(v)}, but the "
+                                  f"argument {k!r} make_args gives has shape {given.shape}",
+                                  where=_def_loc(self.golden),
+                                  fix=f"return {k!r} with the shape {given.shape} of its argument (the kernel writes "
+                                      "into that array, whose shape it cannot change)")
         return e
 
     def params(self, variant: str) -> dict:

@@ -1043,7 +1043,7 @@ class FunctionParser:
                               "Mat/Left/Right/Acc tiles", "space")
         except OpError as e:
             pop = _popped_from(args.get("tile")) if spec.name == "store" and e.param == "tile" else None
-            if pop is not None:
+            if pop is not None and args["tile"].type.dtype != args["tensor"].type.dtype:
                 raise self.popped_dtype(pop, node, args) from None
             at = nodes.get(e.param, node)
             raise self.err(at, e.about(spec.dsl, f"pl.{spec.dsl}"), e.fix) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PtoPipeError
 from ..ir.core import Operation
 from ..ir.vocab import FunctionKind
 from ..isa import current_core
@@ -203,7 +203,20 @@ class KernelSet:
         key = tuple(args[p] for p in self._params)
         prog = self._built.get(key)
         if prog is None:
-            prog = self._built[key] = self._builder(**{p: args[p] for p in self._params})
+            params = {p: args[p] for p in self._params}
+            try:
+                prog = self._builder(**params)
+            except Exception as e:
+                # the builder's own exception (a kernel's annotation, a check of its
+                # parameters): told as the builder's, not as a kernel's on a core
+                if not isinstance(e, PtoPipeError) and not hasattr(e, "ptopipe_raised_by"):
+                    shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
+                    e.ptopipe_raised_by = (f"the kernel builder {self._builder.__name__}({shown}), "
+                                           "which makes the pl program of these arguments")
+                    if hasattr(e, "add_note"):          # (Python >= 3.11: its traceback says so too)
+                        e.add_note(f"(raised by {e.ptopipe_raised_by} in a ptopipe run)")
+                raise
+            self._built[key] = prog
         return prog
 
     def _callable(self, kind: FunctionKind):

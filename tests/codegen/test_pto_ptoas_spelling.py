@@ -347,3 +347,55 @@ def test_a_cast_between_two_static_shapes_is_noted():
         assert [(w.split(":")[0], int(at.split(":")[-2])) for w, at in notes] == \
             [("pto.tcvt of f32 8x8 to f16", line_of(narrow_cast.pyfunc, "<- narrow"))], notes
         assert "rows=8, cols=8, v_row=8, v_col=8" in text and "rows=8, cols=16, v_row=8, v_col=8" in text
+
+
+# -- integer scalars of two types ---------------------------------------------------------------
+def _dynamic_rows_program():
+    """An i32 row count ``n`` met by index values: a trip count ``(n + 15) // 16``, a window
+    clamped with ``pl.min(i * 16, n - 16)``, a test ``i < n // 16``."""
+    @pl.aiv
+    def rows(x: pl.Tensor[[64, 32], pl.f32], out: pl.Tensor[[64, 32], pl.f32], n: pl.Scalar[pl.i32]):
+        for i in pl.range((n + 15) // 16):
+            r0 = pl.min(i * 16, n - 16)
+            t = pl.load(x, [r0, 0], [16, 32])
+            if i < n // 16:
+                t = pl.adds(t, 1.0)
+            pl.store(t, [r0, 0], out)
+    return pl.program(rows, name="dynamic_rows")
+
+
+_ARITH_LINE = re.compile(r"(%[\w.]+) = arith\.(\w+) (?:\w+, )?(%[\w.]+), (%[\w.]+) : (\w+)")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_an_i32_scalar_met_by_an_index_is_cast_to_index_first(platform):
+    """MLIR's arith ops take operands of the op's one type: an ``i32`` kernel parameter in an
+    expression with an index (a constant, a loop variable) is ``arith.index_cast`` to index
+    before the op (ptoas: "use of value '%n' expects different type than prior uses: 'index' vs
+    'i32'"), and the file reads back to the program's run."""
+    import numpy as np
+    from ptopipe.runtime import kernels
+    text = write_pto(compile_program(_dynamic_rows_program(), platform), platform)
+    types = dict(re.findall(r"(%[\w.]+): (i32|index)\b", text))           # parameters
+    types.update(re.findall(r"(%[\w.]+) = arith\.constant -?\d+ : (\w+)", text))
+    types.update(re.findall(r"(%[\w.]+) = arith\.index_cast %[\w.]+ : \w+ to (\w+)", text))
+    ops = _ARITH_LINE.findall(text)
+    for res, name, a, b, ty in ops:
+        if not name.startswith("cmp"):
+            types[res] = ty
+    checked = [(name, a, b, ty) for _r, name, a, b, ty in ops if a in types and b in types]
+    assert any(a.startswith("%n") or b.startswith("%n") for _n, a, b, _t in checked), text
+    for name, a, b, ty in checked:
+        assert types[a] == types[b] == ty, (name, a, types[a], b, types[b], ty)
+    assert "arith.index_cast %n : i32 to index" in text, text
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, (64, 32)).astype(np.float32)
+    for n in (16, 40, 64):
+        want = np.zeros((64, 32), np.float32)
+        for i in range((n + 15) // 16):
+            r0 = min(i * 16, n - 16)
+            want[r0:r0 + 16] = x[r0:r0 + 16] + (1 if i < n // 16 else 0)
+        _aic, aiv = kernels(_reread(text, platform))          # a lone Vector kernel: on AIV0
+        got = ptopipe.run(None, (aiv, None), dict(x=x, out=np.zeros((64, 32), np.float32), n=n),
+                          platform=platform).outputs["out"]
+        np.testing.assert_array_equal(got, want)

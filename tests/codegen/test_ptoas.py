@@ -219,3 +219,16 @@ def test_two_popped_tiles_held_at_once_stay_two_after_ptoas(platform, tmp_path):
     got = run_cpp(str(pto.with_suffix(".cpp")), {"v1": args["a"], "v2": args["b1"], "v3": args["b2"], "v4": args["out"],
                                                  "v5": gm}, platform=platform, protocol="pto-isa")
     np.testing.assert_array_equal(got["v4"], want)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_ptoas_takes_an_i32_parameter_in_index_arithmetic(platform, tmp_path):
+    """A dynamic trip count and a clamped window of an i32 row count (``(n + 15) // 16``,
+    ``pl.min(i * 16, n - 16)``): the writer casts ``%n`` to index where it meets index values,
+    and ptoas takes the file (it refused ``arith.addi %n, %c15 : index`` with "use of value '%n'
+    expects different type than prior uses")."""
+    from test_pto_ptoas_spelling import _dynamic_rows_program
+    pto = tmp_path / "k.pto"
+    pto.write_text(write_pto(compile_program(_dynamic_rows_program(), platform), platform))
+    r = run_ptoas(pto, platform)
+    assert r.returncode == 0, r.stderr[-3000:]

@@ -196,3 +196,33 @@ def test_a_bad_check_call_raises_a_config_error_not_a_schedule_failure(call, wha
     assert ei.value.where is not None and ("test_api_misuse.py" in ei.value.where)
     if "blcks" in what:
         assert "blocks" in ei.value.fix       # the keyword meant is among those named
+
+
+def _ring_user(fifo, how):
+    """A Vector kernel that passes a ring instruction something other than a bound pipe."""
+    from ptopipe.isa import DIR_C2V, TFREE, TPOP, TPipe, TILE_UP_DOWN
+    pipe_type = TPipe(0, DIR_C2V, 1024, 2)
+    t = Tile(TileType.Vec, float32, 8, 32)
+    if how == "type":
+        TPOP(pipe_type, t, TILE_UP_DOWN)                                        # NOT-A-PIPE
+    elif how == "buffer":
+        TPOP(fifo, t, TILE_UP_DOWN)                                             # NOT-A-PIPE
+    else:
+        TFREE(pipe_type)                                                        # NOT-A-PIPE
+
+
+@pytest.mark.parametrize("how,fix", [
+    ("type", "call the TPipe with its ring buffer to bind it on this core and pass what the call returns"),
+    ("buffer", "pass the pipe handle that TPipe(...)(...) or aic_/aiv_initialize_pipe returned"),
+    ("free", "call the TPipe with its ring buffer to bind it on this core and pass what the call returns"),
+])
+def test_a_ring_instruction_given_no_bound_pipe_says_how_to_get_one(how, fix):
+    """TPOP / TFREE of a TPipe that was never called with its buffers (the pipe's type, not a
+    pipe of this core) or of the GM ring buffer itself: an error at the line whose fix says how
+    to get the pipe handle, not only what it got."""
+    with pytest.raises(ptopipe.PtoPipeError) as ei:
+        ptopipe.run(None, (_ring_user, None), dict(fifo=ptopipe.gm_buffer(2048), how=how))
+    src, start = inspect.getsourcelines(_ring_user)
+    lines = [start + k for k, t in enumerate(src) if "# NOT-A-PIPE" in t]
+    assert int(ei.value.where.rsplit(":", 1)[1]) in lines and _here(ei.value), ei.value.where
+    assert ei.value.fix.startswith(fix), ei.value.fix

@@ -107,3 +107,47 @@ def test_local_slot_num_above_slot_num_is_a_warning_at_the_construction(local, s
     assert "declare LocalSlotNum at most 2" in what
     path, line = at.rsplit(":", 1)
     assert (os.path.basename(path), int(line)) == (os.path.basename(__file__), line_of(vector_wide, "WIDE"))
+
+
+def _overlapping_rings(second_at):
+    """Two C2V pipes whose consumer-side regions (A5: the rings in UB; A2A3: the staging rings
+    of popped tiles) start ``second_at`` bytes apart: closer than one ring's size overlaps."""
+    def pipes(fa, fb):
+        return (TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fa, 0x8000, 0),                # first-ring
+                TPipe(4, DIR_C2V, SLOT, 2, peers=(0,))(fb, 0x8000 + second_at, 0))    # second-ring
+
+    def cube(fa, fb):
+        pa, pb = pipes(fa, fb)
+        acc = Tile(TileType.Acc, float32, ROWS, COLS, addr=0)
+        TPUSH(pa, acc)
+        TPUSH(pb, acc)
+
+    def vector(fa, fb, out):
+        pa, pb = pipes(fa, fb)
+        x, y = Tile(TileType.Vec, float32, ROWS, COLS), Tile(TileType.Vec, float32, ROWS, COLS)
+        TPOP(pa, x)
+        TPOP(pb, y)
+        TFREE(pa)
+        TFREE(pb)
+    return pipes, cube, vector
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_overlapping_consumer_rings_are_reported_at_the_second_binding(platform):
+    """The bytes a consumer's ring (A5) or staging ring (A2A3, reserved at the first TPOP,
+    once the popped tile's memory is known) takes are given where the pipe is bound: an overlap
+    is reported there on both platforms - not at the TPOP that stages the first tile - naming
+    where the other ring was bound and the addresses that would not overlap."""
+    args = lambda: dict(fa=ptopipe.gm_buffer(2 * SLOT), fb=ptopipe.gm_buffer(2 * SLOT),  # noqa: E731
+                        out=np.zeros((ROWS, COLS), np.float32))
+    pipes, cube, vector = _overlapping_rings(2 * SLOT)
+    ptopipe.run(cube, (vector, None), args(), platform=platform)                   # disjoint: clean
+    pipes, cube, vector = _overlapping_rings(SLOT)
+    with pytest.raises(ptopipe.MemoryConflictError) as ei:
+        ptopipe.run(cube, (vector, None), args(), platform=platform)
+    err = ei.value
+    here = os.path.basename(__file__)
+    assert err.where.endswith(f"{here}:{line_of(pipes, 'second-ring')}"), err.where
+    assert err.what.endswith(f"(bound at tests/isa/{here}:{line_of(pipes, 'first-ring')})"), err.what
+    assert err.fix == (f"place the ring buffers in disjoint regions: start this one at {0x8000 + 2 * SLOT:#x} "
+                       f"or above, or end it at {0x8000:#x} or below"), err.fix

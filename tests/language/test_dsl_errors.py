@@ -453,3 +453,30 @@ def test_loop_scoping_errors_say_what_the_loop_carries_and_what_outlives_it():
     assert e.value.what == ("'s_new' is assigned at line 7, inside the loop at line 6, and read after it: "
                             "a loop body's values end with the loop")
     assert e.value.fix.startswith("use the loop's result (total), or carry it")
+
+
+def test_a_popped_tile_stored_into_a_too_small_tensor_of_its_dtype_is_told_the_size_not_a_dtype():
+    """A store of a popped tile (or of what is computed from it) whose dtype is the tensor's but
+    whose shape does not fit the tensor (the wrong tensor named): the size error at the store's
+    tile, not "a TPOP takes the slot's bytes as the dtype it names" at the TPOP - that is for a
+    store whose dtype differs, which still says so."""
+    body = '''
+@pl.aiv
+def vec(bias: pl.Tensor[[1, 32], pl.f32], out: pl.Tensor[[16, 32], pl.{out_dtype}],
+        fifo: pl.Tensor[[16384], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4096, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0)
+    t = pl.TPOP(buf, pl.Tile[[16, 32], pl.f32, pl.Vec])
+    y = pl.adds(t, 1.0)
+    pl.TFREE(buf)
+    pl.store(y, [0, 0], {tensor})
+'''
+    with pytest.raises(CompileError) as ei:
+        pl.parse(HEAD + body.format(out_dtype="f32", tensor="bias"), filename="e.py")
+    assert ei.value.what == "pl.store: a 16x32 tile does not fit tensor 1x32", ei.value.what
+    assert ei.value.where == "e.py:12:14", ei.value.where
+    assert "names the tensor meant" in ei.value.fix, ei.value.fix
+    with pytest.raises(CompileError) as ei:
+        pl.parse(HEAD + body.format(out_dtype="f16", tensor="out"), filename="e.py")
+    assert ei.value.what.startswith("this pl.TPOP pops its slot as f32, and the pl.store at line 12"), ei.value.what
+    assert ei.value.where.startswith("e.py:9:"), ei.value.where

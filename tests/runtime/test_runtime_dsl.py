@@ -209,3 +209,43 @@ def test_cast_f16_to_i8_wraps_as_pto_isa_default(platform):
     res = run(pl.program(cast_vec, name="cast"), dict(x=x, q=np.zeros((1, 32), np.int8)), platform=platform)
     np.testing.assert_array_equal(res.outputs["q"], np.rint(x.astype(np.float64)).astype(np.int64).astype(np.int8))
     assert res.outputs["q"][0, 0] == -56
+
+
+def _refusing_builder(n):
+    """A kernel builder that refuses its parameters (its own Python exception)."""
+    if n > 2:
+        raise ValueError(f"n={n} is more than this kernel's ring holds")
+
+    @pl.aiv
+    def vector(out: pl.Tensor[[8, 8], pl.f32]):
+        pl.store(pl.full([8, 8], pl.f32, 1.0), [0, 0], out)
+
+    return pl.program(vector, name="refusing")
+
+
+def test_an_exception_of_the_kernel_builder_is_told_as_the_builders_not_a_cores(tmp_path, capsys):
+    """The builder of a KernelSet runs inside the first kernel that needs its program: its own
+    exception keeps its type and is said to come from the builder with its arguments, not
+    from the kernel ``dsl_aic`` on a core (a name the user never wrote)."""
+    import sys
+    from ptopipe.cli import main as cli_main
+    from ptopipe.runtime import KernelSet
+    ks = KernelSet(_refusing_builder)
+    with pytest.raises(ValueError) as ei:
+        ptopipe.run(ks.aic, ks.aiv, dict(out=np.zeros((8, 8), np.float32), n=3))
+    said = "the kernel builder _refusing_builder(n=3), which makes the pl program of these arguments"
+    assert ei.value.ptopipe_raised_by == said
+    if sys.version_info >= (3, 11):
+        assert ei.value.__notes__ == [f"(raised by {said} in a ptopipe run)"]
+    res = ptopipe.run(ks.aic, ks.aiv, dict(out=np.zeros((8, 8), np.float32), n=2))     # accepted: runs
+    np.testing.assert_array_equal(res.outputs["out"], np.ones((8, 8), np.float32))
+    k = tmp_path / "k_builder.py"
+    k.write_text("import numpy as np\nimport ptopipe\nimport ptopipe.language as pl\n"
+                 "from ptopipe.runtime import KernelSet\n\n\ndef build(n):\n"
+                 "    raise ValueError('no kernel for n=%d' % n)\n\n\n"
+                 "KS = KernelSet(build)\nSCENARIO = ptopipe.Scenario('k', KS.aic, KS.aiv, "
+                 "lambda rng: dict(n=5), lambda a, **_: {})\n")
+    assert cli_main(["run", str(k)]) == 1
+    err = capsys.readouterr().err
+    assert "error: ValueError: no kernel for n=5" in err and f"at {k}:8" in err, err
+    assert "raised by the kernel builder build(n=5)" in err and "dsl_aic" not in err, err

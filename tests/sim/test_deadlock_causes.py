@@ -336,3 +336,52 @@ def test_the_fallback_fix_does_not_call_two_ways_of_one_pipe_different_pipes():
     assert "different pipes" in _hint(entries, 2)
     assert "different pipes" not in _hint(entries, 1)
     assert "the number of TPOPs matches the number of TPUSHes" in _hint(entries, 1)
+
+
+# ============ 2c. a TPOP too many on one pipe while a slot of the other is held
+def extra_pop_cube(fa, fb):
+    pa = TPipe(0, DIR_C2V, SLOT, 2)(fa, UB, 0)
+    pb = TPipe(4, DIR_C2V, SLOT, 2)(fb, UB2, 0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(4):
+        TPUSH(pa, acc, TILE_UP_DOWN)
+        TPUSH(pb, acc, TILE_UP_DOWN)
+
+
+def extra_pop_vec(fa, fb, extra=True):
+    pa = TPipe(0, DIR_C2V, SLOT, 2)(fa, UB, 0)
+    pb = TPipe(4, DIR_C2V, SLOT, 2)(fb, UB2, 0)
+    x = Tile(TileType.Vec, float32, T // 2, T)
+    y = Tile(TileType.Vec, float32, T // 2, T)
+    for i in range(4 if not extra else 2):
+        TPOP(pa, x, TILE_UP_DOWN)  # xp-pop-a
+        TPOP(pb, y, TILE_UP_DOWN)
+        if extra:
+            TFREE(pb)
+            TPOP(pb, y, TILE_UP_DOWN)  # xp-extra
+        TFREE(pb)
+        TFREE(pa)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_tpop_too_many_on_one_pipe_holding_the_other_is_told_at_that_tpop(platform, no_hang):
+    """The Vector core pops pipe B twice per iteration while holding a slot of pipe A; the
+    Cube pushes A and B in turn, so its third push to A waits for a TFREE the Vector core
+    would make only after its TPOP of B returns, which waits for the Cube's next push to B.
+    The kernel has its TFREE: the report is at the extra TPOP, naming the held slot's TPOP
+    and the blocked push - not "call TFREE after the TPOP"."""
+    args = lambda: dict(fa=ptopipe.gm_buffer(2 * SLOT), fb=ptopipe.gm_buffer(2 * SLOT))  # noqa: E731
+    ptopipe.run(extra_pop_cube, lambda fa, fb: extra_pop_vec(fa, fb, False), args(), platform=platform,
+                timeout=20)                                                  # one pop per push: clean
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(extra_pop_cube, extra_pop_vec, args(), platform=platform, timeout=20)
+    err = ei.value
+    extra, pop_a = (f"tests/sim/{_at(extra_pop_vec, m)}" for m in ("xp-extra", "xp-pop-a"))
+    assert err.where.endswith(extra), err.where
+    assert err.what.startswith(f"deadlock: AIV0 holds slot 1 of C2V pipe FlagID 0 (peers AIV0,AIV1) (TPOP at "
+                               f"{pop_a}) and is blocked in its TPOP at {extra} of C2V pipe FlagID 4"), err.what
+    assert "a cycle through the two pipes" in err.what
+    assert err.fix.startswith(f"AIV0 pops C2V pipe FlagID 4 (peers AIV0,AIV1) more often than AIC pushes it"), err.fix
+    assert f"TFREE the slot of C2V pipe FlagID 0 (peers AIV0,AIV1) popped at {pop_a} before the TPOP at {extra}" \
+        in err.fix
+    assert "call TFREE after" not in err.fix, err.fix

@@ -1284,3 +1284,17 @@ def test_pto_stream(engines, allocs):
     res = same(launch.aic, launch.aiv, launch.args, engines, engaged=allocs == "hoisted", platform=launch.platform)
     out = res.outputs["out"].reshape(n * 16, 16)
     assert np.array_equal(out, a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_a_periodic_run_that_skipped_nothing_says_why():
+    """Every periodic run that recorded no block says why in its report (what ``ptopipe run
+    --engine periodic`` prints after "0 blocks recorded"): a short run, one that ended while
+    learning, and one that ended after the engine had proved the period but before every core
+    completed a recorded block - never a bare 0 with no reason."""
+    told = set()
+    for n in range(70, 100):
+        ff = ptopipe.run(c2v_cube, _lanes(TILE_UP_DOWN), c2v_args(n), engine="periodic", checks=False).fast_forward
+        assert ff.blocks > 0 or ff.reason, (n, ff)
+        if not ff.blocks:
+            told.add(ff.reason)
+    assert "the run ended before a whole block was recorded (too few iterations after learning)" in told, told

@@ -377,6 +377,9 @@ def _free_culprit(ch, core, cons):
     if cons.state is CoreState.DONE:
         return _stopped_consumer(ch, core, cons, pside, cside)
     if cside.held:
+        across = _held_across_pipes(ch, core, cons, cside, i)
+        if across is not None:
+            return across
         tag, loc = cside.held[0][0], cside.held[0][2]
         state = "is blocked" if cons.state.value == "blocked" else "has ended"
         return {"cause": f"{core.name}'s push #{i} waits for {cons.name}'s TFREE #{ch.model.frees_needed(ch, i)} "
@@ -384,6 +387,40 @@ def _free_culprit(ch, core, cons):
                          f"popped by the TPOP at {loc} (the next TFREE would release it)",
                 "fix": ch.model.held_fix(loc, ch)}
     return None
+
+
+def _held_across_pipes(ch, core, cons, cside, i):
+    """``core``'s push #``i`` of ``ch`` waits for the free of a slot ``cons`` holds, while
+    ``cons`` is blocked in a TPOP of another pipe that ``core`` feeds, before the TFREE that
+    would release the slot: a cycle through the two pipes.  The consumer pops the other pipe
+    more often than the producer pushes it before this push (a TPOP too many per iteration),
+    or frees this pipe's slot only after that TPOP.  The report is at that TPOP, where the
+    cycle closes (the TFREE the kernel does have is never reached); None if it is not so."""
+    if cons.state is not CoreState.BLOCKED:
+        return None
+    w = cons.waiting
+    och = w.info.get("channel")
+    if och is None or och is ch or w.info.get("signal") != "ready" or w.flag.sender is not core \
+            or not hasattr(och, "sides"):
+        return None
+    oprod, ocons = och.sides.get(core.index), och.sides.get(cons.index)
+    if oprod is None or ocons is None or oprod.role != "producer":
+        return None
+    tag, loc = cside.held[0][0], cside.held[0][2]
+    at = str(cons.where())
+    cause = (f"{cons.name} holds slot {tag} of {ch.name} (TPOP at {loc}) and is blocked in its TPOP at {at} "
+             f"of {och.name}, before the TFREE that would release that slot; the TPOP waits for a tile "
+             f"{core.name} pushes to {och.name} only after its push #{i} to {ch.name} at {core.where()}, which "
+             f"waits for that TFREE: a cycle through the two pipes ({core.name} pushed {oprod.pushed} tile(s) "
+             f"to {och.name}, {cons.name} popped {ocons.index})")
+    fix = (f"{cons.name} pops {och.name} more often than {core.name} pushes it before its next push to "
+           f"{ch.name}: give the TPOP at {at} exactly one TPUSH of {core.name} (compare the TPOPs of "
+           f"{och.name} per iteration with {core.name}'s TPUSHes), or, if the order is intended, TFREE the "
+           f"slot of {ch.name} popped at {loc} before the TPOP at {at}")
+    return {"cause": cause, "fix": fix, "where": at,
+            "finding": {"kind": "held_across_pipes", "core": cons.name, "pipe": och.name, "where": at,
+                        "held_pipe": ch.name, "held_at": str(loc), "waiter": core.name,
+                        "pushes": oprod.pushed, "pops": ocons.index}}
 
 
 def _skipped_free(cside, cons):

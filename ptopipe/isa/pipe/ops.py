@@ -26,7 +26,8 @@ from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
-from .steps import _args, _here, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release, wait
+from .steps import (_args, _here, _loc, check_nosplit_lanes, mark_written, not_a_pipe_fix, producer_record,
+                    producer_wait, release, wait)
 
 
 _LANE0 = (0,)
@@ -327,7 +328,9 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     if stage is None:
         n, base = side.stage_num, side.staging or 0
         stage = side.stage_slots = [StageSlot(k, side, base + k * ch.slot_size) for k in range(n)]
-        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging", ring=("stage", ch, side))
+        # (reported at the binding that gave the base, as a consumer-local ring is)
+        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging",
+                None if side.bound_at is None else str(side.bound_at), ring=("stage", ch, side))
     s = stage[i % len(stage)]
     if side.held:
         _check_stage_free(core, ch, side, tile, s, len(stage))
@@ -414,7 +417,8 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
         core.cluster.visible(core, _sched.TFREE)
     if obj is not None or pipe.__class__ is not PipeHandle:
         if obj is None:
-            raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
+            raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core),
+                                fix=not_a_pipe_fix(pipe))
         if obj.__class__ is TileSplitAxis and split is None:
             obj, split = None, obj          # TFREE(pipe, split): a split is never the held object
         else:

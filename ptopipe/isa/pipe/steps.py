@@ -34,7 +34,20 @@ def _args(a, b):
     if isinstance(b, PipeHandle):
         return b, a
     raise ProtocolError(f"expected a pipe (from TPipe(...)(...) or *_initialize_pipe), got "
-                        f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()))
+                        f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()),
+                        fix=not_a_pipe_fix(a, b))
+
+
+def not_a_pipe_fix(*given) -> str:
+    """How to pass a pipe where a ring instruction got ``given``: a TPipe not yet called with
+    its buffers is the pipe's type, not a pipe of this core."""
+    from .config import TPipe
+    if any(isinstance(x, TPipe) for x in given):
+        return ("call the TPipe with its ring buffer to bind it on this core and pass what the call returns: "
+                "pipe = TPipe(flag_id, direction, slot_size, slot_num)(gm_buffer, c2v_consumer_buf, "
+                "v2c_consumer_buf)")
+    return ("pass the pipe handle that TPipe(...)(...) or aic_/aiv_initialize_pipe returned, e.g. "
+            "TPOP(pipe, tile, TILE_UP_DOWN) (not the GM ring buffer or a tile)")
 
 
 def wait(core, ch: Channel, flag, op: str, signal: str, tag: int, index: int) -> int:

@@ -951,6 +951,10 @@ class FastForward:
             q = max(0, q - checker.REPLAY)
         self.blocks_skipped += q
         self.calls_skipped += sum(q * s.block for s in sts)
+        if why is None and not self.blocks_skipped:
+            # proved and recording, but the kernels ended before every core completed a block
+            # beyond the ones made again: nothing was skipped, and the report says why
+            self.reason = "the run ended before a whole block was recorded (too few iterations after learning)"
         cl = self.cluster
         # the data work of the blocks every core completed, after what was queued before
         self._apply(SNAPSHOTS - 1, SNAPSHOTS - 1 + q)
