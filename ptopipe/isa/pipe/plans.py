@@ -16,7 +16,7 @@ from ..tile import Tile, TileType
 from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
                                  split_push_problem)
-from ...protocol.slots import pop_band, problem_text, push_band, read_problem
+from ...protocol.slots import pop_band, problem_text, push_band, read_problem, whole_pop_problem
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes, check_split
 
@@ -35,10 +35,11 @@ class PushPlan:
 
 class PopPlan:
     """What a TPOP of one tile geometry does, worked out (and checked) once per channel."""
-    __slots__ = ("srcs", "cost", "ok_layout")
+    __slots__ = ("srcs", "cost", "ok_layout", "whole")
 
-    def __init__(self, srcs, cost):
-        self.srcs, self.cost, self.ok_layout = srcs, cost, None
+    def __init__(self, srcs, cost, whole=None):
+        # ``whole``: the ProtocolError of a pop the protocol cannot take whole (slots.whole_pop_problem)
+        self.srcs, self.cost, self.ok_layout, self.whole = srcs, cost, None, whole
 
 
 def plan(core, ch, tile: Tile, split, make):
@@ -149,8 +150,14 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     if rows * cols * item > ch.slot_size:        # also: a staging slot is SlotSize bytes
         raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
                             where=_loc(core), fix="pop tiles of the pushed shape")
+    # a pop the protocol's code cannot take whole: raised by the TPOP after it judged what the
+    # pop reads of the slot (check_layout), which says more when the bytes are misplaced too
+    whole = None if tile.empty else \
+        whole_pop_problem(ch.model.slot_placement, ch.way, ch.in_gm, (rows, cols), (tile.valid_rows, tile.valid_cols))
+    if whole is not None:
+        whole = ProtocolError(f"TPOP of {tile.describe()} on {ch.name}: {whole[0]}", where=_loc(core), fix=whole[1])
     if not ch.in_gm:
-        return PopPlan(None, core.costs.flag_op)
+        return PopPlan(None, core.costs.flag_op, whole)
     # pto-isa TLOADs the tile from an ND GlobalTensor over the slot
     check_move_layout(core, "TLOAD", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPOP")
     gm = core.cluster.gm
@@ -172,7 +179,7 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     for tag in range(ch.slot_num):
         v = ch.view(gm, ch.gm_base + tag * ch.slot_size + b.offset * item, tile.dtype, valid, (b.pitch, 1))
         srcs.append(v[:tile.valid_rows, :tile.valid_cols])
-    return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item))
+    return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item), whole)
 
 
 def _odd_band_in_slot(core, ch, tile: Tile, split, vrows: int, vcols: int, item: int) -> None:
