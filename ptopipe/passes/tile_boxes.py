@@ -13,19 +13,22 @@ declared in a larger box (``TileValueType.box``):
 * across a ring the consumer reads the producer's rows at a pitch its declaration gives
   (:mod:`ptopipe.protocol.slots`): the Vec tile a Vector core pops from the Cube's Acc, or the
   Vec tile it pushes into a slot the Cube pops as a Mat tile, is declared with the columns
-  the slot's rows are apart, so that the device's code and pto-isa's CPU simulator both read
-  what was written (``slots.transfer_problems`` under the placements "npu" and "cpusim").
+  the slot's rows are apart, so that the device's code reads what was written
+  (``slots.transfer_problems`` under the placement "npu": ptopipe models the device), and
+  pto-isa's CPU simulator too where a declaration makes both read right (:data:`PLACEMENTS`).
   An A5 Vector core pops a 16x24 Acc's 8x24 part into an 8x32 tile (the Acc is 16x32: its
   rows are 32 elements apart in the slot), which ExpandMixedKernel copies into the part's own
-  8x24 tile for the ops that read it.  Where no declaration does - the two lay the slot out
-  differently - the move is a CompileError at its DSL line saying why and which split or
-  shape crosses: an A5 TILE_UP_DOWN push of an Acc whose valid rows do not fill its static
-  rows (the device's ``pushAcc2VecFiFo`` halves the valid rows, the CPU simulator's
-  ``TPush_c2v`` the static ones), an A5 TILE_NO_SPLIT push whose valid columns do not fill the
-  Acc's static columns (the device writes the rows the static columns apart, the CPU simulator
-  packs them), an A2A3 split push of such an Acc (the CPU simulator writes the GM slot at the
-  static pitch and TLOADs each part whole: ``slots.whole_pop_problem``), and any pop of a GM
-  slot or of the Cube's L1 slot into a tile its data does not fill (the same whole pop).
+  8x24 tile for the ops that read it.  Where the two lay the slot out differently for every
+  declaration - an A5 TILE_UP_DOWN push of an Acc whose valid rows do not fill its static rows
+  (the device's ``pushAcc2VecFiFo`` halves the valid rows, the CPU simulator's ``TPush_c2v``
+  the static ones), an A5 TILE_NO_SPLIT push whose valid columns do not fill the Acc's static
+  columns (the device writes the rows the static columns apart, the CPU simulator packs them),
+  an A2A3 split push of such an Acc (the CPU simulator writes the GM slot at the static pitch
+  and TLOADs each part whole: ``slots.whole_pop_problem``), any pop of a GM slot or of the
+  Cube's L1 slot into a tile its data does not fill (the same whole pop) - the device's
+  declaration is emitted, and a run under ``pto-isa-cpusim`` is a ProtocolError at the pop
+  (``isa.pipe.plans``).  Only a transfer the device reads right in no declaration is a
+  CompileError at its DSL line saying why and which split or shape crosses.
 
 A slot holds the static shape of the Cube's side of the transfer (the Acc; the Mat tile the
 Cube pops), or on an A5 Cube->Vector ring one Vector core's part of it
@@ -51,6 +54,8 @@ from ._rewrite import boundary_direction, err
 #: the slot layouts a compiled kernel must read right: the device's code and pto-isa's CPU
 #: simulator (``protocol.slots``)
 PLACEMENTS = ("npu", "cpusim")
+#: the placement a declaration must read right (the other is preferred, not required)
+DEVICE = "npu"
 _WHERE = {"npu": "on the device", "cpusim": "in pto-isa's CPU simulator"}
 _SPLITS = (TileSplitAxis.TILE_NO_SPLIT, TileSplitAxis.TILE_UP_DOWN, TileSplitAxis.TILE_LEFT_RIGHT)
 _TMOV_TARGETS = (MemorySpace.Left, MemorySpace.Right)
@@ -98,18 +103,23 @@ def _candidates(way: str, in_gm: bool, split, cube: tuple, valid: tuple, own: tu
 
 
 def _decide(way: str, in_gm: bool, split, cube: tuple, valid: tuple, part: TileValueType):
-    """``(box or None, None)`` for the first declaration of the part both placements read right,
-    else ``(None, [(placement, why)])`` of the one the device reads right (else the part's own)."""
+    """``(box or None, None)``: the declaration of the part to emit - the first both placements
+    read right, else the first the device reads right (pto-isa's CPU simulator then misreads
+    or stops at the pop: the run under ``pto-isa-cpusim`` reports it there); ``(None, [(placement,
+    why)])`` when the device reads no declaration right (the part's own declaration's problems)."""
     own = _own(part)
     row_major = part.effective_layout is TileLayout.ND
     tried = []
     for c in _candidates(way, in_gm, split, cube, valid, own, part.shape, row_major):
         probs = _problems(way, in_gm, split, cube, valid, (own[0], c), part.shape)
+        box = None if c == own[1] else (own[0], c)
         if not probs:
-            return (None if c == own[1] else (own[0], c)), None
-        tried.append(probs)
-    device_right = [p for p in tried if all(k != "npu" for k, _why in p)]
-    return None, (device_right or tried)[0]
+            return box, None
+        tried.append((box, probs))
+    device_right = [box for box, probs in tried if all(k != DEVICE for k, _why in probs)]
+    if device_right:
+        return device_right[0], None
+    return None, [(k, why) for k, why in tried[0][1] if k == DEVICE]
 
 
 def _divides(way: str, in_gm: bool, split, cube: tuple, valid: tuple, dtype: str) -> bool:
@@ -151,9 +161,9 @@ def plan_crossing(op, split, in_gm: bool, mat_box: tuple | None = None, plat_nam
     cores, whole tiles) under ``split`` through a ring in GM (``in_gm``) or local to the
     consumer; ``mat_box``: the box the Cube's Mat tile needs (a V2C move whose Mat tile is
     later TMOVed into Left / Right: :func:`mat_requirements`).  A transfer no split rule
-    divides is left to the checks that report it (its Vector part undeclared here); one whose
-    slot the device and pto-isa's CPU simulator lay out differently for every declaration is a
-    CompileError at ``op`` (``suggest``: its fix names the splits that cross)."""
+    divides is left to the checks that report it (its Vector part undeclared here); one the
+    device reads right in no declaration is a CompileError at ``op`` (``suggest``: its fix names
+    the splits that cross)."""
     way, whole, cube = _sides(op, mat_box)
     valid = tuple(whole.shape)
     slot = slot_shape(way, in_gm, split, *cube)
@@ -167,8 +177,8 @@ def plan_crossing(op, split, in_gm: bool, mat_box: tuple | None = None, plat_nam
 
 
 def _refusal(op, way, in_gm, split, cube, valid, probs, plat_name, mat_box) -> CompileError:
-    """The CompileError of a transfer no declaration crosses (``mat_box`` False: without the
-    other splits in its fix)."""
+    """The CompileError of a transfer the device reads right in no declaration (``probs``: the
+    device's problems; ``mat_box`` False: without the other splits in its fix)."""
     kind, why = probs[0]
     ring = ("a ring in GM" if in_gm else "a ring in the Vector cores' UB" if way == C2V else "a ring in the Cube's L1")
     on = f" on {plat_name}" if plat_name else ""
@@ -184,8 +194,7 @@ def _refusal(op, way, in_gm, split, cube, valid, probs, plat_name, mat_box) -> C
                 + (" (the static shape of the Left / Right tile it is TMOVed into: pto-isa's TMOV from a Mat tile "
                    "takes the destination's static shape)" if tmov else ""))
         data = "tile"
-    what += (", and the device and pto-isa's CPU simulator lay its slot out differently - no declaration of the tiles "
-             "reads it right on both")
+    what += (", and the device's code does not read its slot right for any declaration of the tiles")
     others = [] if mat_box is False else [s for s in _SPLITS if s != split and _works(op, s, in_gm, mat_box)]
     fixes = [f"@pl.incore(split=pl.{s.name})" for s in others]
     fixes.append(f"give the {data} {cube[0]}x{cube[1]} valid rows and columns, filling its static shape (pad the "

@@ -275,6 +275,14 @@ def _reader(kind: str, way: str, in_gm: bool, split) -> tuple:
     return "pto-isa's popMatTileFromGMFiFo", "the Cube tile's valid columns"
 
 
+#: the fix of a pop only pto-isa's CPU simulator misreads (tiles declared larger than their data,
+#: as ``passes.tile_boxes`` emits what the device reads right): the run's TPOP under the
+#: CPU simulator's placement says it
+SIM_ONLY_FIX = ("to run it on pto-isa's CPU simulator too, give the crossing data the static shape pto-isa "
+                "declares its tiles in (whole 16x16 fractals for an Acc, 32-byte rows; pad the tensor or the "
+                "tail tile)")
+
+
 def transfer_problems(kind: str, way: str, in_gm: bool, split, cube, cube_valid, part, part_valid) -> list:
     """``[(lane, why, fix)]`` of a transfer under placement ``kind`` whose Cube tile (the pushed
     Acc, the popped Mat) has static shape ``cube`` and valid shape ``cube_valid`` and whose

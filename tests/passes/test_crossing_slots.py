@@ -2,11 +2,11 @@
 multiple of pto-isa's fractals / 32-byte rows (1x2 f16, 3x5 f32, 16x24 f32 ...): a slot holds the
 static tile its consumer binds or reads (the Acc's whole 16x16 fractals, on an A5 Cube->Vector
 ring one Vector core's part of them), rounded up to ``Platform.alignment``, and both kernels'
-pipe initialisations agree; a crossing tile either crosses intact - through TPUSH / TPOP on both
-platforms under the spec protocol, pto-isa's device protocol and its CPU simulator's
-(``pto-isa-cpusim``), against numpy - or the compile refuses it at the move's line, for every
-protocol alike, where the device and pto-isa's CPU simulator lay the slot out differently
-(``passes.tile_boxes``).
+pipe initialisations agree; a crossing tile crosses intact through TPUSH / TPOP on both
+platforms under the spec protocol and pto-isa's device protocol, against numpy, and under its CPU
+simulator's (``pto-isa-cpusim``) either crosses too or - where the simulator lays the slot out
+differently from the device, or stops at a pop its data does not fill - the run is a
+ProtocolError at the move's line (``passes.tile_boxes`` declares what the device reads right).
 
 Two kernel shapes carry an R x C tile across: V2C (the Vector side loads it, it crosses
 into Mat, the Cube multiplies it by the identity and stores the accumulator) and C2V (the
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import CompileError
+from ptopipe import CompileError, ProtocolError
 from ptopipe.arch import get_platform
 from ptopipe.ir import FunctionKind
 from ptopipe.passes.util import init_ops
@@ -118,36 +118,36 @@ def _check_c2v(R, C, K, platform, protocol, split=pl.TILE_NO_SPLIT):
 
 
 def _crossed(check, program, marker) -> list:
-    """The platforms on which ``check(platform, protocol)`` passes under every protocol; on the
-    others the compile refuses the crossing at the boundary move's line, under every protocol."""
+    """The platforms on which ``check(platform, protocol)`` passes under pto-isa's CPU simulator;
+    it passes under the spec and the device's protocol on every platform, and on the others the
+    CPU simulator's run is a ProtocolError at the boundary move's line."""
     crossed = []
     for platform in PLATFORMS:
-        refused = []
-        for protocol in PROTOCOLS:
-            try:
-                check(platform, protocol)
-            except CompileError as e:
-                assert "cannot cross" in e.what and "lay its slot out differently" in e.what, e.render()
-                assert e.where.startswith(f"{HERE}:{line_of(program, marker)}:"), e.where
-                refused.append(protocol)
-        assert refused in ([], list(PROTOCOLS)), (platform, refused)
-        if not refused:
-            crossed.append(platform)
+        for protocol in ("spec", "pto-isa"):
+            check(platform, protocol)
+        try:
+            check(platform, "pto-isa-cpusim")
+        except ProtocolError as e:
+            assert "CPU simulator" in e.render(), e.render()
+            assert e.where.endswith(f"test_crossing_slots.py:{line_of(program, marker)}:9"), e.where
+            continue
+        crossed.append(platform)
     return crossed
 
 
 @PROPS
 @given(st.sampled_from([1, 3, 8, 16, 32]), st.sampled_from([2, 5, 8, 16, 24]), st.sampled_from(["f16", "f32"]))
-def test_odd_v2c_tile_crosses_intact_or_is_refused(R, C, dt):
+def test_odd_v2c_tile_crosses_intact_or_is_reported_in_the_cpu_simulator(R, C, dt):
     # the Cube TMOVs the popped Mat tile into a Left tile of whole 16 x 32-byte fractals (one
-    # row: no row fractal), and pto-isa's CPU simulator pops only a Mat tile its data fills
+    # row: no row fractal); the device pops the valid region, pto-isa's CPU simulator only a Mat
+    # tile its data fills
     fills = (R == 1 or R % 16 == 0) and C * np.dtype(np_dtype(dt)).itemsize % 32 == 0
     assert _crossed(lambda p, q: _check_v2c(R, C, dt, p, q), _v2c, "V2C") == (list(PLATFORMS) if fills else [])
 
 
 @PROPS
 @given(st.sampled_from([1, 3, 8, 16, 24]), st.sampled_from([2, 5, 8, 16, 24, 32]), st.integers(1, 9))
-def test_odd_c2v_tile_crosses_intact_or_is_refused(R, C, K):
+def test_odd_c2v_tile_crosses_intact_or_is_reported_in_the_cpu_simulator(R, C, K):
     # TILE_NO_SPLIT: on A5 the device writes the rows the Acc's 16-column fractals apart and the
     # CPU simulator packs them (one row has no pitch); on A2A3 the CPU simulator TLOADs the Vec
     # tile's whole static shape (rows of 32 bytes)
@@ -155,25 +155,28 @@ def test_odd_c2v_tile_crosses_intact_or_is_refused(R, C, K):
     assert _crossed(lambda p, q: _check_c2v(R, C, K, p, q), _c2v, "C2V") == want
 
 
-# (R, C, split, platform -> crosses): UP_DOWN hands each Vector core half of the rows - on A5 the
-# device halves the valid rows and the CPU simulator the Acc's 16-row static ones, so only an
-# Acc its rows fill crosses there; its columns may be padded (the popped part is declared at the
-# slot's 32-column pitch); on A2A3 the CPU simulator TLOADs each part's whole static shape, so
-# the columns must fill the Acc's
+# (R, C, platform, the CPU simulator reads it right): UP_DOWN hands each Vector core half of the
+# rows - on A5 the device halves the valid rows and the CPU simulator the Acc's 16-row static
+# ones, so only there an Acc its rows fill crosses in the simulator; its columns may be padded
+# (the popped part is declared at the slot's 32-column pitch); on A2A3 the CPU simulator TLOADs
+# each part's whole static shape, so the columns must fill the Acc's.  The device reads each.
 SPLIT_CASES = [(16, 24, "a5", True), (24, 32, "a5", False), (8, 32, "a5", False), (32, 40, "a5", True),
                (16, 24, "a2a3", False), (24, 32, "a2a3", True), (8, 32, "a2a3", True)]
 
 
-@pytest.mark.parametrize("R,C,platform,crosses", SPLIT_CASES)
-def test_an_up_down_accumulator_crosses_intact_or_is_refused(R, C, platform, crosses):
-    for protocol in PROTOCOLS:
-        if crosses:
-            _check_c2v(R, C, 16, platform, protocol, pl.TILE_UP_DOWN)
-            continue
-        with pytest.raises(CompileError, match="cannot cross") as e:
-            _check_c2v(R, C, 16, platform, protocol, pl.TILE_UP_DOWN)
-        assert e.value.where.startswith(f"{HERE}:{line_of(_c2v, 'C2V')}:"), e.value.where
-        assert "CPU simulator" in e.value.details, e.value.render()
+@pytest.mark.parametrize("R,C,platform,sim_reads", SPLIT_CASES)
+def test_an_up_down_accumulator_crosses_intact_or_is_reported_in_the_cpu_simulator(R, C, platform, sim_reads):
+    for protocol in ("spec", "pto-isa"):
+        _check_c2v(R, C, 16, platform, protocol, pl.TILE_UP_DOWN)
+    if sim_reads:
+        _check_c2v(R, C, 16, platform, "pto-isa-cpusim", pl.TILE_UP_DOWN)
+        return
+    with pytest.raises(ProtocolError) as e:
+        _check_c2v(R, C, 16, platform, "pto-isa-cpusim", pl.TILE_UP_DOWN)
+    assert e.value.what.startswith("TPOP on AIV"), e.value.what
+    assert e.value.where.endswith(f"test_crossing_slots.py:{line_of(_c2v, 'C2V')}:9"), e.value.where
+    assert "in the CPU simulator" in e.value.details, e.value.render()
+    assert e.value.fix.startswith("the device (--protocol pto-isa) reads this slot right"), e.value.fix
 
 
 @pytest.mark.xfail(strict=True, raises=CompileError,
@@ -204,22 +207,35 @@ UD24_MOVE_LINE = 8
 
 
 @pytest.mark.parametrize("split,platform", [("TILE_UP_DOWN", "a2a3"), ("TILE_NO_SPLIT", "a5")])
-def test_check_static_reports_a_crossing_the_device_and_the_simulator_read_differently(split, platform, tmp_path,
-                                                                                      capsys):
+def test_a_crossing_only_the_cpu_simulator_misreads_compiles_and_passes_check_static(split, platform, tmp_path,
+                                                                                    capsys):
     """A 16x24 accumulator (a 16x32 Acc tile): on A2A3 split TILE_UP_DOWN pto-isa's CPU simulator
     TLOADs each core's part whole at the Acc's 32-column pitch, on A5 without a split the device
-    writes the rows 32 apart and the CPU simulator packs them - ``check --static`` refuses the
-    program at the move, naming the split that crosses there (and compile alike)."""
+    writes the rows 32 apart and the CPU simulator packs them - the device reads both right, so
+    ``check --static`` and compile accept the program; a run under ``pto-isa-cpusim`` reports the
+    simulator's misread at the move."""
     from ptopipe.cli import main as cli_main
+    from ptopipe.driver.loader import load_module
     path = tmp_path / "ud.py"
     path.write_text(UD24_SOURCE.format(split=split))
     for cmd in (["check", "--static"], ["compile", "--emit", "cpp", "-o", str(tmp_path / "k.cpp")]):
         rc = cli_main([*cmd, str(path), "--platform", platform])
         out, err = capsys.readouterr()
-        assert rc != 0 and "PASS" not in out, (cmd, out, err)
-        assert "CompileError: the 16x24 f32 accumulator cannot cross to the Vector side" in err, (cmd, err)
-        assert f"ud.py:{UD24_MOVE_LINE}:" in err, (cmd, err)
-        other = "TILE_NO_SPLIT" if split == "TILE_UP_DOWN" else "TILE_UP_DOWN"
-        assert f"fix: @pl.incore(split=pl.{other})" in err, (cmd, err)
-    path.write_text(UD24_SOURCE.format(split=other))
-    assert cli_main(["check", "--static", str(path), "--platform", platform]) == 0, capsys.readouterr()
+        assert rc == 0 and "error" not in err, (cmd, out, err)
+    program = load_module(str(path)).program
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (16, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 24)).astype(np.float32)
+    from ptopipe.runtime import kernels
+    aic, aiv = kernels(program)
+
+    def run(protocol):
+        args = with_slot_buffer(program, dict(a=a, b=b, out=np.zeros((16, 24), np.float32)))
+        return ptopipe.run(aic, aiv, args, platform=platform, protocol=protocol)
+    for protocol in ("spec", "pto-isa"):
+        np.testing.assert_array_equal(run(protocol).outputs["out"], a @ b)
+    with pytest.raises(ProtocolError) as e:
+        run("pto-isa-cpusim")
+    assert e.value.what.startswith("TPOP on AIV0") and "the slot layout differs" in e.value.what, e.value.what
+    assert f"ud.py:{UD24_MOVE_LINE}:" in e.value.where, e.value.where
+    assert "in the CPU simulator" in e.value.details, e.value.render()

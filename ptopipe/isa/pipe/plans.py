@@ -16,7 +16,7 @@ from ..tile import Tile, TileType
 from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
                                  split_push_problem)
-from ...protocol.slots import pop_band, problem_text, push_band, read_problem, whole_pop_problem
+from ...protocol.slots import SIM_ONLY_FIX, pop_band, problem_text, push_band, read_problem, whole_pop_problem
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes, check_split
 
@@ -260,7 +260,14 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
         why = fix = None
         if prob is not None:
             why, fix = problem_text(kind, ch.way, ch.in_gm, split, prob, lane, (vrow, vcol), partner)
-        tail = (f"the slot's rows are {prob.pitches[1]} elements apart, the pop reads them {prob.pitches[0]} apart"
+        sim_only = prob is not None and pdtype == dtype and _device_reads_right(ch, pushed, split, (rows, cols), (vrow, vcol),
+                                                                               lane)
+        if sim_only:
+            differs = ["slot layout"]
+            fix = (f"the device (--protocol pto-isa) reads this slot right: {SIM_ONLY_FIX}")
+        tail = ("pto-isa's CPU simulator lays the slot out differently from the device, whose pop reads the pushed "
+                "elements here" if sim_only else
+                f"the slot's rows are {prob.pitches[1]} elements apart, the pop reads them {prob.pitches[0]} apart"
                 if pitch and pdtype == dtype else
                 f"it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
                 + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""))
@@ -275,6 +282,20 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
         raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
+
+
+def _device_reads_right(ch, pushed, split, static: tuple, valid: tuple, lane: int) -> bool:
+    """Under the CPU simulator's placement: would the device's placement ("npu") of the same
+    push read this pop (and, for a split C2V pop, the other lane's) right?"""
+    if ch.model.slot_placement != "cpusim":
+        return False
+    lanes = [lane] if ch.way == V2C or split == TileSplitAxis.TILE_NO_SPLIT else [0, 1]
+    for ln in lanes:            # a C2V push is placed per consumer lane, a V2C one per pushing lane
+        nb = [push_band("npu", ch.way, ch.in_gm, s.layout[3], s.layout[5:7], s.layout[1:3],
+                        ln if ch.way == C2V else pushing) for pushing, s in pushed]
+        if read_problem(nb, pop_band("npu", ch.way, ch.in_gm, split, static, valid, ln), split) is not None:
+            return False
+    return True
 
 
 def _check_odd_pop(core, ch, slot, split, valid: tuple, op: str, loc) -> None:
