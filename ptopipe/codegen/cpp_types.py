@@ -85,7 +85,8 @@ def tile_type(t: TileValueType, platform: str | None = None, dynamic_valid: bool
 def tile_alias(t: TileValueType) -> str:
     """A readable, deterministic alias name for a tile type."""
     lay = t.layout.name if t.layout is not None else ""
-    return f"Tile{t.space.value}_{t.shape[0]}x{t.shape[1]}_{t.dtype}{('_' + lay) if lay else ''}"
+    box = f"_in_{t.box[0]}x{t.box[1]}" if t.box is not None else ""
+    return f"Tile{t.space.value}_{t.shape[0]}x{t.shape[1]}_{t.dtype}{('_' + lay) if lay else ''}{box}"
 
 
 def _pad5(xs) -> list:

@@ -8,6 +8,7 @@ Types::
     tensor<64x32xf16>                  TensorType((64, 32), "f16")
     tile<16x32xf32,Vec>                TileValueType((16, 32), "f32", Vec)
     tile<16x16xf32,Mat,NZ>             ... with a layout
+    tile<8x24xf32,Vec,box=8x32>        ... declared in a larger static shape (``box``)
     buffer<reserve>  buffer<import>    BufferType(kind)
     none                               NoneType (a null GM pointer constant)
 
@@ -45,7 +46,8 @@ def type_str(t) -> str:
         s = f"tensor<{''.join(f'{d}x' for d in t.shape)}{t.dtype}>"
     elif c is TileValueType:
         lay = f",{t.layout.name}" if t.layout is not None else ""
-        s = f"tile<{t.shape[0]}x{t.shape[1]}x{t.dtype},{t.space.name}{lay}>"
+        box = f",box={t.box[0]}x{t.box[1]}" if t.box is not None else ""
+        s = f"tile<{t.shape[0]}x{t.shape[1]}x{t.dtype},{t.space.name}{lay}{box}>"
     elif c is BufferType:
         s = f"buffer<{t.kind}>"
     elif c is NoneType:
@@ -56,6 +58,7 @@ def type_str(t) -> str:
 
 
 _SHAPED = re.compile(r"((?:\d+x)*)(\w+)$")
+_BOX = re.compile(r"(\d+)x(\d+)")
 @functools.lru_cache(maxsize=4096)
 def parse_type(text: str):
     """The Type spelled ``text``; raises ValueError with the reason."""
@@ -85,14 +88,23 @@ def _parse_type(text: str):
             raise ValueError(f"a tensor type has no space: {text!r}")
         return TensorType(shape, dtype)
     if head == "tile":
+        box = None
+        if len(parts) > 2 and parts[-1].startswith("box="):
+            m = _BOX.fullmatch(parts.pop()[4:])
+            if m is None:
+                raise ValueError(f"a tile's box is box=RxC (its static rows and columns), in {text!r}")
+            box = (int(m.group(1)), int(m.group(2)))
         if len(shape) != 2 or len(parts) not in (2, 3):
-            raise ValueError(f"a tile type is tile<RxCxdtype,Space[,Layout]>, got {text!r}")
+            raise ValueError(f"a tile type is tile<RxCxdtype,Space[,Layout][,box=RxC]>, got {text!r}")
         try:
             space = MemorySpace[parts[1]]
             layout = TileLayout[parts[2]] if len(parts) == 3 else None
         except KeyError as e:
             raise ValueError(f"unknown memory space or layout {e.args[0]!r} in {text!r}") from None
-        return TileValueType(shape, dtype, space, layout)
+        if box is not None and (box[0] < shape[0] or box[1] < shape[1]):
+            raise ValueError(f"a tile's box {box[0]}x{box[1]} is smaller than its shape "
+                             f"{shape[0]}x{shape[1]} in {text!r}")
+        return TileValueType(shape, dtype, space, layout, box)
     raise ValueError(f"unknown type {text!r}")
 
 

@@ -7,7 +7,7 @@ Types are frozen dataclasses compared structurally.  Dtypes are short names ("f1
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -80,11 +80,19 @@ class TensorType(Type):
 class TileValueType(Type):
     """A 2-D tile in a core-local memory space; ``layout`` None is the default layout of its
     space and shape (``arch.vocab.default_layout``: ND for Vec / Mat, DN for a one-column
-    Vec tile)."""
+    Vec tile).  ``shape`` is the data's (pto-isa's valid shape); ``box`` None declares the
+    tile in the static shape pto-isa's ``Tile`` rounds it up to (:attr:`static_shape`), a
+    ``(rows, cols)`` box in that larger static shape - what the compiler gives a tile whose
+    row pitch a ring slot fixes, or a Mat tile TMOVed into a Left / Right tile of a larger
+    static shape (:mod:`ptopipe.passes.tile_boxes`); a typing rule that gives its result an
+    operand's type gives its box too (ptoas wants many ops' tiles in one static shape).  Two
+    tiles of one data shape and different boxes are different types (pto-isa's C++ types
+    differ)."""
     shape: tuple
     dtype: str
     space: MemorySpace
     layout: TileLayout | None = None
+    box: tuple | None = None
 
     @property
     def nbytes(self) -> int:
@@ -103,8 +111,16 @@ class TileValueType(Type):
 
     @property
     def static_shape(self) -> tuple:
-        """(Rows, Cols) as pto-isa declares the tile (:func:`ptopipe.arch.vocab.static_shape`)."""
+        """(Rows, Cols) as pto-isa declares the tile: its box, else its shape rounded up
+        (:func:`ptopipe.arch.vocab.static_shape`)."""
+        if self.box is not None:
+            return self.box
         return static_shape(self.space, self.effective_layout, self.shape[0], self.shape[1], itemsize(self.dtype))
+
+    @property
+    def unboxed(self) -> "TileValueType":
+        """This type declared in its own static shape (no box): what typing rules give."""
+        return self if self.box is None else replace(self, box=None)
 
     @property
     def is_column(self) -> bool:

@@ -15,8 +15,11 @@ kernels get a copy, and each drops the other side's ops, loop-carried values and
 (then unused scalars and empty loops / branches).  A boundary becomes TPUSH on the producer
 and TPOP on the consumer (a V2C tile bound for Left/Right is popped into Mat, then moved).
 DIR_MASK is 1 / 2 / 3; SLOT_SIZE the most bytes a slot holds of a crossing tile (aligned): the
-whole tile, but one Vector core's part of a C2V tile where the ring is in the Vector cores' UB
-(A5; :func:`~ptopipe.protocol.geometry.slot_shape`);
+static shape of the Cube's tile, but one Vector core's part of a C2V tile where the ring is in
+the Vector cores' UB (A5; :func:`~ptopipe.protocol.geometry.slot_shape`); where the static
+shapes of the two sides differ, :mod:`.tile_boxes` declares the tiles so that the device and
+pto-isa's CPU simulator read the slot alike (an A5 popped part at its slot's pitch, copied
+into its own shape for the ops that read it), or refuses the crossing at its move;
 SLOT_NUM ``@pl.incore(slot_num=N)``, else the platform's default (seed 003: 8 for one
 direction, 4 per direction for both, ``Platform.slot_num_for``) - lowered, where the rings
 live in their consumers' memories (A5), to the most slots that fit beside the consumer's
@@ -65,12 +68,12 @@ from ..ir.opdefs import (ARITH_BINARY, PIPE_OPS, SCALAR_CALLS, AicInitializePipe
                          IfOp, ImportPeerBufferOp, MoveOp,
                          ReserveBufferOp, ReturnOp, TPop, TPush, YieldOp)
 from ..ir.ops import GM_SLOT_PARAM
-from ..protocol.geometry import slot_shape
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 from .util import platform_of, protocol_model
 from .properties import IRProperty
 from .remarks import remarks_of
+from .tile_boxes import Crossing, box_kernel, mat_requirements, plan_crossing, slot_of
 
 NAME = "expand-mixed"
 REQUIRED = frozenset()
@@ -86,32 +89,37 @@ GM_PARAM = GM_SLOT_PARAM
 _STRUCTURAL = (ForOp, IfOp, YieldOp, ReturnOp)
 
 
-def slot_bytes(op: Operation, split, in_gm: bool) -> int:
-    """SLOT_SIZE the boundary move ``op`` needs in a ring in GM (``in_gm``) or in its consumer's
-    memory (:func:`~ptopipe.protocol.geometry.slot_shape`), aligned."""
-    t = op.tile.type
-    rows, cols = slot_shape(boundary_direction(op).name[4:], in_gm, split, *t.shape[-2:])
-    size = rows * cols * np.dtype(np_dtype(t.dtype)).itemsize
+def _aligned_bytes(shape: tuple, dtype: str) -> int:
+    size = shape[0] * shape[1] * np.dtype(np_dtype(dtype)).itemsize
     return (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
 class PipePlan:
     """What the pipes of one mixed function look like."""
 
-    def __init__(self, fn: Operation, plat):
+    def __init__(self, fn: Operation, plat, decide: bool = True):
         self.boundaries = [op for op in fn.walk() if is_boundary(op)]
         self.dirs = {boundary_direction(op) for op in self.boundaries}
         self.mask = Direction(sum(int(d) for d in self.dirs)) if self.dirs else None
         self.split = fn.split if fn.split is not None else DEFAULT_SPLIT
         self.chosen = fn.slot_num is None           # the compiler picks SLOT_NUM
-        # what one slot holds: the moved tile, or on a C2V ring in the Vector cores' UB one
-        # core's part of it (a boundary's source tile is the whole, Cube-side tile)
-        self.slot_size = max((slot_bytes(op, self.split, plat.ring_in_gm) for op in self.boundaries),
-                             default=0)
+        # each boundary's slot and the box of its Vector part (tile_boxes; in walk order, which
+        # the kernels' copies keep); a V2C tile's Mat box is the Left / Right it is TMOVed into;
+        # ``decide`` False (a compile that only sizes the parameters): the slots only
+        mats = mat_requirements(fn)
+        mat_box = [mats.get(op.result) for op in self.boundaries]
+        self.crossings = [plan_crossing(op, self.split, plat.ring_in_gm, m, plat.name) if decide else
+                          Crossing(slot_of(op, self.split, plat.ring_in_gm, m), None, None)
+                          for op, m in zip(self.boundaries, mat_box)]
+        # what one slot holds: the static Cube-side tile, or on a C2V ring in the Vector cores'
+        # UB one core's part of it
+        self.slot_size = max((_aligned_bytes(c.slot, op.tile.type.dtype)
+                              for op, c in zip(self.boundaries, self.crossings)), default=0)
         self.slot_num = fn.slot_num or plat.slot_num_for(len(self.dirs) == 2)
         # the kernels' GM slot-buffer parameter is the same on every platform (with_slot_buffer
-        # sizes it from the front end): the GM ring's, which holds whole tiles
-        gm_slot = max((slot_bytes(op, self.split, True) for op in self.boundaries), default=0)
+        # sizes it from the front end): the GM ring's, which holds whole static tiles
+        gm_slot = max((_aligned_bytes(slot_of(op, self.split, True, m), op.tile.type.dtype)
+                       for op, m in zip(self.boundaries, mat_box)), default=0)
         self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * gm_slot
 
 
@@ -155,8 +163,9 @@ class _Expander:
         gm = entry.add_arg(TensorType((plan.gm_bytes,), "u8"), fresh(names, GM_PARAM)) \
             if plan.dirs else None
         bufs, init = self.pipe_setup(entry, side, gm, names) if plan.dirs else ({}, None)
-        for op in [o for o in fn.walk() if is_boundary(o)]:
-            self.boundary(op, side, bufs)
+        popped, pushed = {}, {}             # the boxes tile_boxes gives the ring ops' tiles
+        for op, crossing in zip([o for o in fn.walk() if is_boundary(o)], plan.crossings):
+            self.boundary(op, side, bufs, crossing, popped, pushed)
         self.prune(fn, side)
         if side == CUBE:
             _taint_check(fn)
@@ -164,6 +173,7 @@ class _Expander:
             fn.split = TileSplitAxis.TILE_NO_SPLIT
         else:
             split_vector_function(fn, plan.split, init, fresh(names, "sub"))
+        box_kernel(fn, popped, pushed)
         drop_unused_args(entry, keep=(gm,) if gm is not None else ())
         return fn
 
@@ -205,24 +215,39 @@ class _Expander:
             entry.prepend(op)
         return bufs, init
 
-    def boundary(self, op: Operation, side: str, bufs: dict) -> None:
-        """The move ``op`` as this side's TPUSH (producer) or TPOP (consumer)."""
+    def boundary(self, op: Operation, side: str, bufs: dict, crossing, popped: dict,
+                 pushed: dict) -> None:
+        """The move ``op`` as this side's TPUSH (producer) or TPOP (consumer); ``popped`` /
+        ``pushed`` receive the box ``crossing`` (:func:`.tile_boxes.plan_crossing`) gives the
+        tile of the TPOP / TPUSH made (a Vector side's: its part, once split)."""
         d = boundary_direction(op)
         src, dst = op.tile, op.result
         producer = CUBE if d == C2V else VECTOR
         split = self.plan.split
         if side == producer:
-            op.insert_before(TPush.build(tile=src, buf=bufs[d], split=split, direction=d,
-                                         loc=op.loc))
+            push = op.insert_before(TPush.build(tile=src, buf=bufs[d], split=split, direction=d,
+                                                loc=op.loc))
+            if side == VECTOR and crossing.part is not None:
+                pushed[push] = crossing.part
             return                    # the move itself goes with the other side's ops
         st, dt = src.type, dst.type
         space = MemorySpace.Vec if d == C2V else MemorySpace.Mat
         ptype = TileValueType(st.shape, st.dtype, space)
+        box = crossing.part if d == C2V else crossing.cube
+        copy = d == C2V and box is not None
         last = pop = op.insert_before(TPop.build(
             buf=bufs[d], result_type=ptype, split=split, direction=d, result_types=[ptype],
-            loc=op.loc, result_names=[dst.name if ptype == dt else None]))
+            loc=op.loc, result_names=[dst.name if ptype == dt and not copy else None]))
+        if box is not None:
+            popped[pop] = box
+        if copy:
+            # the slot's pitch boxes the popped tile; the kernel reads a copy in its own static
+            # shape (ptoas wants the tiles of most Vector ops in one static shape)
+            last = op.insert_before(MoveOp.build(
+                tile=pop.tile, space=MemorySpace.Vec, dtype=None, layout=None, result_types=[ptype],
+                loc=op.loc, result_names=[dst.name if ptype == dt else None]))
         if d == C2V and dt.dtype != st.dtype:
-            last = op.insert_before(CastOp.build(a=pop.tile, dtype=dt.dtype, result_types=[dt],
+            last = op.insert_before(CastOp.build(a=last.results[0], dtype=dt.dtype, result_types=[dt],
                                                  loc=op.loc, result_names=[dst.name]))
         elif d == V2C and dt.space is not MemorySpace.Mat:
             last = op.insert_before(MoveOp.build(
@@ -307,11 +332,13 @@ def _split_or_whole(fn: Operation, split, warn) -> Operation | None:
 
 
 def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None,
-                    plat="a2a3") -> list:
+                    plat="a2a3", decide: bool = True) -> list:
     """The functions replacing the mixed function ``fn`` for platform ``plat``;
     ``one_lane``: a TILE_NO_SPLIT pipe has AIV0 as its only lane (the protocol model's
     ``nosplit_lane0``); ``warn(msg)`` receives notes (a Vector-only function kept whole, a
-    SLOT_NUM chosen to fit memory)."""
+    SLOT_NUM chosen to fit memory); ``decide`` False: the ring slots only, no tile boxes and
+    no refusal of a transfer on ``plat`` (a compile that sizes the parameters,
+    ``PassContext.sizing``)."""
     for op in fn.walk():
         if op.is_a(ReturnOp) and op.operands:
             raise err(f"{fn.sym_name}: a kernel returns no value (its results go to GM "
@@ -319,7 +346,7 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
                       "returning it")
     insert_gm_tokens(fn)
     plat = get_platform(plat)
-    plan = PipePlan(fn, plat)
+    plan = PipePlan(fn, plat, decide)
     sides = _sides(fn)
     name = fn.sym_name
     if not plan.dirs and len(sides) < 2:
@@ -409,6 +436,8 @@ def run(program: Operation, ctx=None) -> Operation:
     taken = {f.sym_name for f in top}
     for fn in list(top):
         if fn.kind is not FunctionKind.InCore:
+            if fn.kind in (FunctionKind.AIC, FunctionKind.AIV):
+                box_kernel(fn)              # a hand-written kernel's Mat tiles TMOVed to Left / Right
             continue
         warnings = getattr(ctx, "warnings", None)
 
@@ -416,8 +445,10 @@ def run(program: Operation, ctx=None) -> Operation:
             if warnings is not None:
                 warnings.append(msg)
             remarks.missed(NAME, fn, msg)
-        new = expand_function(fn, taken, one_lane, note, platform_of(ctx))
+        new = expand_function(fn, taken, one_lane, note, platform_of(ctx), not getattr(ctx, "sizing", False))
         if new == [fn]:
+            if fn.kind in (FunctionKind.AIC, FunctionKind.AIV):
+                box_kernel(fn)              # a one-sided function, now a kernel
             continue
         for f in new:
             fn.insert_before(f)

@@ -145,7 +145,9 @@ class PassContext:
     for the compiler's own output (a reserve larger than its ring is then no error);
     ``placed``: the reserve_buffers whose ``base=pl.AUTO`` AllocateMemoryAddr resolved (after
     the function's tiles), so that Validate tells one that then overruns its memory to shrink,
-    not to move."""
+    not to move; ``sizing``: the compile only sizes the kernels' parameters (the GM slot
+    buffer, :mod:`.slot_buffer`, the same on every platform), so a platform's refusal of a
+    transfer (:mod:`.tile_boxes`) waits for the compile for that platform."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
@@ -154,6 +156,7 @@ class PassContext:
     remarks: Remarks = field(default_factory=Remarks)
     as_ptoas: bool = False
     placed: set = field(default_factory=set)
+    sizing: bool = False
 
 
 def unverified_pipeline(passes=None) -> tuple:
@@ -353,15 +356,17 @@ def _round_trip(program, after: str) -> None:
 
 def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "spec",
                     print_after_all: bool = False, stream=None, warnings: list | None = None,
-                    verify_properties: bool | None = None, remarks: Remarks | None = None):
+                    verify_properties: bool | None = None, remarks: Remarks | None = None,
+                    sizing: bool = False):
     """A program (a ``pl.program`` op, left as it is: a copy is compiled - the same source is
     compiled for several platforms and protocols) through the pipeline (``passes``: names, text or None for the default;
     ``verify_properties``: check every property after every pass, see
     :class:`PassManager`); returns the compiled ``pl.program`` op.  The passes' warnings
-    are appended to ``warnings`` and their remarks added to ``remarks`` when given."""
+    are appended to ``warnings`` and their remarks added to ``remarks`` when given; ``sizing``:
+    see :class:`PassContext`."""
     pm = PassManager(passes, print_after_all=print_after_all, stream=stream,
                      verify_properties=verify_properties)
     ctx = PassContext(platform=platform, protocol=protocol,
                       warnings=warnings if warnings is not None else [],
-                      remarks=remarks if remarks is not None else Remarks())
+                      remarks=remarks if remarks is not None else Remarks(), sizing=sizing)
     return pm.run(program.clone(), ctx)

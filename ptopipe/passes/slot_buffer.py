@@ -54,7 +54,7 @@ def gm_slot_bytes(program) -> int:
 def _slot_type(op):
     if op.by_kind(FunctionKind.InCore):
         from .manager import FRONT_END, compile_program
-        op = compile_program(op, "a2a3", FRONT_END)
+        op = compile_program(op, "a2a3", FRONT_END, sizing=True)
     for f in op.functions:
         for p in f.params:
             if p.name and p.name.startswith(GM_PARAM):

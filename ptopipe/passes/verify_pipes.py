@@ -65,6 +65,7 @@ from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_sha
                                  pop_split_fits,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
+from ..protocol.slots import push_band, transfer_problems
 from ..protocol.versions import parse as parse_protocol
 from itertools import combinations, product
 
@@ -466,6 +467,28 @@ class _Verifier:
                              "larger; ptoas does not check this)",
                              f"declare SLOT_SIZE {need} (or more) on both *_initialize_pipe calls, "
                              "or move smaller tiles")
+                continue
+            span = self.slot_span(op, r.way, ring_in_gm(got[1], self.plat), t)
+            if span > got[0]:
+                self.finding("slot_size", op,
+                             f"this {op.dsl} of {describe(t)} declared {'x'.join(map(str, t.static_shape))} "
+                             f"reaches byte {span} of its slot, where the protocol's code puts its rows (at the "
+                             f"tiles' static pitch), but the {_dir(r)} ring's SLOT_SIZE is {got[0]} bytes (init "
+                             f"at {line(got[1])})",
+                             f"declare SLOT_SIZE {span} (or more) on both *_initialize_pipe calls, or move "
+                             "smaller tiles")
+
+    def slot_span(self, op, way: str, in_gm: bool, t) -> int:
+        """The bytes of its slot a TPUSH / TPOP of ``t`` reaches as the protocol's placement
+        lays it out (:mod:`~ptopipe.protocol.slots`, what the run's TPUSH / TPOP check): a push's
+        rows at their pitch (each lane's, each C2V consumer slot), a pop's whole static tile."""
+        item, static, valid = itemsize(t.dtype), tuple(t.static_shape), tuple(t.shape)
+        if op.is_a(TPop):
+            return static[0] * static[1] * item
+        kind, split = self.model.slot_placement, op.split
+        if split not in (TileSplitAxis.TILE_NO_SPLIT, TileSplitAxis.TILE_UP_DOWN, TileSplitAxis.TILE_LEFT_RIGHT):
+            return 0
+        return max(push_band(kind, way, in_gm, split, static, valid, lane).span() for lane in (0, 1)) * item
 
     def splits_divide(self, fn) -> None:
         """Every split TPUSH of ``fn`` divides its tile between the two Vector cores
@@ -486,8 +509,7 @@ class _Verifier:
                 continue
             if fn.kind is FunctionKind.AIV and in_gm:
                 continue                    # a Vector core's part stored to GM: no layout rule
-            shape = tuple(t.shape[-2:])
-            bad = split_push_problem(op.split, shape, shape, itemsize(t.dtype),
+            bad = split_push_problem(op.split, tuple(t.static_shape), tuple(t.shape[-2:]), itemsize(t.dtype),
                                      acc_to_ub=t.space is MemorySpace.Acc and not in_gm,
                                      vec_to_l1=fn.kind is FunctionKind.AIV)
             if bad is not None:
@@ -821,7 +843,33 @@ class _Verifier:
                                  "consumer would read the bytes in the wrong order",
                                  layout_fix(d.way, pushed, popped))
                     return True
+                if self.placement(d, k, a, b, who_p, who_c, cfn):
+                    return True
         return False
+
+    def placement(self, d, k, a, b, who_p, who_c, cfn) -> bool:
+        """The ``k``-th pop ``b`` reads the slot the ``k``-th push ``a`` filled as the protocol's
+        placement lays it out (:func:`~ptopipe.protocol.slots.transfer_problems`: the tiles'
+        static shapes give the row pitches, what the run's TPOP judges): a finding at the pop."""
+        if a.split != b.split or not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType):
+            return False
+        cube, part = (a, b) if d.way == "C2V" else (b, a)
+        kind = self.model.slot_placement
+        init = next((i for i in init_ops(cfn) if d in i.rings), None)
+        in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+        probs = transfer_problems(kind, d.way, in_gm, a.split, cube.type.static_shape,
+                                  tuple(cube.type.shape), part.type.static_shape, tuple(part.type.shape))
+        if not probs:
+            return False
+        _lane, why, fix = probs[0]
+        where = "in pto-isa's CPU simulator" if kind == "cpusim" else "on the device"
+        self.finding("slot_layout", b.op,
+                     f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}{_ev_where(b)} pops "
+                     f"{describe(b.type)} declared {'x'.join(map(str, b.type.static_shape))}, from the slot the "
+                     f"{ordinal(k + 1)} TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, filled with "
+                     f"{describe(a.type)} declared {'x'.join(map(str, a.type.static_shape))}: {where} the pop "
+                     "does not read what was pushed", fix, details=why)
+        return True
 
     def count_mismatch(self, d, pe, ce, who_p, who_c) -> None:
         n, m = len(pe), len(ce)

@@ -141,6 +141,28 @@ def pop_band(kind: str, way: str, in_gm: bool, split, shape, valid, lane: int) -
     return Band(0, vc, vr, vc, 0, 0)                         # popMatTileFromGMFiFo
 
 
+def whole_pop_problem(kind: str, way: str, in_gm: bool, shape, valid) -> tuple | None:
+    """``(why, fix)`` when placement ``kind`` cannot pop into a tile of static ``shape`` (rows,
+    cols) a ``valid`` region smaller than it, else None.  pto-isa's CPU simulator moves a slot
+    into the consumer's whole static box: from GM by a TLOAD of a GlobalTensor of the tile's
+    static shape (``popTileFromGMFiFo``), into the Cube's Mat tile by a TMOV from a slot tile
+    whose valid shape is that static one (``popTileFromMatFiFo``) - and its TLOAD / TMOV
+    ``assert`` the tile's valid shape is the tensor's / the source tile's (cpu/TLoad.hpp
+    ``CheckTileData``, cpu/TMov.hpp ``TMOV_IMPL``): the kernel aborts there.  A Vector core's
+    pop from its UB slot copies the valid region; the device binds or TLOADs the valid region
+    everywhere."""
+    if kind != "cpusim" or tuple(shape) == tuple(valid) or 0 in valid or (way == C2V and not in_gm):
+        return None
+    how = ("a TLOAD from the GM slot (popTileFromGMFiFo)" if in_gm else
+           "a TMOV from a slot tile of the Mat tile's static shape (popTileFromMatFiFo)")
+    return (f"pto-isa's CPU simulator pops into the consumer's whole static {shape[0]}x{shape[1]} tile by {how}, "
+            f"which asserts the tile's valid shape is that static shape: a valid {valid[0]}x{valid[1]} region stops "
+            "the simulated kernel (the device pops the valid region)",
+            f"pop into a tile whose static shape is its {valid[0]}x{valid[1]} valid shape (data that fills the tile "
+            "pto-isa declares; pad the data where pto-isa rounds the tile up), or run on the device's protocol "
+            "(--protocol pto-isa), which pops the valid region")
+
+
 class ReadProblem(NamedTuple):
     """Why a pop reads what it should not: ``kind`` is "pitch" (its rows are a different
     number of elements apart than the pushed rows), "unpushed" (it reads elements the push
@@ -251,6 +273,43 @@ def _reader(kind: str, way: str, in_gm: bool, split) -> tuple:
     if way == C2V:
         return "pto-isa's popVecTileFromGMFiFo", "the consumer's valid columns" + lr
     return "pto-isa's popMatTileFromGMFiFo", "the Cube tile's valid columns"
+
+
+#: the fix of a pop only pto-isa's CPU simulator misreads (tiles declared larger than their data,
+#: as ``passes.tile_boxes`` emits what the device reads right): the run's TPOP under the
+#: CPU simulator's placement says it
+SIM_ONLY_FIX = ("to run it on pto-isa's CPU simulator too, give the crossing data the static shape pto-isa "
+                "declares its tiles in (whole 16x16 fractals for an Acc, 32-byte rows; pad the tensor or the "
+                "tail tile)")
+
+
+def transfer_problems(kind: str, way: str, in_gm: bool, split, cube, cube_valid, part, part_valid) -> list:
+    """``[(lane, why, fix)]`` of a transfer under placement ``kind`` whose Cube tile (the pushed
+    Acc, the popped Mat) has static shape ``cube`` and valid shape ``cube_valid`` and whose
+    Vector cores' part (each popped / pushed Vec tile) has ``part`` / ``part_valid``: every pop
+    that reads other elements than its own (:func:`read_problem`, said by :func:`problem_text`)
+    or cannot take the slot (:func:`whole_pop_problem`), in that order.  A TILE_NO_SPLIT transfer has lane 0;
+    a split one both lanes (each C2V lane judged against its own slot, a V2C pop against the
+    two lanes' parts).  Empty for any other split (the odd splits are judged at run time)."""
+    split = TileSplitAxis(split)
+    if split not in (_NO, _UD, _LR):
+        return []
+    lanes = (0,) if split == _NO else (0, 1)
+    out = []
+    if way == C2V:
+        for lane in lanes:
+            prob = read_problem([push_band(kind, C2V, in_gm, split, cube, cube_valid, lane)],
+                                pop_band(kind, C2V, in_gm, split, part, part_valid, lane), split)
+            if prob is not None:
+                out.append((lane, *problem_text(kind, way, in_gm, split, prob, lane, part_valid)))
+        whole = whole_pop_problem(kind, way, in_gm, part, part_valid)
+    else:
+        bands = [push_band(kind, way, in_gm, split, part, part_valid, lane) for lane in lanes]
+        prob = read_problem(bands, pop_band(kind, way, in_gm, split, cube, cube_valid, 0), split)
+        if prob is not None:
+            out.append((0, *problem_text(kind, way, in_gm, split, prob, 0, cube_valid)))
+        whole = whole_pop_problem(kind, way, in_gm, cube, cube_valid)
+    return out + ([(0, *whole)] if whole is not None else [])
 
 
 def problem_text(kind: str, way: str, in_gm: bool, split, prob: ReadProblem, lane: int, valid: tuple,

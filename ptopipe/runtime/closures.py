@@ -111,6 +111,12 @@ def run_steps(core, steps) -> None:
         step()
 
 
+def valid_of(t: TileValueType) -> dict:
+    """The valid shape (``isa.Tile`` keywords) of a tile of type ``t``: its data's shape (the
+    tile itself is made in the static shape the compiled program declares)."""
+    return {"valid_rows": t.shape[0], "valid_cols": t.shape[1]}
+
+
 class Compiler:
     """Compiles the ops of ``interp.fn`` against ``interp``'s run state (``env``, tiles,
     pipes, layout): ``block(block)`` -> ``[(loc, step)]``."""
@@ -363,7 +369,9 @@ class Compiler:
         t, split = TPop.result_type.of(at), TPop.split.of(at)
         dest = op.results[0].name
         if isinstance(t, TileValueType):
-            space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.shape[:2], t.layout
+            # the static shape the compiled program declares, the data's shape valid (Interpreter._tile)
+            space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.static_shape, t.layout
+            valid = it.empty or valid_of(t)
             views = {}
             made = []               # the site's copier, once its first tile is made
 
@@ -373,7 +381,7 @@ class Compiler:
                 if made:
                     obj = made[0]()
                 else:
-                    obj = isa.Tile(space, dtype, rows, cols, name=dest, layout=layout, **it.empty)
+                    obj = isa.Tile(space, dtype, rows, cols, name=dest, layout=layout, **valid)
                     if SHARE_VIEWS:
                         obj._views = views
                         made.append(_copier(obj))

@@ -33,7 +33,7 @@ from ..sim.pipesync import PTO_EVENTS, EventWords
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
-from .closures import Compiler, FunctionReturn, run_steps
+from .closures import Compiler, FunctionReturn, run_steps, valid_of
 
 # seed 003's DIR_MASK values (the C2V and V2C bits); a ring both ways takes SlotNum per direction
 _LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
@@ -167,9 +167,12 @@ class Interpreter:
         return tile
 
     def _tile(self, op, t: TileValueType, addr: int):
+        """The ISA tile of ``op``'s result: in the static shape the compiled program declares
+        (``TileValueType.static_shape``: padded, or its box), the data's shape valid."""
         name = op.results[0].name or f"<{op.spec.name} result>"
-        return isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1], addr=addr, name=name,
-                        layout=t.layout, **self.empty)
+        rows, cols = t.static_shape
+        return isa.Tile(t.space, np_dtype(t.dtype), rows, cols, addr=addr, name=name,
+                        layout=t.layout, **(self.empty or valid_of(t)))
 
     def gm_view(self, gt, ttype: TensorType, offs, window, c=None):
         shape = ttype.shape

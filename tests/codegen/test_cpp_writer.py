@@ -449,11 +449,8 @@ import ptopipe.language as pl
 
 
 @pl.incore(split=pl.TILE_UP_DOWN)
-def narrow(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 5], pl.f32], out: pl.Tensor[[16, 5], pl.f32],
-           m: pl.Tensor[[16, 1], pl.f32]):
-    al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
-    bl = pl.move(pl.load(b, [0, 0], [32, 5], space=pl.Mat), space=pl.Right)
-    r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+def narrow(b: pl.Tensor[[16, 5], pl.f32], out: pl.Tensor[[16, 5], pl.f32], m: pl.Tensor[[16, 1], pl.f32]):
+    r = pl.load(b, [0, 0], [16, 5])
     pl.store(pl.adds(r, 1.0), [0, 0], out)
     pl.store(pl.row_max(r), [0, 0], m)
 
@@ -466,7 +463,8 @@ def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
     """pto-isa static_asserts Cols * sizeof(T) % 32 == 0 for a row-major unboxed tile: a
     16x5 f32 tile is declared with padded Cols and its valid shape, and the
     allocator keeps the padded bytes free.  A row reduction's [8, 1] column is DN: one 32-byte
-    column (TROWMAX writes a DN dst with Cols == 1)."""
+    column (TROWMAX writes a DN dst with Cols == 1).  (A 5-column accumulator does not cross to
+    the Vector side: ``passes.tile_boxes``; the tile is loaded there.)"""
     src = tmp_path / "narrow.py"
     src.write_text(NARROW)
     for plat in PLATFORMS:
@@ -477,6 +475,71 @@ def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
             out = tmp_path / f"n_{plat}.cpp"
             out.write_text(cpp)
             _type_checks(out)
+
+
+def _in_order(text: str, lines) -> None:
+    """Each of ``lines`` occurs in ``text``, in this order (FileCheck's CHECK lines)."""
+    at = 0
+    for ln in lines:
+        k = text.find(ln, at)
+        assert k >= 0, f"not found after offset {at}: {ln!r}\n{text[at:at + 3000]}"
+        at = k + len(ln)
+
+
+def test_an_a5_accumulator_of_24_columns_crosses_at_its_32_column_pitch(tmp_path):
+    """A 16x24 f32 accumulator is a 16x32 Acc tile (whole 16x16 fractals).  Pushed TILE_UP_DOWN
+    into the Vector cores' UB, pto-isa's pushAcc2VecFiFo writes each core's 8 rows 32 elements
+    apart: the ring's slot holds an 8x32 part, each core pops it into an 8x32 tile with its 8x24
+    valid region (the TPOP binds the tile at the slot) and the kernel reads a copy in the 8x24
+    tile's own static shape; the 32x24 Right tile is 32x32, and the Mat tile TMOVed into it too."""
+    from padded_tiles import up_down_cols
+    from ptopipe.codegen import write_pto
+    op = compile_program(up_down_cols(), "a5", protocol="pto-isa")
+    cpp = strip_origins(write_cpp(op, "a5"))
+    _in_order(section(cpp, "ud24_aic"), [
+        "using TileMat_32x24_f32_in_32x32 = Tile<TileType::Mat, float, 32, 32, BLayout::RowMajor, 32, 24>;",
+        "Tile<TileType::Right, float, 32, 32, BLayout::RowMajor, 32, 24, SLayout::ColMajor, 512>;",
+        "using TileAcc_16x24_f32 = Tile<TileType::Acc, float, 16, 32, BLayout::ColMajor, 16, 24, SLayout::RowMajor, "
+        "1024>;",
+        "using Pipe = TPipe<0, Direction::DIR_C2V, 1024, 4, 4, false>;",
+        "TLOAD(tmp, gm0);", "TMOV(br, tmp);",
+        "TPUSH<Pipe, TileAcc_16x24_f32, TileSplitAxis::TILE_UP_DOWN>(pipe, tmp_2);"])
+    _in_order(section(cpp, "ud24_aiv"), [
+        "using TileVec_8x24_f32_in_8x32 = Tile<TileType::Vec, float, 8, 32, BLayout::RowMajor, 8, 24>;",
+        "using TileVec_8x24_f32 = Tile<TileType::Vec, float, 8, 24, BLayout::RowMajor, 8, 24>;",
+        "TileVec_8x24_f32_in_8x32 popped;",
+        "using Pipe = TPipe<0, Direction::DIR_C2V, 1024, 4, 4, false>;",
+        "TPOP<Pipe, TileVec_8x24_f32_in_8x32, TileSplitAxis::TILE_UP_DOWN>(pipe, popped);",
+        "TMOV(y, popped);", "TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);", "TCOLEXPANDMUL(tmp, y, bv);"])
+    pto = write_pto(op, "a5")
+    _in_order(pto, [
+        "pto.tmov ins(%2 : !pto.tile_buf<loc=mat, dtype=f32, rows=32, cols=32, v_row=32, v_col=24,",
+        "outs(%br : !pto.tile_buf<loc=right, dtype=f32, rows=32, cols=32, v_row=32, v_col=24,",
+        "slot_size = 1024, slot_num = 4",
+        "pto.tpop(%5, %pipe : !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=32, v_row=8, v_col=24,",
+        "pto.tmov ins(%5 : !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=32, v_row=8, v_col=24,",
+        "outs(%y : !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=24, v_row=8, v_col=24,"])
+    if CXX is not None:
+        out = tmp_path / "ud24.cpp"
+        out.write_text(cpp)
+        _type_checks(out)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_24_row_accumulator_and_its_left_tile_are_declared_in_32_rows(platform):
+    """A 24x32 accumulator is a 32x32 Acc tile, its 24x32 Left operand a 32x32 Left tile and the
+    Mat tile TMOVed into it 32x32 too (pto-isa's TMOV from Mat takes the destination's static
+    shape); its TILE_LEFT_RIGHT parts need no box (24x16, rows 16 columns apart)."""
+    from padded_tiles import left_right_rows
+    cpp = strip_origins(write_cpp(compile_program(left_right_rows(), platform, protocol="pto-isa"), platform))
+    _in_order(section(cpp, "lr24_aic"), [
+        "using TileMat_24x32_f32_in_32x32 = Tile<TileType::Mat, float, 32, 32, BLayout::RowMajor, 24, 32>;",
+        "Tile<TileType::Left, float, 32, 32, BLayout::", ", 24, 32, SLayout::RowMajor, 512>;",
+        "using TileAcc_24x32_f32 = Tile<TileType::Acc, float, 32, 32, BLayout::ColMajor, 24, 32, SLayout::RowMajor, "
+        "1024>;"])
+    _in_order(section(cpp, "lr24_aiv"), [
+        "using TileVec_24x16_f32 = Tile<TileType::Vec, float, 24, 16, BLayout::RowMajor, 24, 16>;",
+        "TPOP<Pipe, TileVec_24x16_f32, TileSplitAxis::TILE_LEFT_RIGHT>"])
 
 
 def test_a_tile_pushed_by_a_two_lane_no_split_kernel_is_empty_on_aiv1(tmp_path):

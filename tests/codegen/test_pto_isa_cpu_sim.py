@@ -39,6 +39,7 @@ from ptopipe.codegen.cpp_types import ctype, ident
 from ptopipe.ir.vocab import FunctionKind
 from ptopipe.ir.types import ScalarType, TensorType
 from ptopipe.passes import compile_program
+from ptopipe.runtime import run as dsl_run
 
 PTO_ISA = os.environ.get("PTO_ISA_ROOT")
 needs_pto_isa = pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
@@ -187,6 +188,36 @@ def test_the_cpp_gives_numpys_numbers_on_pto_isas_cpu_simulator(rel, variant, pl
     for k, expected in want.items():
         got = np.fromfile(tmp_path / f"{k}.out", dtype=args[k].dtype).reshape(args[k].shape)
         np.testing.assert_allclose(got, expected, rtol=sc.rtol, atol=sc.atol, err_msg=f"{rel} [{variant}] {k}")
+
+
+PADDED = [("up_down_cols", "a5"), ("left_right_rows", "a2a3"), ("left_right_rows", "a5")]
+
+
+@needs_pto_isa
+@pytest.mark.parametrize("case,platform", PADDED)
+def test_tiles_declared_larger_than_their_data_give_numpys_numbers(case, platform, tmp_path):
+    """The C++ of programs whose tiles pto-isa declares padded (tests/padded_tiles.py: a 24-column
+    accumulator popped at its slot's 32-column pitch on A5, a 24-column Right and a 24-row Left
+    with their Mat tiles): numpy's numbers on pto-isa's CPU simulator, as ptopipe's own run of the
+    program gives under the device's protocol and the CPU simulator's."""
+    from padded_tiles import case as padded
+    assert CXX, "no C++ compiler: set CXX"
+    prog, args, want = padded(case)
+    for protocol in ("pto-isa", "pto-isa-cpusim"):
+        res = dsl_run(prog, dict(args), platform=platform, protocol=protocol)
+        for k, expected in want.items():
+            np.testing.assert_array_equal(res.outputs[k], expected, err_msg=f"{case} {protocol}")
+    op = compile_program(prog, platform, protocol="pto-isa")
+    for k, v in args.items():
+        if isinstance(v, np.ndarray):
+            np.ascontiguousarray(v).tofile(tmp_path / f"{k}.in")
+    r = build(tmp_path, shared_both_ring(write_cpp(op, platform)), main_cpp(op, args, platform))
+    assert r.returncode == 0, f"{case} on {platform} does not build:\n{r.stderr[-4000:]}"
+    run = subprocess.run([str(tmp_path / "k"), str(tmp_path)], capture_output=True, text=True, timeout=RUN_SECONDS)
+    assert run.returncode == 0, f"{case} on {platform} failed on the CPU simulator:\n{run.stderr[-3000:]}"
+    for k, expected in want.items():
+        got = np.fromfile(tmp_path / f"{k}.out", dtype=args[k].dtype).reshape(args[k].shape)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{case} on {platform}: {k}")
 
 
 def test_the_launch_text_follows_the_program():

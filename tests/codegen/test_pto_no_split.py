@@ -36,7 +36,7 @@ S2 = load_module(f"{layers.ROOT}/examples/mixed/s2_cv_nosplit.py")
 NO_SPLIT_KERNELS = {
     "example_s2_c2v": lambda: S2.KERNELS.source(M=16, N=32, slot_num=4),
     "crossing_v2c": lambda: test_crossing_slots._v2c(16, 32, "f32"),
-    "crossing_c2v": lambda: test_crossing_slots._c2v(16, 32, 16),
+    "crossing_c2v": lambda: test_crossing_slots._c2v(16, 32, 16, pl.TILE_NO_SPLIT),
     "expand_v2c": test_expand_mixed_nosplit._v2c_program,
     "round_trip": test_pipeline_loops.vector_round_trip,
     "vector_led_carried": lambda: test_pipeline_loops.vector_led(trips=3),

@@ -104,6 +104,28 @@ def test_ptoas_takes_the_written_pto_and_builds_the_simulated_ring(rel, variant,
         assert [ptoas_pipe[i] for i in keep] == [mine[i] for i in keep], (kernel, ptoas_pipe, mine)
 
 
+PADDED = [("up_down_cols", "a5"), ("left_right_rows", "a2a3"), ("left_right_rows", "a5")]
+
+
+@pytest.mark.parametrize("case,platform", PADDED)
+def test_ptoas_takes_tiles_declared_larger_than_their_data(case, platform, tmp_path):
+    """Tiles pto-isa declares padded (tests/padded_tiles.py): the Mat tile TMOVed into a padded
+    Left / Right tile in the destination's static shape (ptoas: "mat-source tmov ... matching
+    src/dst shapes"), an A5 popped part at its slot's pitch and its copy; ptoas builds the ring
+    ptopipe's C++ declares (its SlotSize the static part the Vector core binds)."""
+    from padded_tiles import case as padded
+    op = compile_program(padded(case)[0], platform, protocol="pto-isa")
+    notes = []
+    pto = tmp_path / "k.pto"
+    pto.write_text(write_pto(op, platform, notes))
+    assert notes == []
+    r = run_ptoas(pto, platform)
+    assert r.returncode == 0, f"{case} on {platform}: ptoas rejected the .pto:\n{r.stderr[-3000:]}"
+    got, want = tpipes(pto.with_suffix(".cpp").read_text()), tpipes(write_cpp(op, platform))
+    assert got.keys() == want.keys() and got, (got, want)
+    assert all(got[k][2] == want[k][2] for k in got), (got, want)
+
+
 def test_tpipes_reads_each_kernels_pipe():
     """The parser the comparison rests on: per kernel, its one TPipe."""
     cpp = ("static AICORE void k_aic(__gm__ float* v1) {\n  auto v2 = TPipe<0, Direction::DIR_C2V, "

@@ -485,7 +485,7 @@ GOOD = _program(C + LOAD)
 PARSE_ERRORS = [
     ("%t = pl.exp(%nope)", "use of undefined value %nope", 1, 13),
     ("%c0 = pl.const() {value = 0} : () -> index", "redefinition of %c0", 1, 1),
-    ("%a = pl.const() {value = 0} : () -> tile<16xf32,Vec>", "a tile type is tile<RxCxdtype,Space[,Layout]>", 1, 37),
+    ("%a = pl.const() {value = 0} : () -> tile<16xf32,Vec>", "a tile type is tile<RxCxdtype,Space[,Layout][,box=RxC]>", 1, 37),
     ("%a = pl.const() {value = 0} : () -> tile<16x16xf32,Vex>", "unknown memory space or layout 'Vex'", 1, 37),
     ("%a = pl.const() {value = 0} -> index", "expected ':' before the type signature of pl.const", 1, 29),
     ("%a = pl.const() {value = @} : () -> index", "expected an attribute value, found '@'", 1, 26),

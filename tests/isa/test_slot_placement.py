@@ -106,16 +106,18 @@ def test_a5_lane_1_of_a_widened_split_would_read_the_wrong_rows():
     assert "row stride" not in str(e)
 
 
-def test_cpu_simulator_places_lane_1_by_the_static_rows():
-    """pto-isa's CPU simulator reads lane 1's part of a GM slot from the consumer tile's static
-    half (``popTileFromGMFiFo``): the same widened push is refused there, saying so."""
+def test_cpu_simulator_pops_a_gm_slot_into_the_whole_static_tile():
+    """pto-isa's CPU simulator TLOADs a GM slot into the consumer tile's whole static shape
+    (``popTileFromGMFiFo``), and its TLOAD asserts the tile's valid shape is that shape: the
+    same widened push, popped 6 of 8 rows a lane, stops at lane 0's TPOP there, saying so."""
     with pytest.raises(ProtocolError) as ei:
         run(c2v(TILE_UP_DOWN, (N, N), (N // 2, N), lambda s: (6, N)), "a2a3", "pto-isa-cpusim")
     e = ei.value
-    assert e.details.startswith("in the CPU simulator: lane 1 would read rows 8..13 of the pushed tile, not rows "
-                                "6..11: pto-isa's CPU simulator (popTileFromGMFiFo) starts lane 1's part at 1 x the "
-                                "consumer tile's static rows"), e.details
-    assert "give the consumer tile 6 static rows" in e.fix
+    assert e.what.startswith("TPOP of Vec tile float32 8x16") and "pto-isa's CPU simulator pops into the consumer's " \
+        "whole static 8x16 tile by a TLOAD from the GM slot (popTileFromGMFiFo), which asserts the tile's valid shape " \
+        "is that static shape: a valid 6x16 region stops the simulated kernel" in e.what, e.what
+    assert e.where.endswith(f":{line_of(c2v, 'POP')}"), e.where
+    assert "pop into a tile whose static shape is its 6x16 valid shape" in e.fix
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

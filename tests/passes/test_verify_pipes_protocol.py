@@ -137,3 +137,54 @@ def test_the_run_reports_the_same_race_in_the_dsls_words(no_hang):
     assert e.where.endswith(f":{line_of(vector.pyfunc, 'FREE')}:13")
     assert "pl.record_event(pl.PIPE_MTE3, pl.PIPE_V, 0) and pl.wait_event(pl.PIPE_MTE3, pl.PIPE_V, 0)" in e.fix
     assert "(or pl.barrier())" in e.fix and "set_flag" not in e.fix
+
+
+def padded_acc_pair(N: int):
+    """The Cube pushes a 16xN f32 accumulator TILE_UP_DOWN; each Vector core pops its 8xN part
+    as the DSL declares it (its own static shape) and stores it.  pto-isa declares the Acc in
+    whole 16x16 fractals: for N = 24, 16x32 (each slot holds a core's 8x32 part)."""
+    slot = 8 * 32 * 4
+
+    @pl.aiv
+    def vector(out: pl.Tensor[[16, N], pl.f32], fifo: pl.Tensor[[2 * slot], pl.u8]):
+        buf = pl.reserve_buffer(name="c2v", size=2 * slot, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, slot, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        part = pl.TPOP(buf, pl.Tile[[8, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)     # PADDED POP
+        pl.store(part, [sub * 8, 0], out)
+        pl.TFREE(buf)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, N], pl.f32], fifo: pl.Tensor[[2 * slot], pl.u8]):
+        buf = pl.import_peer_buffer(name="c2v", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, slot, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        al = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        br = pl.move(pl.load(b, [0, 0], [16, N], space=pl.Mat), space=pl.Right)
+        pl.TPUSH(pl.matmul(al, br), buf, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name=f"padded_{N}"), vector
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa", "pto-isa-cpusim"])
+def test_a_part_popped_in_its_own_static_shape_from_a_padded_acc_is_found_statically(protocol, no_hang):
+    """A5: each Vector core's slot holds its 8 rows of the 16x32 Acc 32 elements apart (device and
+    CPU simulator alike), and the TPOP binds / copies at the popped tile's own 24 columns: every row
+    after the first misread.  VerifyPipes finds it at the TPOP from the tiles' static shapes, the
+    run at the same line; with 32 columns both are clean."""
+    prog, vector = padded_acc_pair(24)
+    found = verify_pipes.verify(prog.clone(), "a5", protocol=protocol)
+    assert [e.kind for e in found] == ["slot_layout"], [str(e) for e in found]
+    e = found[0]
+    assert e.where.endswith(f":{line_of(vector.pyfunc, 'PADDED POP')}:9"), e.where
+    assert "declared 8x24" in e.what and "declared 16x32" in e.what and "32 elements apart" in e.details, e.render()
+    rng = np.random.default_rng(0)
+    args = dict(a=rng.integers(-3, 4, (16, 16)).astype(np.float32), b=rng.integers(-3, 4, (16, 24)).astype(np.float32),
+                out=np.zeros((16, 24), np.float32), fifo=ptopipe.gm_buffer(2 * 8 * 32 * 4))
+    with pytest.raises(ptopipe.ProtocolError) as ei:
+        dsl_run(prog, args, platform="a5", protocol=protocol)
+    assert e.where.endswith(ei.value.where), (ei.value.where, e.where)
+    assert "the row pitch differs: the slot's rows are 32 elements apart, the pop reads them 24 apart" in \
+        ei.value.what, ei.value.what
+    ok, _ = padded_acc_pair(32)
+    assert verify_pipes.verify(ok.clone(), "a5", protocol=protocol) == []

@@ -180,6 +180,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             check_layout(core, ch, slots, side.links, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc,
                          tile.layout, (tile.valid_rows, tile.valid_cols))
             p.ok_layout = lay
+    if p.whole is not None:
+        raise p.whole
     if p.srcs is not None:                         # GM ring: load into the tile
         # a tile that got its address from a ring (this consumer's staging, or another
         # pipe's slot or staging: TASSIGN clears the binding) is staged anew by every TPOP

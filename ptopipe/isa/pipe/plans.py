@@ -16,7 +16,7 @@ from ..tile import Tile, TileType
 from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
                                  split_push_problem)
-from ...protocol.slots import pop_band, problem_text, push_band, read_problem
+from ...protocol.slots import SIM_ONLY_FIX, pop_band, problem_text, push_band, read_problem, whole_pop_problem
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes, check_split
 
@@ -35,10 +35,11 @@ class PushPlan:
 
 class PopPlan:
     """What a TPOP of one tile geometry does, worked out (and checked) once per channel."""
-    __slots__ = ("srcs", "cost", "ok_layout")
+    __slots__ = ("srcs", "cost", "ok_layout", "whole")
 
-    def __init__(self, srcs, cost):
-        self.srcs, self.cost, self.ok_layout = srcs, cost, None
+    def __init__(self, srcs, cost, whole=None):
+        # ``whole``: the ProtocolError of a pop the protocol cannot take whole (slots.whole_pop_problem)
+        self.srcs, self.cost, self.ok_layout, self.whole = srcs, cost, None, whole
 
 
 def plan(core, ch, tile: Tile, split, make):
@@ -149,8 +150,14 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     if rows * cols * item > ch.slot_size:        # also: a staging slot is SlotSize bytes
         raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
                             where=_loc(core), fix="pop tiles of the pushed shape")
+    # a pop the protocol's code cannot take whole: raised by the TPOP after it judged what the
+    # pop reads of the slot (check_layout), which says more when the bytes are misplaced too
+    whole = None if tile.empty else \
+        whole_pop_problem(ch.model.slot_placement, ch.way, ch.in_gm, (rows, cols), (tile.valid_rows, tile.valid_cols))
+    if whole is not None:
+        whole = ProtocolError(f"TPOP of {tile.describe()} on {ch.name}: {whole[0]}", where=_loc(core), fix=whole[1])
     if not ch.in_gm:
-        return PopPlan(None, core.costs.flag_op)
+        return PopPlan(None, core.costs.flag_op, whole)
     # pto-isa TLOADs the tile from an ND GlobalTensor over the slot
     check_move_layout(core, "TLOAD", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPOP")
     gm = core.cluster.gm
@@ -172,7 +179,7 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     for tag in range(ch.slot_num):
         v = ch.view(gm, ch.gm_base + tag * ch.slot_size + b.offset * item, tile.dtype, valid, (b.pitch, 1))
         srcs.append(v[:tile.valid_rows, :tile.valid_cols])
-    return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item))
+    return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item), whole)
 
 
 def _odd_band_in_slot(core, ch, tile: Tile, split, vrows: int, vcols: int, item: int) -> None:
@@ -264,7 +271,14 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
                 where=where, details=details or None, fix=_placement_fix(kind, fix))
         differs = [w for w, d in (("dtype", pdtype != dtype), ("row pitch" if pitch else "valid shape", prob is not None))
                    if d]
-        tail = (f"the slot's rows are {prob.pitches[1]} elements apart, the pop reads them {prob.pitches[0]} apart"
+        sim_only = prob is not None and pdtype == dtype and _device_reads_right(ch, pushed, split, (rows, cols), (vrow, vcol),
+                                                                               lane)
+        if sim_only:
+            differs = ["slot layout"]
+            fix = (f"the device (--protocol pto-isa) reads this slot right: {SIM_ONLY_FIX}")
+        tail = ("pto-isa's CPU simulator lays the slot out differently from the device, whose pop reads the pushed "
+                "elements here" if sim_only else
+                f"the slot's rows are {prob.pitches[1]} elements apart, the pop reads them {prob.pitches[0]} apart"
                 if pitch and pdtype == dtype else
                 f"it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
                 + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""))
@@ -295,6 +309,20 @@ def _placement_fix(kind: str, fix: str | None) -> str:
                 "(--protocol pto-isa) places each part by the valid shape - to run on the CPU simulator too, push "
                 "a tile whose valid shape is its static shape (the whole box)")
     return fix or "pop at most the pushed valid region (a split lane: its part of it)"
+
+
+def _device_reads_right(ch, pushed, split, static: tuple, valid: tuple, lane: int) -> bool:
+    """Under the CPU simulator's placement: would the device's placement ("npu") of the same
+    push read this pop (and, for a split C2V pop, the other lane's) right?"""
+    if ch.model.slot_placement != "cpusim":
+        return False
+    lanes = [lane] if ch.way == V2C or split == TileSplitAxis.TILE_NO_SPLIT else [0, 1]
+    for ln in lanes:            # a C2V push is placed per consumer lane, a V2C one per pushing lane
+        nb = [push_band("npu", ch.way, ch.in_gm, s.layout[3], s.layout[5:7], s.layout[1:3],
+                        ln if ch.way == C2V else pushing) for pushing, s in pushed]
+        if read_problem(nb, pop_band("npu", ch.way, ch.in_gm, split, static, valid, ln), split) is not None:
+            return False
+    return True
 
 
 def _check_odd_pop(core, ch, slot, split, valid: tuple, op: str, loc) -> None:
