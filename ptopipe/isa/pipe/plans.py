@@ -303,11 +303,10 @@ def _reader_lane(ch, split, lane: int) -> str:
 def _placement_fix(kind: str, fix: str | None) -> str:
     """The fix of a pop of the right part that the placement ``kind`` reads from elsewhere."""
     if kind == "cpusim":
-        return ("pto-isa's CPU simulator places each lane's part of a split by the static box (half the tile's "
-                "static rows or columns), so with a push whose valid region is smaller than its box a lane's part is "
-                "not where that lane reads it there; the device "
-                "(--protocol pto-isa) places each part by the valid shape - to run on the CPU simulator too, push "
-                "a tile whose valid shape is its static shape (the whole box)")
+        return ("the device (--protocol pto-isa) reads this slot right: it places each part by the valid shape, "
+                "while pto-isa's CPU simulator places each lane's part of a split by the static box (half the "
+                "tile's static rows or columns), so with a push whose valid region is smaller than its box a "
+                f"lane's part is not where that lane reads it there; {SIM_ONLY_FIX}")
     return fix or "pop at most the pushed valid region (a split lane: its part of it)"
 
 
