@@ -1068,6 +1068,115 @@ def test_a_misspelled_attribute_of_any_op_is_refused_at_the_key(tmp_path, capsys
     _refused_at(tmp_path, capsys, text, needle, token, what)
 
 
+_TEXP_OUTS = f"outs(%expd : {F32_16x64})\n"
+
+
+@pytest.mark.parametrize("key", ["names", "round", "stride", "values", "modes", "pipes", "configs", "layouts",
+                                 "shapes", "splits", "valid_rows", "is_binary", "operand_segment_sizes"])
+def test_a_discardable_attribute_close_to_another_ops_key_is_read(key):
+    """A key an op does not take, in its attribute dictionary, is a discardable attribute ptoas
+    keeps (every one of these it accepts on pto.texp, which takes no key): it is a misspelling
+    only when close to a key of that op's own, so the file is read."""
+    from ptopipe.codegen.pto_exec import read_program
+    read_program(_edit(SOFTMAX, _TEXP_OUTS, _TEXP_OUTS[:-1] + f" {{{key} = 1 : i32}}\n"), "ok.pto")
+
+
+_BLOCK_MUL = "      %col = arith.muli %k, %c16 : index\n"
+_F32_16 = F32_16x64.replace("cols=64", "cols=16").replace("v_col=64", "v_col=16")
+
+
+def _block_sum_runs(tmp_path, text):
+    """``text`` (SCF_ACC edited) runs, and its out is the sum of x's four 16x16 blocks."""
+    import ptopipe
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 64
+    got = ptopipe.run_pto(text=text, inputs=dict(x=x, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(got.outputs["out"], x.reshape(16, 4, 16).sum(axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("attrs", ['{names = "k1"}', "{stride = 1 : i64}", "{round = 1 : i32}"])
+def test_a_discardable_attribute_of_an_arith_op_runs(tmp_path, attrs):
+    """``arith.muli %k, %c16 {names = "k1"} : index``: a key arith.muli does not take and that
+    resembles none it takes (it takes overflowFlags) is kept and ignored, as ptoas does."""
+    _block_sum_runs(tmp_path, _edit(SCF_ACC, _BLOCK_MUL, _BLOCK_MUL.replace(" : index", f" {attrs} : index")))
+
+
+_IF_COL = ("      %isz = arith.cmpi eq, %k, %c0 : index\n"
+           "      %col = scf.if %isz -> index {\n        scf.yield %c0 : index\n"
+           "      } else {\n        %m = arith.muli %k, %c16 : index\n        scf.yield %m : index\n      }\n")
+
+
+def test_an_scf_if_with_an_unparenthesised_result_type_and_an_else_runs(tmp_path):
+    """``scf.if %c -> index { ... } else { ... }``: the result type is ``index`` (the ``else``
+    between the regions is no part of it), and the yields of that type are read."""
+    _block_sum_runs(tmp_path, _edit(SCF_ACC, _BLOCK_MUL, _IF_COL))
+
+
+def test_a_yield_of_another_type_than_an_scf_ifs_unparenthesised_result_is_refused_at_the_yield(tmp_path, capsys):
+    text = _edit(SCF_ACC, _BLOCK_MUL, _IF_COL.replace("scf.yield %m : index", "scf.yield %zero : f32"))
+    _refused_at(tmp_path, capsys, text, "scf.yield %zero", "scf.yield",
+                f"scf.yield gives f32 as value 0, but result 0 of the scf.if at {_line(text, '%col = scf.if')}:")
+
+
+_ADD = (f"      pto.tadd ins(%acc, %blk : {_F32_16}, {_F32_16}) outs(%acc : {_F32_16})\n")
+_SHORT = "!pto.tile_buf<vec, 16x16xf32>"
+_HELPER = (f"  func.func private @accumulate(%a: {_SHORT}, %b: {_SHORT}) attributes "
+           "{pto.kernel_kind = #pto.kernel_kind<vector>} {\n"
+           f"    pto.tadd ins(%a, %b : {_SHORT}, {_SHORT}) outs(%a : {_SHORT})\n    return\n  }}\n")
+
+
+def test_a_call_passing_a_tiles_long_form_to_a_short_form_parameter_runs(tmp_path):
+    """The long and short forms of one tile type are one type (ptoas: the same type): a call
+    that lists the long form for a parameter declared in the short form runs."""
+    text = _edit(SCF_ACC, _ADD, f"      func.call @accumulate(%acc, %blk) : ({_F32_16}, {_F32_16}) -> ()\n")
+    _block_sum_runs(tmp_path, _edit(text, "  func.func @block_sum", _HELPER + "  func.func @block_sum"))
+
+
+def test_a_call_passing_a_tile_of_another_shape_than_the_parameter_is_refused(tmp_path, capsys):
+    wide = "!pto.tile_buf<vec, 16x32xf32>"
+    helper = _HELPER.replace("%b: " + _SHORT, "%b: " + wide).replace(f"{_SHORT}, {_SHORT})", f"{_SHORT}, {wide})")
+    text = _edit(SCF_ACC, _ADD, f"      func.call @accumulate(%acc, %blk) : ({_F32_16}, {_F32_16}) -> ()\n")
+    text = _edit(text, "  func.func @block_sum", helper + "  func.func @block_sum")
+    _refused_at(tmp_path, capsys, text, "func.call @accumulate", "func.call",
+                "func.call @accumulate: argument 1 (%blk) is passed as")
+
+
+_BLK_ALLOC = f"    %blk = pto.alloc_tile : {_F32_16}\n"
+
+
+def test_a_tile_types_quoted_keywords_read_as_the_bare_ones(tmp_path):
+    """``loc="vec"``, ``blayout="row_major"``: ptoas reads a quoted keyword as the bare one."""
+    quoted = _F32_16.replace("loc=vec", 'loc="vec"').replace("blayout=row_major", 'blayout="row_major"')
+    _block_sum_runs(tmp_path, _edit(SCF_ACC, _BLK_ALLOC, f"    %blk = pto.alloc_tile : {quoted}\n"))
+
+
+_MINUS1 = _F32_16.replace("v_row=16, v_col=16", "v_row=-1, v_col=-1")
+_QROW = _F32_16.replace("v_row=16", "v_row=?")
+
+
+def _blk_as(alloc, use):
+    """SCF_ACC with %blk made by ``alloc`` and its uses typed ``use``."""
+    text = _edit(SCF_ACC, _BLK_ALLOC, alloc)
+    text = _edit(text, f"outs(%blk : {_F32_16})", f"outs(%blk : {use})")
+    return _edit(text, f"ins(%acc, %blk : {_F32_16}, {_F32_16})", f"ins(%acc, %blk : {_F32_16}, {use})")
+
+
+@pytest.mark.parametrize("alloc, use", [
+    # v_row=-1 is ptoas's other spelling of v_row=?: a dynamic valid shape, given by the operands
+    (f"    %blk = pto.alloc_tile valid_row = %c16 valid_col = %c16 : {_MINUS1}\n", _MINUS1),
+    # a definition with v_row=? and a use with v_row=-1 are one type
+    (f"    %blk = pto.alloc_tile valid_row = %c16 : {_QROW}\n", _QROW.replace("v_row=?", "v_row=-1")),
+])
+def test_a_valid_dim_of_minus_one_is_dynamic(tmp_path, alloc, use):
+    _block_sum_runs(tmp_path, _blk_as(alloc, use))
+
+
+def test_a_tile_of_v_row_minus_one_without_valid_row_is_refused_as_one_of_v_row_unknown(tmp_path, capsys):
+    """(ptoas: valid_row operand is required because result type v_row is ?)"""
+    text = _blk_as(f"    %blk = pto.alloc_tile valid_col = %c16 : {_MINUS1}\n", _MINUS1)
+    _refused_at(tmp_path, capsys, text, "%blk = pto.alloc_tile", "pto.alloc_tile",
+                "pto.alloc_tile of a type with v_row=? needs valid_row = %n")
+
+
 def test_an_attribute_like_no_known_one_is_left_to_the_tool_that_wrote_it():
     """ptoas keeps an unknown attribute of an op's dictionary: one that resembles no key an op
     takes is no misspelling, and the file is read."""
@@ -1105,7 +1214,8 @@ _RET = "    pto.tstore ins(%acc : "
                                                          "type's dim 1 is 64"),
     # a pipe init's dir_mask names a direction
     (_edit(PIPES, "pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 4"),
-     "pto.aic_initialize_pipe", "4", "pto.aic_initialize_pipe: dir_mask = 4 names no direction"),
+     "pto.aic_initialize_pipe", "4", "pto.aic_initialize_pipe: dir_mask = 4 names no direction (it takes one of "
+                                     "1, 2, 3, 5, 6, 7)"),
     # a return gives the function's results, at the end of its body
     (_edit(SCF_ACC, "    return\n", "    return %c0 : index\n"), "return %c0", "return",
      "return gives 1 value(s), but @block_sum returns 0"),

@@ -2,12 +2,13 @@
 
 :data:`ATTRIBUTE_KEYS`: the ops whose pieces the executor looks up by name - any other key
 of theirs is refused (a misspelled one would be ignored: ``stride =`` for ``strides =`` reads
-the view as dense).  Every other op's keys are checked against :data:`KNOWN_KEYS`, the keys
-ptoas's ops and MLIR's take: a key that is none of them but close to one (``maskPatern``,
-``vaild_row``) is a misspelling - ptoas refuses it where its syntax names the key, and keeps it
-as an unknown attribute it ignores in an attribute dictionary; either way the op would run
-without the attribute meant.  A key like no known one is left alone (a discardable attribute
-of a tool's own), as is a ``dialect.name`` key.
+the view as dense).  :data:`OP_KEYS`: the other ops whose keys are all known, each with its
+own; a key such an op does not take but close to one it does (``maskPatern``, ``vaild_row``)
+is a misspelling - ptoas refuses it where its syntax names the key, and keeps it as an
+unknown attribute it ignores in an attribute dictionary; either way the op would run without
+the attribute meant.  Any other key in an op's attribute dictionary is a discardable attribute
+MLIR keeps (``{names = "k1"}`` on an ``arith.addi``, ``{round = 1}`` on a ``pto.tadd``): left
+alone, as is a ``dialect.name`` key.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import difflib
 import re
 
 from ...errors import ParseError
+from ..pto_syntax import TILE_KEYS
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "flag_base", "nosplit", "id")
 _PIPE_OP_KEYS = frozenset(("split", "id"))
@@ -35,22 +37,68 @@ ATTRIBUTE_KEYS = {
 }
 
 
-#: every attribute / keyword key ptoas's ops and MLIR's builtin ops take (the ops' inherent
-#: attributes, the keywords of their custom syntax, the keys of the types' ``<...>``)
-KNOWN_KEYS = frozenset().union(*ATTRIBUTE_KEYS.values(), (
-    # pto ops' attributes
-    "accToVecMode", "atomicType", "autoAlloc", "block_bytes", "buf_id", "channel_group_idx", "cmpMode",
-    "comm_block_offset", "config", "descending", "dst_op", "dst_pipe", "event_id", "exhausted", "ffts_mode",
-    "format", "gatherOob", "init_out_buffer", "isBinary", "isMSB", "mode", "offset", "op_type", "pad_mode",
-    "pipe", "quant_type", "queue_num", "reluPreMode", "rmode", "rounds", "sat_mode", "scatterAtomicOp",
-    "scatterOob", "src_op", "src_pipe", "stPhase", "sync_id", "upperOrLower", "kValue", "blockLen", "excuted",
-    # keywords of the pto ops' custom syntax
-    "addr", "valid_row", "valid_col", "gm_addr", "local_addr", "peer_local_addr", "pad_value",
-    "left_padding_num", "right_padding_num", "init_condition", "offsets",
-    # MLIR's builtin / func / arith / scf ops
-    "sym_name", "sym_visibility", "function_type", "arg_attrs", "res_attrs", "value", "callee", "predicate",
-    "fastmath", "overflowFlags", "roundingmode", "operandSegmentSizes", "resultSegmentSizes", "no_inline",
-    "unsigned"))
+#: key -> the pto ops (without ``pto.``) that take it: their inherent attributes and the keywords
+#: of their custom syntax (``valid_row = %n``), as ptoas's op definitions declare them
+_PTO_TAKEN_BY = {
+    "accToVecMode": ("tmov",), "addr": ("alloc_tile", "tassign"), "atomicType": ("tstore",),
+    "auto": ("reserve_buffer",), "autoAlloc": ("reserve_buffer",), "base": ("reserve_buffer",),
+    "block_bytes": ("build_async_session",), "blockLen": ("tmrgsort",), "buf_id": ("get_buf", "rls_buf"),
+    "c2v_consumer_buf": ("aic_initialize_pipe", "aiv_initialize_pipe"),
+    "channel_group_idx": ("build_async_session",), "cmpMode": ("tcmp", "tcmps", "tgather"),
+    "comm_block_offset": ("build_async_session",), "config": ("bind_tile", "pointer_cast"),
+    "descending": ("tci",), "dst_op": ("record_event", "wait_event"),
+    "dst_pipe": ("set_flag", "set_flag_dyn", "wait_flag", "wait_flag_dyn"),
+    "event_id": ("record_event", "set_flag", "set_flag_dyn", "sync.set", "sync.wait", "wait_event", "wait_flag",
+                 "wait_flag_dyn"),
+    "excuted": ("tmrgsort",), "exhausted": ("tmrgsort",), "ffts_mode": ("sync.set",), "format": ("print",),
+    "gatherOob": ("mgather",), "gm_addr": ("initialize_l2g2l_pipe",),
+    "init_condition": ("tload",), "init_out_buffer": ("tload",), "isBinary": ("tcolsum",),
+    "isMSB": ("thistogram",), "kValue": ("tgather",), "left_padding_num": ("tload",),
+    "local_addr": ("initialize_l2g2l_pipe", "initialize_l2l_pipe"), "maskPattern": ("tgather",),
+    "mode": ("get_buf", "rls_buf"),
+    "offset": ("addptr", "load_scalar", "store_scalar", "tdequant", "tgather", "tgetval", "tquant", "tsetval"),
+    "offsets": ("subset", "tgatherb"), "op_type": ("barrier_sync", "get_buf", "rls_buf"),
+    "pad_mode": ("tload",), "pad_value": ("tload",),
+    "peer_local_addr": ("initialize_l2g2l_pipe", "initialize_l2l_pipe"), "pipe": ("barrier", "sync.set", "sync.wait"),
+    "quant_type": ("tquant",), "queue_num": ("build_async_session",), "reluPreMode": ("tmov", "tstore"),
+    "right_padding_num": ("tload",), "rmode": ("tcvt",), "rounds": ("trandom",), "sat_mode": ("tcvt",),
+    "scatterAtomicOp": ("mscatter",), "scatterOob": ("mscatter",), "sizes": ("subset",),
+    "src_op": ("record_event", "wait_event"), "src_pipe": ("set_flag", "set_flag_dyn", "wait_flag", "wait_flag_dyn"),
+    "stPhase": ("tstore",), "sync_id": ("build_async_session",), "upperOrLower": ("ttri",),
+    "valid_row": ("alloc_tile", "bind_tile", "pointer_cast", "set_validshape", "tpop_from_aic", "tpop_from_aiv"),
+    "valid_col": ("alloc_tile", "bind_tile", "pointer_cast", "set_validshape", "tpop_from_aic", "tpop_from_aiv"),
+    "value": ("eventid_array_set", "store_scalar"),
+}
+_FAST = ("fastmath",)
+#: the keys of MLIR's arith / func ops that take any (an op of theirs not named takes none
+#: the reader knows of, and is not checked)
+_MLIR_KEYS = {
+    "arith.constant": ("value",), "arith.cmpi": ("predicate",), "arith.cmpf": ("predicate", "fastmath"),
+    **dict.fromkeys(("arith.addi", "arith.subi", "arith.muli", "arith.shli", "arith.trunci"), ("overflowFlags",)),
+    **dict.fromkeys(("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.remf", "arith.negf",
+                     "arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf"), _FAST),
+    "arith.truncf": ("roundingmode", "fastmath"),
+    "func.func": ("sym_name", "sym_visibility", "function_type", "arg_attrs", "res_attrs", "no_inline"),
+    "func.call": ("callee", "arg_attrs", "res_attrs", "no_inline"),
+}
+
+
+def _op_keys() -> dict:
+    out = {}
+    for key, ops in _PTO_TAKEN_BY.items():
+        for op in ops:
+            out.setdefault("pto." + op, set()).add(key)
+    for op, keys in _MLIR_KEYS.items():
+        out.setdefault(op, set()).update(keys)
+    return {op: frozenset(keys) for op, keys in out.items()}
+
+
+#: op -> every key it takes, for the ops whose keys are all known (those of
+#: :data:`ATTRIBUTE_KEYS` are checked exactly instead): a key of such an op that is not one of
+#: them but close to one is that key misspelled; any other op's keys are not judged
+OP_KEYS = _op_keys()
+#: every key of :data:`OP_KEYS` (what a written key must resemble to be looked at op by op)
+_ALL_KEYS = sorted(frozenset().union(*OP_KEYS.values()))
 
 
 def written_keys(text: str) -> set:
@@ -69,36 +117,40 @@ def written_keys(text: str) -> set:
 _TAIL_KEY = re.compile(r"(?<![%\w.$#-])([A-Za-z_][\w]*)$")
 
 
-#: the keys of the types' ``<...>`` (``!pto.tile_buf<loc=vec, ...>``): no attribute's
-_TYPE_KEYS = frozenset(("loc", "dtype", "rows", "cols", "v_row", "v_col", "blayout", "slayout", "fractal", "pad",
-                        "valid", "count", "compact", "s_fractal_size"))
+#: the keys of the types' ``<...>`` (``!pto.tile_buf<loc=vec, ...>``, its short form's
+#: ``valid=``, ``!pto.multi_tile_buf<..., count=N>``): no attribute's
+_TYPE_KEYS = frozenset(TILE_KEYS) | frozenset(("valid", "count", "compact", "s_fractal_size"))
 
 
-def misspelled(keys) -> dict:
-    """key -> the known key it misspells, of ``keys`` (from :func:`written_keys`; a key of
-    fewer than four letters is not taken for a misspelling: ``idx`` may well not mean ``id``)."""
-    out = {}
-    for k in keys:
-        if k in KNOWN_KEYS or k in _TYPE_KEYS or len(k) < 4:
+def misspelled(keys) -> frozenset:
+    """The keys of ``keys`` (from :func:`written_keys`) that may misspell some op's key: close to
+    one (a key of fewer than four letters is not taken for a misspelling: ``idx`` may well not
+    mean ``id``).  Whether one does is the op's to say (:func:`check_misspelled`)."""
+    return frozenset(k for k in keys if k not in _TYPE_KEYS and len(k) >= 4
+                     and difflib.get_close_matches(k, _ALL_KEYS, n=1, cutoff=0.8))
+
+
+def check_misspelled(s, near: frozenset, path: str) -> None:
+    """A ParseError when ``s``, an op of :data:`OP_KEYS`, writes ``key =`` with a key of ``near``
+    that it does not take but that is close to one it does: the op would run without the
+    attribute meant (ptoas refuses the key where the op's syntax names it, and keeps it as a
+    discardable attribute it ignores in an attribute dictionary).  A key like none of the
+    op's is a discardable attribute, left alone."""
+    own = OP_KEYS.get(s.name)
+    if own is None:
+        return
+    text = None
+    for k in near:
+        if k in own:
             continue
-        near = difflib.get_close_matches(k, _KNOWN_SORTED, n=1, cutoff=0.8)
-        if near:
-            out[k] = near[0]
-    return out
-
-
-_KNOWN_SORTED = sorted(KNOWN_KEYS)
-
-
-def check_misspelled(s, near: dict, path: str) -> None:
-    """A ParseError when ``s`` writes one of the misspelled keys ``near`` (key -> the known
-    key) as ``key =``."""
-    text = s.text()
-    for k, want in near.items():
+        want = difflib.get_close_matches(k, sorted(own), n=1, cutoff=0.8)
+        if not want:
+            continue
+        text = s.text() if text is None else text
         m = re.search(r"(?<![%\w.$#-])" + re.escape(k) + r"\s*=(?!=)", text)
         if m is None:
             continue
         line, col = s.position(m.start())
-        raise ParseError(f"{s.name} has no attribute {k!r}: did you mean {want!r}? (ptoas refuses it where "
+        raise ParseError(f"{s.name} has no attribute {k!r}: did you mean {want[0]!r}? (ptoas refuses it where "
                          "the op's syntax names its keys, and ignores it in an attribute dictionary: the op "
-                         "would run without it)", where=f"{path}:{line}:{col}", fix=f"write {want!r}")
+                         "would run without it)", where=f"{path}:{line}:{col}", fix=f"write {want[0]!r}")

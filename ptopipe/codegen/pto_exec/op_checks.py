@@ -30,7 +30,7 @@ def check_tile_result(s, types: TypeReader, seen: dict | None = None) -> None:
     order (else a ParseError at the key, before anything runs); an ``pto.alloc_tile`` gives
     ``valid_row`` / ``valid_col`` exactly where its type's ``v_row`` / ``v_col`` is ``?``
     (ptoas: "valid_row operand is required because result type v_row is ?", "... must be
-    absent because result type v_row is 16")."""
+    absent because result type v_row is 16"; ``-1`` is its other spelling of ``?``)."""
     ty = s.result_type_text()
     if ty is None:
         return
@@ -41,8 +41,8 @@ def check_tile_result(s, types: TypeReader, seen: dict | None = None) -> None:
             if tys:
                 types.parse(tys[-1])             # (the ParseError at the key)
         seen[ty] = True
-    if s.name == "pto.alloc_tile" and ("?" in ty or "valid_" in s.text()):
-        spec = types.spec_of(s)
+    if s.name == "pto.alloc_tile":
+        spec = types.spec_of(s)             # (v_row=? and v_row=-1 alike read as dynamic)
         if spec is None or not hasattr(spec, "v_rows"):
             return
         for key, dim, given in (("valid_row", "v_row", spec.v_rows), ("valid_col", "v_col", spec.v_cols)):
@@ -163,6 +163,6 @@ def check_dir_mask(s, types: TypeReader) -> None:
     if not v or not v[0].text.lstrip("-").isdigit():
         return
     if int(v[0].text) not in DIR_MASKS:
-        raise types.err(f"{s.name}: dir_mask = {v[0].text} names no direction (ptoas: expects 'dir_mask' to be 1, "
-                        "2, or 3)", v[0], fix="give 1 (C2V), 2 (V2C) or 3 (both); 5 / 6 / 7: the same with the ring "
-                                              "in GM")
+        accepted = ", ".join(str(d) for d in sorted(DIR_MASKS))
+        raise types.err(f"{s.name}: dir_mask = {v[0].text} names no direction (it takes one of {accepted})", v[0],
+                        fix="give 1 (C2V), 2 (V2C) or 3 (both); 5 / 6 / 7: the same with the ring in GM")

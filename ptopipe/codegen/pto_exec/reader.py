@@ -89,10 +89,10 @@ NOT_MODELLED = dict.fromkeys(
 
 
 def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = frozenset(),
-               near: dict | None = None) -> list:
+               near: frozenset = frozenset()) -> list:
     """Every op of ``f`` known and in a form the executor runs (``suspects``: the file's lines
-    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks; ``near``: the misspelled
-    attribute keys the file writes, :func:`~.attributes.misspelled`); its ``func.call``
+    whose ops :meth:`~ptopipe.codegen.pto_tree.Stmt.malformed` checks; ``near``: the attribute
+    keys the file writes that may misspell an op's, :func:`~.attributes.misspelled`); its ``func.call``
     statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
     consts = Constants(f)
@@ -158,17 +158,17 @@ def _check_call_types(s, f: Func, callee: Func, types: TypeReader) -> None:
     if len(listed) != len(args):
         raise ParseError(f"func.call @{callee.name} with {len(args)} argument(s) but {len(listed)} type(s)",
                          where=where, fix="give the type list one type per argument")
-    own = {name: (ty, tok) for name, ty, tok in f.params}
-    for k, (a, lt, (pname, pty, _)) in enumerate(zip(args, listed, callee.params)):
-        said = types.parse(lt)
-        mine = own.get(a.text)
-        if mine is not None and said != mine[0]:
-            have = _type_text(_param_type_toks(f, a.text))
+    same = UseTypes(types).same
+    own = {name for name, _, _ in f.params}
+    for k, (a, lt, (pname, _, _)) in enumerate(zip(args, listed, callee.params)):
+        said = _type_text(lt)
+        have = _type_text(_param_type_toks(f, a.text)) if a.text in own else None
+        if have and not same(have, said):
             raise types.err(f"func.call: argument {a.text} is declared {have} but the call's type list says "
-                            f"{_type_text(lt)}", lt[0], fix=f"write {have} for {a.text} in the type list")
-        if said != pty:
-            want = _type_text(_param_type_toks(callee, pname))
-            raise ParseError(f"func.call @{callee.name}: argument {k} ({a.text}) is passed as {_type_text(lt)} "
+                            f"{said}", lt[0], fix=f"write {have} for {a.text} in the type list")
+        want = _type_text(_param_type_toks(callee, pname))
+        if want and not same(said, want):
+            raise ParseError(f"func.call @{callee.name}: argument {k} ({a.text}) is passed as {said} "
                              f"but @{callee.name}'s parameter {pname} is {want} (ptoas: operand type mismatch)",
                              where=where,
                              fix=f"pass @{callee.name} a {want} value and say so in the type list, or declare "
@@ -228,13 +228,13 @@ def _check_yields(f: Func, types: TypeReader) -> None:
     values of the op's result types, in number and type (ptoas: "region iter_arg and yielded
     value have different type"): else a ParseError at the yield - run as written, the value
     of the wrong type would flow on in its place."""
+    same = UseTypes(types).same
     for s in walk(f.body):
-        if s.name not in ("scf.for", "scf.if") or not s.results or not s.arrow_type():
+        if s.name not in ("scf.for", "scf.if") or not s.results:
             continue
-        arrow = s.arrow_type()[0]
-        if arrow and arrow[0].text == "(":              # -> (f32, index), else -> f32
-            arrow = arrow[1:next(k for k, t in enumerate(arrow) if t.text == ")")]
-        want = [_type_text(t) for t in split_top([t for t in arrow if t.text not in "{}"]) if t]
+        want = result_types(s)
+        if not want:
+            continue                                    # (result types not read here: not compared)
         if s.name == "scf.if" and len(s.regions) < 2:
             raise types.err(f"scf.if with {len(want)} result(s) has no else region to give them when the condition "
                             "is false (ptoas: must have an else block if defining values)", s.tok,
@@ -253,7 +253,7 @@ def _check_yields(f: Func, types: TypeReader) -> None:
                                 f"has {len(want)} result(s)", y.tok,
                                 fix="yield one value per result, of the result's type")
             for k, (g, w) in enumerate(zip(got, want)):
-                if g != w:
+                if not same(g, w):
                     raise types.err(f"scf.yield gives {g} as value {k}, but result {k} of the {s.name} at "
                                     f"{s.tok.line}:{s.col} is {w} (ptoas: the yielded value and the "
                                     "iter_arg have different types)", y.tok,
@@ -297,7 +297,7 @@ def _check_returns(f: Func, types: TypeReader) -> None:
                             fix=f"return one value per result of @{f.name}, of its type" if want else
                                 f"return nothing, or declare @{f.name}'s results: func.func @{f.name}(...) -> T")
         for k, (g, w) in enumerate(zip(got, want)):
-            if g != w and UseTypes(types).same(g, w) is False:
+            if not UseTypes(types).same(g, w):
                 raise types.err(f"return gives {g} as value {k}, but result {k} of @{f.name} is {w}", s.tok,
                                 fix="return a value of the result's type")
 

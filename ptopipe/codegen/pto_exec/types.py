@@ -52,6 +52,10 @@ PAD = {"1": PadValue.Zero, "2": PadValue.Max, "3": PadValue.Min, "zero": PadValu
        "max": PadValue.Max, "min": PadValue.Min}
 
 
+#: a tile's valid dim as ptoas spells dynamic: ``?``, or ``-1`` (its parser reads the two alike)
+_DYNAMIC = {"-1": "?"}
+
+
 _INT_BITS = re.compile(r"^(u|ui|si|i)(\d+)$")
 
 
@@ -315,8 +319,8 @@ class TypeReader:
         if groups and len(groups[0]) >= 2 and groups[0][1].text == "=":
             self._long_form_keys(groups, tok)
         for i, g in enumerate(groups):
-            if len(g) >= 3 and g[1].text == "=":
-                kv[g[0].text] = "".join(t.text for t in g[2:])
+            if len(g) >= 3 and g[1].text == "=":          # (ptoas reads `loc="vec"` as `loc=vec`)
+                kv[g[0].text] = "".join(t.text for t in g[2:]).strip('"')
             elif i == 0 and len(g) == 1:
                 kv["loc"] = g[0].text
             elif i == 1 and g:
@@ -339,7 +343,7 @@ class TypeReader:
                            fix="give loc, dtype, rows and cols") from None
         except ValueError:
             raise self.err("!pto.tile_buf rows / cols must be integers", tok) from None
-        vr, vc = kv.get("v_row", str(rows)), kv.get("v_col", str(cols))
+        vr, vc = (_DYNAMIC.get(v, v) for v in (kv.get("v_row", str(rows)), kv.get("v_col", str(cols))))
         b = BLAYOUT.get(kv.get("blayout", ""), None)
         s = SLAYOUT.get(kv.get("slayout", ""), None)
         pad = PAD.get(kv.get("pad", "0"))

@@ -289,6 +289,8 @@ def results(s) -> list:
         return []
     text = s.text()
     if name in ("scf.for", "scf.if", "scf.while", "func.call", "scf.execute_region"):
+        if name == "scf.if" and text.rstrip().endswith(" else"):
+            text = text.rstrip()[:-5]         # (the `else` between an scf.if's regions)
         got = _after(text, "->")
         tys = _type_list(got[0]) if got else []
         return tys if len(tys) == n else []
