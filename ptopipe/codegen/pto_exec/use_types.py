@@ -35,7 +35,7 @@ _NEXT_TYPE = re.compile(rf"\s*({_T})\s*(,|\)|$)")
 #: a type ending the text
 _LAST_TYPE = re.compile(rf"\s*({_T})\s*$")
 _CAST = re.compile(rf"^\s*({_V})\s*:\s*({_T})\s+to\s+({_T})\s*$")
-_CALL = re.compile(rf"@[\w$.]+\s*\(([^()]*)\)\s*:\s*\(")
+_CALL = re.compile(r"@[\w$.]+\s*\(([^()]*)\)\s*:\s*\(")
 _FOR = re.compile(rf"^\s*(?:unsigned\s+)?({_V})\s*=\s*({_V})\s+to\s+({_V})\s+step\s+({_V})"
                   rf"(?:\s*iter_args\s*\(([^()]*)\)\s*->\s*({_T}))?\s*(?::\s*({_T}))?\s*$")
 _SOURCE = re.compile(rf"\s*({_V})[^:]*:\s*({_T})\s*->")
