@@ -304,7 +304,7 @@ def _cli_here(capsys, monkeypatch, *argv):
 
 # (one in a process of its own: the command's own bound ends the process)
 @pytest.mark.parametrize("cmd,variant,marker,bounds,own_process", [
-    ("run", "spin", "SPIN", ("--timeout", "0.25"), True),
+    ("run", "spin", "SPIN", ("--timeout", "0.1"), True),
     ("run", "tsync", "TSYNC", ("--until-cycle", "5000"), False),
     ("trace", "spin", "SPIN", ("--timeout", "0.1"), False),
     ("check", "spin", "SPIN", ("--timeout", "0.1", "--schedules", "2"), False),
@@ -344,7 +344,7 @@ def test_cli_timeout_bounds_the_kernel_files_own_code(kernel_file, tmp_path, cap
         argv, at = ("run", f), "loops_at_import.py:2"
     else:
         argv, at = ("run", kernel_file, "--variant", variant), f"hang_kernel.py:{_marker_line(marker)}"
-    p = _cli_here(capsys, monkeypatch, *argv, "--timeout", "0.25")
+    p = _cli_here(capsys, monkeypatch, *argv, "--timeout", "0.1")
     assert p.returncode == 1 and "BudgetError" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert f"at {at}" in p.stderr or at in p.stderr.split("\n")[1], p.stderr
 
@@ -374,7 +374,7 @@ def test_cli_timeout_ends_a_kernel_file_that_will_not_be_stopped(tmp_path, body)
     # the watch's refused interrupts come 0.05 s apart, not _REFIRE's 0.5 s (the CPU of the
     # spin until the watch gives up: the same number of them, each sooner)
     f.write_text("import ptopipe\nimport ptopipe.sim.bounds\nptopipe.sim.bounds._REFIRE = 0.05\n" + body)
-    p = _cli("run", f, "--timeout", "0.3")
+    p = _cli("run", f, "--timeout", "0.1")
     assert p.returncode == 1 and "BudgetError" in p.stderr and "stubborn.py:" in p.stderr, p.stderr
 
 
