@@ -90,3 +90,19 @@ def verify_every_property(request):
     if request.node.path.parent.name in COMPILER_TESTS:
         from ptopipe.passes.manager import VERIFY_EACH_ENV
         request.getfixturevalue("monkeypatch").setenv(VERIFY_EACH_ENV, "1")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Hypothesis's own modules are imported as installed, not assertion-rewritten: pytest marks
+    every module of a distribution that registers a plugin (hypothesis does) for rewriting,
+    so each of the ~80 that the tests import was parsed, rewritten and compiled again on every
+    run (under PYTHONDONTWRITEBYTECODE none is kept) - half a second of the suite's CPU for
+    better messages from asserts inside hypothesis.  The tests' own modules are still
+    rewritten.  (Done before hypothesis's plugin imports hypothesis, in its own configure;
+    nothing happens if a pytest keeps its marks elsewhere.)"""
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked.discard("hypothesis")
+        getattr(hook, "_marked_for_rewrite_cache", {}).clear()

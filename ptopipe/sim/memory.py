@@ -37,7 +37,8 @@ def _aligned_zeros(size: int, touch: bool = True) -> np.ndarray:
             mm.madvise(mmap.MADV_HUGEPAGE)
         buf = np.frombuffer(mm, dtype=np.uint8)
     else:
-        raw = np.zeros(size + _PAGE, dtype=np.uint8)
+        # zeroed once: by calloc's zero pages (untouched), or by the fill that touches them
+        raw = (np.empty if touch else np.zeros)(size + _PAGE, dtype=np.uint8)
         off = (-raw.ctypes.data) % _PAGE
         buf = raw[off:off + size]
     if touch:

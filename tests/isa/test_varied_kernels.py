@@ -1255,7 +1255,7 @@ BROKEN.update({
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
 def test_b25_pure_python_loop_stopped_by_wall_clock(platform, protocol, no_hang):
     _raises(BudgetError, b25_vec, "python-spin", None, (b25_vec, None), platform=platform,
-            protocol=protocol, timeout=0.3)
+            protocol=protocol, timeout=0.1)
 
 
 @pytest.mark.parametrize("platform,protocol", [c for c in COMBOS if c != ("a2a3", "pto-isa")])

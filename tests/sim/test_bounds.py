@@ -112,9 +112,9 @@ def test_pure_python_loop_is_stopped_by_the_timeout_naming_each_core():
         TFREE(pipe)
 
     with pytest.raises(BudgetError) as ei:
-        ptopipe.run(cube, (loops_in_python, None), dict(fifo=ptopipe.gm_buffer(512)), timeout=0.3)
+        ptopipe.run(cube, (loops_in_python, None), dict(fifo=ptopipe.gm_buffer(512)), timeout=0.1)
     err = ei.value
-    assert "timeout=0.3 s" in err.what
+    assert "timeout=0.1 s" in err.what
     assert_at(err, loops_in_python, "LOOP")
     lines = err.details.splitlines()
     aiv0 = next(ln for ln in lines if ln.startswith("AIV0"))
@@ -138,8 +138,8 @@ def test_a_kernel_swallowing_the_timeout_error_is_stopped_all_the_same(monkeypat
                 pass
 
     with pytest.raises(BudgetError) as ei:
-        ptopipe.run(aiv=(stubborn, None), timeout=0.2)
-    assert "timeout=0.2 s" in ei.value.what
+        ptopipe.run(aiv=(stubborn, None), timeout=0.1)
+    assert "timeout=0.1 s" in ei.value.what
 
 
 def test_until_cycle_bounds_simulated_time():
@@ -194,7 +194,7 @@ def test_none_means_the_default_bounds():
 
 def test_check_explore_stops_a_hanging_kernel():
     sc = ptopipe.Scenario("spin", None, (loops_in_python, None), lambda rng: {}, lambda a: {})
-    res = explore(sc, schedules=3, timeout=0.3)
+    res = explore(sc, schedules=3, timeout=0.1)
     assert not res.ok and res.runs == 1
     seed, err = res.first
     assert isinstance(err, BudgetError)
@@ -226,7 +226,12 @@ def test_a_real_ctrl_c_is_still_a_keyboard_interrupt():
 
 
 # -- the command line ---------------------------------------------------------------------------
+# the loops outside the kernels (make_args, golden) wait in time.sleep: the command's watch
+# stops a waiting loop as it stops a spinning one, at its line, without the suite's CPU spent
+# spinning (a spinning loop outside the kernels: LOOPS_AT_IMPORT, and the stubborn files)
 KERNEL = textwrap.dedent('''\
+    import time
+
     import numpy as np
     import ptopipe
     from ptopipe.isa import *
@@ -247,12 +252,12 @@ KERNEL = textwrap.dedent('''\
 
 
     def make_args(rng, mode="ok"):
-        while mode == "args": pass  # ARGS
+        while mode == "args": time.sleep(0.001)  # ARGS
         return dict(out=np.zeros((8, 8), np.float32), mode=mode)
 
 
     def golden(args, **_):
-        while args["mode"] == "gold": pass  # GOLD
+        while args["mode"] == "gold": time.sleep(0.001)  # GOLD
         return {"out": np.full((8, 8), 2.0, np.float32)}
 
 
@@ -271,6 +276,13 @@ def kernel_file(tmp_path_factory):
 
 def _marker_line(marker: str) -> int:
     return next(i for i, ln in enumerate(KERNEL.splitlines(), 1) if ln.rstrip().endswith("# " + marker))
+
+
+#: a kernel file that spins at import, line 2 (outside any run: the command's watch stops it)
+LOOPS_AT_IMPORT = "import ptopipe\nwhile True: pass\n"
+#: one that waits at import, line 2 (for the commands that treat such a file as a row: the
+#: watch stops it as it does LOOPS_AT_IMPORT, without the CPU of a spin)
+WAITS_AT_IMPORT = "import time, ptopipe\nwhile True: time.sleep(0.001)\n"
 
 
 def _cli(*argv, timeout=30):
@@ -292,10 +304,10 @@ def _cli_here(capsys, monkeypatch, *argv):
 
 # (one in a process of its own: the command's own bound ends the process)
 @pytest.mark.parametrize("cmd,variant,marker,bounds,own_process", [
-    ("run", "spin", "SPIN", ("--timeout", "0.25"), True),
+    ("run", "spin", "SPIN", ("--timeout", "0.1"), True),
     ("run", "tsync", "TSYNC", ("--until-cycle", "5000"), False),
-    ("trace", "spin", "SPIN", ("--timeout", "0.25"), False),
-    ("check", "spin", "SPIN", ("--timeout", "0.25", "--schedules", "2"), False),
+    ("trace", "spin", "SPIN", ("--timeout", "0.1"), False),
+    ("check", "spin", "SPIN", ("--timeout", "0.1", "--schedules", "2"), False),
     ("trace", "instr", "INSTR", ("--until-cycle", "5000"), False),
 ])
 def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, capsys, monkeypatch, no_hang, cmd, variant,
@@ -328,11 +340,11 @@ def test_cli_timeout_bounds_the_kernel_files_own_code(kernel_file, tmp_path, cap
     golden, at the file's import - is a BudgetError at its line, not a hang."""
     if variant is None:
         f = tmp_path / "loops_at_import.py"
-        f.write_text("import ptopipe\nwhile True: pass\n")
+        f.write_text(LOOPS_AT_IMPORT)
         argv, at = ("run", f), "loops_at_import.py:2"
     else:
         argv, at = ("run", kernel_file, "--variant", variant), f"hang_kernel.py:{_marker_line(marker)}"
-    p = _cli_here(capsys, monkeypatch, *argv, "--timeout", "0.25")
+    p = _cli_here(capsys, monkeypatch, *argv, "--timeout", "0.1")
     assert p.returncode == 1 and "BudgetError" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert f"at {at}" in p.stderr or at in p.stderr.split("\n")[1], p.stderr
 
@@ -340,7 +352,7 @@ def test_cli_timeout_bounds_the_kernel_files_own_code(kernel_file, tmp_path, cap
 def test_a_library_file_looping_outside_its_kernels_is_a_row_and_the_command_ends(kernel_file, tmp_path, capsys,
                                                                                  monkeypatch, no_hang):
     f = tmp_path / "loops_at_import.py"
-    f.write_text("import ptopipe\nwhile True: pass\n")
+    f.write_text(WAITS_AT_IMPORT)
     p = _cli_here(capsys, monkeypatch, "check", f, kernel_file, "--timeout", "0.5", "--workers", "1", "--json")
     rows = {os.path.basename(r["file"]): r for r in json.loads(p.stdout)}
     assert rows["loops_at_import.py"]["failure"]["error"] == "BudgetError"
@@ -359,8 +371,10 @@ def test_cli_timeout_ends_a_kernel_file_that_will_not_be_stopped(tmp_path, body)
     watch ends the process after a few refused ones - a BudgetError at the loop's line either
     way (in a process of its own: it may end the process)."""
     f = tmp_path / "stubborn.py"
-    f.write_text("import ptopipe\n" + body)
-    p = _cli("run", f, "--timeout", "0.3")
+    # the watch's refused interrupts come 0.05 s apart, not _REFIRE's 0.5 s (the CPU of the
+    # spin until the watch gives up: the same number of them, each sooner)
+    f.write_text("import ptopipe\nimport ptopipe.sim.bounds\nptopipe.sim.bounds._REFIRE = 0.05\n" + body)
+    p = _cli("run", f, "--timeout", "0.1")
     assert p.returncode == 1 and "BudgetError" in p.stderr and "stubborn.py:" in p.stderr, p.stderr
 
 
@@ -373,7 +387,7 @@ def test_check_of_a_golden_that_loops_says_where_the_time_went(kernel_file, caps
 
 def test_cli_sweep_of_a_file_looping_at_import_is_bounded_by_its_timeout(tmp_path, capsys, monkeypatch, no_hang):
     f = tmp_path / "loops_at_import.py"
-    f.write_text("import ptopipe\nwhile True: pass\n")
+    f.write_text(WAITS_AT_IMPORT)
     p = _cli_here(capsys, monkeypatch, "sweep", f, "--param", "n=1", "--timeout", "0.25")
     assert p.returncode == 1 and "BudgetError" in p.stderr and "loops_at_import.py:2" in p.stderr, p.stderr
 
