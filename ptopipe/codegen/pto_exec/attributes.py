@@ -37,37 +37,37 @@ ATTRIBUTE_KEYS = {
 }
 
 
-#: key -> the pto ops (without ``pto.``) that take it: their inherent attributes and the keywords
+#: key -> the pto ops that take it: their inherent attributes and the keywords
 #: of their custom syntax (``valid_row = %n``), as ptoas's op definitions declare them
 _PTO_TAKEN_BY = {
-    "accToVecMode": ("tmov",), "addr": ("alloc_tile", "tassign"), "atomicType": ("tstore",),
-    "auto": ("reserve_buffer",), "autoAlloc": ("reserve_buffer",), "base": ("reserve_buffer",),
-    "block_bytes": ("build_async_session",), "blockLen": ("tmrgsort",), "buf_id": ("get_buf", "rls_buf"),
-    "c2v_consumer_buf": ("aic_initialize_pipe", "aiv_initialize_pipe"),
-    "channel_group_idx": ("build_async_session",), "cmpMode": ("tcmp", "tcmps", "tgather"),
-    "comm_block_offset": ("build_async_session",), "config": ("bind_tile", "pointer_cast"),
-    "descending": ("tci",), "dst_op": ("record_event", "wait_event"),
-    "dst_pipe": ("set_flag", "set_flag_dyn", "wait_flag", "wait_flag_dyn"),
-    "event_id": ("record_event", "set_flag", "set_flag_dyn", "sync.set", "sync.wait", "wait_event", "wait_flag",
-                 "wait_flag_dyn"),
-    "excuted": ("tmrgsort",), "exhausted": ("tmrgsort",), "ffts_mode": ("sync.set",), "format": ("print",),
-    "gatherOob": ("mgather",), "gm_addr": ("initialize_l2g2l_pipe",),
-    "init_condition": ("tload",), "init_out_buffer": ("tload",), "isBinary": ("tcolsum",),
-    "isMSB": ("thistogram",), "kValue": ("tgather",), "left_padding_num": ("tload",),
-    "local_addr": ("initialize_l2g2l_pipe", "initialize_l2l_pipe"), "maskPattern": ("tgather",),
-    "mode": ("get_buf", "rls_buf"),
-    "offset": ("addptr", "load_scalar", "store_scalar", "tdequant", "tgather", "tgetval", "tquant", "tsetval"),
-    "offsets": ("subset", "tgatherb"), "op_type": ("barrier_sync", "get_buf", "rls_buf"),
-    "pad_mode": ("tload",), "pad_value": ("tload",),
-    "peer_local_addr": ("initialize_l2g2l_pipe", "initialize_l2l_pipe"), "pipe": ("barrier", "sync.set", "sync.wait"),
-    "quant_type": ("tquant",), "queue_num": ("build_async_session",), "reluPreMode": ("tmov", "tstore"),
-    "right_padding_num": ("tload",), "rmode": ("tcvt",), "rounds": ("trandom",), "sat_mode": ("tcvt",),
-    "scatterAtomicOp": ("mscatter",), "scatterOob": ("mscatter",), "sizes": ("subset",),
-    "src_op": ("record_event", "wait_event"), "src_pipe": ("set_flag", "set_flag_dyn", "wait_flag", "wait_flag_dyn"),
-    "stPhase": ("tstore",), "sync_id": ("build_async_session",), "upperOrLower": ("ttri",),
-    "valid_row": ("alloc_tile", "bind_tile", "pointer_cast", "set_validshape", "tpop_from_aic", "tpop_from_aiv"),
-    "valid_col": ("alloc_tile", "bind_tile", "pointer_cast", "set_validshape", "tpop_from_aic", "tpop_from_aiv"),
-    "value": ("eventid_array_set", "store_scalar"),
+    "accToVecMode": ("pto.tmov",), "addr": ("pto.alloc_tile", "pto.tassign"), "atomicType": ("pto.tstore",),
+    "auto": ("pto.reserve_buffer",), "autoAlloc": ("pto.reserve_buffer",), "base": ("pto.reserve_buffer",),
+    "block_bytes": ("pto.build_async_session",), "blockLen": ("pto.tmrgsort",), "buf_id": ("pto.get_buf", "pto.rls_buf"),
+    "c2v_consumer_buf": ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe"),
+    "channel_group_idx": ("pto.build_async_session",), "cmpMode": ("pto.tcmp", "pto.tcmps", "pto.tgather"),
+    "comm_block_offset": ("pto.build_async_session",), "config": ("pto.bind_tile", "pto.pointer_cast"),
+    "descending": ("pto.tci",), "dst_op": ("pto.record_event", "pto.wait_event"),
+    "dst_pipe": ("pto.set_flag", "pto.set_flag_dyn", "pto.wait_flag", "pto.wait_flag_dyn"),
+    "event_id": ("pto.record_event", "pto.set_flag", "pto.set_flag_dyn", "pto.sync.set", "pto.sync.wait", "pto.wait_event", "pto.wait_flag",
+                 "pto.wait_flag_dyn"),
+    "excuted": ("pto.tmrgsort",), "exhausted": ("pto.tmrgsort",), "ffts_mode": ("pto.sync.set",), "format": ("pto.print",),
+    "gatherOob": ("pto.mgather",), "gm_addr": ("pto.initialize_l2g2l_pipe",),
+    "init_condition": ("pto.tload",), "init_out_buffer": ("pto.tload",), "isBinary": ("pto.tcolsum",),
+    "isMSB": ("pto.thistogram",), "kValue": ("pto.tgather",), "left_padding_num": ("pto.tload",),
+    "local_addr": ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"), "maskPattern": ("pto.tgather",),
+    "mode": ("pto.get_buf", "pto.rls_buf"),
+    "offset": ("pto.addptr", "pto.load_scalar", "pto.store_scalar", "pto.tdequant", "pto.tgather", "pto.tgetval", "pto.tquant", "pto.tsetval"),
+    "offsets": ("pto.subset", "pto.tgatherb"), "op_type": ("pto.barrier_sync", "pto.get_buf", "pto.rls_buf"),
+    "pad_mode": ("pto.tload",), "pad_value": ("pto.tload",),
+    "peer_local_addr": ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"), "pipe": ("pto.barrier", "pto.sync.set", "pto.sync.wait"),
+    "quant_type": ("pto.tquant",), "queue_num": ("pto.build_async_session",), "reluPreMode": ("pto.tmov", "pto.tstore"),
+    "right_padding_num": ("pto.tload",), "rmode": ("pto.tcvt",), "rounds": ("pto.trandom",), "sat_mode": ("pto.tcvt",),
+    "scatterAtomicOp": ("pto.mscatter",), "scatterOob": ("pto.mscatter",), "sizes": ("pto.subset",),
+    "src_op": ("pto.record_event", "pto.wait_event"), "src_pipe": ("pto.set_flag", "pto.set_flag_dyn", "pto.wait_flag", "pto.wait_flag_dyn"),
+    "stPhase": ("pto.tstore",), "sync_id": ("pto.build_async_session",), "upperOrLower": ("pto.ttri",),
+    "valid_row": ("pto.alloc_tile", "pto.bind_tile", "pto.pointer_cast", "pto.set_validshape", "pto.tpop_from_aic", "pto.tpop_from_aiv"),
+    "valid_col": ("pto.alloc_tile", "pto.bind_tile", "pto.pointer_cast", "pto.set_validshape", "pto.tpop_from_aic", "pto.tpop_from_aiv"),
+    "value": ("pto.eventid_array_set", "pto.store_scalar"),
 }
 _FAST = ("fastmath",)
 #: the keys of MLIR's arith / func ops that take any (an op of theirs not named takes none
@@ -87,7 +87,7 @@ def _op_keys() -> dict:
     out = {}
     for key, ops in _PTO_TAKEN_BY.items():
         for op in ops:
-            out.setdefault("pto." + op, set()).add(key)
+            out.setdefault(op, set()).add(key)
     for op, keys in _MLIR_KEYS.items():
         out.setdefault(op, set()).update(keys)
     return {op: frozenset(keys) for op, keys in out.items()}
