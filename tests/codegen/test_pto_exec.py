@@ -1341,7 +1341,7 @@ def test_a_vec_tile_stored_to_a_view_of_another_layout_is_an_error_at_the_store(
 def test_a_vec_tile_shape_pto_isa_refuses_is_an_error_at_its_type(static):
     """pto-isa's Tile static_asserts whole 32-byte rows (row-major, none_box), whole 32-byte
     columns (col_major, none_box) and whole fractal columns (boxed) on the static shape; the
-    valid shape is free and a boxed Vec tile's rows too."""
+    valid shape is free and a boxed Vec tile's rows too.  A memref in vec is a row-major tile."""
     from ptopipe.codegen.pto_load import run_pto as run_checked
 
     def tb(r, c, vc, bl="row_major", sl="none_box"):
@@ -1359,6 +1359,14 @@ def test_a_vec_tile_shape_pto_isa_refuses_is_an_error_at_its_type(static):
         assert f"declare {fix}" in e.value.fix
         ln = line_of(text, "%w = ")
         assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('!pto.tile_buf') + 1}"
+    # a memref in vec is ptoas's row-major NoneBox Tile of its shape
+    text = vector_kernel(IO + "    %w = memref.alloc() : memref<16x12xf32, #pto.address_space<vec>>\n" + STORE)
+    with pytest.raises(CompileError) as e:
+        run_checked(text=text, inputs=dict(x=X, y=X * 0), static=static)
+    assert "a 16x12 Vec tile in layout ND: a row-major (ND) tile's row is Cols x 4 = 48 bytes" in e.value.what
+    assert e.value.fix.endswith("(v_row=16, v_col=12) in a !pto.tile_buf (a memref has no valid shape)")
+    ln = line_of(text, "%w = ")
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('memref<') + 1}"
     ok = (tb(16, 16, 12) + "\n    %n = pto.alloc_tile : "
           + tb(4, 8, 8, "col_major", "row_major"))
     run_checked(text=vector_kernel(IO + f"    %w = pto.alloc_tile : {ok}\n" + STORE), inputs=dict(x=X, y=X * 0),

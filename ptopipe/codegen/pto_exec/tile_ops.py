@@ -236,8 +236,13 @@ def h_io(ex, fr, s):
     io = ex.decoded.get(id(s))
     if io is None:
         io = ex.decoded[id(s)] = _io_form(ex, s)
-    load, src, dst, pre, kw = io
+    load, src, dst, pre, kw, lay = io
     src, dst = ex.val(fr, src), ex.val(fr, dst)
+    if lay is not None:
+        if load:
+            src = _laid_out(src, lay)
+        else:
+            dst = _laid_out(dst, lay)
     if load:
         return isa.TLOAD(dst, src)
     # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
@@ -248,13 +253,20 @@ def h_io(ex, fr, s):
 
 def _io_form(ex, s) -> tuple:
     """What :func:`h_io` reads off a ``pto.tload`` / ``pto.tstore``, once: whether it loads,
-    its source's and destination's tokens, a store's pre-quant scalar tokens and keywords."""
+    its source's and destination's tokens, a store's pre-quant scalar tokens and keywords, and
+    the GM operand's layout its ``{layout = #pto.layout<..>}`` names (None: none)."""
     ins, outs = s.group("ins"), s.group("outs")
     if ins is None or outs is None:
         raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
     src, dst = s.values(ins)[0], s.values(outs)[0]
+    lay = s.attr("layout")
+    layout = None
+    if lay and len(lay) >= 3 and lay[0].text == "#pto.layout":
+        layout = _GM_LAYOUT.get(lay[2].text)
+        if layout is None:
+            raise ex.perr(lay[2], f"{s.name} layout {lay[2].text!r} is not supported", "use #pto.layout<nd>, <dn> or <nz>")
     if s.name == "pto.tload":
-        return True, src, dst, (), {}
+        return True, src, dst, (), {}, layout
     kw = _relu_kwargs(ex, s)
     v = s.attr("atomicType")
     if v:
@@ -263,7 +275,16 @@ def _io_form(ex, s) -> tuple:
             raise ex.perr(v[0], f"atomicType {' '.join(t.text for t in v)} is not an atomic type",
                           "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
         kw["atomic_type"] = kind
-    return False, src, dst, s.values(ins)[1:], kw
+    return False, src, dst, s.values(ins)[1:], kw, layout
+
+
+def _laid_out(gm, layout):
+    """The GM operand of a ``pto.tload`` / ``pto.tstore`` whose ``{layout = #pto.layout<..>}``
+    says its layout: a GlobalTensor that has none of its own (a GM memref parameter: ptoas's
+    GlobalTensor of it takes the op's layout) in that layout; any other operand as it is."""
+    if not isinstance(gm, isa.GlobalTensor) or gm.layout is not None:
+        return gm
+    return isa.GlobalTensor(gm, gm.shape, gm.stride, gm.name, layout=layout)
 
 
 def _relu_kwargs(ex, s: Stmt) -> dict:
