@@ -1396,6 +1396,25 @@ def test_a_row_broadcast_with_a_tmp_tile_on_a5_is_refused_at_its_line(op):
                                rtol=1e-5)
 
 
+def test_the_scratch_tile_ptoas_passes_on_is_the_instructions():
+    """ptoas passes a pto.trem's tmp to pto-isa's TREM(dst, src0, src1, tmp), whose A2A3 code
+    writes a row and its compare mask there: a tmp of dst's 16 columns is too small, the error
+    the C++ run gives, at the trem; one of 32 columns computes numpy's fmod."""
+    def text(tmp_cols):
+        return vector_kernel(IO + f"    %r = pto.alloc_tile : {vec_t(16, 16)}\n    %tmp = pto.alloc_tile : "
+                             f"{vec_t(16, tmp_cols)}\n    pto.texpands ins(%c3f : f32) outs(%r : {vec_t(16, 16)})\n"
+                             f"    pto.trem ins(%t, %r, %tmp : {vec_t(16, 16)}, {vec_t(16, 16)}, {vec_t(16, tmp_cols)}) "
+                             f"outs(%t : {vec_t(16, 16)})\n" + STORE).replace(
+            "    %c16 = arith.constant 16 : index\n", "    %c16 = arith.constant 16 : index\n"
+            "    %c3f = arith.constant 3.0 : f32\n")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text(16), inputs=dict(x=X, y=X * 0), platform="a2a3")
+    assert "pto-isa's TREM needs 18 valid tmp columns for a 16-column dst" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text(16), 'pto.trem')}:5"
+    np.testing.assert_allclose(run_pto(text=text(32), inputs=dict(x=X, y=X * 0), platform="a2a3").outputs["y"],
+                               np.fmod(X, 3), rtol=1e-6)
+
+
 def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():
     """The device does not check a partition window against its view: rows 1..16 of a 16-row
     view read the argument's next row (a warning at the partition_view); past the argument

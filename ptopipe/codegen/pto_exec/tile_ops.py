@@ -18,7 +18,8 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
+from ..pto_syntax import (ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+                          read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
 from .types import ROUND, MultiSpec, TileSpec
@@ -431,7 +432,10 @@ CPP_ORDER = {
 
 #: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
 #: may add pto-isa scratch tiles after them (``pto.trsqrt ins(%src, %tmp)``), which the
-#: simulator does not need
+#: simulator does not need - except the scratch tile ptoas passes on to the instruction
+#: (:data:`SCRATCH`: ``TREM(dst, src0, src1, tmp)``), whose size and overlap pto-isa's code
+#: depends on: the ISA checks it as it checks the C++ instruction's
+SCRATCH = frozenset(SCRATCH_REQUIRED + SCRATCH_OPTIONAL)
 ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3, "row_bcast": 2,
          "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
 
@@ -526,7 +530,7 @@ def op_catalogue(ex, fr, s):
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
     n = ARITY.get(op.form)
-    if n is not None and len(operands) > n:
+    if n is not None and len(operands) > n and s.name not in SCRATCH:
         extra = operands[n:]
         if all(isinstance(x, isa.Tile) for x in extra):
             operands = operands[:n]
