@@ -939,6 +939,9 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
                 diag, re.M)]
             if missing:     # the wrapper names a kernel function these macros leave out
                 raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
+            by_value = _BY_VALUE.search(diag)
+            if by_value:    # the entry cannot pass a kernel parameter of this type
+                raise _parameter_error(path, roles, by_value.group(1), src.decode(errors="replace"), diag)
             raise _compile_error(path, diag, cxx, flags)
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
@@ -1072,6 +1075,34 @@ def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag
                         fix="ptopipe defines what the device compiler defines for each side and platform "
                             "(docs/cpp.md, \"Device macros\"): run it on the platform its #if names "
                             "(--platform), or name only the kernels of the side it is for (--aic / --aiv)")
+
+
+#: ptopipe_entry.hpp's from_word<P> refusing a kernel parameter type P (g++ / clang spell it)
+_BY_VALUE = re.compile(r"from_word(?:\(int64_t\) \[with P = |<)([^;\]>]+?)(?:;|\]|>).*?a kernel parameter is a "
+                       r"pointer, an integer or a float", re.S)
+
+
+def _parameter_error(path: str, roles: dict, ptype: str, text: str, diag: str) -> CompileError:
+    """A kernel takes a parameter of type ``ptype`` that is no pointer, integer or float (a struct
+    by value: ptoas's ``pto::MrgSortExecutedNumList`` of a .pto ``vector<4xi16>`` parameter):
+    the error at the kernel, naming the parameter."""
+    fns = functions(text)
+    word = re.findall(r"\w+", ptype)[-1] if re.findall(r"\w+", ptype) else ptype
+    for role, name in roles.items():
+        f = fns.get(base_name(name))
+        if f is None:
+            continue
+        for pname, decl in zip(f.params, f.decls or ()):
+            if re.search(r"\b" + re.escape(word) + r"\b", decl) and "*" not in decl and "&" not in decl:
+                return CompileError(f"the {SIDE_NAMES[role]} kernel {name} takes its parameter {pname} as a {ptype} "
+                                    "by value: ptopipe passes a kernel arrays (to its pointer parameters), integers "
+                                    "and floats", where=f"{shown_path(path)}:{f.line}",
+                                    details="\n".join(diag.strip().splitlines()[:12]),
+                                    fix=f"take {pname} by pointer (__gm__ {word} *) or as an integer / float")
+    return CompileError(f"a kernel of {shown_path(path)} takes a {ptype} by value: ptopipe passes a kernel arrays "
+                        "(to its pointer parameters), integers and floats", where=shown_path(path),
+                        details="\n".join(diag.strip().splitlines()[:12]),
+                        fix="take it by pointer or as an integer / float")
 
 
 def device_macros(platform) -> tuple:

@@ -133,6 +133,21 @@ def test_a_side_whose_section_is_compiled_in_and_did_nothing_is_a_warning(cpp_ca
     assert e.value.where == f"{os.path.relpath(PTOAS_BRANCH)}:{_line(PTOAS_BRANCH, '__global__ AICORE')}"
 
 
+@needs_cxx
+def test_a_kernel_parameter_passed_by_value_as_a_struct_is_refused_at_the_kernel(cpp_cache, tmp_path):
+    """ptoas lowers a .pto ``vector<4xi16>`` parameter to a ``pto::MrgSortExecutedNumList`` taken by
+    value, which no argument ptopipe passes can be: a CompileError at the kernel naming the
+    parameter, not the entry header's static_assert."""
+    f = tmp_path / "k.cpp"
+    f.write_text("#include \"pto/pto-inst.hpp\"\nusing namespace pto;\n\n"
+                 "__global__ AICORE void sort_vec(__gm__ float* v1, pto::MrgSortExecutedNumList v2) {\n  return;\n}\n")
+    with pytest.raises(CompileError) as e:
+        run_cpp(str(f), dict(v1=np.zeros(8, np.float32), v2=0))
+    assert e.value.what.startswith("the AIV (Vector) kernel sort_vec takes its parameter v2 as a "
+                                   "pto::MrgSortExecutedNumList by value")
+    assert e.value.where.endswith("k.cpp:4")
+
+
 def _line(path: str, text: str) -> int:
     with open(path) as f:
         return next(i for i, ln in enumerate(f, 1) if text in ln)
