@@ -1587,6 +1587,15 @@ enum class DmaEngine : uint8_t { SDMA = 0, URMA = 1, RDMA = 2 };
 using Signal = GlobalTensor<int32_t, Shape<1, 1, 1, 1, 1>, Stride<1, 1, 1, 1, 1>, Layout::ND>;
 struct AsyncSession {};
 struct AsyncEvent {};
+namespace sdma {
+// the SDMA engine's transfer parameters a kernel builds its async session with (async_types.hpp)
+struct SdmaBaseConfig {
+    uint64_t block_bytes;
+    uint64_t comm_block_offset;
+    uint32_t queue_num;
+};
+using sdma_base_config_t = SdmaBaseConfig;
+}  // namespace sdma
 #define PTOPIPE_NO_COMM                                                                                  \
     "ptopipe simulates one cluster (a Cube core and two Vector cores): pto-isa's communication between " \
     "ranks (pto::comm) is not modelled"
@@ -1596,6 +1605,7 @@ template <typename GlobalData> struct ParallelGroup {
 };
 PTOPIPE_REFUSED(TPUT, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TGET, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(BuildAsyncSession, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TPUT_ASYNC, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TGET_ASYNC, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TNOTIFY, PTOPIPE_NO_COMM)
