@@ -170,28 +170,40 @@ def _counts(_core, address: int) -> ExecutedList:
 class KernelSide:
     """A side (``aic`` / ``aiv``) whose C++ kernel must do something: ``name`` the function,
     ``where`` its file:line, ``macros(platform)`` the macros its build defined, ``sided``: the
-    file tests the side macros (an empty body is then one they left out)."""
+    file tests the side macros (an empty body is then one they left out, unless ``kept(platform)``
+    - :func:`~ptopipe.cpp.build.side_body_kept` - says the build kept the side's section: its
+    code ran and, with these arguments, did nothing)."""
 
-    def __init__(self, role: str, name: str, where: str, macros, sided: bool):
+    def __init__(self, role: str, name: str, where: str, macros, sided: bool, kept=None):
         self.role, self.name, self.where, self.macros, self.sided = role, name, where, macros, sided
+        self.kept = kept
 
-    def what(self, set_up: bool = False) -> str:
+    def compiled_away(self, platform) -> bool:
+        """Did the build leave this side's body out: a sided file whose section for the side the
+        build's macros drop (or one that cannot be told to be kept)?"""
+        return self.sided and (self.kept is None or self.kept(platform) is not True)
+
+    def what(self, set_up: bool = False, platform=None) -> str:
         """What an empty run of the side says; ``set_up``: its kernel made tiles or pipes (its
-        body is there, the arguments gave it nothing to do)."""
+        body is there, the arguments gave it nothing to do); ``platform``: the run's, whose build
+        decides whether a sided file's body compiled away."""
         from .build import SIDE_NAMES
         head = (f"the {SIDE_NAMES[self.role]} kernel {self.name} issued no PTO instruction besides intra-core "
                 f"synchronisation (set_flag / wait_flag / pipe_barrier) on any {self.role.upper()} core")
         if set_up:
             return head + ": it set up tiles or pipes, and with these arguments did nothing with them"
+        if self.sided and not self.compiled_away(platform):
+            return head + ": its section for the side is compiled in, and with these arguments did nothing"
         return head + (": its body compiled away" if self.sided else ": its body does nothing")
 
     def error(self, platform) -> KernelError:
-        return KernelError(self.what(), where=self.where, fix=self.fix(platform))
+        return KernelError(self.what(platform=platform), where=self.where, fix=self.fix(platform))
 
-    def warning(self, set_up: bool) -> tuple:
+    def warning(self, set_up: bool, platform=None) -> tuple:
         """The run warning ``(what, where)`` of an empty side that is not an error."""
-        return (self.what(set_up) + ("" if set_up else " (a side with nothing to do needs no kernel: name only "
-                                                         "the other, --aic / --aiv)"), self.where)
+        quiet = set_up or self.sided        # (a sided file's side is the file's: naming it is no fix)
+        return (self.what(set_up, platform) + ("" if quiet else " (a side with nothing to do needs no kernel: "
+                                                                "name only the other, --aic / --aiv)"), self.where)
 
     def fix(self, platform) -> str:
         from .build import SIDE_NAMES
@@ -876,31 +888,33 @@ class Dispatcher:
             return None
         waiting = {c.kind for c in blocked}
         for side, n, made in self.work[1].values():
-            if n == 0 and made == 0 and side.sided and side.kind() not in waiting:
-                return {"cause": side.what(), "fix": side.fix(cluster.platform), "where": side.where,
+            if n == 0 and made == 0 and side.compiled_away(cluster.platform) and side.kind() not in waiting:
+                what = side.what(platform=cluster.platform)
+                return {"cause": what, "fix": side.fix(cluster.platform), "where": side.where,
                         "finding": {"kind": "empty_side", "core": side.role.upper(), "where": side.where,
-                                    "text": side.what()}}
+                                    "text": what}}
         return None
 
     def check_work(self, cluster) -> None:
         """A side whose kernel issued nothing but intra-core synchronisation on every core that
         ran it did nothing.  In a file that tests the side macros, a kernel that also made no
         tile or pipe has its body under an ``#if`` the build left out (a ptoas kernel built
-        without its side's macro): a KernelError, never a clean run.  Otherwise - a function
-        written empty, or one whose arguments gave it nothing to do (a trip count of 0) - a run
-        warning."""
+        without its side's macro): a KernelError, never a clean run - unless the build kept its
+        section for the side (:meth:`KernelSide.compiled_away`: the tiles it would make are under
+        a branch its arguments skip).  Otherwise - a function written empty, or one whose
+        arguments gave it nothing to do (a trip count of 0) - a run warning."""
         work, self.work = self.work, None
         if work is None or work[0] is not cluster:
             return
         empty = []
         for side, n, made in work[1].values():
-            if n == 0 and made == 0 and side.sided:
+            if n == 0 and made == 0 and side.compiled_away(cluster.platform):
                 empty.append(side)
             elif n == 0:
-                cluster.warnings.append(side.warning(made > 0))
+                cluster.warnings.append(side.warning(made > 0, cluster.platform))
         if empty:
             err = empty[0].error(cluster.platform)
             for other in empty[1:]:
-                err.add_detail(f"also: {other.what()} ({other.where})")
+                err.add_detail(f"also: {other.what(platform=cluster.platform)} ({other.where})")
             raise err
 

@@ -244,6 +244,13 @@ def _condition(kind: str, expr: str, flags: set, touched: set, known: dict | Non
     return (name in flags) != negated
 
 
+def cxxflags_undefines() -> set:
+    """The macros $CXXFLAGS undefines (``-UNAME``, ``-U NAME``): after ptopipe's ``-D``, they win."""
+    words = env_words("CXXFLAGS")
+    return {words[k + 1] for k, w in enumerate(words) if w == "-U" and k + 1 < len(words)} | \
+        {w[2:] for w in words if w.startswith("-U") and len(w) > 2}
+
+
 def cxxflags_defines() -> set:
     """The macros $CXXFLAGS defines (``-DNAME``, ``-DNAME=V``, ``-D NAME``)."""
     words = env_words("CXXFLAGS")
@@ -433,7 +440,12 @@ class Kernels:
     ``one_lane``: a lone Vector kernel that runs on AIV0 only, and ``lane_note`` the note
     saying which Vector cores a lone Vector kernel runs on (:func:`_lone_vector`);
     ``own_events``: hand-written C++ that orders its pipes with events, which runs in the
-    manual synchronisation mode unless a run says otherwise (docs/events.md)."""
+    manual synchronisation mode unless a run says otherwise (docs/events.md); ``buffer_tokens``:
+    its kernels order pipes with A5's buffer tokens (get_buf / rls_buf), which ptopipe does not
+    model, so it runs in the auto mode whatever events it sets (as a .pto file's pto.get_buf does);
+    ``mixed``: ``aic`` is the file's lone kernel, which uses Cube and Vector tiles with no side
+    sections (what ptoas writes for a .pto function using both): it runs on the AIC given a UB too,
+    as the .pto function runs (:func:`build_warnings` says so)."""
     path: str
     entry: Function | None = None
     aic: Function | None = None
@@ -443,6 +455,8 @@ class Kernels:
     one_lane: bool = False
     lane_note: str | None = None
     own_events: bool = False
+    buffer_tokens: bool = False
+    mixed: bool = False
 
     @property
     def roles(self) -> dict:
@@ -466,7 +480,8 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, plat
     out.one_lane, out.lane_note = _lone_vector(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
-    out.own_events = _sets_events(out, fns) and ORIGIN_PREFIX not in text
+    out.buffer_tokens = _reaches(out, fns, lambda body: bool(_BUFFER_TOKENS.search(body)))
+    out.own_events = _sets_events(out, fns) and ORIGIN_PREFIX not in text and not out.buffer_tokens
     return out
 
 
@@ -479,6 +494,13 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
     kernels and ptoas keeps as it is): the bodies of the kernels it runs and of the file's
     functions they call, transitively by name (pto-isa's entries call ``__global__``
     templates) - not another kernel of the file?"""
+    return _reaches(k, fns, lambda body: bool(_OWN_EVENTS.search(_FREE_ORDER.sub("", body)))
+                    or _orders_with_barriers(body))
+
+
+def _reaches(k: Kernels, fns: dict, test) -> bool:
+    """Does ``test`` hold for the body of a kernel of ``k`` or of a function of the file they
+    call, transitively by name?"""
     todo, seen = [f.name for f in k.roles.values()], set()
     while todo:
         name = todo.pop()
@@ -486,7 +508,7 @@ def _sets_events(k: Kernels, fns: dict) -> bool:
             continue
         seen.add(name)
         body = fns[base_name(name)].body
-        if _OWN_EVENTS.search(_FREE_ORDER.sub("", body)) or _orders_with_barriers(body):
+        if test(body):
             return True
         todo += [n for n in _IDENT.findall(body) if n in fns and n not in seen]
     return False
@@ -509,6 +531,7 @@ def _orders_with_barriers(body: str) -> bool:
 
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
 _OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag)\s*\(")
+_BUFFER_TOKENS = re.compile(r"\b(get_buf|rls_buf)\s*\(")
 _BARRIER = re.compile(r"\bpipe_barrier\s*\([^)]*\)\s*;")
 _INSTRUCTION = re.compile(r"\bT[A-Z][A-Z0-9_]*\s*[<(]")
 _LOOP = re.compile(r"\b(for|while|do)\b")
@@ -521,6 +544,10 @@ OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag, or pip
                    "instructions): run in the manual "
                    "synchronisation mode, where only they order its pipes, as on the device (--sync auto: the "
                    "simulator's scoreboard orders them)")
+#: the note of a run of a kernel ordering its pipes with buffer tokens (``Kernels.buffer_tokens``)
+BUFFER_TOKENS_NOTE = ("the kernel orders its pipes with A5 buffer tokens (get_buf / rls_buf), which ptopipe "
+                      "does not model: run in the auto synchronisation mode, where the simulator's scoreboard "
+                      "orders them (its races are not checked)")
 
 
 def _lone_vector(k: Kernels, code: str) -> tuple:
@@ -570,6 +597,9 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         for role, name in (("aic", aic), ("aiv", aiv)):
             if name is not None:
                 setattr(out, role, _named(path, role, name, fns, code, text, api, known is not None))
+        # a Cube kernel named alone that uses Vector tiles too (ptoas's C++ of one of a file's
+        # .pto functions using both): it runs as the lone such kernel does
+        out.mixed = aiv is None and not sided and _uses_both(_reached_code(out, fns))
         return out, code, text, fns
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
@@ -589,6 +619,8 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         if len(hits) == 1:
             pick[role] = hits[0]
     lone = _lone_kernel(fns, own) if not entries and len(pick) < 2 else None
+    if lone is not None and lone[0] not in SIDES:       # (a kernel using both kinds of tiles)
+        return Kernels(path, aic=lone[1], mixed=True), code, text, fns
     if lone is not None:
         return Kernels(path, **{lone[0]: lone[1]}), code, text, fns
     if entries or len(pick) < 2:
@@ -753,6 +785,53 @@ def _sections(code: str) -> frozenset:
     return frozenset(r for r, test in _SIDE_SECTION.items() if test.search(code))
 
 
+def side_body_kept(path: str, name: str, role: str, platform) -> bool | None:
+    """Does the build of ``role``'s side on ``platform`` keep code of a section for that side - an
+    ``#if`` testing its macro (``__DAV_CUBE__``, ``__DAV_C220_CUBE__`` ...) with code in the branch
+    taken - in function ``name`` of C++ file ``path`` or a function of the file it calls?  False:
+    every such section is left out (by the build's macros and $CXXFLAGS' ``-U``: the body compiled
+    away); None: none can be told (no such section, or a condition :func:`visible_code` cannot
+    judge, which it keeps)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    known = arch_known(platform)
+    for r in SIDES:
+        known.update({m: r == role for m in side_macros(platform, r)})
+    known.update({m: False for m in cxxflags_undefines()})
+    code = visible_code(text, known=known)
+    fns = _functions(code)
+    found, kept = False, False
+    todo, seen = [name], set()
+    while todo:
+        fn = fns.get(base_name(todo.pop()))
+        if fn is None or fn.name in seen:
+            continue
+        seen.add(fn.name)
+        stack = []                  # per open conditional: [a section of this side's branch, it holds code]
+        for line in fn.body.split("\n"):
+            m = _DIRECTIVE.match(line)
+            if m is None:
+                if line.strip() and line.strip() not in ("{", "}"):
+                    for f in stack:
+                        f[1] = f[1] or f[0]
+                continue
+            kind = m.group(1)
+            if kind in ("if", "ifdef", "ifndef"):
+                stack.append([bool(_SIDE_SECTION[role].search(m.group(2))) and "!" not in m.group(2)
+                              and kind != "ifndef", False])
+            elif stack and kind != "endif":         # (an #else / #elif branch is not the section's)
+                found, kept = found or stack[-1][0], kept or stack[-1][1]
+                stack[-1] = [False, False]
+            elif stack:
+                f = stack.pop()
+                found, kept = found or f[0], kept or f[1]
+        todo += [n for n in _IDENT.findall(fn.body) if n in fns and n not in seen]
+    return kept if found else None
+
+
 def expected_side(kernels: Kernels, role: str):
     """The :class:`~ptopipe.cpp.abi.KernelSide` check of ``role``'s kernel: a function named for
     that side, or an entry with a section for it (``#if defined(__DAV_CUBE__)``, or the
@@ -763,34 +842,56 @@ def expected_side(kernels: Kernels, role: str):
         return None
     common = device_macros
     return KernelSide(role, f.name, f"{shown_path(kernels.path)}:{f.line}",
-                     (lambda p: common(p) + side_macros(p, role)) if kernels.sided else common, kernels.sided)
+                     (lambda p: common(p) + side_macros(p, role)) if kernels.sided else common, kernels.sided,
+                     (lambda p: side_body_kept(kernels.path, f.name, role, p)) if kernels.sided else None)
 
 
 #: what only a Cube kernel writes, and what only a Vector kernel does (``_lone_kernel``)
 _CUBE_ONLY = re.compile(r"\b(TMATMUL\w*|TileLeft|TileRight|TileAcc|TileType::(Left|Right|Acc))\b")
 _VECTOR_ONLY = re.compile(r"\b(get_subblockid|TileType::Vec)\b")
+_VEC_TILE = re.compile(r"\bTileType::Vec\b")
+_CUBE_TILE = re.compile(r"\b(TMATMUL\w*|TileLeft|TileRight|TileAcc|TileType::(Mat|Left|Right|Acc|Bias|Scaling))\b")
 
 
 def _lone_kernel(fns: dict, code: str):
     """``(role, function)`` of a file whose one ``__global__`` function is its only kernel (a
-    Cube-only or Vector-only test kernel), else None.  Its side, deterministically: the name's
-    word (aic / cube, aiv / vec) when it has one, else the file's code - Cube-only tiles or
-    TMATMUL make it the AIC's; ``get_subblockid()`` or Vec tiles, with neither of those, the
-    AIV's; both or none: not decided (the caller asks for --aic / --aiv).  ``code``: the file's,
-    as :func:`visible_code` shows it."""
+    Cube-only or Vector-only test kernel), else None.  Its side, deterministically: :data:`MIXED`
+    when the file's code uses Cube-only and Vector-only tiles and tests no side macro (ptoas's C++
+    of a .pto function using both: it runs as that function does, :class:`Kernels`), else the
+    file's code - Cube-only tiles or TMATMUL make it the AIC's; ``get_subblockid()`` or Vec
+    tiles, with neither of those, the AIV's -, else the name's word (aic / cube, aiv / vec) when
+    it has one (a name such as ``matmul_vector_mix`` says less than the code); neither: not
+    decided (the caller asks for --aic / --aiv).  ``code``: the file's, as
+    :func:`visible_code` shows it."""
+    from ..codegen.pto_exec.program import MIXED
     kernels = [f for f in fns.values() if f.is_global]
     if len(kernels) != 1:
         return None
     fn = kernels[0]
+    cube, vector = bool(_CUBE_ONLY.search(code)), bool(_VECTOR_ONLY.search(code))
+    if not _SIDE_TEST.search(code) and _uses_both(_reached_code(Kernels("", aic=fn), fns)):
+        return MIXED, fn
+    if cube != vector:
+        return ("aic" if cube else "aiv"), fn
     name = fn.name.lower()
     by_name = [role for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec")))
                if any(w in name for w in words)]
     if len(by_name) == 1:
         return by_name[0], fn
-    cube, vector = bool(_CUBE_ONLY.search(code)), bool(_VECTOR_ONLY.search(code))
-    if cube != vector:
-        return ("aic" if cube else "aiv"), fn
     return None
+
+
+def _uses_both(code: str) -> bool:
+    """Does C++ ``code`` (function bodies) declare tiles of the Cube's memories (or TMATMUL) and
+    Vec tiles?"""
+    return bool(_CUBE_TILE.search(code) and _VEC_TILE.search(code))
+
+
+def _reached_code(k: Kernels, fns: dict) -> str:
+    """The bodies of the kernels of ``k`` and of the functions of the file they call."""
+    bodies = []
+    _reaches(k, fns, lambda body: bodies.append(body))
+    return "\n".join(bodies)
 
 
 def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
@@ -865,6 +966,9 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
                 diag, re.M)]
             if missing:     # the wrapper names a kernel function these macros leave out
                 raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
+            by_value = _BY_VALUE.search(diag)
+            if by_value:    # the entry cannot pass a kernel parameter of this type
+                raise _parameter_error(path, roles, by_value.group(1), src.decode(errors="replace"), diag)
             raise _compile_error(path, diag, cxx, flags)
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
@@ -907,9 +1011,10 @@ def _warnings_file(lib: str) -> str:
     return lib[:-3] + ".warn"
 
 
-def build_warnings(libs: dict) -> list:
+def build_warnings(libs: dict, kernels: Kernels | None = None) -> list:
     """The compiler's deprecation warnings of the libraries of :func:`build` (role -> path), each
-    once, as a run summary's warnings are: ``(what, "file:line:col")``."""
+    once, as a run summary's warnings are: ``(what, "file:line:col")``; then, for ``kernels``
+    whose lone kernel is :data:`MIXED` (``Kernels.mixed``), how it runs."""
     out = {}
     for lib in dict.fromkeys(libs.values()):
         try:
@@ -917,7 +1022,14 @@ def build_warnings(libs: dict) -> list:
                 out.update(dict.fromkeys(f.read().splitlines()))
         except OSError:
             pass                        # built without a warning
-    return [(m.group(2), m.group(1)) for m in map(_LOCATED.match, out) if m is not None]
+    warned = [(m.group(2), m.group(1)) for m in map(_LOCATED.match, out) if m is not None]
+    if kernels is not None and kernels.mixed:
+        from ..codegen.pto_exec.program import MIXED_ON_ONE_CORE
+        warned.append((f"the kernel {kernels.aic.name} uses Cube tiles and Vector tiles (TileType::Vec) with no "
+                       f"__DAV_CUBE__ / __DAV_VEC__ sections; {MIXED_ON_ONE_CORE} (the AIC, given a UB). On the "
+                       "device, split it into a Cube and a Vector kernel joined by a pipe",
+                       f"{shown_path(kernels.path)}:{kernels.aic.line}"))
+    return warned
 
 
 _LOCATED = re.compile(r"(.*?:\d+:\d+): (.*)", re.S)
@@ -990,6 +1102,34 @@ def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag
                         fix="ptopipe defines what the device compiler defines for each side and platform "
                             "(docs/cpp.md, \"Device macros\"): run it on the platform its #if names "
                             "(--platform), or name only the kernels of the side it is for (--aic / --aiv)")
+
+
+#: ptopipe_entry.hpp's from_word<P> refusing a kernel parameter type P (g++ / clang spell it)
+_BY_VALUE = re.compile(r"from_word(?:\(int64_t\) \[with P = |<)([^;\]>]+?)(?:;|\]|>).*?a kernel parameter is a "
+                       r"pointer, an integer or a float", re.S)
+
+
+def _parameter_error(path: str, roles: dict, ptype: str, text: str, diag: str) -> CompileError:
+    """A kernel takes a parameter of type ``ptype`` that is no pointer, integer or float (a struct
+    by value: ptoas's ``pto::MrgSortExecutedNumList`` of a .pto ``vector<4xi16>`` parameter):
+    the error at the kernel, naming the parameter."""
+    fns = functions(text)
+    word = re.findall(r"\w+", ptype)[-1] if re.findall(r"\w+", ptype) else ptype
+    for role, name in roles.items():
+        f = fns.get(base_name(name))
+        if f is None:
+            continue
+        for pname, decl in zip(f.params, f.decls or ()):
+            if re.search(r"\b" + re.escape(word) + r"\b", decl) and "*" not in decl and "&" not in decl:
+                return CompileError(f"the {SIDE_NAMES[role]} kernel {name} takes its parameter {pname} as a {ptype} "
+                                    "by value: ptopipe passes a kernel arrays (to its pointer parameters), integers "
+                                    "and floats", where=f"{shown_path(path)}:{f.line}",
+                                    details="\n".join(diag.strip().splitlines()[:12]),
+                                    fix=f"take {pname} by pointer (__gm__ {word} *) or as an integer / float")
+    return CompileError(f"a kernel of {shown_path(path)} takes a {ptype} by value: ptopipe passes a kernel arrays "
+                        "(to its pointer parameters), integers and floats", where=shown_path(path),
+                        details="\n".join(diag.strip().splitlines()[:12]),
+                        fix="take it by pointer or as an integer / float")
 
 
 def device_macros(platform) -> tuple:

@@ -151,6 +151,8 @@ def _mrgsort(lists: int) -> Form:
 
 
 _MOVE = "typename DstTileData, typename SrcTileData, ReluPreMode reluMode"
+_TO_VEC = "typename DstTileData, typename SrcTileData, AccToVecMode mode, ReluPreMode reluMode = ReluPreMode::NoRelu"
+_QUANT = "auto quant_type, typename TileDataOut, typename TileDataSrc, typename TileDataPara"
 _AT = "DstTileData &dst, SrcTileData &src, uint16_t indexRow, uint16_t indexCol"
 _QUANT_AT = "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar, uint16_t indexRow, uint16_t indexCol"
 
@@ -235,7 +237,17 @@ MODE_FORMS = {
                     ("src", "kw:fmt=Format")),),
     "TGATHER": (Form("typename DstTileData, typename SrcTileData, MaskPattern maskPattern, "
                      "GatherAxis gatherType = GatherAxis::GATHER_ROW", "DstTileData &dst, SrcTileData &src",
-                     ("dst", "src", "maskPattern", "gatherType")),),
+                     ("dst", "src", "maskPattern", "gatherType")),
+                # the compare form: kValue one scalar, the first index an ``offset`` template
+                # argument (ptoas's spelling), or kValue a per-row tile and offset an operand
+                Form("typename TileDataD, typename TileDataS, typename TileDataC, typename TileDataTmp, "
+                     "CmpMode cmpMode, int offset", "TileDataD &dst, TileDataS &src0, typename TileDataS::DType "
+                     "k_value, TileDataC &cdst, TileDataTmp &tmp", ("dst", "src0", "k_value", "cdst", "tmp", "offset",
+                                                                    "kw:mode=cmpMode")),
+                Form("typename TileDataD, typename TileDataS, typename TileDataS1, typename TileDataC, "
+                     "typename TileDataTmp, CmpMode cmpMode", "TileDataD &dst, TileDataS &src0, TileDataS1 &k_value, "
+                     "TileDataC &cdst, TileDataTmp &tmp, int offset",
+                     ("dst", "src0", "k_value", "cdst", "tmp", "offset", "kw:mode=cmpMode"))),
     "TSCATTER": (Form("MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, "
                       "typename DstTileData, typename SrcTileData", "DstTileData &dst, SrcTileData &src",
                       ("dst", "src", "maskPattern", "kw:axis=ScatterType")),),
@@ -255,7 +267,15 @@ MODE_FORMS = {
                Form("STPhase Phase, typename TileData, typename GlobalData", "GlobalData &dst, TileData &src",
                     ("dst", "src")),
                Form("STPhase Phase, typename TileData, typename GlobalData, AtomicType atomicType",
-                    "GlobalData &dst, TileData &src", ("dst", "src", "kw:atomic_type=atomicType"))),
+                    "GlobalData &dst, TileData &src", ("dst", "src", "kw:atomic_type=atomicType")),
+               Form("STPhase Phase, typename TileData, typename GlobalData, AtomicType atomicType, "
+                    "ReluPreMode reluPreMode", "GlobalData &dst, TileData &src",
+                    ("dst", "src", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode")),
+               Form("STPhase Phase, typename TileData, typename GlobalData, AtomicType atomicType = "
+                    "AtomicType::AtomicNone, ReluPreMode reluPreMode = ReluPreMode::NoRelu",
+                    "GlobalData &dst, TileData &src, uint64_t preQuantScalar",
+                    ("dst", "src", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode",
+                     "kw:pre_quant=preQuantScalar"))),
     # pto-isa's multi-list merge requires its ``exhausted`` template argument
     "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
     "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),
@@ -263,7 +283,22 @@ MODE_FORMS = {
     # the fixpipe's ReLU and quantisation of an Acc tile's move (ptopipe.isa.fixpipe.fixpipe_move)
     "TMOV": (Form(_MOVE, "DstTileData &dst, SrcTileData &src", ("dst", "src", "kw:relu_mode=reluMode")),
              Form(_MOVE + " = ReluPreMode::NoRelu", "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar",
-                  ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar"))),
+                  ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar")),
+             # A5's Acc -> Vec move with its AccToVecMode (pto-inst.hpp: not passed on)
+             Form(_TO_VEC, "DstTileData &dst, SrcTileData &src", ("dst", "src", "kw:relu_mode=reluMode")),
+             Form(_TO_VEC, "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar",
+                  ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar")),
+             Form(_TO_VEC.replace("SrcTileData,", "SrcTileData, typename FpTileData,"),
+                  "DstTileData &dst, SrcTileData &src, FpTileData &fp", ("dst", "src", "fp", "kw:relu_mode=reluMode"),
+                  op="::ptopipe::OP_TMOV_FP")),
+    # TQUANT<QuantType::X, Out, Src, Para>(dst, src, scale[, tmp][, &offset]): the INT8 forms
+    # (pto-isa's offset is a pointer to the offset tile)
+    "TQUANT": tuple(Form(_QUANT + (", typename TileDataTmp" if tmp else ""),
+                         "TileDataOut &dst, TileDataSrc &src, TileDataPara &scale" + (", TileDataTmp &tmp" if tmp else "")
+                         + (", TileDataPara *offset" if offset else ""),
+                         ("dst", "src", "scale") + (("tmp",) if tmp else ()) + (("*offset",) if offset else ())
+                         + ("kw:quant_type=quant_type",))
+                    for tmp in (False, True) for offset in (False, True)),
     "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
                         "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
     # TRANDOM<Rounds>(dst, key, counter): pto-isa's TRandomKey / TRandomCounter arrays, passed

@@ -93,12 +93,26 @@ class Loaded:
                                  expected_side(kernels, role), frames, tuple(libs.values()),
                                  start=(kernels.path, -(KERNEL_SITE + f.line)))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
+        if kernels.mixed:               # (build.Kernels.mixed: both kinds of tiles on the AIC)
+            self.aic = _given_ub(self.aic)
         if kernels.one_lane:            # AIV0 only (build._one_lane)
             self.aiv = (self.aiv, None)
         if crash_fd >= 0:               # where the libraries are: a crash's report names its line
             from .callers import library_ranges
             for lo, hi, path in library_ranges(self.libs):
                 os.write(crash_fd, f"{LIBRARY_MARK} {lo} {hi} {path}\n".encode())
+
+
+def _given_ub(kernel):
+    """``kernel`` run on a core given a UB as well (:meth:`ptopipe.sim.core.Core.add_memory`)."""
+    from ..arch.vocab import MemSpace
+    from ..isa import current_core
+
+    def mixed(**kw):
+        current_core().add_memory(MemSpace.UB)
+        return kernel(**kw)
+    mixed.__name__ = getattr(kernel, "__name__", "kernel")
+    return mixed
 
 
 def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: int = -1,
@@ -434,7 +448,7 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
         run_kwargs.setdefault("sync", "manual")
     libs = build(kernels, platform)
     bridge_lib = bridge()
-    warned = build_warnings(libs)       # the summary's first warnings
+    warned = build_warnings(libs, kernels)      # the summary's first warnings
     if not isolate:
         k = Loaded(kernels, libs, bridge_lib=bridge_lib)
         res = run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)

@@ -52,10 +52,12 @@ def run_target(path: str, platform: str | None, protocol: str | None) -> tuple:
 def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None, platform: str = "a2a3") -> list:
     """What a run of the C++ kernels of ``path`` on ``platform`` decides for the user and says as a
     note (a lone Vector kernel run on AIV0 only or on both Vector cores; the manual synchronisation
-    mode for a kernel that sets its own events, unless ``sync`` was given)."""
-    from ..cpp.build import OWN_EVENTS_NOTE, find_kernels
+    mode for a kernel that sets its own events, and the auto mode for one that orders its pipes
+    with buffer tokens, unless ``sync`` was given)."""
+    from ..cpp.build import BUFFER_TOKENS_NOTE, OWN_EVENTS_NOTE, find_kernels
     k = find_kernels(path, aic, aiv, platform)
-    return [n for n, on in ((k.lane_note, k.lane_note), (OWN_EVENTS_NOTE, k.own_events and sync is None)) if on]
+    return [n for n, on in ((k.lane_note, k.lane_note), (OWN_EVENTS_NOTE, k.own_events and sync is None),
+                            (BUFFER_TOKENS_NOTE, k.buffer_tokens and sync is None)) if on]
 
 
 def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
@@ -95,10 +97,10 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
                                     f"the C++ kernel {os.path.basename(path)}")
     except PtoPipeError as e:
         # a form the build warned about (a default it took) may be why the run failed
-        for what, where in build_warnings(libs):
+        for what, where in build_warnings(libs, kernels):
             e.add_detail(f"build warning at {where}: {what}")
         raise
-    summary.leaks[:0] = build_warnings(libs)
+    summary.leaks[:0] = build_warnings(libs, kernels)
     return outputs, summary
 
 
@@ -148,7 +150,7 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
     kernels = find_kernels(path, aic, aiv, platform)
     kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
     libs, bridge_lib = build(kernels, platform), bridge()
-    warned = [f"{where}: {what}" for what, where in build_warnings(libs)]     # (run warnings' form)
+    warned = [f"{where}: {what}" for what, where in build_warnings(libs, kernels)]     # (run warnings' form)
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd, bridge_lib)

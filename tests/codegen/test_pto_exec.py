@@ -1344,7 +1344,7 @@ def test_a_vec_tile_stored_to_a_view_of_another_layout_is_an_error_at_the_store(
 def test_a_vec_tile_shape_pto_isa_refuses_is_an_error_at_its_type(static):
     """pto-isa's Tile static_asserts whole 32-byte rows (row-major, none_box), whole 32-byte
     columns (col_major, none_box) and whole fractal columns (boxed) on the static shape; the
-    valid shape is free and a boxed Vec tile's rows too."""
+    valid shape is free and a boxed Vec tile's rows too.  A memref in vec is a row-major tile."""
     from ptopipe.codegen.pto_load import run_pto as run_checked
 
     def tb(r, c, vc, bl="row_major", sl="none_box"):
@@ -1362,6 +1362,14 @@ def test_a_vec_tile_shape_pto_isa_refuses_is_an_error_at_its_type(static):
         assert f"declare {fix}" in e.value.fix
         ln = line_of(text, "%w = ")
         assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('!pto.tile_buf') + 1}"
+    # a memref in vec is ptoas's row-major NoneBox Tile of its shape
+    text = vector_kernel(IO + "    %w = memref.alloc() : memref<16x12xf32, #pto.address_space<vec>>\n" + STORE)
+    with pytest.raises(CompileError) as e:
+        run_checked(text=text, inputs=dict(x=X, y=X * 0), static=static)
+    assert "a 16x12 Vec tile in layout ND: a row-major (ND) tile's row is Cols x 4 = 48 bytes" in e.value.what
+    assert e.value.fix.endswith("(v_row=16, v_col=12) in a !pto.tile_buf (a memref has no valid shape)")
+    ln = line_of(text, "%w = ")
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('memref<') + 1}"
     ok = (tb(16, 16, 12) + "\n    %n = pto.alloc_tile : "
           + tb(4, 8, 8, "col_major", "row_major"))
     run_checked(text=vector_kernel(IO + f"    %w = pto.alloc_tile : {ok}\n" + STORE), inputs=dict(x=X, y=X * 0),
@@ -1389,6 +1397,25 @@ def test_a_row_broadcast_with_a_tmp_tile_on_a5_is_refused_at_its_line(op):
     assert bare != text
     np.testing.assert_allclose(run_pto(text=bare, inputs=dict(x=X, y=X * 0), platform="a5").outputs["y"], want,
                                rtol=1e-5)
+
+
+def test_the_scratch_tile_ptoas_passes_on_is_the_instructions():
+    """ptoas passes a pto.trem's tmp to pto-isa's TREM(dst, src0, src1, tmp), whose A2A3 code
+    writes a row and its compare mask there: a tmp of dst's 16 columns is too small, the error
+    the C++ run gives, at the trem; one of 32 columns computes numpy's fmod."""
+    def text(tmp_cols):
+        return vector_kernel(IO + f"    %r = pto.alloc_tile : {vec_t(16, 16)}\n    %tmp = pto.alloc_tile : "
+                             f"{vec_t(16, tmp_cols)}\n    pto.texpands ins(%c3f : f32) outs(%r : {vec_t(16, 16)})\n"
+                             f"    pto.trem ins(%t, %r, %tmp : {vec_t(16, 16)}, {vec_t(16, 16)}, {vec_t(16, tmp_cols)}) "
+                             f"outs(%t : {vec_t(16, 16)})\n" + STORE).replace(
+            "    %c16 = arith.constant 16 : index\n", "    %c16 = arith.constant 16 : index\n"
+            "    %c3f = arith.constant 3.0 : f32\n")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text(16), inputs=dict(x=X, y=X * 0), platform="a2a3")
+    assert "pto-isa's TREM needs 18 valid tmp columns for a 16-column dst" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text(16), 'pto.trem')}:5"
+    np.testing.assert_allclose(run_pto(text=text(32), inputs=dict(x=X, y=X * 0), platform="a2a3").outputs["y"],
+                               np.fmod(X, 3), rtol=1e-6)
 
 
 def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():

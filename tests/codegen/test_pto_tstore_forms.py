@@ -3,7 +3,8 @@ atomic_add>}`` runs as pto-isa's ``TSTORE<..., AtomicType::AtomicAdd>`` - the bl
 add their tile into what GM held; a value that is no atomic type is an error at its line:col; the
 static reader keeps the attribute in the IR - and an accumulator's ``{reluPreMode = ...}`` and
 pre-quant scalar operand (``ins(%acc, %pre : ..., i64)``) run as the fixpipe's ReLU and
-quantisation.  With ``PTOAS`` set, ptoas takes the files."""
+quantisation; a GM memref operand takes the op's ``{layout = #pto.layout<..>}``.  With ``PTOAS`` set,
+ptoas takes the files."""
 import os
 import subprocess
 
@@ -115,15 +116,66 @@ def test_an_accumulators_relu_and_pre_quant_scalar():
     np.testing.assert_array_equal(res.outputs["q"], np.clip(acc, -128, 127).astype(np.int8))   # scale 1
 
 
+NZ_TILE = ("!pto.tile_buf<loc=vec, dtype=f16, rows=32, cols=32, v_row=32, v_col=32, blayout=col_major, "
+           "slayout=row_major, fractal=512, pad=0>")
+NZ_GM = "memref<32x32xf16, #pto.address_space<gm>>"
+NZ_COPY = f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @nz_copy(%src: {NZ_GM}, %dst: {NZ_GM}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %t = pto.alloc_tile : {NZ_TILE}
+    pto.tload ins(%src : {NZ_GM}) outs(%t : {NZ_TILE}) {{layout = #pto.layout<nz>}}
+    pto.tstore ins(%t : {NZ_TILE}) outs(%dst : {NZ_GM}) {{layout = #pto.layout<nz>}}
+    return
+  }}
+}}
+"""
+
+
+def test_a_gm_memrefs_layout_is_the_ops():
+    """A tload / tstore of a GM memref parameter with ``{layout = #pto.layout<nz>}`` moves it as
+    an NZ GlobalTensor (ptoas's ``GlobalTensor<..., pto::Layout::NZ>`` of it): into and out of an
+    NZ Vec tile on A5, which takes only NZ <- NZ, the bytes as they were."""
+    x = np.arange(1024, dtype=np.float16).reshape(32, 32)
+    res = ptopipe.run_pto(text=NZ_COPY, inputs={"src": x, "dst": np.zeros_like(x)})
+    np.testing.assert_array_equal(res.outputs["dst"], x)
+
+
+RANK3 = """module attributes {pto.target_arch = "a3"} {
+  func.func @r3(%a: memref<2x8x16xf32, #pto.address_space<gm>>, %b: memref<2x8x16xf32, #pto.address_space<gm>>) {
+    %t = memref.alloc() : memref<2x8x16xf32, #pto.address_space<vec>>
+    pto.tload ins(%a : memref<2x8x16xf32, #pto.address_space<gm>>) outs(%t : memref<2x8x16xf32, #pto.address_space<vec>>)
+    pto.tstore ins(%t : memref<2x8x16xf32, #pto.address_space<vec>>) outs(%b : memref<2x8x16xf32, #pto.address_space<gm>>)
+    return
+  }
+}
+"""
+
+
+def test_a_rank_3_local_memref_is_the_tile_ptoas_declares():
+    """A local ``memref<2x8x16xf32>`` is the tile ptoas's C++ declares for it - its first two dims,
+    ``Tile<TileType::Vec, float, 2, 8>`` -, so the load of the 2x8x16 GM memref (16 rows of 16) into
+    it is the error pto-isa's TLOAD asserts, at the tload, as the C++ run reports it."""
+    with pytest.raises(ptopipe.KernelError) as e:
+        ptopipe.run_pto(text=RANK3)
+    assert "is 16x16 but the tile's valid region is 2x8" in e.value.what
+    assert e.value.where.endswith(":4:5")
+
+
 @pytest.mark.skipif(not os.environ.get("PTOAS"), reason="PTOAS (a ptoas binary) is not set")
-@pytest.mark.parametrize("which", ["atomic", "cube"])
+@pytest.mark.parametrize("which", ["atomic", "cube", "nz", "rank3"])
 def test_ptoas_takes_the_files_and_writes_the_stores(tmp_path, which):
     pto = tmp_path / "k.pto"
-    pto.write_text(TEXT.replace("ATTR", ATTR) if which == "atomic" else CUBE)
-    r = subprocess.run([os.environ["PTOAS"], "--pto-arch=a3", str(pto), "-o", str(tmp_path / "k.cpp")],
+    pto.write_text({"atomic": TEXT.replace("ATTR", ATTR), "cube": CUBE, "nz": NZ_COPY, "rank3": RANK3}[which])
+    arch = "a5" if which == "nz" else "a3"
+    r = subprocess.run([os.environ["PTOAS"], f"--pto-arch={arch}", str(pto), "-o", str(tmp_path / "k.cpp")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     cpp = (tmp_path / "k.cpp").read_text()
+    if which == "nz":
+        assert cpp.count("pto::Layout::NZ;") == 2
+        return
+    if which == "rank3":
+        assert "Tile<TileType::Vec, float, 2, 8, " in cpp
+        return
     assert "AtomicType::AtomicAdd" in cpp
     if which == "cube":
         assert "ReluPreMode::NormalRelu" in cpp

@@ -74,13 +74,17 @@ extern "C" __global__ AICORE void %s(__gm__ float *x) { body<float>(x); }
     ("k", "Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, 0);", "aiv"),          # the code decides
     ("k", "if (get_subblockid() != 0) return;", "aiv"),
     ("k", "TileAcc<T, 16, 16> acc; TileLeft<T, 16, 16> a; TileRight<T, 16, 16> b; TMATMUL(acc, a, b);", "aic"),
-    ("vec_k", "TileAcc<T, 16, 16> acc;", "aiv"),                              # the name's word first
-    ("k", "TileAcc<T, 16, 16> acc; Tile<TileType::Vec, T, 8, 32> t;", None),   # both: not decided
+    ("vec_k", "TileAcc<T, 16, 16> acc;", "aic"),          # the code before the name's word
+    ("vec_k", "(void)x;", "aiv"),                           # the name's word when the code says nothing
+    ("k", "TileAcc<T, 16, 16> acc; Tile<TileType::Vec, T, 8, 32> t;", "mixed"),    # both
     ("k", "(void)x;", None)])                                                  # neither
 def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, code, side):
-    """A file whose only kernel is one ``__global__`` function needs no --aic / --aiv: the name's
-    word (aic / cube, aiv / vec), else Cube-only tiles or TMATMUL (AIC) against get_subblockid()
-    or Vec tiles (AIV); code of both sides, or of neither, is still a ConfigError asking for them."""
+    """A file whose only kernel is one ``__global__`` function needs no --aic / --aiv: Cube-only
+    tiles or TMATMUL (AIC) against get_subblockid() or Vec tiles (AIV), else the name's word (aic /
+    cube, aiv / vec: ptoas keeps a .pto function's name, ``matmul_vector_mix`` for a Cube kernel);
+    Cube and Vec tiles both make it the mixed kernel ptoas writes for a .pto function using both,
+    run on the AIC given a UB as that function runs (``Kernels.mixed``); code of neither side is
+    still a ConfigError asking for --aic / --aiv."""
     from ptopipe.cpp.build import find_kernels
     from ptopipe.errors import ConfigError
     p = tmp_path / "lone.cpp"
@@ -91,6 +95,8 @@ def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, co
         assert "--aic NAME --aiv NAME" in ei.value.fix
         return
     k = find_kernels(str(p))
+    assert k.mixed == (side == "mixed")
+    side = "aic" if side == "mixed" else side
     assert getattr(k, side).name == name and getattr(k, "aic" if side == "aiv" else "aiv") is None
     assert k.entry is None
 

@@ -29,7 +29,9 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
                 sat=z(np.int16), dflt=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
-                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)), flag_id=5)
+                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)),
+                shaped=np.full((R, C), -1, np.float32), q8=z(np.int8), qu8=z(np.uint8), above=z(np.int32),
+                n_above=z(np.int32, (1, 8)), flag_id=5)
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms", sync="auto").outputs      # (its one event: the int id form)
     np.testing.assert_allclose(o["twice"], 2 * x)                       # e1 = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
@@ -60,6 +62,16 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     # the counts written into the kernel's lists: all of both; with exhausted, list 0's 16 and
     # list 1's 15 (its last, the smallest value, left when list 0 ran out)
     assert (o["counts"] == 16 * 1000000 + 16 * 10000 + 16 * 100 + 15).all(), o["counts"][0, 0]
+    # ptoas's spellings: SetValidShape(4, 8) of a DYNAMIC tile, the 4 x 8 stored
+    shaped = np.full((R, C), -1, np.float32)
+    shaped[:4, :8] = x[:4, :8]
+    np.testing.assert_array_equal(o["shaped"], shaped)
+    np.testing.assert_array_equal(o["q8"], np.rint(x * 2).astype(np.int8))          # TQUANT<INT8_SYM>
+    np.testing.assert_array_equal(o["qu8"], np.rint(x * 2 + 10).astype(np.uint8))   # <INT8_ASYM>, &offset
+    hits = x > 20                                           # TGATHER<..., CmpMode::GT, 7> compare form
+    np.testing.assert_array_equal(o["n_above"][0], hits.sum(1))
+    for r in range(R):
+        np.testing.assert_array_equal(o["above"][r, :hits[r].sum()], np.flatnonzero(hits[r]) + 7)
 
     # set_flag / wait_flag take an int event id (pto-isa's cpu_stub.hpp), checked at the call
     with pytest.raises(KernelError) as ei:
@@ -139,6 +151,26 @@ using L = Tile<TileType::Vec, float, 1, 32>;
 using A = TileAcc<float, 16, 16>;
 using M = Tile<TileType::Mat, half, 16, 16, BLayout::ColMajor, 16, 16, SLayout::RowMajor>;
 using H = Tile<TileType::Vec, half, 16, 16>;
+using S = Tile<TileType::Scaling, uint64_t, 1, 16, BLayout::RowMajor, 1, 16, SLayout::NoneBox>;
+using GA = GlobalTensor<half, Shape<1, 1, 1, 16, 16>, Stride<256, 256, 256, 16, 1>>;
+using I8 = Tile<TileType::Vec, int8_t, 8, 32>;
+using I32 = Tile<TileType::Vec, int32_t, 8, 32>;
+void ptoas_forms(V &d, V &a, V &b, I8 &q, I32 &ix, L &l, A &acc, H &h, S &fp, GA &g) {
+    TMOV<H, A, AccToVecMode::DualModeSplitM, ReluPreMode::NormalRelu>(h, acc);
+    TMOV<H, A, AccToVecMode::SingleModeVec1, ReluPreMode::NormalRelu>(h, acc, uint64_t(0x3f800000));
+    TMOV<H, A, S, AccToVecMode::SingleModeVec0, ReluPreMode::NormalRelu>(h, acc, fp);
+    TSTORE<STPhase::Final, A, GA, AtomicType::AtomicAdd, ReluPreMode::NormalRelu>(g, acc);
+    TSTORE<STPhase::Final, A, GA, AtomicType::AtomicNone, ReluPreMode::NoRelu>(g, acc, uint64_t(1));
+    TQUANT<QuantType::INT8_SYM, I8, V, V>(q, a, b);
+    TQUANT<QuantType::INT8_SYM, I8, V, V, V>(q, a, b, d);
+    V *offset = &d;
+    TQUANT<QuantType::INT8_ASYM, I8, V, V>(q, a, b, offset);
+    TGATHER<I32, V, L, I32, I8, CmpMode::EQ>(ix, a, l, ix, q, 0);
+    Tile<TileType::Vec, float, 8, 32, BLayout::RowMajor, -1, -1> dyn(8, 32);
+    dyn.SetValidShape(4, 16);
+    get_buf(PIPE_MTE2, 0, 0);
+    rls_buf(PIPE_MTE2, 0, 0);
+}
 void explicit_forms(V &d, V &a, V &b, O &o, L &l, A &acc, M &m, H &h, Event<Op::TADD, Op::TADD> &e) {
     TADD<V, V, V>(d, a, b);
     TFUSEDMULADD<V, V, V>(d, a, b, e);
@@ -161,13 +193,15 @@ void refused(V &d, V &a, O &o, A &acc, M &m) {
     TADD(d, a);
     TEXTRACT<M, A, ReluPreMode::NormalRelu>(m, acc, 0, 0);
     TINSERT<M, A, ReluPreMode::NoRelu>(m, acc, uint64_t(1), 0, 0);
+    d.SetValidShape(4, 16);
 }
 """
 #: what each refused call is told, in order
 REFUSED_EXPLICIT = ["an explicit template argument of this instruction is not the type of any of its operands",
                     "TADD takes 3 to 6 arguments (operands, then wait events)",
                     "ptopipe's TEXTRACT applies no ReLU (ReluPreMode::NoRelu only)",
-                    "ptopipe does not model TINSERT with a preQuantScalar"]
+                    "ptopipe does not model TINSERT with a preQuantScalar",
+                    "SetValidShape: pto-isa sets the valid shape of a tile whose valid rows and columns are DYNAMIC"]
 
 
 @needs_cxx
@@ -175,8 +209,11 @@ def test_explicit_template_arguments_are_the_operands_types(tmp_path):
     """Every instruction is callable as pto-isa declares it, a function template: with its
     operands' types as explicit template arguments (in pto-isa's order, which need not be the
     operands'), with pto-isa's mode arguments where ptopipe models them (TMRGSORT's exhausted,
-    TMOV's ReLU and quantisation); a type that is no operand's, a wrong number of arguments, or
-    a mode ptopipe does not model is refused at the call with a message saying so."""
+    TMOV's ReLU and quantisation) and the forms ptoas writes (TMOV's AccToVecMode, TSTORE's
+    STPhase with a ReLU, TQUANT<QuantType> with the offset tile's address, TGATHER's compare
+    form, SetValidShape, get_buf / rls_buf); a type that is no operand's, a wrong number of
+    arguments, a mode ptopipe does not model, or SetValidShape of a tile whose valid shape is
+    static (pto-isa's static_assert) is refused at the call with a message saying so."""
     import re
     r = compile_only(tmp_path, EXPLICIT)
     assert r.returncode != 0

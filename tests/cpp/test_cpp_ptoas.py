@@ -21,6 +21,8 @@ from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
 PTOAS_C2V = os.path.join(KDIR, "ptoas_c2v.cpp")
 GUARDED_ABS = os.path.join(KDIR, "guarded_abs.cpp")
+PTOAS_MIXED = os.path.join(KDIR, "ptoas_mixed.cpp")
+PTOAS_BRANCH = os.path.join(KDIR, "ptoas_branch.cpp")
 
 
 def c2v_args():
@@ -56,6 +58,99 @@ def test_a_file_that_tests_a_side_macro_is_built_per_side(tmp_path):
     plain = tmp_path / "plain.cpp"
     plain.write_text("void my_aic(__gm__ float *x) {}\nvoid my_aiv(__gm__ float *x) {}\n")
     assert not find_kernels(str(plain)).sided
+
+
+def test_a_kernel_using_both_kinds_of_tiles_is_the_cubes_given_a_ub(tmp_path):
+    """ptoas's C++ of a .pto function using Cube and Vector tiles (no side sections) runs as the
+    .pto function does: on the AIC, given a UB (``Kernels.mixed``) - the lone kernel, whatever
+    its name says, or one named with --aic alone; the code decides a lone kernel's side before
+    its name (a pure Cube kernel named ``*_vector_mix*`` is the AIC's); a file with side
+    sections is not mixed."""
+    k = find_kernels(PTOAS_MIXED)
+    assert (k.mixed, k.aic.name, k.aiv) == (True, "mm_bias_block", None)
+    cube = "Tile<TileType::Mat, float, 16, 16> m; Tile<TileType::Left, float, 16, 16> l; TMOV(l, m);"
+    vec = "Tile<TileType::Vec, float, 16, 16> v; TABS(v, v);"
+    f = tmp_path / "k.cpp"
+    f.write_text(f"__global__ AICORE void mm_vector_mix_aiv(__gm__ float *x) {{ {cube} {vec} }}\n")
+    assert find_kernels(str(f)).mixed
+    f.write_text(f"__global__ AICORE void mm_vector_mix(__gm__ float *x) {{ {cube} }}\n")
+    k = find_kernels(str(f))
+    assert (k.mixed, k.aic.name, k.aiv) == (False, "mm_vector_mix", None)
+    f.write_text(f"__global__ AICORE void one(__gm__ float *x) {{ {cube} {vec} }}\n"
+                 f"__global__ AICORE void two(__gm__ float *x) {{ {vec} }}\n")
+    assert find_kernels(str(f), aic="one").mixed and not find_kernels(str(f), aiv="two").mixed
+    f.write_text(f"__global__ AICORE void one(__gm__ float *x) {{\n#if defined(__DAV_CUBE__)\n{cube}\n#endif\n"
+                 f"#if defined(__DAV_VEC__)\n{vec}\n#endif\n}}\n")
+    assert not find_kernels(str(f)).mixed
+
+
+def test_a_kernel_ordering_its_pipes_with_buffer_tokens_runs_in_the_auto_mode(tmp_path):
+    """A5's get_buf / rls_buf (ptoas's pto.get_buf / pto.rls_buf), which ptopipe does not model,
+    put a kernel that also sets events in the auto mode, as the .pto runs, with a note saying so."""
+    from ptopipe.cpp.build import BUFFER_TOKENS_NOTE, OWN_EVENTS_NOTE
+    from ptopipe.driver.cpp import notes
+    f = tmp_path / "k.cpp"
+    body = "set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0); wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);"
+    f.write_text(f"__global__ AICORE void k_aiv(__gm__ float *x) {{ {body} }}\n")
+    k = find_kernels(str(f))
+    assert k.own_events and not k.buffer_tokens and notes(str(f), None, None)[1:] == [OWN_EVENTS_NOTE]
+    f.write_text(f"__global__ AICORE void k_aiv(__gm__ float *x) {{ get_buf(PIPE_V, 0, 0); {body} "
+                 "rls_buf(PIPE_V, 0, 0); }\n")
+    k = find_kernels(str(f))
+    assert not k.own_events and k.buffer_tokens and notes(str(f), None, None)[1:] == [BUFFER_TOKENS_NOTE]
+    assert notes(str(f), None, None, sync="manual")[1:] == []       # (the first: the lone Vector kernel's lanes)
+
+
+@needs_cxx
+def test_a_kernel_using_both_kinds_of_tiles_runs_as_its_pto_function(cpp_cache):
+    """The mixed kernel computes numpy's numbers on the AIC given a UB, with the warning the .pto
+    function's run gives (no core of the device holds both)."""
+    r = np.random.default_rng(7)
+    a, b, bias = (r.standard_normal((16, 16)).astype(np.float32) for _ in range(3))
+    res = run_cpp(PTOAS_MIXED, dict(v1=a, v2=b, v3=bias, v4=np.zeros_like(a), v5=np.zeros_like(a)))
+    np.testing.assert_allclose(res["v5"], a @ b + bias, rtol=1e-5, atol=1e-5)
+    assert res.summary.cores["AIC"]["instructions"] > 0 and res.summary.cores["AIV0"]["instructions"] == 0
+    (what, where), = [w for w in res.summary.leaks if "Cube tiles and Vector tiles" in w[0]]
+    assert "no core of the device holds both, so it runs on one core given both kinds of memory" in what
+    assert where == f"{os.path.relpath(PTOAS_MIXED)}:{_line(PTOAS_MIXED, '__global__ AICORE')}"
+
+
+@needs_cxx
+def test_a_side_whose_section_is_compiled_in_and_did_nothing_is_a_warning(cpp_cache, monkeypatch):
+    """A ptoas kernel whose tiles are all under a branch its arguments skip (n = 0) did nothing:
+    its section is compiled in, so that is a warning, not "its body compiled away"; with n = 1 it
+    computes |x|; built without its side's macro, it is the error."""
+    x = np.random.default_rng(5).standard_normal((16, 16)).astype(np.float32)
+    res = run_cpp(PTOAS_BRANCH, dict(v1=x, v2=np.zeros_like(x), v3=0))
+    assert not res["v2"].any()
+    assert [what.split(": ", 1)[1] for what, where in res.summary.leaks if "issued no PTO instruction" in what] == \
+        ["its section for the side is compiled in, and with these arguments did nothing"]
+    np.testing.assert_array_equal(run_cpp(PTOAS_BRANCH, dict(v1=x, v2=np.zeros_like(x), v3=1))["v2"], np.abs(x))
+    monkeypatch.setenv("CXXFLAGS", os.environ.get("CXXFLAGS", "") + " -U__DAV_VEC__")
+    with pytest.raises(KernelError) as e:
+        run_cpp(PTOAS_BRANCH, dict(v1=x, v2=np.zeros_like(x), v3=1))
+    assert e.value.what.endswith("its body compiled away")
+    assert e.value.where == f"{os.path.relpath(PTOAS_BRANCH)}:{_line(PTOAS_BRANCH, '__global__ AICORE')}"
+
+
+@needs_cxx
+def test_a_kernel_parameter_passed_by_value_as_a_struct_is_refused_at_the_kernel(cpp_cache, tmp_path):
+    """ptoas lowers a .pto ``vector<4xi16>`` parameter to a ``pto::MrgSortExecutedNumList`` taken by
+    value, which no argument ptopipe passes can be: a CompileError at the kernel naming the
+    parameter, not the entry header's static_assert."""
+    f = tmp_path / "k.cpp"
+    f.write_text("#include \"pto/pto-inst.hpp\"\nusing namespace pto;\n\n"
+                 "__global__ AICORE void sort_vec(__gm__ float* v1, pto::MrgSortExecutedNumList v2) {\n  return;\n}\n")
+    with pytest.raises(CompileError) as e:
+        run_cpp(str(f), dict(v1=np.zeros(8, np.float32), v2=0))
+    assert e.value.what.startswith("the AIV (Vector) kernel sort_vec takes its parameter v2 as a "
+                                   "pto::MrgSortExecutedNumList by value")
+    assert e.value.where.endswith("k.cpp:4")
+
+
+def _line(path: str, text: str) -> int:
+    with open(path) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)
 
 
 @needs_cxx

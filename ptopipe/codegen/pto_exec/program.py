@@ -128,6 +128,9 @@ def _tile_locs(f: Func, funcs: dict, types: "TypeReader", seen=None) -> dict:
 
 
 MIXED = "mixed"      # the kind of a function that uses Cube and Vector tiles
+#: how such a function runs (a .pto function, and a C++ kernel ptoas writes from one)
+MIXED_ON_ONE_CORE = ("no core of the device holds both, so it runs on one core given both kinds of memory, as "
+                     "pto-isa's CPU simulator runs it")
 
 
 def implied_kind(f: Func, funcs: dict, path: str, types: "TypeReader") -> tuple:
@@ -141,9 +144,8 @@ def implied_kind(f: Func, funcs: dict, path: str, types: "TypeReader") -> tuple:
         c = cube[0]
         return MIXED, (
             f"{path}:{f.stmt.tok.line}:{f.stmt.tok.col}: @{f.name} uses Cube tiles ({c.name} at line "
-            f"{c.tok.line}) and Vector tiles ({vec.name} at line {vec.tok.line}); no core of the device "
-            "holds both, so it runs on one core given both kinds of memory, as pto-isa's CPU simulator "
-            "runs it. On the device, split it into a cube and a vector function joined by a pipe "
+            f"{c.tok.line}) and Vector tiles ({vec.name} at line {vec.tok.line}); {MIXED_ON_ONE_CORE}. "
+            "On the device, split it into a cube and a vector function joined by a pipe "
             "(or write it as a mixed @pl.incore function and let `ptopipe compile` split it)")
     return ("cube" if cube else "vector"), None
 

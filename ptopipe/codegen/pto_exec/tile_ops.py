@@ -18,7 +18,8 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, a5_scratch_refusal, read_atomic_type
+from ..pto_syntax import (ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+                          read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
 from .types import ROUND, MultiSpec, TileSpec
@@ -236,8 +237,13 @@ def h_io(ex, fr, s):
     io = ex.decoded.get(id(s))
     if io is None:
         io = ex.decoded[id(s)] = _io_form(ex, s)
-    load, src, dst, pre, kw = io
+    load, src, dst, pre, kw, lay = io
     src, dst = ex.val(fr, src), ex.val(fr, dst)
+    if lay is not None:
+        if load:
+            src = _laid_out(src, lay)
+        else:
+            dst = _laid_out(dst, lay)
     if load:
         return isa.TLOAD(dst, src)
     # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
@@ -248,13 +254,20 @@ def h_io(ex, fr, s):
 
 def _io_form(ex, s) -> tuple:
     """What :func:`h_io` reads off a ``pto.tload`` / ``pto.tstore``, once: whether it loads,
-    its source's and destination's tokens, a store's pre-quant scalar tokens and keywords."""
+    its source's and destination's tokens, a store's pre-quant scalar tokens and keywords, and
+    the GM operand's layout its ``{layout = #pto.layout<..>}`` names (None: none)."""
     ins, outs = s.group("ins"), s.group("outs")
     if ins is None or outs is None:
         raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
     src, dst = s.values(ins)[0], s.values(outs)[0]
+    lay = s.attr("layout")
+    layout = None
+    if lay and len(lay) >= 3 and lay[0].text == "#pto.layout":
+        layout = _GM_LAYOUT.get(lay[2].text)
+        if layout is None:
+            raise ex.perr(lay[2], f"{s.name} layout {lay[2].text!r} is not supported", "use #pto.layout<nd>, <dn> or <nz>")
     if s.name == "pto.tload":
-        return True, src, dst, (), {}
+        return True, src, dst, (), {}, layout
     kw = _relu_kwargs(ex, s)
     v = s.attr("atomicType")
     if v:
@@ -263,7 +276,16 @@ def _io_form(ex, s) -> tuple:
             raise ex.perr(v[0], f"atomicType {' '.join(t.text for t in v)} is not an atomic type",
                           "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
         kw["atomic_type"] = kind
-    return False, src, dst, s.values(ins)[1:], kw
+    return False, src, dst, s.values(ins)[1:], kw, layout
+
+
+def _laid_out(gm, layout):
+    """The GM operand of a ``pto.tload`` / ``pto.tstore`` whose ``{layout = #pto.layout<..>}``
+    says its layout: a GlobalTensor that has none of its own (a GM memref parameter: ptoas's
+    GlobalTensor of it takes the op's layout) in that layout; any other operand as it is."""
+    if not isinstance(gm, isa.GlobalTensor) or gm.layout is not None:
+        return gm
+    return isa.GlobalTensor(gm, gm.shape, gm.stride, gm.name, layout=layout)
 
 
 def _relu_kwargs(ex, s: Stmt) -> dict:
@@ -410,7 +432,10 @@ CPP_ORDER = {
 
 #: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
 #: may add pto-isa scratch tiles after them (``pto.trsqrt ins(%src, %tmp)``), which the
-#: simulator does not need
+#: simulator does not need - except the scratch tile ptoas passes on to the instruction
+#: (:data:`SCRATCH`: ``TREM(dst, src0, src1, tmp)``), whose size and overlap pto-isa's code
+#: depends on: the ISA checks it as it checks the C++ instruction's
+SCRATCH = frozenset(SCRATCH_REQUIRED + SCRATCH_OPTIONAL)
 ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3, "row_bcast": 2,
          "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
 
@@ -505,7 +530,7 @@ def op_catalogue(ex, fr, s):
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
     n = ARITY.get(op.form)
-    if n is not None and len(operands) > n:
+    if n is not None and len(operands) > n and s.name not in SCRATCH:
         extra = operands[n:]
         if all(isinstance(x, isa.Tile) for x in extra):
             operands = operands[:n]

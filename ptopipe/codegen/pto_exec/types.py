@@ -268,8 +268,15 @@ class TypeReader:
         if loc is None:
             raise self.err(f"memref address space {space!r} is not supported", tok,
                            fix="use gm, vec, mat, left, right, acc or bias")
-        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        spec = TileSpec(loc, d, rows, shape[-1], rows, shape[-1])
+        # ptoas's Tile of a local memref: its first two dims (a rank-1 one: one row) - a rank-3
+        # memref<2x8x16> is a 2x8 tile, its last dim dropped, as ptoas's C++ declares it
+        rows, cols = (shape[0], shape[1]) if len(shape) > 1 else (1, shape[-1])
+        if loc is TileType.Vec:         # (ptoas's Vec Tile of a memref is row-major, NoneBox)
+            bad = tile_shape_refusal(loc, TileLayout.of(BLayout.RowMajor, SLayout.NoneBox), rows, cols, d.itemsize)
+            if bad is not None:
+                raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}",
+                                   fix=bad[1] + " in a !pto.tile_buf (a memref has no valid shape)")
+        spec = TileSpec(loc, d, rows, cols, rows, cols)
         return ("memref", spec, shape, space)
 
     def multi_tile_buf(self, inner, tok):

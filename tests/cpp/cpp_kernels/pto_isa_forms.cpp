@@ -6,7 +6,8 @@
 // MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int,
 // TFILLPAD<TFillPadMode::Expand> into a larger tile, a tile's one dynamic valid dim given alone, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles, GlobalTensors
-// shaped by TileShape2D.
+// shaped by TileShape2D; and as ptoas writes them: SetValidShape of a DYNAMIC tile, TQUANT<QuantType>
+// with the offset tile's address, TGATHER's compare form with its offset a template argument.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -36,7 +37,9 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
                                                 __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ int16_t *dflt, __gm__ float *window,
                                                 __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
                                                 __gm__ float *exp, __gm__ float *lists, __gm__ float *merged,
-                                                __gm__ int32_t *counts, __gm__ float *expanded, int32_t flag_id)
+                                                __gm__ int32_t *counts, __gm__ float *expanded, __gm__ float *shaped,
+                                                __gm__ int8_t *q8, __gm__ uint8_t *qu8, __gm__ int32_t *above,
+                                                __gm__ int32_t *n_above, int32_t flag_id)
 {
     set_ffts_base_addr(0);
     if (get_subblockid() != 0) return;
@@ -124,4 +127,37 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
                             exhausted.mrgSortList1));
     G<int32_t> gn(counts);
     TSTORE(gn, tmp32);
+    // ptoas's spellings: a DYNAMIC tile's valid shape set at once (x's top-left 4 x 8)
+    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, -1, -1, SLayout::NoneBox, 512, PadValue::Null,
+         CompactMode::Null> dyn(R, C);
+    TASSIGN(dyn, 0x0);
+    dyn.SetValidShape(4, 8);
+    G<float> gsh(shaped);
+    TSTORE(gsh, dyn);
+    // TQUANT<QuantType, Out, Src, Para>(dst, src, scale[, &offset]): rint(x * 2 [+ 10])
+    Tile<TileType::Vec, int8_t, R, C> i8;
+    Tile<TileType::Vec, uint8_t, R, C> u8;
+    TASSIGN(i8, 0x2800);
+    TASSIGN(u8, 0x2a00);
+    TEXPANDS(t, 2.0f);
+    TEXPANDS(b, 10.0f);
+    TQUANT<QuantType::INT8_SYM, decltype(i8), V, V>(i8, a, t);
+    V *offset = &b;
+    TQUANT<QuantType::INT8_ASYM, decltype(u8), V, V>(u8, a, t, offset);
+    G<int8_t> g8(q8);
+    TSTORE(g8, i8);
+    G<uint8_t> gu8(qu8);
+    TSTORE(gu8, u8);
+    // TGATHER<Dst, Src, CDst, Tmp, CmpMode, offset>(dst, src, kValue, cdst, tmp): per row the columns
+    // (+ 7) of x > 20, and how many
+    Tile<TileType::Vec, int32_t, 1, 8> cnt;
+    Tile<TileType::Vec, uint8_t, 1, C> ctmp;
+    TASSIGN(cnt, 0x2c00);
+    TASSIGN(ctmp, 0x2c40);
+    TEXPANDS(tmp32, int32_t(-1));
+    TGATHER<decltype(tmp32), V, decltype(cnt), decltype(ctmp), CmpMode::GT, 7>(tmp32, a, 20.0f, cnt, ctmp);
+    G<int32_t> ga(above);
+    TSTORE(ga, tmp32);
+    G<int32_t, 1, 8> gna(n_above);
+    TSTORE(gna, cnt);
 }

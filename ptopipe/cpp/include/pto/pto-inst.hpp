@@ -360,6 +360,13 @@ template <Op SrcOp, Op DstOp, bool AutoToken = true, event_t EventID = EVENT_ID0
 // instructions do not read it (no ptopipe instruction models a compact layout)
 enum class CompactMode { Null, Normal, RowPlusOne, RowAlignedPadding };
 
+// pto-isa's AccToVecMode (type.hpp): which Vector core(s) an A5 TMOV of an Acc tile into UB
+// writes - one (SingleModeVec0 / Vec1) or both, split by rows or columns (DualModeSplitM / N).
+// ptopipe runs a kernel that moves an Acc tile into UB on one core holding both memories (a
+// program using both kinds of tiles, as pto-isa's CPU simulator runs it), where the whole tile
+// lands in that core's UB whatever the mode: the TMOV forms that take it do not pass it on
+enum class AccToVecMode : uint8_t { SingleModeVec0 = 0, SingleModeVec1 = 1, DualModeSplitM = 2, DualModeSplitN = 3 };
+
 // pto-isa's Tile (pto_tile.hpp) with all eleven parameters; PadVal crosses the ABI with the tile
 // (TFILLPAD fills with it), Compact is the type's only (no ptopipe instruction models it)
 template <TileType Loc_, typename Element_, int Rows_, int Cols_, BLayout BLayout_ = BLayout::RowMajor,
@@ -410,6 +417,13 @@ struct Tile {
     int64_t GetValidCol() const { return vc_; }
     inline void SetValidRow(int64_t r, ::ptopipe::Site s = PTOPIPE_HERE) { SetValid(r, vc_, s); }
     inline void SetValidCol(int64_t c, ::ptopipe::Site s = PTOPIPE_HERE) { SetValid(vr_, c, s); }
+    // pto-isa's (pto_tile.hpp): both valid dims at once, of a tile whose valid shape is DYNAMIC
+    inline void SetValidShape(int64_t r, int64_t c, ::ptopipe::Site s = PTOPIPE_HERE)
+    {
+        static_assert(RowValid_ < 0 && ColValid_ < 0, "SetValidShape: pto-isa sets the valid shape of a tile "
+                      "whose valid rows and columns are DYNAMIC (-1, -1) only");
+        SetValid(r, c, s);
+    }
     inline void SetValid(int64_t r, int64_t c, ::ptopipe::Site s = PTOPIPE_HERE);
     // the tile's buffer: a pointer whose value is the tile's byte address in its memory (what
     // ptoas's C++ reads to bind a second tile at the same address: TASSIGN(t2, (uint64_t)t.data()));
@@ -1397,6 +1411,13 @@ inline void pipe_barrier(pipe_t p, ::ptopipe::Site s = PTOPIPE_HERE)
 inline void set_mask_norm() {}
 inline void set_vector_mask(uint64_t, uint64_t) {}
 
+// A5's buffer tokens between the pipes of a core (the device compiler's get_buf / rls_buf, which
+// ptoas writes for pto.get_buf / pto.rls_buf): ptopipe does not model them - a kernel that calls
+// them runs in the auto synchronisation mode, where the scoreboard orders its pipes
+// (cpp.build.Kernels.buffer_tokens)
+inline void get_buf(pipe_t, int64_t, int64_t = 0) {}
+inline void rls_buf(pipe_t, int64_t, int64_t = 0) {}
+
 inline int64_t get_subblockid(::ptopipe::Site s = PTOPIPE_HERE)
 {
     return ::ptopipe::inst(::ptopipe::OP_get_subblockid, s);
@@ -1566,6 +1587,15 @@ enum class DmaEngine : uint8_t { SDMA = 0, URMA = 1, RDMA = 2 };
 using Signal = GlobalTensor<int32_t, Shape<1, 1, 1, 1, 1>, Stride<1, 1, 1, 1, 1>, Layout::ND>;
 struct AsyncSession {};
 struct AsyncEvent {};
+namespace sdma {
+// the SDMA engine's transfer parameters a kernel builds its async session with (async_types.hpp)
+struct SdmaBaseConfig {
+    uint64_t block_bytes;
+    uint64_t comm_block_offset;
+    uint32_t queue_num;
+};
+using sdma_base_config_t = SdmaBaseConfig;
+}  // namespace sdma
 #define PTOPIPE_NO_COMM                                                                                  \
     "ptopipe simulates one cluster (a Cube core and two Vector cores): pto-isa's communication between " \
     "ranks (pto::comm) is not modelled"
@@ -1575,6 +1605,7 @@ template <typename GlobalData> struct ParallelGroup {
 };
 PTOPIPE_REFUSED(TPUT, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TGET, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(BuildAsyncSession, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TPUT_ASYNC, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TGET_ASYNC, PTOPIPE_NO_COMM)
 PTOPIPE_REFUSED(TNOTIFY, PTOPIPE_NO_COMM)
