@@ -966,7 +966,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
                 diag, re.M)]
             if missing:     # the wrapper names a kernel function these macros leave out
                 raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
-            by_value = _BY_VALUE.search(diag)
+            by_value = _BY_VALUE.search(diag) if _NOT_A_PARAMETER in diag else None
             if by_value:    # the entry cannot pass a kernel parameter of this type
                 raise _parameter_error(path, roles, by_value.group(1), src.decode(errors="replace"), diag)
             raise _compile_error(path, diag, cxx, flags)
@@ -1104,9 +1104,10 @@ def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag
                             "(--platform), or name only the kernels of the side it is for (--aic / --aiv)")
 
 
-#: ptopipe_entry.hpp's from_word<P> refusing a kernel parameter type P (g++ / clang spell it)
-_BY_VALUE = re.compile(r"from_word(?:\(int64_t\) \[with P = |<)([^;\]>]+?)(?:;|\]|>).*?a kernel parameter is a "
-                       r"pointer, an integer or a float", re.S)
+#: ptopipe_entry.hpp's from_word<P> refusing a kernel parameter type P: its static_assert's
+#: message, and P as g++ (``[with P = X;``) or clang (``from_word<X>``) names it
+_NOT_A_PARAMETER = "a kernel parameter is a pointer, an integer or a float"
+_BY_VALUE = re.compile(r"from_word(?:\(int64_t\) \[with P = |<)([^;\]>]+?)(?:;|\]|>)")
 
 
 def _parameter_error(path: str, roles: dict, ptype: str, text: str, diag: str) -> CompileError:

@@ -223,7 +223,8 @@ def test_explicit_template_arguments_are_the_operands_types(tmp_path):
         assert any(msg in err for err in errors), (msg, errors)
     lines = (compile_only.__globals__["PRELUDE"] + EXPLICIT).splitlines()
     at = {int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+(?:required from here|note: in instantiation of "
-                                     r"function template specialization .* requested here)", r.stderr)}
+                                     r"(?:function template specialization|member function) .* requested here)",
+                                     r.stderr)}
     first = lines.index("void refused(V &d, V &a, O &o, A &acc, M &m) {") + 1
     assert at == set(range(first + 1, first + 1 + len(REFUSED_EXPLICIT))), r.stderr[-3000:]
 
