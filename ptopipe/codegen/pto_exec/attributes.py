@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from functools import lru_cache
 
 from ...errors import ParseError
 from ..pto_syntax import TILE_KEYS
@@ -140,6 +141,14 @@ def misspelled(keys) -> frozenset:
                      and difflib.get_close_matches(k, _ALL_KEYS, n=1, cutoff=0.8))
 
 
+@lru_cache(maxsize=None)
+def _closest(op: str, key: str) -> str | None:
+    """The key of ``op`` (an op of :data:`OP_KEYS`) that ``key`` is close to, if any (by op and
+    key: a file's ops write the same keys over and over)."""
+    want = difflib.get_close_matches(key, sorted(OP_KEYS[op]), n=1, cutoff=0.8)
+    return want[0] if want else None
+
+
 def check_misspelled(s, near: frozenset, path: str) -> None:
     """A ParseError when ``s``, an op of :data:`OP_KEYS`, writes ``key =`` with a key of ``near``
     that it does not take but that is close to one it does: the op would run without the
@@ -153,14 +162,16 @@ def check_misspelled(s, near: frozenset, path: str) -> None:
     for k in near:
         if k in own:
             continue
-        want = difflib.get_close_matches(k, sorted(own), n=1, cutoff=0.8)
-        if not want:
-            continue
         text = s.text() if text is None else text
+        if k not in text:
+            continue
+        want = _closest(s.name, k)
+        if want is None:
+            continue
         m = re.search(r"(?<![%\w.$#-])" + re.escape(k) + r"\s*=(?!=)", text)
         if m is None:
             continue
         line, col = s.position(m.start())
-        raise ParseError(f"{s.name} has no attribute {k!r}: did you mean {want[0]!r}? (ptoas refuses it where "
+        raise ParseError(f"{s.name} has no attribute {k!r}: did you mean {want!r}? (ptoas refuses it where "
                          "the op's syntax names its keys, and ignores it in an attribute dictionary: the op "
-                         "would run without it)", where=f"{path}:{line}:{col}", fix=f"write {want[0]!r}")
+                         "would run without it)", where=f"{path}:{line}:{col}", fix=f"write {want!r}")
