@@ -420,7 +420,9 @@ def split_top(toks, seps=(",",)) -> list:
     return out
 
 
-_VALUE = re.compile(r"%[A-Za-z0-9_$.#-]+")
+#: an SSA value's spelling (``%arg0``, ``%7#1``)
+VALUE_NAME = r"%[A-Za-z0-9_$.#-]+"
+_VALUE = re.compile(VALUE_NAME)
 _SYMBOL = re.compile(r"@([A-Za-z0-9_$.]+)")
 #: the start of an operation: ``%a, %b:2 = name``, ``name``, ``"generic.name"(``
 _STMT = re.compile(r'\s*(?P<res>(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*,\s*)*%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?)'

@@ -20,9 +20,9 @@ import re
 
 from ...errors import CompileError, ParseError
 from ..pto_lexer import tokenize
+from ..pto_tree import VALUE_NAME as _V
 from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
 
-_V = r"%[A-Za-z0-9_$.#-]+"
 #: a type: a name with its ``<...>`` (nested three deep: ``memref<..., strided<[...]>, ...>``),
 #: or a ``(...)`` list
 _ANGLED = r"<[^<>]*(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>[^<>]*)*>"
