@@ -105,6 +105,21 @@ class Stmt:
             offset -= len(text) + 1
         return self.tok.line, self.col
 
+    def offset(self, tok) -> int:
+        """The offset in :meth:`text` of one of the op's own tokens (:meth:`position`'s inverse)."""
+        at = 0
+        for line, col, text in self._pieces:
+            if text is None:
+                continue
+            if line == tok.line and col <= tok.col <= col + len(text):
+                return at + tok.col - col
+            at += len(text) + 1
+        raise ValueError(f"{tok.text!r} at {tok.line}:{tok.col} is not a token of {self.name}")
+
+    def span(self, first, last) -> str:
+        """The source text from the op's token ``first`` to its token ``last``, both included."""
+        return self.text()[self.offset(first):self.offset(last) + len(last.text)]
+
     def used(self) -> tuple:
         """The SSA names the op's own text mentions (cheap: no tokens; made once)."""
         if self._used is None:

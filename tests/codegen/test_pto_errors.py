@@ -932,6 +932,7 @@ def test_a_ring_of_no_slots_or_bytes_is_a_parse_error_at_its_init(old, new, key)
 # -- what ptoas refuses in an op's spelling is a ParseError at the piece, before anything runs --------------
 
 SCF_ACC = (ROOT / "tests" / "pto_corpus" / "v_scf_for_accum_a3.pto").read_text()
+SCF_ITER = (ROOT / "tests" / "pto_corpus" / "v_scf_for_iter_args_a5.pto").read_text()
 PIPES = (ROOT / "tests" / "pto_corpus" / "x_c2v_split2_relu_a3.pto").read_text()
 F32_16x64 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=64, v_row=16, v_col=64, blayout=row_major, "
              "slayout=none_box, fractal=512, pad=0>")
@@ -981,6 +982,16 @@ def _edit(text, old, new):
     (_edit(_edit(SCF_ACC, "    %c64 = arith.constant 64 : index\n", I32_64),
            "scf.for %k = %c0 to %c4 step", "scf.for %k = %c0 to %c64i step"),
      "scf.for %k", "%c64i", "%c64i is used here as index, but i32 is what its definition"),
+    # an iter_arg's initial value of another type than the loop's result it carries
+    (_edit(SCF_ITER, "-> (index, f32) {", "-> (index, f16) {"),
+     "scf.for %i", "%one", "%one is used here as f16, but f32 is what its definition"),
+    # an iter_arg read in the body as another type than the header gives it
+    (_edit(SCF_ITER, "%next_scale = arith.mulf %scale, %two : f32", "%next_scale = arith.mulf %scale, %two : f16"),
+     "arith.mulf", "%scale", "%scale is used here as f16, but f32 is what its definition"),
+    # a loop variable the header types i32, bounded by index values
+    (_edit(SCF_ITER, "iter_args(%row = %c0, %scale = %one) -> (index, f32) {",
+           "iter_args(%row = %c0, %scale = %one) -> (index, f32) : i32 {"),
+     "scf.for %i", "%c0 to", "%c0 is used here as i32, but index is what its definition"),
 ])
 def test_a_value_used_as_another_type_than_its_definition_gives_it_is_refused_at_the_use(
         tmp_path, capsys, text, needle, token, what):

@@ -68,6 +68,24 @@ def test_kept_answers_are_a_fresh_trees():
     assert asked > 500
 
 
+def test_a_tokens_offset_in_the_ops_text_is_where_position_puts_it():
+    """``Stmt.offset`` inverts ``Stmt.position`` for every token of every statement (also ops
+    spread over several lines), and ``span`` is the source between two tokens."""
+    spread = ODD.replace("ins(%a : index) {ins", "ins(%a :\n        index) {ins")
+    n = 0
+    for text, name in [(p.read_text(), p.name) for p in PTO_FILES] + [(spread, "spread.pto")]:
+        lines = text.splitlines()
+        for s in _stmts(text, name):
+            for t in s.toks:
+                if t.text == "{}":
+                    continue
+                k = s.offset(t)
+                assert s.position(k) == (t.line, t.col) and s.text()[k:k + len(t.text)] == t.text, (name, t)
+                assert s.span(t, t) == t.text == lines[t.line - 1][t.col - 1:t.col - 1 + len(t.text)]
+                n += 1
+    assert n > 1000
+
+
 def test_an_absent_attribute_gives_the_default_each_time():
     s = next(s for s in _stmts(ODD, "odd.pto") if s.name == "pto.odd")
     assert s.attr("absent") is None and s.attr("absent", ["d"]) == ["d"] and s.attr("absent", 7) == 7

@@ -3,13 +3,51 @@ before anything runs: ``scf.for %i = %lb to %ub step %st [iter_args(%a = %x, ...
 [: T] {`` and ``scf.if %cond [-> (T, ...)] {``.  A missing, misspelled or extra piece is a
 ParseError at that piece (at the ``{`` opening the body when the piece is missing at the end),
 saying what was expected where - the executor would otherwise read past it, or fail when the
-loop runs with a message about the op as a whole."""
+loop runs with a message about the op as a whole.
+
+An ``scf.for`` header read here is also what the other readers of the file take from it
+(:func:`for_header`): the values it uses and the values it gives its body, with their types."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ...errors import ParseError
 
 FOR_FORM = "scf.for %i = %lb to %ub step %step {   (iter_args(%acc = %init) -> (T) and ': T' optional)"
 IF_FORM = "scf.if %cond {   (-> (T, ...) before '{' when the branches yield values)"
+
+
+@dataclass(frozen=True)
+class ForHeader:
+    """What an ``scf.for`` header says: its loop variable and the type it gives it, the bounds
+    and step, each ``iter_args`` pair ``(%acc, %init)`` and the loop's result types (value
+    tokens carry their line and column; types are their source text)."""
+    iv: object
+    iv_type: str
+    bounds: tuple            # (lb, ub, step) tokens
+    iter_args: tuple         # ((acc token, init token), ...)
+    result_types: tuple
+
+    def introduced(self) -> dict:
+        """name -> type text of the values the header gives the loop's body."""
+        out = {self.iv.text: self.iv_type}
+        out.update((a.text, t) for (a, _), t in zip(self.iter_args, self.result_types))
+        return out
+
+    def uses(self) -> list:
+        """``(value token, type)`` of each value the header uses: the bounds and step have the
+        loop variable's type, each initial value its result's."""
+        return [(v, self.iv_type) for v in self.bounds] + [
+            (x, t) for (_, x), t in zip(self.iter_args, self.result_types)]
+
+
+def for_header(s, path: str) -> ForHeader:
+    """The header of ``s`` (an ``scf.for``), read once: a ParseError at the first piece not in
+    ptoas's spelling."""
+    got = s.memo.get("for_header")
+    if got is None:
+        got = s.memo["for_header"] = _Header(s, path, FOR_FORM).for_()
+    return got
 
 
 def _shown(t) -> str:
@@ -20,7 +58,7 @@ def check_header(s, path: str) -> None:
     """``s`` (an ``scf.for`` / ``scf.if``) has a header in ptoas's spelling: else a ParseError
     at the first piece that is not."""
     if s.name == "scf.for":
-        _Header(s, path, FOR_FORM).for_()
+        for_header(s, path)
     elif s.name == "scf.if":
         _Header(s, path, IF_FORM).if_()
 
@@ -42,12 +80,13 @@ class _Header:
         raise ParseError(f"{self.s.name}: {what}, got {_shown(t)}", where=f"{self.path}:{t.line}:{t.col}",
                          fix=f"write the header as {self.form}")
 
-    def value(self, what: str) -> str:
+    def value(self, what: str):
+        """The value token at the current piece."""
         t = self.peek()
         if t.kind != "value":
             self.fail(f"expected {what}")
         self.i += 1
-        return t.text
+        return t
 
     def word(self, text: str, after: str) -> None:
         t = self.peek()
@@ -55,17 +94,37 @@ class _Header:
             self.fail(f"expected '{text}' after {after}")
         self.i += 1
 
-    def type_(self, after: str) -> None:
-        """A type: a name with its ``<...>``, or a ``(...)`` list."""
-        t = self.peek()
+    def type_(self, after: str) -> str:
+        """A type - a name with its ``<...>``, or a ``(...)`` list -: its source text."""
+        t, first = self.peek(), self.i
         if t.text == "(" and t.kind == "punct":
             self.group()
-            return
-        if t.kind not in ("word", "bang"):
-            self.fail(f"expected a type after {after}")
+        else:
+            if t.kind not in ("word", "bang"):
+                self.fail(f"expected a type after {after}")
+            self.i += 1
+            if self.peek().text == "<":
+                self.group()
+        return self.s.span(self.toks[first], self.toks[self.i - 1])
+
+    def types_(self, after: str) -> tuple:
+        """A type, or a ``(A, B, ...)`` list of types: their source texts."""
+        t = self.peek()
+        if not (t.text == "(" and t.kind == "punct"):
+            return (self.type_(after),)
         self.i += 1
-        if self.peek().text == "<":
-            self.group()
+        out = []
+        if self.peek().text == ")":
+            self.i += 1
+            return ()
+        while True:
+            out.append(self.type_("'(' or ','" if not out else "','"))
+            t = self.peek()
+            self.i += 1
+            if t.text == ")":
+                return tuple(out)
+            if t.text != ",":
+                self.fail("expected ',' or ')' in the list of types", t)
 
     def group(self) -> None:
         """Past a balanced bracket group starting at the current token."""
@@ -86,17 +145,17 @@ class _Header:
         if t.text != "{}":
             self.fail(f"expected '{{' opening the body after {after}")
 
-    def for_(self) -> None:
+    def for_(self) -> ForHeader:
         if self.peek().text == "unsigned":
             self.i += 1
         iv = self.value("the loop variable (an SSA name such as %i) after scf.for")
-        self.word("=", f"the loop variable {iv}")
+        self.word("=", f"the loop variable {iv.text}")
         lb = self.value("the lower bound (an SSA value such as %c0) after '='")
-        self.word("to", f"the lower bound {lb}")
+        self.word("to", f"the lower bound {lb.text}")
         ub = self.value("the upper bound (an SSA value) after 'to'")
-        self.word("step", f"the upper bound {ub}")
+        self.word("step", f"the upper bound {ub.text}")
         st = self.value("the step (an SSA value) after 'step'")
-        after = f"the step {st}"
+        after, pairs, results, iv_type = f"the step {st.text}", [], (), "index"
         if self.peek().text == "iter_args":
             self.i += 1
             if self.peek().text != "(":
@@ -104,8 +163,8 @@ class _Header:
             self.i += 1
             while True:
                 a = self.value("an iter_arg (%acc = %init)")
-                self.word("=", f"the iter_arg {a}")
-                self.value(f"the initial value of {a}")
+                self.word("=", f"the iter_arg {a.text}")
+                pairs.append((a, self.value(f"the initial value of {a.text}")))
                 t = self.peek()
                 self.i += 1
                 if t.text == ")":
@@ -113,13 +172,14 @@ class _Header:
                 if t.text != ",":
                     self.fail("expected ',' or ')' in iter_args(...)", t)
             self.word("->", "iter_args(...)")
-            self.type_("'->'")
+            results = self.types_("'->'")
             after = "the loop's result types"
         if self.peek().text == ":":
             self.i += 1
-            self.type_("':'")
+            iv_type = self.type_("':'")
             after = "the loop variable's type"
         self.body(after)
+        return ForHeader(iv, iv_type, (lb, ub, st), tuple(pairs), tuple(results))
 
     def if_(self) -> None:
         c = self.value("the condition (an i1 SSA value) after scf.if")

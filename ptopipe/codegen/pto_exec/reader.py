@@ -330,11 +330,6 @@ def _check_no_recursion(funcs: dict, sites: dict, types: TypeReader) -> None:
             visit(name)
 
 
-#: ``%x = ...`` inside an op's own text: a name its regions define (an ``scf.for``'s induction
-#: variable and ``iter_args``, an ``scf.while``'s arguments)
-_INTRODUCED = re.compile(r"(%[A-Za-z0-9_$.-]+)\s*=(?!=)")
-
-
 def _check_scopes(f: Func, types: TypeReader) -> None:
     """Every value an op uses is one its region can see: a parameter, or defined in the same
     region or an enclosing one (MLIR's visibility, which ptoas enforces: "use of undeclared
@@ -361,11 +356,10 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
 
     def region(blocks, introduced, owner):
         added = [n for n in introduced if n not in visible]
-        said = introduced_types(owner) if introduced else {}
-        for n in introduced:
+        for n, ty in introduced.items():
             at = _use_where(types.f, owner, n).rsplit(":", 2)
             define(n, int(at[1]), int(at[2]))
-            typed.define(n, said.get(n), int(at[1]), int(at[2]))
+            typed.define(n, ty, int(at[1]), int(at[2]))
         for b in blocks:
             added.extend(a[0] for a in b.args if a[0] not in visible)
             for s in b.stmts:
@@ -378,7 +372,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                 typed.define(a[0], a[1], owner.tok.line, owner.col)
                 mine.append(a[0])
             for s in b.stmts:
-                own = _INTRODUCED.findall(s.text()) if s.regions else ()
+                own = introduced_types(s)
                 for use in s.used():
                     name = use.split("#")[0]
                     if name not in visible and name not in own:
@@ -396,14 +390,14 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
             defined.pop(n, None)
             typed.forget(n)
 
-    region([Block(stmts=f.body)], (), f.stmt)
+    region([Block(stmts=f.body)], {}, f.stmt)
 
 
 def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
     """The ParseError for ``name`` used in ``s`` where it is not visible - if some region of
     the function defines it (an undefined name is the run's error at its use)."""
     for d, around in _with_parent(f.body, f.stmt):
-        if name in d.results or d.regions and name in _INTRODUCED.findall(d.text()):
+        if name in d.results or name in introduced_types(d):
             around = d if name not in d.results else around
             raise ParseError(
                 f"{name} is used outside the region that defines it (at {d.tok.line}:{d.col}, "

@@ -21,6 +21,7 @@ import re
 from ...errors import CompileError, ParseError
 from ..pto_lexer import tokenize
 from ..pto_tree import VALUE_NAME as _V
+from .headers import for_header
 from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
 
 #: a type: a name with its ``<...>`` (nested three deep: ``memref<..., strided<[...]>, ...>``),
@@ -36,8 +37,8 @@ _NEXT_TYPE = re.compile(rf"\s*({_T})\s*(,|\)|$)")
 _LAST_TYPE = re.compile(rf"\s*({_T})\s*$")
 _CAST = re.compile(rf"^\s*({_V})\s*:\s*({_T})\s+to\s+({_T})\s*$")
 _CALL = re.compile(r"@[\w$.]+\s*\(([^()]*)\)\s*:\s*\(")
-_FOR = re.compile(rf"^\s*(?:unsigned\s+)?({_V})\s*=\s*({_V})\s+to\s+({_V})\s+step\s+({_V})"
-                  rf"(?:\s*iter_args\s*\(([^()]*)\)\s*->\s*({_T}))?\s*(?::\s*({_T}))?\s*$")
+#: ``%x = ...`` inside an op's own text: a name its regions define
+_INTRODUCED = re.compile(r"(%[A-Za-z0-9_$.-]+)\s*=(?!=)")
 _SOURCE = re.compile(rf"\s*({_V})[^:]*:\s*({_T})\s*->")
 _CONDITION = re.compile(rf"\s*\(\s*({_V})\s*\)\s*({_V}(?:\s*,\s*{_V})*)?\s*(:)?")
 _BRACKETS = re.compile(r"\[[^\[\]]*\]")
@@ -244,19 +245,7 @@ def uses(s, defs: dict | None = None) -> list:
             out = [(vals[0][0], "i1", vals[0][1])] + [(v, got[0], k) for v, k in vals[1:]]
         return out
     if name == "scf.for":
-        m = _FOR.match(text)
-        if m is not None:
-            iv = m.group(7) or "index"
-            out = [(m.group(g), iv, m.start(g)) for g in (2, 3, 4)]
-            if m.group(5) is not None:
-                inits = [p.split("=", 1) for p in m.group(5).split(",") if "=" in p]
-                tys = _type_list(m.group(6))
-                if len(inits) == len(tys):
-                    base = m.start(5)
-                    for (_, x), t in zip(inits, tys):
-                        x = x.strip()
-                        out.append((x, t, text.index(x, base)))
-        return out
+        return [(v.text, t, s.offset(v)) for v, t in for_header(s, s.filename).uses()]
     if name == "scf.if":
         v = _VALUE.match(text.lstrip())
         if v is not None:
@@ -266,20 +255,12 @@ def uses(s, defs: dict | None = None) -> list:
 
 
 def introduced(s) -> dict:
-    """name -> type text of the values ``s``'s header gives its region (an ``scf.for``'s loop
-    variable and ``iter_args``)."""
-    if s.name != "scf.for":
-        return {}
-    m = _FOR.match(s.text())
-    if m is None:
-        return {}
-    out = {m.group(1): m.group(7) or "index"}
-    if m.group(5) is not None:
-        names = [p.split("=", 1)[0].strip() for p in m.group(5).split(",") if "=" in p]
-        tys = _type_list(m.group(6))
-        if len(names) == len(tys):
-            out.update(zip(names, tys))
-    return out
+    """name -> type text (None: not read here) of the values a region-holding op's header gives
+    its regions: an ``scf.for``'s loop variable and ``iter_args``, an ``scf.while``'s ``%x =``
+    arguments."""
+    if s.name == "scf.for":
+        return for_header(s, s.filename).introduced()
+    return dict.fromkeys(_INTRODUCED.findall(s.text())) if s.regions else {}
 
 
 def results(s) -> list:
@@ -288,7 +269,10 @@ def results(s) -> list:
     if not n:
         return []
     text = s.text()
-    if name in ("scf.for", "scf.if", "scf.while", "func.call", "scf.execute_region"):
+    if name == "scf.for":
+        tys = list(for_header(s, s.filename).result_types)
+        return tys if len(tys) == n else []
+    if name in ("scf.if", "scf.while", "func.call", "scf.execute_region"):
         if name == "scf.if" and text.rstrip().endswith(" else"):
             text = text.rstrip()[:-5]         # (the `else` between an scf.if's regions)
         got = _after(text, "->")
