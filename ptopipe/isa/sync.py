@@ -15,28 +15,50 @@ from ..arch.vocab import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4,
                           PIPE_MTE3, PIPE_S, PIPE_V, EventID, SyncMode, SyncPipe)
 from ..sim.location import call_site
 from ..sim.pipesync import check_event, check_pipe, psync
-from .context import current_core
+from .context import kernel_core
 
 
 def set_flag(src: SyncPipe, dst: SyncPipe, event_id: int) -> None:
     """SET_FLAG(src, dst, event_id): signal ``dst`` once ``src`` finished what it has so far."""
-    core = current_core()
+    core = kernel_core()
     loc = core.loc_override or call_site(2)
-    s, d = check_pipe(core, src, "set_flag src"), check_pipe(core, dst, "set_flag dst")
-    psync(core).set(s, d, check_event(core, event_id), loc)
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, _set, (src, dst, event_id, loc), None)
+    _set(src, dst, event_id, loc)
 
 
 def wait_flag(src: SyncPipe, dst: SyncPipe, event_id: int) -> None:
     """WAIT_FLAG(src, dst, event_id): hold ``dst`` until the matching set has fired."""
-    core = current_core()
+    core = kernel_core()
     loc = core.loc_override or call_site(2)
-    s, d = check_pipe(core, src, "wait_flag src"), check_pipe(core, dst, "wait_flag dst")
-    psync(core).wait(s, d, check_event(core, event_id), loc)
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, _wait, (src, dst, event_id, loc), None)
+    _wait(src, dst, event_id, loc)
 
 
 def pipe_barrier(pipe: SyncPipe) -> None:
     """PIPE_BARRIER(pipe): PIPE_ALL orders everything after everything issued before."""
-    core = current_core()
+    core = kernel_core()
+    if core.ff is not None:                     # fast-forward (sim.periodic)
+        return core.ff.call(core, _barrier, (pipe,), None)
+    _barrier(pipe)
+
+
+# the calls made (``loc``: the kernel's line, found before a fast-forward engine makes them)
+def _set(src, dst, event_id, loc) -> None:
+    core = kernel_core()
+    s, d = check_pipe(core, src, "set_flag src"), check_pipe(core, dst, "set_flag dst")
+    psync(core).set(s, d, check_event(core, event_id), loc)
+
+
+def _wait(src, dst, event_id, loc) -> None:
+    core = kernel_core()
+    s, d = check_pipe(core, src, "wait_flag src"), check_pipe(core, dst, "wait_flag dst")
+    psync(core).wait(s, d, check_event(core, event_id), loc)
+
+
+def _barrier(pipe) -> None:
+    core = kernel_core()
     psync(core).barrier(check_pipe(core, pipe, "pipe_barrier pipe", allow_all=True))
 
 

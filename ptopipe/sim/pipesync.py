@@ -32,7 +32,6 @@ TLOAD / TSTORE are checked the same way (:func:`watch_gm`).
 from __future__ import annotations
 
 import operator
-from collections import deque
 
 from ..arch import PipeUnit
 from ..arch.vocab import SyncPipe, TileLayout
@@ -95,11 +94,15 @@ class _Buf:
 
 class PipeSync:
     """The event flags of one core and, in manual mode, its per-pipe happens-before order."""
+    # (the fast-forward engine's walk, sim.periodic: what counts events, what holds simulated
+    # times - a pending set's time comes first in its entry)
+    counter_fields = ("counts", "vc")
+    time_fields = ("pending",)
 
     def __init__(self, core, manual: bool):
         self.core = core
         self.manual = manual
-        self.pending: dict = {}      # (src, dst, id) -> deque of (at, vc snapshot, set loc, porder)
+        self.pending: dict = {}      # (src, dst, id) -> FIFO list of (at, vc snapshot, set loc, porder)
         self.counts: dict = {}       # (src, dst, id) -> [sets, waits] so far
         self.last_wait: dict = {}    # (src, dst, id) -> loc of the last wait that consumed a set
         # (src, dst, id) -> (wait loc, the set it consumed, the newer set still pending): the
@@ -133,7 +136,7 @@ class PipeSync:
         key = (src, dst, eid)
         q = self.pending.get(key)
         if q is None:
-            q = self.pending[key] = deque()
+            q = self.pending[key] = []
             self.counts[key] = [0, 0]
         po = core.porder          # (the race checker: src's happens-before vector)
         q.append((at, tuple(self.vc[src]) if self.manual else None, loc,
@@ -147,7 +150,7 @@ class PipeSync:
         q = self.pending.get(key)
         if not q:
             raise self.hang(key, loc)
-        at, snap, set_loc, order = q.popleft()
+        at, snap, set_loc, order = q.pop(0)     # (a few pending at most)
         if q and key not in self.extra and q[0][2] != set_loc:
             self.extra[key] = (loc, set_loc, q[0][2])
         self.counts[key][1] += 1

@@ -13,9 +13,11 @@ SyncPeriod above 1; GM and local rings; both platforms and both protocols; vecto
 between a pop and its store; a matmul chain with an accumulate (an instruction the engine
 does not record: it must still be exact); a prologue and an epilogue; a trip count that is
 not a multiple of the depth; a loop that changes midway; a tile read from Python inside the
-loop; events passed between calls; several launches and blocks.  Then misuse that shows only
+loop; events passed between calls; intra-core events (set_flag / wait_flag, carried across
+iterations, pipe_barrier); several launches and blocks.  Then misuse that shows only
 late, after the engine engaged: a leak, a deadlock, a GM window out of range, the
-instruction budget and a missing TFREE - each with the exact engine's error and line.
+instruction budget, a missing TFREE, an event waited for but never set or set but never
+waited for - each with the exact engine's error and line.
 
 Then what the kernel's Python does between recorded instructions: a scalar of -0.0 after
 0.0, Tile.SetValid, a call from another line, the address flow, the ring's or a popped tile's
@@ -686,6 +688,66 @@ def test_late_missing_free(engines):
     """The TFREE of iteration 700 is missing: the lanes hold one slot more from then on."""
     err = _late(engines, n=800, pops=800, skip_free=700)
     assert isinstance(err, LeakError) and "799 TFREEs" in err.what
+
+
+def event_vec(out, fifo, n, style, late):
+    """Each lane pops, adds 1 and stores its part; the kernel's own events order its pipes -
+    ``"store"``: the store before the TFREE (set_flag / wait_flag MTE3 -> V each tile);
+    ``"carried"``: the next pop's add after this store (a V <- MTE3 event set at the end of
+    an iteration and waited at the next one's add, primed before the loop and drained
+    after it); ``"barrier"``: pipe_barrier(PIPE_ALL) after every store.  Iteration ``late``
+    waits for an event no set raised (``"hang"``) or sets one nobody waits for (``"leak"``)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)
+    h, off = _lane()
+    part = Tile(TileType.Vec, float32, h, T)
+    o = Tile(TileType.Vec, float32, h, T, addr=0)
+    dst = GlobalTensor(out.data(), (h, T))
+    if style == "carried":
+        set_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+    for i in range(n):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        if style == "carried":
+            wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+        TADDS(o, part, 1.0)
+        dst.assign(out.data() + i * T * T + off)
+        TSTORE(dst, o)
+        if style == "store":
+            set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)
+            wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)
+        elif style == "carried":
+            set_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+        else:
+            pipe_barrier(PIPE_ALL)
+        if i == late[0]:
+            if late[1] == "hang":
+                wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID2)  # late wait
+            else:
+                set_flag(PIPE_MTE3, PIPE_V, EVENT_ID3)  # late set
+        TFREE(pipe, TILE_UP_DOWN)
+    if style == "carried":
+        wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+
+
+@pytest.mark.parametrize("checks", [False, True])
+@pytest.mark.parametrize("plat", ["a2a3", "a5"])
+@pytest.mark.parametrize("style", ["store", "carried", "barrier"])
+def test_intra_core_events_are_recorded(engines, plat, style, checks):
+    """set_flag / wait_flag / pipe_barrier are recorded like the instructions: the run skips
+    whole blocks and its cycles, stalls and outputs are the exact run's (checkers on or off)."""
+    a = plain_args(400, style=style, late=(-1, None))
+    res = same(plain_cube, event_vec, a, engines, platform=plat, checks=checks)
+    assert np.array_equal(res.outputs["out"], a["x"][:-T] + np.float32(1))
+
+
+@pytest.mark.parametrize("style", ["store", "carried"])
+def test_late_event_misuse(engines, style):
+    """A wait no set raised, or a set never waited for, late in the steady state: the exact
+    engine's hang / leak, at the line of the wait / the set."""
+    err = same(plain_cube, event_vec, plain_args(400, style=style, late=(300, "hang")), engines)
+    assert isinstance(err, ptopipe.DeadlockError)
+    assert err.where.endswith(f":{line_of(event_vec, 'late wait')}")
+    err = same(plain_cube, event_vec, plain_args(400, style=style, late=(300, "leak")), engines)
+    assert isinstance(err, LeakError) and f":{line_of(event_vec, 'late set')}" in str(err)
 
 
 def two_site_cube(x, fifo, n, change):

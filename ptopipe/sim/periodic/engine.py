@@ -1205,8 +1205,11 @@ def _crossing(walk, moving) -> int | None:
     for k, obj in enumerate(walk.objs):
         names = walk.times[k]
         for key, v in walk.fields[k]:
-            if key in names and v.__class__ is int:
-                pts.append((v, rate.get((id(obj), key), (0,))[0]))
+            if key in names:
+                if v.__class__ is not int:       # (an entry holding its time first: a pending event set)
+                    v = v[0] if v.__class__ is tuple and v and v[0].__class__ is int else None
+                if v is not None:
+                    pts.append((v, rate.get((id(obj), key), (0,))[0]))
     margin = max((abs(r) for _, r in pts), default=0)
     cap = None
     for ti, ri in pts:
