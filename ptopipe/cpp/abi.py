@@ -791,7 +791,8 @@ class Dispatcher:
 
     # -- kernels ---------------------------------------------------------------------------------
     def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None,
-               side: "KernelSide | None" = None, frames=None, libs=(), start: tuple | None = None):
+               side: "KernelSide | None" = None, frames=None, libs=(), start: tuple | None = None,
+               stop_at=None):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
         ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
         for a pointer to another element type (``elements``: the declared ones, None where
@@ -800,7 +801,8 @@ class Dispatcher:
         no instruction besides intra-core synchronisation is reported (:meth:`check_work`).
         ``start`` (file, line word): the call site the kernel leaves on the crash descriptor
         as it starts, which a crash or a kill before its first instruction names
-        (``runner.site_state``)."""
+        (``runner.site_state``).  ``stop_at(deadline)``: gives the library the run's wall-clock
+        bound before each call (a run in this process: ``runner._stop_at``)."""
         if len(sig) != len(params):
             raise ConfigError(f"{label}: found {len(params)} parameters in the source, the compiled "
                               f"function has {len(sig)}", fix="declare the kernel with plain parameters")
@@ -854,6 +856,8 @@ class Dispatcher:
                     words.append(int(v))
             if start_file is not None:      # (shared words 4 and 5: the libraries' call site)
                 me.shared[4], me.shared[5] = ctypes.addressof(start_file), start_line
+            if stop_at is not None:
+                stop_at(core.cluster.deadline)
             if side is None:
                 if run_fn(argv_t(*words)) != 0:
                     me.raise_pending(frames, libs)

@@ -91,7 +91,8 @@ class Loaded:
                 frames.restype = ctypes.c_int
             fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements,
                                  expected_side(kernels, role), frames, tuple(libs.values()),
-                                 start=(kernels.path, -(KERNEL_SITE + f.line)))
+                                 start=(kernels.path, -(KERNEL_SITE + f.line)),
+                                 stop_at=None if crash_fd >= 0 else _stop_at(lib, kernels.path))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
         if kernels.mixed:               # (build.Kernels.mixed: both kinds of tiles on the AIC)
             self.aic = _given_ub(self.aic)
@@ -101,6 +102,37 @@ class Loaded:
             from .callers import library_ranges
             for lo, hi, path in library_ranges(self.libs):
                 os.write(crash_fd, f"{LIBRARY_MARK} {lo} {hi} {path}\n".encode())
+
+
+def _stop_at(lib, path: str):
+    """``stop_at(deadline)``: gives the kernel library ``lib`` (of C++ file ``path``, run in this
+    process) the wall-clock bound of the run about to call one of its kernels - past it, C++
+    that makes no instruction ends the process with the located BudgetError (the library's
+    own thread: ptopipe_entry.hpp ptopipe_stop_at), as nothing else can stop native code here.
+    None for a library built without it."""
+    fn = getattr(lib, "ptopipe_stop_at", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_double, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                   ctypes.c_int64]
+    fn.restype = None
+    name = os.path.basename(path)
+    texts = {}
+    paths = (os.path.abspath(path).encode(), shown_path(path).encode())     # (as build.wrapper includes it)
+
+    def stop_at(deadline) -> None:
+        due = deadline.at if deadline is not None and deadline.at != float("inf") else 0.0
+        got = texts.get(deadline.name if due else None)
+        if got is None:
+            got = texts[deadline.name if due else None] = (
+                (f"error: BudgetError: the C++ kernel {name} did not finish within {deadline.name} of wall-clock "
+                 "time (stopped a little later): C++ that calls no PTO instruction runs after the kernel's last "
+                 "instruction, at this line").encode(),
+                (f"  fix: look for a loop after this line that calls no PTO instruction; {deadline.fix} (ptopipe "
+                 f"ended the process: C++ run in this process cannot be stopped otherwise - `ptopipe run {name}` "
+                 "runs it in a child process)").encode()) if due else (b"", b"")
+        fn(due, got[0], got[1], *paths, KERNEL_SITE)
+    return stop_at
 
 
 def _given_ub(kernel):
@@ -130,8 +162,9 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
     when a run first needs it (cached), and runs the kernels it defines for that platform (a
     kernel defined once per platform under ``#if defined(PTO_NPU_ARCH_A5)``: that platform's
     definition; one the file defines for one platform only is an error on the other's run); a
-    kernel crash ends this process - :func:`run_cpp` and ``ptopipe run file.cpp`` run it in a
-    child process instead.  Either is None when the file has no kernel for that side; a lone
+    kernel crash ends this process, and so does C++ that calls no instruction past the run's
+    timeout (:func:`_stop_at`) - :func:`run_cpp` and ``ptopipe run file.cpp`` run it in a child
+    process instead.  Either is None when the file has no kernel for that side; a lone
     Vector kernel that runs on AIV0 only (a Vector-only launch:
     :func:`ptopipe.isa.launch.lone_vector_lanes`) is ``(kernel, None)``."""
     found, refused = per_platform(path, aic, aiv)
@@ -141,12 +174,20 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
     def side(role):
         def kernel(**kw):
             from ..isa.context import current_core
-            plat = current_core().cluster.platform.name
+            from ..sim.location import SourceLoc
+            core = current_core()
+            plat = core.cluster.platform.name
             k = loaded.get(plat)
             if k is None:
                 if plat in refused:
                     raise refused[plat]
-                k = loaded[plat] = Loaded(found[plat], build(found[plat], plat), bridge_lib=bridge())
+                # (a bound passing while the compiler runs names the kernel, not the wait for it)
+                was, f = core.loc_override, found[plat].roles[role]
+                core.loc_override = SourceLoc(path, f.line, None, f.name)
+                try:
+                    k = loaded[plat] = Loaded(found[plat], build(found[plat], plat), bridge_lib=bridge())
+                finally:
+                    core.loc_override = was
             fn = getattr(k, role)
             # (a lone Vector kernel's is Loaded's (kernel, None): this side is its AIV0's)
             return (fn[0] if isinstance(fn, tuple) else fn)(**kw)

@@ -547,6 +547,50 @@ def test_a_cpp_loop_without_instructions_is_stopped_at_its_line(cpp_cache, tmp_p
     assert ei.value.where == f"{f}:{loop}" and "it was running this line" in ei.value.what, str(ei.value)
 
 
+IDLE_AFTER = """#include <pto/pto-inst.hpp>
+#include <unistd.h>
+using namespace pto;
+extern "C" __global__ AICORE void vec_kernel(__gm__ float *x)
+{
+    if (get_subblockid() != 0) return;
+    while (true) { usleep(1000); }
+}
+extern "C" __global__ AICORE void cube_kernel(__gm__ float *x) {}
+"""
+IN_PROCESS = """import numpy as np, ptopipe
+from ptopipe.cpp import kernels
+aic, aiv = kernels({path!r})
+ptopipe.run(aic, aiv, dict(x=np.zeros(8, np.float32)), timeout=0.3)
+print("the run returned")
+"""
+
+
+@needs_cxx
+@pytest.mark.parametrize("source, at", [(SPIN, "vec_kernel"), (IDLE_AFTER, "get_subblockid")],
+                         ids=["no-instruction", "after-an-instruction"])
+def test_a_cpp_loop_without_instructions_in_this_process_ends_it_with_the_located_error(cpp_cache, tmp_path, source,
+                                                                                        at):
+    """C++ kernels run in the caller's process (ptopipe.cpp.kernels: a Scenario's, ``ptopipe run
+    file.py``) hold the GIL, so no Python watchdog can stop a loop of theirs that calls no
+    instruction: the kernel library's own thread ends the process past the run's timeout, with
+    the BudgetError at the call site of the kernel's last instruction (or its start)."""
+    from ptopipe.cpp.build import build, find_kernels
+    from ptopipe.cpp.runner import bridge
+    f = tmp_path / "spin.cpp"
+    f.write_text(source)
+    build(find_kernels(str(f)))      # compiled here: the child's bound is the run's alone
+    bridge()
+    (tmp_path / "go.py").write_text(IN_PROCESS.format(path=str(f)))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "go.py"], capture_output=True, text=True, cwd=tmp_path, env=env,
+                       timeout=120)
+    assert r.returncode == 1 and "the run returned" not in r.stdout and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("error: BudgetError: the C++ kernel spin.cpp did not finish within timeout=0.3 s"), \
+        r.stderr
+    line = next(i for i, ln in enumerate(source.splitlines(), 1) if at in ln)
+    assert f"\n  at spin.cpp:{line}\n  fix: look for a loop" in r.stderr, r.stderr
+
+
 @needs_cxx
 def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache, tmp_path, capfd, monkeypatch):
     argv = _save_inputs(tmp_path)

@@ -196,14 +196,34 @@ inline Abort &last_abort()
 // resumed it, not its callers (the run's teardown after a deadlock throws into a core blocked
 // in C++ from elsewhere), which an unbounded walk would take for frames and may fault on.
 // Hidden, so that each kernel library compares with its own copy.
+// Whether the kernel's own C++ runs (not the simulator, which every instruction calls into) and
+// how many instructions it has made: a run past its wall-clock bound in C++ that calls no
+// instruction is stopped from a thread of the library's own (ptopipe_stop_at, ptopipe_entry.hpp),
+// as the simulator's watchdog cannot interrupt native code that holds the GIL
+// (GCC / Clang atomic builtins on plain words: no <atomic> to parse in every kernel's build)
+struct Native {
+    bool running = false;
+    uint64_t calls = 0;
+    void run(bool on) { __atomic_store_n(&running, on, __ATOMIC_RELAXED); }
+};
+
+inline Native &native()
+{
+    static Native n;
+    return n;
+}
+
 __attribute__((noinline, visibility("hidden"))) inline int run_kernel(void (*body)(const void *), const void *arg)
 {
+    native().run(true);
     try {
         body(arg);
     } catch (const Abort &a) {
+        native().run(false);
         last_abort() = a;
         return 1;
     }
+    native().run(false);
     return 0;
 }
 
@@ -250,7 +270,11 @@ inline int64_t call(int32_t op, const Args &a, Site s)
     sh[1] = s.line;
     int32_t n = a.n <= MAX_WORDS ? a.n : -1;
     std::memcpy(sh + 2, a.w, sizeof(int64_t) * size_t(n < 0 ? 0 : n));
+    Native &nat = native();
+    nat.run(false);
     int64_t r = callback()(op, n, sh + 2, s.file, s.line);
+    __atomic_fetch_add(&nat.calls, 1, __ATOMIC_RELAXED);
+    nat.run(true);
     if (r == ABORT) {
         Abort a;
         _Unwind_Backtrace(keep_frame, &a);      // (from this frame out to run_kernel's)

@@ -7,6 +7,8 @@
 #define PTOPIPE_ENTRY_HPP
 
 #include <csignal>
+#include <ctime>
+#include <pthread.h>
 #include <cstdint>
 #include <cstring>
 #include <signal.h>
@@ -90,6 +92,123 @@ inline void on_crash(int sig, siginfo_t *info, void *context)
     std::raise(sig);
 }
 
+// The stop of a run past its wall-clock bound while the kernel's own C++ runs and makes no
+// instruction (a loop without one): the simulator's watchdog cannot interrupt native code (it
+// holds the GIL), so a thread of the library watches the bound ptopipe_stop_at gives it and,
+// STOP_GRACE seconds past it with no instruction made meanwhile, writes the error - its head
+// from the simulator, then the call site of the kernel's last instruction - to stderr and ends
+// the process (status 1).  A child process's run is stopped by its runner instead (SIGUSR1).
+struct Stop {
+    static constexpr int64_t GRACE_US = 1000000;
+    int64_t due_us = 0;                     // CLOCK_MONOTONIC microseconds (time.monotonic); 0: none
+    bool started = false;                   // the watching thread runs (it ends when no kernel does)
+    uint64_t arms = 0;                      // ptopipe_stop_at calls so far
+    char head[1024] = {};
+    char tail[1024] = {};
+    char path[1024] = {};                   // the kernel file as it is compiled, and as it is shown
+    char shown[1024] = {};
+    int64_t kernel_site = 0;                // a line word at or above it: the kernel's own line
+};
+
+template <typename T> T load(const T &w) { return __atomic_load_n(&w, __ATOMIC_SEQ_CST); }
+template <typename T> void store(T &w, T v) { __atomic_store_n(&w, v, __ATOMIC_SEQ_CST); }
+inline bool exchange(bool &w, bool v) { return __atomic_exchange_n(&w, v, __ATOMIC_SEQ_CST); }
+
+inline Stop &stop()
+{
+    static Stop s;
+    return s;
+}
+
+inline int64_t monotonic_us()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return int64_t(t.tv_sec) * 1000000 + int64_t(t.tv_nsec) / 1000;
+}
+
+inline void *watch_stop(void *)
+{
+    Stop &st = stop();
+    Native &nat = native();
+    uint64_t seen = load(nat.calls), arms = load(st.arms);
+    int64_t quiet_since = monotonic_us();
+    int idle = 0;
+    for (;;) {
+        timespec nap{0, 50 * 1000 * 1000};
+        nanosleep(&nap, nullptr);
+        const int64_t now = monotonic_us();
+        const uint64_t calls = load(nat.calls);
+        if (!load(nat.running)) {
+            // no kernel of this library runs: after half a second of that (and no new run
+            // armed meanwhile) the thread ends; a run armed as it ends keeps it
+            const uint64_t a = load(st.arms);
+            idle = a == arms ? idle + 1 : 0;
+            arms = a;
+            if (idle >= 10) {
+                store(st.started, false);
+                if (load(st.arms) == arms || exchange(st.started, true)) return nullptr;
+                idle = 0;
+            }
+            seen = calls;
+            quiet_since = now;
+            continue;
+        }
+        idle = 0;
+        if (calls != seen) {
+            seen = calls;
+            quiet_since = now;
+            continue;
+        }
+        const int64_t due = load(st.due_us);
+        if (due <= 0 || now < due + Stop::GRACE_US || now < quiet_since + Stop::GRACE_US) continue;
+        char buf[2200];
+        size_t n = 0;
+        auto add = [&](const char *t) {
+            while (t && *t && n < sizeof buf - 32) buf[n++] = *t++;
+        };
+        const char *file = reinterpret_cast<const char *>(static_cast<intptr_t>(shared()[0]));
+        int64_t line = shared()[1];
+        if (st.kernel_site > 0 && -line >= st.kernel_site) line = -line - st.kernel_site;
+        add(st.head);
+        add("\n  at ");
+        add(file == nullptr ? "?" : std::strcmp(file, st.path) == 0 ? st.shown : file);
+        add(":");
+        put_int(buf, n, line);
+        add("\n");
+        add(st.tail);
+        buf[n++] = '\n';
+        ssize_t r = write(2, buf, n);
+        (void)r;
+        _exit(1);
+    }
+    return nullptr;
+}
+}  // namespace ptopipe
+
+// the wall-clock bound of the run about to call a kernel of this library (``due``: a
+// time.monotonic() time, 0: none), the error's text around its location and how it shows the
+// kernel file's path
+PTOPIPE_EXPORT void ptopipe_stop_at(double due, const char *head, const char *tail, const char *path,
+                                    const char *shown, int64_t kernel_site)
+{
+    using namespace ::ptopipe;
+    Stop &st = stop();
+    std::strncpy(st.head, head, sizeof st.head - 1);
+    std::strncpy(st.tail, tail, sizeof st.tail - 1);
+    std::strncpy(st.path, path, sizeof st.path - 1);
+    std::strncpy(st.shown, shown, sizeof st.shown - 1);
+    st.kernel_site = kernel_site;
+    store(st.due_us, due > 0.0 ? int64_t(due * 1e6) : int64_t(0));
+    __atomic_fetch_add(&st.arms, 1, __ATOMIC_SEQ_CST);
+    if (due > 0.0 && !exchange(st.started, true)) {
+        pthread_t t;
+        if (pthread_create(&t, nullptr, watch_stop, nullptr) == 0) pthread_detach(t);
+        else store(st.started, false);
+    }
+}
+
+namespace ptopipe {
 template <typename P> P from_word(int64_t w)
 {
     if constexpr (std::is_pointer_v<P>) {
