@@ -450,6 +450,22 @@ def test_a_kernel_calling_os_exit_is_a_kernel_error_not_a_silent_exit_0(tmp_path
     assert f"at {f}:{line}" in p.stderr, p.stderr
 
 
+def test_a_thread_the_kernel_file_leaves_running_does_not_keep_the_command_alive(tmp_path):
+    """A thread (not a daemon) the kernel file starts and never ends would keep the process
+    alive after the report, for ever: the command ends with the run's status, saying so."""
+    import subprocess
+    import sys
+    f = tmp_path / "k.py"
+    f.write_text("import threading, time\nthreading.Thread(target=time.sleep, args=(10000,), name='idle').start()\n"
+                 + _fill(_OK))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([sys.executable, "-m", "ptopipe", "run", str(f)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 0 and "PASS" in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert p.stderr.endswith("note: the kernel file left 1 thread running (idle): ptopipe ends without waiting "
+                             "for it\n"), p.stderr
+
+
 def test_a_library_file_calling_os_exit_in_a_worker_is_its_row(tmp_path, capsys):
     """In a kernel library checked by worker processes, a file whose import calls os._exit is
     a KernelError row at that line, as with one worker - not a lost worker."""

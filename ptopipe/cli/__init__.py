@@ -18,7 +18,7 @@ import sys
 from .. import __version__
 from .._startup import interrupted, release
 from .bounds import WORKERS_GRACE, watched
-from .exits import no_process_exit
+from .exits import end_process, no_process_exit
 from .common import validate
 from .errors import report_exception
 
@@ -155,5 +155,11 @@ def main(argv=None) -> int:
         return report_exception(e)
 
 
+def entry() -> None:
+    """The ``ptopipe`` command: :func:`main` with ``sys.argv``, its status the process's
+    (:func:`~.exits.end_process`)."""
+    end_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

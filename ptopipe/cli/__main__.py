@@ -1,6 +1,4 @@
 """``python -m ptopipe.cli``: the command line (same as ``ptopipe`` and ``python -m ptopipe``)."""
-import sys
+from . import entry
 
-from . import main
-
-sys.exit(main())
+entry()
