@@ -145,11 +145,11 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         M = draw(st.sampled_from([2, 4, 8, 16]))
         K = draw(st.sampled_from([8, 16, 32]))
         N = draw(st.sampled_from([8, 16, 32]))
-        if platform == "a5" and not spec and peers == (1,):
-            peers = (0,)         # pto-isa A5: a NO_SPLIT pipe has one lane, AIV0 (docs/protocols.md)
+        if platform == "a5" and peers == (1,):
+            peers = (0,)         # A5: a NO_SPLIT pipe has one lane, AIV0 (docs/protocols.md)
         if len(peers) == 2:
-            # pto-isa A5: NO_SPLIT signals reach AIV0 only, so both lanes need a split
-            split_c2v = draw(st.sampled_from(SPLITS[1:] if platform == "a5" and not spec else SPLITS))
+            # A5: NO_SPLIT signals reach AIV0 only, so both lanes need a split
+            split_c2v = draw(st.sampled_from(SPLITS[1:] if platform == "a5" else SPLITS))
             split_v2c = draw(st.sampled_from(SPLITS[1:]))   # two producers cannot share a whole slot
         else:
             split_c2v = split_v2c = "TILE_NO_SPLIT"

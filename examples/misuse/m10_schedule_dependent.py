@@ -4,8 +4,8 @@ it pops from AIV0 (V2C, depth 8) as a tile split between AIV0 and AIV1 (C2V UP_D
 16).  When AIV1 keeps up - the default schedule - at most ~8 ready signals are pending; when
 the scheduler lets the Cube and AIV0 run ahead of AIV1 for two rounds, the Cube sets AIV1's
 ready flag a 16th time before AIV1 waits once: flag counter overflow.  `ptopipe check
---schedules 50` finds such a schedule.  (Both single-lane pipes are on AIV0: in pto-isa on
-A5 a NO_SPLIT pipe has one lane, AIV0 - docs/protocols.md.)
+--schedules 50` finds such a schedule.  (Both single-lane pipes are on AIV0: on A5 a
+NO_SPLIT pipe has one lane, AIV0 - docs/protocols.md.)
 
 Run:  ptopipe check examples/misuse/m10_schedule_dependent.py --schedules 50
 """

@@ -20,8 +20,8 @@ def cube(fifo, tiles):
     for i in range(tiles):
         TPOP(pipe, g, TILE_UP_DOWN)
         TFREE(pipe, g)
-        TALLOC(pipe, g)
-        TPUSH(pipe, g)
+        TALLOC(pipe, g, TILE_UP_DOWN)     # (both lanes pop their halves: a split push)
+        TPUSH(pipe, g, TILE_UP_DOWN)
 
 
 def vector(fifo, tiles):

@@ -3,9 +3,11 @@ gets the whole tile), but the group dispatches the Vector kernel only on lane 0.
 A2A3 both AIV lanes must take part in every handshake of such a pipe (lane 1 replays the
 TPOP / TFREE sequence with an empty valid shape); without lane 1 the Cube's TPUSH waits
 forever for AIV1's free signal (an AICPU timeout on the device).  Reported as a deadlock
-at the TPUSH that names AIV1 as the lane that never takes part.
+at the TPUSH that names AIV1 as the lane that never takes part.  On A5 a NO_SPLIT pipe has
+one lane, AIV0 (the Cube's NO_SPLIT push reaches AIV0 only, docs/protocols.md): there this
+kernel is correct and runs clean.
 
-Run:  ptopipe check examples/misuse/m23_lane1_not_dispatched.py [--platform a5]
+Run:  ptopipe check examples/misuse/m23_lane1_not_dispatched.py
 """
 from ptopipe.isa import *
 from _common import RING_UB, SLOT, T, scenario

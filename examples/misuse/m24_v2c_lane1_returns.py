@@ -2,9 +2,11 @@
 Vector kernel lets only lane 0 do the work (``if get_subblockid() != 0: return``): lane 1
 never binds the pipe, so the Cube's TPOP waits forever for AIV1's ready signal.  The fix
 is the no-split replay: lane 1 runs the same TPUSH sequence with an empty valid shape
-(no data moves, the handshake does), or the pipe is declared with peers=(0,).
+(no data moves, the handshake does), or the pipe is declared with peers=(0,).  On A5 a
+NO_SPLIT pipe has one lane, AIV0 (the Cube waits for AIV0's ready signal only,
+docs/protocols.md): there this kernel is correct and runs clean.
 
-Run:  ptopipe check examples/misuse/m24_v2c_lane1_returns.py [--platform a5]
+Run:  ptopipe check examples/misuse/m24_v2c_lane1_returns.py
 """
 from ptopipe.isa import *
 from _common import DEPTH, SLOT, T, scenario

@@ -1,9 +1,9 @@
 """S2 cv_nosplit as ONE mixed @pl.incore(split=pl.TILE_NO_SPLIT) function: the Cube
 computes A@B tile by tile, the whole accumulator crosses to the Vector side (no split),
 which adds the bias and stores.  ExpandMixedKernel makes an AIV function working on whole
-tiles: on A2A3 (and under seed 003 on A5) AIV1 takes part in every handshake on empty
-valid shapes (the lane-1 replay: no byte moved, nothing computed or stored); under pto-isa
-on A5 the pipe has one lane, AIV0 (``lanes=1``: AIV1 runs nothing), like the hand-written
+tiles: on A2A3 AIV1 takes part in every handshake on empty valid shapes (the lane-1
+replay: no byte moved, nothing computed or stored); on A5 the pipe has one lane, AIV0
+(``lanes=1``: AIV1 runs nothing; spec and pto-isa alike), like the hand-written
 examples/scenarios/s2_cv_nosplit.py.  out = A @ B + bias.
 
 Run:  ptopipe run examples/mixed/s2_cv_nosplit.py [--platform a5] [--variant m16_n64]

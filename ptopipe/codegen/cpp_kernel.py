@@ -245,7 +245,7 @@ class KernelWriter:
                  + ", ".join(T.param_decl(n, a.type) for a, n in zip(args, names)) + ")", "{"]
         lines += self.alias_lines + self.decls
         if guard:
-            lines += ["    // lanes = 1 (A5 pto-isa no-split pipe): AIV0 is the only peer, AIV1 runs nothing",
+            lines += ["    // lanes = 1 (A5 no-split pipe): AIV0 is the only peer, AIV1 runs nothing",
                       "    if (get_subblockid() == 0) {"] + body + ["    }"]
         else:
             lines += body

@@ -11,7 +11,7 @@ one C++ translation unit for the pto-isa headers.
   (``ir.pipe_config.local_slot_num``: for compiled mixed kernels the most popped tiles the
   consumer holds at once, which VerifyPipes proves and its reserve_buffer holds); the GM slot buffer is passed for a ``ring = "gm"`` pipe (A2A3, A5 GM
   directions), ``nullptr`` for consumer-local rings (A5); NoSplit is true when every
-  cross-core op of the kernel is TILE_NO_SPLIT.  A pipe with ``lanes = 1`` (A5 pto-isa no-split)
+  cross-core op of the kernel is TILE_NO_SPLIT.  A pipe with ``lanes = 1`` (an A5 no-split pipe)
   runs its Vector body under ``if (get_subblockid() == 0)``.
 * tiles: one ``Tile<...>`` variable per stored tile value, ``TASSIGN``ed at the address of
   the address AllocateMemoryAddr wrote on its op (``addr``, read by
@@ -120,7 +120,7 @@ def write_cpp(program_op, platform=None, protocol: str | None = None) -> str:
 
 def _check_one_lane_pipes(fns, platform: str, protocol: str | None) -> None:
     """A pipe with ``lanes=1`` (AIV0 its only Vector peer) is a TPipe whose runs take one lane
-    only where the protocol model says so (``nosplit_lane0``: pto-isa on A5); elsewhere the
+    only where the protocol model says so (``nosplit_lane0``: A5); elsewhere the
     C++ TPipe has both lanes, AIV1 runs nothing and the first handshake waits for it forever -
     a CompileError at the init instead."""
     from ..arch import get_platform
@@ -134,9 +134,9 @@ def _check_one_lane_pipes(fns, platform: str, protocol: str | None) -> None:
             if op.is_a(*INITIALIZE_PIPE) and op.lanes == 1:
                 raise err(f"{op.call_name} with lanes=1 has no pto-isa C++ form on {platform} under "
                           f"{proto.value}: the TPipe takes both Vector lanes in every handshake there "
-                          "(one lane only for TILE_NO_SPLIT under pto-isa on A5), and AIV1 runs nothing", op,
+                          "(one lane only for TILE_NO_SPLIT on A5), and AIV1 runs nothing", op,
                           "drop lanes=1 (AIV1 then replays the handshakes of a no-split kernel with empty "
-                          "tiles), or compile for a5 with protocol pto-isa")
+                          "tiles), or compile for a5")
 
 
 def _group(f, kinds) -> str:

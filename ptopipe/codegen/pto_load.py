@@ -144,14 +144,14 @@ def in_pto_words(e: PtoPipeError) -> PtoPipeError:
 
 
 def one_lane_nosplit(op, ctx) -> None:
-    """Where the protocol model gives a TILE_NO_SPLIT transfer one lane (pto-isa on A5), the
-    pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as ExpandMixedKernel
-    gives a compiled no-split function's; on A5 so do the pipes whose ops all say ``split = 0``
-    (ptoas runs them on AIV0 only, whatever the protocol model)."""
+    """Where a TILE_NO_SPLIT pipe has one lane (:func:`~ptopipe.protocol.model.nosplit_one_lane`:
+    A5), the pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as
+    ExpandMixedKernel gives a compiled no-split function's, and so do the pipes whose ops all
+    say ``split = 0`` (ptoas runs them on AIV0 only)."""
     from ..passes.expand_mixed import one_lane_no_split
     funcs = list(op.body)
-    a5 = ctx.platform == "a5"
-    pair = nosplit_functions(op) if one_lane_no_split(ctx) or a5 else set()   # ptoas: AIV0 only on A5
+    a5 = one_lane_no_split(ctx)
+    pair = nosplit_functions(op) if a5 else set()
     if a5:
         whole = whole_tile_pairs(funcs)
         pair |= whole

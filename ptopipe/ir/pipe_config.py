@@ -116,7 +116,7 @@ def name_rings(fn) -> None:
 
 def lane1_replays(f) -> bool:
     """Does AIV1 replay ``f`` (a ``pl.func`` op) on empty valid shapes?  A TILE_NO_SPLIT AIV
-    function whose pipes have two lanes (none is initialised with ``lanes=1``, pto-isa's A5
+    function whose pipes have two lanes (none is initialised with ``lanes=1``, the A5
     one-lane NO_SPLIT): AIV0 moves and computes the whole tiles, AIV1 takes part in every
     TPUSH / TPOP / TFREE handshake but loads, computes and stores nothing (the A2A3 no-split
     replay the runtime simulates, docs/layouts.md)."""

@@ -30,8 +30,8 @@ from ..protocol.slots import pop_band, push_band
 
 def two_lanes_fix(cluster, ch, where) -> str:
     """How to stop both Vector lanes of V2C pipe ``ch`` pushing the whole slot (a fix text at
-    line ``where``; a ``.pto`` line: :func:`~ptopipe.protocol.geometry.two_lanes_fix_pto`).  A C++ TPipe's IsNoSplit gives the pipe one lane only where the library
-    does (pto-isa on A5); elsewhere (pto-isa on A2A3: the Cube's ready wait counts both lanes,
+    line ``where``; a ``.pto`` line: :func:`~ptopipe.protocol.geometry.two_lanes_fix_pto`).  A C++ TPipe's IsNoSplit gives the pipe one lane only where the device
+    does (A5, :func:`~ptopipe.protocol.model.nosplit_one_lane`); elsewhere (A2A3: the Cube's ready wait counts both lanes,
     CV_CORES_SYNC) both lanes must push, whatever IsNoSplit says."""
     if is_pto(where):
         return two_lanes_fix_pto(cluster.platform.id is PlatformID.PLATFORM_A5)   # (ptoas: one lane there)

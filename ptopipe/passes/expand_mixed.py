@@ -33,10 +33,10 @@ Split: ``@pl.incore(split=...)``, default TILE_UP_DOWN (a cluster has two Vector
 seed 003's split consumer gives each a half; the hand-written pairs do the same); see
 :mod:`.expand_split`.  TILE_NO_SPLIT: the AIV function keeps whole tiles and is marked
 ``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)``): AIV0 does the work and AIV1
-replays every handshake on empty valid shapes (A2A3; A5 under seed 003), or, where the
-protocol model says a NO_SPLIT transfer has one lane (``nosplit_lane0``: pto-isa on A5,
-decided from ``ctx.platform`` and ``ctx.protocol``), both ``*_initialize_pipe`` ops get
-``lanes=1`` (AIV0 the only peer) and AIV1 runs nothing.  A function with only Cube (only
+replays every handshake on empty valid shapes (A2A3), or, where the protocol model says a
+NO_SPLIT transfer has one lane (``nosplit_lane0``: A5 under spec and pto-isa, decided from
+``ctx.platform`` and ``ctx.protocol``), both ``*_initialize_pipe`` ops get ``lanes=1`` (AIV0
+the only peer) and AIV1 runs nothing.  A function with only Cube (only
 Vector) work becomes an AIC (AIV) function; a Vector-only one is split as asked, or run whole
 on AIV0 when its tiles do not split (:func:`_split_or_whole`).
 
@@ -425,7 +425,8 @@ def _fitting_slot_num(kernels, plan: PipePlan, plat):
 
 def one_lane_no_split(ctx) -> bool:
     """Does a TILE_NO_SPLIT transfer have one lane (AIV0) on ``ctx``'s platform and
-    protocol?  pto-isa on A5: yes; A2A3 and seed 003: both lanes take part."""
+    protocol?  A5 under spec and pto-isa: yes; A2A3: both lanes take part
+    (:func:`~ptopipe.protocol.model.nosplit_one_lane`)."""
     return protocol_model(ctx).nosplit_lane0
 
 

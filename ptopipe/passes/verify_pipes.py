@@ -688,7 +688,7 @@ class _Verifier:
         return True
 
     def nosplit_two_lanes(self, d, prod, vec) -> bool:
-        """pto-isa on A5 gives a TILE_NO_SPLIT transfer one lane, AIV0 (the protocol model's
+        """A5 gives a TILE_NO_SPLIT transfer one lane, AIV0 (the protocol model's
         ``nosplit_lane0``): on a pipe with AIV1 as a peer the first NO_SPLIT push breaks the
         handshake, where the run reports it (``isa.pipe.steps.check_nosplit_lanes``)."""
         fn, lanes = vec

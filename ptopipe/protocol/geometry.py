@@ -308,10 +308,10 @@ def part_rows(split, sub: int, rows: int, cols: int, item: int) -> tuple:
 #: :func:`one_lane` gives a C++ kernel's line its own spelling only)
 ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a .pto, nosplit = true "
             "on both initialize_pipe ops, in C++ TPipe<..., IsNoSplit = true>: AIV1 then replays each "
-            "handshake with an empty tile, or takes no part where pto-isa gives a NO_SPLIT pipe one lane (A5)")
+            "handshake with an empty tile (A2A3), or takes no part (A5, where a NO_SPLIT pipe has one lane)")
 #: ... in a pto-isa C++ kernel
-ONE_LANE_CPP = ("TPipe<..., IsNoSplit = true>: AIV1 then replays each handshake with an empty tile, or, "
-                "where pto-isa gives a NO_SPLIT pipe one lane (A5), takes no part - the Vector kernel's "
+ONE_LANE_CPP = ("TPipe<..., IsNoSplit = true>: AIV1 then replays each handshake with an empty tile (A2A3), "
+                "or, where a NO_SPLIT pipe has one lane (A5), takes no part - the Vector kernel's "
                 "body, the pipe's construction included, under `if (get_subblockid() == 0) { ... }`")
 #: how a ``.pto`` file splits a no-split tile between the Vector lanes (fix texts)
 SPLIT_PTO = ("split the tile between the lanes (split = 1 or 2 on the push, its pop and its free: each lane "
@@ -341,8 +341,8 @@ def two_lanes_fix_pto(one_lane_ok: bool) -> str:
 NOT_A_PEER = ("add this sub-block to peers= or do not bind the pipe on this core (a DSL function with "
               "lanes=1: mark it @pl.aiv(split=pl.TILE_NO_SPLIT), so that AIV1 runs nothing)")
 #: ... in a pto-isa C++ kernel
-NOT_A_PEER_CPP = ("AIV0 is the pipe's one Vector lane (a TPipe<..., IsNoSplit = true> where pto-isa gives a "
-                  "NO_SPLIT pipe one lane, A5; a TMPipe with VecCubeRatio::V1C1_VEC0), so AIV1 must not "
+NOT_A_PEER_CPP = ("AIV0 is the pipe's one Vector lane (a TPipe<..., IsNoSplit = true> on A5, where a "
+                  "NO_SPLIT pipe has one lane; a TMPipe with VecCubeRatio::V1C1_VEC0), so AIV1 must not "
                   "construct it: put the Vector kernel's body, the pipe's construction included, under "
                   "`if (get_subblockid() == 0) { ... }` (on the device the Vector kernel may instead be launched "
                   "with a sub-block dim of 1); or give the pipe both lanes (IsNoSplit = false) and split its tiles "

@@ -59,10 +59,11 @@ class ProtocolModel:
     #: a tile TFREE after a GM-ring TPOP that already freed sends a free again (pto-isa A5
     #: ``TFREE_IMPL(pipe)`` notifies whatever ring the pipe has; A2A3's is a no-op)
     tfree_after_pop_frees: bool = False
-    #: a TILE_NO_SPLIT transfer has one lane, AIV0: the Cube's NO_SPLIT SET/WAIT use flag id
-    #: FlagID only, never AIV1's id + 16 (pto-isa A5 ``setIntraBlockBySplit`` /
-    #: ``waitIntraBlockBySplit``), and a NO_SPLIT TALLOC on lane 1 gets the LEFT_RIGHT offset
-    #: (A5 ``getSubAIVOffset`` tests NO_SPLIT after the split cases)
+    #: a TILE_NO_SPLIT transfer has one lane, AIV0 (:func:`nosplit_one_lane`: A5, under spec
+    #: and pto-isa alike): the Cube's NO_SPLIT SET/WAIT use flag id FlagID only, never AIV1's
+    #: id + 16 (pto-isa A5 ``setIntraBlockBySplit`` / ``waitIntraBlockBySplit``), and a
+    #: NO_SPLIT TALLOC on lane 1 gets the LEFT_RIGHT offset (A5 ``getSubAIVOffset`` tests
+    #: NO_SPLIT after the split cases)
     nosplit_lane0: bool = False
     #: ``TPipe(DIR_V2C_CTRL)`` compiles (pto-isa: it does not; CTRL goes through TMPipe)
     tpipe_ctrl: bool = True
@@ -743,8 +744,33 @@ def pto_isa_drain(slot_num: int, sync_period: int, pushed: int) -> int:
     return max(0, pop_free - push_wait)
 
 
+def nosplit_one_lane(platform: str) -> bool:
+    """Does a TILE_NO_SPLIT pipe on ``platform`` ("a2a3" / "a5") have one Vector lane, AIV0,
+    whose core alone pushes, pops and frees each whole tile (AIV1 takes no part)?  The rule of
+    every front end - ``.pto`` (ptoas's ``get_subblockid() == 0`` guard), ptoas's C++
+    (``TPipe<..., IsNoSplit = true>``), the DSL's compile, the ISA checks - under spec and
+    pto-isa alike, as the device decides it, not the protocol:
+
+    * A5: yes.  The Cube's NO_SPLIT C2V push moves the tile into AIV0's UB only (``TMOV`` with
+      ``AccToVecMode::SingleModeVec0``) and its NO_SPLIT SET / WAIT use AIV0's flag only, never
+      AIV1's ``id + 16`` (pto-isa ``include/pto/npu/a5/TPush.hpp``: ``pushAcc2VecFiFo``,
+      ``setIntraBlockBySplit`` / ``waitIntraBlockBySplit``), so one flag handshake per tile,
+      with AIV0; seed 001 calls NO_SPLIT "single writer, no decomposition", and seed 003's ring
+      has one consumer.  pto-isa's A5 no-split tests and ptoas run the Vector code under
+      ``if (get_subblockid() == 0)``.
+    * A2A3: no - the ring is in GM and both Vector cores take part in every NO_SPLIT
+      handshake (pto-isa ``docs/isa/TPOP.md``: "On A2A3, this mode requires AIV0/AIV1 to
+      participate"); a lane without data replays it with an empty valid shape.
+
+    pto-isa's CPU simulator is the one model that differs (it hands the tile to both Vector
+    threads: ``nosplit_c2v_all_lanes``)."""
+    return platform == "a5"
+
+
 SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hold=True,
                  frees_in_pop=False, always_stage=False, free_left_max=1, depth_limited=False)
+#: seed 003 on A5: a TILE_NO_SPLIT transfer has one lane (:func:`nosplit_one_lane`)
+SPEC_A5 = replace(SPEC, nosplit_lane0=nosplit_one_lane("a5"))
 #: pto-isa on A2A3 (include/pto/npu/a2a3/*.hpp)
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                       frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
@@ -755,7 +781,7 @@ PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
                          unsplit_free=TileSplitAxis.TILE_UP_DOWN, unsplit_free_every=True,
-                         nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True,
+                         nosplit_lane0=nosplit_one_lane("a5"), tpipe_ctrl=False, tmpipe_rendezvous=True,
                          free_after_readers=False, both_addr_shared=True)
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
 #: (``protocol="pto-isa-head"``; not the default: see ``ctor_credit_pipes`` and docs/protocols.md)
@@ -778,7 +804,7 @@ PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_e
                             nosplit_c2v_lane1_zeros=True,
                             slot_state_replay=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True,
                             both_addr_shared=False, slot_placement="cpusim")
-_MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
+_MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC_A5,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,
            (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD,
            (Protocol.PTO_ISA_CPUSIM, "a2a3"): PTO_ISA_CPUSIM, (Protocol.PTO_ISA_CPUSIM, "a5"): PTO_ISA_CPUSIM_A5}

@@ -13,8 +13,8 @@ An AIV function with ``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)`
 ExpandMixedKernel emits for a no-split mixed function) works on whole tiles on AIV0.  On
 AIV1 it replays the same sequence with every tile's valid shape empty (no byte moved, no
 element computed, every handshake made: the A2A3 no-split replay of docs/layouts.md),
-unless its pipes are initialised with ``lanes=1`` (AIV0 their only peer, pto-isa's A5
-NO_SPLIT): then AIV1 runs nothing.
+unless its pipes are initialised with ``lanes=1`` (AIV0 their only peer, an A5
+NO_SPLIT pipe): then AIV1 runs nothing.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def has_mixed(program) -> bool:
 def default_compiler(program, platform, protocol="spec") -> Operation:
     """``program`` through the pass pipeline (:func:`ptopipe.passes.compile_program`) for
     ``platform`` and ``protocol`` (the name of a ``ptopipe.run(protocol=...)``: a
-    TILE_NO_SPLIT pipe has one lane under pto-isa on A5): its ``pl.program`` op."""
+    TILE_NO_SPLIT pipe has one lane on A5): its ``pl.program`` op."""
     from ..passes import compile_program       # imported when a mixed program first runs
     return compile_program(program, platform, protocol=protocol)
 

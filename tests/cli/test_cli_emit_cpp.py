@@ -162,7 +162,8 @@ def test_no_verify_writes_a_kernel_the_static_proof_refuses(tmp_path, capsys):
 
 def test_emit_pto_is_device_code_for_pto_isa_by_default(capsys):
     """A .pto is ptoas's input, device code: --emit pto compiles for pto-isa as --emit cpp does.
-    On A5 the NO_SPLIT pipe then has one lane (``ptopipe.lanes = 1``; no lane-1 replay)."""
+    On A5 the NO_SPLIT pipe has one lane (``ptopipe.lanes = 1``; no lane-1 replay) under either
+    protocol; on A2A3 both lanes take part (the lane-1 replay, ``ptopipe.data_lane``)."""
     from ptopipe.codegen import write_pto
     s2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
     (prog,) = programs_of(load_module(s2))
@@ -171,6 +172,8 @@ def test_emit_pto_is_device_code_for_pto_isa_by_default(capsys):
     assert text == write_pto(compile_program(prog, "a5", protocol="pto-isa"), "a5") + "\n"
     assert "ptopipe.lanes = 1" in text and "ptopipe.data_lane" not in text
     assert cli_main(["compile", s2, "--emit", "pto", "--platform", "a5", "--protocol", "spec"]) == 0
+    assert "ptopipe.lanes = 1" in capsys.readouterr().out
+    assert cli_main(["compile", s2, "--emit", "pto", "--platform", "a2a3"]) == 0
     assert "ptopipe.data_lane" in capsys.readouterr().out
 
 

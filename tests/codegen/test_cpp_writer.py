@@ -201,13 +201,14 @@ def test_a2a3_and_a5_differ_in_the_ring_and_the_no_split_lane():
     _op, a5 = compiled(S4, "a5")
     assert "Pipe pipe((__gm__ void *)gm_slot_buffer, " in section(a3, "s4_aiv")
     assert "Pipe pipe((__gm__ void *)nullptr, " in section(a5, "s4_aiv")
-    _op, a5_nosplit = compiled(S2, "a5", "pto-isa")
-    aiv = section(a5_nosplit, "s2_aiv")
-    assert "if (get_subblockid() == 0) {" in aiv
-    assert aiv.index("if (get_subblockid() == 0) {") < aiv.index("TPOP<")
-    assert "TPipe<0, Direction::DIR_C2V, 2048, 4, 4, true>" in aiv
-    assert "get_subblockid() == 0" not in section(a5_nosplit, "s2_aic")
-    for plat, proto in (("a2a3", "pto-isa"), ("a5", "spec")):       # both lanes take part
+    for proto in ("pto-isa", "spec"):             # A5: a no-split pipe has one lane, AIV0
+        _op, a5_nosplit = compiled(S2, "a5", proto)
+        aiv = section(a5_nosplit, "s2_aiv")
+        assert "if (get_subblockid() == 0) {" in aiv
+        assert aiv.index("if (get_subblockid() == 0) {") < aiv.index("TPOP<")
+        assert "TPipe<0, Direction::DIR_C2V, 2048, 4, 4, true>" in aiv
+        assert "get_subblockid() == 0" not in section(a5_nosplit, "s2_aic")
+    for plat, proto in (("a2a3", "pto-isa"), ("a2a3", "spec")):     # both lanes take part
         _op, cpp = compiled(S2, plat, proto)
         aiv = section(cpp, "s2_aiv")
         assert "if (get_subblockid() == 0) {" not in cpp

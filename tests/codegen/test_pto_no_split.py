@@ -9,6 +9,8 @@ Every no-split mixed DSL kernel of the examples and of the tests (C2V, V2C, both
 scratch, pipelined loops with carried tiles, a tile held over inner pops, hand-split kernels) is
 compiled for both platforms, written, and its file run with every checker as ptoas's C++ runs it.
 """
+import inspect
+import os
 import re
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
+from ptopipe import CompileError
 from ptopipe.codegen import write_pto
 from ptopipe.driver.loader import load_module
 from ptopipe.passes import compile_program
@@ -47,16 +50,32 @@ NO_SPLIT_KERNELS = {
     "mat_store": lambda: test_free_order_events.kernel("mat_store", pl.TILE_NO_SPLIT),
     "hand_split_v2c": test_cpp_roundtrip.v2c_no_split_program,
 }
+#: kernels written with a two-lane no-split pipe by hand (the A2A3 form): on A5 a no-split pipe
+#: has one lane, so the compile refuses them there (test_hand_written_two_lane_no_split_is_refused_on_a5)
+TWO_LANES_BY_HAND = {"hand_split_v2c"}
 
 
 @pytest.mark.parametrize("name", sorted(NO_SPLIT_KERNELS))
 def test_the_written_pto_of_a_no_split_kernel_runs_clean_on_both_platforms(name):
     prog = NO_SPLIT_KERNELS[name]()
-    for platform in ("a2a3", "a5"):
+    for platform in ("a2a3",) if name in TWO_LANES_BY_HAND else ("a2a3", "a5"):
         text = write_pto(compile_program(prog, platform), platform)
         res = ptopipe.run_pto(text=text, platform=platform)     # every checker on; raises on a finding
         # (a ring of a SlotNum ptoas does not build, chosen by the kernel, is the writer's note)
         assert [w for w in res.warnings if "ptoas refuses slot_num" not in w] == [], (name, platform)
+
+
+def test_hand_written_two_lane_no_split_is_refused_on_a5():
+    """A5 gives a no-split pipe one lane, AIV0: a kernel that gives it both is refused at its
+    first NO_SPLIT push, the fix naming lanes=1."""
+    with pytest.raises(CompileError) as ei:
+        compile_program(test_cpp_roundtrip.v2c_no_split_program(), "a5")
+    assert "a NO_SPLIT transfer has one lane, AIV0" in ei.value.what and "lanes=1" in ei.value.fix
+    path, line, _col = ei.value.where.rsplit(":", 2)
+    src = inspect.getsource(test_cpp_roundtrip.v2c_no_split_program).splitlines()
+    first = inspect.getsourcelines(test_cpp_roundtrip.v2c_no_split_program)[1]
+    push = first + next(i for i, text in enumerate(src) if "pl.TPUSH(" in text)
+    assert os.path.samefile(path, test_cpp_roundtrip.__file__) and int(line) == push, ei.value.where
 
 
 def test_a_tile_a_two_lane_no_split_kernel_pushes_is_empty_on_aiv1():

@@ -318,13 +318,14 @@ def m31_lane_init_overwrite():
 
 
 def m22_layout_nd_into_nz():
-    """M22 (A5): the Vector kernel (no-split: AIV0 pushes, AIV1 replays with an empty tile)
+    """M22 (A5): the Vector kernel (no-split: one lane, AIV0, as A5 gives a no-split pipe)
     pushes an ND tile into the V2C ring, which the Cube pops as an NZ Mat tile; clean on A2A3,
     where the ring is in GM and the pop converts."""
     @pl.aiv(split=pl.TILE_NO_SPLIT)
     def vector(x: pl.Tensor[[2 * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
         peer = pl.import_peer_buffer(name="v2c", peer_func=cube)
-        pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=peer.base, slot_num=4)
+        pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=peer.base, slot_num=4,
+                               lanes=1)
         v = pl.load(x, [0, 0], [T, T])
         for i in pl.range(2):
             pl.TPUSH(v, peer, split=pl.TILE_NO_SPLIT)
@@ -332,7 +333,8 @@ def m22_layout_nd_into_nz():
     @pl.aic
     def cube(out: pl.Tensor[[2 * N * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
         buf = pl.reserve_buffer(name="v2c", size=4 * SLOT, base=pl.AUTO)
-        pl.aic_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base, slot_num=4)
+        pl.aic_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base, slot_num=4,
+                               lanes=1)
         for i in pl.range(2):
             b = pl.TPOP(buf, pl.Tile[[T, T], pl.f32, pl.Mat, pl.NZ], split=pl.TILE_NO_SPLIT)   # <- where
             pl.TFREE(buf)

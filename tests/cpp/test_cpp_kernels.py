@@ -243,24 +243,27 @@ def test_a_one_lane_pipe_built_on_aiv1_gets_a_cpp_fix(cpp_cache):
 
 
 @needs_cxx
-def test_pto_isas_a5_one_lane_form_under_spec_names_the_pto_isa_protocol(cpp_cache):
+def test_pto_isas_one_lane_form_runs_under_both_protocols_on_a5_and_stalls_on_a2a3(cpp_cache):
     """A kernel in pto-isa's A5 one-lane form (TPipe<..., IsNoSplit = true>, only AIV0 builds
-    and pops it) stalls under the spec protocol, which gives an IsNoSplit pipe both lanes: the
-    fix says the kernel is written for pto-isa's protocol, not to write what it already does;
-    under --protocol pto-isa it runs."""
+    and pops it) runs on A5 under spec as under pto-isa: a no-split pipe has one lane there
+    whatever the protocol (docs/protocols.md).  On A2A3 an IsNoSplit pipe has both lanes, so the
+    Cube's push waits for AIV1: the fix says the kernel is written for A5's one-lane pipe, not to
+    write what it already does."""
     name = "nosplit_both_lanes.cpp"
 
-    def run(protocol):
+    def run(platform, protocol):
         return run_cpp(kernel(name), dict(fifo=isa.gm_buffer(4096), use=0), aic="cube_one_lane",
-                       aiv="vec_one_lane", platform="a5", protocol=protocol)
+                       aiv="vec_one_lane", platform=platform, protocol=protocol)
+    for protocol in ("spec", "pto-isa"):
+        assert [p["lanes"] for p in run("a5", protocol).summary.pipes] == [1]
     with pytest.raises(DeadlockError) as ei:
-        run("spec")
+        run("a2a3", "spec")
     e = ei.value
     assert e.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'the push')}"
-    assert "declares the pipe one-lane (IsNoSplit = true), but under the spec protocol" in e.what
-    assert e.fix.startswith("this kernel is written for pto-isa's protocol") and "--protocol pto-isa" in e.fix
+    assert "declares the pipe one-lane (IsNoSplit = true), but under spec on a2a3" in e.what
+    assert e.fix.startswith("this kernel gives the pipe one lane as the device does on A5 only") and \
+        "--platform a5" in e.fix
     assert "get_subblockid() == 0" not in e.fix
-    run("pto-isa")
 
 
 @needs_cxx
@@ -276,9 +279,9 @@ def test_a_core_blocked_in_cpp_at_a_deadlock_unwinds_within_its_kernels_frames(c
     from ptopipe.isa.launch import run
 
     def work(_crash_fd):
-        k = load(kernel("nosplit_both_lanes.cpp"), aic="cube_one_lane", aiv="vec_one_lane", platform="a5")
+        k = load(kernel("nosplit_both_lanes.cpp"), aic="cube_one_lane", aiv="vec_one_lane", platform="a2a3")
         with pytest.raises(DeadlockError):
-            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), use=0), platform="a5", protocol="spec")
+            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), use=0), platform="a2a3", protocol="spec")
         return library_ranges(k.libs), {path: abort_frames(lib.ptopipe_abort_frames) for path, lib in k.libs.items()}
     ranges, frames = in_child(work)
     if not ranges:

@@ -104,9 +104,9 @@ REFUSED_AT = {"m17": (D._c2v_cube, "# <- where"), "m28": (D.m28_sync_period_cred
 #: the refusal asks for), which leaves the layout misuse, not the lane one the run reports
 UNVERIFIED_DIFFERS = {("m22", "a5", "pto-isa")}
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
-#: kernels with C++ on some combinations only: M28's one-lane pipe is a pto-isa A5 TPipe
-#: (test_a_one_lane_pipe_has_cpp_only_where_pto_isa_gives_one_lane)
-ONLY_ON = {"m28": [("a5", "pto-isa")]}
+#: kernels with C++ on some combinations only: M28's one-lane pipe is an A5 TPipe
+#: (test_a_one_lane_pipe_has_cpp_only_where_a_no_split_pipe_has_one_lane)
+ONLY_ON = {"m28": [("a5", "spec"), ("a5", "pto-isa")]}
 FULL = os.environ.get("PTOPIPE_CPP_FULL") == "1"
 #: the kernels whose C++ runs by default (a C++ build each, the suite's CPU budget): a race, an event
 #: hang, a protocol error in a kernel verify-pipes refuses; every one with PTOPIPE_CPP_FULL=1
@@ -283,12 +283,12 @@ def test_cli_check_of_the_written_cpp_names_the_dsl_line(cpp_cache, tmp_path, ca
 
 
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a2a3", "spec"), ("a5", "spec"), ("a5", "pto-isa")])
-def test_a_one_lane_pipe_has_cpp_only_where_pto_isa_gives_one_lane(platform, protocol):
-    """A ``lanes=1`` pipe (AIV0 its only peer) is a TPipe of one lane only for TILE_NO_SPLIT
-    under pto-isa on A5; elsewhere its C++ run would wait for AIV1, which runs nothing: the
+def test_a_one_lane_pipe_has_cpp_only_where_a_no_split_pipe_has_one_lane(platform, protocol):
+    """A ``lanes=1`` pipe (AIV0 its only peer) is a TPipe of one lane only for TILE_NO_SPLIT on
+    A5 (spec and pto-isa); on A2A3 its C++ run would wait for AIV1, which runs nothing: the
     writer refuses it at the init (the DSL run, which binds the pipe with one lane, runs it)."""
     op = compile_program(D.m28_sync_period_credit(), platform, unverified_pipeline(), protocol=protocol)
-    if (platform, protocol) == ("a5", "pto-isa"):
+    if platform == "a5":
         assert "lanes = 1" in write_cpp(op, platform, protocol)
         return
     with pytest.raises(CompileError) as ei:

@@ -82,8 +82,8 @@ def v2c_no_split_program():
     return pl.program(cube, vector, name="v2c_no_split")
 
 
-#: A2A3 (both protocols) and A5 under spec give the no-split pipe two lanes (pto-isa's A5 one)
-V2C_NO_SPLIT = ([("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec")] if os.environ.get("PTOPIPE_CPP_FULL") == "1"
+#: A2A3 (both protocols) gives the no-split pipe two lanes (A5 one)
+V2C_NO_SPLIT = ([("a2a3", "spec"), ("a2a3", "pto-isa")] if os.environ.get("PTOPIPE_CPP_FULL") == "1"
                 else [("a2a3", "pto-isa")])
 
 

@@ -193,10 +193,15 @@ def test_a_popped_view_of_another_split_than_the_push_is_refused_at_the_tpop(pla
     with pytest.raises(ProtocolError) as ei:
         ptopipe.run(_split_cube(split), (vector, vector), args, platform=platform, protocol=protocol)
     e = ei.value
-    assert f"split {pop} does not match the pushed tile's split {split.name}" in e.what, e
-    assert f":{line_of(_split_cube, 'SPLIT-PUSH')}" in e.what
     tpop = 'POP-NOSPLIT' if vector is _nosplit_vector else 'MISFIT'
     assert e.where.endswith(f":{line_of(vector, tpop)}"), e.where
+    if platform == "a5" and vector is _nosplit_vector and "on AIV1" in e.what:
+        # A5: AIV1 at its NO_SPLIT pop before the push landed is not the pipe's one lane (the
+        # schedule decides whether this or the split mismatch comes first; both at the pop)
+        assert "a NO_SPLIT transfer has one lane, AIV0" in e.what
+        return
+    assert f"split {pop} does not match the pushed tile's split {split.name}" in e.what, e
+    assert f":{line_of(_split_cube, 'SPLIT-PUSH')}" in e.what
     assert "getPopSubAIVOffset" in e.fix
 
 

@@ -25,9 +25,9 @@ def _line(err) -> int:
 
 
 def _one_lane_nosplit(platform, protocol, run_it, lines) -> bool:
-    """pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), so AIV1's replay of the A2A3
-    handshakes is reported at its first transfer (docs/protocols.md)."""
-    if (platform, protocol) != ("a5", "pto-isa"):
+    """A5 (spec and pto-isa): a NO_SPLIT transfer has one lane (AIV0), so AIV1's replay of the
+    A2A3 handshakes is reported at its first transfer (docs/protocols.md)."""
+    if platform != "a5":
         return False
     with pytest.raises(ProtocolError) as ei:
         run_it()
@@ -216,9 +216,10 @@ def _replay_args(tiles, rng):
 
 
 def _lane0_transfers(platform, protocol, args) -> bool:
-    """pto-isa on A5: the Cube's NO_SPLIT transfers are AIV0's alone, so a launch without AIV1
-    runs clean there (the pipe's constructor and destructor leave AIV1 nothing to wait for)."""
-    if (platform, protocol) != ("a5", "pto-isa"):
+    """A5 (spec and pto-isa): the Cube's NO_SPLIT transfers are AIV0's alone, so a launch
+    without AIV1 runs clean there (the pipe's constructor and destructor leave AIV1 nothing to
+    wait for)."""
+    if platform != "a5":
         return False
     r = run(replay_cube, (replay_vector, None), args, platform=platform, protocol=protocol)
     tiles = args["tiles"]
@@ -510,8 +511,8 @@ def test_left_tile_may_be_nz_as_on_a5(no_hang):
 def _clean_registry():
     from corpus import kernel
     from ptopipe.runtime import KernelSet
-    one_lane = {("a5", "pto-isa"): "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), the A2A3 "
-                                   "no-split lane-1 replay is reported at its first transfer"}
+    one_lane = {("a5", q): "A5: a NO_SPLIT transfer has one lane (AIV0), the A2A3 no-split lane-1 "
+                           "replay is reported at its first transfer" for q in ("spec", "pto-isa")}
     out = [kernel("layouts_v2c_nz_tmov", nz_cube, (nz_vector, None), lambda rng: dict(_nz_args(rng), convert=True),
                   lambda a: {"out": np.concatenate([a["a"] @ (a["x"][k * T:(k + 1) * T] + k) for k in range(3)])},
                   excluded=NZ_PUSH_REFUSED)]

@@ -129,12 +129,13 @@ def test_the_lane_geometry_is_pto_isas():
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_the_address_flow_has_no_odd_split(platform, no_hang):
-    """pto-isa's getPopSubAIVOffset puts AIV1 at the TILE_LEFT_RIGHT offset whatever the odd split."""
+    """pto-isa's getPopSubAIVOffset puts AIV1 at the TILE_LEFT_RIGHT offset whatever the odd split.
+    (The Cube pushes for both lanes: an A5 NO_SPLIT push would be AIV0's alone.)"""
     def cube(fifo):
         pipe = TPipe(0, GM_RING[platform], SLOT, 2)(fifo, 0, 0)
         g = GlobalTensor(float32, (T, N))
-        TALLOC(pipe, g)
-        TPUSH(pipe, g)
+        TALLOC(pipe, g, TILE_UP_DOWN)
+        TPUSH(pipe, g, TILE_UP_DOWN)
 
     def vector(fifo):
         pipe = TPipe(0, GM_RING[platform], SLOT, 2)(fifo, 0, 0)

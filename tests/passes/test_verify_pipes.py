@@ -342,14 +342,15 @@ def test_both_ways_with_matching_counts_and_types_is_clean():
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_an_unsplit_c2v_push_popped_in_halves_is_clean_where_the_ring_is_in_gm(platform):
     """A2A3's C2V ring in GM holds the Cube's whole tile: a TILE_NO_SPLIT push popped UP_DOWN
-    gives each Vector core its half, as the simulator runs it (protocol.geometry.pop_split_fits);
-    A5's UB ring receives the part the Cube's split gives, so there it is a type mismatch."""
+    gives each Vector core its half, as the simulator runs it (protocol.geometry.pop_split_fits).
+    On A5 the NO_SPLIT push reaches AIV0 alone (one lane): found at the push."""
     cub, vec = both_ways(4, 4, back_split=pl.TILE_NO_SPLIT)
     found = findings(cub, vec, platform=platform)
     if platform == "a2a3":
         assert found == [], [str(e) for e in found]
     else:
-        assert found and "TPOP of the C2V ring" in found[0].what, [str(e) for e in found]
+        assert found and "a NO_SPLIT transfer has one lane, AIV0" in found[0].what, [str(e) for e in found]
+        assert_at(found[0], cub, "BACK-PUSH", "pl.TPUSH")
 
 
 def test_a_fifo_type_mismatch_is_found_at_the_kth_pop_naming_the_kth_push():
@@ -429,7 +430,7 @@ def skewed_lanes(x: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], 
         pl.TPUSH(t, buf)                                                       # SKEWED-PUSH
 
 
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("platform", ["a2a3"])      # (A5: one lane - the next test)
 def test_both_lanes_pushing_a_no_split_tile_is_found_at_the_push_as_the_run_finds_it(platform):
     vec = _both_lanes(False)
     err = only(nosplit_cube, vec, platform=platform)
@@ -453,6 +454,15 @@ def test_both_lanes_pushing_a_no_split_tile_is_found_at_the_push_as_the_run_find
     assert findings(nosplit_cube, ok, platform=platform) == []
     res = dsl_run(pl.program(nosplit_cube, ok, name="both_ok"), dict(args), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], x)
+
+
+def test_both_lanes_on_a_no_split_pipe_are_found_at_the_push_on_a5():
+    """A5 gives a no-split pipe one lane, AIV0: a two-lane one is found at its first NO_SPLIT
+    push, whether AIV1 pushes the tile too or replays it empty."""
+    for vec in (_both_lanes(False), _both_lanes(True)):
+        err = only(nosplit_cube, vec, platform="a5")
+        assert_at(err, vec, "BOTH-PUSH", "pl.TPUSH")
+        assert "a NO_SPLIT transfer has one lane, AIV0" in err.what and "lanes=1" in err.fix
 
 
 # -- what is not a finding ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ platform/protocol combo where they are valid; broken ones are reported with the 
 class at the right line (``# <marker>`` comments, found with ``line_of``)."""
 import importlib.util
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.explore import run_schedule
 from ptopipe.isa.pipe import PTO_ISA, PTO_ISA_A5, SPEC, model_for
+from ptopipe.protocol.model import SPEC_A5, compile_model, nosplit_one_lane
 from markers import line_of
 
 HERE = __file__
@@ -32,11 +34,24 @@ def _where(err):
 
 
 def test_the_model_is_chosen_per_platform():
-    assert model_for("spec", "a2a3") is SPEC and model_for("spec", "a5") is SPEC
+    assert model_for("spec", "a2a3") is SPEC and model_for("spec", "a5") is SPEC_A5
+    assert SPEC_A5 == replace(SPEC, nosplit_lane0=True)     # seed 003 with the A5 no-split lane
     assert model_for("pto-isa", "a2a3") is PTO_ISA and model_for("pto-isa", "a5") is PTO_ISA_A5
     assert PTO_ISA.platform == "a2a3" and PTO_ISA_A5.platform == "a5"
     assert not PTO_ISA.tfree_after_pop_frees and PTO_ISA_A5.tfree_after_pop_frees
     assert not PTO_ISA.nosplit_lane0 and PTO_ISA_A5.nosplit_lane0
+    assert not SPEC.nosplit_lane0 and SPEC_A5.nosplit_lane0
+
+
+def test_a_no_split_pipe_has_one_lane_on_a5_under_every_device_protocol():
+    """The lanes of a TILE_NO_SPLIT pipe are the platform's rule (docs/protocols.md, *Vector
+    lanes of a NO_SPLIT pipe*): one, AIV0, on A5; both on A2A3 - whatever the protocol."""
+    assert nosplit_one_lane("a5") and not nosplit_one_lane("a2a3")
+    for protocol in ("spec", "pto-isa", "pto-isa-head", "pto-isa@3186c381"):
+        assert model_for(protocol, "a5").nosplit_lane0 if "@" not in protocol else \
+            model_for("pto-isa", "a5", library=protocol.split("@")[1]).nosplit_lane0
+        assert compile_model(protocol, "a5").nosplit_lane0 and not compile_model(protocol, "a2a3").nosplit_lane0
+    assert not model_for("spec", "a2a3").nosplit_lane0 and not model_for("pto-isa", "a2a3").nosplit_lane0
 
 
 # --- a DIR_BOTH run-ahead kernel that fills exactly SlotNum slots -------------------------------
@@ -146,7 +161,7 @@ def test_nosplit_talloc_on_lane_1(platform, protocol):
     cube, vec = _alloc_kernels(direction)
     x = np.arange(T * T, dtype=np.float32).reshape(T, T)
     args = dict(x=x, out=np.zeros_like(x), fifo=gm_buffer(2 * SLOT))
-    if (platform, protocol) == ("a5", "pto-isa"):
+    if platform == "a5":            # a NO_SPLIT pipe has one lane, AIV0, under either protocol
         with pytest.raises(ProtocolError) as ei:
             ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
         assert _where(ei.value) == (os.path.abspath(HERE), line_of(_alloc_kernels, "nosplit alloc"))
@@ -187,7 +202,7 @@ def _lane_kernels(peers, split, push_marker_split=None):
 @pytest.mark.parametrize("peers,split", [((1,), TILE_NO_SPLIT), ((0, 1), TILE_NO_SPLIT),
                                          ((0,), TILE_NO_SPLIT), ((0, 1), TILE_UP_DOWN)])
 def test_nosplit_reaches_lane_0_only_on_a5(platform, protocol, peers, split):
-    """pto-isa A5: the Cube's NO_SPLIT SET uses flag id FlagID only (AIV0); a NO_SPLIT pipe
+    """A5 (spec and pto-isa): the Cube's NO_SPLIT SET uses flag id FlagID only (AIV0); a NO_SPLIT pipe
     whose one lane is AIV1 is reported at the Cube's first TPUSH, AIV1's pop of a two-lane
     one (whose NO_SPLIT transfers are AIV0's) at that pop.  Lane 0 alone, or a split between
     both lanes, runs clean everywhere."""
@@ -200,7 +215,7 @@ def test_nosplit_reaches_lane_0_only_on_a5(platform, protocol, peers, split):
     else:
         for p in peers:
             want[p * T:(p + 1) * T] = x
-    if (platform, protocol) == ("a5", "pto-isa") and split == TILE_NO_SPLIT and 1 in peers:
+    if platform == "a5" and split == TILE_NO_SPLIT and 1 in peers:
         with pytest.raises(ProtocolError) as ei:
             ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
         at = "lane push" if 0 not in peers else "lane pop"
@@ -283,7 +298,7 @@ def test_m21_reported_on_a5_and_clean_on_a2a3():
 # (a GM ring on A5) are registered once per direction, each run on every combo it is valid on.
 def _clean_registry():
     from corpus import kernel, of_scenario
-    one_lane = "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0); AIV1 as a NO_SPLIT peer is reported"
+    one_lane = "A5: a NO_SPLIT transfer has one lane (AIV0); AIV1 as a NO_SPLIT peer is reported"
     out = []
     for depth in (1, 2, 4):
         sc = _s4(depth).SCENARIO
@@ -295,13 +310,11 @@ def _clean_registry():
         cube, vec, _ = _ctrl_kernels(mk)
         out.append(kernel(f"ptoisa_ctrl_{name}", cube, vec, lambda rng: dict(ctrl=gm_buffer(128)), excluded=why))
     x = np.arange(T * T, dtype=np.float32).reshape(T, T)
-    for plat, direction in (("a2a3", DIR_V2C), ("a5", DIR_V2C_GM)):
+    # (on A5, DIR_V2C_GM, lane 1's NO_SPLIT TALLOC is not the pipe's one lane: an error under
+    # either protocol, test_nosplit_talloc_on_lane_1)
+    for plat, direction in (("a2a3", DIR_V2C),):
         cube, vec = _alloc_kernels(direction)
-        if plat == "a2a3":
-            why = {("a5", q): "A5: TALLOC needs a ring in GM (DIR_V2C_GM)" for q in ("spec", "pto-isa")}
-        else:
-            why = {("a2a3", q): "DIR_V2C_GM is A5-only" for q in ("spec", "pto-isa")}
-            why[("a5", "pto-isa")] = "pto-isa on A5: TALLOC NO_SPLIT on lane 1 has no LEFT_RIGHT offset (reported)"
+        why = {("a5", q): "A5: TALLOC needs a ring in GM (DIR_V2C_GM)" for q in ("spec", "pto-isa")}
         out.append(kernel(f"ptoisa_nosplit_talloc_{plat}", cube, vec,
                           lambda rng: dict(x=x.copy(), out=np.zeros_like(x), fifo=gm_buffer(2 * SLOT)),
                           lambda a: {"out": x}, excluded=why))
@@ -314,7 +327,7 @@ def _clean_registry():
         else:
             for p in peers:
                 want[p * T:(p + 1) * T] = x
-        why = {("a5", "pto-isa"): one_lane} if split == TILE_NO_SPLIT and 1 in peers else None
+        why = {("a5", q): one_lane for q in ("spec", "pto-isa")} if split == TILE_NO_SPLIT and 1 in peers else None
         out.append(kernel(f"ptoisa_lanes_{''.join(map(str, peers))}_{split.name}",
                           cube, vec, lambda rng: dict(x=x.copy(), out=np.zeros((2 * T, T), np.float32),
                                                       fifo=gm_buffer(2 * SLOT)),

@@ -109,17 +109,17 @@ def test_race_report_names_the_older_access_at_its_own_address(platform, reuse):
 
 
 def _address_flow(n):
-    """The Cube TALLOCs a slot tensor, stores a row block of x into it and TPUSHes it; each
-    Vector lane TPOPs the tensor (a new object every iteration) and loads its half from it
-    at one site."""
+    """The Cube TALLOCs a slot tensor, stores a row block of x into it and TPUSHes it for both
+    Vector lanes (UP_DOWN); each lane TPOPs its half as a tensor (a new object every iteration)
+    and loads it at one site."""
     @pl.aiv
     def vec(y: pl.Tensor[[n * 16, 32], pl.f32], fifo: pl.Tensor[[8192], pl.u8]):
         buf = pl.reserve_buffer(name="ring", size=8192, base=pl.AUTO)
         pl.aiv_initialize_pipe(pl.DIR_C2V_GM, 2048, fifo, c2v_consumer_buf=buf.base, slot_num=4)
         sub = pl.get_subblockid()
         for i in pl.range(n):
-            g = pl.TPOP(buf, pl.Tensor[[16, 32], pl.f32])
-            t = pl.load(g, [sub * 8, 0], [8, 32])
+            g = pl.TPOP(buf, pl.Tensor[[8, 32], pl.f32], split=pl.TILE_UP_DOWN)
+            t = pl.load(g, [0, 0], [8, 32])
             u = pl.add(t, t)
             pl.TFREE(buf, g)
             pl.store(u, [i * 16 + sub * 8, 0], y)
@@ -130,9 +130,9 @@ def _address_flow(n):
         pl.aic_initialize_pipe(pl.DIR_C2V_GM, 2048, fifo, c2v_consumer_buf=peer.base, slot_num=4)
         for i in pl.range(n):
             a = pl.load(x, [i * 16, 0], [16, 32], space=pl.Mat)
-            t = pl.TALLOC(peer, pl.Tensor[[16, 32], pl.f32])
+            t = pl.TALLOC(peer, pl.Tensor[[16, 32], pl.f32], split=pl.TILE_UP_DOWN)
             pl.store(a, [0, 0], t)
-            pl.TPUSH(t, peer)
+            pl.TPUSH(t, peer, split=pl.TILE_UP_DOWN)
     return pl.program(cube, vec, name="address_flow")
 
 

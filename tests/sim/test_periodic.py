@@ -986,7 +986,7 @@ TWO_RATES = (
 #: a TFREE dropped late: it deadlocks while recording, before a whole block
 LATE_DEADLOCK = (
     "KernelSpec(platform='a5', protocol='spec', pipes=(PipeSpec(kind='v2c', flow='tile', gm_dir=False, "
-    "slot_num=7, local_slot_num=1, flag_id=0, peers=(1,), split_c2v='TILE_NO_SPLIT', "
+    "slot_num=7, local_slot_num=1, flag_id=0, peers=(0,), split_c2v='TILE_NO_SPLIT', "
     "split_v2c='TILE_NO_SPLIT', dtype='f16', M=16, K=16, N=8, tiles=200, lag=0, pre=(('TMINS', 0),), "
     "post=(), pop_addr=False, slot_extra=0, hold_c=1, hold_v=3, api='tpipe', pad=(2, 0), mixed=False, "
     "sync=0, events=False, alt=False, ksplit=False, out16=True), PipeSpec(kind='c2v', flow='tile', "

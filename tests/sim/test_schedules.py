@@ -283,12 +283,19 @@ def _unseen():
     return unseen.CORRECT
 
 
+def _aiv1_only():
+    import test_varied_kernels as unseen
+    return unseen.AIV1_ONLY
+
+
 @pytest.mark.parametrize("name", sorted(_unseen()))
 def test_correct_kernels_clean_under_every_mode(name, no_hang):
     aic, aiv, make, golden = _unseen()[name]
     sc = Scenario(name, aic, aiv, lambda rng: make(np.random.default_rng(7)), lambda a: golden(a),
                   rtol=0, atol=0)
     combo = [("a2a3", "pto-isa"), ("a5", "spec")][sorted(_unseen()).index(name) % 2]
+    if combo[0] == "a5" and name in _aiv1_only():
+        combo = ("a2a3", "spec")    # (an AIV1-only NO_SPLIT pipe: reported on A5, test_varied_kernels)
     for mode in ("random", "pct", "exhaustive"):
         res = explore(sc, schedules=2, seed=3, platform=combo[0], protocol=combo[1], mode=mode,
                       include_default=mode == "random")

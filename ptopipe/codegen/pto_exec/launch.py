@@ -9,6 +9,7 @@ import numpy as np
 from ... import isa
 from ...arch import get_platform
 from ...arch.vocab import MemSpace
+from ...protocol.model import nosplit_one_lane, platform_kind
 from ...errors import API_INPUTS, INPUT, ConfigError, Given, PtoPipeError, refuse_unknown_parameters
 from ...sim.pipesync import PTO_EVENTS
 from ...isa.context import get_block_num
@@ -447,7 +448,7 @@ def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
                 prog.funcs[c].kind = prog.funcs[c].kind or kind
     check_flag_ids(prog, reach)
     check_pipe_directions(prog, reach)
-    one_lane = plat == "a5" and whole_tile_lanes(prog, reach)
+    one_lane = nosplit_one_lane(platform_kind(get_platform(plat))) and whole_tile_lanes(prog, reach)
     mixed = any(MIXED in k for k in kinds.values())
     if mixed and pipes:
         raise ConfigError(f"@{top} uses Cube and Vector tiles and cross-core pipes",

@@ -7,7 +7,7 @@ from ... import isa
 from ...arch.vocab import PLAIN_DIRECTION, PTOAS_SLOT_NUMS, Direction, TileSplitAxis, row_major_strides
 from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
-from ...protocol.model import cluster_model
+from ...protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
 from .program import int_attr, res_type, str_attr, walk
@@ -49,7 +49,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     plat = ex.core.cluster.platform
     both = dir_mask in (3, 7)
     n = slot_num or plat.slot_num_for(both)
-    one_lane = ex.one_lane or (bool(nosplit) and not both and plat.name == "a5")
+    one_lane = ex.one_lane or (bool(nosplit) and not both and nosplit_one_lane(platform_kind(plat)))
     ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
     mask = dir_mask
     if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":

@@ -153,7 +153,7 @@ class Channel:
     # where the surplus credits a teardown reports come from
     free_again_at: str | None = None
     # the first TILE_NO_SPLIT transfer of a two-lane pipe where such a transfer is AIV0's alone
-    # (ProtocolModel.nosplit_lane0: pto-isa on A5): from it on, the pipe's transfers are
+    # (ProtocolModel.nosplit_lane0: A5): from it on, the pipe's transfers are
     # AIV0's (``lanes``); AIV1 keeps only its construction and teardown
     lane0_at: str | None = None
 

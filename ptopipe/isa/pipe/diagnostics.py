@@ -305,8 +305,9 @@ def _absent_lane(cluster, ch, core, other, w):
     cause = (f"{other.name} never takes part in {ch.name}: {core.name}'s {op} at {loc} waits for "
              f"{other.name}'s {signal}[{tag}] handshake, but {other.name} {state}")
     if other.kind is CoreKind.AIV and len(ch.peers) > 1 and ch.cfg.one_lane:
-        cause += (f"; the kernel declares the pipe one-lane (IsNoSplit = true), but under the "
-                  f"{ch.model.protocol.value} protocol an IsNoSplit pipe has both Vector lanes in every handshake")
+        cause += (f"; the kernel declares the pipe one-lane (IsNoSplit = true), but under "
+                  f"{ch.model.name} on {cluster.platform.name} an IsNoSplit pipe has both Vector lanes in "
+                  "every handshake")
         fix = _one_lane_fix(cluster, ch, other)
     elif other.kind is CoreKind.AIV and len(ch.peers) > 1:
         rest = next(p for p in ch.peers if p != other.subblock)
@@ -330,19 +331,21 @@ def _absent_lane(cluster, ch, core, other, w):
 
 def _one_lane_fix(cluster, ch, other) -> str:
     """The fix of a stall on a pipe the kernel declares one-lane (``TPipe<..., IsNoSplit =
-    true>``) that the run's protocol gives both Vector lanes, ``other`` taking no part: the
-    kernel is written for pto-isa's one-lane form (A5), which ``--protocol pto-isa`` runs."""
+    true>``) that the run's model gives both Vector lanes, ``other`` taking no part: the kernel
+    is written for the device's one-lane form (A5, :func:`~ptopipe.protocol.model.nosplit_one_lane`),
+    which ``--protocol spec`` and ``pto-isa`` run there; pto-isa's CPU simulator runs it with
+    one Vector thread only."""
     from ...protocol.model import compile_model
     plat = cluster.platform.name
-    replay = (f"or, to keep the {ch.model.protocol.value} protocol, let {other.name} take part too: run the "
+    replay = (f"or, to keep the {ch.model.name} protocol, let {other.name} take part too: run the "
               f"pipe's construction and every {'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} of it there as "
               "well, with an empty tile (tile.SetValid(0, 0): no data moves, the flags do)")
     if compile_model("pto-isa", plat).nosplit_lane0:
-        return ("this kernel is written for pto-isa's protocol, where a TPipe<..., IsNoSplit = true> has one "
-                f"Vector lane, AIV0, and {other.name} takes no part (pto-isa's A5 TPipe): run it with "
-                f"--protocol pto-isa; {replay}")
-    return ("this kernel gives the pipe one lane as pto-isa does on A5 only (TPipe<..., IsNoSplit = true>, "
-            f"{other.name} taking no part): run it with --platform a5 --protocol pto-isa; {replay}")
+        return ("this kernel is written for the device's one-lane NO_SPLIT pipe, where a TPipe<..., IsNoSplit = "
+                f"true> has one Vector lane, AIV0, and {other.name} takes no part (A5): run it with "
+                f"--protocol pto-isa or spec; {replay}")
+    return ("this kernel gives the pipe one lane as the device does on A5 only (TPipe<..., IsNoSplit = true>, "
+            f"{other.name} taking no part): run it with --platform a5; {replay}")
 
 
 def _free_culprit(ch, core, cons):

@@ -155,7 +155,8 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
 
 
 def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
-    """pto-isa A5: a TILE_NO_SPLIT transfer has one lane.  The Cube's NO_SPLIT record, wait,
+    """A5 (spec and pto-isa, :func:`~ptopipe.protocol.model.nosplit_one_lane`): a TILE_NO_SPLIT
+    transfer has one lane.  The Cube's NO_SPLIT record, wait,
     free and allocate use flag id FlagID only (``setIntraBlockBySplit`` /
     ``waitIntraBlockBySplit`` add AIV1's id + 16 only for a split), so on a pipe with AIV1 as a
     peer the first NO_SPLIT transfer makes the pipe's transfers AIV0's (``Channel.lane0_at``:
@@ -170,7 +171,7 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
             return
         raise ProtocolError(
             f"{op}({TileSplitAxis(split).name}) on {core.name}, {ch.name}: the TILE_NO_SPLIT transfer at "
-            f"{ch.lane0_at} made this pipe's transfers AIV0's alone (in pto-isa on A5 the Cube's NO_SPLIT "
+            f"{ch.lane0_at} made this pipe's transfers AIV0's alone (on A5 the Cube's NO_SPLIT "
             f"SET/WAIT use flag id {ch.ready_id}/{ch.free_id} only), so AIV1's flags count none of them and "
             "a split transfer's handshake with AIV1 is out of step",
             where=_loc(core),
@@ -179,13 +180,14 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
     aiv1 = core.kind is CoreKind.AIV and core.subblock == 1
     if 0 not in ch.peers:
         why = "the pipe's one lane is AIV1"
-    elif aiv1:
-        why = f"{core.name} is not that lane"
     elif ch.lane0_at is None and any(sd.index or sd.held or sd.pending_alloc for sd in ch.sides.values()):
         if op == "TPOP":
             return      # it pops a split push (a NO_SPLIT one was refused where it was pushed):
                         # the split mismatch its landing reports, naming the push, is the mistake
+                        # (on either lane: which lane pops first is the schedule's)
         why = "the pipe's earlier transfers were split, with AIV1 in their handshakes"
+    elif aiv1:
+        why = f"{core.name} is not that lane"
     else:
         if ch.lane0_at is None:
             ch.lane0_at = _loc(core)
@@ -196,7 +198,7 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
     alloc = (" (and its TALLOC hands AIV1 the slot + a LEFT_RIGHT offset: getSubAIVOffset tests "
              "NO_SPLIT after the split cases)") if op == "TALLOC" and aiv1 else ""
     raise ProtocolError(
-        f"{op}(TILE_NO_SPLIT) on {core.name}, {ch.name}: in pto-isa on A5 a NO_SPLIT transfer has one lane, "
+        f"{op}(TILE_NO_SPLIT) on {core.name}, {ch.name}: on A5 a NO_SPLIT transfer has one lane, "
         f"AIV0 - the Cube's NO_SPLIT SET/WAIT use flag id {ch.ready_id}/{ch.free_id} only, never AIV1's "
         f"id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), and {why}, so AIV1's side of the handshake "
         f"is lost (a wait that never returns, or a slot reused before AIV1 freed it){alloc}",

@@ -1,5 +1,5 @@
 // A TPipe<..., IsNoSplit = true> constructed by both Vector sub-blocks, at function scope as
-// pto-isa's A5 no-split test does.  Under pto-isa on A5 a no-split pipe has one lane, AIV0: AIV1's
+// pto-isa's A5 no-split test does.  On A5 a no-split pipe has one lane, AIV0: AIV1's
 // construction is a warning (what its constructor signals on the device), and with ``use`` 1
 // AIV1 frees the pipe - a ConfigError whose fix speaks C++.
 #include <pto/pto-inst.hpp>
@@ -16,9 +16,9 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *fifo, int64_t use)
 }
 
 // pto-isa's A5 one-lane form (its tpush_a5 no-split tests): only AIV0 constructs and pops the pipe,
-// the Vector body under get_subblockid() == 0.  pto-isa on A5 gives the pipe one lane and runs it;
-// the spec protocol gives an IsNoSplit pipe both lanes, so the Cube's push waits for AIV1 - a
-// deadlock whose fix names --protocol pto-isa.
+// the Vector body under get_subblockid() == 0.  A5 gives the pipe one lane under spec and pto-isa
+// and runs it; A2A3 gives an IsNoSplit pipe both lanes, so the Cube's push waits for AIV1 - a
+// deadlock whose fix names --platform a5.
 extern "C" __global__ AICORE void cube_one_lane(__gm__ float *fifo, int64_t use)
 {
     Pipe pipe(fifo, 0x10000, 0);
