@@ -997,8 +997,8 @@ template <typename... A> struct wrong_count : std::false_type {};
 #define PTOPIPE_SCRATCH_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                             \
     static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
                   #NAME " takes " #FEWEST " to " #MOST " arguments (operands with the scratch tile tmp "   \
-                  "that pto-isa's " #NAME " requires, then wait events): pass a tile of the source's "    \
-                  "type and shape as tmp, as docs/isa/" #NAME ".md spells the call")
+                  "that pto-isa's " #NAME " requires, then wait events): pass a scratch tile as tmp, "   \
+                  "of the type and size pto-isa's docs/isa/" #NAME ".md gives")
 
 // the algorithms of pto-isa's ``<auto PrecisionType>`` forms (include/pto/common/type.hpp; its
 // PowAlgorithm is ptopipe's, which TPOW / TPOWS pass on): the device's ways to one function,
