@@ -51,6 +51,12 @@ MOST_OPERANDS = {"TMRGSORT": 7}
 #: the fewest operands of a scratch-taking instruction whose Python form takes ``*args`` only
 #: (the arg reductions: TROWARGMAX(dst, src, tmp))
 SCRATCH_ONLY_ARGS = 3
+#: the fewest operands pto-isa's pto_instr.hpp declares for an instruction whose Python form
+#: defaults some of them (a call with fewer does not build with pto-isa's headers): the compare
+#: mode, TCVT's RoundMode, the FP forms' indices, TDEINTERLEAVE's source, TRANDOM's key and
+#: counter, TMRGSORT's executed-count list and tmp
+PTO_ISA_FEWEST = {"TCMP": 4, "TCMPS": 4, "TCVT": 3, "TEXTRACT_FP": 5, "TINSERT_FP": 5, "TDEINTERLEAVE": 3,
+                  "TRANDOM": 3, "TMRGSORT": 3}
 
 #: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
 ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
@@ -370,7 +376,7 @@ def operands(name: str) -> tuple:
         # pto-isa's form requires the scratch tile: no optional operand in C++ (the Python
         # form's ``tmp=None`` or ``*rest``); one before the scalar needs the scalar too
         req += 1 + (name in SCRATCH_BEFORE_SCALAR)
-    return req, most, variadic
+    return max(req, PTO_ISA_FEWEST.get(name, 0)), most, variadic
 
 
 def arities(name: str) -> tuple:
@@ -486,7 +492,8 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
                    f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
     # (with no arguments taken, one argument at least: a call with none is the overload above)
     first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
-    count = "PTOPIPE_SCRATCH_ARGUMENT_COUNT" if OPS[name].scratch else "PTOPIPE_ARGUMENT_COUNT"
+    count = ("PTOPIPE_SCRATCH_ARGUMENT_COUNT" if OPS[name].scratch else
+             "PTOPIPE_PTO_ISA_ARGUMENT_COUNT" if name in PTO_ISA_FEWEST else "PTOPIPE_ARGUMENT_COUNT")
     out.append(f"template <class... X, {first}class... A> inline RecordEvent {name}({more}const A &...) "
                f"{{ {count}({name}, {lo}, {hi}, A); return RecordEvent(); }}")
     return out

@@ -416,6 +416,30 @@ def test_an_instruction_called_without_the_scratch_tile_pto_isa_requires_does_no
     assert ok.returncode == 0, ok.stderr[-3000:]
 
 
+#: what pto-isa's pto_instr.hpp declares without a default and the Python form defaults: (the call
+#: without it, the call with it)
+NO_DEFAULT = {"TCVT": ("TCVT(d, a)", "TCVT(d, a, RoundMode::CAST_RINT)"),
+              "TCMP": ("TCMP(m, a, b)", "TCMP(m, a, b, CmpMode::LT)"),
+              "TCMPS": ("TCMPS(m, a, 1.0f)", "TCMPS(m, a, 1.0f, CmpMode::GE)"),
+              "TEXTRACT_FP": ("TEXTRACT_FP(d, a, f)", "TEXTRACT_FP(d, a, f, 0, 0)"),
+              "TDEINTERLEAVE": ("TDEINTERLEAVE(d, b)", "TDEINTERLEAVE(d, b, a)")}
+
+
+@needs_cxx
+def test_an_operand_pto_isa_declares_without_a_default_must_be_spelled(tmp_path):
+    def calls(which):
+        return (SCRATCH_TILES + "using FP = Tile<TileType::Scaling, uint64_t, 1, 16>;\n"
+                + "".join(f"void k{n}(F &d, F &a, F &b, M &m, FP &f) {{ {forms[which]}; }}\n"
+                          for n, forms in NO_DEFAULT.items()))
+    r = compile_only(tmp_path, calls(0))
+    assert r.returncode != 0
+    for name in NO_DEFAULT:
+        assert f"{name} takes " in r.stderr and f"pto-isa's {name} has no defaults for them" in r.stderr, \
+            (name, r.stderr[-3000:])
+    ok = compile_only(tmp_path, calls(1))
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
 #: what pto-isa declares and ptopipe does not model: a file naming it compiles (the names below,
 #: <algorithm> through the headers); each use is refused with a message naming what is not modelled
 UNMODELLED = """
