@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..arch import vocab as V
-from ..arch.catalogue import OPS
+from ..arch.catalogue import OPS, SCRATCH_BEFORE_SCALAR
 from ..codegen.cpp_types import CTYPES
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
@@ -48,6 +48,15 @@ MAX_VARIADIC = 8
 #: the most operands of an instruction whose Python form takes some of them in ``*args``
 #: (before its wait events): TMRGSORT(dst, executedNumList, tmp, src0, src1, src2, src3)
 MOST_OPERANDS = {"TMRGSORT": 7}
+#: the fewest operands of a scratch-taking instruction whose Python form takes ``*args`` only
+#: (the arg reductions: TROWARGMAX(dst, src, tmp))
+SCRATCH_ONLY_ARGS = 3
+#: the fewest operands pto-isa's pto_instr.hpp declares for an instruction whose Python form
+#: defaults some of them (a call with fewer does not build with pto-isa's headers): the compare
+#: mode, TCVT's RoundMode, the FP forms' indices, TDEINTERLEAVE's source, TRANDOM's key and
+#: counter, TMRGSORT's executed-count list and tmp
+PTO_ISA_FEWEST = {"TCMP": 4, "TCMPS": 4, "TCVT": 3, "TEXTRACT_FP": 5, "TINSERT_FP": 5, "TDEINTERLEAVE": 3,
+                  "TRANDOM": 3, "TMRGSORT": 3}
 
 #: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
 ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
@@ -356,12 +365,18 @@ def operands(name: str) -> tuple:
                 req += 1
             else:
                 opt += 1
+    scratch = name in OPS and OPS[name].scratch
     if variadic and req + opt == 0:
-        return 1, MAX_VARIADIC, False
+        return (SCRATCH_ONLY_ARGS if scratch else 1), MAX_VARIADIC, False
     # a Python form whose trailing ``*rest`` holds optional operands as well as the wait events
     # (pto-isa's tmp forms: TTRANS(dst, src, tmp), TSEL(dst, mask, a, b, tmp), TGATHER(dst, src,
     # idx, tmp)) takes up to MAX_EVENTS more operands; the Python form checks them
-    return req, MOST_OPERANDS.get(name, req + opt + (MAX_EVENTS if mixed else 0)), variadic
+    most = MOST_OPERANDS.get(name, req + opt + (MAX_EVENTS if mixed else 0))
+    if scratch:
+        # pto-isa's form requires the scratch tile: no optional operand in C++ (the Python
+        # form's ``tmp=None`` or ``*rest``); one before the scalar needs the scalar too
+        req += 1 + (name in SCRATCH_BEFORE_SCALAR)
+    return max(req, PTO_ISA_FEWEST.get(name, 0)), most, variadic
 
 
 def arities(name: str) -> tuple:
@@ -477,8 +492,10 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
                    f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
     # (with no arguments taken, one argument at least: a call with none is the overload above)
     first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
+    count = ("PTOPIPE_SCRATCH_ARGUMENT_COUNT" if OPS[name].scratch else
+             "PTOPIPE_PTO_ISA_ARGUMENT_COUNT" if name in PTO_ISA_FEWEST else "PTOPIPE_ARGUMENT_COUNT")
     out.append(f"template <class... X, {first}class... A> inline RecordEvent {name}({more}const A &...) "
-               f"{{ PTOPIPE_ARGUMENT_COUNT({name}, {lo}, {hi}, A); return RecordEvent(); }}")
+               f"{{ {count}({name}, {lo}, {hi}, A); return RecordEvent(); }}")
     return out
 
 

@@ -298,6 +298,19 @@ def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | N
     raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {with_article(gm.name)} GM tensor: {why}", fix)
 
 
+def _same_size_bytes(core, op: str, gm: GlobalTensor, tile: Tile, data, to, fix: str):
+    """``data`` (the side of a TLOAD / TSTORE whose element type is not ``to``) seen as ``to``:
+    the move copies bytes, so elements of the same size move bit for bit (pto-isa's TLOAD /
+    TSTORE of a Vec or Mat tile static_assert only ``sizeof`` of the two element types, and the
+    DMA does not convert - a float32 tensor loads into an int32 tile as its bits); elements of
+    another size are a KernelError."""
+    if gm.dtype.itemsize != tile.dtype.itemsize:
+        raise _err(core, f"{op}: {gm.describe()} is {gm.dtype.name} but {tile.describe()} is "
+                         f"{tile.dtype.name}: {op} moves bytes, between element types of one size only",
+                   f"{op} does not convert; {fix}")
+    return data.view(to)
+
+
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a matrix by its layout: ND (d0*d1*d2*d3) x d4,
     DN d3 x (d0*d1*d2*d4), NZ (d2*d3) x (d0*d1*d4) (:class:`~ptopipe.isa.tensor.GlobalTensor`)."""
@@ -320,8 +333,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     if v is None:
         return _empty_move(core, _MTE2, dst, "TLOAD", True)
     if src.dtype != dst.dtype:
-        raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
-                         f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
+        v = _same_size_bytes(core, "TLOAD", src, dst, v, dst.dtype, "load then TCVT")
     if src._mat2:                                      # v is 2-D (GlobalTensor.matrix)
         core.pending.append((setitem, d, _ALL, v))     # the copy, queued (Cluster.sync)
     else:
@@ -372,8 +384,8 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
-        raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
-                         f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
+        s = _same_size_bytes(core, "TSTORE", dst, src, s, dst.dtype,
+                             "only Acc tiles convert on store (FIX); TCVT first")
     if relu_mode is not None or pre_quant is not None:
         from .fixpipe import fixpipe_store        # (fixpipe imports this module)
         s = fixpipe_store(core, src, s, dst.dtype, relu_mode, pre_quant)

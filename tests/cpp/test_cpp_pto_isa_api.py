@@ -380,6 +380,66 @@ def test_what_pto_isa_cannot_build_or_ptopipe_does_not_model_does_not_compile(tm
         assert msg in r.stderr, (decl, r.stderr)
 
 
+#: an instruction whose pto-isa form requires its scratch tile (pto_instr.hpp declares no form
+#: without it): (the call without it, the call with it); pto-isa's headers do not build the first
+NO_SCRATCH = {"TROWSUM": ("TROWSUM(c, a)", "TROWSUM(c, a, b)"), "TROWMAX": ("TROWMAX(c, a)", "TROWMAX(c, a, b)"),
+              "TROWMIN": ("TROWMIN(c, a)", "TROWMIN(c, a, b)"), "TROWPROD": ("TROWPROD(c, a)", "TROWPROD(c, a, b)"),
+              "TTRANS": ("TTRANS(d, a)", "TTRANS(d, a, b)"), "TSEL": ("TSEL(d, m, a, b)", "TSEL(d, m, a, b, d)"),
+              "TSELS": ("TSELS(d, m, a, -1.0f)", "TSELS(d, m, a, b, -1.0f)"),
+              "TXOR": ("TXOR(i, i, j)", "TXOR(i, i, j, j)"), "TXORS": ("TXORS(i, i, 5)", "TXORS(i, i, 5, j)"),
+              "TREM": ("TREM(d, a, b)", "TREM(d, a, b, d)"), "TREMS": ("TREMS(d, a, 3.0f)", "TREMS(d, a, 3.0f, b)"),
+              "TPRELU": ("TPRELU(d, a, b)", "TPRELU(d, a, b, d)"), "TPOW": ("TPOW(d, a, b)", "TPOW(d, a, b, d)"),
+              "TPOWS": ("TPOWS(d, a, 2.0f)", "TPOWS(d, a, 2.0f, b)"),
+              "TROWARGMAX": ("TROWARGMAX(ci, a)", "TROWARGMAX(ci, a, b)"),
+              "TCOLARGMIN": ("TCOLARGMIN(ri, a)", "TCOLARGMIN(ri, a, b)")}
+SCRATCH_TILES = """
+using F = Tile<TileType::Vec, float, 16, 16>;
+using I = Tile<TileType::Vec, int32_t, 16, 16>;
+using C = Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor>;
+using CI = Tile<TileType::Vec, int32_t, 16, 1, BLayout::ColMajor>;
+using RI = Tile<TileType::Vec, int32_t, 1, 16>;
+using M = Tile<TileType::Vec, uint8_t, 16, 32>;
+"""
+
+
+@needs_cxx
+def test_an_instruction_called_without_the_scratch_tile_pto_isa_requires_does_not_compile(tmp_path):
+    def calls(which):
+        return SCRATCH_TILES + "".join(f"void k{n}(F &d, F &a, F &b, I &i, I &j, C &c, CI &ci, RI &ri, M &m) "
+                                       f"{{ {forms[which]}; }}\n" for n, forms in NO_SCRATCH.items())
+    r = compile_only(tmp_path, calls(0))
+    assert r.returncode != 0
+    for name in NO_SCRATCH:
+        assert f"{name} takes " in r.stderr and f"the scratch tile tmp that pto-isa's {name} requires" in r.stderr, \
+            (name, r.stderr[-3000:])
+    ok = compile_only(tmp_path, calls(1))
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
+#: what pto-isa's pto_instr.hpp declares without a default and the Python form defaults: (the call
+#: without it, the call with it)
+NO_DEFAULT = {"TCVT": ("TCVT(d, a)", "TCVT(d, a, RoundMode::CAST_RINT)"),
+              "TCMP": ("TCMP(m, a, b)", "TCMP(m, a, b, CmpMode::LT)"),
+              "TCMPS": ("TCMPS(m, a, 1.0f)", "TCMPS(m, a, 1.0f, CmpMode::GE)"),
+              "TEXTRACT_FP": ("TEXTRACT_FP(d, a, f)", "TEXTRACT_FP(d, a, f, 0, 0)"),
+              "TDEINTERLEAVE": ("TDEINTERLEAVE(d, b)", "TDEINTERLEAVE(d, b, a)")}
+
+
+@needs_cxx
+def test_an_operand_pto_isa_declares_without_a_default_must_be_spelled(tmp_path):
+    def calls(which):
+        return (SCRATCH_TILES + "using FP = Tile<TileType::Scaling, uint64_t, 1, 16>;\n"
+                + "".join(f"void k{n}(F &d, F &a, F &b, M &m, FP &f) {{ {forms[which]}; }}\n"
+                          for n, forms in NO_DEFAULT.items()))
+    r = compile_only(tmp_path, calls(0))
+    assert r.returncode != 0
+    for name in NO_DEFAULT:
+        assert f"{name} takes " in r.stderr and f"pto-isa's {name} has no defaults for them" in r.stderr, \
+            (name, r.stderr[-3000:])
+    ok = compile_only(tmp_path, calls(1))
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
 #: what pto-isa declares and ptopipe does not model: a file naming it compiles (the names below,
 #: <algorithm> through the headers); each use is refused with a message naming what is not modelled
 UNMODELLED = """

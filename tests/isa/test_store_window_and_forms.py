@@ -150,3 +150,30 @@ def test_a_tile_past_an_instructions_operands_is_named_as_such():
         TABS(a, a, Tile(TileType.Vec, float32, 8, 8, addr=0x100))      # TABS has no tmp form
     with pytest.raises(KernelError, match="a Tile where a wait event goes"):
         _run(vec)
+
+
+def test_a_move_between_element_types_of_one_size_copies_the_bits():
+    """pto-isa's TLOAD / TSTORE of a Vec or Mat tile static_assert only that the element sizes
+    match: the DMA moves bytes, so a float32 tensor loads into an int32 tile as its bits (a
+    sign-bit mask) and an int32 tile stores into a float32 tensor as floats' bits; elements of
+    another size stay an error at the instruction."""
+    def vec(x, out, sign):
+        bits = Tile(TileType.Vec, int32, 8, 8, addr=0)
+        s = Tile(TileType.Vec, uint32, 8, 8, addr=0x100)
+        TLOAD(bits, x)
+        TSHRS(bits, bits, 31)
+        TSTORE(sign, bits)
+        TLOAD(s, x)
+        TANDS(s, s, 0x7FFFFFFF)
+        TSTORE(out, s)
+    x = (X - 31.5).astype(np.float32)
+    res = ptopipe.run(None, (vec, None), dict(x=x, out=np.zeros((8, 8), np.float32),
+                                              sign=np.zeros((8, 8), np.int32)), platform="a5")
+    np.testing.assert_array_equal(res.outputs["out"], np.abs(x))
+    np.testing.assert_array_equal(res.outputs["sign"], np.where(x < 0, -1, 0))
+
+    def other_size(x, out, sign):
+        TLOAD(Tile(TileType.Vec, float16, 8, 16, addr=0, valid_cols=8), x)
+    with pytest.raises(KernelError, match="moves bytes, between element types of one size only") as e:
+        _run(other_size, out=np.zeros((8, 8), np.float32), sign=np.zeros((8, 8), np.int32))
+    assert e.value.where.endswith(f":{other_size.__code__.co_firstlineno + 1}")

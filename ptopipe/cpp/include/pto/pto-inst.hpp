@@ -1016,6 +1016,19 @@ template <typename... A> struct wrong_count : std::false_type {};
 #define PTOPIPE_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                                     \
     static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
                   #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)")
+// an instruction whose pto-isa form requires a scratch tile (the catalogue's ``scratch``):
+// a call without it does not build with pto-isa's headers
+#define PTOPIPE_SCRATCH_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                             \
+    static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
+                  #NAME " takes " #FEWEST " to " #MOST " arguments (operands with the scratch tile tmp "   \
+                  "that pto-isa's " #NAME " requires, then wait events): pass a scratch tile as tmp, "   \
+                  "of the type and size pto-isa's docs/isa/" #NAME ".md gives")
+// an instruction whose pto-isa form takes operands the Python form defaults (a compare's
+// CmpMode, TCVT's RoundMode, ...): a call without them does not build with pto-isa's headers
+#define PTOPIPE_PTO_ISA_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                             \
+    static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
+                  #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events): "        \
+                  "pto-isa's " #NAME " has no defaults for them - spell each, as docs/isa/" #NAME ".md does")
 
 // the algorithms of pto-isa's ``<auto PrecisionType>`` forms (include/pto/common/type.hpp; its
 // PowAlgorithm is ptopipe's, which TPOW / TPOWS pass on): the device's ways to one function,
