@@ -1234,3 +1234,15 @@ def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path,
     from the function): a ParseError at the op, before anything runs, by run and check --static."""
     for cmd in (("run",), ("check", "--static")):
         _refused_at(tmp_path, capsys, text, needle, token, what, cmd=cmd)
+
+
+def test_a_tpop_that_waits_forever_is_named_before_a_tpush_never_popped():
+    """The Vector side of a DIR_BOTH loop runs one trip fewer than the Cube side: the Cube hangs
+    in the V2C TPOP of its last trip, so that is the error's line; the C2V TPUSH of that trip,
+    never popped and never reached, is only mentioned after it."""
+    path = ROOT / "tests" / "pto_broken" / "both_loop_short_consumer_a3.pto"
+    text = path.read_text()
+    with pytest.raises(CompileError) as e:
+        load_pto(str(path))
+    assert int(e.value.where.split(":")[1]) == _line(text, "pto.tpop_from_aiv"), str(e.value)
+    assert "waits forever" in e.value.what
