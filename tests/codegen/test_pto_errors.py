@@ -1207,6 +1207,8 @@ _RET = "    pto.tstore ins(%acc : "
      "%c16 = arith.constant", "arith", "arith.constant: 16.0 is not an integer literal, which an index constant takes"),
     (_edit(SOFTMAX, "%scale = arith.constant 1.250000e-01 : f32", "%scale = arith.constant 1 : f32"),
      "%scale = arith.constant", "arith", "arith.constant: 1 is an integer literal; an f32 constant takes one with a '.'"),
+    (_edit(SOFTMAX, "%c16 = arith.constant 16 : index", "%c16 = arith.constant 16 : index\n    %u = arith.constant 2 : ui32"),
+     "%u = arith.constant", "arith", "arith.constant of type ui32: an arith.constant integer is signless"),
     # a partition's constant sizes are its result type's shape
     (_edit(SOFTMAX, "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c64]",
            "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c16]"),
