@@ -203,6 +203,41 @@ def a5_scratch_refusal(op: str) -> tuple:
     return (f"{op} with a tmp tile on A5: ptoas refuses it (expects A5 form to omit tmp)",
             "drop the tmp operand on A5 (the A5 instruction needs no scratch tile; A2A3 takes one)")
 
+#: element types ptoas's verifier takes (PTOAS PTO.cpp, the ops' ``verify``) where pto-isa's
+#: instruction takes more: op -> {platform: (dtypes, ptoas's words)}; ``None`` as the platform:
+#: every platform.  ptoas refuses the file; pto-isa's C++ of the instruction builds and runs.
+_W8_16 = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
+_W16 = frozenset(np.dtype(t) for t in (np.int16, np.uint16))
+_F16_F32 = frozenset(np.dtype(t) for t in (np.float16, np.float32))
+_A5_ARITH = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
+                                            np.float32))
+_A5_MUL = _A5_ARITH - {np.dtype(np.int8), np.dtype(np.uint8)}
+PTOAS_ELEMENT_TYPES = {
+    **{f"pto.{op}": {"a2a3": (_W8_16, f"expects A2/A3 {op} element type to be i8/i16")}
+       for op in ("tand", "tor", "txor", "tands", "tors", "txors")},
+    "pto.tnot": {"a2a3": (_W16, "expects A2/A3 tnot element type to be i16")},
+    "pto.trecip": {None: (_F16_F32, "expects element type to be f16 or f32")},
+    "pto.tabs": {None: (_F16_F32, "expects element type to be f16 or f32")},
+    **{f"pto.{op}": {"a5": (_A5_ARITH, f"expects A5 {op} element type to be i32/i16/i8/f16/f32")}
+       for op in ("tsub", "tmax", "tmin", "tmaxs")},
+    "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
+}
+
+
+def ptoas_element_refusal(op: str, platform: str, dtype) -> tuple | None:
+    """``(what, fix)`` when ptoas's verifier refuses ``op`` on tiles of ``dtype`` on ``platform``
+    (:data:`PTOAS_ELEMENT_TYPES`), else None."""
+    rules = PTOAS_ELEMENT_TYPES.get(op)
+    rule = rules and (rules.get(platform) or rules.get(None))
+    if not rule or np.dtype(dtype) in rule[0]:
+        return None
+    where = "" if platform not in rules else f" on {platform.upper()}"
+    return (f"{op} of {np.dtype(dtype).name} tiles{where}: ptoas refuses it ('{op}' op {rule[1]}), though "
+            "pto-isa's instruction takes it",
+            f"use one of the element types ptoas takes here ({rule[1].rsplit(' be ', 1)[-1]}), or convert "
+            "with pto.tcvt first")
+
+
 #: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
 #: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)
 #: and notes that ptoas rejects the file

@@ -1248,3 +1248,48 @@ def test_a_tpop_that_waits_forever_is_named_before_a_tpush_never_popped():
         load_pto(str(path))
     assert int(e.value.where.split(":")[1]) == _line(text, "pto.tpop_from_aiv"), str(e.value)
     assert "waits forever" in e.value.what
+
+
+_ONE_OP = """module {
+  func.func @k(%x: !pto.ptr<DT>, %y: !pto.ptr<DT>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %xv = pto.make_tensor_view %x, shape = [%c4, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xDT>
+    %yv = pto.make_tensor_view %y, shape = [%c4, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xDT>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xDT> -> !pto.partition_tensor_view<4x64xDT>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xDT> -> !pto.partition_tensor_view<4x64xDT>
+    %a = pto.alloc_tile : TB
+    %d = pto.alloc_tile : TB
+    pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : TB)
+    pto.OP ins(%a, %a : TB, TB) outs(%d : TB)
+    pto.tstore ins(%d : TB) outs(%yp : !pto.partition_tensor_view<4x64xDT>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("op,dt,platform,refused", [
+    ("tand", "i32", "a2a3", "expects A2/A3 tand element type to be i8/i16"),
+    ("tand", "i16", "a2a3", None),
+    ("tand", "i32", "a5", None),
+    ("tsub", "bf16", "a5", "expects A5 tsub element type to be i32/i16/i8/f16/f32"),
+])
+def test_an_element_type_ptoas_refuses_where_pto_isa_takes_it_is_a_parse_error(tmp_path, capsys, op, dt, platform,
+                                                                                refused):
+    """ptoas's verifier takes fewer element types than pto-isa's instruction for some ops (i32
+    TAND on A2/A3, bf16 TSUB on A5): ptoas refuses the file, and so does the run, at the op."""
+    tb = (f"!pto.tile_buf<loc=vec, dtype={dt}, rows=4, cols=64, v_row=4, v_col=64, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+    text = _ONE_OP.replace("TB", tb).replace("DT", dt).replace("OP", op)
+    if refused is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    err = _refused_at(tmp_path, capsys, text, f"pto.{op} ins", f"pto.{op}",
+                      f"pto.{op} of {'bfloat16' if dt == 'bf16' else 'int32'} tiles on {platform.upper()}: ptoas "
+                      f"refuses it ('pto.{op}' op {refused})", cmd=("run", "--platform", platform))
+    assert "fix: use one of the element types ptoas takes here" in err

@@ -18,7 +18,8 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+                          a5_scratch_refusal, ptoas_element_refusal,
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
@@ -520,6 +521,11 @@ def op_catalogue(ex, fr, s):
     if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and ex.core.cluster.platform.name == "a5":
         what, fix = a5_scratch_refusal(s.name)
         raise ParseError(what, where=ex.where(s), fix=fix)
+    if s.name in PTOAS_ELEMENT_TYPES:
+        t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
+        refused = t is not None and ptoas_element_refusal(s.name, ex.core.cluster.platform.name, t.dtype)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name == "pto.tci":
         _tci_start_type(ex, s, form.ins_group, dsts[0])
     if not form.layouts_seen:
