@@ -1293,3 +1293,21 @@ def test_an_element_type_ptoas_refuses_where_pto_isa_takes_it_is_a_parse_error(t
                       f"pto.{op} of {'bfloat16' if dt == 'bf16' else 'int32'} tiles on {platform.upper()}: ptoas "
                       f"refuses it ('pto.{op}' op {refused})", cmd=("run", "--platform", platform))
     assert "fix: use one of the element types ptoas takes here" in err
+
+
+@pytest.mark.parametrize("slope", ["f16", "f32"])
+def test_a_tlrelu_slope_is_an_f32_for_f16_tiles_too(tmp_path, capsys, slope):
+    """ptoas's pto.tlrelu takes its slope as an f32 whatever the tiles' element type: an f16
+    slope is refused at the op; an f32 one with f16 tiles runs."""
+    tb = ("!pto.tile_buf<loc=vec, dtype=f16, rows=4, cols=64, v_row=4, v_col=64, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+    text = (_ONE_OP.replace("TB", tb).replace("DT", "f16")
+            .replace("    %c0 = arith.constant 0 : index", f"    %s = arith.constant 1.0e-01 : {slope}\n    %c0 = arith.constant 0 : index")
+            .replace("pto.OP ins(%a, %a : TB, TB)".replace("TB", tb), f"pto.tlrelu ins(%a, %s : {tb}, {slope})"))
+    if slope == "f32":
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", "a5"]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tlrelu", "pto.tlrelu",
+                "pto.tlrelu's slope is f16: ptoas refuses it ('pto.tlrelu' op operand #1 must be 32-bit float")

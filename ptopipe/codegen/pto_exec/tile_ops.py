@@ -441,6 +441,19 @@ ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3,
          "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
 
 
+def _lrelu_slope_type(ex, s, ins) -> None:
+    """``pto.tlrelu``'s slope is an f32 whatever the tiles' element type (ptoas's op definition:
+    "operand #1 must be 32-bit float"): another type is a ParseError at the op."""
+    parts = split_top(ins or [], (":",))
+    types = split_top(parts[-1]) if len(parts) > 1 else []
+    if len(types) >= 2:
+        ty = "".join(t.text for t in types[1])
+        if ty != "f32":
+            raise ParseError(f"pto.tlrelu's slope is {ty}: ptoas refuses it ('pto.tlrelu' op operand #1 must be "
+                             f"32-bit float, but got '{ty}')", where=ex.where(s),
+                             fix="give the slope as an f32 scalar (also for f16 tiles)")
+
+
 class _Form:
     """What :func:`op_catalogue` reads off a statement, once: its instruction, its operands'
     tokens, the attributes it passes (a TMOV's keywords depend on its form, known when it
@@ -528,6 +541,8 @@ def op_catalogue(ex, fr, s):
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name == "pto.tci":
         _tci_start_type(ex, s, form.ins_group, dsts[0])
+    elif s.name == "pto.tlrelu":
+        _lrelu_slope_type(ex, s, form.ins_group)
     if not form.layouts_seen:
         form.layouts_seen = True
         if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5":
