@@ -19,6 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
+from ..arch.dtypes import bfloat16
 from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
                           default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
@@ -221,6 +222,12 @@ PTOAS_ELEMENT_TYPES = {
     **{f"pto.{op}": {"a5": (_A5_ARITH, f"expects A5 {op} element type to be i32/i16/i8/f16/f32")}
        for op in ("tsub", "tmax", "tmin", "tmaxs")},
     "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
+    "pto.tcmps": {"a5": (_A5_ARITH, "expects A5 tcmps input element type to be i8/i16/i32/f16/f32")},
+    "pto.tcmp": {"a5": (_A5_ARITH | {np.dtype(bfloat16)},
+                        "expects A5 tcmp input element type to be i8/i16/i32/f16/bf16/f32")},
+    **{f"pto.{op}": {"a5": (_A5_ARITH | {np.dtype(bfloat16)},
+                            f"expects A5 {op} element type to be i8/i16/i32/f16/bf16/f32")}
+       for op in ("tcolsum", "tcolmax", "tcolmin")},
 }
 
 
