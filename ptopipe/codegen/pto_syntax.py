@@ -228,6 +228,8 @@ PTOAS_ELEMENT_TYPES = {
     **{f"pto.{op}": {"a5": (_A5_ARITH | {np.dtype(bfloat16)},
                             f"expects A5 {op} element type to be i8/i16/i32/f16/bf16/f32")}
        for op in ("tcolsum", "tcolmax", "tcolmin")},
+    "pto.texpands": {"a2a3": (_A5_MUL, "expects A2/A3 texpands dst element type to be i16/i32/f16/f32"),
+                     "a5": (_A5_ARITH, "expects A5 texpands dst element type to be i8/i16/i32/f16/f32")},
 }
 
 

@@ -1311,3 +1311,27 @@ def test_a_tlrelu_slope_is_an_f32_for_f16_tiles_too(tmp_path, capsys, slope):
         return
     _refused_at(tmp_path, capsys, text, "pto.tlrelu", "pto.tlrelu",
                 "pto.tlrelu's slope is f16: ptoas refuses it ('pto.tlrelu' op operand #1 must be 32-bit float")
+
+
+@pytest.mark.parametrize("dt,scalar,platform,what", [
+    ("ui32", "i32", "a5", "pto.texpands of a ui32 tile with a i32 scalar: ptoas refuses it ('pto.texpands' op expects "
+                          "scalar type == dst element type)"),
+    ("bf16", "bf16", "a5", "pto.texpands of bfloat16 tiles on A5: ptoas refuses it ('pto.texpands' op expects A5 "
+                           "texpands dst element type to be i8/i16/i32/f16/f32)"),
+    ("i8", "i8", "a5", None),
+])
+def test_texpands_takes_ptoas_element_and_scalar_types(tmp_path, capsys, dt, scalar, platform, what):
+    """ptoas's pto.texpands wants its scalar of the tile's element type exactly and, on A5, an
+    8/16/32-bit integer or f16 / f32 tile: other files are refused at the op."""
+    tb = (f"!pto.tile_buf<loc=vec, dtype={dt}, rows=4, cols=64, v_row=4, v_col=64, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+    lit = "3.0" if dt.startswith(("f", "bf")) else "3"
+    text = (_ONE_OP.replace("TB", tb).replace("DT", dt)
+            .replace("    %c0 = arith.constant 0 : index", f"    %s = arith.constant {lit} : {scalar}\n    %c0 = arith.constant 0 : index")
+            .replace(f"pto.OP ins(%a, %a : {tb}, {tb})", f"pto.texpands ins(%s : {scalar})"))
+    if what is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.texpands", "pto.texpands", what, cmd=("run", "--platform", platform))

@@ -23,7 +23,7 @@ from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, SCRATCH_A2A3_O
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
-from .types import ROUND, MultiSpec, TileSpec
+from .types import ELEMENT, ROUND, MultiSpec, TileSpec
 from .values import Elements, MultiTile, View
 
 
@@ -441,13 +441,29 @@ ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3,
          "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
 
 
+def _ins_type(ins, k: int) -> str | None:
+    """The text of the ``k``-th type of an ``ins(... : types)`` group, else None."""
+    parts = split_top(ins or [], (":",))
+    types = split_top(parts[-1]) if len(parts) > 1 else []
+    return "".join(t.text for t in types[k]) if len(types) > k else None
+
+
+def _expands_scalar_type(ex, s, ins, dst) -> None:
+    """``pto.texpands``'s scalar has the destination's element type exactly (ptoas: "expects
+    scalar type == dst element type"; an i32 scalar does not fill a ui32 tile there)."""
+    ty = _ins_type(ins, 0)
+    if ty is not None and ty in ELEMENT and isinstance(dst, isa.Tile) and ELEMENT[ty] != dst.dtype:
+        want = next(k for k, v in ELEMENT.items() if v == dst.dtype)
+        raise ParseError(f"pto.texpands of a {want} tile with a {ty} scalar: ptoas refuses it ('pto.texpands' op "
+                         "expects scalar type == dst element type)", where=ex.where(s),
+                         fix=f"give the scalar as {want}")
+
+
 def _lrelu_slope_type(ex, s, ins) -> None:
     """``pto.tlrelu``'s slope is an f32 whatever the tiles' element type (ptoas's op definition:
     "operand #1 must be 32-bit float"): another type is a ParseError at the op."""
-    parts = split_top(ins or [], (":",))
-    types = split_top(parts[-1]) if len(parts) > 1 else []
-    if len(types) >= 2:
-        ty = "".join(t.text for t in types[1])
+    ty = _ins_type(ins, 1)
+    if ty is not None:
         if ty != "f32":
             raise ParseError(f"pto.tlrelu's slope is {ty}: ptoas refuses it ('pto.tlrelu' op operand #1 must be "
                              f"32-bit float, but got '{ty}')", where=ex.where(s),
@@ -543,6 +559,8 @@ def op_catalogue(ex, fr, s):
         _tci_start_type(ex, s, form.ins_group, dsts[0])
     elif s.name == "pto.tlrelu":
         _lrelu_slope_type(ex, s, form.ins_group)
+    elif s.name == "pto.texpands":
+        _expands_scalar_type(ex, s, form.ins_group, dsts[0])
     if not form.layouts_seen:
         form.layouts_seen = True
         if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5":
