@@ -1335,3 +1335,28 @@ def test_texpands_takes_ptoas_element_and_scalar_types(tmp_path, capsys, dt, sca
         assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
         return
     _refused_at(tmp_path, capsys, text, "pto.texpands", "pto.texpands", what, cmd=("run", "--platform", platform))
+
+
+@pytest.mark.parametrize("comma", [", ", " "])
+def test_a_mask_pattern_tgather_takes_a_comma_before_its_attribute(tmp_path, capsys, comma):
+    """ptoas's pto.tgather parser wants ``ins(%src, {maskPattern = ...} : type)``; without the
+    comma it refuses the file: a ParseError at the attribute, and the comma form runs."""
+    t64, t32 = (f"!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols={c}, v_row=4, v_col={c}, blayout=row_major, "
+                "slayout=none_box, fractal=512, pad=0>" for c in (64, 32))
+    text = (_ONE_OP.replace("TB", t64).replace("DT", "f32")
+            .replace("%d = pto.alloc_tile : " + t64, "%d = pto.alloc_tile : " + t32)
+            .replace(f"pto.OP ins(%a, %a : {t64}, {t64}) outs(%d : {t64})",
+                     f"pto.tgather ins(%a{comma}{{maskPattern = #pto.mask_pattern<P0101>}} : {t64}) outs(%d : {t32})")
+            .replace(f"pto.tstore ins(%d : {t64})", f"pto.tstore ins(%d : {t32})"))
+    text = text.replace("%yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xf32> "
+                        "-> !pto.partition_tensor_view<4x64xf32>",
+                        "%c32 = arith.constant 32 : index\n    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = "
+                        "[%c4, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<4x32xf32>")
+    text = text.replace("outs(%yp : !pto.partition_tensor_view<4x64xf32>)", "outs(%yp : !pto.partition_tensor_view<4x32xf32>)")
+    if comma == ", ":
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f)]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tgather", "{maskPattern",
+                "pto.tgather's maskPattern follows its source after a comma: ptoas refuses it without one")

@@ -386,6 +386,12 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
         out.update(_relu_kwargs(ex, s))
     v = s.attr("maskPattern")
     if v:
+        ins = s.group("ins") or []
+        brace = next((k for k, t in enumerate(ins) if t.text == "{"), None)
+        if brace and ins[brace - 1].text != ",":
+            raise ex.perr(ins[brace], f"{s.name}'s maskPattern follows its source after a comma: ptoas refuses it "
+                                      f"without one (custom op '{s.name}' expected ',' after src operand in ins(...))",
+                          "write ins(%src, {maskPattern = #pto.mask_pattern<P0101>} : type)")
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
         try:
             out["mask_pattern"] = MaskPattern[m.group(1)]
