@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
-from ..arch.dtypes import bfloat16
+from ..arch.dtypes import bfloat16, float8_e4m3, float8_e5m2
 from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
                           default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
@@ -213,6 +213,7 @@ _F16_F32 = frozenset(np.dtype(t) for t in (np.float16, np.float32))
 _A5_ARITH = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
                                             np.float32))
 _A5_MUL = _A5_ARITH - {np.dtype(np.int8), np.dtype(np.uint8)}
+_EXTRACT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.float16, np.float32)) | {bfloat16}
 PTOAS_ELEMENT_TYPES = {
     **{f"pto.{op}": {"a2a3": (_W8_16, f"expects A2/A3 {op} element type to be i8/i16")}
        for op in ("tand", "tor", "txor", "tands", "tors", "txors")},
@@ -223,14 +224,37 @@ PTOAS_ELEMENT_TYPES = {
        for op in ("tsub", "tmax", "tmin", "tmaxs")},
     "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
     "pto.tcmps": {"a5": (_A5_ARITH, "expects A5 tcmps input element type to be i8/i16/i32/f16/f32")},
-    "pto.tcmp": {"a5": (_A5_ARITH | {np.dtype(bfloat16)},
+    "pto.tcmp": {"a5": (_A5_ARITH | {bfloat16},
                         "expects A5 tcmp input element type to be i8/i16/i32/f16/bf16/f32")},
-    **{f"pto.{op}": {"a5": (_A5_ARITH | {np.dtype(bfloat16)},
+    **{f"pto.{op}": {"a5": (_A5_ARITH | {bfloat16},
                             f"expects A5 {op} element type to be i8/i16/i32/f16/bf16/f32")}
        for op in ("tcolsum", "tcolmax", "tcolmin")},
     "pto.texpands": {"a2a3": (_A5_MUL, "expects A2/A3 texpands dst element type to be i16/i32/f16/f32"),
                      "a5": (_A5_ARITH, "expects A5 texpands dst element type to be i8/i16/i32/f16/f32")},
+    "pto.textract": {"a2a3": (_EXTRACT, "expects A2/A3 textract element type to be i8/f16/bf16/f32"),
+                     "a5": (_EXTRACT | {float8_e4m3, float8_e5m2},
+                            "expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 family type")},
 }
+
+#: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:
+#: op -> {platform: (source locations, destination locations, ptoas's words)}
+PTOAS_LOCATIONS = {
+    "pto.textract": {"a2a3": ((TileType.Mat,), (TileType.Left, TileType.Right),
+                              "expects A2/A3 textract src to use loc=mat and dst loc=left or loc=right")},
+    "pto.tinsert": {"a2a3": ((TileType.Acc,), (TileType.Mat,),
+                             "expects A2/A3 tinsert src to use loc=acc and dst to use loc=mat")},
+}
+
+
+def ptoas_location_refusal(op: str, platform: str, src_loc, dst_loc) -> tuple | None:
+    """``(what, fix)`` when ptoas's verifier refuses ``op`` from a ``src_loc`` to a ``dst_loc``
+    tile on ``platform`` (:data:`PTOAS_LOCATIONS`), else None."""
+    rule = PTOAS_LOCATIONS.get(op, {}).get(platform)
+    if not rule or (src_loc in rule[0] and dst_loc in rule[1]):
+        return None
+    return (f"{op} from a {src_loc.name} tile to a {dst_loc.name} tile on {platform.upper()}: ptoas refuses it "
+            f"('{op}' op {rule[2]})",
+            "on A2/A3 move Vec data with pto.tmov, or move the tiles through Mat / Left / Right as ptoas takes them")
 
 
 def ptoas_element_refusal(op: str, platform: str, dtype) -> tuple | None:

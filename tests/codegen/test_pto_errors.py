@@ -1360,3 +1360,35 @@ def test_a_mask_pattern_tgather_takes_a_comma_before_its_attribute(tmp_path, cap
         return
     _refused_at(tmp_path, capsys, text, "pto.tgather", "{maskPattern",
                 "pto.tgather's maskPattern follows its source after a comma: ptoas refuses it without one")
+
+
+@pytest.mark.parametrize("op,platform,what", [
+    ("textract", "a2a3", "pto.textract from a Vec tile to a Vec tile on A2A3: ptoas refuses it ('pto.textract' op "
+                         "expects A2/A3 textract src to use loc=mat and dst loc=left or loc=right)"),
+    ("tinsert", "a2a3", "pto.tinsert from a Vec tile to a Vec tile on A2A3: ptoas refuses it ('pto.tinsert' op "
+                        "expects A2/A3 tinsert src to use loc=acc and dst to use loc=mat)"),
+    ("textract", "a5", None),
+])
+def test_a_vec_to_vec_extract_or_insert_is_refused_on_a2a3_as_ptoas_does(tmp_path, capsys, op, platform, what):
+    """pto-isa runs TEXTRACT / TINSERT between Vec tiles on A2A3 too, ptoas's A2/A3 verifier only
+    Mat -> Left / Right and Acc -> Mat: such a file is refused at the op there, and runs on A5."""
+    big, small = (f"!pto.tile_buf<loc=vec, dtype=f32, rows={r}, cols=64, v_row={r}, v_col=64, blayout=row_major, "
+                  "slayout=none_box, fractal=512, pad=0>" for r in (8, 4))
+    src, dst = (big, small) if op == "textract" else (small, big)
+    text = (_ONE_OP.replace("%a = pto.alloc_tile : TB", f"%a = pto.alloc_tile : {big}")
+            .replace("%d = pto.alloc_tile : TB", f"%d = pto.alloc_tile : {big}\n    %e = pto.alloc_tile : {small}")
+            .replace("pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : TB)",
+                     f"pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%e : {small})\n"
+                     f"    pto.texpands ins(%one : f32) outs(%a : {big})")
+            .replace("    %c0 = arith.constant 0 : index", "    %one = arith.constant 1.0 : f32\n    %c0 = arith.constant 0 : index")
+            .replace("pto.OP ins(%a, %a : TB, TB) outs(%d : TB)",
+                     f"pto.{op} ins({'%a' if op == 'textract' else '%e'}, %c4, %c0 : {src}, index, index) "
+                     f"outs({'%e' if op == 'textract' else '%d'} : {dst})")
+            .replace("pto.tstore ins(%d : TB)", f"pto.tstore ins(%e : {small})")
+            .replace("DT", "f32"))
+    if what is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, f"pto.{op} ins", f"pto.{op}", what, cmd=("run", "--platform", platform))

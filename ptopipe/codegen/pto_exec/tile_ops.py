@@ -18,8 +18,8 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
-                          a5_scratch_refusal, ptoas_element_refusal,
+from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+                          a5_scratch_refusal, ptoas_element_refusal, ptoas_location_refusal,
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
@@ -559,6 +559,10 @@ def op_catalogue(ex, fr, s):
     if s.name in PTOAS_ELEMENT_TYPES:
         t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
         refused = t is not None and ptoas_element_refusal(s.name, ex.core.cluster.platform.name, t.dtype)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
+        refused = ptoas_location_refusal(s.name, ex.core.cluster.platform.name, srcs[0].loc, dsts[0].loc)
         if refused:
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name == "pto.tci":
