@@ -1392,3 +1392,17 @@ def test_a_vec_to_vec_extract_or_insert_is_refused_on_a2a3_as_ptoas_does(tmp_pat
         assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
         return
     _refused_at(tmp_path, capsys, text, f"pto.{op} ins", f"pto.{op}", what, cmd=("run", "--platform", platform))
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_an_entry_function_that_returns_a_value_is_refused(tmp_path, capsys, marked):
+    """ptoas: "PTO entry functions must return void" - for a function marked pto.entry and for
+    a file's only function; a helper the entry calls may return values."""
+    entry = " attributes {pto.entry}" if marked else ""
+    helper = ("\n  func.func private @twice(%v: index) -> index {\n    %r = arith.addi %v, %v : index\n"
+              "    return %r : index\n  }" if marked else "")
+    text = (f"module {{\n  func.func @k(%n: index) -> index{entry} {{\n    %c1 = arith.constant 1 : index\n"
+            f"    %m = arith.addi %n, %c1 : index\n    return %m : index\n  }}{helper}\n}}\n")
+    _refused_at(tmp_path, capsys, text, "func.func @k", "func.func",
+                "@k is the file's entry function and returns index: ptoas refuses it (PTO entry functions must "
+                "return void)")
