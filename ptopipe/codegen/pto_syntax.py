@@ -237,7 +237,8 @@ PTOAS_ELEMENT_TYPES = {
 }
 
 #: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:
-#: op -> {platform: (source locations, destination locations, ptoas's words)}
+#: op -> {platform: (source locations, destination locations, ptoas's words)}; its A5 rules of
+#: these ops between Vec tiles are :func:`ptoas_location_refusal`'s
 PTOAS_LOCATIONS = {
     "pto.textract": {"a2a3": ((TileType.Mat,), (TileType.Left, TileType.Right),
                               "expects A2/A3 textract src to use loc=mat and dst loc=left or loc=right")},
@@ -246,15 +247,32 @@ PTOAS_LOCATIONS = {
 }
 
 
-def ptoas_location_refusal(op: str, platform: str, src_loc, dst_loc) -> tuple | None:
-    """``(what, fix)`` when ptoas's verifier refuses ``op`` from a ``src_loc`` to a ``dst_loc``
-    tile on ``platform`` (:data:`PTOAS_LOCATIONS`), else None."""
+#: A5's Vec -> Vec TINSERT element types in ptoas's verifier (8- / 32-bit integers, fp8, f16, bf16, f32)
+_A5_VEC_INSERT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.uint32, np.float16, np.float32)) | {
+    bfloat16, float8_e4m3, float8_e5m2}
+
+
+def ptoas_location_refusal(op: str, platform: str, src, dst) -> tuple | None:
+    """``(what, fix)`` when ptoas's verifier refuses ``op`` from tile ``src`` to tile ``dst`` on
+    ``platform`` (:data:`PTOAS_LOCATIONS`; on A5 a Vec -> Vec TEXTRACT / TINSERT takes ND tiles,
+    and TINSERT :data:`_A5_VEC_INSERT` elements), else None."""
     rule = PTOAS_LOCATIONS.get(op, {}).get(platform)
-    if not rule or (src_loc in rule[0] and dst_loc in rule[1]):
+    if rule and not (src.loc in rule[0] and dst.loc in rule[1]):
+        return (f"{op} from a {src.loc.name} tile to a {dst.loc.name} tile on {platform.upper()}: ptoas refuses it "
+                f"('{op}' op {rule[2]})",
+                "on A2/A3 move Vec data with pto.tmov, or move the tiles through Mat / Left / Right as ptoas takes them")
+    if platform != "a5" or src.loc is not TileType.Vec or dst.loc is not TileType.Vec:
         return None
-    return (f"{op} from a {src_loc.name} tile to a {dst_loc.name} tile on {platform.upper()}: ptoas refuses it "
-            f"('{op}' op {rule[2]})",
-            "on A2/A3 move Vec data with pto.tmov, or move the tiles through Mat / Left / Right as ptoas takes them")
+    what = op.split(".")[1]
+    if any(t.blayout is not BLayout.RowMajor or t.slayout is not SLayout.NoneBox for t in (src, dst)):
+        return (f"{op} between Vec tiles on A5 not both row_major / none_box: ptoas refuses it ('{op}' op expects A5 "
+                f"vec->vec {what} src/dst to use ND layout (blayout=row_major, slayout=none_box))",
+                "give both tiles blayout=row_major, slayout=none_box (pto.tmov converts a tile's layout)")
+    if op == "pto.tinsert" and src.dtype not in _A5_VEC_INSERT:
+        return (f"{op} of {src.dtype.name} Vec tiles on A5: ptoas refuses it ('{op}' op expects A5 vec->vec tinsert "
+                "src/dst to have same supported dtype (fp8/f16/bf16/f32/i8/i32))",
+                "insert 8- or 32-bit integer, fp8, f16, bf16 or f32 tiles (convert with pto.tcvt first)")
+    return None
 
 
 def ptoas_element_refusal(op: str, platform: str, dtype) -> tuple | None:

@@ -1406,3 +1406,31 @@ def test_an_entry_function_that_returns_a_value_is_refused(tmp_path, capsys, mar
     _refused_at(tmp_path, capsys, text, "func.func @k", "func.func",
                 "@k is the file's entry function and returns index: ptoas refuses it (PTO entry functions must "
                 "return void)")
+
+
+@pytest.mark.parametrize("dt,layout,what", [
+    ("f32", "blayout=col_major, slayout=row_major", "pto.tinsert between Vec tiles on A5 not both row_major / none_box: "
+     "ptoas refuses it ('pto.tinsert' op expects A5 vec->vec tinsert src/dst to use ND layout"),
+    ("i16", "blayout=row_major, slayout=none_box", "pto.tinsert of int16 Vec tiles on A5: ptoas refuses it "
+     "('pto.tinsert' op expects A5 vec->vec tinsert src/dst to have same supported dtype (fp8/f16/bf16/f32/i8/i32))"),
+    ("i32", "blayout=row_major, slayout=none_box", None),
+])
+def test_an_a5_vec_to_vec_insert_takes_nd_tiles_of_ptoas_element_types(tmp_path, capsys, dt, layout, what):
+    """ptoas's A5 verifier takes a Vec -> Vec TINSERT of ND (row_major / none_box) tiles of 8- or
+    32-bit integers or floats; pto-isa runs others too: the file is refused at the op."""
+    big, small = (f"!pto.tile_buf<loc=vec, dtype={dt}, rows={r}, cols=64, v_row={r}, v_col=64, {lay}, "
+                  "fractal=512, pad=0>" for r, lay in ((8, layout), (4, "blayout=row_major, slayout=none_box")))
+    text = (_ONE_OP.replace("%a = pto.alloc_tile : TB", f"%a = pto.alloc_tile : {small}")
+            .replace("%d = pto.alloc_tile : TB", f"%d = pto.alloc_tile : {big}")
+            .replace("pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : TB)",
+                     f"pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : {small})")
+            .replace("pto.OP ins(%a, %a : TB, TB) outs(%d : TB)",
+                     f"pto.tinsert ins(%a, %c4, %c0 : {small}, index, index) outs(%d : {big})")
+            .replace("pto.tstore ins(%d : TB)", f"pto.tstore ins(%a : {small})")
+            .replace("DT", dt))
+    if what is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", "a5"]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tinsert ins", "pto.tinsert", what, cmd=("run", "--platform", "a5"))

@@ -562,7 +562,7 @@ def op_catalogue(ex, fr, s):
         if refused:
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
-        refused = ptoas_location_refusal(s.name, ex.core.cluster.platform.name, srcs[0].loc, dsts[0].loc)
+        refused = ptoas_location_refusal(s.name, ex.core.cluster.platform.name, srcs[0], dsts[0])
         if refused:
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name == "pto.tci":
