@@ -647,13 +647,17 @@ def concat_counted(a_full, b_full, n0, n1, unit: int, d, dst_idx) -> None:
 
 
 def scatter_index(s, idx, d_full):
-    """``d_full.flat[idx[r, c]] = s[r, c]`` in row-major order (the last write of an index
-    wins); an index outside the destination tile is an error (TSCATTER's index form)."""
+    """The whole destination tile zeroed, then ``d_full.flat[idx[r, c]] = s[r, c]`` in row-major
+    order (the last write of an index wins); an index outside the destination tile is an error
+    (TSCATTER's index form).  pto-isa's a2a3 and a5 TScatter.hpp clear dst (InitUBBuffer, all
+    Rows x Cols elements) before scattering, so nothing dst held survives; its CPU simulator
+    leaves the elements no index names as they were."""
     i = idx.astype(np.int64).reshape(-1)
     if i.size and (i.min() < 0 or i.max() >= d_full.size):
         bad = int(i[(i < 0) | (i >= d_full.size)][0])
         raise DataFault(f"TSCATTER index {bad} is outside the {d_full.shape[0]}x{d_full.shape[1]} "
                         "destination tile", "keep every index in 0 .. rows * cols - 1 of dst")
+    d_full[...] = 0
     d_full.reshape(-1)[i] = s.reshape(-1)
 
 

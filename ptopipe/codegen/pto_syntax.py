@@ -19,6 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
+from ..arch.dtypes import bfloat16, float8_e4m3, float8_e5m2
 from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
                           default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
@@ -202,6 +203,91 @@ def a5_scratch_refusal(op: str) -> tuple:
     """``(what, fix)`` of ``op`` (one of :data:`SCRATCH_A2A3_ONLY`) given a scratch tile on A5."""
     return (f"{op} with a tmp tile on A5: ptoas refuses it (expects A5 form to omit tmp)",
             "drop the tmp operand on A5 (the A5 instruction needs no scratch tile; A2A3 takes one)")
+
+#: element types ptoas's verifier takes (PTOAS PTO.cpp, the ops' ``verify``) where pto-isa's
+#: instruction takes more: op -> {platform: (dtypes, ptoas's words)}; ``None`` as the platform:
+#: every platform.  ptoas refuses the file; pto-isa's C++ of the instruction builds and runs.
+_W8_16 = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16))
+_W16 = frozenset(np.dtype(t) for t in (np.int16, np.uint16))
+_F16_F32 = frozenset(np.dtype(t) for t in (np.float16, np.float32))
+_A5_ARITH = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
+                                            np.float32))
+_A5_MUL = _A5_ARITH - {np.dtype(np.int8), np.dtype(np.uint8)}
+_EXTRACT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.float16, np.float32)) | {bfloat16}
+PTOAS_ELEMENT_TYPES = {
+    **{f"pto.{op}": {"a2a3": (_W8_16, f"expects A2/A3 {op} element type to be i8/i16")}
+       for op in ("tand", "tor", "txor", "tands", "tors", "txors")},
+    "pto.tnot": {"a2a3": (_W16, "expects A2/A3 tnot element type to be i16")},
+    "pto.trecip": {None: (_F16_F32, "expects element type to be f16 or f32")},
+    "pto.tabs": {None: (_F16_F32, "expects element type to be f16 or f32")},
+    **{f"pto.{op}": {"a5": (_A5_ARITH, f"expects A5 {op} element type to be i32/i16/i8/f16/f32")}
+       for op in ("tsub", "tmax", "tmin", "tmaxs")},
+    "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
+    "pto.tcmps": {"a5": (_A5_ARITH, "expects A5 tcmps input element type to be i8/i16/i32/f16/f32")},
+    "pto.tcmp": {"a5": (_A5_ARITH | {bfloat16},
+                        "expects A5 tcmp input element type to be i8/i16/i32/f16/bf16/f32")},
+    **{f"pto.{op}": {"a5": (_A5_ARITH | {bfloat16},
+                            f"expects A5 {op} element type to be i8/i16/i32/f16/bf16/f32")}
+       for op in ("tcolsum", "tcolmax", "tcolmin")},
+    "pto.texpands": {"a2a3": (_A5_MUL, "expects A2/A3 texpands dst element type to be i16/i32/f16/f32"),
+                     "a5": (_A5_ARITH, "expects A5 texpands dst element type to be i8/i16/i32/f16/f32")},
+    "pto.textract": {"a2a3": (_EXTRACT, "expects A2/A3 textract element type to be i8/f16/bf16/f32"),
+                     "a5": (_EXTRACT | {float8_e4m3, float8_e5m2},
+                            "expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 family type")},
+}
+
+#: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:
+#: op -> {platform: (source locations, destination locations, ptoas's words)}; its A5 rules of
+#: these ops between Vec tiles are :func:`ptoas_location_refusal`'s
+PTOAS_LOCATIONS = {
+    "pto.textract": {"a2a3": ((TileType.Mat,), (TileType.Left, TileType.Right),
+                              "expects A2/A3 textract src to use loc=mat and dst loc=left or loc=right")},
+    "pto.tinsert": {"a2a3": ((TileType.Acc,), (TileType.Mat,),
+                             "expects A2/A3 tinsert src to use loc=acc and dst to use loc=mat")},
+}
+
+
+#: A5's Vec -> Vec TINSERT element types in ptoas's verifier (8- / 32-bit integers, fp8, f16, bf16, f32)
+_A5_VEC_INSERT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.uint32, np.float16, np.float32)) | {
+    bfloat16, float8_e4m3, float8_e5m2}
+
+
+def ptoas_location_refusal(op: str, platform: str, src, dst) -> tuple | None:
+    """``(what, fix)`` when ptoas's verifier refuses ``op`` from tile ``src`` to tile ``dst`` on
+    ``platform`` (:data:`PTOAS_LOCATIONS`; on A5 a Vec -> Vec TEXTRACT / TINSERT takes ND tiles,
+    and TINSERT :data:`_A5_VEC_INSERT` elements), else None."""
+    rule = PTOAS_LOCATIONS.get(op, {}).get(platform)
+    if rule and not (src.loc in rule[0] and dst.loc in rule[1]):
+        return (f"{op} from a {src.loc.name} tile to a {dst.loc.name} tile on {platform.upper()}: ptoas refuses it "
+                f"('{op}' op {rule[2]})",
+                "on A2/A3 move Vec data with pto.tmov, or move the tiles through Mat / Left / Right as ptoas takes them")
+    if platform != "a5" or src.loc is not TileType.Vec or dst.loc is not TileType.Vec:
+        return None
+    what = op.split(".")[1]
+    if any(t.blayout is not BLayout.RowMajor or t.slayout is not SLayout.NoneBox for t in (src, dst)):
+        return (f"{op} between Vec tiles on A5 not both row_major / none_box: ptoas refuses it ('{op}' op expects A5 "
+                f"vec->vec {what} src/dst to use ND layout (blayout=row_major, slayout=none_box))",
+                "give both tiles blayout=row_major, slayout=none_box (pto.tmov converts a tile's layout)")
+    if op == "pto.tinsert" and src.dtype not in _A5_VEC_INSERT:
+        return (f"{op} of {src.dtype.name} Vec tiles on A5: ptoas refuses it ('{op}' op expects A5 vec->vec tinsert "
+                "src/dst to have same supported dtype (fp8/f16/bf16/f32/i8/i32))",
+                "insert 8- or 32-bit integer, fp8, f16, bf16 or f32 tiles (convert with pto.tcvt first)")
+    return None
+
+
+def ptoas_element_refusal(op: str, platform: str, dtype) -> tuple | None:
+    """``(what, fix)`` when ptoas's verifier refuses ``op`` on tiles of ``dtype`` on ``platform``
+    (:data:`PTOAS_ELEMENT_TYPES`), else None."""
+    rules = PTOAS_ELEMENT_TYPES.get(op)
+    rule = rules and (rules.get(platform) or rules.get(None))
+    if not rule or np.dtype(dtype) in rule[0]:
+        return None
+    where = "" if platform not in rules else f" on {platform.upper()}"
+    return (f"{op} of {np.dtype(dtype).name} tiles{where}: ptoas refuses it ('{op}' op {rule[1]}), though "
+            "pto-isa's instruction takes it",
+            f"use one of the element types ptoas takes here ({rule[1].rsplit(' be ', 1)[-1]}), or convert "
+            "with pto.tcvt first")
+
 
 #: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
 #: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)

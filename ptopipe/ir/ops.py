@@ -951,7 +951,9 @@ NO_DSL_FORM = {
     "TGEMV": "one-row TMATMUL with its own pto-isa checks; pl.matmul is TMATMUL (not yet a form)",
     "TGEMV_ACC": "one-row TMATMUL_ACC; pl.matmul_acc is TMATMUL_ACC (not yet a form)",
     "TAXPY": _IN_PLACE, "TMULADDDST": _IN_PLACE, "TFUSEDMULADD": _IN_PLACE,
-    "TFUSEDMULADDRELU": _IN_PLACE, "TSCATTER": _IN_PLACE, "TINSERT": _IN_PLACE,
+    "TFUSEDMULADDRELU": _IN_PLACE, "TINSERT": _IN_PLACE,
+    "TSCATTER": "clears its destination and writes where an index tile or a MaskPattern says: the op "
+                "table has no scatter form yet",
     "TINTERLEAVE": _TWO, "TDEINTERLEAVE": _TWO, "TPARTARGMAX": _TWO + " (value and index)",
     "TPARTARGMIN": _TWO + " (value and index)",
     "TMRGSORT": _TWO + " (the merged list and the per-list counts)",

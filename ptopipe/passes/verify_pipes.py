@@ -165,10 +165,23 @@ def _ring_slots(traces: dict, cfn, n: int, plat, model=None) -> tuple:
 def _culprit_first(found: list) -> list:
     """A TPOP whose tile disagrees with its TPUSH (``fifo_type``) is the culprit when the
     TFREE of its slot disagrees with it too (``split_mismatch``: the TFREE matches the
-    push): that finding goes first, so the error names the TPOP's line."""
+    push): that finding goes first, so the error names the TPOP's line.  Among the
+    push / pop count findings, a TPOP that waits forever goes before a TPUSH never popped:
+    the wait is where the device hangs, and the unpopped push of another ring may be one
+    the hung core never reaches."""
     first = [e for e in found if getattr(e, "kind", None) == "fifo_type" and any(
         getattr(g, "kind", None) == "split_mismatch" and getattr(g, "pop", None) is e.op for g in found)]
-    return first + [e for e in found if e not in first] if first else found
+    found = first + [e for e in found if e not in first] if first else found
+    counts = [k for k, e in enumerate(found) if getattr(e, "kind", None) == "count"]
+    hangs = [found[k] for k in counts if _is_pop(getattr(found[k], "op", None))]
+    if not hangs or found[counts[0]] in hangs:
+        return found
+    rest = [e for e in found if e not in hangs]
+    return rest[:counts[0]] + hangs + rest[counts[0]:]
+
+
+def _is_pop(op) -> bool:
+    return op is not None and hasattr(op, "is_a") and op.is_a(TPop)
 
 
 def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec",

@@ -1218,6 +1218,8 @@ _RET = "    pto.tstore ins(%acc : "
      "%c16 = arith.constant", "arith", "arith.constant: 16.0 is not an integer literal, which an index constant takes"),
     (_edit(SOFTMAX, "%scale = arith.constant 1.250000e-01 : f32", "%scale = arith.constant 1 : f32"),
      "%scale = arith.constant", "arith", "arith.constant: 1 is an integer literal; an f32 constant takes one with a '.'"),
+    (_edit(SOFTMAX, "%c16 = arith.constant 16 : index", "%c16 = arith.constant 16 : index\n    %u = arith.constant 2 : ui32"),
+     "%u = arith.constant", "arith", "arith.constant of type ui32: an arith.constant integer is signless"),
     # a partition's constant sizes are its result type's shape
     (_edit(SOFTMAX, "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c64]",
            "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c16]"),
@@ -1245,3 +1247,201 @@ def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path,
     from the function): a ParseError at the op, before anything runs, by run and check --static."""
     for cmd in (("run",), ("check", "--static")):
         _refused_at(tmp_path, capsys, text, needle, token, what, cmd=cmd)
+
+
+def test_a_tpop_that_waits_forever_is_named_before_a_tpush_never_popped():
+    """The Vector side of a DIR_BOTH loop runs one trip fewer than the Cube side: the Cube hangs
+    in the V2C TPOP of its last trip, so that is the error's line; the C2V TPUSH of that trip,
+    never popped and never reached, is only mentioned after it."""
+    path = ROOT / "tests" / "pto_broken" / "both_loop_short_consumer_a3.pto"
+    text = path.read_text()
+    with pytest.raises(CompileError) as e:
+        load_pto(str(path))
+    assert int(e.value.where.split(":")[1]) == _line(text, "pto.tpop_from_aiv"), str(e.value)
+    assert "waits forever" in e.value.what
+
+
+_ONE_OP = """module {
+  func.func @k(%x: !pto.ptr<DT>, %y: !pto.ptr<DT>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %xv = pto.make_tensor_view %x, shape = [%c4, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xDT>
+    %yv = pto.make_tensor_view %y, shape = [%c4, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xDT>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xDT> -> !pto.partition_tensor_view<4x64xDT>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xDT> -> !pto.partition_tensor_view<4x64xDT>
+    %a = pto.alloc_tile : TB
+    %d = pto.alloc_tile : TB
+    pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : TB)
+    pto.OP ins(%a, %a : TB, TB) outs(%d : TB)
+    pto.tstore ins(%d : TB) outs(%yp : !pto.partition_tensor_view<4x64xDT>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("op,dt,platform,refused", [
+    ("tand", "i32", "a2a3", "expects A2/A3 tand element type to be i8/i16"),
+    ("tand", "i16", "a2a3", None),
+    ("tand", "i32", "a5", None),
+    ("tsub", "bf16", "a5", "expects A5 tsub element type to be i32/i16/i8/f16/f32"),
+])
+def test_an_element_type_ptoas_refuses_where_pto_isa_takes_it_is_a_parse_error(tmp_path, capsys, op, dt, platform,
+                                                                                refused):
+    """ptoas's verifier takes fewer element types than pto-isa's instruction for some ops (i32
+    TAND on A2/A3, bf16 TSUB on A5): ptoas refuses the file, and so does the run, at the op."""
+    tb = (f"!pto.tile_buf<loc=vec, dtype={dt}, rows=4, cols=64, v_row=4, v_col=64, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+    text = _ONE_OP.replace("TB", tb).replace("DT", dt).replace("OP", op)
+    if refused is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    err = _refused_at(tmp_path, capsys, text, f"pto.{op} ins", f"pto.{op}",
+                      f"pto.{op} of {'bfloat16' if dt == 'bf16' else 'int32'} tiles on {platform.upper()}: ptoas "
+                      f"refuses it ('pto.{op}' op {refused})", cmd=("run", "--platform", platform))
+    assert "fix: use one of the element types ptoas takes here" in err
+
+
+@pytest.mark.parametrize("slope", ["f16", "f32"])
+def test_a_tlrelu_slope_is_an_f32_for_f16_tiles_too(tmp_path, capsys, slope):
+    """ptoas's pto.tlrelu takes its slope as an f32 whatever the tiles' element type: an f16
+    slope is refused at the op; an f32 one with f16 tiles runs."""
+    tb = ("!pto.tile_buf<loc=vec, dtype=f16, rows=4, cols=64, v_row=4, v_col=64, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+    text = (_ONE_OP.replace("TB", tb).replace("DT", "f16")
+            .replace("    %c0 = arith.constant 0 : index", f"    %s = arith.constant 1.0e-01 : {slope}\n    %c0 = arith.constant 0 : index")
+            .replace("pto.OP ins(%a, %a : TB, TB)".replace("TB", tb), f"pto.tlrelu ins(%a, %s : {tb}, {slope})"))
+    if slope == "f32":
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", "a5"]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tlrelu", "pto.tlrelu",
+                "pto.tlrelu's slope is f16: ptoas refuses it ('pto.tlrelu' op operand #1 must be 32-bit float")
+
+
+@pytest.mark.parametrize("dt,scalar,platform,what", [
+    ("ui32", "i32", "a5", "pto.texpands of a ui32 tile with a i32 scalar: ptoas refuses it ('pto.texpands' op expects "
+                          "scalar type == dst element type)"),
+    ("bf16", "bf16", "a5", "pto.texpands of bfloat16 tiles on A5: ptoas refuses it ('pto.texpands' op expects A5 "
+                           "texpands dst element type to be i8/i16/i32/f16/f32)"),
+    ("i8", "i8", "a5", None),
+])
+def test_texpands_takes_ptoas_element_and_scalar_types(tmp_path, capsys, dt, scalar, platform, what):
+    """ptoas's pto.texpands wants its scalar of the tile's element type exactly and, on A5, an
+    8/16/32-bit integer or f16 / f32 tile: other files are refused at the op."""
+    tb = (f"!pto.tile_buf<loc=vec, dtype={dt}, rows=4, cols=64, v_row=4, v_col=64, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+    lit = "3.0" if dt.startswith(("f", "bf")) else "3"
+    text = (_ONE_OP.replace("TB", tb).replace("DT", dt)
+            .replace("    %c0 = arith.constant 0 : index", f"    %s = arith.constant {lit} : {scalar}\n    %c0 = arith.constant 0 : index")
+            .replace(f"pto.OP ins(%a, %a : {tb}, {tb})", f"pto.texpands ins(%s : {scalar})"))
+    if what is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.texpands", "pto.texpands", what, cmd=("run", "--platform", platform))
+
+
+@pytest.mark.parametrize("comma", [", ", " "])
+def test_a_mask_pattern_tgather_takes_a_comma_before_its_attribute(tmp_path, capsys, comma):
+    """ptoas's pto.tgather parser wants ``ins(%src, {maskPattern = ...} : type)``; without the
+    comma it refuses the file: a ParseError at the attribute, and the comma form runs."""
+    t64, t32 = (f"!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols={c}, v_row=4, v_col={c}, blayout=row_major, "
+                "slayout=none_box, fractal=512, pad=0>" for c in (64, 32))
+    text = (_ONE_OP.replace("TB", t64).replace("DT", "f32")
+            .replace("%d = pto.alloc_tile : " + t64, "%d = pto.alloc_tile : " + t32)
+            .replace(f"pto.OP ins(%a, %a : {t64}, {t64}) outs(%d : {t64})",
+                     f"pto.tgather ins(%a{comma}{{maskPattern = #pto.mask_pattern<P0101>}} : {t64}) outs(%d : {t32})")
+            .replace(f"pto.tstore ins(%d : {t64})", f"pto.tstore ins(%d : {t32})"))
+    text = text.replace("%yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c4, %c64] : !pto.tensor_view<?x?xf32> "
+                        "-> !pto.partition_tensor_view<4x64xf32>",
+                        "%c32 = arith.constant 32 : index\n    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = "
+                        "[%c4, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<4x32xf32>")
+    text = text.replace("outs(%yp : !pto.partition_tensor_view<4x64xf32>)", "outs(%yp : !pto.partition_tensor_view<4x32xf32>)")
+    if comma == ", ":
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f)]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tgather", "{maskPattern",
+                "pto.tgather's maskPattern follows its source after a comma: ptoas refuses it without one")
+
+
+@pytest.mark.parametrize("op,platform,what", [
+    ("textract", "a2a3", "pto.textract from a Vec tile to a Vec tile on A2A3: ptoas refuses it ('pto.textract' op "
+                         "expects A2/A3 textract src to use loc=mat and dst loc=left or loc=right)"),
+    ("tinsert", "a2a3", "pto.tinsert from a Vec tile to a Vec tile on A2A3: ptoas refuses it ('pto.tinsert' op "
+                        "expects A2/A3 tinsert src to use loc=acc and dst to use loc=mat)"),
+    ("textract", "a5", None),
+])
+def test_a_vec_to_vec_extract_or_insert_is_refused_on_a2a3_as_ptoas_does(tmp_path, capsys, op, platform, what):
+    """pto-isa runs TEXTRACT / TINSERT between Vec tiles on A2A3 too, ptoas's A2/A3 verifier only
+    Mat -> Left / Right and Acc -> Mat: such a file is refused at the op there, and runs on A5."""
+    big, small = (f"!pto.tile_buf<loc=vec, dtype=f32, rows={r}, cols=64, v_row={r}, v_col=64, blayout=row_major, "
+                  "slayout=none_box, fractal=512, pad=0>" for r in (8, 4))
+    src, dst = (big, small) if op == "textract" else (small, big)
+    text = (_ONE_OP.replace("%a = pto.alloc_tile : TB", f"%a = pto.alloc_tile : {big}")
+            .replace("%d = pto.alloc_tile : TB", f"%d = pto.alloc_tile : {big}\n    %e = pto.alloc_tile : {small}")
+            .replace("pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : TB)",
+                     f"pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%e : {small})\n"
+                     f"    pto.texpands ins(%one : f32) outs(%a : {big})")
+            .replace("    %c0 = arith.constant 0 : index", "    %one = arith.constant 1.0 : f32\n    %c0 = arith.constant 0 : index")
+            .replace("pto.OP ins(%a, %a : TB, TB) outs(%d : TB)",
+                     f"pto.{op} ins({'%a' if op == 'textract' else '%e'}, %c4, %c0 : {src}, index, index) "
+                     f"outs({'%e' if op == 'textract' else '%d'} : {dst})")
+            .replace("pto.tstore ins(%d : TB)", f"pto.tstore ins(%e : {small})")
+            .replace("DT", "f32"))
+    if what is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, f"pto.{op} ins", f"pto.{op}", what, cmd=("run", "--platform", platform))
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_an_entry_function_that_returns_a_value_is_refused(tmp_path, capsys, marked):
+    """ptoas: "PTO entry functions must return void" - for a function marked pto.entry and for
+    a file's only function; a helper the entry calls may return values."""
+    entry = " attributes {pto.entry}" if marked else ""
+    helper = ("\n  func.func private @twice(%v: index) -> index {\n    %r = arith.addi %v, %v : index\n"
+              "    return %r : index\n  }" if marked else "")
+    text = (f"module {{\n  func.func @k(%n: index) -> index{entry} {{\n    %c1 = arith.constant 1 : index\n"
+            f"    %m = arith.addi %n, %c1 : index\n    return %m : index\n  }}{helper}\n}}\n")
+    _refused_at(tmp_path, capsys, text, "func.func @k", "func.func",
+                "@k is the file's entry function and returns index: ptoas refuses it (PTO entry functions must "
+                "return void)")
+
+
+@pytest.mark.parametrize("dt,layout,what", [
+    ("f32", "blayout=col_major, slayout=row_major", "pto.tinsert between Vec tiles on A5 not both row_major / none_box: "
+     "ptoas refuses it ('pto.tinsert' op expects A5 vec->vec tinsert src/dst to use ND layout"),
+    ("i16", "blayout=row_major, slayout=none_box", "pto.tinsert of int16 Vec tiles on A5: ptoas refuses it "
+     "('pto.tinsert' op expects A5 vec->vec tinsert src/dst to have same supported dtype (fp8/f16/bf16/f32/i8/i32))"),
+    ("i32", "blayout=row_major, slayout=none_box", None),
+])
+def test_an_a5_vec_to_vec_insert_takes_nd_tiles_of_ptoas_element_types(tmp_path, capsys, dt, layout, what):
+    """ptoas's A5 verifier takes a Vec -> Vec TINSERT of ND (row_major / none_box) tiles of 8- or
+    32-bit integers or floats; pto-isa runs others too: the file is refused at the op."""
+    big, small = (f"!pto.tile_buf<loc=vec, dtype={dt}, rows={r}, cols=64, v_row={r}, v_col=64, {lay}, "
+                  "fractal=512, pad=0>" for r, lay in ((8, layout), (4, "blayout=row_major, slayout=none_box")))
+    text = (_ONE_OP.replace("%a = pto.alloc_tile : TB", f"%a = pto.alloc_tile : {small}")
+            .replace("%d = pto.alloc_tile : TB", f"%d = pto.alloc_tile : {big}")
+            .replace("pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : TB)",
+                     f"pto.tload ins(%xp : !pto.partition_tensor_view<4x64xDT>) outs(%a : {small})")
+            .replace("pto.OP ins(%a, %a : TB, TB) outs(%d : TB)",
+                     f"pto.tinsert ins(%a, %c4, %c0 : {small}, index, index) outs(%d : {big})")
+            .replace("pto.tstore ins(%d : TB)", f"pto.tstore ins(%a : {small})")
+            .replace("DT", dt))
+    if what is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", "a5"]) == 0, capsys.readouterr().err
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tinsert ins", "pto.tinsert", what, cmd=("run", "--platform", "a5"))

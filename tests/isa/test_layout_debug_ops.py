@@ -483,6 +483,19 @@ def test_gather_and_scatter_by_index(platform, dtype):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
+def test_scatter_by_index_clears_the_destination_first(platform):
+    """TSCATTER's index form zeroes the whole dst tile, then writes the indexed elements (pto-isa's
+    a2a3 and a5 TScatter.hpp, InitUBBuffer): what dst held before does not survive."""
+    src = np.arange(1, 9, dtype=np.float32).reshape(1, 8)
+    idx = np.array([[0, 9, 18, 27, 36, 45, 54, 63]], np.uint32)
+    got = run_tiles(platform, lambda o, i: TSCATTER(o[0], i[0], i[1]), [src, idx],
+                    [np.full((8, 8), 7.0, np.float32)])[0]
+    want = np.zeros(64, np.float32)
+    want[idx[0]] = src[0]
+    np.testing.assert_array_equal(got, want.reshape(8, 8))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
 def test_gather_and_scatter_by_mask_pattern(platform):
     src = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
 

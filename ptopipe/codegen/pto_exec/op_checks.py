@@ -1,7 +1,8 @@
 """What ptoas's parser and verifier refuse in one op's own pieces that the reader sees before
 anything runs - each a ParseError at the op (or the piece), saying what ptoas says:
 
-* a constant whose literal is not of its type (``arith.constant 4.5 : index``, ``1 : f32``);
+* a constant whose literal is not of its type (``arith.constant 4.5 : index``, ``1 : f32``), or
+  of a signed / unsigned integer type (``2 : ui32``: arith.constant is signless);
 * a tile type's long form without every key in order, an ``pto.alloc_tile``'s valid-shape
   operands where its type's ``v_row`` / ``v_col`` is static (or none where it is ``?``);
 * a ``pto.partition_view`` whose constant sizes are not its result type's shape;
@@ -88,6 +89,8 @@ class Constants:
 
 
 _INT_TYPE = re.compile(r"^(?:index|[su]?i\d+)$")
+#: an integer type with a signedness: MLIR's arith.constant makes signless integers only
+_SIGNED_INT_TYPE = re.compile(r"^[su]i\d+$")
 _FLOAT_TYPE = frozenset(("f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2"))
 _CONSTANT = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
 _DECIMAL_INT = re.compile(r"^[-+]?\d+$")
@@ -105,6 +108,11 @@ def check_constant(s, types: TypeReader) -> None:
     if lit.startswith("dense"):
         return                              # (a dense literal: its handler reads it)
     bad = None
+    if _SIGNED_INT_TYPE.match(ty):
+        raise types.err(f"arith.constant of type {ty}: an arith.constant integer is signless (ptoas: 'arith.constant' "
+                        "op integer return type must be signless)", s.tok,
+                        fix=f"write the constant as i{ty.lstrip('su')[1:]} (a tile's element type may be unsigned; "
+                            "its scalar operand is the signless integer of that width)")
     if _INT_TYPE.match(ty):
         if lit in ("true", "false"):
             bad = None if ty == "i1" else f"{lit} is an i1 literal, not one of {ty}"

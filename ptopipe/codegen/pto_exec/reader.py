@@ -74,6 +74,7 @@ def _read_program(text: str, path: str) -> Program:
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
     _check_no_recursion(funcs, sites, types)
+    _check_entry_results(funcs, types)
     return Program(path, funcs, arch, types)
 
 
@@ -300,6 +301,16 @@ def _check_returns(f: Func, types: TypeReader) -> None:
             if not UseTypes(types).same(g, w):
                 raise types.err(f"return gives {g} as value {k}, but result {k} of @{f.name} is {w}", s.tok,
                                 fix="return a value of the result's type")
+
+
+def _check_entry_results(funcs: dict, types: TypeReader) -> None:
+    """A PTO entry function - one marked ``pto.entry``, or the file's only function - returns
+    nothing (ptoas: "PTO entry functions must return void"): else a ParseError at it."""
+    for f in funcs.values():
+        if (f.entry or len(funcs) == 1) and _result_types(f):
+            raise types.err(f"@{f.name} is the file's entry function and returns {', '.join(_result_types(f))}: "
+                            "ptoas refuses it (PTO entry functions must return void)", f.stmt.tok,
+                            fix=f"return nothing from @{f.name}: write results to a GM pointer parameter")
 
 
 def _type_text(toks) -> str:

@@ -18,11 +18,12 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (ISA_ATTR_SPELLING, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+                          a5_scratch_refusal, ptoas_element_refusal, ptoas_location_refusal,
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
-from .types import ROUND, MultiSpec, TileSpec
+from .types import ELEMENT, ROUND, MultiSpec, TileSpec
 from .values import Elements, MultiTile, View
 
 
@@ -385,6 +386,12 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
         out.update(_relu_kwargs(ex, s))
     v = s.attr("maskPattern")
     if v:
+        ins = s.group("ins") or []
+        brace = next((k for k, t in enumerate(ins) if t.text == "{"), None)
+        if brace and ins[brace - 1].text != ",":
+            raise ex.perr(ins[brace], f"{s.name}'s maskPattern follows its source after a comma: ptoas refuses it "
+                                      f"without one (custom op '{s.name}' expected ',' after src operand in ins(...))",
+                          "write ins(%src, {maskPattern = #pto.mask_pattern<P0101>} : type)")
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
         try:
             out["mask_pattern"] = MaskPattern[m.group(1)]
@@ -438,6 +445,35 @@ CPP_ORDER = {
 SCRATCH = frozenset(SCRATCH_REQUIRED + SCRATCH_OPTIONAL)
 ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3, "row_bcast": 2,
          "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
+
+
+def _ins_type(ins, k: int) -> str | None:
+    """The text of the ``k``-th type of an ``ins(... : types)`` group, else None."""
+    parts = split_top(ins or [], (":",))
+    types = split_top(parts[-1]) if len(parts) > 1 else []
+    return "".join(t.text for t in types[k]) if len(types) > k else None
+
+
+def _expands_scalar_type(ex, s, ins, dst) -> None:
+    """``pto.texpands``'s scalar has the destination's element type exactly (ptoas: "expects
+    scalar type == dst element type"; an i32 scalar does not fill a ui32 tile there)."""
+    ty = _ins_type(ins, 0)
+    if ty is not None and ty in ELEMENT and isinstance(dst, isa.Tile) and ELEMENT[ty] != dst.dtype:
+        want = next(k for k, v in ELEMENT.items() if v == dst.dtype)
+        raise ParseError(f"pto.texpands of a {want} tile with a {ty} scalar: ptoas refuses it ('pto.texpands' op "
+                         "expects scalar type == dst element type)", where=ex.where(s),
+                         fix=f"give the scalar as {want}")
+
+
+def _lrelu_slope_type(ex, s, ins) -> None:
+    """``pto.tlrelu``'s slope is an f32 whatever the tiles' element type (ptoas's op definition:
+    "operand #1 must be 32-bit float"): another type is a ParseError at the op."""
+    ty = _ins_type(ins, 1)
+    if ty is not None:
+        if ty != "f32":
+            raise ParseError(f"pto.tlrelu's slope is {ty}: ptoas refuses it ('pto.tlrelu' op operand #1 must be "
+                             f"32-bit float, but got '{ty}')", where=ex.where(s),
+                             fix="give the slope as an f32 scalar (also for f16 tiles)")
 
 
 class _Form:
@@ -520,8 +556,21 @@ def op_catalogue(ex, fr, s):
     if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and ex.core.cluster.platform.name == "a5":
         what, fix = a5_scratch_refusal(s.name)
         raise ParseError(what, where=ex.where(s), fix=fix)
+    if s.name in PTOAS_ELEMENT_TYPES:
+        t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
+        refused = t is not None and ptoas_element_refusal(s.name, ex.core.cluster.platform.name, t.dtype)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
+        refused = ptoas_location_refusal(s.name, ex.core.cluster.platform.name, srcs[0], dsts[0])
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name == "pto.tci":
         _tci_start_type(ex, s, form.ins_group, dsts[0])
+    elif s.name == "pto.tlrelu":
+        _lrelu_slope_type(ex, s, form.ins_group)
+    elif s.name == "pto.texpands":
+        _expands_scalar_type(ex, s, form.ins_group, dsts[0])
     if not form.layouts_seen:
         form.layouts_seen = True
         if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5":
