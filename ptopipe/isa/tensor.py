@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 
+import operator
+
 import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
@@ -68,13 +70,14 @@ class GMPtr:
 
     def __add__(self, n: int) -> "GMPtr":
         p = _new_ptr(GMPtr)
-        p.addr = self.addr + int(n) * self.dtype.itemsize
+        p.addr = self.addr + (n if type(n) is int else _elements(n, "+")) * self.dtype.itemsize
         p.dtype = self.dtype
         p.bounds = self.bounds
         return p
 
     def __sub__(self, n: int) -> "GMPtr":
-        return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype, self.bounds)
+        return GMPtr(self.addr - (n if type(n) is int else _elements(n, "-")) * self.dtype.itemsize,
+                     self.dtype, self.bounds)
 
     def cast(self, dtype) -> "GMPtr":
         return GMPtr(self.addr, element_type(dtype), self.bounds)
@@ -87,6 +90,23 @@ class GMPtr:
 
     def __hash__(self) -> int:
         return hash((self.addr, self.dtype))
+
+
+def _elements(n, op: str) -> int:
+    """A GM pointer offset ``ptr + n`` as a whole number of elements: an integer (numpy's too)
+    or a float holding one (``M * K / 2``); a fractional or non-numeric offset is a
+    KernelError at the kernel line, not an address silently truncated to the element
+    before it (C++ pointer arithmetic takes integers only)."""
+    try:
+        return operator.index(n)
+    except TypeError:
+        pass
+    if isinstance(n, (float, np.floating)) and np.isfinite(n) and float(n).is_integer():
+        return int(n)
+    raise KernelError(f"GM pointer {op} {n!r}: a pointer moves by a whole number of elements, "
+                      f"not by {type(n).__name__} {n!r}", where=site(),
+                      fix="compute the offset with integers (// instead of /), e.g. "
+                          "x.data() + (i * TM) // 2 * K")
 
 
 def _pad5(t, fill) -> tuple:
