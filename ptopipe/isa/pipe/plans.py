@@ -13,7 +13,7 @@ from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
+from ...protocol.geometry import (ODD_SPLITS, SPLIT_AXIS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
                                  split_push_problem)
 from ...protocol.slots import SIM_ONLY_FIX, pop_band, problem_text, push_band, read_problem, whole_pop_problem
@@ -245,6 +245,8 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     lay = slot.layout
     pdtype, pvrow, pvcol, psplit = lay[:4]
     prow, pcol = lay[5:7]
+    if prob is None and vrow * vcol and ch.way == V2C and len(pushed) > 1:
+        _check_v2c_whole(core, ch, slot, (rows, cols), (vrow, vcol), dtype, split, op, loc)
     if prob is not None or pdtype != dtype:
         where = str(loc or core.where())
         want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
@@ -291,6 +293,31 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
         raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
+
+
+def _check_v2c_whole(core, ch, slot, static: tuple, valid: tuple, dtype, split, op: str, loc) -> None:
+    """The Cube's TPOP of a split V2C slot takes the tile both Vector cores pushed, one part
+    each: a consumer tile whose static extent on the split axis is smaller than the pushed
+    parts together cannot hold them - it would read one lane's part and leave the other's
+    (a 16-row tile pushed in two 8-row halves, popped into an 8-row Mat tile).  Refused at
+    the TPOP, not at the wrong numbers or the next transfer's shape downstream."""
+    pdtype, pvrow, pvcol, psplit = slot.layout[:4]
+    axis = SPLIT_AXIS.get(psplit)
+    if axis is None or psplit in ODD_SPLITS:
+        return
+    whole = full_shape(psplit, pvrow, pvcol)
+    if static[axis] >= whole[axis]:
+        return
+    word = ("rows", "columns")[axis]
+    raise ProtocolError(
+        f"{op} on {core.name}: the consumer tile {static[0]}x{static[1]}{_valid(*valid, *static)} "
+        f"{np.dtype(dtype).name} ({TileSplitAxis(split).name}) cannot hold the tile the two Vector cores pushed "
+        f"into slot {slot.tag} of {ch.name}: {whole[0]}x{whole[1]} {pdtype.name} ({TileSplitAxis(psplit).name}: "
+        f"{pvrow}x{pvcol} from each) - its {static[axis]} {word} would take one lane's part only",
+        where=str(loc or core.where()),
+        details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
+        fix=f"pop a {whole[0]}x{whole[1]} tile (both lanes' parts), or push {psplit.name} parts of "
+            f"{static[axis] // 2} {word} each")
 
 
 def _reader_lane(ch, split, lane: int) -> str:
