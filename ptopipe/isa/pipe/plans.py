@@ -245,8 +245,8 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     lay = slot.layout
     pdtype, pvrow, pvcol, psplit = lay[:4]
     prow, pcol = lay[5:7]
-    if prob is None and vrow * vcol and ch.way == V2C and len(pushed) > 1:
-        _check_v2c_whole(core, ch, slot, (rows, cols), (vrow, vcol), dtype, split, op, loc)
+    if prob is None and vrow * vcol and (ch.way == C2V or len(pushed) > 1):
+        _check_holds_share(core, ch, slot, (rows, cols), (vrow, vcol), dtype, split, op, loc)
     if prob is not None or pdtype != dtype:
         where = str(loc or core.where())
         want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
@@ -295,29 +295,32 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
         raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
 
 
-def _check_v2c_whole(core, ch, slot, static: tuple, valid: tuple, dtype, split, op: str, loc) -> None:
-    """The Cube's TPOP of a split V2C slot takes the tile both Vector cores pushed, one part
-    each: a consumer tile whose static extent on the split axis is smaller than the pushed
-    parts together cannot hold them - it would read one lane's part and leave the other's
-    (a 16-row tile pushed in two 8-row halves, popped into an 8-row Mat tile).  Refused at
-    the TPOP, not at the wrong numbers or the next transfer's shape downstream."""
+def _check_holds_share(core, ch, slot, static: tuple, valid: tuple, dtype, split, op: str, loc) -> None:
+    """A split TPOP takes a share of the split push: a Vector core its part of the Cube's tile
+    (C2V), the Cube the parts both Vector cores pushed (V2C).  A consumer tile whose static
+    extent on the split axis is smaller than that share cannot hold it: it would read another
+    lane's rows or columns, or one lane's part only (a 4-row tile for an 8-row part).  Refused
+    at the TPOP, on every platform - not the wrong numbers or the next transfer's shape later.
+    A smaller valid region in a tile that holds the share is a dynamic tail, not this."""
     pdtype, pvrow, pvcol, psplit = slot.layout[:4]
     axis = SPLIT_AXIS.get(psplit)
-    if axis is None or psplit in ODD_SPLITS:
+    if axis is None or psplit in ODD_SPLITS or psplit != split:
         return
-    whole = full_shape(psplit, pvrow, pvcol)
-    if static[axis] >= whole[axis]:
+    c2v = ch.way == C2V
+    share = part_shape(psplit, pvrow, pvcol) if c2v else full_shape(psplit, pvrow, pvcol)
+    if static[axis] >= share[axis]:
         return
     word = ("rows", "columns")[axis]
+    what = (f"its {share[0]}x{share[1]} part of the Cube's {pvrow}x{pvcol} {pdtype.name} tile" if c2v else
+            f"the tile the two Vector cores pushed: {share[0]}x{share[1]} {pdtype.name} ({pvrow}x{pvcol} from each)")
     raise ProtocolError(
         f"{op} on {core.name}: the consumer tile {static[0]}x{static[1]}{_valid(*valid, *static)} "
-        f"{np.dtype(dtype).name} ({TileSplitAxis(split).name}) cannot hold the tile the two Vector cores pushed "
-        f"into slot {slot.tag} of {ch.name}: {whole[0]}x{whole[1]} {pdtype.name} ({TileSplitAxis(psplit).name}: "
-        f"{pvrow}x{pvcol} from each) - its {static[axis]} {word} would take one lane's part only",
+        f"{np.dtype(dtype).name} ({TileSplitAxis(split).name}) cannot hold {what} in slot {slot.tag} of {ch.name} - "
+        f"its {static[axis]} {word} would take " + ("part of it" if c2v else "one lane's part only"),
         where=str(loc or core.where()),
         details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
-        fix=f"pop a {whole[0]}x{whole[1]} tile (both lanes' parts), or push {psplit.name} parts of "
-            f"{static[axis] // 2} {word} each")
+        fix=f"pop a {share[0]}x{share[1]} tile" + (" (this lane's part)" if c2v else " (both lanes' parts)")
+            + f", or push a tile whose {psplit.name} share is {static[axis]} {word}")
 
 
 def _reader_lane(ch, split, lane: int) -> str:
