@@ -32,7 +32,7 @@ from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core, kernel_core, named
 from .unwritten import writes_part
 from .events import Event, TSYNC, new_event
-from .tensor import GlobalTensor
+from .tensor import GlobalTensor, whole
 from .tile import Elsewhere, Tile, TileLayout, TileType
 
 _V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
@@ -539,7 +539,11 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
         TSYNC(*events)
     s = arr(src, core, "TEXTRACT source")
     d = arr(dst, core, "TEXTRACT destination")
-    index_row, index_col = int(index_row), int(index_col)
+    row, col = whole(index_row), whole(index_col)
+    if row is None or col is None:
+        raise _err(core, f"TEXTRACT index ({index_row!r}, {index_col!r}) is not a whole row and column",
+                   "give the block's first row and column as integers (// instead of /)")
+    index_row, index_col = row, col
     path = EXTRACT_PATHS.get((src.loc, dst.loc))
     if path is None or core.cluster.platform.id not in path[1]:
         here = [f"{a.value}->{b.value}" for (a, b), (_, on) in EXTRACT_PATHS.items()

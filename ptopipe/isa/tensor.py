@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 
+import operator
+
 import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
@@ -68,13 +70,14 @@ class GMPtr:
 
     def __add__(self, n: int) -> "GMPtr":
         p = _new_ptr(GMPtr)
-        p.addr = self.addr + int(n) * self.dtype.itemsize
+        p.addr = self.addr + (n if type(n) is int else _elements(n, "+")) * self.dtype.itemsize
         p.dtype = self.dtype
         p.bounds = self.bounds
         return p
 
     def __sub__(self, n: int) -> "GMPtr":
-        return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype, self.bounds)
+        return GMPtr(self.addr - (n if type(n) is int else _elements(n, "-")) * self.dtype.itemsize,
+                     self.dtype, self.bounds)
 
     def cast(self, dtype) -> "GMPtr":
         return GMPtr(self.addr, element_type(dtype), self.bounds)
@@ -89,13 +92,47 @@ class GMPtr:
         return hash((self.addr, self.dtype))
 
 
-def _pad5(t, fill) -> tuple:
-    t = tuple(int(x) for x in t)
+def whole(n) -> "int | None":
+    """``n`` as an int if it is a whole number - an integer (numpy's too) or a float holding
+    one (``M * K / 2``) - else None: the one rule for the counts and offsets a kernel computes
+    (a pointer offset, a GlobalTensor dimension, a TEXTRACT index), which int() would
+    silently truncate (0.5 -> 0) or parse ("8" -> 8)."""
+    try:
+        return operator.index(n)
+    except TypeError:
+        pass
+    if isinstance(n, (float, np.floating)) and np.isfinite(n) and float(n).is_integer():
+        return int(n)
+    return None
+
+
+def _elements(n, op: str) -> int:
+    """A GM pointer offset ``ptr + n`` as a whole number of elements; another value is a
+    KernelError at the kernel line, not an address truncated to the element before it."""
+    k = whole(n)
+    if k is None:
+        raise KernelError(f"GM pointer {op} {n!r}: a pointer moves by a whole number of elements, "
+                          f"not by {type(n).__name__} {n!r}", where=site(),
+                          fix="compute the offset with integers (// instead of /), e.g. "
+                              "x.data() + (i * TM) // 2 * K")
+    return k
+
+
+def _pad5(t, fill, what: str) -> tuple:
+    t = tuple(x if type(x) is int else _dim(x, t, what) for x in t)
     if len(t) > 5:
         raise KernelError(f"GlobalTensor has at most 5 dimensions, got {len(t)}: {t}", where=site(),
                           fix="merge the outer dimensions into one (pto-isa's GlobalTensor is 5-D: "
                               "its Shape and Stride take five values)")
     return (fill,) * (5 - len(t)) + t
+
+
+def _dim(x, t, what: str) -> int:
+    k = whole(x)
+    if k is None:
+        raise KernelError(f"GlobalTensor {what} {tuple(t)}: {x!r} is not a whole number of elements",
+                          where=site(), fix=f"give the {what} as integers (// instead of /)")
+    return k
 
 
 def _geom2(shape, stride, item):
@@ -131,8 +168,11 @@ def _derive(shape, stride, item: int, layout=TileLayout.ND) -> tuple:
     moves see), the 2-D geometry (:func:`_geom2`), whether ``matrix()`` gives a 2-D view
     (else the 5-D one), the bytes a view spans (0: none) and the row stride in bytes of the
     row grid that views at whole-row steps are slices of (0: no grid; see ``matrix()``)."""
-    s = _pad5(shape, 1)
-    st = row_major_strides(s) if stride is None else _pad5(stride, 0)
+    s = _pad5(shape, 1, "shape")
+    st = row_major_strides(s) if stride is None else _pad5(stride, 0, "stride")
+    if any(n < 0 for n in s):
+        raise KernelError(f"GlobalTensor shape {tuple(shape)} has a negative dimension", where=site(),
+                          fix="give every dimension as a count of elements, 0 or more")
     bad = next(((k, x) for k, (n, x) in enumerate(zip(s, st)) if x < 0 and n > 1), None)
     if bad is not None:
         raise KernelError(f"GlobalTensor of shape {tuple(shape)} with stride {tuple(stride)}: the stride of "

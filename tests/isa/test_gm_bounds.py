@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import MemoryConflictError
+from ptopipe.errors import KernelError, MemoryConflictError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
 
@@ -79,3 +79,22 @@ def test_casts_and_subtraction_keep_the_bounds():
         ptopipe.run(cube, (vector, None), dict(a=a, out=np.zeros((1, T), np.float32)))
     assert ei.value.where.endswith(f":{line_of(test_casts_and_subtraction_keep_the_bounds, 'PAST')}")
     assert "outside argument 'a'" in ei.value.what
+
+
+@pytest.mark.parametrize("offset", [0.5, "8"])
+def test_a_pointer_offset_that_is_no_whole_number_is_an_error_at_its_line(offset):
+    def cube(a):
+        pass
+
+    def vector(a, out):
+        t = Tile(TileType.Vec, float32, 1, T, addr=0)
+        TLOAD(t, GlobalTensor(a.data() + T * 3 / 2, (1, T)))        # an integral float is a count
+        TSTORE(GlobalTensor(out.data(), (1, T)), t)
+        TLOAD(t, GlobalTensor(a.data() + offset, (1, T)))           # OFFSET
+
+    a = np.arange(8 * T, dtype=np.float32).reshape(8, T)
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(cube, (vector, None), dict(a=a, out=np.zeros((1, T), np.float32)))
+    e = ei.value
+    assert e.where.endswith(f":{line_of(test_a_pointer_offset_that_is_no_whole_number_is_an_error_at_its_line, 'OFFSET')}")
+    assert "whole number of elements" in e.what and repr(offset) in e.what

@@ -8,6 +8,8 @@ says how many).
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ...arch import MemSpace, PipeUnit
@@ -70,6 +72,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     if gm_dir and not plat.gm_directions:
         raise ConfigError(f"{direction.name} is A5-only; {plat.name} rings are always in GM",
                           where=_loc(core), fix=f"use {direction.name[:-3]} on {plat.name}")
+    _check_whole_numbers(core, cfg, c2v_consumer_buf, v2c_consumer_buf)
     model = cluster_model(cluster)
     bad = model.unsupported(cfg, direction)
     if bad is not None:
@@ -234,6 +237,21 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
             for j in range(credits):
                 cluster.set_flag(core, flags[j % len(flags)], core.clock, order)
     return ch
+
+
+def _check_whole_numbers(core, cfg: TPipe, c2v_consumer_buf, v2c_consumer_buf) -> None:
+    """FlagID, SlotSize and SlotNum are integers, and so is a consumer buffer address: a
+    float (``SLOT * 1.5``, ``DEPTH / 2``) or a string is a ConfigError at the binding line, not
+    an int() truncation or a TypeError deep in the ring's arithmetic (C++ template arguments
+    and addresses are integers)."""
+    for what, v in (("FlagID", cfg.flag_id), ("SlotSize", cfg.slot_size), ("SlotNum", cfg.slot_num)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise ConfigError(f"pipe {what} {v!r} is not an integer", where=_loc(core),
+                              fix=f"give {what} as a whole number (use // for a computed value)")
+    for what, v in (("C2V consumer buffer", c2v_consumer_buf), ("V2C consumer buffer", v2c_consumer_buf)):
+        if isinstance(v, (bool, float, str, np.floating)):
+            raise ConfigError(f"pipe {what} address {v!r} is not an integer byte address", where=_loc(core),
+                              fix="give the ring's local address as a whole number of bytes, e.g. 0x10000")
 
 
 def _idle_staging(core, ch, cfg: TPipe, n: int) -> None:

@@ -13,7 +13,7 @@ from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
+from ...protocol.geometry import (ODD_SPLITS, SPLIT_AXIS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
                                  split_push_problem)
 from ...protocol.slots import SIM_ONLY_FIX, pop_band, problem_text, push_band, read_problem, whole_pop_problem
@@ -245,6 +245,8 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     lay = slot.layout
     pdtype, pvrow, pvcol, psplit = lay[:4]
     prow, pcol = lay[5:7]
+    if prob is None and vrow * vcol and (ch.way == C2V or len(pushed) > 1):
+        _check_holds_share(core, ch, slot, (rows, cols), (vrow, vcol), dtype, split, op, loc)
     if prob is not None or pdtype != dtype:
         where = str(loc or core.where())
         want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
@@ -291,6 +293,34 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
         raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
+
+
+def _check_holds_share(core, ch, slot, static: tuple, valid: tuple, dtype, split, op: str, loc) -> None:
+    """A split TPOP takes a share of the split push: a Vector core its part of the Cube's tile
+    (C2V), the Cube the parts both Vector cores pushed (V2C).  A consumer tile whose static
+    extent on the split axis is smaller than that share cannot hold it: it would read another
+    lane's rows or columns, or one lane's part only (a 4-row tile for an 8-row part).  Refused
+    at the TPOP, on every platform - not the wrong numbers or the next transfer's shape later.
+    A smaller valid region in a tile that holds the share is a dynamic tail, not this."""
+    pdtype, pvrow, pvcol, psplit = slot.layout[:4]
+    axis = SPLIT_AXIS.get(psplit)
+    if axis is None or psplit in ODD_SPLITS or psplit != split:
+        return
+    c2v = ch.way == C2V
+    share = part_shape(psplit, pvrow, pvcol) if c2v else full_shape(psplit, pvrow, pvcol)
+    if static[axis] >= share[axis]:
+        return
+    word = ("rows", "columns")[axis]
+    what = (f"its {share[0]}x{share[1]} part of the Cube's {pvrow}x{pvcol} {pdtype.name} tile" if c2v else
+            f"the tile the two Vector cores pushed: {share[0]}x{share[1]} {pdtype.name} ({pvrow}x{pvcol} from each)")
+    raise ProtocolError(
+        f"{op} on {core.name}: the consumer tile {static[0]}x{static[1]}{_valid(*valid, *static)} "
+        f"{np.dtype(dtype).name} ({TileSplitAxis(split).name}) cannot hold {what} in slot {slot.tag} of {ch.name} - "
+        f"its {static[axis]} {word} would take " + ("part of it" if c2v else "one lane's part only"),
+        where=str(loc or core.where()),
+        details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
+        fix=f"pop a {share[0]}x{share[1]} tile" + (" (this lane's part)" if c2v else " (both lanes' parts)")
+            + f", or push a tile whose {psplit.name} share is {static[axis]} {word}")
 
 
 def _reader_lane(ch, split, lane: int) -> str:
