@@ -89,6 +89,8 @@ def show(a: Affine) -> str:
     parts = []
     for v, c in a.vars:
         name = var_name(v)
+        if c != 1 and v[0] == "derived" and v[1] in ("floordiv", "mod"):
+            name = f"({name})"          # -((-n) // 16), 16*(n // 16): as Python reads them
         term = name if abs(c) == 1 else f"{abs(c)}*{name}"
         parts.append(("- " if c < 0 else "+ ") + term)
     if a.const or not parts:

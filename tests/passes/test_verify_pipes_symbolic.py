@@ -476,6 +476,30 @@ def test_a_pto_consumer_looping_over_ceil_divided_rows_fails_where_the_counts_di
         in fd["details"]
 
 
+CEILDIV_LOOP = ("%q = arith.ceildivsi %n_idx, %c16 : index\n"
+                "    scf.for %i = %c0 to %q step %c1 {")
+
+
+def test_pto_ceildivsi_trip_counts_on_both_cores_are_proven_and_against_n_fail_at_n_2(tmp_path, capsys):
+    """``arith.ceildivsi`` (pypto's tile count) is read as ``-((-n) // 16)``: both cores
+    looping over it are proven (within the 64 rows the tensors hold); the Vector kernel alone
+    looping over it against the Cube's n leaves the Cube's 2nd push unpopped at n = 2."""
+    from ptopipe.cli import main
+    f, text = _pto(tmp_path, CEILDIV_LOOP)
+    both = text.replace("scf.for %i = %c0 to %n_idx step %c1 {", CEILDIV_LOOP, 1)
+    g = tmp_path / "both.pto"
+    g.write_text(both)
+    assert main(["check", "--static", str(g), "--range", "n=0..64"]) == 0
+    assert "PASS both.pto on a2a3 (spec): verified statically for every value of n, n in 0..64" \
+        in capsys.readouterr().out
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    (fd,) = rep["findings"]
+    push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    assert fd["where"].endswith(f"k.pto:{push}:7") and fd["values"] == "n=2"
+    assert "vector (lane AIV0) pops -((-n) // 16)" in fd["details"]
+
+
 def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tmp_path, capsys):
     """4 pops, the TFREE only while i < n: clean for the launch's n=4, a hang for n=0 (the
     third pop finds both slots held)."""
