@@ -8,7 +8,7 @@ when Fourier-Motzkin elimination, each inequality tightened to the integers, sho
 integer solution, else undecided.  Unknowns are the kernel's scalar parameters (at least
 0: the values a launch passes), loop variables of loops of unknown trip count (within
 their loop's bounds), other unknowns (free: data read at run time) and *derived* unknowns:
-a floor division, remainder, ``min`` or ``max`` of affine operands (``(n + 15) // 16``,
+a floor division, remainder, ``min``, ``max`` or product of affine operands (``(n + 15) // 16``,
 ``pl.min(16, n - 16*i)``), one unknown per distinct affine form, tied to its operands by
 the linear facts that hold of it (:func:`bounds`: ``16*q <= n + 15 <= 16*q + 15``; ``m <=
 a``, ``m <= b``) and, for ``min`` / ``max``, by the case split :func:`decide` makes (``m ==
@@ -28,9 +28,10 @@ MAX_ROWS = 400
 
 _CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
 _IDENTITY = {"index_cast", "cast"}
-#: the integer operations of explorer symbols read as derived unknowns (Python semantics, as
-#: :mod:`.pipe_paths` folds them: ``//`` floors, ``%`` takes the divisor's sign)
-_DERIVED = {"floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "min": min, "max": max}
+#: the integer operations read as derived unknowns (Python semantics, as :mod:`.pipe_paths`
+#: folds them: ``//`` floors, ``%`` takes the divisor's sign; ``mul`` of two unknowns)
+_DERIVED = {"floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "min": min, "max": max,
+            "mul": lambda a, b: a * b}
 #: the most ``min`` / ``max`` unknowns and ``!=`` constraints whose cases :func:`decide`
 #: splits (2 ** this cases)
 MAX_SPLIT = 6
@@ -110,6 +111,8 @@ def var_name(v) -> str:
         _, op, a, b = v
         if op in ("min", "max"):
             return f"{op}({show(a)}, {show(b)})"
+        if op == "mul":
+            return f"{_operand(a)}*{_operand(b)}"
         return f"{_operand(a)} {'//' if op == 'floordiv' else '%'} {_operand(b)}"
     return "a value read at run time"
 
@@ -128,8 +131,10 @@ def derived(op: str, a: Affine, b: Affine):
             return const(_DERIVED[op](a.const, b.const))
         except ZeroDivisionError:
             return None
-    if op in ("min", "max"):
-        if a == b:
+    if op == "mul" and (a.is_const() or b.is_const()):
+        return b.scale(a.const) if a.is_const() else a.scale(b.const)
+    if op in ("min", "max", "mul"):
+        if a == b and op != "mul":
             return a
         a, b = sorted((a, b), key=repr)         # commutative: one unknown for both orders
     elif b.is_const():
@@ -534,28 +539,27 @@ class Count:
         return sorted({t for k in self.terms for t in k}, key=repr)
 
     def cases(self):
-        """``(constraints, Affine or None)`` per case of the trips' signs (each trip is
-        ``hi - lo`` when that is >= 0, else 0): the count as an Affine in that case, or None
-        where it multiplies two unknown trip counts (not affine)."""
+        """``(constraints, Affine)`` per case of the trips' signs (each trip is ``hi - lo``
+        when that is >= 0, else 0): the count as an Affine in that case, a product of two
+        unknown trip counts a derived unknown (no facts bound it, so it proves only what
+        cancels; a witness computes it, so a count it makes differ is a real run's)."""
         trips = self.trip_set()
         for signs in product((True, False), repeat=len(trips)):
             cons, value = [], {}
             for (lo, hi), runs in zip(trips, signs):
                 cons.append(ge(hi, lo) if runs else ge(lo, hi))
                 value[(lo, hi)] = (hi - lo) if runs else const(0)
-            total, ok = const(0), True
+            total = const(0)
             for mono, c in self.terms.items():
                 term = const(c)
                 for t in mono:
                     f = value[t]
-                    if not term.is_const() and not f.is_const():
-                        ok = False
-                        break
-                    term = f.scale(term.const) if term.is_const() else term.scale(f.const)
-                if not ok:
-                    break
+                    if term.is_const() or f.is_const():
+                        term = f.scale(term.const) if term.is_const() else term.scale(f.const)
+                    else:
+                        term = derived("mul", term, f)
                 total = total + term
-            yield cons, (total if ok else None)
+            yield cons, total
 
     def __repr__(self) -> str:
         parts = []

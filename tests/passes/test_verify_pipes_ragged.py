@@ -209,6 +209,23 @@ def test_a_tfree_skipped_on_the_ragged_last_tile_is_found_at_its_pop_with_a_ragg
     assert _run(prog, 1) == "LeakError" and _run(prog, 32) is None
 
 
+def test_a_batch_loop_around_ceil_division_tiles_finds_floor_pops_with_m_1_n_1():
+    """``for b in range(m): for i in range((n + 15) // 16)`` pushes against ``n // 16``
+    pops: the counts multiply two unknown trip counts; the witness computes both products,
+    so the finding is at the Cube's TPUSH with values a run fails with."""
+    text = KERNEL.replace("{PUSHES}", CEIL).replace("{POPS}", "n // 16").replace("{BODY}", FREE)
+    text = (text.replace("{TAIL}", "").replace("t: pl.Scalar[pl.index])", "t: pl.Scalar[pl.index], m: pl.Scalar[pl.index])")
+            .replace("    for i in pl.range(", "    for b in pl.range(m):\n     for i in pl.range("))  # both cores
+    path = _DIR / "nested_floor.py"
+    path.write_text(text)
+    prog = load_module(str(path)).prog
+    found, reasons, status = _verify(prog)
+    assert status == FAILED and [e.kind for e in found] == ["count"] and reasons == []
+    push = next(k + 1 for k, ln in enumerate(path.read_text().splitlines()) if ln.endswith("# C-PUSH"))
+    assert f":{push}:" in found[0].where and found[0].values == "m=1, n=1"
+    assert "cube pushes max(0, (n + 15) // 16)*max(0, m) tile(s)" in found[0].details
+
+
 # -- the derived unknowns themselves --------------------------------------------------------------
 N_ = ("param", "n")
 
