@@ -263,9 +263,10 @@ def h_arith(r, fs, opt, results, loc):
                       f"{declared.dtype}", opt)
     rtok, name = results[0]
     if opt.text == CEILDIV:                 # ceil(a / b) == -((-a) // b)
-        neg = emit(r, fs, "arith.neg", xs[:1], [xs[0].type], {}, loc).results[0]
-        floor = emit(r, fs, "arith.floordiv", [neg, xs[1]], [rt], {}, loc).results[0]
-        op = emit(r, fs, "arith.neg", [floor], [rt], {}, loc, [_hint(name)])
+        neg = f"arith.{SCALAR_UNOPS['-']}"
+        minus_a = emit(r, fs, neg, xs[:1], [xs[0].type], {}, loc).results[0]
+        floor = emit(r, fs, f"arith.{k}", [minus_a, xs[1]], [rt], {}, loc).results[0]
+        op = emit(r, fs, neg, [floor], [rt], {}, loc, [_hint(name)])
     else:
         op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
     r.define(fs, rtok, name, op.results[0])
