@@ -142,6 +142,11 @@ def derived(op: str, a: Affine, b: Affine):
             return None
         if b.const == 1:
             return a if op == "floordiv" else const(0)
+        if op == "floordiv" and b.const < 0:    # a // -c == (-a) // c
+            return derived(op, a.scale(-1), b.scale(-1))
+        if op == "floordiv" and a.vars[0][1] < 0:
+            # (-x) // c == -((x + c - 1) // c): -(-n // 16) is the unknown of (n + 15) // 16
+            return derived(op, a.scale(-1) + const(b.const - 1), b).scale(-1)
         if op == "mod" and b.const > 0 and _nonnegative(a):      # a % c == a - c * (a // c)
             return a - derived("floordiv", a, b).scale(b.const)
     return var(("derived", op, a, b))

@@ -592,6 +592,12 @@ class _Verifier:
                 continue
             if verdict[0] == "stuck":
                 values = self.stuck_values(facts, traces, verdict[1])
+                if values is None and verdict[1] and _nested(traces):
+                    # a product of two trip counts need not take every value: only a run's
+                    # values make the hang a finding
+                    self.unproven(f"deadlock freedom: the cores hang after {verdict[1]} iterations of "
+                                  "nested loops of unknown trip count, for no values found")
+                    continue
                 if values is not False:
                     self.stuck(verdict[2], names, values, rules, counts)
                     return
@@ -922,6 +928,14 @@ class _Verifier:
         self.finding("count", ev.op, msg,
                      "make the consumer TPOP once per TPUSH of the producer (the same trip counts "
                      "and branch conditions on both sides)")
+
+
+def _nested(traces: dict) -> bool:
+    """Does a loop entry of ``traces`` stand for a loop in a loop (its trip count a product,
+    :func:`.pipe_paths._loop_entry`)?"""
+    return any(e[0] == "loop" and e[1] is not None and any(v[0] == "derived" and v[1] == "mul"
+                                                            for v, _ in e[1][1].vars)
+               for t in traces.values() for e in t)
 
 
 def _unmatched(pe, ce, depth: int = 0):

@@ -12,12 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ptopipe
+import ptopipe.language as pl
 from ptopipe.driver.loader import load_module
 from ptopipe.errors import PtoPipeError
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.static_check import FAILED, NOT_PROVEN, PROVEN, verdict, verify_program
 from ptopipe.passes.symbolic import affine, const, decide, var
 from ptopipe.runtime import run as dsl_run
+
+from markers import line_of
 
 # A C2V pair over n rows in 16-row tiles: the Cube pushes {PUSHES} tiles, each Vector lane
 # pops its 8-row half of {POPS} tiles, doing {BODY} with each; {TAIL} after the loop.
@@ -226,6 +229,74 @@ def test_a_batch_loop_around_ceil_division_tiles_finds_floor_pops_with_m_1_n_1()
     assert "cube pushes max(0, (n + 15) // 16)*max(0, m) tile(s)" in found[0].details
 
 
+PP_SLOT = 16 * 16 * 4
+
+
+def nested_pingpong(cube_pops_first: bool):
+    """A batch loop around ceil-division tiles, both ways: the Cube pops the Vector's tile
+    and pushes its square back (C2V), the Vector pushes first (clean) or pops first (both
+    cores wait for the other)."""
+    @pl.aic
+    def cube(fifo: pl.Tensor[[4 * PP_SLOT], pl.u8], m: pl.Scalar[pl.index], n: pl.Scalar[pl.index]):
+        v2c_buf = pl.reserve_buffer(name="v2c", size=2 * PP_SLOT, base=pl.AUTO)
+        c2v = pl.import_peer_buffer(name="c2v", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V | pl.DIR_V2C, PP_SLOT, fifo, c2v_consumer_buf=c2v.base,
+                               v2c_consumer_buf=v2c_buf.base, slot_num=2)
+        for b in pl.range(m):
+            for i in pl.range((n + 15) // 16):
+                x = pl.TPOP(v2c_buf, pl.Tile[[16, 16], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)  # PP-CPOP
+                acc = pl.matmul(pl.move(x, space=pl.Left), pl.move(x, space=pl.Right))
+                pl.TFREE(v2c_buf)
+                pl.TPUSH(acc, c2v, split=pl.TILE_UP_DOWN)
+
+    @pl.aiv
+    def vector(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32],
+               fifo: pl.Tensor[[4 * PP_SLOT], pl.u8], m: pl.Scalar[pl.index], n: pl.Scalar[pl.index]):
+        c2v_buf = pl.reserve_buffer(name="c2v", size=2 * PP_SLOT, base=pl.AUTO)
+        v2c = pl.import_peer_buffer(name="v2c", peer_func=cube)
+        pl.aiv_initialize_pipe(pl.DIR_C2V | pl.DIR_V2C, PP_SLOT, fifo, c2v_consumer_buf=c2v_buf.base,
+                               v2c_consumer_buf=v2c.base, slot_num=2)
+        sub = pl.get_subblockid()
+        for b in pl.range(m):
+            for i in pl.range((n + 15) // 16):
+                if cube_pops_first:
+                    r = pl.TPOP(c2v_buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+                    pl.store(pl.adds(r, 1.0), [sub * 8, 0], out)
+                    pl.barrier()
+                    pl.TFREE(c2v_buf)
+                    pl.TPUSH(pl.load(a, [sub * 8, 0], [8, 16]), v2c, split=pl.TILE_UP_DOWN)
+                else:
+                    pl.TPUSH(pl.load(a, [sub * 8, 0], [8, 16]), v2c, split=pl.TILE_UP_DOWN)
+                    r = pl.TPOP(c2v_buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+                    pl.store(pl.adds(r, 1.0), [sub * 8, 0], out)
+                    pl.barrier()
+                    pl.TFREE(c2v_buf)
+    return pl.program(cube, vector, name="nested_pingpong"), cube
+
+
+def _run_pingpong(prog, m, n):
+    try:
+        dsl_run(prog, dict(a=np.ones((16, 16), np.float32), out=np.zeros((16, 16), np.float32),
+                           fifo=ptopipe.gm_buffer(4 * PP_SLOT), m=m, n=n))
+    except PtoPipeError as e:
+        return type(e).__name__
+    return None
+
+
+def test_nested_loops_of_unknown_trip_count_run_as_one_loop_in_the_deadlock_check(no_hang):
+    """The batch loop's body is the tile loop, alike in every batch: the deadlock check runs
+    them as one loop of ``m * ((n + 15) // 16)`` iterations - clean when the Vector pushes
+    first, a hang at the Cube's TPOP with the values of one iteration when both pop first."""
+    good, _ = nested_pingpong(cube_pops_first=False)
+    assert _verify(good) == ([], [], PROVEN)
+    assert [(m, n) for m in range(3) for n in (0, 1, 17, 40) if _run_pingpong(good, m, n)] == []
+    bad, cube = nested_pingpong(cube_pops_first=True)
+    found, _, status = _verify(bad)
+    assert status == FAILED and [e.kind for e in found] == ["deadlock"]
+    assert f":{line_of(cube.pyfunc, 'PP-CPOP')}:" in found[0].where and found[0].values == "m=1, n=1"
+    assert _run_pingpong(bad, 1, 1) == "DeadlockError" and _run_pingpong(bad, 0, 1) is None
+
+
 # -- the derived unknowns themselves --------------------------------------------------------------
 N_ = ("param", "n")
 
@@ -238,8 +309,11 @@ def test_decide_pins_a_floor_division_and_splits_min_into_its_cases():
     floor = affine(("floordiv", N_, 16))
     assert affine(("floordiv", ("sub", ("add", N_, 16), 1), 16)) == ceil   # one unknown per form
     assert affine(("mod", N_, 16)) == var(N_) - floor.scale(16)
-    for sign in (1, -1):            # two spellings of ceil(n / 16): never 1 apart
-        assert decide([((ceil - negneg).scale(sign) - const(1), ">=")])[0] == "unsat"
+    assert negneg == ceil                                         # -(-n // 16): one unknown
+    assert affine(("floordiv", N_, -16)) == affine(("floordiv", ("neg", N_), 16))
+    two = affine(("floordiv", ("add", N_, 16), 16))               # (n + 16) // 16: another one
+    for sign in (1, -1):            # two ceil-like divisions: never 2 apart
+        assert decide([((two - ceil).scale(sign) - const(2), ">=")])[0] == "unsat"
     found, w = decide([(ceil - floor - const(1), ">=")])
     assert found == "sat" and w[N_] == 1                         # the smallest ragged n
     clamp = affine(("min", ("mul", 16, N_), 24))                 # 0 <= min(16n, 24) <= 24

@@ -481,9 +481,10 @@ CEILDIV_LOOP = ("%q = arith.ceildivsi %n_idx, %c16 : index\n"
 
 
 def test_pto_ceildivsi_trip_counts_on_both_cores_are_proven_and_against_n_fail_at_n_2(tmp_path, capsys):
-    """``arith.ceildivsi`` (pypto's tile count) is read as ``-((-n) // 16)``: both cores
-    looping over it are proven (within the 64 rows the tensors hold); the Vector kernel alone
-    looping over it against the Cube's n leaves the Cube's 2nd push unpopped at n = 2."""
+    """``arith.ceildivsi`` (pypto's tile count) is read as ``-((-n) // 16)``, which is
+    ``(n + 15) // 16``: both cores looping over it are proven (within the 64 rows the
+    tensors hold); the Vector kernel alone looping over it against the Cube's n leaves the
+    Cube's 2nd push unpopped at n = 2."""
     from ptopipe.cli import main
     f, text = _pto(tmp_path, CEILDIV_LOOP)
     both = text.replace("scf.for %i = %c0 to %n_idx step %c1 {", CEILDIV_LOOP, 1)
@@ -497,7 +498,7 @@ def test_pto_ceildivsi_trip_counts_on_both_cores_are_proven_and_against_n_fail_a
     (fd,) = rep["findings"]
     push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
     assert fd["where"].endswith(f"k.pto:{push}:7") and fd["values"] == "n=2"
-    assert "vector (lane AIV0) pops -((-n) // 16)" in fd["details"]
+    assert "vector (lane AIV0) pops (n + 15) // 16" in fd["details"]
 
 
 def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tmp_path, capsys):
