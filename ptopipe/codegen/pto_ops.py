@@ -13,7 +13,7 @@ from ..ir.vocab import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
-from .pto_syntax import (ARITH_OF, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE,
+from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE,
                          float_of_literal, ptr_type)
 from ..errors import with_article
 
@@ -245,7 +245,7 @@ def h_arith(r, fs, opt, results, loc):
     elif opt.text in LOGIC.values() and xs[0].type == BOOL:
         k = "and" if opt.text == "arith.andi" else "or"
     else:
-        k = ARITH_OF[opt.text]
+        k = "floordiv" if opt.text == CEILDIV else ARITH_OF[opt.text]
     unary = k in _USYM
     if len(xs) != (1 if unary else 2):
         raise c.error(f"{opt.text} takes {1 if unary else 2} operand(s), got {len(xs)}", opt)
@@ -262,7 +262,13 @@ def h_arith(r, fs, opt, results, loc):
         raise c.error(f"type mismatch: {opt.text} on these operands is {shown.dtype}, the op says "
                       f"{declared.dtype}", opt)
     rtok, name = results[0]
-    op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
+    if opt.text == CEILDIV:                 # ceil(a / b) == -((-a) // b)
+        neg = f"arith.{SCALAR_UNOPS['-']}"
+        minus_a = emit(r, fs, neg, xs[:1], [xs[0].type], {}, loc).results[0]
+        floor = emit(r, fs, f"arith.{k}", [minus_a, xs[1]], [rt], {}, loc).results[0]
+        op = emit(r, fs, neg, [floor], [rt], {}, loc, [_hint(name)])
+    else:
+        op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
     r.define(fs, rtok, name, op.results[0])
 
 

@@ -354,6 +354,9 @@ for _k, _n in UNSIGNED_ARITH.items():
     ARITH_OF[_n] = _k
 # MLIR's NaN-ignoring float min / max: the IR's min / max (a NaN operand is not a tile size)
 ARITH_OF.update({"arith.minnumf": "min", "arith.maxnumf": "max"})
+#: MLIR's signed ceiling division (pypto's tile count ``ceildivsi(n, 8192)``): the IR has floor
+#: division only, so it is read as ``-((-a) // b)``, which is ``ceil(a / b)`` for either sign
+CEILDIV = "arith.ceildivsi"
 CMP_OF = {}
 for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpi", _i)] = _k

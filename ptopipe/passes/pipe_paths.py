@@ -42,7 +42,8 @@ from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import ScalarType, TensorType
 from ..ir.vocab import FunctionKind
-from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, var_name, witness_text
+from .symbolic import (Count, affine, const, constraints, decide, derived, invariant, show, unknowns, var_name,
+                       witness_text)
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
 
@@ -694,12 +695,28 @@ def _loop_entry(op, bounds, first: list, later: list) -> tuple:
     why = None
     if a is None or b is None or st != 1:
         why = f"the trip count of the loop at {line(op)} is not an affine expression with step 1"
+    elif _one_inner_loop(first, later):
+        # its body is one loop, alike in every iteration: the two are one loop of the
+        # product of their trip counts (the inner loop's iterations, one after the other)
+        (_, (c, d), body, _, _), = later
+        trips = derived("mul", derived("max", b - a, const(0)), derived("max", d - c, const(0)))
+        return ("loop", (const(0), trips), body, op, None)
     elif any(e[0] == "loop" for e in later):
         why = f"the loop at {line(op)} holds another loop of unknown trip count"
     elif len(first) != len(later) or any(x[0] != y[0] or x[1] != y[1] or x[2] is not y[2]
                                          for x, y in zip(first, later)):
         why = f"the iterations of the loop at {line(op)} do not all push / pop / free alike"
     return ("loop", None if why else (a, b), tuple(later), op, why)
+
+
+def _one_inner_loop(first: list, later: list) -> bool:
+    """Is each of an outer loop's iteration traces ``first`` / ``later`` one loop entry, of
+    the same trip count (not depending on the outer loop's variable) and body?"""
+    if len(first) != 1 or len(later) != 1 or first[0][0] != "loop" or later[0][0] != "loop":
+        return False
+    (x, y) = first[0], later[0]
+    return x[1] is not None and x[1] == y[1] and len(x[2]) == len(y[2]) and \
+        all(e[0] == f[0] and e[1] == f[1] and e[2] is f[2] for e, f in zip(x[2], y[2]))
 
 
 def _branches(op) -> dict:

@@ -4,10 +4,18 @@ symbolic value of :mod:`.pipe_paths` is as an affine expression of the unknowns
 depend on loops of unknown trip count (:class:`Count`, polynomials over trip counts
 ``max(0, hi - lo)``), and the decision of a conjunction of constraints (:func:`decide`):
 a small integer witness when there is one (a box search, smallest values first), "none"
-when Fourier-Motzkin elimination shows no rational solution (so no integer one either),
-else undecided.  Unknowns are the kernel's scalar parameters (at least 0: the values a
-launch passes), loop variables of loops of unknown trip count (within their loop's
-bounds) and other unknowns (free: data read at run time)."""
+when Fourier-Motzkin elimination, each inequality tightened to the integers, shows no
+integer solution, else undecided.  Unknowns are the kernel's scalar parameters (at least
+0: the values a launch passes), loop variables of loops of unknown trip count (within
+their loop's bounds), other unknowns (free: data read at run time) and *derived* unknowns:
+a floor division, remainder, ``min``, ``max`` or product of affine operands (``(n + 15) // 16``,
+``pl.min(16, n - 16*i)``), one unknown per distinct affine form, tied to its operands by
+the linear facts that hold of it (:func:`bounds`: ``16*q <= n + 15 <= 16*q + 15``; ``m <=
+a``, ``m <= b``) and, for ``min`` / ``max``, by the case split :func:`decide` makes (``m ==
+a`` where ``a <= b``, else ``m == b``; ``x != 0`` it splits into ``x >= 1`` and ``x <= -1``
+alike).  A witness gives each derived unknown its operation's value at the witness's other
+unknowns, so a witness is a real run's values; a refutation holds for the real values,
+which satisfy every fact used."""
 from __future__ import annotations
 
 from itertools import product
@@ -20,6 +28,13 @@ MAX_ROWS = 400
 
 _CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
 _IDENTITY = {"index_cast", "cast"}
+#: the integer operations read as derived unknowns (Python semantics, as :mod:`.pipe_paths`
+#: folds them: ``//`` floors, ``%`` takes the divisor's sign; ``mul`` of two unknowns)
+_DERIVED = {"floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "min": min, "max": max,
+            "mul": lambda a, b: a * b}
+#: the most ``min`` / ``max`` unknowns and ``!=`` constraints whose cases :func:`decide`
+#: splits (2 ** this cases)
+MAX_SPLIT = 6
 
 
 class Affine:
@@ -75,6 +90,8 @@ def show(a: Affine) -> str:
     parts = []
     for v, c in a.vars:
         name = var_name(v)
+        if c != 1 and v[0] == "derived" and v[1] in ("floordiv", "mod"):
+            name = f"({name})"          # -((-n) // 16), 16*(n // 16): as Python reads them
         term = name if abs(c) == 1 else f"{abs(c)}*{name}"
         parts.append(("- " if c < 0 else "+ ") + term)
     if a.const or not parts:
@@ -90,7 +107,57 @@ def var_name(v) -> str:
         return v[1]
     if v[0] == "iv":
         return v[3] if len(v) > 3 else f"the loop variable at {v[1]}"
+    if v[0] == "derived":
+        _, op, a, b = v
+        if op in ("min", "max"):
+            return f"{op}({show(a)}, {show(b)})"
+        if op == "mul":
+            return f"{_operand(a)}*{_operand(b)}"
+        return f"{_operand(a)} {'//' if op == 'floordiv' else '%'} {_operand(b)}"
     return "a value read at run time"
+
+
+def _operand(a: Affine) -> str:
+    text = show(a)
+    return text if a.is_const() or (len(a.vars) == 1 and a.vars[0][1] == 1 and not a.const) else f"({text})"
+
+
+def derived(op: str, a: Affine, b: Affine):
+    """The Affine of ``a op b`` (an operation of :data:`_DERIVED`): folded when both are
+    constants or the operation is the identity, else a derived unknown (one per distinct
+    ``(op, a, b)``; None for a division by a constant zero)."""
+    if a.is_const() and b.is_const():
+        try:
+            return const(_DERIVED[op](a.const, b.const))
+        except ZeroDivisionError:
+            return None
+    if op == "mul" and (a.is_const() or b.is_const()):
+        return b.scale(a.const) if a.is_const() else a.scale(b.const)
+    if op in ("min", "max", "mul"):
+        if a == b and op != "mul":
+            return a
+        a, b = sorted((a, b), key=repr)         # commutative: one unknown for both orders
+    elif b.is_const():
+        if b.const == 0:
+            return None
+        if b.const == 1:
+            return a if op == "floordiv" else const(0)
+        if op == "floordiv" and b.const < 0:    # a // -c == (-a) // c
+            return derived(op, a.scale(-1), b.scale(-1))
+        if op == "floordiv" and a.vars[0][1] < 0:
+            # (-x) // c == -((x + c - 1) // c): -(-n // 16) is the unknown of (n + 15) // 16
+            return derived(op, a.scale(-1) + const(b.const - 1), b).scale(-1)
+        if op == "mod" and b.const > 0 and _nonnegative(a):      # a % c == a - c * (a // c)
+            return a - derived("floordiv", a, b).scale(b.const)
+    return var(("derived", op, a, b))
+
+
+def _nonnegative(a: Affine) -> bool:
+    """Is ``a`` at least 0 by its form (parameters, which are, with coefficients and a
+    constant at least 0)?  A remainder of such a value by a positive divisor is the same
+    whether ``%`` floors (Python, the DSL) or truncates (MLIR's ``arith.remsi``, which a
+    ``.pto`` file's remainder is read as)."""
+    return a.const >= 0 and all(v[0] == "param" and c > 0 for v, c in a.vars)
 
 
 def is_param(v) -> bool:
@@ -129,6 +196,9 @@ def affine(v):
             return b.scale(a.const)
         if b.is_const():
             return a.scale(b.const)
+    if head in _DERIVED and len(v) == 3:
+        a, b = affine(v[1]), affine(v[2])
+        return None if a is None or b is None else derived(head, a, b)
     return None
 
 
@@ -215,6 +285,10 @@ def bounds(names, ranges: dict) -> list:
                 out.append(ge(var(v), const(lo)))
             if hi is not None:
                 out.append(ge(const(hi), var(v) + const(1)))
+        elif v[0] == "derived":
+            _, _, a, b = v
+            out.extend(_derived_facts(v))
+            todo.extend(u for e in (a, b) for u, _ in e.vars)
         elif v in ranges:
             lo, hi = (affine(x) for x in ranges[v])
             if lo is not None:
@@ -223,6 +297,65 @@ def bounds(names, ranges: dict) -> list:
             if hi is not None:
                 out.append(ge(hi, var(v) + const(1)))
                 todo.extend(u for u, _ in hi.vars)
+    return out
+
+
+def _derived_facts(v) -> list:
+    """The linear facts that hold of derived unknown ``v``: a floor division by a constant
+    ``c`` pinned exactly (``c*q <= a <= c*q + c - 1`` for ``c > 0``), ``min(a, b)`` at most
+    each operand, ``max(a, b)`` at least each; none for a division by an unknown."""
+    _, op, a, b = v
+    q = var(v)
+    if op == "floordiv" and b.is_const():
+        c = b.const
+        if c > 0:
+            return [ge(a, q.scale(c)), ge(q.scale(c) + const(c - 1), a)]
+        return [ge(q.scale(c), a), ge(a, q.scale(c) + const(c + 1))]
+    if op == "min":
+        return [ge(a, q), ge(b, q)]
+    if op == "max":
+        return [ge(q, a), ge(q, b)]
+    if op == "mod" and b.is_const():            # either sign convention: |a % c| < |c|
+        c = abs(b.const)
+        return [ge(q, const(1 - c)), ge(const(c - 1), q)]
+    return []
+
+
+def _cases(cons, names) -> list:
+    """The cases :func:`decide` refutes one by one: which operand each ``min`` / ``max``
+    unknown among ``names`` equals (``min(a, b) == a`` where ``a <= b``) and which side of 0
+    each ``!=`` constraint of ``cons`` is on; ``[[]]`` without any, or with more than
+    :data:`MAX_SPLIT` (then their :func:`bounds` facts alone, the ``!=`` left out)."""
+    picks = [[[(var(v) - this, "=="), ge(other, this) if v[1] == "min" else ge(this, other)]
+              for this, other in ((v[2], v[3]), (v[3], v[2]))]
+             for v in names if v[0] == "derived" and v[1] in ("min", "max")]
+    picks += [[[(e - const(1), ">=")], [(e.scale(-1) - const(1), ">=")]] for e, rel in cons if rel == "!="]
+    if not picks or len(picks) > MAX_SPLIT:
+        return [[]]
+    return [[c for part in combo for c in part] for combo in product(*picks)]
+
+
+def complete(values: dict, names) -> dict | None:
+    """``values`` (of the other unknowns) with each derived unknown among ``names`` given
+    its operation's value there; None where an operation has no value (a division by 0) or
+    one that differs between the ``%`` of the DSL and of a ``.pto`` file (a remainder with
+    a negative operand: :func:`_nonnegative`)."""
+    out = dict(values)
+    todo = [v for v in names if v[0] == "derived"]
+    while todo:
+        rest = []
+        for v in todo:
+            _, op, a, b = v
+            if all(u in out for e in (a, b) for u, _ in e.vars):
+                x, y = a.at(out), b.at(out)
+                if y == 0 and op in ("floordiv", "mod") or op == "mod" and (x < 0 or y < 0):
+                    return None             # no value, or one that depends on the convention
+                out[v] = _DERIVED[op](x, y)
+            else:
+                rest.append(v)
+        if len(rest) == len(todo):
+            return None
+        todo = rest
     return out
 
 
@@ -236,14 +369,15 @@ def holds(cons, values: dict) -> bool:
 
 def decide(cons: list, ranges: dict | None = None):
     """``("sat", witness)`` (a dict unknown -> int, small values first), ``("unsat",
-    None)`` (no rational solution, so no integer one) or ``("unknown", None)`` of the
+    None)`` (no integer solution: :func:`_infeasible`) or ``("unknown", None)`` of the
     constraints ``cons`` and the :func:`bounds` of the unknowns they name."""
     ranges = ranges or {}
     cons = cons + bounds({v for e, _ in cons for v, _ in e.vars}, ranges)
-    names = sorted({v for e, _ in cons for v, _ in e.vars}, key=repr)
+    names = sorted(_operands({v for e, _ in cons for v, _ in e.vars}), key=repr)
     if not names:
         return ("sat", {}) if holds(cons, {}) else ("unsat", None)
-    if _infeasible([(e, r) for e, r in cons if r != "!="]):
+    rows = [(e, r) for e, r in cons if r != "!="]
+    if all(_infeasible(rows + case) for case in _cases(cons, names)):
         return "unsat", None
     w = _search(cons, names)
     if w is not None and any(v in ranges and any(affine(x) is None for x in ranges[v] if x is not None)
@@ -252,10 +386,29 @@ def decide(cons: list, ranges: dict | None = None):
     return ("sat", w) if w is not None else ("unknown", None)
 
 
+def _operands(names: set) -> set:
+    """``names`` and the unknowns in the operands of its derived unknowns, in turn."""
+    todo, out = list(names), set()
+    while todo:
+        v = todo.pop()
+        if v not in out:
+            out.add(v)
+            if v[0] == "derived":
+                todo.extend(u for e in v[2:] for u, _ in e.vars)
+    return out
+
+
 def _search(cons, names):
     """The first point satisfying ``cons`` in a box around the constraints' constants, small
-    values first (by the sum of each unknown's rank in its own order)."""
+    values first (by the sum of each unknown's rank in its own order); the derived unknowns
+    are not searched but computed from the others (:func:`complete`)."""
+    every, names = names, [v for v in names if v[0] != "derived"]
+    if not names:
+        values = complete({}, every)
+        return values if values is not None and holds(cons, values) else None
     span = max([abs(e.const) for e, _ in cons] + [1]) + 2
+    # a division by c reaches a constant's value only c times as far out (n // 16 >= 3: n = 48)
+    span *= max([abs(v[3].const) for v in every if v[0] == "derived" and v[3].is_const()] + [1])
     per = max(2, int(MAX_POINTS ** (1 / len(names))))
     span = min(span, per // 2)
     low = {}                            # the lower bounds a constraint on one unknown sets
@@ -272,8 +425,8 @@ def _search(cons, names):
             orders.append([k // 2 if k % 2 == 0 else -(k // 2 + 1) for k in range(2 * span + 1)])
     for total in range(sum(len(o) - 1 for o in orders) + 1):
         for idx in _compositions(total, [len(o) for o in orders]):
-            values = {v: o[i] for v, o, i in zip(names, orders, idx)}
-            if holds(cons, values):
+            values = complete({v: o[i] for v, o, i in zip(names, orders, idx)}, every)
+            if values is not None and holds(cons, values):
                 return values
     return None
 
@@ -289,15 +442,37 @@ def _compositions(total: int, sizes: list):
             yield (i,) + rest
 
 
+def _tighten(c: dict, k: int) -> tuple:
+    """Inequality ``sum(c[v] * v) + k >= 0`` over integers divided by the gcd ``g`` of its
+    coefficients: ``sum(c[v] / g * v) + floor(k / g) >= 0`` holds of the same integer points
+    (``16*j >= 49`` is ``j >= 4``), and cuts rational points between them."""
+    g = 0
+    for x in c.values():
+        g = gcd(g, x)
+    return ({v: x // g for v, x in c.items()}, k // g) if g > 1 else (c, k)
+
+
+def _cost(rows, v) -> tuple:
+    """The order :func:`_infeasible` eliminates unknowns in: first those whose coefficients
+    are all 1 on one side (the integer points of the projection are then exactly those of
+    the rows, no bound lost to the tightening), then the fewest rows made."""
+    pos = [r[0][v] for r in rows if r[0].get(v, 0) > 0]
+    neg = [-r[0][v] for r in rows if r[0].get(v, 0) < 0]
+    return (not (all(x == 1 for x in pos) or all(x == 1 for x in neg)), len(pos) * len(neg))
+
+
 def _infeasible(cons) -> bool:
-    """Fourier-Motzkin: no rational point satisfies the inequalities / equalities ``cons``."""
+    """Fourier-Motzkin with each inequality tightened to the integers (:func:`_tighten`): no
+    integer point satisfies the inequalities / equalities ``cons``."""
     rows = []
     for e, rel in cons:
-        rows.append((e.coefs(), e.const))
+        rows.append(_tighten(e.coefs(), e.const))
         if rel == "==":
-            rows.append(({k: -v for k, v in e.coefs().items()}, -e.const))
+            rows.append(_tighten({k: -v for k, v in e.coefs().items()}, -e.const))
     names = sorted({v for c, _ in rows for v in c}, key=repr)
-    for v in names:
+    while names:
+        v = min(names, key=lambda u: _cost(rows, u))
+        names.remove(v)
         pos = [r for r in rows if r[0].get(v, 0) > 0]
         neg = [r for r in rows if r[0].get(v, 0) < 0]
         rest = [r for r in rows if not r[0].get(v, 0)]
@@ -308,7 +483,7 @@ def _infeasible(cons) -> bool:
                 fa, fb = m // a, m // b
                 c = {k: cp.get(k, 0) * fa + cn.get(k, 0) * fb for k in set(cp) | set(cn)}
                 c = {k: x for k, x in c.items() if x}
-                rest.append((c, kp * fa + kn * fb))
+                rest.append(_tighten(c, kp * fa + kn * fb))
         rows = [r for r in rest if r[0] or r[1] < 0]
         if any(not c and k < 0 for c, k in rows):
             return True
@@ -369,28 +544,27 @@ class Count:
         return sorted({t for k in self.terms for t in k}, key=repr)
 
     def cases(self):
-        """``(constraints, Affine or None)`` per case of the trips' signs (each trip is
-        ``hi - lo`` when that is >= 0, else 0): the count as an Affine in that case, or None
-        where it multiplies two unknown trip counts (not affine)."""
+        """``(constraints, Affine)`` per case of the trips' signs (each trip is ``hi - lo``
+        when that is >= 0, else 0): the count as an Affine in that case, a product of two
+        unknown trip counts a derived unknown (no facts bound it, so it proves only what
+        cancels; a witness computes it, so a count it makes differ is a real run's)."""
         trips = self.trip_set()
         for signs in product((True, False), repeat=len(trips)):
             cons, value = [], {}
             for (lo, hi), runs in zip(trips, signs):
                 cons.append(ge(hi, lo) if runs else ge(lo, hi))
                 value[(lo, hi)] = (hi - lo) if runs else const(0)
-            total, ok = const(0), True
+            total = const(0)
             for mono, c in self.terms.items():
                 term = const(c)
                 for t in mono:
                     f = value[t]
-                    if not term.is_const() and not f.is_const():
-                        ok = False
-                        break
-                    term = f.scale(term.const) if term.is_const() else term.scale(f.const)
-                if not ok:
-                    break
+                    if term.is_const() or f.is_const():
+                        term = f.scale(term.const) if term.is_const() else term.scale(f.const)
+                    else:
+                        term = derived("mul", term, f)
                 total = total + term
-            yield cons, (total if ok else None)
+            yield cons, total
 
     def __repr__(self) -> str:
         parts = []

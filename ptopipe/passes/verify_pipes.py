@@ -209,6 +209,9 @@ NOT_PROVEN = "VerifyPipes: not proven for all values"
 MAX_DEPTH = 2
 #: the most combinations of one path per core whose orders the deadlock check runs
 MAX_COMBOS = 64
+#: the constant differences between two loops' trip counts the deadlock check tries
+#: (:meth:`_Verifier.same_trips`): a ragged tail runs one more, seldom more
+_TRIP_DELTAS = (0, 1, -1, 2, -2)
 
 
 class _Verifier:
@@ -586,7 +589,7 @@ class _Verifier:
             facts = {}
             for p in choice:
                 facts.update(p.facts)
-            traces = {lane: p.trace for (lane, _), p in zip(cores, choice)}
+            traces = self.same_trips({lane: p.trace for (lane, _), p in zip(cores, choice)}, facts)
             if not any(traces.values()):
                 continue
             combos += 1
@@ -602,9 +605,54 @@ class _Verifier:
                 continue
             if verdict[0] == "stuck":
                 values = self.stuck_values(facts, traces, verdict[1])
+                if values is None and verdict[1] and _nested(traces):
+                    # a product of two trip counts need not take every value: only a run's
+                    # values make the hang a finding
+                    self.unproven(f"deadlock freedom: the cores hang after {verdict[1]} iterations of "
+                                  "nested loops of unknown trip count, for no values found")
+                    continue
                 if values is not False:
                     self.stuck(verdict[2], names, values, rules, counts)
                     return
+
+    def same_trips(self, traces: dict, facts: dict) -> dict:
+        """``traces`` with the loops of unknown trip count run as one loop where their trip
+        counts differ by a constant for every value ``facts`` allow: each loop entry gets
+        the shortest one's trip count, written as the first loop's, and its remaining
+        iterations unrolled after it (``range((n + 15) // 16)`` against ``range(n // 16)``
+        and a tail pop under ``n % 16 != 0``: on that path one more iteration).  The
+        deadlock check then runs them as one loop; loops whose counts are not proven to
+        differ by a constant are left as they are."""
+        loops = [e for t in traces.values() for e in t if e[0] == "loop" and e[1] is not None]
+        if len({e[1] for e in loops}) < 2:
+            return traces
+        cons, _ = constraints(facts, self.ranges)
+
+        def never(c) -> bool:
+            return decide(cons + [c], self.ranges)[0] == "unsat"
+        (lo, hi), extra = loops[0][1], {}
+        for e in loops:
+            if e[1] in extra:
+                continue
+            diff = (e[1][1] - e[1][0]) - (hi - lo)
+            k = next((k for k in _TRIP_DELTAS if never((diff - const(k + 1), ">="))
+                      and never((const(k - 1) - diff, ">="))), None)
+            if k is None:
+                return traces
+            extra[e[1]] = k
+        low = min(extra.values())
+        if any(extra.values()) and not never((lo - hi - const(low + 1), ">=")):
+            return traces           # the shortest may run fewer than 0 times: max(0, ...) differ
+        ref = (lo, hi + const(low))
+
+        def entries(t):
+            for e in t:
+                if e[0] == "loop" and e[1] in extra:
+                    yield (e[0], ref) + e[2:]
+                    yield from e[2] * (extra[e[1]] - low)
+                else:
+                    yield e
+        return {core: list(entries(t)) for core, t in traces.items()}
 
     def stuck_values(self, facts, traces, trips):
         """The values of the unknowns that make a combination of paths whose facts are
@@ -784,10 +832,6 @@ class _Verifier:
             return False                        # the two paths contradict each other
         cons, unhandled = constraints(facts, self.ranges)
         for case, diff in (pc - cc).cases():
-            if diff is None:
-                self.unproven(f"the {_dir(d)} counts of {who_p} ({pc}) and {who_c} ({cc}) "
-                              "multiply trip counts of loops of unknown trip count (not affine)")
-                return False
             for sign in (1, -1):
                 verdict, w = decide(cons + case + [(diff.scale(sign) - const(1), ">=")], self.ranges)
                 if verdict == "unsat":
@@ -897,6 +941,14 @@ class _Verifier:
         self.finding("count", ev.op, msg,
                      "make the consumer TPOP once per TPUSH of the producer (the same trip counts "
                      "and branch conditions on both sides)")
+
+
+def _nested(traces: dict) -> bool:
+    """Does a loop entry of ``traces`` stand for a loop in a loop (its trip count a product,
+    :func:`.pipe_paths._loop_entry`)?"""
+    return any(e[0] == "loop" and e[1] is not None and any(v[0] == "derived" and v[1] == "mul"
+                                                            for v, _ in e[1][1].vars)
+               for t in traces.values() for e in t)
 
 
 def _unmatched(pe, ce, depth: int = 0):

@@ -130,13 +130,13 @@ def test_equal_trip_counts_are_proven_for_every_n():
 
 # -- what the analysis cannot decide ------------------------------------------------------------
 @pl.aiv
-def halves_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
-               n: pl.Scalar[pl.index]):
+def every_other_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+                    n: pl.Scalar[pl.index]):
     buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
     pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
                            slot_num=4)
     sub = pl.get_subblockid()
-    for i in pl.range(n // 2):                                                       # HALF-LOOP
+    for i in pl.range(0, n, 2):                                                      # STEP-LOOP
         part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
         pl.store(part, [sub * HR, 0], out)
         pl.TFREE(buf)
@@ -144,11 +144,11 @@ def halves_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u
 
 def test_a_trip_count_that_is_not_affine_is_not_proven_rather_than_passed():
     warnings = []
-    prog = program(c2v_cube(halves_vec), halves_vec)
+    prog = program(c2v_cube(every_other_vec), every_other_vec)
     assert _verify(prog, warnings) == []
     reasons = verify_pipes.not_proven(warnings)
     assert reasons and all("not an affine expression" in r for r in reasons), reasons
-    assert f"the loop at line {line_of(halves_vec.pyfunc, 'HALF-LOOP')}" in reasons[0]
+    assert f"the loop at line {line_of(every_other_vec.pyfunc, 'STEP-LOOP')}" in reasons[0]
     status, found, _ = verdict(lambda v: (_verify(prog, w := []), w), None)
     assert (status, found) == (NOT_PROVEN, [])
 
@@ -324,7 +324,9 @@ def test_decide_finds_small_witnesses_and_refutes_with_fourier_motzkin():
     n, m = var(("param", "n")), var(("param", "m"))
     assert decide([(n - const(3), ">="), (const(5) - n, ">=")]) == ("sat", {("param", "n"): 3})
     assert decide([(n - m - const(1), ">="), (m - n, ">=")])[0] == "unsat"
-    assert decide([(n.scale(2) - const(1), "==")])[0] == "unknown"     # 2n = 1: no integer, a rational
+    # no integer between rational solutions: 2n = 1; 16n >= 49 and 2n <= 7 (n in [3.06, 3.5])
+    assert decide([(n.scale(2) - const(1), "==")])[0] == "unsat"
+    assert decide([(n.scale(16) - const(49), ">="), (const(7) - n.scale(2), ">=")])[0] == "unsat"
     assert decide([(n, ">=")], {("param", "n"): (2, 4)}) == ("sat", {("param", "n"): 2})
 
 
@@ -410,19 +412,24 @@ def test_check_static_fails_a_kernel_that_leaks_below_the_variants_flag(tmp_path
         "exactly with flag=4, the variant's))" in capsys.readouterr().out
 
 
-def test_check_static_says_not_proven_for_a_trip_count_it_cannot_read(tmp_path, capsys):
+def test_check_static_names_the_values_a_floor_divided_trip_count_overruns_the_tensor_with(tmp_path, capsys):
+    """``range(flag // 2)`` bounds the rows a load / store touches: for flag >= 10 the loop
+    reaches row 64 of the 64-row tensor, so for every flag >= 4 the bounds are not proven (a
+    failing status naming those values and how to declare the kernel's), though flag=4 runs
+    clean; with flag in 4..9 they are proven."""
     from ptopipe.cli import main
     f = tmp_path / "flags.py"
     f.write_text(FLAG_FILE.replace("flag=4, half=False", "flag=4, half=True"))
-    """``range(flag // 2)`` bounds the rows a load / store touches: not affine, so the bounds
-    are not proven (a failing status, with the reason), though flag=4 runs clean."""
     assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 1
     out = capsys.readouterr().out
     half = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# HALF" in ln) - 1
-    assert out.startswith(f"NOT PROVEN flags[default] on a2a3/spec: not proven for all values: the GM bounds "
-                          f"of the pl.load at line {half} (a loop bound or condition on its path is not "
-                          "affine)"), out
+    assert out.startswith(f"NOT PROVEN flags[default] on a2a3/spec: not proven for all values: the pl.load "
+                          f"at line {half} accesses GM out of bounds when flag=10, j=4 (in the loop at line "
+                          f"{half - 1}) (offsets [16*j, 0] + window [8, 32] exceed 'out' of shape [64, 32]); "
+                          "declare the values the kernel takes (--range NAME=LO..HI)"), out
     assert out.rstrip().endswith(" - no error found (and exactly with flag=4, the variant's)")
+    assert main(["check", "--static", str(f), "--range", "flag=4..9"]) == 0
+    assert capsys.readouterr().out.startswith("PASS flags[default] on a2a3/spec")
 
 
 # -- the same in .pto files -------------------------------------------------------------------------
@@ -449,6 +456,49 @@ def test_a_pto_consumer_popping_n_plus_one_tiles_fails_for_every_n(tmp_path, cap
     pop = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpop_from_aic" in ln)
     assert fd["where"].endswith(f"k.pto:{pop}:7") and fd["values"] == "n=0"
     assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops n + 1" in fd["details"]
+
+
+def test_a_pto_consumer_looping_over_ceil_divided_rows_fails_where_the_counts_differ(tmp_path, capsys):
+    """The Vector kernel pops ``(n + 15) // 16`` tiles (``arith.floordivsi``) against the
+    Cube's n: equal for n <= 1, an unpopped push from n = 2, reported at the Cube's TPUSH."""
+    from ptopipe.cli import main
+    f, text = _pto(tmp_path, "%c15 = arith.constant 15 : index\n"
+                             "    %n15 = arith.addi %n_idx, %c15 : index\n"
+                             "    %q = arith.floordivsi %n15, %c16 : index\n"
+                             "    scf.for %i = %c0 to %q step %c1 {")
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "failed"
+    (fd,) = rep["findings"]
+    push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    assert fd["where"].endswith(f"k.pto:{push}:7") and fd["values"] == "n=2"
+    assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops (n + 15) // 16" \
+        in fd["details"]
+
+
+CEILDIV_LOOP = ("%q = arith.ceildivsi %n_idx, %c16 : index\n"
+                "    scf.for %i = %c0 to %q step %c1 {")
+
+
+def test_pto_ceildivsi_trip_counts_on_both_cores_are_proven_and_against_n_fail_at_n_2(tmp_path, capsys):
+    """``arith.ceildivsi`` (pypto's tile count) is read as ``-((-n) // 16)``, which is
+    ``(n + 15) // 16``: both cores looping over it are proven (within the 64 rows the
+    tensors hold); the Vector kernel alone looping over it against the Cube's n leaves the
+    Cube's 2nd push unpopped at n = 2."""
+    from ptopipe.cli import main
+    f, text = _pto(tmp_path, CEILDIV_LOOP)
+    both = text.replace("scf.for %i = %c0 to %n_idx step %c1 {", CEILDIV_LOOP, 1)
+    g = tmp_path / "both.pto"
+    g.write_text(both)
+    assert main(["check", "--static", str(g), "--range", "n=0..64"]) == 0
+    assert "PASS both.pto on a2a3 (spec): verified statically for every value of n, n in 0..64" \
+        in capsys.readouterr().out
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    (fd,) = rep["findings"]
+    push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    assert fd["where"].endswith(f"k.pto:{push}:7") and fd["values"] == "n=2"
+    assert "vector (lane AIV0) pops (n + 15) // 16" in fd["details"]
 
 
 def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tmp_path, capsys):
