@@ -569,16 +569,14 @@ print("the run returned")
 
 
 @needs_cxx
-@pytest.mark.parametrize("source, at", [(SPIN, "vec_kernel"), (IDLE_AFTER, "get_subblockid")],
-                         ids=["no-instruction", "after-an-instruction"])
-def test_a_cpp_loop_without_instructions_in_this_process_ends_it_with_the_located_error(cpp_cache, tmp_path, source,
-                                                                                        at):
+def test_a_cpp_loop_without_instructions_in_this_process_ends_it_with_the_located_error(cpp_cache, tmp_path):
     """C++ kernels run in the caller's process (ptopipe.cpp.kernels: a Scenario's, ``ptopipe run
     file.py``) hold the GIL, so no Python watchdog can stop a loop of theirs that calls no
     instruction: the kernel library's own thread ends the process past the run's timeout, with
     the BudgetError at the call site of the kernel's last instruction (or its start)."""
     from ptopipe.cpp.build import build, find_kernels
     from ptopipe.cpp.runner import bridge
+    source, at = IDLE_AFTER, "get_subblockid"
     f = tmp_path / "spin.cpp"
     f.write_text(source)
     build(find_kernels(str(f)))      # compiled here: the child's bound is the run's alone
