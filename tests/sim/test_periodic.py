@@ -474,6 +474,24 @@ def test_store_keywords_change_midway(engines, change):
     assert np.array_equal(res.outputs["out"], want)
 
 
+def moving_scalar_vec(out, fifo, n, until):
+    """Adds i to tile i up to iteration ``until`` (a scalar that moves with the loop: no two
+    calls of the line are the same), 1 after it."""
+    lane_stream(out, fifo, n, lambda i, o, part: TADDS(o, part, float(i) if i < until else 1.0))
+
+
+@pytest.mark.parametrize("until", [2000, 600])
+def test_a_scalar_moving_with_the_loop_rests_learning(engines, until):
+    """A line whose calls are never the same (its scalar is the iteration number) holds no
+    period: learning rests - its calls made exactly, at no extra cost - and starts again later,
+    so a loop that settles after a while (``until`` = 600) is still recorded."""
+    a = plain_args(2000, until=until)
+    same(plain_cube, moving_scalar_vec, a, engines, engaged=until < 2000)
+    assert "never makes the same call twice" in engines[0].rested
+    if until == 2000:
+        assert engines[0].blocks_skipped == 0 and engines[0].reason == engines[0].rested
+
+
 def summing_vec(y, out, total, fifo, n):
     """Prologue: load y.  Loop: out_i = part_i + y, total += part_i.  Epilogue: store total."""
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB)

@@ -28,6 +28,12 @@ WARMUP_CALLS = 256
 #: hooked calls a core may make while learning before the run is left exact (learning costs
 #: a few times an exact call)
 LEARN_LIMIT = 4096
+#: calls of one place (its line) among a core's last 2 * MAX_PERIOD that, all different (a scalar
+#: moving with the loop), show that no period of equal calls ends there (never_same): learning
+#: rests - the calls are made exactly at no extra cost - for REST_CALLS calls, twice as many each
+#: time, then starts again (a later loop may repeat)
+NEVER_SAME = 6
+REST_CALLS = 4096
 #: the longest per-core period (in calls) looked for
 MAX_PERIOD = 256
 #: the fewest calls back a period must explain besides its three repeats (a loop that makes
@@ -181,6 +187,27 @@ def _use(core, what) -> str:
     return what if where is None else f"{what} at {where}"
 
 
+def never_same(log):
+    """A call of a place (a line) that made NEVER_SAME or more of the last 2 * MAX_PERIOD calls
+    of ``log``, one of the last 64, no two of them the same call (a scalar moving with the loop:
+    ``TADDS(o, t, i)``), else None.  Then no period the engine looks for (at most MAX_PERIOD
+    calls) ends the log: its calls at that place would repeat within the window."""
+    if len(log) < 2 * MAX_PERIOD:
+        return None
+    by_site: dict = {}
+    for c in log[-2 * MAX_PERIOD:]:
+        by_site.setdefault(c.site, []).append(c)
+    recent = {c.site for c in log[-64:]}
+    for site, calls in by_site.items():
+        if len(calls) >= NEVER_SAME and site in recent:
+            try:
+                if len({c.sig for c in calls}) == len(calls):
+                    return calls[-1]
+            except TypeError:           # (an unhashable operand: not judged here)
+                pass
+    return None
+
+
 def period_of(log) -> int | None:
     """The shortest period ``p`` (at most MAX_PERIOD) in which the last ``3p`` calls of
     ``log`` repeat (by ``sig``), and at least the last PERIOD_WINDOW, or None."""
@@ -226,6 +253,9 @@ class FastForward:
         self.calls_skipped = 0        # hooked calls recorded instead of simulated
         self.relearns = 0
         self.restarts = 0
+        self.warm_until = WARMUP_CALLS    # a core's hooked calls made exactly before learning (re)starts
+        self.rest = REST_CALLS            # the calls of the next rest (never_same)
+        self.rested = None                # why learning last rested
         self.unrecorded: dict = {}    # a use no recorded call makes ("TGATHER at k.py:31") -> the restarts at it
         self.unbatched = None         # why their data work did not run in batches
         self.whole = 0                # blocks taken whole (their iterations skipped)
@@ -290,7 +320,7 @@ class FastForward:
                 if self.mode != OFF:
                     core.ff = self
             st.n += 1
-            if st.n >= WARMUP_CALLS and self.mode == WARMUP:
+            if st.n >= self.warm_until and self.mode == WARMUP:
                 self.mode = LEARN               # (from the next call on)
                 self._taps(True)
             return r
@@ -348,7 +378,8 @@ class FastForward:
         if self.mode == RECORD:
             self.materialize()
         self._off("the run ended while learning" if learning else
-                  "the run ended before learning began (a short run)" if self.mode == WARMUP else None)
+                  (self.rested or "the run ended before learning began (a short run)") if self.mode == WARMUP
+                  else None)
 
     def drop(self) -> None:
         """The run stops with an error (a bound, an interrupt): the exact state first, as far
@@ -408,7 +439,25 @@ class FastForward:
             self._off(f"{core.name}'s calls did not settle into a period within {LEARN_LIMIT} calls")
         elif st.period is None and len(st.log) % 8 == 0:
             self._detect(st)
+            if st.period is None and len(st.log) % 64 == 0:
+                odd = never_same(st.log)
+                if odd is not None:
+                    self._rest(odd)
         return r
+
+    def _rest(self, odd) -> None:
+        """The place of call ``odd`` never makes the same call twice: learning rests (the
+        calls are made exactly, as while warming up) for ``self.rest`` calls of the core that
+        made most, then starts afresh; each rest is twice as long as the one before."""
+        self._relearn()
+        if self.mode != LEARN:                 # (learning gave up: restarted too often)
+            return
+        self._taps(False)
+        self.mode = WARMUP
+        self.warm_until = max(s.n for s in self.st.values()) + self.rest
+        self.rest *= 2
+        self.rested = (f"{getattr(odd.fn, '__name__', 'a call')} at {odd.loc} never makes the same call twice "
+                       "(an operand moves with the loop): learning rested")
 
     def _relearn(self) -> None:
         """Learning starts over (the kernel used the machine other than by a hooked call)."""
