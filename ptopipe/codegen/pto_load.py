@@ -149,15 +149,14 @@ def one_lane_nosplit(op, ctx) -> None:
     ExpandMixedKernel gives a compiled no-split function's, and so do the pipes whose ops all
     say ``split = 0`` (ptoas runs them on AIV0 only)."""
     from ..passes.expand_mixed import one_lane_no_split
+    if not one_lane_no_split(ctx):
+        return
     funcs = list(op.body)
-    a5 = one_lane_no_split(ctx)
-    pair = nosplit_functions(op) if a5 else set()
-    if a5:
-        whole = whole_tile_pairs(funcs)
-        pair |= whole
-        for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
-            if f.sym_name in whole and f.kind is FunctionKind.AIV:
-                f.split = TileSplitAxis.TILE_NO_SPLIT
+    whole = whole_tile_pairs(funcs)
+    pair = nosplit_functions(op) | whole
+    for f in funcs:                 # the Vector kernel runs on AIV0 only (AIV1 skips its body)
+        if f.sym_name in whole and f.kind is FunctionKind.AIV:
+            f.split = TileSplitAxis.TILE_NO_SPLIT
     for f in funcs:
         if f.sym_name in pair:
             for o in f.body:

@@ -21,7 +21,6 @@ pairs (``arch.catalogue.MOVE_LAYOUTS``).
 from __future__ import annotations
 
 import functools
-
 import operator
 
 import numpy as np
