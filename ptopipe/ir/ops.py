@@ -291,9 +291,16 @@ def _buffer(args, p, kind) -> None:
     if not isinstance(t, BufferType) or t.kind != kind:
         want = ("the consumer's pl.reserve_buffer(...)" if kind == "reserve"
                 else "the producer's pl.import_peer_buffer(...)")
-        raise OpError(f"'{p}' must be {want}, got {describe(t) if t else 'nothing'}",
-                      "TPUSH/TALLOC take the imported peer buffer, TPOP/TFREE the reserved buffer",
-                      p)
+        fix = "TPUSH/TALLOC take the imported peer buffer, TPOP/TFREE the reserved buffer"
+        if isinstance(t, BufferType) and kind == "import":       # a push into a ring it consumes
+            fix = ("this function reserved the buffer, so it is the consumer of that ring (TPOP / "
+                   "TFREE): push from the peer function that imports it, or, to send data the other "
+                   "way, reserve a ring in the peer and pl.import_peer_buffer it here")
+        elif isinstance(t, BufferType):                          # a pop from a ring it produces into
+            fix = ("this function imported the buffer, so it is the producer into that ring (TPUSH / "
+                   "TALLOC): pop in the peer function that reserves it, or, to receive data from "
+                   "the peer, pl.reserve_buffer a ring here and import it in the peer")
+        raise OpError(f"'{p}' must be {want}, got {describe(t) if t else 'nothing'}", fix, p)
 
 
 def _infer_dir(kind: FunctionKind, attrs, role: str) -> int:
