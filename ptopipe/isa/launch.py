@@ -181,7 +181,8 @@ def _select_by_signature(fn, args: dict) -> dict:
         elif p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             raise ConfigError(f"kernel {_kernel_name(fn)} needs argument {name!r} but args has "
                               f"{', '.join(args) or 'nothing'}", where=_defined_at(fn),
-                              fix=f"add {name!r} to args=")
+                              fix=f"add {name!r} to args= (a kernel file's Scenario: to the dict its "
+                                  "make_args returns)")
     return out
 
 

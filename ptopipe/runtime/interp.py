@@ -120,7 +120,8 @@ class Interpreter:
 
     def bind_param(self, p, args: dict):
         if p.name not in args:
-            fix = f"add {p.name!r} to the run's args"
+            fix = (f"add {p.name!r} to the run's args (a kernel file's Scenario: to the dict its "
+                   "make_args returns)")
             if p.name.startswith(irops.GM_SLOT_PARAM):     # ExpandMixedKernel's ring parameter
                 fix = ("a compiled mixed function takes a GM slot buffer (the A2A3 ring; A5 does not "
                        "touch it): args = ptopipe.passes.slot_buffer.with_slot_buffer(program, args) "

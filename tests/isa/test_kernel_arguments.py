@@ -84,6 +84,22 @@ def test_a_missing_argument_of_a_callable_object_or_partial_is_named(fn, name):
     assert ei.value.where.startswith(__file__ + ":")
 
 
+def test_a_missing_argument_of_a_scenario_kernel_says_to_return_it_from_make_args():
+    """On the command line the arguments are what the kernel file's make_args returns: the fix
+    names it, not only run()'s args=."""
+    import numpy as np
+    from ptopipe import Scenario
+
+    def vec(a, out):
+        pass
+
+    sc = Scenario("sc", None, vec, lambda rng: {"a": np.zeros(4, np.float32)}, lambda args: {})
+    with pytest.raises(ConfigError) as ei:
+        sc.run()
+    assert ei.value.what.startswith("kernel vec needs argument 'out' but args has a")
+    assert "to the dict its make_args returns" in ei.value.fix
+
+
 def test_a_list_given_for_a_gm_tensor_is_an_error_at_its_load_saying_to_pass_an_array():
     """Only numpy arrays are laid out in GM: a nested list reaches the kernel unchanged, and its
     TLOAD says so, at the kernel's line, with the fix."""

@@ -189,6 +189,15 @@ def test_bad_argument_shape_is_reported_at_the_kernel():
         run(prog, args)
 
 
+def test_a_missing_argument_says_to_give_it_in_args_or_make_args():
+    args = _args()
+    del args["a"]
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(short_cube, greedy_vec, name="args"), args)
+    assert ei.value.what == "kernel short_cube needs argument 'a'"
+    assert "to the run's args (a kernel file's Scenario: to the dict its make_args returns)" in ei.value.fix
+
+
 def test_kernels_returns_callables_for_ptopipe_run():
     prog = pl.program(short_cube, greedy_vec, name="k")
     aic, aiv = kernels(prog)
