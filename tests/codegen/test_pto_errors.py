@@ -479,6 +479,10 @@ def test_cli_bad_pto_is_one_clear_error(tmp_path, capsys):
     assert "Traceback" not in err
     assert "unknown operation 'pto.tmove'" in err
     assert f"bad.pto:{_line(p.read_text(), 'pto.tmove')}:" in err
+    assert "fix: did you mean 'pto.tmov'?" in err        # a misspelt op: the nearest one
+    p.write_text(_sub("pto.tmov ins", "pto.tfrobnicate ins"))
+    assert cli_main(["check", str(p)]) != 0
+    assert "did you mean" not in capsys.readouterr().err     # nothing near: no guess
 
 
 def test_cli_compile_emit_pto_to_file(tmp_path):

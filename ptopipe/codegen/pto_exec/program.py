@@ -4,6 +4,7 @@ the kind a function without one has (:func:`implied_kind`), which functions run
 (attributes, result types), and how a malformed operand becomes a ParseError at its op."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch.vocab import TileType
 from ...errors import ConfigError, ParseError
-from ..pto_syntax import isa_name_of
+from ..pto_syntax import isa_name_of, pto_op_name
 from ..pto_tree import Stmt, split_top
 from .types import CUBE_LOCS, LOC, TypeReader, tokens_text
 
@@ -104,6 +105,15 @@ def catalogue_name(name: str) -> str | None:
         return None
     isa_name = isa_name_of(name)
     return isa_name if isa_name in CATALOGUE and hasattr(isa, isa_name) else None
+
+
+@functools.lru_cache(maxsize=None)
+def known_ops() -> tuple:
+    """Every op name a .pto file may use: the executor's own ops and each catalogue
+    instruction's PTO-AS name (what an unknown op's nearest spelling is drawn from)."""
+    from .executor import HANDLERS
+    tiles = (pto_op_name(n) for n in CATALOGUE)
+    return tuple(sorted(set(HANDLERS) | {t for t in tiles if catalogue_name(t) is not None}))
 
 
 def _tile_locs(f: Func, funcs: dict, types: "TypeReader", seen=None) -> dict:

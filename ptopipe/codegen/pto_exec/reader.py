@@ -15,7 +15,7 @@ from .executor import HANDLERS
 from .headers import check_header
 from .op_checks import Constants, check_op
 from .pipe_ops import check_nosplit_splits, check_split_kinds
-from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
+from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func, walk
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
 
@@ -126,8 +126,10 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
             why, fix = NOT_MODELLED[s.name]
             raise types.err(f"{s.name} is not supported: {why}", s.tok, fix=fix)
         if s.name not in HANDLERS and catalogue_name(s.name) is None:
+            near = difflib.get_close_matches(s.name, known_ops(), n=1, cutoff=0.8)
             raise types.err(f"unknown operation {s.name!r}: ptopipe does not support it", s.tok,
-                            fix="rewrite it with supported ops, or report it so it can be added "
+                            fix=f"did you mean {near[0]!r}?" if near else
+                                "rewrite it with supported ops, or report it so it can be added "
                                 "(docs/pto.md lists what is read)")
         if "initialize" in s.name and "pipe" in s.name:
             _check_ring_sizes(s, types)
