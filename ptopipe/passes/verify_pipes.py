@@ -61,8 +61,8 @@ from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TP
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
-from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
-                                 pop_split_fits,
+from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, part_shape,
+                                 pop_converts, pop_split_fits,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.slots import push_band, transfer_problems
@@ -886,8 +886,7 @@ class _Verifier:
                              f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
                              f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
                              f"{_desc(a, wa)}: a ring delivers tiles in push order",
-                             "pop the type the matching push sends (same dtype and split; a "
-                             "Vector core's tile is its part of the slot), or reorder the pushes")
+                             _fifo_fix(a, b, wa, wb, cfn))
                 return True
             if not wa[0] and not wb[0]:
                 pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
@@ -1006,6 +1005,21 @@ def _layout_desc(d, t) -> str:
     if d.direction == C2V and lay is not TileLayout.ND:
         return f"its {lay.name} {t.space.name} tile, which the FIX pipe writes out as ND"
     return f"{a_layout(lay)} {t.space.name} tile"
+
+
+def _fifo_fix(push, pop, wpush, wpop, cfn) -> str:
+    """How to make a TPOP take what its matching TPUSH sent: the shape to pop where only the
+    shape differs (a Vector core pops its part of the slot, the Cube the whole slot)."""
+    fix = ("pop the type the matching push sends (same dtype and split; a Vector core's tile is "
+           "its part of the slot), or reorder the pushes")
+    if wpush[:2] != wpop[:2] or push.split != pop.split or wpush[2] == wpop[2] or len(wpush[2]) < 2:
+        return fix
+    want = wpush[2]
+    if cfn.kind is FunctionKind.AIV:
+        want = want[:-2] + part_shape(pop.split, *want[-2:])
+    return (f"pop a {'x'.join(map(str, want))} tile (the whole slot is {'x'.join(map(str, wpush[2]))}; "
+            "a Vector core's tile is its part of the slot, the Cube's the whole slot), or push the "
+            "shape this TPOP takes")
 
 
 def _desc(ev, whole) -> str:

@@ -293,9 +293,9 @@ def test_a_push_never_popped_is_found_at_the_extra_tpush():
 
 
 # -- V2C both ways: FIFO order of types, a push/pop count on the Cube side ---------------------
-def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN):
+def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN, pop_rows=TM):
     """Vector pushes ``pushes`` halves (V2C, UP_DOWN), the Cube pops ``cube_pops`` 16x32
-    Mat tiles (every second one of dtype ``second_dtype``) and sends each back (C2V, pushed
+    (``pop_rows`` x 32 the first of each pair) Mat tiles (every second one of dtype ``second_dtype``) and sends each back (C2V, pushed
     with ``back_split``; the Vector cores pop UP_DOWN halves)."""
     @pl.aiv
     def vec(x: pl.Tensor[[8 * TM, N], pl.f32], out: pl.Tensor[[8 * TM, N], pl.f32],
@@ -323,7 +323,7 @@ def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN
                                v2c_consumer_buf=v2c.base)
         w0 = pl.move(pl.load(w, [0, 0], [N, N], space=pl.Mat), space=pl.Right)
         for i in pl.range(cube_pops // 2):
-            t0 = pl.TPOP(v2c, pl.Tile[[TM, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)  # CUBE-POP
+            t0 = pl.TPOP(v2c, pl.Tile[[pop_rows, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)  # CUBE-POP
             l0 = pl.move(t0, space=pl.Left)
             pl.TFREE(v2c)
             pl.TPUSH(pl.matmul(l0, w0), c2v, split=back_split)                    # BACK-PUSH
@@ -362,6 +362,20 @@ def test_a_fifo_type_mismatch_is_found_at_the_kth_pop_naming_the_kth_push():
     assert f"the 2nd TPUSH in vec (lane AIV0), at line {line_of(vec.pyfunc, 'VEC-PUSH')}" in err.what
     assert "16x32 f16" in err.what and "8x32 f32" in err.what
     assert "a ring delivers tiles in push order" in err.what
+
+
+def test_a_pop_of_the_wrong_shape_says_which_shape_to_pop():
+    """Dtype and split agree, the shape does not (the Cube pops one Vector core's half): the fix
+    names the shape the TPOP must take, the whole slot both lanes pushed."""
+    cub, vec = both_ways(4, 4, pop_rows=HR)
+    found = findings(cub, vec)
+    err = next(e for e in found if "V2C ring" in e.what)
+    assert_at(err, cub, "CUBE-POP", "pl.TPOP")
+    assert "a ring delivers tiles in push order" in err.what
+    assert err.fix.startswith(f"pop a {TM}x{N} tile (the whole slot is {TM}x{N}; "), err.fix
+    # the Vector side of the Cube's 8x32 results: each core pops its 4-row half of the slot
+    err = next(e for e in found if "C2V ring" in e.what)
+    assert err.fix.startswith(f"pop a {HR // 2}x{N} tile (the whole slot is {HR}x{N}; "), err.fix
 
 
 def test_a_cube_pop_beyond_the_vector_pushes_is_found_at_that_pop():
