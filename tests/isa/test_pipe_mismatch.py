@@ -51,6 +51,23 @@ def test_ring_in_gm_on_one_end_only(aic, aiv, protocol):
     assert f":{line_of(aic, 'LOCAL' if aic is cube_local else 'GM')}" in e.details
 
 
+def cube_other_base(fifo):
+    TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x9000)          # OTHER-BASE
+
+
+def test_a_producer_naming_another_local_ring_base_is_told_the_consumers_base():
+    """On A5 a C2V ring is in each Vector core's UB at the consumer's base: the Cube naming
+    another base gets the base to give, whichever end is at fault in the kernel's front end."""
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=cube_other_base, aiv=vector_local, args=dict(fifo=ptopipe.gm_buffer(4 * SLOT)),
+                    platform="a5")
+    e = ei.value
+    assert e.what.endswith("AIV0 places the ring at 0x8000 but the other side uses 0x9000")
+    assert f":{line_of(cube_other_base, 'OTHER-BASE')}" in e.details
+    assert e.fix.startswith("the ring is in the consumer's memory at the consumer's base: give the "
+                            "producer that base, 0x8000 (a Python kernel's TPipe(...)(fifo, 0x8000)")
+
+
 def cube_bad_split(fifo):
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)
     acc = Tile(TileType.Acc, float32, 16, 32, addr=0)

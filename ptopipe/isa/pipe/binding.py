@@ -517,9 +517,14 @@ def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
                           f"uses {ch.gm_base:#x}", where=_loc(core), details=where(),
                           fix="pass the same GM_SLOT_BUFFER to both kernels")
     if not in_gm and base != ch.local_base:
+        consumer = (ch.way == C2V) == (core.kind is CoreKind.AIV)
+        cbase = base if consumer else ch.local_base      # the ring is in the consumer's memory
         raise ConfigError(f"{ch.name}: {core.name} places the ring at {base:#x} but the other side "
                           f"uses {ch.local_base:#x}", where=_loc(core), details=where(),
-                          fix="the producer must use the consumer's buffer base (pl.import_peer_buffer)")
+                          fix=f"the ring is in the consumer's memory at the consumer's base: give the "
+                              f"producer that base, {cbase:#x} (a Python kernel's TPipe(...)(fifo, "
+                              f"{cbase:#x}), a C++ TPipe constructor's consumer buffer argument; the pl "
+                              "DSL's pl.import_peer_buffer of the consumer's reserve_buffer does it)")
 
 
 def _reserve_rings(core, ch: Channel) -> None:
