@@ -68,6 +68,26 @@ def test_a_producer_naming_another_local_ring_base_is_told_the_consumers_base():
                             "producer that base, 0x8000 (a Python kernel's TPipe(...)(fifo, 0x8000)")
 
 
+def cube_two_slots(fifo):
+    TPipe(0, DIR_C2V, SLOT, 2)(fifo, 0x8000)          # TWO-SLOTS
+
+
+def vector_four_slots(fifo):
+    TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)          # FOUR-SLOTS
+
+
+def test_two_ends_with_different_slot_counts_are_told_so_before_the_ring_size():
+    """The Cube's 2-slot ring fits the GM buffer sized for it, the Vector core's 4-slot one does
+    not: the mistake is the ends disagreeing, reported naming both, not a buffer too small."""
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=cube_two_slots, aiv=vector_four_slots, args=dict(fifo=ptopipe.gm_buffer(2 * SLOT)),
+                    platform="a2a3")
+    e = ei.value
+    assert e.what.endswith(f"AIV0 binds SlotSize {SLOT} x SlotNum 4 but the other side has {SLOT} x 2")
+    assert _line(e.where) == (os.path.basename(__file__), line_of(vector_four_slots, "FOUR-SLOTS"))
+    assert f":{line_of(cube_two_slots, 'TWO-SLOTS')}" in e.details
+
+
 def cube_bad_split(fifo):
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)
     acc = Tile(TileType.Acc, float32, 16, 32, addr=0)

@@ -132,6 +132,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         if gm_size is None:
             _check_gm_argument(core, cfg, gm_addr, need, ways, getattr(gm_slot_buffer, "bounds", None))
         if gm_size is not None and gm_size < need:
+            _agree_first(core, cfg, ways, n, in_gm)
             raise ConfigError(f"GM_SLOT_BUFFER holds {gm_size} bytes but the ring needs {need} "
                               f"({len(ways)} x SlotNum {n} x SlotSize {cfg.slot_size})", where=_loc(core),
                               fix=f"allocate at least {need} bytes; or, if the other end of the pipe "
@@ -486,6 +487,16 @@ def _sync_period_unread(core, ch: Channel, cfg: TPipe, other) -> None:
             "(--protocol pto-isa refuses the pipe) - declare the same TPipe / TMPipe on both ends")
     if (what, here) not in core.cluster.warnings:
         core.cluster.warnings.append((what, here))
+
+
+def _agree_first(core, cfg: TPipe, ways, n: int, in_gm: bool) -> None:
+    """Before a ring too big for its GM_SLOT_BUFFER is reported: if the other end already bound
+    this pipe with another SlotNum / SlotSize (whose ring fit), that disagreement is the mistake,
+    and :func:`_agree` reports it naming both ends."""
+    for ch in channels(core.cluster).values():
+        if (ch.cfg.flag_id == cfg.flag_id and ch.way in ways and ch.cfg.peers == cfg.peers
+                and (ch.slot_num, ch.slot_size) != (n, cfg.slot_size)):
+            _agree(core, ch, cfg, n, None, in_gm)
 
 
 def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
