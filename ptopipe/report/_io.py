@@ -65,13 +65,10 @@ def atomic_open(path: str, binary: bool = False):
             raise ConfigError(f"cannot write {path}: {e.strerror}", fix="choose another output path") from None
         return
     target, mode = _target(path)
-    d = os.path.dirname(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=d)
+        fd, tmp = _temp_beside(target)
     except OSError as e:
-        raise ConfigError(f"cannot write {_named(path, target)}: cannot create a file in directory {d} "
-                          f"({e.strerror})",
-                          fix="make the directory writable or choose another output path") from None
+        raise _cannot_create(path, target, e.strerror) from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
@@ -96,8 +93,25 @@ def check_output(path: str) -> None:
     target, _ = _target(path)
     d = os.path.dirname(target)
     if not os.access(d, os.W_OK | os.X_OK):     # (what mkstemp next to the target needs)
-        raise ConfigError(f"cannot write {_named(path, target)}: cannot create a file in directory {d} "
-                          "(Permission denied)", fix="make the directory writable or choose another output path")
+        raise _cannot_create(path, target, "Permission denied")
+    try:            # what the permission bits do not tell (root, /proc, a full or odd file system)
+        fd, tmp = _temp_beside(target)
+    except OSError as e:
+        raise _cannot_create(path, target, e.strerror) from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _temp_beside(target: str) -> tuple:
+    """(fd, path) of a new temporary file in ``target``'s directory, where it replaces it."""
+    return tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp",
+                            dir=os.path.dirname(target))
+
+
+def _cannot_create(path: str, target: str, why: str) -> ConfigError:
+    return ConfigError(f"cannot write {_named(path, target)}: cannot create a file in directory "
+                       f"{os.path.dirname(target)} ({why})",
+                       fix="make the directory writable or choose another output path")
 
 
 def _stream(path: str) -> bool:

@@ -122,6 +122,26 @@ def test_check_output_refuses_a_directory_it_cannot_create_a_file_in(tmp_path, m
     _io.check_output(str(tmp_path / "t.json"))
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_check_output_refuses_a_directory_whose_bits_allow_it_but_that_takes_no_file(tmp_path):
+    """/proc grants root (and its bits anyone) write access yet takes no new file: refused
+    before the run, as the write after it would be - not after a long check's table."""
+    from ptopipe.report import _io
+    with pytest.raises(ConfigError, match=r"cannot create a file in directory /proc \("):
+        _io.check_output("/proc/ptopipe-out.xml")
+    _io.check_output(str(tmp_path / "t.json"))
+    assert os.listdir(tmp_path) == []            # the trial file is gone
+
+
+def test_cli_check_junit_into_proc_is_refused_before_the_check(capsys):
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs Linux's /proc")
+    assert cli_main(["check", S4, "--schedules", "0", "--junit", "/proc/ptopipe-out.xml"]) == 1
+    cap = capsys.readouterr()
+    assert "cannot create a file in directory /proc" in cap.err and "Traceback" not in cap.err
+    assert "PASS" not in cap.out + cap.err                   # nothing ran
+
+
 def test_cli_run_report_to_a_directory(tmp_path, capsys):
     assert cli_main(["run", S4, "--quiet", "--report", str(tmp_path)]) == 1
     err = capsys.readouterr().err
