@@ -252,7 +252,7 @@ def test_pto_isas_one_lane_form_runs_under_both_protocols_on_a5_and_stalls_on_a2
     name = "nosplit_both_lanes.cpp"
 
     def run(platform, protocol):
-        return run_cpp(kernel(name), dict(fifo=isa.gm_buffer(4096), use=0), aic="cube_one_lane",
+        return run_cpp(kernel(name), dict(fifo=isa.gm_buffer(4096), tiles=1), aic="cube_one_lane",
                        aiv="vec_one_lane", platform=platform, protocol=protocol)
     for protocol in ("spec", "pto-isa"):
         assert [p["lanes"] for p in run("a5", protocol).summary.pipes] == [1]
@@ -281,7 +281,7 @@ def test_a_core_blocked_in_cpp_at_a_deadlock_unwinds_within_its_kernels_frames(c
     def work(_crash_fd):
         k = load(kernel("nosplit_both_lanes.cpp"), aic="cube_one_lane", aiv="vec_one_lane", platform="a2a3")
         with pytest.raises(DeadlockError):
-            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), use=0), platform="a2a3", protocol="spec")
+            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), tiles=1), platform="a2a3", protocol="spec")
         return library_ranges(k.libs), {path: abort_frames(lib.ptopipe_abort_frames) for path, lib in k.libs.items()}
     ranges, frames = in_child(work)
     if not ranges:
