@@ -51,7 +51,7 @@ from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
-from ..protocol.model import cluster_model
+from ..protocol.model import nosplit_one_lane, platform_kind
 from ..sim import CoreKind
 from ..sim.location import SourceLoc
 from .. import isa
@@ -642,7 +642,10 @@ class Dispatcher:
     def op_TPIPE(self, core, a):
         self._set_up(core)
         flag, d, size, num, local, nosplit, c2v, v2c, gm = a
-        peers = (0,) if nosplit and cluster_model(core.cluster).nosplit_lane0 else (0, 1)
+        # the lanes of the device's pipe, the one the kernel is written for (pto-isa's CPU
+        # simulator too runs a one-lane pipe: it then waits for a second Vector thread only to
+        # release slots, ProtocolModel.lost_lanes)
+        peers = (0,) if nosplit and nosplit_one_lane(platform_kind(core.cluster.platform)) else (0, 1)
         gm = self._whole(gm)
         try:
             direction = Direction(d)

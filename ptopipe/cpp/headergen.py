@@ -183,6 +183,23 @@ def _no_quant(name: str) -> Form:
                 f"block with an fp tile")
 
 
+#: pto-isa's 3-tile TMOV (pto_instr.hpp, A5 and its CPU simulator; docs/isa/TMOV.md "X -> ZZ")
+_ZZ_WHY = ("TMOV(dst, src, tmp) with a tmp tile is A5's microscaling exponent repack (X -> ZZ, docs/isa/TMOV.md: "
+           "TMOV(dst, src, tmp) ND -> ZZ, TMOV<0>(dst, src, tmp) DN -> ZZ), which lays uint8_t / hifloat8_t / "
+           "float8_e8m0_t block scales out in the ZZ boxes an MX matmul reads; ptopipe does not model the ZZ "
+           "layout (nor, in C++, the 8-bit scale types); A2A3 has no such form. For a plain move (ND -> NZ, "
+           "Vec -> Vec, Mat -> Left / Right ...) write TMOV(dst, src): no tmp")
+
+
+def _zz(grp_axis: str) -> Form:
+    """pto-isa's ``[<grp_axis>]TMOV(dst, src, tmp)``, ``tmp`` a tile (its ``is_tile_data_v``
+    guard): the X -> ZZ repack, not modelled (its static_assert says what it is and what to write)."""
+    return Form(grp_axis + "typename DstTileData, typename SrcTileData, typename TmpTileData, "
+                "std::enable_if_t<::ptopipe::is_tile<TmpTileData>::value, int> = 0",
+                "DstTileData &dst, SrcTileData &src, TmpTileData &tmp", ("dst", "src"),
+                "::ptopipe::unmodelled<DstTileData>::value", _ZZ_WHY)
+
+
 _MM = "AccPhase Phase, typename TileRes, typename TileLeft, typename TileRight"
 _MM_PARAMS = "TileRes &c, TileLeft &a, TileRight &b"
 
@@ -299,7 +316,9 @@ MODE_FORMS = {
                   ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar")),
              Form(_TO_VEC.replace("SrcTileData,", "SrcTileData, typename FpTileData,"),
                   "DstTileData &dst, SrcTileData &src, FpTileData &fp", ("dst", "src", "fp", "kw:relu_mode=reluMode"),
-                  op="::ptopipe::OP_TMOV_FP")),
+                  op="::ptopipe::OP_TMOV_FP"),
+             # A5's microscaling exponent repack, TMOV(dst, src, tmp) / TMOV<grp_axis>(dst, src, tmp)
+             *(_zz(t) for t in ("", "int grp_axis, "))),
     # TQUANT<QuantType::X, Out, Src, Para>(dst, src, scale[, tmp][, &offset]): the INT8 forms
     # (pto-isa's offset is a pointer to the offset tile)
     "TQUANT": tuple(Form(_QUANT + (", typename TileDataTmp" if tmp else ""),

@@ -190,15 +190,19 @@ class KernelChecks(HappensBefore):
             fix=f"start the accumulation with {start} into the Acc tile - the first step of the K loop - "
                 f"and {op} for the steps after it")
 
-    def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
+    def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None, others=(), bounds=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed
         ``core`` the view ``gt`` of slot ``tag`` of ``pipe``: its later accesses to those bytes
         are judged by the slot's life (:meth:`_view_access`) whatever pointer they go through.
+        ``others``: the other lanes' parts of the slot a split TALLOC leaves them ((lo, hi,
+        rows, lane), ...), which the core must not touch while the view lives; ``bounds``: the
+        :class:`~ptopipe.isa.pipe.flows.SlotBounds` of the view's pointer, which words that report.
         Views of the core's older TALLOCs / pops that these bytes overlap end here."""
         reg = gm_region(gt)
         if reg is None:
             return
         v = SlotView(*reg, op, pipe, tag, loc, slot)
+        v.others, v.bounds = others, bounds
         vs = self._views.setdefault(core.index, [])
         vs[:] = [o for o in vs if not overlap(v.lo, v.hi, v.rows, o.lo, o.hi, o.rows)] + [v]
 
@@ -215,6 +219,14 @@ class KernelChecks(HappensBefore):
         write into a slot the consumer may be reading."""
         reg = None
         for v in views:
+            if v.others:                    # a split TALLOC's: the other lanes' parts of the slot
+                if reg is None:
+                    reg = gm_region(gt)
+                    if reg is None:
+                        return
+                for lo, hi, rows, lane in v.others:
+                    if overlap(reg[0], reg[1], reg[2], lo, hi, rows):
+                        raise _other_lanes_part(core, gt, write, op, v, reg, lane)
             sl = v.slot
             if sl is not None:
                 if sl.gen == v.gen:
@@ -556,13 +568,38 @@ class SlotView:
     :func:`~ptopipe.sim.race.gm_region` gives them) of slot ``tag`` of ``pipe``, by ``op`` at
     ``loc``; a popped view ends when ``slot``'s generation moves past ``gen`` (TFREE), a
     TALLOCed one (``slot`` None) at its TPUSH (``pushed``: that line)."""
-    __slots__ = ("lo", "hi", "rows", "op", "pipe", "tag", "loc", "slot", "gen", "pushed")
+    __slots__ = ("lo", "hi", "rows", "op", "pipe", "tag", "loc", "slot", "gen", "pushed", "others", "bounds")
 
     def __init__(self, lo, hi, rows, op, pipe, tag, loc, slot):
         self.lo, self.hi, self.rows, self.op, self.pipe, self.tag, self.loc = lo, hi, rows, op, pipe, tag, loc
         self.slot = slot
         self.gen = slot.gen if slot is not None else 0
         self.pushed = None
+        self.others = ()        # a split TALLOC's: the other lanes' parts of the slot (slot_view)
+        self.bounds = None      # its pointer's SlotBounds
+
+
+def _other_lanes_part(core, gt, write: bool, op: str, v: SlotView, reg, lane: str) -> MemoryConflictError:
+    """``op`` through ``gt`` (covering ``reg``) touches ``lane``'s part of the slot ``core``'s split
+    TALLOC ``v`` handed it only its own part of: the report a view through the TALLOCed pointer
+    gets (:meth:`~ptopipe.isa.pipe.flows.SlotBounds.explain`), for a view made from any pointer."""
+    lo, hi = reg[0], reg[1]
+    view = f"{op} through {gt.describe()}"
+    if v.bounds is not None:
+        what, fix = v.bounds.explain(view, lo, hi - lo)
+    else:
+        what = f"access out of bounds: {view} covers GM [{lo:#x}, {hi:#x}), in {lane}'s part of slot {v.tag} of {v.pipe}"
+        fix = f"keep {core.name}'s accesses within its own part of the slot; {lane}'s part is {lane}'s"
+    if write:
+        what += (f" - {lane}'s part, which {lane} fills itself: the two lanes write the same bytes, and the Cube "
+                 f"reads what this lane wrote as {lane}'s")
+    else:
+        what += f" - {lane}'s part, which {lane} fills"
+    here = str(core.where())
+    return MemoryConflictError(
+        what, where=here, details=f"TALLOC at {v.loc} handed {core.name} its part of slot {v.tag}\n{op} at {here}",
+        fix=fix, findings=[{"kind": "other_lanes_part", "slot": v.tag, "pipe": v.pipe, "lane": lane, "op": op,
+                            "where": here, "talloc": str(v.loc)}])
 
 
 def _use_after_free(core, gt, op: str, sl, gen: int, pipe: str) -> ProtocolError:

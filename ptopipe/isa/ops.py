@@ -151,6 +151,27 @@ def _tmp_apart(core, name: str, tmp: Tile, t, writes, reads) -> None:
                     fix=f"give tmp its own {tmp.nbytes} bytes, apart from {name}'s destination and sources")
 
 
+def _reduce_apart(core, name: str, dst: Tile, written, src: Tile, a) -> None:
+    """Raise if a reduction's result bytes ``written`` (the part of ``dst`` it writes) share
+    bytes with its source's valid region ``a``.  pto-isa's reductions store each result while
+    they still load the source (A5: row by row, column block by column block, with no
+    ``mem_bar`` between; A2A3: one repeated ``vcadd`` over the rows), and its docs make two
+    non-alias tiles on the same bytes at once undefined (docs/isa/tile/ops/sync-and-config/
+    tassign.md; a vector store and load of aliasing UB need a ``mem_bar``,
+    docs/isa/vector/pipeline-sync.md) - so on the device the result overwrites source elements
+    not yet read, where numpy (this simulator) reads the whole source first."""
+    if dst is src or dst.mem is not src.mem or not np.may_share_memory(written, a) \
+            or not np.shares_memory(written, a):
+        return
+    raise MemoryConflictError(
+        f"{name}'s destination {dst.describe()} overlaps its source {src.describe()}: pto-isa's {name} stores "
+        "results while it still reads the source, so on the device it overwrites source elements before it "
+        "reads them (two tiles on the same bytes in one instruction are undefined in pto-isa: "
+        "docs/isa/tile/ops/sync-and-config/tassign.md)",
+        where=str(core.where()),
+        fix=f"give {name}'s destination bytes of its own, apart from the source's {src.nbytes} bytes")
+
+
 def _check_scalar(dt, scalar) -> tuple:
     """``(value of dtype dt, None)``, or ``(None, why not)`` when ``dt`` cannot hold
     ``scalar`` (catalogue.scalar_error)."""
@@ -1070,6 +1091,7 @@ def _row_reduce(op):
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
         if a.size and d.size:                   # (an empty valid region reduces nothing)
+            _reduce_apart(core, name, dst, d[:, :1], src, a)
             core.pending.append((_row_reduce_into, fn, a, d[:, :1]))
         writes = [dst]
         if tmp.__class__ is Tile:
@@ -1109,6 +1131,7 @@ def _col_reduce(op):
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
         if a.size and d.size:
+            _reduce_apart(core, name, dst, d[:1, :], src, a)
             core.pending.append((_col_reduce_into, fn, a, d[:1, :]))
         with (writes_part(core, dst, 1, dst.valid_cols) if dst.valid_rows > 1 else _WHOLE):   # (row 0 written)
             if tmp is not None:

@@ -106,7 +106,7 @@ def _c2v():
 
 
 #: correct kernels: (file, inputs and numpy golden, run options)
-CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slot_flow.cpp", _gm_slot_flow, {}),
+CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slot_flow.cpp", _gm_slot_flow, {"aic": "cube_kernel", "aiv": "vec_kernel"}),
            ("v2c_matmul.cpp", _v2c, {}), ("both_ways.cpp", _both, {}), ("entry_c2v.cpp", _entry, {}),
            ("events_vec.cpp", _events, {"aiv": "vec_kernel"}),
            ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {})]
@@ -130,6 +130,32 @@ def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol, name, mak
     for k, v in want.items():
         np.testing.assert_allclose(r[k], v, rtol=1e-6, atol=1e-6, err_msg=k)
     assert r.summary.cycles > 0
+
+
+@needs_cxx
+def test_a_lane_writing_the_other_lanes_part_of_its_talloced_slot_is_refused_at_the_write(cpp_cache):
+    """A split V2C TALLOC hands each Vector lane its part of the slot; a C++ pointer made from
+    ``slot.data()`` keeps no bounds, so the checker judges the write by address: a TSTORE into
+    the other lane's part is a MemoryConflictError at that TSTORE (as a Python view through the
+    TALLOCed pointer gets) - also where the other lane leaves those bytes unwritten, which no
+    race shows (the Cube would read this lane's rows as the other's)."""
+    name = "gm_slot_flow.cpp"
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+
+    def run(reach):
+        return run_cpp(kernel(name), dict(x=x, fifo=isa.gm_buffer(2 * 4096), reach=reach), aic="v2c_cube",
+                       aiv="v2c_vec", platform="a2a3", protocol="pto-isa")
+    ring = np.asarray(run(0)["fifo"]).view(np.float32)
+    np.testing.assert_array_equal(ring[:32 * 32].reshape(32, 32), x)      # slot 0: both halves
+    for reach, line, lane, own in ((1, "AIV0's part of the slot", "AIV0", "AIV1's TILE_UP_DOWN part"),
+                                   (2, "past AIV0's half", "AIV1", "AIV0's TILE_UP_DOWN part")):
+        with pytest.raises(MemoryConflictError) as ei:
+            run(reach)
+        e = ei.value
+        assert e.where == f"{os.path.relpath(kernel(name))}:{line_of(name, line)}", (reach, e.where)
+        assert e.what.startswith("access out of bounds: TSTORE through GlobalTensor") and f"outside {own}" in e.what
+        assert f"- {lane}'s part, which {lane} fills itself" in e.what
+        assert "keep the view within this lane's part" in e.fix
 
 
 @needs_cxx
@@ -252,7 +278,7 @@ def test_pto_isas_one_lane_form_runs_under_both_protocols_on_a5_and_stalls_on_a2
     name = "nosplit_both_lanes.cpp"
 
     def run(platform, protocol):
-        return run_cpp(kernel(name), dict(fifo=isa.gm_buffer(4096), use=0), aic="cube_one_lane",
+        return run_cpp(kernel(name), dict(fifo=isa.gm_buffer(4096), tiles=1), aic="cube_one_lane",
                        aiv="vec_one_lane", platform=platform, protocol=protocol)
     for protocol in ("spec", "pto-isa"):
         assert [p["lanes"] for p in run("a5", protocol).summary.pipes] == [1]
@@ -281,7 +307,7 @@ def test_a_core_blocked_in_cpp_at_a_deadlock_unwinds_within_its_kernels_frames(c
     def work(_crash_fd):
         k = load(kernel("nosplit_both_lanes.cpp"), aic="cube_one_lane", aiv="vec_one_lane", platform="a2a3")
         with pytest.raises(DeadlockError):
-            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), use=0), platform="a2a3", protocol="spec")
+            run(aic=k.aic, aiv=k.aiv, args=dict(fifo=isa.gm_buffer(4096), tiles=1), platform="a2a3", protocol="spec")
         return library_ranges(k.libs), {path: abort_frames(lib.ptopipe_abort_frames) for path, lib in k.libs.items()}
     ranges, frames = in_child(work)
     if not ranges:

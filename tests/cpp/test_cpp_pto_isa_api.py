@@ -465,15 +465,21 @@ void u7(float *p) { GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 3
 void u8(V &t, uint8_t *ws, comm::AsyncSession &s) {
     comm::BuildAsyncSession<comm::DmaEngine::SDMA>(t, ws, s, 0u, sdma_config, 0u);
 }
+void u9(V &d, V &s, V &tmp) { TMOV(d, s, tmp); }
+void u10(V &d, V &s, V &tmp) { TMOV<0>(d, s, tmp); }
+// (an event after the source is no tmp tile: the plain move)
+void moved(V &d, V &s) { Event<Op::TMOV_M2V, Op::TMOV_M2V> e; TMOV(d, s, e); }
 """
-#: the message of each refused use, in order (u0 .. u8, no u2)
+#: the message of each refused use, in order (u0 .. u10, no u2)
 UNMODELLED_SAYS = ["MGATHER: ptopipe does not model pto-isa's indexed GM gather",
                    "MSCATTER: ptopipe does not model pto-isa's indexed GM gather",
                    "TGET: ptopipe simulates one cluster", "TTEST: ptopipe simulates one cluster",
                    "pto::comm::ParallelGroup: ptopipe simulates one cluster",
                    "this element type has no ptopipe form",
                    "ptopipe models a GlobalTensor's ND, DN and NZ layouts",
-                   "BuildAsyncSession: ptopipe simulates one cluster"]
+                   "BuildAsyncSession: ptopipe simulates one cluster",
+                   # A5's X -> ZZ repack, both spellings: named, with the plain move to write instead
+                   *["TMOV(dst, src, tmp) with a tmp tile is A5's microscaling exponent repack (X -> ZZ"] * 2]
 
 
 @needs_cxx
@@ -493,6 +499,8 @@ def test_what_pto_isa_declares_and_ptopipe_does_not_model_names_itself(tmp_path)
     assert at and min(at) >= first_use, r.stderr[-3000:]
     for msg in UNMODELLED_SAYS:
         assert any(msg in e for e in errors), (msg, errors)
+    for use in ("void u9", "void u10"):           # the TMOV forms: at the kernel's call
+        assert next(i for i, ln in enumerate(lines, 1) if ln.startswith(use)) in at, (use, r.stderr[-3000:])
 
 
 #: element types by size, for the shape-rule cases

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ptopipe.cpp import run_cpp
-from ptopipe.errors import KernelError
+from ptopipe.errors import KernelError, MemoryConflictError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 from test_cpp_pto_isa_api import compile_only
@@ -78,6 +78,13 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
         run_cpp(KERNEL, dict(args, flag_id=8), aiv="pto_isa_forms", sync="auto")
     assert "event id must be EVENT_ID0..EVENT_ID7 (0..7), got 8" in ei.value.what
     assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line('set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);')}"
+    # a reduction whose destination overlaps its source: undefined in pto-isa, refused at the call
+    for flag_id, call, what in ((20, "TROWSUM(sums_in_a, a, t);", "TROWSUM's destination"),
+                                (21, "TCOLMAX(maxes_in_a, a);", "TCOLMAX's destination")):
+        with pytest.raises(MemoryConflictError) as ei:
+            run_cpp(KERNEL, dict(args, flag_id=flag_id), aiv="pto_isa_forms", sync="auto")
+        assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line(call)}"
+        assert ei.value.what.startswith(what) and "overlaps its source" in ei.value.what
 
 
 def _line(text: str) -> int:

@@ -3,7 +3,10 @@
 tile, under spec and pto-isa alike.  A ``.pto`` file and ptoas's C++ of it
 (``TPipe<..., IsNoSplit = true>``, the Vector body under ``if (get_subblockid() == 0)``) give
 the same pipe (one lane, one pop per tile), the same results and numpy's.  ``PTOAS=/path/to/ptoas``
-also assembles the file with the real ptoas and runs its output."""
+also assembles the file with the real ptoas and runs its output.  Under ``--protocol
+pto-isa-cpusim`` the pipe has that one lane too, and the simulator's second Vector thread only
+keeps slots from being released; ``PTO_ISA_ROOT=/path/to/pto-isa`` also runs the kernel on
+pto-isa's CPU simulator."""
 from __future__ import annotations
 
 import os
@@ -13,8 +16,10 @@ import subprocess
 import numpy as np
 import pytest
 
+from ptopipe import isa
 from ptopipe.codegen.pto_exec import run_pto
 from ptopipe.cpp import run_cpp
+from ptopipe.errors import DeadlockError
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 
@@ -23,6 +28,10 @@ PTO = os.path.join(KDIR, "nosplit_c2v_a5.pto")
 #: ptoas's C++ of PTO (``ptoas --pto-arch=a5 --enable-insert-sync``)
 CPP = os.path.join(KDIR, "ptoas_nosplit_c2v_a5.cpp")
 PTOAS = os.environ.get("PTOAS")
+#: pto-isa's A5 one-lane form: ``tiles`` tiles through a 2-slot IsNoSplit pipe, AIV0 alone
+#: constructing and popping it
+ONE_LANE = os.path.join(KDIR, "nosplit_both_lanes.cpp")
+PTO_ISA = os.environ.get("PTO_ISA_ROOT")
 
 
 def inputs():
@@ -73,3 +82,83 @@ def test_the_real_ptoas_output_runs_as_the_pto_file_under_spec(cpp_cache, tmp_pa
     (pout, ppipes, _), (cout, cpipes, _) = run_both(str(out), "spec")
     assert ppipes == cpipes and cpipes[0]["lanes"] == 1
     np.testing.assert_array_equal(pout, cout)
+
+
+def run_one_lane(tiles: int):
+    return run_cpp(ONE_LANE, dict(fifo=isa.gm_buffer(4096), tiles=tiles), aic="cube_one_lane",
+                   aiv="vec_one_lane", platform="a5", protocol="pto-isa-cpusim")
+
+
+@needs_cxx
+def test_the_cpu_simulator_runs_the_one_lane_pipe_until_it_needs_a_slot_back(cpp_cache):
+    """pto-isa's CPU simulator (include/pto/cpu/TPush.hpp) starts with every slot free and, with
+    two Vector threads, releases a TILE_NO_SPLIT C2V slot after both freed it
+    (``remaining_consumers = get_subblockdim()``): the one-lane kernel moves SlotNum tiles, and
+    push #SlotNum waits forever - the simulator's stall, at that push.  The pipe is the device's
+    one-lane pipe there too: AIV1, which never builds it, holds up no push before that."""
+    assert [p["lanes"] for p in run_one_lane(2).summary.pipes] == [1]
+    with pytest.raises(DeadlockError) as ei:
+        run_one_lane(3)
+    e = ei.value
+    assert e.where == f"{os.path.relpath(ONE_LANE)}:{_line(ONE_LANE, 'the push')}"
+    assert e.what.startswith("deadlock: pto-isa's CPU simulator causes this stall, not the kernel") and \
+        "AIC's push #2" in e.what
+    assert "sub-block dim of 1" in e.fix
+
+
+def _line(path: str, text: str) -> int:
+    with open(path) as f:
+        return next(i for i, line in enumerate(f, 1) if text in line)
+
+
+MAIN = """
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+int main(int, char **argv)
+{
+    const int64_t tiles = std::atoi(argv[1]);
+    const uint32_t vdim = std::atoi(argv[2]);
+    pto::NPU_MEMORY_INIT(pto::NPUArch::A5);
+    static float fifo[1024];
+    std::barrier<> go(3);
+    auto core = [&](uint32_t sub, uint32_t dim, auto f) {
+        pto::cpu_sim::ScopedExecutionContext ctx(0, sub, dim);
+        go.arrive_and_wait();
+        f();
+    };
+    std::thread aic([&] { core(0, 1, [&] { cube_one_lane(fifo, tiles); }); });
+    std::thread aiv0([&] { core(0, vdim, [&] { vec_one_lane(fifo, tiles); }); });
+    std::thread aiv1([&] { core(1, vdim, [&] { vec_one_lane(fifo, tiles); }); });
+    aic.join(); aiv0.join(); aiv1.join();
+    return 0;
+}
+"""
+
+
+@needs_cxx
+@pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
+def test_the_one_lane_pipe_stalls_where_pto_isas_cpu_simulator_does(cpp_cache, tmp_path):
+    """The kernel built against pto-isa's headers (``-D__CPU_SIM``) and launched with two Vector
+    threads ends with 1 and 2 tiles and hangs with 3, as ``--protocol pto-isa-cpusim`` says;
+    with a sub-block dim of 1 (the fix the stall names) 3 tiles run."""
+    from test_pto_isa_cpu_sim import build
+    with open(ONE_LANE) as f:
+        r = build(tmp_path, f.read(), MAIN)
+    assert r.returncode == 0, r.stderr[-4000:]
+
+    def ends(tiles, vdim):
+        try:
+            subprocess.run([str(tmp_path / "k"), str(tiles), str(vdim)], check=True, timeout=10)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    for tiles in (1, 2, 3):
+        try:
+            run_one_lane(tiles)
+            stalls = False
+        except DeadlockError:
+            stalls = True
+        assert ends(tiles, 2) is not stalls, tiles
+    assert ends(3, 1)

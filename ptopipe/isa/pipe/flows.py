@@ -23,6 +23,7 @@ from ...errors import ConfigError, ProtocolError
 from ...sim import schedule as _sched
 from ...sim.location import call_site
 from ...sim.porder import join
+from ...sim.race import region_of_rows
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core, here
 from ..events import Event, TSYNC, new_event
@@ -251,12 +252,33 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype, bounds))
     chk = core.cluster.checker
     if chk is not None:
-        chk.slot_view(core, gm_tensor, "TALLOC", ch.name, tag, _loc0)
+        chk.slot_view(core, gm_tensor, "TALLOC", ch.name, tag, _loc0, others=_other_parts(core, ch, tag, split, gm_tensor),
+                      bounds=bounds[2])
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
                         RingArgs(ch.name, tag) if core.trace is not None else None)
     return new_event(("TALLOC", core, end))
+
+
+def _other_parts(core, ch: Channel, tag: int, split, gt: GlobalTensor) -> tuple:
+    """The other Vector lanes' parts of slot ``tag`` of the V2C ring ``ch`` that ``core``'s split
+    TALLOC of ``gt`` leaves to them: ((lo, hi, rows, lane), ...), each part as
+    :func:`~ptopipe.sim.race.region_of_rows` gives it (its rows of the tile's bytes at the part's
+    row stride, :func:`part_rows`).  A write there through any pointer - a C++ kernel's
+    ``slot.data()`` arithmetic keeps no bounds - is the checker's (``KernelChecks.slot_view``)."""
+    if ch.way != V2C or split is _NO_SPLIT or len(ch.peers) < 2:
+        return ()
+    rows, cols, item = gt.shape[3], gt.shape[4], gt.item
+    slot_lo = ch.gm_base + tag * ch.slot_size
+    out = []
+    for lane in ch.peers:
+        if lane != core.subblock:
+            off, rstride = part_rows(split, lane, rows, cols, item)
+            reg = region_of_rows(slot_lo + off, rows, cols * item, rstride)
+            if reg is not None:
+                out.append((*reg, f"AIV{lane}"))
+    return tuple(out)
 
 
 #: the splits that give each Vector core its part of a C2V tile (an address-flow pop must name

@@ -16,23 +16,29 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *fifo, int64_t use)
 }
 
 // pto-isa's A5 one-lane form (its tpush_a5 no-split tests): only AIV0 constructs and pops the pipe,
-// the Vector body under get_subblockid() == 0.  A5 gives the pipe one lane under spec and pto-isa
-// and runs it; A2A3 gives an IsNoSplit pipe both lanes, so the Cube's push waits for AIV1 - a
-// deadlock whose fix names --platform a5.
-extern "C" __global__ AICORE void cube_one_lane(__gm__ float *fifo, int64_t use)
+// the Vector body under get_subblockid() == 0, ``tiles`` tiles through the pipe's 2 slots.  A5 gives
+// the pipe one lane under spec and pto-isa and runs it; A2A3 gives an IsNoSplit pipe both lanes, so
+// the Cube's push waits for AIV1 - a deadlock whose fix names --platform a5.  pto-isa's CPU
+// simulator runs it with one lane too, but with two Vector threads it releases a slot only after
+// both freed it: push #2 waits forever (tests/cpp/test_nosplit_lanes_a5.py runs it there).
+extern "C" __global__ AICORE void cube_one_lane(__gm__ float *fifo, int64_t tiles)
 {
     Pipe pipe(fifo, 0x10000, 0);
     TileAcc<float, 16, 16> acc;
     TASSIGN(acc, 0x0);
-    TPUSH<Pipe, TileAcc<float, 16, 16>, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);  // the push
+    for (int64_t i = 0; i < tiles; ++i) {
+        TPUSH<Pipe, TileAcc<float, 16, 16>, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);  // the push
+    }
 }
 
-extern "C" __global__ AICORE void vec_one_lane(__gm__ float *fifo, int64_t use)
+extern "C" __global__ AICORE void vec_one_lane(__gm__ float *fifo, int64_t tiles)
 {
     if (get_subblockid() == 0) {
         Pipe pipe(fifo, 0x10000, 0);
         Tile<TileType::Vec, float, 16, 16> v;
-        TPOP<Pipe, Tile<TileType::Vec, float, 16, 16>, TileSplitAxis::TILE_NO_SPLIT>(pipe, v);
-        TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+        for (int64_t i = 0; i < tiles; ++i) {
+            TPOP<Pipe, Tile<TileType::Vec, float, 16, 16>, TileSplitAxis::TILE_NO_SPLIT>(pipe, v);
+            TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+        }
     }
 }

@@ -7,7 +7,8 @@
 // TFILLPAD<TFillPadMode::Expand> into a larger tile, a tile's one dynamic valid dim given alone, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles, GlobalTensors
 // shaped by TileShape2D; and as ptoas writes them: SetValidShape of a DYNAMIC tile, TQUANT<QuantType>
-// with the offset tile's address, TGATHER's compare form with its offset a template argument.
+// with the offset tile's address, TGATHER's compare form with its offset a template argument; and
+// a row / column reduction into its own source's bytes, refused.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -160,4 +161,16 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TSTORE(ga, tmp32);
     G<int32_t, 1, 8> gna(n_above);
     TSTORE(gna, cnt);
+    // a reduction whose destination shares bytes with its source (a, at 0x0): pto-isa's reductions
+    // store results while they still read the source - with flag_id 20 / 21 a MemoryConflictError
+    Tile<TileType::Vec, float, R, 1, BLayout::ColMajor, R, 1> sums_in_a;
+    Tile<TileType::Vec, float, 1, C> maxes_in_a;
+    TASSIGN(sums_in_a, 0x80);
+    TASSIGN(maxes_in_a, 0x200);
+    if (flag_id == 20) {
+        TROWSUM(sums_in_a, a, t);           // row 0's sum lands on a's row 1 before it is read
+    }
+    if (flag_id == 21) {
+        TCOLMAX(maxes_in_a, a);             // the maxima land on a's row 4
+    }
 }
