@@ -19,7 +19,10 @@ pipeline is a list of names, or the text ``"resolve-peers,allocate-flags,lower-p
   as the test suite does) also checks,
   after every pass, each property the IR should have with its verifier
   (:mod:`.properties`): one the pass claims and its output lacks, or one it breaks
-  without declaring it invalidated, is a CompileError naming the pass and the property;
+  without declaring it invalidated, is a CompileError naming the pass and the property
+  (a whole-program proof, :data:`~.properties.AT_THE_END`, is checked once where the
+  pipeline ends; only when it fails there is the pipeline run again from a copy of its
+  input to name the pass);
 * ``print_after_all``: the IR after each pass under an MLIR-style header;
 * ``round_trip``: after each pass the IR is printed, parsed back and compared
   (structural equality up to renaming) - the tests run every pipeline this way.
@@ -37,7 +40,7 @@ from ..errors import CompileError
 from ..ir import first_difference, parse_ir, print_ir, structural_equal, verify_ops
 from ..ir.core import gc_paused
 from ..ir.opdefs import ProgramOp
-from .properties import INPUT_PROPERTIES, IRProperty, as_property, verify_property
+from .properties import AT_THE_END, INPUT_PROPERTIES, IRProperty, as_property, verify_property
 from .remarks import Remarks
 
 #: the passes that turn mixed functions into AIC / AIV kernels, before any platform lowering
@@ -295,6 +298,24 @@ class PassManager:
                                        where="pipeline", fix=f"run the pass that produces {prop.value!r} "
                                                              "or do not declare it available",
                                        details="; ".join(problems[1:]) or None)
+        first = program.clone() if self.verify_properties else None
+        program, have = self._run_passes(program, ctx, have, AT_THE_END)
+        if self.verify_properties:
+            for prop in sorted(have & AT_THE_END, key=_order):
+                problems = verify_property(prop, program, ctx)
+                if problems:
+                    # the same pipeline again, checking every property after each pass:
+                    # raises at the pass that broke it
+                    self._run_passes(first, ctx, self._input_properties(first, ctx)[0], frozenset(), again=True)
+                    raise CompileError(f"the pipeline's output lacks {prop.value!r}: {problems[0]}",
+                                       where="pipeline", fix="a pass of the pipeline is not deterministic",
+                                       details="; ".join(problems[1:]) or None)
+        return program
+
+    def _run_passes(self, program, ctx, have, later: frozenset, again: bool = False) -> tuple:
+        """(the result of the passes on ``program``, the properties it has then); ``later``:
+        properties not verified after each pass (the caller checks them at the end);
+        ``again``: a second run, which prints nothing."""
         for p in self.passes:
             with gc_paused():
                 out = p.run(program, ctx)
@@ -311,14 +332,14 @@ class PassManager:
                     raise _rerender(e)
             have = (have - p.invalidated) | p.produced
             if self.verify_properties:
-                _verify_properties(p, have, program, ctx)
-            if self.print_after_all:
+                _verify_properties(p, have - later, program, ctx)
+            if self.print_after_all and not again:
                 out_stream = self.stream or sys.stdout
                 print(f"// -----// IR Dump After {p.name} //----- //", file=out_stream)
                 print(print_ir(program), file=out_stream)
-            if self.round_trip:
+            if self.round_trip and not again:
                 _round_trip(program, p.name)
-        return program
+        return program, have
 
 
 def _verify_properties(p: PassInfo, have, program, ctx) -> None:

@@ -254,6 +254,14 @@ VERIFIERS = {
 }
 
 
+#: properties whose verifier is a whole-program proof (VerifyPipes' over every path, about as
+#: costly as the compile itself): with property verification on they are checked where the
+#: pipeline ends rather than after every pass, and only a failure there pays for naming the
+#: pass that broke one (the PassManager runs the pipeline again from a copy of its input,
+#: checking them after each pass)
+AT_THE_END = frozenset({IRProperty.PIPES_VERIFIED})
+
+
 def verify_property(prop: IRProperty, program, ctx) -> list:
     """The problems that keep ``program`` from having ``prop`` (empty: it has it)."""
     return VERIFIERS[prop](program, ctx)

@@ -310,3 +310,25 @@ def test_cli_verify_each_catches_the_lie(monkeypatch, capsys):
     assert cli_main(["compile", path, "--verify-each"]) != 0
     _out, err = capsys.readouterr()
     assert "pass 'allocate-flags' claims 'flags-allocated', but its output lacks it" in err
+
+
+def test_a_pass_that_breaks_the_pipe_proof_is_named_though_it_is_checked_at_the_end(registry, ran):
+    """pipes-verified (a whole-program proof) is checked once where the pipeline ends; when it
+    fails there the pipeline runs again from its input to name the pass that broke it, as the
+    cheaper properties are named right after it."""
+    def unpush(program, ctx):
+        for f in functions(program):
+            for x in [x for x in f.walk() if x.name == "pl.tpush"]:
+                x.erase()
+        return program
+    register(PassInfo("unpush", unpush))
+    pipeline = "expand-mixed,insert-tfree,verify-pipes,unpush,allocate-memory"
+    with pytest.raises(CompileError) as ei:
+        PassManager(pipeline, verify_properties=True).run(_s1_mixed().clone(), PassContext("a2a3"))
+    assert ei.value.what.startswith("pass 'unpush' breaks 'pipes-verified', which it does not declare "
+                                    "invalidated: ")
+    assert ran.count("verify-pipes") == 2                     # the second run names the pass
+    ran.clear()
+    PassManager("expand-mixed,insert-tfree,verify-pipes,allocate-memory", verify_properties=True).run(
+        _s1_mixed().clone(), PassContext("a2a3"))
+    assert ran.count("verify-pipes") == 1
