@@ -137,8 +137,13 @@ def misspelled(keys) -> frozenset:
     """The keys of ``keys`` (from :func:`written_keys`) that may misspell some op's key: close to
     one (a key of fewer than four letters is not taken for a misspelling: ``idx`` may well not
     mean ``id``).  Whether one does is the op's to say (:func:`check_misspelled`)."""
-    return frozenset(k for k in keys if k not in _TYPE_KEYS and len(k) >= 4
-                     and difflib.get_close_matches(k, _ALL_KEYS, n=1, cutoff=0.8))
+    return frozenset(k for k in keys if k not in _TYPE_KEYS and len(k) >= 4 and _near_a_key(k))
+
+
+@lru_cache(maxsize=None)
+def _near_a_key(key: str) -> bool:
+    """``key`` is some op's key or close to one (files write the same few keys over and over)."""
+    return key in _ALL_KEYS or bool(difflib.get_close_matches(key, _ALL_KEYS, n=1, cutoff=0.8))
 
 
 @lru_cache(maxsize=None)
