@@ -13,8 +13,10 @@ pipeline is a list of names, or the text ``"resolve-peers,allocate-flags,lower-p
   (:data:`~.properties.INPUT_PROPERTIES`: a hand-written AIC / AIV pair is already split) are
   assumed then and checked on the input when it is run, again before any pass runs;
   ``PassManager(available=...)`` declares more;
-* verification: the input and the result of every pass go through ``verify_ops``; a
-  failure after a pass names the pass that broke the IR.  ``verify_properties`` (``ptopipe
+* verification: the input and the pipeline's result go through ``verify_ops``, and with
+  ``verify_properties`` the result of every pass too; a result that does not verify runs
+  the pipeline again from a copy of the input, verifying after each pass, so that the
+  failure names the pass that broke the IR.  ``verify_properties`` (``ptopipe
   compile --verify-each``; by default when the environment sets :data:`VERIFY_EACH_ENV` to 1,
   as the test suite does) also checks,
   after every pass, each property the IR should have with its verifier
@@ -36,7 +38,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from ..errors import CompileError
+from ..errors import CompileError, PtoPipeError
 from ..ir import first_difference, parse_ir, print_ir, structural_equal, verify_ops
 from ..ir.core import gc_paused
 from ..ir.opdefs import ProgramOp
@@ -298,24 +300,38 @@ class PassManager:
                                        where="pipeline", fix=f"run the pass that produces {prop.value!r} "
                                                              "or do not declare it available",
                                        details="; ".join(problems[1:]) or None)
-        first = program.clone() if self.verify_properties else None
-        program, have = self._run_passes(program, ctx, have, AT_THE_END)
-        if self.verify_properties:
+        start, each = have, self.verify_properties
+        first = program.clone() if self.verify or each else None
+        try:
+            program, have = self._run_passes(program, ctx, have, self.verify and each, AT_THE_END if each else None)
+        except Exception as e:
+            if self.verify and not each and not isinstance(e, PtoPipeError):
+                # a pass crashing on IR an earlier pass broke: that pass is named instead
+                self._run_passes(first, ctx, start, True, None, again=True)
+            raise
+        if self.verify and not each:
+            try:
+                verify_ops(program)
+            except CompileError as e:
+                # the same pipeline again, verifying after each pass: raises at the pass at fault
+                self._run_passes(first, ctx, start, True, None, again=True)
+                e.what = f"the compiled program does not verify: {e.what}"
+                raise _rerender(e)
+        if each:
             for prop in sorted(have & AT_THE_END, key=_order):
                 problems = verify_property(prop, program, ctx)
                 if problems:
-                    # the same pipeline again, checking every property after each pass:
-                    # raises at the pass that broke it
-                    self._run_passes(first, ctx, self._input_properties(first, ctx)[0], frozenset(), again=True)
+                    self._run_passes(first, ctx, start, self.verify, frozenset(), again=True)
                     raise CompileError(f"the pipeline's output lacks {prop.value!r}: {problems[0]}",
                                        where="pipeline", fix="a pass of the pipeline is not deterministic",
                                        details="; ".join(problems[1:]) or None)
         return program
 
-    def _run_passes(self, program, ctx, have, later: frozenset, again: bool = False) -> tuple:
-        """(the result of the passes on ``program``, the properties it has then); ``later``:
-        properties not verified after each pass (the caller checks them at the end);
-        ``again``: a second run, which prints nothing."""
+    def _run_passes(self, program, ctx, have, verify_each: bool, unchecked: frozenset | None,
+                    again: bool = False) -> tuple:
+        """(the result of the passes on ``program``, the properties it has then).
+        ``verify_each``: ``verify_ops`` after each pass; ``unchecked``: the properties not
+        verified after each pass (None: none is); ``again``: a second run, which prints nothing."""
         for p in self.passes:
             with gc_paused():
                 out = p.run(program, ctx)
@@ -323,7 +339,7 @@ class PassManager:
                 raise CompileError(f"pass {p.name!r} returned {out!r}, not a pl.program op",
                                    where="pipeline")
             program = out
-            if self.verify:
+            if verify_each:
                 try:
                     verify_ops(program)
                 except CompileError as e:
@@ -331,8 +347,8 @@ class PassManager:
                     e.fix = e.fix or f"this is a bug of pass {p.name!r}"
                     raise _rerender(e)
             have = (have - p.invalidated) | p.produced
-            if self.verify_properties:
-                _verify_properties(p, have - later, program, ctx)
+            if unchecked is not None:
+                _verify_properties(p, have - unchecked, program, ctx)
             if self.print_after_all and not again:
                 out_stream = self.stream or sys.stdout
                 print(f"// -----// IR Dump After {p.name} //----- //", file=out_stream)

@@ -15,7 +15,7 @@ from ptopipe.cli import main as cli_main
 from ptopipe.errors import CompileError
 from ptopipe.ir import FunctionKind, TileValueType, parse_ir, structural_equal
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
-                            default_pipeline, register)
+                            default_pipeline, manager, register)
 from ptopipe.passes.util import functions
 from ptopipe.runtime import KernelSet
 
@@ -119,11 +119,14 @@ def _break_a_tile(program, ctx):
     return program
 
 
-def test_verification_after_each_pass_names_the_pass(registry):
+@pytest.mark.parametrize("each", [True, False], ids=["verify-each", "at-the-end"])
+def test_verification_after_each_pass_names_the_pass(registry, each):
+    """With verify-each every pass's result is verified; by default the pipeline's result
+    is, and when it fails the pipeline runs again verifying after each pass: the same error."""
     register(PassInfo("breaker", _break_a_tile))
     cube, vector, prog = _prog()
     with pytest.raises(CompileError) as ei:
-        PassManager("resolve-peers,breaker,validate").run(prog.clone(), PassContext())
+        PassManager("resolve-peers,breaker,validate", verify_properties=each).run(prog.clone(), PassContext())
     e = ei.value
     assert e.what.startswith("the IR after pass 'breaker' does not verify: adds produces Vec tile 8x32 f32 but the IR says Vec tile 16x32 f32")
     adds = [i for i, ln in enumerate(open(pass_kernels.__file__)
@@ -131,6 +134,28 @@ def test_verification_after_each_pass_names_the_pass(registry):
     assert e.where.split(":")[1] == str(adds[0])
     assert "this is a bug of pass 'breaker'" in e.fix
     PassManager("resolve-peers,breaker", verify=False).run(prog.clone(), PassContext())
+
+
+def test_a_clean_pipeline_verifies_its_input_and_its_result_only(monkeypatch):
+    seen = []
+    monkeypatch.setattr(manager, "verify_ops", lambda program: seen.append(program))
+    program = PassManager(verify_properties=False).run(_prog()[2].clone(), PassContext())
+    assert len(seen) == 2 and seen[-1] is program
+    seen.clear()
+    PassManager(verify_properties=True).run(_prog()[2].clone(), PassContext())
+    assert len(seen) == 1 + len(PassManager().passes)
+
+
+def test_a_pass_crashing_on_ir_an_earlier_pass_broke_names_the_earlier_pass(registry):
+    def crash(program, ctx):
+        raise AttributeError("the IR is not what this pass expects")
+    register(PassInfo("breaker", _break_a_tile))
+    register(PassInfo("crash", crash))
+    with pytest.raises(CompileError) as ei:
+        PassManager("breaker,crash", verify_properties=False).run(_prog()[2].clone(), PassContext())
+    assert ei.value.what.startswith("the IR after pass 'breaker' does not verify: ")
+    with pytest.raises(AttributeError):
+        PassManager("crash", verify_properties=False).run(_prog()[2].clone(), PassContext())
 
 
 def test_the_input_is_verified_first():
