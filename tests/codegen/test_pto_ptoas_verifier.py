@@ -165,3 +165,39 @@ def test_an_address_computed_from_the_reserved_buffer_is_the_buffer():
     k = text.rindex("    %pc = pto.initialize_l2l_pipe")
     text = text[:k] + "    %c2v_same = arith.ori %c2v, %c2v : i32\n" + text[k:].replace("(%c2v : i32)", "(%c2v_same : i32)")
     read_program(text, "k.pto")
+
+
+_ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "
+        "slayout=row_major, fractal=1024, pad=0>")
+_VEC = ("!pto.tile_buf<loc=vec, dtype=f32, rows=ROWS, cols=16, v_row=ROWS, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+
+
+def _pushed_and_popped(push_split, pop_split):
+    """``_FRONTEND`` with the Cube pushing a tile and the Vector popping and freeing it."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+    cube_init = text.index("pto.aic_initialize_pipe")
+    k = text.index("    return", cube_init)
+    text = (text[:k] + f"    %acc = pto.alloc_tile : {_ACC}\n"
+            f"    pto.tpush_to_aiv(%acc : {_ACC}) {{split = {push_split}}}\n" + text[k:])
+    vec = _VEC.replace("ROWS", "16" if pop_split == 0 else "8")
+    k = text.index("    return", text.index("pto.aiv_initialize_pipe"))
+    return (text[:k] + f"    %t = pto.tpop_from_aic {{split = {pop_split}}} -> {vec}\n"
+            f"    pto.tfree_from_aic {{split = {pop_split}}}\n" + text[k:])
+
+
+def test_the_two_ends_of_a_pipe_moving_tiles_differently_are_refused(tmp_path):
+    """A Cube that splits its pushes (split = 1) and a Vector that pops whole tiles (split = 0) on
+    one reserved buffer's pipe: ptoas infers the pipe's nosplit from both ends and refuses them
+    (before, the run found the pops' split differing from the pushes')."""
+    text = _pushed_and_popped(1, 0)
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    assert ei.value.where == "k.pto:13:5"
+    assert ei.value.what == (
+        "the two ends of the pipe over buffer \"c2v_fifo\" (reserved by @vector) move tiles differently: "
+        "@cube's pto.tpush_to_aiv at 7:5 splits them (split = 1 / 2), @vector's pto.tpop_from_aic at 14:5 moves "
+        "whole tiles (split = 0) (ptoas: \"conflicting pipe split usage across peer pipe init ops\")")
+    _ptoas_refuses(text, tmp_path, "conflicting pipe split usage across peer pipe init ops")
+    read_program(_pushed_and_popped(1, 1), "k.pto")
+    read_program(_pushed_and_popped(0, 0), "k.pto")

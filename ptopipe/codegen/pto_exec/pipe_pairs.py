@@ -1,6 +1,7 @@
-"""The local addresses of a file's pipe inits, as ptoas takes them (PTOAS
-``PTOResolveReservedBuffersPass``): checked when the file is read, in every function (ptoas
-checks the whole module, functions no entry calls included).
+"""The pipe inits of a file as ptoas pairs them (PTOAS ``PTOResolveReservedBuffersPass``,
+``PTOInferValidatePipeInitPass``): the checks run when the file is read, in every function
+(ptoas checks the whole module, functions no entry calls included), and the ``nosplit`` ptoas
+infers for each pipe (:func:`pipe_nosplit`, the run's lanes).
 
 * An init without an explicit ``flag_base`` - every frontend init (``pto.aic_/aiv_initialize_pipe``,
   which ptoas lowers to a lower-level init with none), a ``pto.initialize_l2l_pipe`` /
@@ -12,12 +13,14 @@ checks the whole module, functions no entry calls included).
   come in exactly one pair: one in the function that reserves the buffer, one in the function
   that imports it.  ptoas: "requires a complete peer init pair when local_addr comes from
   pto.reserve_buffer or pto.import_reserved_buffer".
+* The pair's two ends move tiles alike, whole (``split = 0``) or split: ptoas infers the pipe's
+  ``nosplit`` from both ends' ops ("conflicting pipe split usage across peer pipe init ops").
 
-Both are ParseErrors at the init's operand, before anything runs."""
+Each is a ParseError at the init (its operand), before anything runs."""
 from __future__ import annotations
 
 from ...errors import ParseError
-from .pipe_ops import _FRONTEND_INITS, INIT_OPS, _init_flag
+from .pipe_ops import _FRONTEND_INITS, INIT_OPS, _init_flag, frontend_id
 from .program import walk
 
 _BUFFER_OPS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -83,7 +86,7 @@ def _what_defines(f, name: str, defs: list) -> str:
     return f"no value @{f.name} defines"
 
 
-def check_pipe_addresses(funcs: dict, path: str) -> None:
+def check_pipe_pairs(funcs: dict, path: str) -> None:
     """The rules of the module docstring, over every function of the file (``funcs``: name ->
     :class:`~.program.Func`)."""
     groups = {}                  # (owner, buffer name, direction key) -> [(init, its function, operand)]
@@ -122,9 +125,13 @@ def check_pipe_addresses(funcs: dict, path: str) -> None:
                 fix="pass the pipe's buffer: the result of the pto.reserve_buffer in the consumer's function, "
                     "of its pto.import_reserved_buffer in the producer's"
                     + (", or give the init an explicit flag_base = N (both ends the same N)" if lower else ""))
+    pairs = {}
     for (owner, name, way), inits in groups.items():
         funcs_of = {fn for _, fn, _ in inits}
-        if len(inits) == 2 and len(funcs_of) == 2 and owner in funcs_of or (owner, name) in disputed:
+        if (owner, name) in disputed:
+            continue
+        if len(inits) == 2 and len(funcs_of) == 2 and owner in funcs_of:
+            pairs.setdefault(tuple(id(i[0]) for i in inits), (name, owner, inits))
             continue
         s, fn, tok = inits[0]
         said = "; ".join(f"{i.name} at {i.tok.line}:{i.col} in @{g}" for i, g, _ in inits)
@@ -137,3 +144,95 @@ def check_pipe_addresses(funcs: dict, path: str) -> None:
             where=f"{path}:{tok.line}:{tok.col}",
             fix=f"initialise the pipe once in @{owner} with the buffer it reserves and once in the function "
                 "that imports it (pto.import_reserved_buffer {name = ..., peer_func = @" + owner + "})")
+    for name, owner, inits in pairs.values():
+        _check_split_usage(name, owner, inits, funcs, path)
+
+
+_FRONTEND_PIPE_OPS = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
+                      "pto.tfree_from_aic", "pto.tfree_from_aiv")
+_HANDLE_PIPE_OPS = ("pto.tpush", "pto.tpop", "pto.tfree")
+
+
+def _split_usage(s, f) -> tuple | None:
+    """``(whole tiles?, the first op that says so)`` of the pushes, pops and frees on the pipe
+    of init ``s`` in function ``f`` (a frontend init's: its function's frontend ops of its id;
+    a lower-level init's: the ops naming its handle); None when they say nothing or both
+    (a mix is the function's own error, :func:`~.pipe_ops.check_split_kinds`)."""
+    handles = set(s.results)
+    pid = frontend_id(s) if s.name in _FRONTEND_INITS else None
+    whole = split = None
+    for o in walk(f.body):
+        if s.name in _FRONTEND_INITS:
+            if o.name not in _FRONTEND_PIPE_OPS or frontend_id(o) != pid:
+                continue
+        elif o.name not in _HANDLE_PIPE_OPS or not any(v.text in handles for v in o.values()):
+            continue
+        v = o.attr("split")
+        if not v and o.name.startswith("pto.tfree"):
+            continue                     # (a free without a split frees with its pop's)
+        if not v or v[0].text == "0":
+            whole = whole or o
+        else:
+            split = split or o
+    if (whole is None) == (split is None):
+        return None
+    return (True, whole) if whole is not None else (False, split)
+
+
+def _check_split_usage(name: str, owner: str, inits: list, funcs: dict, path: str) -> None:
+    """The two ends of a reserved buffer's pipe move tiles alike: whole (``split = 0``) on both or
+    split (1 / 2) on both - ptoas infers the pipe's ``nosplit`` from both ends' ops, and refuses
+    ends that disagree ("conflicting pipe split usage across peer pipe init ops")."""
+    used = [(_split_usage(s, funcs[fn]), s, fn) for s, fn, _ in inits]
+    if any(u is None for u, _, _ in used) or used[0][0][0] == used[1][0][0]:
+        return
+    used.sort(key=lambda x: (x[1].tok.line, x[1].col))
+
+    def said(u, fn):
+        whole, o = u
+        return (f"@{fn}'s {o.name} at {o.tok.line}:{o.col} "
+                + ("moves whole tiles (split = 0)" if whole else "splits them (split = 1 / 2)"))
+    (u0, _, f0), (u1, later, f1) = used
+    raise ParseError(
+        f"the two ends of the pipe over buffer \"{name}\" (reserved by @{owner}) move tiles differently: "
+        f"{said(u0, f0)}, {said(u1, f1)} (ptoas: \"conflicting pipe split usage across peer pipe init ops\")",
+        where=later.where(path),
+        fix="give both ends' pushes, pops and frees the same split: 0 on both (whole tiles; on A5 AIV0 "
+            "alone takes them) or 1 / 2 on both (each Vector core its half)")
+
+
+def pipe_nosplit(funcs: dict) -> dict:
+    """``{id(init): nosplit}`` for the pipe inits of ``funcs`` whose nosplit the file decides, as
+    ptoas decides it for the pair of inits over one reserved buffer (PTOAS
+    ``PTOInferValidatePipeInitPass``): an explicit ``nosplit`` of either end, else the split
+    the ops of either end use (``split = 0``: nosplit) - so an end without pushes or pops takes
+    its peer's.  An init paired with none (an explicit flag_base) decides alone; one whose pair
+    says nothing is left out (the caller's default)."""
+    own, peers = {}, {}
+    for f in funcs.values():
+        defs = None
+        for s in walk(f.body):
+            if s.name not in INIT_OPS:
+                continue
+            defs = _definitions(f) if defs is None else defs
+            ns = s.attr("nosplit")
+            usage = _split_usage(s, f)
+            own[id(s)] = ((ns[0].text == "true") if ns else None, usage[0] if usage else None)
+            for tok, way in _local_operands(s):
+                key = _buffer_key(tok.text, defs, f.name)
+                if key is not None:
+                    peers.setdefault((*key, way), []).append(id(s))
+    comp = {k: {k} for k in own}
+    for ids in peers.values():                   # (the inits of one buffer's pipe: one component)
+        merged = set().union(*(comp[i] for i in ids))
+        for i in merged:
+            comp[i] = merged
+    out = {}
+    for k in own:
+        ends = [own[i] for i in comp[k]]
+        explicit = next((e for e, _ in ends if e is not None), None)
+        inferred = next((u for _, u in ends if u is not None), None)
+        got = explicit if explicit is not None else inferred
+        if got is not None:
+            out[k] = got
+    return out
