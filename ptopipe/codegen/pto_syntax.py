@@ -130,6 +130,39 @@ def ptr_type(dtype: str) -> str:
 #: bound of another type back to one (the writer)
 INT_DTYPES = ("index", "i64", "i32", "u32", "i16", "i8", "u8")
 
+#: MLIR's builtin types that are one word: ``index``, ``none``, the integers (``i32``, ``si8``,
+#: ``ui16``) and the floats (``f16`` ... ``f128``, ``bf16``, ``tf32``, the ``f8E4M3FN`` family).
+#: Any other bare word where a type stands is no type to ptoas's parser ("expected
+#: non-function type"); a dialect type starts with ``!``, a shaped one has ``<...>``.
+MLIR_WORD_TYPE = re.compile(r"(?:index|none|[su]?i[1-9]\d*|bf16|f16|f32|f64|f80|f128|tf32|f[468]E\w+)")
+_BARE_WORD = re.compile(r"[A-Za-z_][\w.$]*")
+
+
+def type_word_refusal(ty: str) -> tuple | None:
+    """``(what, fix)`` when the type text ``ty`` is a bare word MLIR has no type of (``f33``,
+    ``foo``), else None."""
+    ty = ty.strip()
+    if not _BARE_WORD.fullmatch(ty) or MLIR_WORD_TYPE.fullmatch(ty):
+        return None
+    return (f"{ty!r} is not a type: ptoas refuses the file (\"expected non-function type\")",
+            "write an MLIR type: index, an integer (i1 / i8 / i16 / i32 / i64, ui8 ...), a float "
+            "(f16 / bf16 / f32 / f64), or a dialect type (!pto.tile_buf<...>, !pto.ptr<f32> ...)")
+
+
+#: ptoas's ``!pto.tile<...>``: a shape and element type with no address space or layout, which
+#: no op of ptoas takes or gives (PTOAS PTOTypeDefs.td ``TileType``; the ops take tile_buf)
+BARE_TILE = "!pto.tile<"
+
+
+def bare_tile_refusal(op: str, ty: str) -> tuple:
+    """``(what, fix)`` of ``op`` taking or giving the ``!pto.tile<...>`` type ``ty``."""
+    m = re.fullmatch(r"!pto\.tile<\s*([^<>]*?)\s*>", ty.strip())
+    short = f"!pto.tile_buf<vec, {m.group(1)}>" if m else "!pto.tile_buf<loc=..., dtype=..., ...>"
+    return (f"{op} with a {ty.strip()}: ptoas's tile ops take and give !pto.tile_buf tiles, and refuse "
+            f"a !pto.tile (\"'{op}' op operand / result must be ..., but got '{ty.strip()}'\")",
+            f"write the tile's type as a !pto.tile_buf - where it lives, shape and element type, e.g. "
+            f"{short} (or the long form !pto.tile_buf<loc=vec, dtype=..., rows=..., cols=..., ...>)")
+
 #: ptopipe tile op (op-table name) <-> PTO-AS op name (``pto.`` + the ISA name)
 def pto_op_name(isa_name: str) -> str:
     """The PTO-AS op of an instruction: ``pto.`` + its name in lower case, the matmul / gemv

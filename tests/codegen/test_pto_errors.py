@@ -1,8 +1,10 @@
 """Bad .pto input: malformed text is a ParseError at its line:col (never a traceback or a
 hang); what ptoas accepts but is unsafe is reported by ptopipe at the .pto line; the CLI
 prints one clear error and exits non-zero."""
+import os
 import pathlib
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -1013,6 +1015,48 @@ def test_a_use_type_slip_is_refused_by_check_and_check_static_alike(tmp_path, ca
     for cmd in (("check",), ("check", "--static")):
         _refused_at(tmp_path, capsys, text, "ins(%half", "%half", "%half is used here as a tile with v_row=16, but v_row=8",
                     cmd=cmd)
+
+
+_HELPER = ("  func.func private @unused(%t: !pto.tile<16x64xf32>, %o: " + F32_16x64 + ", %a: f32) {\n"
+           "    pto.tmuls ins(%t, %a : !pto.tile<16x64xf32>, f32) outs(%o : " + F32_16x64 + ")\n"
+           "    return\n  }\n")
+PIPE_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+             "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a scalar operand of a tile op given a word that is no MLIR type
+    (_edit(SOFTMAX, f"{F32_16x64}, f32) outs(%scaled", f"{F32_16x64}, f33) outs(%scaled"),
+     "pto.tmuls", "f33", "%scale's type here: 'f33' is not a type: ptoas refuses the file (\"expected non-function type\")"),
+    (_edit(SOFTMAX, f"{F32_16x64}, f32) outs(%scaled", f"{F32_16x64}, foo) outs(%scaled"),
+     "pto.tmuls", "foo", "%scale's type here: 'foo' is not a type"),
+    # ptoas's !pto.tile (no address space), which no op takes: an alloc's result, a pop's, an operand
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", "%scores = pto.alloc_tile : !pto.tile<16x64xf32>"),
+     "%scores = pto.alloc_tile", "!pto.tile<", "pto.alloc_tile with a !pto.tile<16x64xf32>: ptoas's tile ops take "
+                                               "and give !pto.tile_buf tiles"),
+    (_edit(PIPES, f"%half = pto.tpop_from_aic {{split = 2}} -> {PIPE_TILE}",
+           "%half = pto.tpop_from_aic {split = 2} -> !pto.tile<16x16xf32>"),
+     "%half = pto.tpop_from_aic", "!pto.tile<", "pto.tpop_from_aic with a !pto.tile<16x16xf32>"),
+    # ... in a function nothing calls (ptoas reads every function)
+    (_edit(SOFTMAX, "  func.func @softmax_rows", _HELPER + "  func.func @softmax_rows"),
+     "pto.tmuls ins(%t", "!pto.tile<", "pto.tmuls with a !pto.tile<16x64xf32>"),
+    # a tile type without its !pto. prefix
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile : {F32_16x64[5:]}"),
+     "%scores = pto.alloc_tile", "tile_buf<", f"type '{F32_16x64[5:]}': a tile type is written !pto.tile_buf<...> "
+                                              "(ptoas: \"expected non-function type\")"),
+])
+def test_a_type_ptoas_cannot_read_is_refused_at_it(tmp_path, capsys, text, needle, token, what):
+    """A type ptoas's parser or verifier refuses - a bare word that is no MLIR type, the
+    address-space-less ``!pto.tile<...>`` as a tile op's operand or result, a tile type
+    without ``!pto.`` - is a ParseError at the type, in every function of the file, with how
+    to write it; ``PTOAS=...``: ptoas refuses the file too."""
+    err = _refused_at(tmp_path, capsys, text, needle, token, what)
+    assert "fix: write " in err, err
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        r = subprocess.run([ptoas, str(tmp_path / "bad.pto"), "-o", str(tmp_path / "bad.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and "error:" in r.stderr + r.stdout
 
 
 def test_two_spellings_of_one_tile_type_are_one_type():

@@ -1559,9 +1559,8 @@ _CALLED = """module {
     %i = arith.index_cast %b : i64 to index
     %o = arith.muli %i, %c64 : index
     %r = pto.addptr %p, %o : <f32> -> <f32>
-    %n = pto.reserve_buffer{name = "fifo", size = 8192, location = <vec>, auto = true} -> i32
     %z = arith.constant 0 : i32
-    pto.aiv_initialize_pipe{dir_mask = 1, slot_size = 1024} (gm_slot_buffer = %r : !pto.ptr<f32>, c2v_consumer_buf = %n : i32, v2c_consumer_buf = %z : i32)
+    %pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8, local_slot_num = 8, flag_base = 0} (%r : !pto.ptr<f32>, %z : i32) -> !pto.pipe
     return
   }
   func.func @entry(%a: !pto.ptr<f32>, %unused: !pto.ptr<f32>) attributes {pto.entry} {

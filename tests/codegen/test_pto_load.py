@@ -155,3 +155,41 @@ def test_a_tfree_without_split_frees_with_its_tpops_split_on_every_path():
         run_pto("f.pto", text=wrong, platform="a5", static=False)
     ln = _line(wrong, "%t0 = pto.tpop_from_aic")
     assert f"(TPOP at f.pto:{ln}:{wrong.splitlines()[ln - 1].index('%t0') + 1})" in e.value.what
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("scopes", ["functions", "sections"])
+def test_the_a5_aiv0_guard_is_decided_per_vector_function(protocol, scopes):
+    """ptoas guards each A5 Vector function (or ``pto.section.vector``) apart:
+    ``get_subblockid() == 0`` around the body of one that moves whole tiles and reads no
+    sub-block.  @two_pop pops on AIV0 only, while @two_rows, which reads get_subblock_idx, runs
+    on both lanes - AIV1 stores its 8 rows of y too.  One pipe of one lane; out = a @ b + 2 and
+    y = x + 1 whole."""
+    text = (ROOT / "tests" / "cpp" / "cpp_kernels" / f"two_vector_{scopes}_nosplit_a5.pto").read_text()
+    rng = np.random.default_rng(7)
+    a, b, x = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(3))
+    zeros = np.zeros((16, 16), np.float32)
+    res = ptopipe.run_pto(text=text, inputs=dict(a=a, b=b, x=x, out=zeros, y=zeros.copy()), protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], a @ b + 2)
+    np.testing.assert_array_equal(res.outputs["y"], x + 1)
+    s = res.result.summary
+    assert [(p["lanes"], p["pushes"], p["pops"], p["frees"]) for p in s.pipes] == [(1, 1, 1, 1)]
+    assert s.cores["AIV1"]["instructions"] == 3          # @two_rows' TLOAD, TADDS, TSTORE only
+    if scopes == "functions":
+        assert any("@two_pop run on AIV0 only" in n for n in res.notes), res.notes
+
+
+def test_a_vector_function_reading_its_sub_block_runs_on_both_lanes_and_aiv1_constructs_its_pipe():
+    """@l0_vector reads get_subblock_idx, so ptoas leaves it unguarded: both lanes run it, AIV1
+    constructs the no-split pipe it is no lane of (a warning at the init, as for ptoas's C++
+    of the file) and its scf.if keeps it off the pipe; out = a @ b + 2."""
+    text = (ROOT / "tests" / "pto_corpus" / "x_nosplit_guarded_a5.pto").read_text()
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(2))
+    res = ptopipe.run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_array_equal(res.outputs["out"], a @ b + 2)
+    init = _line(text, "pto.aiv_initialize_pipe")
+    leaks = res.result.summary.leaks
+    assert any(what.startswith("AIV1 constructs DIR_C2V pipe FlagID 0 (peers AIV0), whose one Vector lane is AIV0")
+               and str(loc).endswith(f":{init}:5") for what, loc in leaks), leaks
+    assert [p["lanes"] for p in res.result.summary.pipes] == [1]

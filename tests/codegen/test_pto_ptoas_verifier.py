@@ -2,10 +2,14 @@
 frontend init's attribute block in PTOOps.td) is a warning at its line:col, and no fix text
 tells a .pto user to write a value ptoas refuses."""
 
+import os
+import subprocess
+
 import pytest
 
+from ptopipe.codegen.pto_exec import read_program
 from ptopipe.codegen.pto_load import load_pto
-from ptopipe.errors import CompileError
+from ptopipe.errors import CompileError, ParseError
 
 _L2L = """module attributes {pto.target_arch = "a5"} {
   func.func @cube() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
@@ -88,3 +92,112 @@ def test_the_runs_short_reserve_fix_gives_no_slot_num_to_a_frontend_init():
         run_pto(text=_FRONTEND.replace("EXTRA", "").replace("RES", "4096"), static=False)
     assert "give the init slot_num" not in ei.value.fix
     assert "a pto.initialize_l2l_pipe / initialize_l2g2l_pipe of slot_num = 4" in ei.value.fix
+
+
+def _ptoas_refuses(text, tmp_path, words):
+    """``PTOAS=...``: the real assembler refuses ``text`` saying ``words`` too."""
+    ptoas = os.environ.get("PTOAS")
+    if not ptoas:
+        return
+    f = tmp_path / "k.pto"
+    f.write_text(text)
+    r = subprocess.run([ptoas, str(f), "-o", str(tmp_path / "k.cpp")], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and words in r.stderr + r.stdout, r.stderr[-2000:]
+
+
+_NOT_FROM_A_BUFFER = ("requires local_addr to come from pto.reserve_buffer or pto.import_reserved_buffer when "
+                      "'flag_base' is not explicit")
+_INCOMPLETE_PAIR = ("requires a complete peer init pair when local_addr comes from pto.reserve_buffer or "
+                    "pto.import_reserved_buffer")
+
+
+def test_a_frontend_init_whose_consumer_buffer_is_no_reserved_buffer_is_refused_at_it(tmp_path):
+    """A frontend init finds its other end through its buffer (it has no flag_base): a constant
+    given as the Cube's c2v_consumer_buf is a ParseError at that operand, as ptoas says."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192").replace("c2v_consumer_buf = %c2v : i32", "c2v_consumer_buf = %c0 : i32", 1)
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    assert ei.value.where == f"k.pto:5:{text.splitlines()[4].index('%c0 : i32') + 1}"
+    assert ei.value.what.startswith("pto.aic_initialize_pipe's local address %c0 is the result of arith.constant "
+                                    "at 3:5, not a pto.reserve_buffer or pto.import_reserved_buffer result")
+    assert _NOT_FROM_A_BUFFER in ei.value.what
+    assert "pto.import_reserved_buffer in the producer's" in ei.value.fix and "flag_base" not in ei.value.fix
+    _ptoas_refuses(text, tmp_path, _NOT_FROM_A_BUFFER)
+
+
+def test_a_lower_level_init_of_no_reserved_buffer_needs_its_flag_base(tmp_path):
+    """``pto.initialize_l2l_pipe`` on a constant address: refused without flag_base (the fix
+    offers one); with flag_base = 0 on both ends the pipe is ptoas's and runs."""
+    text = _L2L.replace("N", "8").replace("RES", "8192")
+    for side in ("import_reserved_buffer {name = \"c2v_fifo\", peer_func = @vector}",
+                 "reserve_buffer {name = \"c2v_fifo\", size = 8192, location = #pto.address_space<vec>, auto = true}"):
+        text = text.replace(f"%c2v = pto.{side} -> i32", "%c2v = arith.constant 0 : i32")
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    assert ei.value.where == f"k.pto:4:{text.splitlines()[3].index('%c2v : i32') + 1}"
+    assert ei.value.what.startswith("pto.initialize_l2l_pipe's local address %c2v is the result of arith.constant")
+    assert "names no flag_base" in ei.value.what and _NOT_FROM_A_BUFFER in ei.value.what
+    assert "or give the init an explicit flag_base = N (both ends the same N)" in ei.value.fix
+    _ptoas_refuses(text, tmp_path, _NOT_FROM_A_BUFFER)
+    read_program(text.replace("slot_num = 8}", "slot_num = 8, flag_base = 0}"), "k.pto")
+
+
+def test_a_reserved_buffer_named_by_one_init_only_is_refused_at_it(tmp_path):
+    """The Vector end on a constant address with flag_base: the Cube's import is then the one
+    init of the buffer's pipe - ptoas pairs two, so the file is refused at the Cube's."""
+    text = _L2L.replace("N", "8").replace("RES", "8192")
+    vec_init = "%pc = pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8}(%c2v : i32)"
+    k = text.rindex(vec_init)
+    text = text[:k] + ("%c0 = arith.constant 0 : i32\n    " + vec_init.replace("slot_num = 8}", "slot_num = 8, flag_base = 0}")
+                       .replace("(%c2v", "(%c0")) + text[k + len(vec_init):]
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    assert ei.value.where == f"k.pto:4:{text.splitlines()[3].index('%c2v : i32') + 1}"
+    assert ei.value.what.startswith("the C2V pipe over buffer \"c2v_fifo\" (reserved by @vector) has 1 init naming "
+                                    "the buffer (pto.initialize_l2l_pipe at 4:5 in @cube)")
+    assert _INCOMPLETE_PAIR in ei.value.what
+    _ptoas_refuses(text, tmp_path, _INCOMPLETE_PAIR)
+
+
+def test_an_address_computed_from_the_reserved_buffer_is_the_buffer():
+    """ptoas folds ``arith.ori %b, %b`` back to the buffer before it looks: taken, not refused."""
+    text = _L2L.replace("N", "8").replace("RES", "8192")
+    k = text.rindex("    %pc = pto.initialize_l2l_pipe")
+    text = text[:k] + "    %c2v_same = arith.ori %c2v, %c2v : i32\n" + text[k:].replace("(%c2v : i32)", "(%c2v_same : i32)")
+    read_program(text, "k.pto")
+
+
+_ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "
+        "slayout=row_major, fractal=1024, pad=0>")
+_VEC = ("!pto.tile_buf<loc=vec, dtype=f32, rows=ROWS, cols=16, v_row=ROWS, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+
+
+def _pushed_and_popped(push_split, pop_split):
+    """``_FRONTEND`` with the Cube pushing a tile and the Vector popping and freeing it."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+    cube_init = text.index("pto.aic_initialize_pipe")
+    k = text.index("    return", cube_init)
+    text = (text[:k] + f"    %acc = pto.alloc_tile : {_ACC}\n"
+            f"    pto.tpush_to_aiv(%acc : {_ACC}) {{split = {push_split}}}\n" + text[k:])
+    vec = _VEC.replace("ROWS", "16" if pop_split == 0 else "8")
+    k = text.index("    return", text.index("pto.aiv_initialize_pipe"))
+    return (text[:k] + f"    %t = pto.tpop_from_aic {{split = {pop_split}}} -> {vec}\n"
+            f"    pto.tfree_from_aic {{split = {pop_split}}}\n" + text[k:])
+
+
+def test_the_two_ends_of_a_pipe_moving_tiles_differently_are_refused(tmp_path):
+    """A Cube that splits its pushes (split = 1) and a Vector that pops whole tiles (split = 0) on
+    one reserved buffer's pipe: ptoas infers the pipe's nosplit from both ends and refuses them
+    (before, the run found the pops' split differing from the pushes')."""
+    text = _pushed_and_popped(1, 0)
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    assert ei.value.where == "k.pto:13:5"
+    assert ei.value.what == (
+        "the two ends of the pipe over buffer \"c2v_fifo\" (reserved by @vector) move tiles differently: "
+        "@cube's pto.tpush_to_aiv at 7:5 splits them (split = 1 / 2), @vector's pto.tpop_from_aic at 14:5 moves "
+        "whole tiles (split = 0) (ptoas: \"conflicting pipe split usage across peer pipe init ops\")")
+    _ptoas_refuses(text, tmp_path, "conflicting pipe split usage across peer pipe init ops")
+    read_program(_pushed_and_popped(1, 1), "k.pto")
+    read_program(_pushed_and_popped(0, 0), "k.pto")

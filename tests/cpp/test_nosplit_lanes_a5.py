@@ -162,3 +162,38 @@ def test_the_one_lane_pipe_stalls_where_pto_isas_cpu_simulator_does(cpp_cache, t
             stalls = True
         assert ends(tiles, 2) is not stalls, tiles
     assert ends(3, 1)
+
+
+TWO_VECTOR = os.path.join(KDIR, "two_vector_{}_nosplit_a5.pto")
+
+
+def _ptoas_cpp(pto, tmp_path):
+    out = tmp_path / "k.cpp"
+    r = subprocess.run([PTOAS, "--pto-arch=a5", "--enable-insert-sync", str(pto), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+@needs_cxx
+@pytest.mark.skipif(not (PTOAS and shutil.which(PTOAS)), reason="set PTOAS to the ptoas binary")
+@pytest.mark.parametrize("scopes", ["functions", "sections"])
+def test_the_aiv0_guard_of_each_vector_function_is_ptoas_s(cpp_cache, tmp_path, scopes):
+    """Two Vector functions (or pto.section.vector regions): ptoas guards the one that pops whole
+    tiles and reads no sub-block, not the one that reads get_subblock_idx; the .pto run and
+    ptoas's C++ give the same pipe, the same outputs, and AIV1 no pipe op in either."""
+    pto = TWO_VECTOR.format(scopes)
+    out = _ptoas_cpp(pto, tmp_path)
+    text = out.read_text()
+    pop, rows = text.index("void two_pop("), text.index("void two_rows(")
+    assert "if (get_subblockid() == 0) {" in text[pop:rows] and "if (get_subblockid() == 0)" not in text[rows:]
+    rng = np.random.default_rng(3)
+    ins = {k: rng.standard_normal((16, 16)).astype(np.float32) for k in ("a", "b", "x", "out", "y")}
+    p = run_pto(pto, inputs={k: v.copy() for k, v in ins.items()})
+    c = run_cpp(str(out), {f"v{i + 1}": v.copy() for i, v in enumerate(ins.values())}, platform="a5")
+    assert p.result.summary.pipes == c.summary.pipes and [q["lanes"] for q in c.summary.pipes] == [1]
+    for i, k in enumerate(ins):
+        np.testing.assert_array_equal(p.outputs[k], c[f"v{i + 1}"].reshape(16, 16))
+    np.testing.assert_array_equal(p.outputs["y"], ins["x"] + 1)
+    for s in (p.result.summary, c.summary):
+        assert s.cores["AIV1"]["stall"]["ready"] == s.cores["AIV1"]["stall"]["free"] == 0

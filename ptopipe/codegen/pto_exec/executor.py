@@ -41,9 +41,11 @@ class Frame:
 class Executor:
     """Executes a :class:`Program` on one core of a running cluster."""
 
-    def __init__(self, prog: Program, core_name: str, plan: "Layout", one_lane: bool = False):
+    def __init__(self, prog: Program, core_name: str, plan: "Layout", lane0: frozenset = frozenset(),
+                 nosplit: dict | None = None):
         self.prog, self.core_name, self.layout = prog, core_name, plan
-        self.one_lane = one_lane        # every pipe moves whole tiles through AIV0 only (A5)
+        self.lane0 = lane0              # the Vector functions ptoas runs on AIV0 only (program.lane0_scope; A5)
+        self.nosplit = {} if nosplit is None else nosplit   # id(pipe init) -> its pipe moves whole tiles
         self.mixed = False              # a function of Cube and Vector tiles, run on one core
         self.core = None
         self.pipes = {}                 # (Direction, frontend pipe id) -> PipeVal
@@ -130,7 +132,10 @@ class Executor:
 
     # -- running
     def call(self, f: Func, args: list, via: tuple = ()):
-        """Run ``f`` with ``args``; ``via``: the calls that led to it (:class:`Frame`)."""
+        """Run ``f`` with ``args``; ``via``: the calls that led to it (:class:`Frame`).  On AIV1 a
+        function of :attr:`lane0` does nothing (ptoas's ``if (get_subblockid() == 0)`` around its body)."""
+        if f.name in self.lane0 and self.core_name == "aiv1":
+            return []
         fr = Frame(self, f, args, via)
         outer, self.via = self.via, via
         try:

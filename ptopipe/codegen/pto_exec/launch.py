@@ -18,10 +18,11 @@ from ...isa.unwritten import UNWRITTEN
 from ..pto_syntax import (PLATFORM_OF_ARCH, SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_PARAMS, SPMD_SUBBLOCK_IDX,
                           refuse_spmd_inputs, run_line_platform)
 from .executor import Executor
+from .pipe_pairs import pipe_nosplit
 from .pipe_ops import check_flag_ids, check_pipe_directions
 from .placement import alias_notes, plan_layout
-from .program import (MIXED, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
-                      int_constants, malformed, reachable, read_text, walk, whole_tile_lanes)
+from .program import (MIXED, SUBBLOCK_OPS, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
+                      int_constants, lane0_scope, malformed, reachable, read_text, walk)
 from .reader import read_program
 from .values import Elements
 from .types import ScalarT, TileSpec, check_input_fits, dtype_name, int_range
@@ -172,15 +173,11 @@ def spmd_value(name: str) -> int:
     return isa.get_block_idx() if name == SPMD_BLOCK_IDX else get_block_num()
 
 
-#: the ops that read the running core's sub-block (its Vector lane)
-_SUBBLOCK_OPS = ("pto.get_subblockid", "pto.get_subblock_idx", "pto.get_subblock_num")
-
-
 def reads_subblock(prog: Program, reach, top_funcs) -> bool:
     """Do the functions ``reach`` ask for the core's sub-block (an op of it, or pypto's SPMD
     sub-block parameter on a function run, ``top_funcs``)?"""
     return any(p[0][1:] == SPMD_SUBBLOCK_IDX for t in top_funcs for p in prog.funcs[t].params) or \
-        any(s.name in _SUBBLOCK_OPS for n in reach for s in walk(prog.funcs[n].body))
+        any(s.name in SUBBLOCK_OPS for n in reach for s in walk(prog.funcs[n].body))
 
 
 def spmd_note(prog: Program, top_funcs) -> str | None:
@@ -397,6 +394,21 @@ def section_kinds(prog: Program, names) -> set:
     return found | ({"cube", "vector"} if found and outside else set())
 
 
+def lane0_functions(prog: Program, reach, plat: str) -> tuple:
+    """``(functions, AIV1 idle)``: the Vector functions of ``reach`` that ptoas runs on AIV0 only
+    on ``plat`` (A5: each ``kernel_kind = vector`` function whose body moves whole tiles and
+    reads no sub-block, :func:`~.program.lane0_scope` - AIV1 skips them), and whether AIV1 runs
+    nothing else (every Vector function is one, and no function of no kind holds ops it would
+    run), so the launch leaves it out.  Decided on the kinds the file writes, as ptoas does."""
+    if not nosplit_one_lane(platform_kind(get_platform(plat))):
+        return frozenset(), False
+    funcs = [prog.funcs[n] for n in dict.fromkeys(reach)]
+    vector = [f for f in funcs if f.kind == "vector"]
+    lane0 = frozenset(f.name for f in vector if lane0_scope(f.body))
+    kindless = any(f.kind is None and any(s.name.startswith("pto.") for s in walk(f.body)) for f in funcs)
+    return lane0, bool(vector) and len(lane0) == len(vector) and not kindless
+
+
 def file_platform(prog: Program, text: str) -> tuple:
     """``(platform, from_run_line)`` a file is for: its module's ``pto.target_arch``, else its
     lit ``// RUN:`` line's ``--pto-arch`` (ptoas's test files), else A2A3."""
@@ -426,6 +438,8 @@ def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
     layout = plan_layout(prog, get_platform(plat))
     reach = [n for t in tops for n in reachable(prog, t)]
     pipes = has_pipes(prog, reach)
+    lane0, one_lane = lane0_functions(prog, reach, plat)
+    nosplit = pipe_nosplit(prog.funcs)     # each pipe's, as ptoas infers it from both ends
     kinds = {}
     for t in tops:
         f = prog.funcs[t]
@@ -448,7 +462,6 @@ def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
                 prog.funcs[c].kind = prog.funcs[c].kind or kind
     check_flag_ids(prog, reach)
     check_pipe_directions(prog, reach)
-    one_lane = nosplit_one_lane(platform_kind(get_platform(plat))) and whole_tile_lanes(prog, reach)
     mixed = any(MIXED in k for k in kinds.values())
     if mixed and pipes:
         raise ConfigError(f"@{top} uses Cube and Vector tiles and cross-core pipes",
@@ -460,7 +473,7 @@ def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
 
     def kernel_for(core_name):
         def kernel(**kw):
-            ex = Executor(prog, core_name, layout, one_lane)
+            ex = Executor(prog, core_name, layout, lane0, dict(nosplit))
             ex.warnings, ex.warned = run_warnings, warned
             ex.mixed = mixed
             ex.core = isa.current_core()
@@ -502,6 +515,11 @@ def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
         if pipes and one_lane:
             notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
                          "on AIV0, as ptoas guards them with get_subblockid() == 0")
+        elif pipes and lane0:
+            guarded = ", ".join("@" + n for n in sorted(lane0))
+            notes.append(f"A5 pipes that move whole tiles (split = 0 / nosplit): {guarded} run on AIV0 only, as "
+                         "ptoas guards each Vector function that reads no sub-block with get_subblockid() == 0; "
+                         "AIV1 runs the others")
     return PtoLaunch(aic, aiv, args, plat, top, notes, prog, warnings + alias_notes(prog), run_warnings)
 
 

@@ -10,7 +10,7 @@ from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
-from .program import int_attr, res_type, str_attr, walk
+from .program import int_attr, res_type, str_attr, walk, whole_tile_lanes
 from .tile_ops import folded, tile_of
 from .types import TileSpec
 from .values import PipeVal, Reserved, View
@@ -45,11 +45,14 @@ def _named_operand(ex, fr, s, key):
 _GM_MASKS = frozenset(int(d) for d in PLAIN_DIRECTION)
 
 
-def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit):
+def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c):
     plat = ex.core.cluster.platform
     both = dir_mask in (3, 7)
     n = slot_num or plat.slot_num_for(both)
-    one_lane = ex.one_lane or (bool(nosplit) and not both and nosplit_one_lane(platform_kind(plat)))
+    whole = ex.nosplit.get(id(s))
+    if whole is None:               # (neither end says: the function's ops, TALLOCs included)
+        whole = ex.nosplit[id(s)] = whole_tile_lanes(ex.prog, [fr.f.name])
+    one_lane = whole and nosplit_one_lane(platform_kind(plat))
     ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
     mask = dir_mask
     if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
@@ -81,7 +84,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                     f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs" + other))
     peers = (0,) if one_lane else (0, 1)
     cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n,
-                    default_local_slot_num(n) if local is None else local, peers=peers)
+                    default_local_slot_num(n) if local is None else local, peers=peers, stray_ok=True)
     handle = cfg(buf, int(c2v or 0), int(v2c or 0))
     pv = PipeVal(handle, ways, one_lane)
     for w in ways:                  # the frontend ops (tpush_to_aiv ...) name their pipe by id
@@ -154,8 +157,6 @@ def h_init(ex, fr, s):
     kind = {"pto.initialize_l2g2l_pipe": L2G2L, "pto.initialize_l2l_pipe": L2L}.get(s.name, FRONTEND)
     local = ptoas_local_slot_num(kind, dir_mask, ex.core.cluster.platform, slot_num,
                                  int_attr(s, "local_slot_num", ex.prog, 0) or None, named)
-    ns = s.attr("nosplit")
-    nosplit = bool(ns and ns[0].text == "true")
     if s.name in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
         vs = [t for t in s.values()]
         vals = [ex.val(fr, v) for v in vs]
@@ -168,7 +169,7 @@ def h_init(ex, fr, s):
         c2v = _named_operand(ex, fr, s, "c2v_consumer_buf")
         v2c = _named_operand(ex, fr, s, "v2c_consumer_buf")
     try:
-        pv = _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+        pv = _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c)
         pv.where = where
         return pv
     except ConfigError as e:

@@ -307,21 +307,50 @@ def read_text(path: str) -> str:
                          fix="a .pto file is UTF-8 MLIR text") from None
 
 
+#: the ops that read the core's sub-block: a Vector scope that holds one controls its lanes
+#: itself (ptoas's "explicit sub-block control", PTOAS PTOToEmitC ``hasExplicitSubblockControl``)
+SUBBLOCK_OPS = ("pto.get_subblockid", "pto.get_subblock_idx", "pto.get_subblock_num")
+
+
+def _whole_tile_op(s) -> bool:
+    """Does ``s`` move whole tiles: a push / pop / TALLOC of ``split = 0`` or none, a free of
+    ``split = 0`` (a free without one frees with its TPOP's split)?  The push of a TALLOCed
+    slot (a ``!pto.tensor_view``: the address flow) commits the slot the ``pto.talloc_*``
+    split, and is left out."""
+    if not s.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree", "pto.talloc")):
+        return False
+    if s.name.startswith("pto.tpush") and "!pto.tensor_view" in s.text():
+        return False
+    sp = s.attr("split")
+    return bool(sp and sp[0].text == "0") or (not sp and not s.name.startswith("pto.tfree"))
+
+
 def whole_tile_lanes(prog: Program, names) -> bool:
-    """A5: pipes whose ops say ``split = 0`` (or an init says ``nosplit = true``) move whole
-    tiles through AIV0 only (ptoas guards them with ``get_subblockid() == 0``).  A push or pop
-    without a split moves whole tiles; a free without one frees with its TPOP's split; the
-    push of a TALLOCed slot (a ``!pto.tensor_view``: the address flow) commits the slot the
-    ``pto.talloc_*`` split."""
-    split0 = nosplit = False
+    """A5: pipes whose ops say ``split = 0`` (:func:`_whole_tile_op`; or an init says
+    ``nosplit = true``) in the functions ``names`` move whole tiles through AIV0 only - the
+    pipes of such a function are one-lane (ptoas infers ``nosplit`` from the ops, and its
+    ``TPipe<..., IsNoSplit>`` has one lane on A5)."""
     for n in names:
         for s in walk(prog.funcs[n].body):
             if "initialize" in s.name and "pipe" in s.name:
                 ns = s.attr("nosplit")
-                nosplit |= bool(ns and ns[0].text == "true")
-            if s.name.startswith("pto.tpush") and "!pto.tensor_view" in s.text():
-                continue
-            if s.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree", "pto.talloc")):
-                sp = s.attr("split")
-                split0 |= bool(sp and sp[0].text == "0") or (not sp and not s.name.startswith("pto.tfree"))
-    return nosplit or split0
+                if ns and ns[0].text == "true":
+                    return True
+            if _whole_tile_op(s):
+                return True
+    return False
+
+
+def lane0_scope(stmts) -> bool:
+    """Does ptoas run the Vector scope ``stmts`` (a ``kernel_kind = vector`` function's body,
+    a ``pto.section.vector`` region) on AIV0 only on A5: ``if (get_subblockid() == 0) { body }``
+    - when it moves whole tiles through a pipe (:func:`_whole_tile_op`) and reads no sub-block
+    (:data:`SUBBLOCK_OPS`: then the scope controls its lanes itself, and both run it)?  PTOAS
+    PTOToEmitC ``needsA5NoSplitVectorGuard``, decided per scope, nested ops included and
+    callees not."""
+    whole = False
+    for s in walk(stmts):
+        if s.name in SUBBLOCK_OPS:
+            return False
+        whole = whole or _whole_tile_op(s)
+    return whole

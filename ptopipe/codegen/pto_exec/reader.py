@@ -14,6 +14,7 @@ from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_ke
 from .executor import HANDLERS
 from .headers import check_header
 from .op_checks import Constants, check_op
+from .pipe_pairs import check_pipe_pairs
 from .pipe_ops import check_nosplit_splits, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func, walk
 from .types import TypeReader
@@ -73,6 +74,7 @@ def _read_program(text: str, path: str) -> Program:
         _check_yields(f, types)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
+    check_pipe_pairs(funcs, path)
     _check_no_recursion(funcs, sites, types)
     _check_entry_results(funcs, types)
     return Program(path, funcs, arch, types)

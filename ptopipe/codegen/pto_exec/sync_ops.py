@@ -9,8 +9,9 @@ import re
 
 from ... import isa
 from ...arch.vocab import SyncAllMode, SyncCoreType, SyncPipe
+from ...protocol.model import nosplit_one_lane, platform_kind
 from ..pto_syntax import FREE_ORDER, SYNC_OP_PIPE
-from .program import kind_runs_here, walk
+from .program import kind_runs_here, lane0_scope, walk
 
 
 #: the ops by which a kernel orders its own pipes (intra-core events and barriers)
@@ -55,9 +56,20 @@ def h_eventid_set(ex, fr, s):
 
 def h_section(ex, fr, s):
     """``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: the region runs on that
-    kind of core only (ptoas's ``#if defined(__DAV_CUBE__)`` / ``__DAV_VEC__``)."""
-    if kind_runs_here("cube" if s.name.endswith("cube") else "vector", ex.core_name):
-        ex.block(fr, s.regions[0][0].stmts)
+    kind of core only (ptoas's ``#if defined(__DAV_CUBE__)`` / ``__DAV_VEC__``); on A5 a Vector
+    region that moves whole tiles and reads no sub-block runs on AIV0 only (ptoas's
+    ``get_subblockid() == 0`` guard of the section, :func:`~.program.lane0_scope`)."""
+    kind = "cube" if s.name.endswith("cube") else "vector"
+    if not kind_runs_here(kind, ex.core_name):
+        return
+    body = s.regions[0][0].stmts
+    if kind == "vector" and ex.core_name == "aiv1":
+        lane0 = ex.decoded.get(id(s))
+        if lane0 is None:
+            lane0 = ex.decoded[id(s)] = nosplit_one_lane(platform_kind(ex.core.cluster.platform)) and lane0_scope(body)
+        if lane0:
+            return
+    ex.block(fr, body)
 
 
 def h_set_ffts(ex, fr, s):

@@ -241,6 +241,11 @@ class TypeReader:
             return ("pipe",)
         if name.startswith("!pto."):
             return ("opaque", name)
+        if name in ("<", "tile_buf", "pto.tile_buf", "!tile_buf"):
+            raise self.err(f"type {tokens_text(toks)!r}: a tile type is written !pto.tile_buf<...> (ptoas: "
+                           "\"expected non-function type\")", t0,
+                           fix="write !pto.tile_buf<loc=..., dtype=..., rows=..., cols=..., ...> (or the short form "
+                               "!pto.tile_buf<vec, 16x16xf32>)")
         raise self.err(f"type {tokens_text(toks)!r} is not supported", t0)
 
     def shaped(self, inner, tok):

@@ -20,6 +20,7 @@ import re
 
 from ...errors import CompileError, ParseError
 from ..pto_lexer import tokenize
+from ..pto_syntax import BARE_TILE, bare_tile_refusal, type_word_refusal
 from ..pto_tree import VALUE_NAME as _V
 from .headers import for_header
 from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
@@ -37,6 +38,7 @@ _NEXT_TYPE = re.compile(rf"\s*({_T})\s*(,|\)|$)")
 _LAST_TYPE = re.compile(rf"\s*({_T})\s*$")
 _CAST = re.compile(rf"^\s*({_V})\s*:\s*({_T})\s+to\s+({_T})\s*$")
 _CALL = re.compile(r"@[\w$.]+\s*\(([^()]*)\)\s*:\s*\(")
+_BARE_TILE_TYPE = re.compile(re.escape(BARE_TILE[:-1]) + _ANGLED)
 #: ``%x = ...`` inside an op's own text: a name its regions define
 _INTRODUCED = re.compile(r"(%[A-Za-z0-9_$.-]+)\s*=(?!=)")
 _SOURCE = re.compile(rf"\s*({_V})[^:]*:\s*({_T})\s*->")
@@ -328,6 +330,9 @@ class UseTypes:
 
     def define(self, name: str, ty: str | None, line: int, col: int) -> None:
         if ty:
+            bad = type_word_refusal(ty)
+            if bad is not None:
+                raise ParseError(f"{name}'s type: {bad[0]}", where=f"{self.types.f}:{line}:{col}", fix=bad[1])
             self.defs[name] = (ty, line, col)
 
     def forget(self, name: str) -> None:
@@ -359,10 +364,21 @@ class UseTypes:
         """Each use of ``s`` whose type the text says has its definition's type: else a
         ParseError at the use."""
         name = s.name
+        if name.startswith("pto.") and BARE_TILE in s.text():
+            m = _BARE_TILE_TYPE.search(s.text())
+            at = m.start() if m else s.text().index(BARE_TILE)
+            what, fix = bare_tile_refusal(name, m.group() if m else BARE_TILE + "...>")
+            line, col = s.position(at)
+            raise ParseError(what, where=f"{self.types.f}:{line}:{col}", fix=fix)
         if name.startswith("pto.t") and _groups_as_defined(s.text(), self.defs) or \
                 name == "pto.partition_view" and _view_as_defined(s.text(), self.defs):
             return                    # (the common cases, decided without reading a type)
         for name, ty, at in uses(s, self.defs):
+            bad = type_word_refusal(ty)
+            if bad is not None:
+                k = s.text().find(ty, at)
+                line, col = s.position(k if k >= 0 else at)
+                raise ParseError(f"{name}'s type here: {bad[0]}", where=f"{self.types.f}:{line}:{col}", fix=bad[1])
             d = self.defs.get(name)
             if d is None or self.same(d[0], ty):
                 continue

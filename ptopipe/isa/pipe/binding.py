@@ -103,7 +103,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
     ways = _ways(direction)
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
-        if cfg.fifo is not None or not is_cpp(core.where()):
+        if cfg.fifo is not None or not (cfg.stray_ok or is_cpp(core.where())):
             raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
                               fix=not_a_peer(is_cpp(core.where())))
         return _stray_construction(core, cfg, direction, ways, model)

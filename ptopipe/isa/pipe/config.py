@@ -32,6 +32,10 @@ class TPipe:
     #: the kernel declared the pipe one-lane (C++ ``TPipe<..., IsNoSplit = true>``), whatever
     #: lanes the run's protocol gives it (``peers``): what a stall's diagnosis tells the user
     one_lane: bool = field(default=False, compare=False)
+    #: every Vector core runs the code that constructs it, as in ptoas's C++ of a ``.pto`` and the
+    #: ``.pto`` itself (a no-split pipe set up outside the AIV0 guard): a core that is no peer
+    #: constructs it stray - a warning, as a C++ kernel's is, not a refusal; its use is the error
+    stray_ok: bool = field(default=False, compare=False)
 
     def __class_getitem__(cls, params):
         return cls(*params) if isinstance(params, tuple) else cls(params)
