@@ -438,6 +438,27 @@ def test_vector_parameter_takes_an_input_or_seeded_values():
     assert "3 values for the vector parameter 'ex'" in e.value.what
 
 
+@pytest.mark.parametrize("ty", [vec_t(16, 16), "memref<16x16xf32, #pto.address_space<vec>>"],
+                         ids=["tile_buf", "memref-in-vec"])
+def test_a_tile_parameter_of_an_entry_is_refused_at_the_parameter(ty):
+    """An entry function taking a tile (a !pto.tile_buf, or a memref in a local address space as
+    ptoas also reads one): nothing launches a kernel with a tile, given data or not - a located
+    ConfigError, not an error inside the first op that reads it."""
+    text = f"""module {{
+  func.func @k(%t: {ty}, %o: {ty}, %a: f32) {{
+    pto.tmuls ins(%t, %a : {ty}, f32) outs(%o : {ty})
+    return
+  }}
+}}
+"""
+    for inputs in ({}, {"t": X, "o": X}):
+        with pytest.raises(ConfigError) as e:
+            run_pto(text=text, inputs=inputs)
+        assert e.value.what == ("parameter %t of @k is a tile in vec memory: a kernel is launched with GM "
+                                "pointers, tensor views and scalars, so nothing can give it a tile")
+        assert e.value.where == "<pto>:2:16"
+
+
 def test_subset_window_valid_region_and_refusals():
     """``pto.subset``: a contiguous tile of the window's shape at the offset (ptoas's lowering),
     valid where the source is (a source with 12 valid rows gives the window at row 8 four); a

@@ -77,6 +77,12 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform, given: G
         # the tensors only the other reads: a parameter takes the largest view of it in any
         # function run (the first of them on a tie)
         fname = max(runs[key], key=lambda f: extents.get((f, "%" + key), 0))
+        if isinstance(ty, TileSpec) or isinstance(ty, tuple) and ty[0] == "memref" and isinstance(ty[1], TileSpec):
+            raise ConfigError(f"parameter %{key} of @{fname} is a tile in {_tile_memory(ty)} memory: a kernel is "
+                              "launched with GM pointers, tensor views and scalars, so nothing can give it "
+                              "a tile", where=f"{prog.path}:{tok.line}:{tok.col}",
+                              fix=f"run the function that allocates the tile and calls @{fname} (--func NAME), "
+                                  f"or give @{fname} a GM pointer and pto.tload it into a tile it allocates")
         if key in inputs:
             v = inputs[key]
             if isinstance(ty, ScalarT):
@@ -102,7 +108,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform, given: G
                 args[key] = Elements(a.astype(ty[1]).reshape(ty[2]))
             else:
                 want = ty[1] if isinstance(ty, tuple) else None
-                want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)
+                want = want if isinstance(want, np.dtype) else None
                 a = np.ascontiguousarray(v)
                 if want is not None and want.kind == "V" and a.dtype.kind in "Vu" and \
                         a.dtype.itemsize == want.itemsize:
@@ -157,6 +163,12 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform, given: G
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give {given.give(key)})")
         seeded[key] = notes[-1]
     return args, notes, seeded
+
+
+def _tile_memory(ty) -> str:
+    """The memory a tile parameter's type (a TileSpec, or a memref of one) names: ``vec``, ``mat``..."""
+    spec = ty[1] if isinstance(ty, tuple) else ty
+    return spec.loc.name.lower()
 
 
 def _own(v):
