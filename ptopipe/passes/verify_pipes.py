@@ -62,7 +62,7 @@ from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
-                                 pop_split_fits,
+                                 pop_split_fits, share_problem,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.slots import push_band, transfer_problems
@@ -168,16 +168,47 @@ def _culprit_first(found: list) -> list:
     push): that finding goes first, so the error names the TPOP's line.  Among the
     push / pop count findings, a TPOP that waits forever goes before a TPUSH never popped:
     the wait is where the device hangs, and the unpopped push of another ring may be one
-    the hung core never reaches."""
+    the hung core never reaches.  A transfer finding whose push comes after another's pop
+    goes after it (:func:`_run_order`)."""
     first = [e for e in found if getattr(e, "kind", None) == "fifo_type" and any(
         getattr(g, "kind", None) == "split_mismatch" and getattr(g, "pop", None) is e.op for g in found)]
-    found = first + [e for e in found if e not in first] if first else found
+    found = _run_order(first + [e for e in found if e not in first] if first else found)
     counts = [k for k, e in enumerate(found) if getattr(e, "kind", None) == "count"]
     hangs = [found[k] for k in counts if _is_pop(getattr(found[k], "op", None))]
     if not hangs or found[counts[0]] in hangs:
         return found
     rest = [e for e in found if e not in hangs]
     return rest[:counts[0]] + hangs + rest[counts[0]:]
+
+
+def _run_order(found: list) -> list:
+    """``found`` with each transfer finding (a TPOP that does not take its TPUSH's tile:
+    :meth:`_Verifier.fifo`) moved before the one whose push its core makes after this
+    finding's pop: the run stops at the pop, that push is never made (a Cube popping a tile
+    too small, then pushing what it computed from it: the run fails at the Cube's pop, not
+    at the Vector's later pop of the result)."""
+    def before(y, x) -> bool:
+        sent, taken = getattr(x, "transfer", (None, None))[0], getattr(y, "transfer", (None, None))[1]
+        return sent is not None and taken is not None and sent[0] is taken[0] and taken[1] < sent[1]
+    out = []
+    for e in found:
+        at = next((k for k, x in enumerate(out) if before(e, x)), None)
+        out.insert(len(out) if at is None else at, e)
+    return out
+
+
+def _trace_at(path, d, kind: str, k: int):
+    """``(path, index)`` of the ``k``-th ``kind`` ("push" / "pop") of ring ``d`` in
+    ``path``'s trace, None when a loop of unknown trip count comes first (its entries are
+    not one per op)."""
+    for i, e in enumerate(path.trace):
+        if e[0] == "loop":
+            return None
+        if e[0] == kind and e[1] == d:
+            if k == 0:
+                return path, i
+            k -= 1
+    return None
 
 
 def _is_pop(op) -> bool:
@@ -808,7 +839,7 @@ class _Verifier:
                             if self.symbolic_counts(d, pp, cp, who_p, who_c, pfn, cfn):
                                 return
                             continue
-                        if self.fifo(d, pe, ce, who_p, who_c, pfn, cfn):
+                        if self.fifo(d, pe, ce, who_p, who_c, pfn, cfn, (pp, cp)):
                             return
                         if len(pe) != len(ce):
                             self.count_mismatch(d, pe, ce, who_p, who_c)
@@ -848,7 +879,7 @@ class _Verifier:
             self.unproven(f"the {_dir(d)} ring carries tiles of more than one type across a loop of "
                           "unknown trip count: their order (FIFO types) is not proven")
             return False
-        return bool(pe and ce) and self.fifo(d, pe[:1], ce[:1], who_p, who_c, pfn, cfn)
+        return bool(pe and ce) and self.fifo(d, pe[:1], ce[:1], who_p, who_c, pfn, cfn, (pp, cp))
 
     def counterexample(self, d, w, pe, ce, pc, cc, who_p, who_c) -> bool:
         """The counts of direction ``d`` differ for the values ``w``: the program is verified
@@ -877,32 +908,83 @@ class _Verifier:
                      "and branch conditions on both sides)", values=text)
         return True
 
-    def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn) -> bool:
+    def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn, paths=None) -> bool:
+        """The pops ``ce`` of ring ``d`` take the tiles the pushes ``pe`` sent, in order
+        (:meth:`transfer`); True at the first pair that does not.  ``paths``: the producer's
+        and the consumer's Path, whose traces place the finding's push and pop in their
+        cores' program order (:func:`_culprit_first` puts the finding the run meets first
+        first)."""
         for k, (a, b) in enumerate(zip(pe, ce)):
-            wa, wb = _whole(a, pfn), _whole(b, cfn)
-            if wa != wb or not pop_split_fits(d.way, self.plat.ring_in_gm, a.split, b.split):
-                self.finding("fifo_type", b.op,
-                             f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
-                             f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
-                             f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
-                             f"{_desc(a, wa)}: a ring delivers tiles in push order",
-                             "pop the type the matching push sends (same dtype and split; a "
-                             "Vector core's tile is its part of the slot), or reorder the pushes")
+            n = len(self.findings)
+            if self.transfer(d, k, a, b, who_p, who_c, pfn, cfn):
+                if paths is not None and len(self.findings) > n:
+                    self.findings[-1].transfer = tuple(_trace_at(q, d, kind, k)
+                                                       for q, kind in zip(paths, ("push", "pop")))
                 return True
-            if not wa[0] and not wb[0]:
-                pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
-                if pushed is not popped and not pop_converts(d.way, self.plat.ring_in_gm):
-                    self.finding("layout", b.op,
-                                 f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
-                                 f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
-                                 f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
-                                 f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
-                                 "consumer would read the bytes in the wrong order",
-                                 layout_fix(d.way, pushed, popped))
-                    return True
-                if self.placement(d, k, a, b, who_p, who_c, cfn):
-                    return True
         return False
+
+    def transfer(self, d, k, a, b, who_p, who_c, pfn, cfn) -> bool:
+        """The ``k``-th pop ``b`` of ring ``d`` takes the tile the ``k``-th push ``a`` sent:
+        its share of a split (:meth:`share`), its type and split, layout and slot placement
+        (:meth:`placement`); True when a finding was made."""
+        wa, wb = _whole(a, pfn), _whole(b, cfn)
+        if wa != wb and self.share(d, k, a, b, who_p, who_c, cfn):
+            return True
+        if wa != wb or not pop_split_fits(d.way, self.plat.ring_in_gm, a.split, b.split):
+            self.finding("fifo_type", b.op,
+                         f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                         f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
+                         f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
+                         f"{_desc(a, wa)}: a ring delivers tiles in push order",
+                         "pop the type the matching push sends (same dtype and split; a "
+                         "Vector core's tile is its part of the slot), or reorder the pushes")
+            return True
+        if not wa[0] and not wb[0]:
+            pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
+            if pushed is not popped and not pop_converts(d.way, self.plat.ring_in_gm):
+                self.finding("layout", b.op,
+                             f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                             f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
+                             f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
+                             f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
+                             "consumer would read the bytes in the wrong order",
+                             layout_fix(d.way, pushed, popped))
+                return True
+            if self.placement(d, k, a, b, who_p, who_c, cfn):
+                return True
+        return False
+
+    def share(self, d, k, a, b, who_p, who_c, cfn) -> bool:
+        """The ``k``-th pop ``b`` of a split transfer into a tile too small for its share of
+        the ``k``-th push ``a`` (:func:`~ptopipe.protocol.geometry.share_problem`, the rule
+        the run's TPOP checks, after the slot placement): a finding at the pop, worded as the
+        run's."""
+        if not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType) \
+                or not all(b.type.shape[-2:]):
+            return False
+        bad = share_problem(d.way, a.split, tuple(a.type.shape[-2:]), b.split,
+                            tuple(b.type.static_shape[-2:]), str(a.type.dtype))
+        if bad is None or self.placement_problems(d, a, b, cfn):
+            return False
+        held, tail, fix = bad
+        self.finding("share", b.op,
+                     f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}{_ev_where(b)} pops into "
+                     f"{describe(b.type)} declared {'x'.join(map(str, b.type.static_shape))} "
+                     f"({b.split.name}), which cannot hold {held}, pushed by the {ordinal(k + 1)} "
+                     f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)} - {tail}", fix)
+        return True
+
+    def placement_problems(self, d, a, b, cfn) -> list:
+        """The slot placement problems of pop ``b`` reading what push ``a`` filled
+        (:func:`~ptopipe.protocol.slots.transfer_problems`), judged before the share (as the
+        run's TPOP does)."""
+        if a.split != b.split or not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType):
+            return []
+        cube, part = (a, b) if d.way == "C2V" else (b, a)
+        init = next((i for i in init_ops(cfn) if d in i.rings), None)
+        in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+        return transfer_problems(self.model.slot_placement, d.way, in_gm, a.split, cube.type.static_shape,
+                                 tuple(cube.type.shape), part.type.static_shape, tuple(part.type.shape))
 
     def placement(self, d, k, a, b, who_p, who_c, cfn) -> bool:
         """The ``k``-th pop ``b`` reads the slot the ``k``-th push ``a`` filled as the protocol's
@@ -910,12 +992,8 @@ class _Verifier:
         static shapes give the row pitches, what the run's TPOP judges): a finding at the pop."""
         if a.split != b.split or not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType):
             return False
-        cube, part = (a, b) if d.way == "C2V" else (b, a)
         kind = self.model.slot_placement
-        init = next((i for i in init_ops(cfn) if d in i.rings), None)
-        in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
-        probs = transfer_problems(kind, d.way, in_gm, a.split, cube.type.static_shape,
-                                  tuple(cube.type.shape), part.type.static_shape, tuple(part.type.shape))
+        probs = self.placement_problems(d, a, b, cfn)
         if not probs:
             return False
         _lane, why, fix = probs[0]
