@@ -54,6 +54,8 @@ SUMMARY_OPS = 20_000
 #: a first and a later iteration (its counts and orders then checked once per ring period)
 PERIOD_TRIPS = 256
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
+#: what ended a popped tile that a later TPOP restaged over (:meth:`Explorer.restage`)
+STAGED = "staged copy, overwritten in its staging slot by the TPOP"
 
 
 _ARITH = {
@@ -222,7 +224,7 @@ class Explorer:
             s = env.get(v)
             if s.__class__ is Slot and s.uid in dead:
                 end_op, end_where, what = dead[s.uid]
-                if op.is_a(TFree) and what == "TFREE":
+                if op.is_a(TFree) and what in ("TFREE", STAGED):
                     continue      # a second TFREE naming the object: counted as a TFREE
                 nm = f"%{v.name}" if v.name else "a value"
                 src = "popped" if s.kind == "pop" else "TALLOCed"
@@ -230,6 +232,8 @@ class Explorer:
                             f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
                             f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
                             f"move the {what} after the last use of {nm}" if what == "TFREE" else
+                            f"read {nm} before more TPOPs of its ring than its staging slots (LocalSlotNum), "
+                            "or raise local_slot_num" if what == STAGED else
                             "write the slot before its TPUSH (TPUSH hands it to the consumer)")
 
     def step(self, op, p: Path) -> None:
@@ -361,6 +365,9 @@ class Explorer:
                                                 iters=p.iters))
         lim = self.slot_num(d)
         n = lim.n
+        if lim.pop_frees:
+            self.restage(op, p, d, s, n)
+            return
         if lim.exact is not None and p.counted is True:
             over = lim.exact(len(p.events[d]) - 1, len(held) - 1)
         elif lim.exact is not None and isinstance(p.counted, dict) and d in p.counted:
@@ -382,6 +389,21 @@ class Explorer:
                            if lim.name == "SLOT_NUM" else lim.why),
                         f"TFREE a slot before popping another (at most {n} popped and not freed), "
                         + lim.fix)
+
+    def restage(self, op, p: Path, d, s: Slot, n: int) -> None:
+        """A TPOP that frees its slot itself (``HoldLimit.pop_frees``) holds nothing, so no
+        hold limit applies (the run's TPOP counts none); it stages its tile in staging slot
+        ``seq % n``, overwriting the tile popped ``n`` TPOPs before it: a later use of that
+        one is a use after free (as the run reports it, at the read).  Pops across a loop of
+        unknown trip count are not counted apart."""
+        ev = p.events[d]
+        s.seq = len(ev) - 1
+        for h in p.held.get(d, ())[:-1]:
+            if h.uid in p.dead or h.seq is None or s.seq - h.seq < n:
+                continue
+            if any(e.op is None for e in ev[h.seq:]):
+                continue                    # a loop of unknown trip count in between
+            p.dead[h.uid] = (op, p.where(), STAGED)
 
     def tfree(self, op, p: Path) -> None:
         d = ring_of(op)
@@ -654,6 +676,8 @@ class Explorer:
     def _balanced(self, op, p: Path, before: dict) -> None:
         for d, h in p.held.items():
             n0 = before.get(d, 0)
+            if len(h) > n0 and self.slot_num(d).pop_frees:
+                continue        # a TPOP that frees its slot itself holds nothing
             if len(h) > n0:
                 s = h[-1]
                 self.report_on(p, "unbounded_pops", s.op,
