@@ -60,7 +60,7 @@ from ..arch.vocab import SyncPipe
 from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TPop, TPush, WaitEvent
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
-from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
+from ..ir.types import DTYPES, MemorySpace, TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, pop_converts,
                                  pop_split_fits, share_problem,
                                  slot_layout, slot_shape, split_push_problem)
@@ -72,7 +72,7 @@ from itertools import combinations, product
 from .expand_mixed import RING_NAME
 from .insert_tfree import aliases, read_pipe
 from .pipe_deadlock import stuck_for_all
-from .pipe_paths import Explorer, Incomplete, call_sites
+from .pipe_paths import Explorer, Incomplete, call_sites, unknown_scalars
 from ..errors import ordinal
 from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line
 from .symbolic import const, constraints, decide, ge, witness_text
@@ -240,6 +240,12 @@ NOT_PROVEN = "VerifyPipes: not proven for all values"
 MAX_DEPTH = 2
 #: the most combinations of one path per core whose orders the deadlock check runs
 MAX_COMBOS = 64
+#: the values of each integer scalar, and the most scalars, :meth:`_Verifier.small_witness`
+#: verifies a deadlock the nested loops leave undecided with
+SMALL_VALUES = (1, 2, 3)
+SMALL_PARAMS = 3
+#: the integer scalar types (the unknowns a program is proven for)
+INT_SCALARS = tuple(d for d in DTYPES if d[0] in "iu")
 #: the constant differences between two loops' trip counts the deadlock check tries
 #: (:meth:`_Verifier.same_trips`): a ragged tail runs one more, seldom more
 _TRIP_DELTAS = (0, 1, -1, 2, -2)
@@ -632,19 +638,57 @@ class _Verifier:
             counts: dict = {}
             verdict = stuck_for_all(traces, tuple(k for k in vlanes), nums, self.stats, rules, counts)
             if verdict[0] == "unproven":
+                if _nested(traces) and self.small_witness():
+                    return
                 self.unproven(f"deadlock freedom: {verdict[1]}")
                 continue
             if verdict[0] == "stuck":
                 values = self.stuck_values(facts, traces, verdict[1])
                 if values is None and verdict[1] and _nested(traces):
-                    # a product of two trip counts need not take every value: only a run's
-                    # values make the hang a finding
+                    # a product of two trip counts need not take every value: only values an
+                    # exact exploration hangs with make the hang a finding
+                    if self.small_witness():
+                        return
                     self.unproven(f"deadlock freedom: the cores hang after {verdict[1]} iterations of "
                                   "nested loops of unknown trip count, for no values found")
                     continue
                 if values is not False:
                     self.stuck(verdict[2], names, values, rules, counts)
                     return
+
+    def small_witness(self) -> bool:
+        """The deadlock check left undecided (nested loops of unknown trip count): the program
+        verified again exactly - every loop unrolled, as with a scenario's values - with small
+        values of its integer scalars (each of :data:`SMALL_VALUES` within its declared range,
+        at most :data:`SMALL_PARAMS` unknowns, the smallest sums first).  The first values that
+        hang, or leave a ring's push / pop counts unequal, are that finding, naming them: an
+        exact exploration's finding is one a run with those values meets.  True when one was
+        made."""
+        if self.depth >= MAX_DEPTH:
+            return False
+        names = sorted(unknown_scalars(self.program, INT_SCALARS) - set(self.known or {}))
+        if not names or len(names) > SMALL_PARAMS:
+            return False
+        choices = []
+        for n in names:
+            lo, hi = self.declared.get(n, (None, None))
+            vals = [v for v in SMALL_VALUES if (lo is None or v >= lo) and (hi is None or v <= hi)]
+            if not vals:
+                return False
+            choices.append(vals)
+        for combo in sorted(product(*choices), key=sum):
+            known = dict(self.known or {})
+            known.update(zip(names, combo))
+            again = _Verifier(self.program, self.plat, [], self.protocol_arg, known, MAX_DEPTH, self.declared)
+            found = [e for e in again.verify() if getattr(e, "kind", None) in ("deadlock", "count")]
+            if found:
+                text = ", ".join(f"{k}={v}" for k, v in zip(names, combo))
+                for e in found[:1]:
+                    self.finding(e.kind, e.op, e.what, e.fix, e.pop, values=text)
+                    self.findings[-1].add_detail("found by verifying exactly with small values: the nested "
+                                                 "loops' trip counts are products, not decided for every value")
+                return True
+        return False
 
     def same_trips(self, traces: dict, facts: dict) -> dict:
         """``traces`` with the loops of unknown trip count run as one loop where their trip
@@ -1023,9 +1067,10 @@ class _Verifier:
 
 def _nested(traces: dict) -> bool:
     """Does a loop entry of ``traces`` stand for a loop in a loop (its trip count a product,
-    :func:`.pipe_paths._loop_entry`)?"""
-    return any(e[0] == "loop" and e[1] is not None and any(v[0] == "derived" and v[1] == "mul"
-                                                            for v, _ in e[1][1].vars)
+    :func:`.pipe_paths._loop_entry`), or hold one?"""
+    return any(e[0] == "loop" and (e[1] is not None and any(v[0] == "derived" and v[1] == "mul"
+                                                             for v, _ in e[1][1].vars)
+                                   or any(x[0] == "loop" for x in e[2]))
                for t in traces.values() for e in t)
 
 
