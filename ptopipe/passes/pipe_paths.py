@@ -16,9 +16,10 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
   without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
   once with an unknown loop variable.  A loop with unknown bounds (or more than
   :data:`PERIOD_TRIPS` static ones, its iterations alike) runs twice with unknown loop
-  variables (a "first" and a "later" iteration); a body that does not leave the held-slot
-  queue as long as it found it is a finding (the ring would wrap or starve after enough
-  iterations); its pipe counts become a marker Event counting ``max(0, hi - lo)`` times an
+  variables (a "first" iteration, whose loop variable is the start where a branch tests it,
+  and a "later" one, past it); a later iteration that does not leave the held-slot queue as
+  long as it found it is a finding (the ring would wrap or starve after enough
+  iterations); a finding's values run the iterations it happens in; its pipe counts become a marker Event counting ``max(0, hi - lo)`` times an
   iteration's (:class:`~.symbolic.Count`), its trace entries one ``("loop", ...)`` entry.
 * A load / store's GM window is checked against its tensor's static shape
   (:meth:`Explorer.gm_bounds`).
@@ -42,7 +43,8 @@ from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import ScalarType, TensorType
 from ..ir.vocab import FunctionKind
-from .symbolic import (Count, affine, const, constraints, decide, derived, invariant, show, unknowns, var_name,
+from .symbolic import (Count, affine, condition, const, constraints, decide, derived, invariant, show, unknowns,
+                       var_name,
                        witness_text)
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
@@ -138,11 +140,16 @@ class Explorer:
         self.ranges: dict = dict(declared or {})
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
         self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
+        # the conditions under which the iterations being explored of loops of unknown trip
+        # count happen (the loop runs; a later iteration: twice): each finding's values hold them
+        self._running: list = []
+        self._first: dict = {}             # the loop variable of a first iteration -> its start
 
     def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
         variables (the finding's values are solved from them, unless ``values`` gives them)."""
-        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges, values=values,
+        facts = {**dict.fromkeys(self._running, True), **p.facts} if self._running else p.facts
+        self.report(kind, op, msg, fix, pop, facts=facts, ranges=self.ranges, values=values,
                     details=details)
 
     def loop_info(self, op) -> tuple:
@@ -328,7 +335,7 @@ class Explorer:
         the scalar parameters they name, or None)``."""
         if a.is_const():
             return True if a.const < 0 or a.const + w > n else None
-        cons, unhandled = constraints(p.facts, self.ranges)
+        cons, unhandled = constraints({**dict.fromkeys(self._running, True), **p.facts}, self.ranges)
         for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
             verdict, wit = decide(cons + [bad], self.ranges)
             if verdict == "sat" and not unhandled:
@@ -355,6 +362,7 @@ class Explorer:
     def tpop(self, op, p: Path) -> None:
         d = ring_of(op)
         s = Slot(op, op.result_type, op.split, "pop", p.where())
+        s.running = tuple(self._running)
         p.env[op.tile] = s
         p.trace.append(("pop", d, op))
         held = p.held.get(d, ()) + (s,)
@@ -455,6 +463,8 @@ class Explorer:
                 c = ("opaque", next(_fresh))
             if is_sym(c):
                 c = p.facts.get(c, c)
+            if is_sym(c) and self._first:
+                c = self._at_first(c)
             if not is_sym(c):
                 q = self.block(then_b if c else else_b, [p])
                 for r in q:
@@ -472,6 +482,20 @@ class Explorer:
         if len(out) > MAX_PATHS:
             raise Incomplete(f"more than {MAX_PATHS} paths")
         return out
+
+    def _at_first(self, c):
+        """Condition ``c`` with the loop variables of the first iterations being explored at
+        their loops' starts: its truth when that decides it (``i > 0`` in the first iteration
+        of ``range(0, n)``), else ``c``."""
+        def sub(v):
+            if v.__class__ is tuple:
+                return self._first[v] if v in self._first else tuple(sub(x) for x in v)
+            return v
+        s = sub(c)
+        cs = condition(s, True) if s != c else None
+        if not cs or any(not e.is_const() for e, _ in cs):
+            return c
+        return all(e.const >= 0 if rel == ">=" else (e.const == 0) == (rel == "==") for e, rel in cs)
 
     def _results(self, op, p: Path) -> None:
         for r, v in zip(op.results, p.yielded or ()):
@@ -614,16 +638,33 @@ class Explorer:
                 before = {d: len(h) for d, h in q.held.items()}
                 iv = ("iv", line(op), next(_fresh), iv_name)
                 self.ranges[iv] = iv_range(bounds)
+                if twice and k == 1 and st == 1:        # a later iteration: past the start
+                    self.ranges[iv] = (("add", lo, 1), hi)
+                # the first iteration's loop variable is the start: a branch on it is decided
+                first = twice and k == 0 and st == 1 and lo is not None
                 self._bind(body, q, iv, carried if k == 0 else
                            [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
-                for r in self.block(body, [q]):
-                    if twice:
-                        self._balanced(op, r, before)
-                        if k == 0:
-                            r.mid = dict(r.mid)
-                            r.mid[id(op)] = ({d: count_events(ev) for d, ev in r.events.items()},
-                                             len(r.trace))
-                    nxt.append((r, r.yielded or []))
+                # (spelled apart from any condition of the kernel's: a path's facts keep theirs)
+                running = (("and", ("eq", iv, ("add", lo, 0)), ("lt", ("add", lo, 0), hi)) if first else
+                           ("ge", iv, ("add", lo, 1)) if twice and k == 1 and st == 1 else None)
+                if running is not None:
+                    self._running.append(running)
+                if first:
+                    self._first[iv] = lo
+                try:
+                    for r in self.block(body, [q]):
+                        if twice:
+                            if k == 1:      # (the first iteration may hold a slot the later ones free)
+                                self._balanced(op, r, before, bounds)
+                            if k == 0:
+                                r.mid = dict(r.mid)
+                                r.mid[id(op)] = ({d: count_events(ev) for d, ev in r.events.items()},
+                                                 len(r.trace))
+                        nxt.append((r, r.yielded or []))
+                finally:
+                    if running is not None:
+                        self._running.pop()
+                    self._first.pop(iv, None)
             live = nxt
         res = []
         for q, carried in live:
@@ -673,18 +714,28 @@ class Explorer:
                           "the kernel's integer scalars with step 1")
         return Count.trips(a, b) * later - (end[0] - entry[0]), None
 
-    def _balanced(self, op, p: Path, before: dict) -> None:
+    def _balanced(self, op, p: Path, before: dict, bounds=(None, None, None)) -> None:
+        lo, hi, st = bounds
         for d, h in p.held.items():
             n0 = before.get(d, 0)
-            if len(h) > n0 and self.slot_num(d).pop_frees:
+            lim = self.slot_num(d)
+            if len(h) > n0 and lim.pop_frees:
                 continue        # a TPOP that frees its slot itself holds nothing
             if len(h) > n0:
                 s = h[-1]
-                self.report_on(p, "unbounded_pops", s.op,
+                # its values run the loop often enough to hold more than the limit
+                need = ("ge", ("sub", hi, lo), (lim.n - n0) // (len(h) - n0) + 1) if st == 1 else None
+                # and the loops in it that popped the slot run too
+                kept = self._running
+                self._running = list(dict.fromkeys(kept + list(s.running or ()) + ([need] if need else [])))
+                try:
+                    self.report_on(p, "unbounded_pops", s.op,
                             f"each iteration of the loop at {line(op)} leaves {len(h) - n0} more "
                             f"slot(s) of the {dir_name(d)} ring held (TPOP{pop_site(s)}); its trip count is "
                             "not known statically, so the outstanding pops can exceed SLOT_NUM",
                             "TFREE in the same iteration every slot the iteration pops")
+                finally:
+                    self._running = kept
             elif len(h) < n0:
                 self.report_on(p, "unbounded_frees", op,
                             f"each iteration of the loop at {line(op)} frees {n0 - len(h)} more "

@@ -77,14 +77,15 @@ def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
 class Slot:
     """One dynamic TPOP (``kind`` "pop") or TALLOC ("alloc"): the op, its type and split,
     where it happened (``where``: the loop iterations / branches around it); ``seq``: a pop's
-    index among its path's events of its ring (for the staging slot a later TPOP reuses)."""
-    __slots__ = ("op", "type", "split", "kind", "where", "uid", "seq")
+    index among its path's events of its ring (for the staging slot a later TPOP reuses);
+    ``running``: the conditions of the loop iterations it was popped in (they ran)."""
+    __slots__ = ("op", "type", "split", "kind", "where", "uid", "seq", "running")
     _n = 0
 
     def __init__(self, op, type, split, kind, where):
         Slot._n += 1
         self.op, self.type, self.split, self.kind, self.where, self.uid = op, type, split, kind, where, Slot._n
-        self.seq = None
+        self.seq = self.running = None
 
 
 class Event:

@@ -1077,10 +1077,12 @@ def _nested(traces: dict) -> bool:
 def _unmatched(pe, ce, depth: int = 0):
     """The push or pop that makes the counts differ: the two sequences are cut into the
     iterations of their loops (level ``depth``, outermost first); in the first iteration
-    whose counts differ (when both sides run as many iterations) the search goes one level
-    deeper; at the bottom, the first event past the other side's count."""
+    whose counts differ (when both sides run as many iterations, and nothing outside them
+    at that level: a pop after the loop is no iteration of it) the search goes one level
+    deeper; at the bottom, the first event past the other side's count - where the run
+    waits forever or leaves a slot unpopped."""
     gp, gc = _runs(pe, depth), _runs(ce, depth)
-    if len(gp) == len(gc) and len(gp) > 1:
+    if len(gp) == len(gc) and len(gp) > 1 and all(k for k, _ in gp + gc):
         for (kp, a), (kc, b) in zip(gp, gc):
             if len(a) != len(b):
                 if kp and kc:
