@@ -169,16 +169,51 @@ def _culprit_first(found: list) -> list:
     push / pop count findings, a TPOP that waits forever goes before a TPUSH never popped:
     the wait is where the device hangs, and the unpopped push of another ring may be one
     the hung core never reaches.  A transfer finding whose push comes after another's pop
-    goes after it (:func:`_run_order`)."""
+    goes after it (:func:`_run_order`), and before what the run finds only at the kernel's
+    end (a slot never freed, a push never popped): a run that gets there has made that TPOP."""
     first = [e for e in found if getattr(e, "kind", None) == "fifo_type" and any(
         getattr(g, "kind", None) == "split_mismatch" and getattr(g, "pop", None) is e.op for g in found)]
     found = _run_order(first + [e for e in found if e not in first] if first else found)
+    for later in (_at_exit, _waits_on_other_core):
+        found = _transfers_before(found, later)
     counts = [k for k, e in enumerate(found) if getattr(e, "kind", None) == "count"]
     hangs = [found[k] for k in counts if _is_pop(getattr(found[k], "op", None))]
     if not hangs or found[counts[0]] in hangs:
         return found
     rest = [e for e in found if e not in hangs]
     return rest[:counts[0]] + hangs + rest[counts[0]:]
+
+
+def _transfers_before(found: list, later) -> list:
+    """``found`` with the transfer findings (:data:`TRANSFER_KINDS`) that come after the first
+    finding ``later(finding, transfer)`` says the run meets after them moved before it."""
+    for k, e in enumerate(found):
+        moved = [t for t in found[k + 1:] if getattr(t, "kind", None) in TRANSFER_KINDS and later(e, t)]
+        if moved:
+            rest = [x for x in found if x not in moved]
+            return rest[:k] + moved + rest[k:]
+    return found
+
+
+def _at_exit(e, _t) -> bool:
+    """Does the run find ``e`` only at the kernel's end (a slot never freed, a push never
+    popped)?  A run that gets there has made every TPOP, a transfer finding's too."""
+    kind = getattr(e, "kind", None)
+    return kind == "missing_tfree" or kind == "count" and not _is_pop(getattr(e, "op", None))
+
+
+def _waits_on_other_core(e, t) -> bool:
+    """Is ``e`` a TPOP waiting forever for a push the other core never makes, and transfer
+    finding ``t`` a TPOP of that other core?  That core ran to its end (its TPOP with it):
+    the run stops there before it finds the wait."""
+    return getattr(e, "kind", None) == "count" and _is_pop(getattr(e, "op", None)) \
+        and _func_of(e.op) is not _func_of(getattr(t, "op", None))
+
+
+def _func_of(op):
+    while op is not None and not op.is_a(FuncOp):
+        op = op.parent_op
+    return op
 
 
 def _run_order(found: list) -> list:
@@ -240,6 +275,8 @@ NOT_PROVEN = "VerifyPipes: not proven for all values"
 MAX_DEPTH = 2
 #: the most combinations of one path per core whose orders the deadlock check runs
 MAX_COMBOS = 64
+#: the findings of a TPOP that does not take what its TPUSH sent (:meth:`_Verifier.transfer`)
+TRANSFER_KINDS = ("share", "fifo_type", "layout", "slot_layout")
 #: the values of each integer scalar, and the most scalars, :meth:`_Verifier.small_witness`
 #: verifies a deadlock the nested loops leave undecided with
 SMALL_VALUES = (1, 2, 3)

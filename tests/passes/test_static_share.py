@@ -23,7 +23,7 @@ SLOT = 2 * R * N * 4
 COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]
 
 
-def build(pop_rows: int):
+def build(pop_rows: int, free: bool = True, pops: int = 1, vec_rows: int = R):
     @pl.aiv
     def vector(x: pl.Tensor[[2 * R, K], pl.f32], out: pl.Tensor[[2 * R, N], pl.f32],
                fifo: pl.Tensor[[4 * SLOT], pl.u8]):
@@ -34,9 +34,11 @@ def build(pop_rows: int):
         sub = pl.get_subblockid()
         h = pl.load(x, [sub * R, 0], [R, K])
         pl.TPUSH(h, v2c, split=pl.TILE_UP_DOWN)
-        y = pl.TPOP(c2v, pl.Tile[[R, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)        # VEC-POP
-        pl.store(y, [sub * R, 0], out)
-        pl.TFREE(c2v)
+        for i in pl.range(pops):
+            y = pl.TPOP(c2v, pl.Tile[[vec_rows, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # VEC-POP
+            pl.store(y, [sub * R, 0], out)
+            if free:
+                pl.TFREE(c2v)
 
     @pl.aic
     def cube(w: pl.Tensor[[K, N], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
@@ -73,6 +75,35 @@ def test_a_cube_pop_too_small_for_both_parts_is_found_at_its_line_as_the_run_fin
     assert ("cannot hold the tile the two Vector cores pushed: 32x16 f32 (16x16 from each)" in e.what
             and "its 16 rows would take one lane's part only" in e.what), e.what
     assert e.fix == run.value.fix
+
+
+@pytest.mark.parametrize("platform,protocol", [c for c in COMBOS if c != ("a2a3", "pto-isa")])
+def test_the_too_small_pop_goes_before_a_slot_the_kernel_never_frees(platform, protocol):
+    """The Vector kernel also never frees its C2V slot - a leak the run finds only at the
+    kernel's end, after the Cube's TPOP has failed: that TPOP is the first finding."""
+    prog, cube = build(R, free=False)
+    at = f":{line_of(cube.pyfunc, 'CUBE-POP')}:"
+    with pytest.raises(ProtocolError) as run:
+        dsl_run(prog, _args(), platform=platform, protocol=protocol)
+    assert at in run.value.where
+    found = verify_program(prog, platform, protocol)
+    kinds = [e.kind for e in found]
+    assert kinds[0] == "share" and "missing_tfree" in kinds and at in found[0].where, [str(e) for e in found]
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_the_too_small_pop_goes_before_the_other_cores_pop_waiting_for_a_push_never_made(platform, protocol):
+    """The Vector kernel pops (its half of the Cube's 16-row result, so that tile matches) a
+    second tile the Cube never pushes: the Cube, which runs to its end, fails at its TPOP
+    first - the run never gets to the hang."""
+    prog, cube = build(R, pops=2, vec_rows=R // 2)
+    at = f":{line_of(cube.pyfunc, 'CUBE-POP')}:"
+    with pytest.raises(ProtocolError) as run:
+        dsl_run(prog, _args(), platform=platform, protocol=protocol)
+    assert at in run.value.where
+    found = verify_program(prog, platform, protocol)
+    kinds = [e.kind for e in found]
+    assert kinds[0] == "share" and "count" in kinds and at in found[0].where, [str(e) for e in found]
 
 
 def test_the_same_kernel_popping_both_parts_is_proven_and_runs():
