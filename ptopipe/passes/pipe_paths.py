@@ -545,10 +545,11 @@ class Explorer:
             pipes, size = self.loop_info(op)
             if known:
                 trips = range(lo, hi, st)
-                if pipes and len(trips) > PERIOD_TRIPS and not self.iteration_dependent(op):
+                n = trip_count(lo, hi, st)
+                if pipes and n > PERIOD_TRIPS and not self.iteration_dependent(op):
                     out.extend(self._summary(op, body, p, inits, twice=True, bounds=(lo, hi, st)))
                     continue
-                if pipes or len(trips) * size <= SUMMARY_OPS:
+                if pipes or n * size <= SUMMARY_OPS:
                     out.extend(self._unroll(op, body, p, trips, inits))
                     continue
             out.extend(self._summary(op, body, p, inits, twice=not known and pipes, bounds=(lo, hi, st)))
@@ -625,7 +626,7 @@ class Explorer:
         iv_name = body.args[0].name or "i"
         t0 = len(p.trace)
         lo, hi, st = bounds
-        known = len(range(lo, hi, st)) if all(type(x) is int for x in bounds) and st else None
+        known = trip_count(lo, hi, st) if all(type(x) is int for x in bounds) and st else None
         how = "trip count not known statically" if known is None else f"one of its {known}"
         for k in range(2 if twice else 1):
             nxt = []
@@ -707,7 +708,7 @@ class Explorer:
                           "depend on a condition that changes from iteration to iteration")
         lo, hi, st = bounds
         if all(type(x) is int for x in bounds) and st:
-            return Count.of(len(range(lo, hi, st))) * later - (end[0] - entry[0]), None
+            return Count.of(trip_count(lo, hi, st)) * later - (end[0] - entry[0]), None
         a, b = affine(lo), affine(hi)
         if a is None or b is None or st != 1:
             return None, (f"the trip count of the loop at {line(op)} is not an affine expression of "
@@ -748,6 +749,13 @@ class Explorer:
 __all__ = ["Explorer", "Incomplete"]
 
 
+def trip_count(lo: int, hi: int, st: int) -> int:
+    """The iterations of ``range(lo, hi, st)`` (``st`` not 0) - also past the machine's
+    sizes, where ``len(range(...))`` fails (an unsigned division of a negative value is
+    about 2**64 trips)."""
+    return max(0, -((lo - hi) // st)) if st > 0 else max(0, -((hi - lo) // -st))
+
+
 def iv_range(bounds) -> tuple:
     """``(lo, hi)``: the loop variable of ``range(start, stop, step)`` is in [lo, hi); a step
     not known statically leaves it anywhere (a bound no constraint can hold)."""
@@ -765,7 +773,7 @@ def _loop_entry(op, bounds, first: list, later: list) -> tuple:
     iteration's entries, or ``why`` (trips None) the loop cannot be repeated as one body."""
     lo, hi, st = bounds
     if all(type(x) is int for x in bounds) and st:
-        lo, hi, st = 0, len(range(lo, hi, st)), 1
+        lo, hi, st = 0, trip_count(lo, hi, st), 1
     a, b = affine(lo), affine(hi)
     why = None
     if a is None or b is None or st != 1:
