@@ -275,8 +275,10 @@ def _division(r, fs, opt, btok, xs, bits: int, loc, hint):
     ``ceildivsi`` is ``-((-a) // b)``; by a constant ``c``, ``divsi`` (toward zero) is
     ``max(a, 0) // |c| - max(-a, 0) // |c|`` (negated for ``c < 0``) and the unsigned ops work
     on ``u = a + 2**bits * min(max(-a, 0), 1)`` (``a``'s bits read unsigned: ``a`` itself when
-    it is not negative) and ``c``'s unsigned value: ``u // c``, ``-((-u) // c)``, ``u % c``.
-    ``bits``: the width of the op's type.  The last op gets the result's name ``hint``."""
+    it is not negative) and ``c``'s unsigned value: ``u // c``, ``-((-u) // c)``, ``u % c`` -
+    below 2**(bits - 1) for ``c`` >= 2, so read back signed (as ``scf.for`` compares) they are
+    the same; by 1 the quotient is ``a``'s bits, ``a`` itself.  ``bits``: the width of the
+    op's type.  The last op gets the result's name ``hint``."""
     a, b = xs
 
     def op(k, *vs, last=False):
@@ -304,6 +306,12 @@ def _division(r, fs, opt, btok, xs, bits: int, loc, hint):
                last=c >= 0)
         return op(neg, q, last=True) if c < 0 else q
     cu = c & ((1 << bits) - 1)
+    if cu >= 1 << (bits - 1):
+        raise r.c.error(f"{name} by {btok.text} = {c}, {cu} read unsigned: the static verifier's IR reads an "
+                        "unsigned division by a divisor below 2**(bits - 1) only", btok,
+                        "`ptopipe run` / `ptopipe check` run the file with MLIR's integer semantics")
+    if cu == 1:                             # the value itself (its bits, read back signed), or 0
+        return op("add", a, const(0), last=True) if name != "arith.remui" else op("mul", a, const(0), last=True)
     d = b if cu == c else const(cu)
     au = fs.const_values.get(a)
     if type(au) is int:

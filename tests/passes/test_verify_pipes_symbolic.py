@@ -561,21 +561,31 @@ def test_pto_divsi_toward_zero_runs_as_it_is_proven(tmp_path):
         run_pto(str(f), static=False, inputs={"n": np.int32(1)})
 
 
-def test_pto_an_unsigned_division_of_a_negative_value_is_a_count_of_about_2_to_the_64(tmp_path, capsys):
-    """``ceildivui(2*n - 20, 1)``: 2*n - 20 read unsigned is about 2**64, so the Vector
-    kernel pops 2**64 - 20 tiles - a FAIL at n = 0 naming that count (the exact trip count
-    was an OverflowError of the verifier)."""
+def test_pto_an_unsigned_division_of_a_negative_value_is_a_count_of_about_2_to_the_63(tmp_path, capsys):
+    """``ceildivui(2*n - 20, 2)``: 2*n - 20 read unsigned is about 2**64, so the Vector
+    kernel pops 2**63 - 10 tiles at n = 0 - a FAIL there naming that count (the exact trip
+    count was an OverflowError of the verifier); by 1 the quotient is 2*n - 20 itself, its
+    bits read back signed as scf.for compares them: no pops at n = 0, an unpopped push at 1."""
     from ptopipe.cli import main
     f, _ = _pto(tmp_path, _loop_over("%c2 = arith.constant 2 : index\n    %c20 = arith.constant 20 : index\n"
                                      "    %m2 = arith.muli %n_idx, %c2 : index\n"
                                      "    %m = arith.subi %m2, %c20 : index\n"
-                                     "    %q = arith.ceildivui %m, %c1 : index"))
+                                     "    %q = arith.ceildivui %m, %c2 : index"))
     assert main(["check", "--static", "--json", str(f), "--range", "n=0..4"]) == 1
     (rep,) = json.loads(capsys.readouterr().out)
     assert rep.get("status") == "failed", rep
     fd = rep["findings"][0]
     assert fd["error"] == "CompileError" and fd["values"] == "n=0", fd
-    assert f"pops {2 ** 64 - 20}" in fd["what"], fd["what"]
+    assert f"pops {2 ** 63 - 10}" in fd["what"], fd["what"]
+    g, text = _pto(tmp_path, _loop_over("%c2 = arith.constant 2 : index\n    %c20 = arith.constant 20 : index\n"
+                                        "    %m2 = arith.muli %n_idx, %c2 : index\n"
+                                        "    %m = arith.subi %m2, %c20 : index\n"
+                                        "    %q = arith.ceildivui %m, %c1 : index"))
+    assert main(["check", "--static", "--json", str(g), "--range", "n=0..4"]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    fd = rep["findings"][0]
+    push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    assert fd["values"] == "n=1" and fd["where"].endswith(f"k.pto:{push}:7"), fd
 
 
 def test_pto_divsi_by_a_run_time_value_is_not_verified_with_the_reason(tmp_path, capsys):
