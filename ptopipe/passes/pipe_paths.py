@@ -703,6 +703,8 @@ class Explorer:
             return None, (f"the first iteration of the loop at {line(op)} pushes / pops a different "
                           f"number of {dir_name(d)} tiles than a later one")
         moving = [k for k in q.facts if k not in facts0 and not invariant(k)]
+        if moving and not self._counts_moved(op, q, d, moving):
+            moving = []
         if moving:
             return None, (f"the {dir_name(d)} pushes / pops of an iteration of the loop at {line(op)} "
                           "depend on a condition that changes from iteration to iteration")
@@ -714,6 +716,21 @@ class Explorer:
             return None, (f"the trip count of the loop at {line(op)} is not an affine expression of "
                           "the kernel's integer scalars with step 1")
         return Count.trips(a, b) * later - (end[0] - entry[0]), None
+
+    def _counts_moved(self, op, q: Path, d, moving) -> bool:
+        """May one of the ``moving`` conditions (facts of path ``q`` that change from
+        iteration to iteration of loop ``op``) change how many ``d`` tiles an iteration pushes
+        or pops?  Only the condition of an if in the loop with a TPUSH / TPOP of ``d`` in it
+        can (an ``if i > 0: TFREE`` cannot); one not found among them may."""
+        guards = set()
+        for o in op.walk():
+            if o.is_a(IfOp) and any(x.is_a(TPush, TPop) and ring_of(x) == d for x in o.walk()):
+                v = q.env.get(o.cond)
+                if v is None:
+                    return True
+                guards.add(v)
+        conds = {q.env.get(o.cond) for o in op.walk() if o.is_a(IfOp)}
+        return any(k in guards or k not in conds for k in moving)
 
     def _balanced(self, op, p: Path, before: dict, bounds=(None, None, None)) -> None:
         lo, hi, st = bounds

@@ -23,9 +23,9 @@ VEC = pl.Tile[[HR, N], pl.f32, pl.Vec]
 COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]
 
 
-def cube_of(nested: bool = False):
-    """The Cube pushes n tiles (``nested``: m x n) to the ring of the Vector kernel (named
-    "vec" in the program: :func:`_program`)."""
+def cube_of(nested: bool = False, two: bool = False):
+    """The Cube pushes n tiles (``nested``: m x n; ``two``: 2) to the ring of the Vector
+    kernel (named "vec" in the program)."""
     @pl.aic
     def cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
              n: pl.Scalar[pl.index], m: pl.Scalar[pl.index]):
@@ -33,7 +33,10 @@ def cube_of(nested: bool = False):
         pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=c2v.base, v2c_consumer_buf=0, slot_num=2)
         a0 = pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left)
         b0 = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
-        if nested:
+        if two:
+            for i in pl.range(2):
+                pl.TPUSH(pl.matmul(a0, b0), c2v, split=pl.TILE_UP_DOWN)
+        elif nested:
             for i in pl.range(m):
                 for j in pl.range(n):
                     pl.TPUSH(pl.matmul(a0, b0), c2v, split=pl.TILE_UP_DOWN)
@@ -130,6 +133,20 @@ def test_a_free_of_the_slot_the_iteration_before_popped_is_no_finding_and_runs(p
     assert any("do not all push / pop / free alike" in w for w in warnings), warnings
     for n in (0, 1, 3):
         dsl_run(prog, _args(n), platform=platform, protocol=protocol)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_tfree_under_a_condition_on_the_loop_variable_leaves_the_pop_count_known(platform, protocol):
+    """Against 2 pushes the n pops (``if i > 0: TFREE`` moves from iteration to iteration
+    but holds no TPUSH / TPOP, so the count is n) fail where n is not 2 - as the run."""
+    prog = program(cube_of(two=True), late_free, "late2", peer="vec")
+    status, found, _ = _verdict(prog, platform, protocol, {"n": (0, 8)})
+    assert status == FAILED and found[0].kind == "count", [str(e) for e in found]
+    n = _values(found[0])["n"]
+    assert n != 2
+    with pytest.raises(PtoPipeError):
+        dsl_run(prog, _args(n), platform=platform, protocol=protocol)
+    dsl_run(prog, _args(2), platform=platform, protocol=protocol)
 
 
 @pytest.mark.parametrize("platform,protocol", [c for c in COMBOS if c != ("a2a3", "pto-isa")])
