@@ -172,3 +172,52 @@ def test_a_pop_after_the_loop_without_a_push_is_named_where_the_run_waits(platfo
     with pytest.raises(PtoPipeError) as ran:
         dsl_run(prog, _args(2), platform=platform, protocol=protocol)
     assert tail in ran.value.where, str(ran.value)
+
+
+@pl.aiv
+def ack_after(x: pl.Tensor[[TM, N], pl.f32], out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    """Pops one tile, then pushes the acknowledgement the Cube waits for before pushing."""
+    c2v = pl.reserve_buffer(name="c2v", size=2 * SLOT, base=pl.AUTO)
+    v2c = pl.import_peer_buffer(name="v2c", peer_func="ack_cube")
+    pl.aiv_initialize_pipe(pl.DIR_C2V | pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=c2v.base,
+                           v2c_consumer_buf=v2c.base, slot_num=2)
+    sub = pl.get_subblockid()
+    t = pl.TPOP(c2v, VEC, split=pl.TILE_UP_DOWN)
+    pl.store(t, [sub * HR, 0], out)
+    pl.barrier()
+    pl.TFREE(c2v)
+    pl.TPUSH(pl.load(x, [sub * HR, 0], [HR, N]), v2c, split=pl.TILE_UP_DOWN)
+
+
+@pl.aic
+def ack_cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    """Waits for the acknowledgement, then pushes two tiles (one more than the Vector pops)."""
+    v2c = pl.reserve_buffer(name="v2c", size=2 * SLOT, base=pl.AUTO)
+    c2v = pl.import_peer_buffer(name="c2v", peer_func=ack_after)
+    pl.aic_initialize_pipe(pl.DIR_C2V | pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=c2v.base,
+                           v2c_consumer_buf=v2c.base, slot_num=2)
+    a0 = pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+    g = pl.TPOP(v2c, pl.Tile[[TM, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)          # ACK-POP
+    pl.TFREE(v2c)
+    for i in pl.range(2):
+        pl.TPUSH(pl.matmul(a0, b0), c2v, split=pl.TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_hang_before_a_push_never_popped_is_the_first_finding_as_the_run_meets_it(platform, protocol):
+    """The Cube's second push is never popped - found only at the kernel's end - but the
+    cores hang long before: each waits for the other's first tile.  The hang is the first
+    finding, at the Cube's TPOP where the run reports it."""
+    prog = pl.program(ack_cube, ack_after, name="ack")
+    found = verify_program(prog, platform, protocol)
+    assert [e.kind for e in found][:2] == ["deadlock", "count"], [str(e) for e in found]
+    at = f":{line_of(ack_cube.pyfunc, 'ACK-POP')}:"
+    assert at in found[0].where, str(found[0])
+    rng = np.random.default_rng(0)
+    args = dict(x=rng.integers(-3, 4, (TM, N)).astype(np.float32), a=rng.integers(-3, 4, (TM, K)).astype(np.float32),
+                b=rng.integers(-3, 4, (K, N)).astype(np.float32), out=np.zeros((TM, N), np.float32),
+                fifo=ptopipe.gm_buffer(8 * SLOT))
+    with pytest.raises(PtoPipeError) as ran:
+        dsl_run(prog, args, platform=platform, protocol=protocol)
+    assert at in ran.value.where, str(ran.value)
