@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
+from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
-from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE,
-                         float_of_literal, ptr_type)
+from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, LOWERED_DIVISIONS,
+                         MLIR_DTYPE, float_of_literal, int_bits, ptr_type)
 from ..errors import with_article
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
@@ -245,7 +245,7 @@ def h_arith(r, fs, opt, results, loc):
     elif opt.text in LOGIC.values() and xs[0].type == BOOL:
         k = "and" if opt.text == "arith.andi" else "or"
     else:
-        k = "floordiv" if opt.text == CEILDIV else ARITH_OF[opt.text]
+        k = "floordiv" if opt.text in LOWERED_DIVISIONS else ARITH_OF[opt.text]
     unary = k in _USYM
     if len(xs) != (1 if unary else 2):
         raise c.error(f"{opt.text} takes {1 if unary else 2} operand(s), got {len(xs)}", opt)
@@ -262,14 +262,68 @@ def h_arith(r, fs, opt, results, loc):
         raise c.error(f"type mismatch: {opt.text} on these operands is {shown.dtype}, the op says "
                       f"{declared.dtype}", opt)
     rtok, name = results[0]
-    if opt.text == CEILDIV:                 # ceil(a / b) == -((-a) // b)
-        neg = f"arith.{SCALAR_UNOPS['-']}"
-        minus_a = emit(r, fs, neg, xs[:1], [xs[0].type], {}, loc).results[0]
-        floor = emit(r, fs, f"arith.{k}", [minus_a, xs[1]], [rt], {}, loc).results[0]
-        op = emit(r, fs, neg, [floor], [rt], {}, loc, [_hint(name)])
+    if opt.text in LOWERED_DIVISIONS:
+        value = _division(r, fs, opt, toks[1], xs, int_bits(declared.dtype), loc, _hint(name))
     else:
-        op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
-    r.define(fs, rtok, name, op.results[0])
+        value = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)]).results[0]
+    r.define(fs, rtok, name, value)
+
+
+def _division(r, fs, opt, btok, xs, bits: int, loc, hint):
+    """The IR ops of the MLIR division ``opt`` (:data:`~.pto_syntax.LOWERED_DIVISIONS`) of
+    ``xs`` (a, b), of the same value - the IR has floor division and ``%`` only:
+    ``ceildivsi`` is ``-((-a) // b)``; by a constant ``c``, ``divsi`` (toward zero) is
+    ``max(a, 0) // |c| - max(-a, 0) // |c|`` (negated for ``c < 0``) and the unsigned ops work
+    on ``u = a + 2**bits * min(max(-a, 0), 1)`` (``a``'s bits read unsigned: ``a`` itself when
+    it is not negative) and ``c``'s unsigned value: ``u // c``, ``-((-u) // c)``, ``u % c`` -
+    below 2**(bits - 1) for ``c`` >= 2, so read back signed (as ``scf.for`` compares) they are
+    the same; by 1 the quotient is ``a``'s bits, ``a`` itself.  ``bits``: the width of the
+    op's type.  The last op gets the result's name ``hint``."""
+    a, b = xs
+
+    def op(k, *vs, last=False):
+        t = unary_result_type(_USYM[k], vs[0].type) if len(vs) == 1 else \
+            scalar_result_type(_SYM[k], vs[0].type, vs[1].type)
+        return emit(r, fs, f"arith.{k}", list(vs), [t], {}, loc, [hint] if last else None).results[0]
+
+    def const(v):
+        made = emit(r, fs, ConstOp.name, (), [a.type], {"value": v}, loc)
+        fs.made_consts.append(made)
+        fs.const_values[made.results[0]] = v
+        return made.results[0]
+    neg, name = SCALAR_UNOPS["-"], opt.text
+    if name == CEILDIV:                     # ceil(a / b) == -((-a) // b), either sign
+        return op(neg, op("floordiv", op(neg, a), b), last=True)
+    c = fs.const_values.get(b)
+    if type(c) is not int:
+        raise r.c.error(f"{name} by {btok.text}, a value known only at run time: the static verifier's IR "
+                        "reads this division by a constant divisor only", btok,
+                        "`ptopipe run` / `ptopipe check` run the file with MLIR's integer semantics; "
+                        "divide by a constant (or use arith.floordivsi / arith.ceildivsi) for --static")
+    if name == "arith.divsi":
+        m = const(abs(c)) if c < 0 else b
+        q = op("sub", op("floordiv", op("max", a, const(0)), m), op("floordiv", op("max", op(neg, a), const(0)), m),
+               last=c >= 0)
+        return op(neg, q, last=True) if c < 0 else q
+    cu = c & ((1 << bits) - 1)
+    if cu >= 1 << (bits - 1):
+        raise r.c.error(f"{name} by {btok.text} = {c}, {cu} read unsigned: the static verifier's IR reads an "
+                        "unsigned division by a divisor below 2**(bits - 1) only", btok,
+                        "`ptopipe run` / `ptopipe check` run the file with MLIR's integer semantics")
+    if cu == 1:                             # the value itself (its bits, read back signed), or 0
+        return op("add", a, const(0), last=True) if name != "arith.remui" else op("mul", a, const(0), last=True)
+    d = b if cu == c else const(cu)
+    au = fs.const_values.get(a)
+    if type(au) is int:
+        u = const(au & ((1 << bits) - 1))
+    else:                                   # a, or a + 2**bits where it is negative
+        wraps = op("min", op("max", op(neg, a), const(0)), const(1))
+        u = op("add", a, op("mul", wraps, const(1 << bits)))
+    if name == "arith.divui":
+        return op("floordiv", u, d, last=True)
+    if name == "arith.remui":
+        return op("mod", u, d, last=True)
+    return op(neg, op("floordiv", op(neg, u), d), last=True)       # ceildivui
 
 
 class DataLane:

@@ -35,7 +35,7 @@ from .pto_pipe_ops import PIPE_HANDLERS
 from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_flag, h_partition, h_set_validshape,
                            h_subblock, h_tload, h_tprint, h_treshape, h_tstore, h_view)
 from .pto_parse import Cursor
-from .pto_syntax import (ARITH_OF, CEILDIV, INT_DTYPES, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF,
+from .pto_syntax import (ARITH_OF, INT_DTYPES, LOWERED_DIVISIONS, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF,
                          SPMD_BLOCK_IDX, SPMD_PARAMS, SPMD_SUBBLOCK_IDX, ptr_type)
 
 UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothing uses
@@ -51,7 +51,7 @@ HANDLERS = {
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier, "pto.barrier_sync": h_barrier, "pto.tprint": h_tprint,
     "pto.set_flag": h_flag, "pto.wait_flag": h_flag, "pto.set_flag_dyn": h_flag, "pto.wait_flag_dyn": h_flag,
     **PIPE_HANDLERS, **HANDLE_HANDLERS,
-    **{n: h_arith for n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf", CEILDIV]},
+    **{n: h_arith for n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf", *LOWERED_DIVISIONS]},
 }
 
 

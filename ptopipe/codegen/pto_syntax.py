@@ -390,6 +390,18 @@ ARITH_OF.update({"arith.minnumf": "min", "arith.maxnumf": "max"})
 #: MLIR's signed ceiling division (pypto's tile count ``ceildivsi(n, 8192)``): the IR has floor
 #: division only, so it is read as ``-((-a) // b)``, which is ``ceil(a / b)`` for either sign
 CEILDIV = "arith.ceildivsi"
+#: MLIR's integer divisions the IR has no op for (it has floor division and ``%`` only), read
+#: as IR ops of the same value (:func:`ptopipe.codegen.pto_ops.h_arith`): ``ceildivsi`` for any
+#: divisor; by a constant divisor ``divsi`` (rounds toward zero), and the unsigned ``divui`` /
+#: ``ceildivui`` / ``remui``, which read the dividend's bits as unsigned (a negative value is
+#: itself + 2**bits)
+LOWERED_DIVISIONS = (CEILDIV, "arith.divsi", "arith.divui", "arith.ceildivui", "arith.remui")
+
+
+def int_bits(dtype: str) -> int:
+    """The width of integer scalar type ``dtype`` (one of :data:`INT_DTYPES`): ``index`` is
+    64-bit, as MLIR's on the device."""
+    return 64 if dtype == "index" else int(dtype.lstrip("iu"))
 CMP_OF = {}
 for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpi", _i)] = _k

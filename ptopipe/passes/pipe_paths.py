@@ -16,9 +16,10 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
   without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
   once with an unknown loop variable.  A loop with unknown bounds (or more than
   :data:`PERIOD_TRIPS` static ones, its iterations alike) runs twice with unknown loop
-  variables (a "first" and a "later" iteration); a body that does not leave the held-slot
-  queue as long as it found it is a finding (the ring would wrap or starve after enough
-  iterations); its pipe counts become a marker Event counting ``max(0, hi - lo)`` times an
+  variables (a "first" iteration, whose loop variable is the start where a branch tests it,
+  and a "later" one, past it); a later iteration that does not leave the held-slot queue as
+  long as it found it is a finding (the ring would wrap or starve after enough
+  iterations); a finding's values run the iterations it happens in; its pipe counts become a marker Event counting ``max(0, hi - lo)`` times an
   iteration's (:class:`~.symbolic.Count`), its trace entries one ``("loop", ...)`` entry.
 * A load / store's GM window is checked against its tensor's static shape
   (:meth:`Explorer.gm_bounds`).
@@ -42,7 +43,8 @@ from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import ScalarType, TensorType
 from ..ir.vocab import FunctionKind
-from .symbolic import (Count, affine, const, constraints, decide, derived, invariant, show, unknowns, var_name,
+from .symbolic import (Count, affine, condition, const, constraints, decide, derived, invariant, show, unknowns,
+                       var_name,
                        witness_text)
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
@@ -54,6 +56,8 @@ SUMMARY_OPS = 20_000
 #: a first and a later iteration (its counts and orders then checked once per ring period)
 PERIOD_TRIPS = 256
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
+#: what ended a popped tile that a later TPOP restaged over (:meth:`Explorer.restage`)
+STAGED = "staged copy, overwritten in its staging slot by the TPOP"
 
 
 _ARITH = {
@@ -136,11 +140,16 @@ class Explorer:
         self.ranges: dict = dict(declared or {})
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
         self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
+        # the conditions under which the iterations being explored of loops of unknown trip
+        # count happen (the loop runs; a later iteration: twice): each finding's values hold them
+        self._running: list = []
+        self._first: dict = {}             # the loop variable of a first iteration -> its start
 
     def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
         variables (the finding's values are solved from them, unless ``values`` gives them)."""
-        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges, values=values,
+        facts = {**dict.fromkeys(self._running, True), **p.facts} if self._running else p.facts
+        self.report(kind, op, msg, fix, pop, facts=facts, ranges=self.ranges, values=values,
                     details=details)
 
     def loop_info(self, op) -> tuple:
@@ -222,7 +231,7 @@ class Explorer:
             s = env.get(v)
             if s.__class__ is Slot and s.uid in dead:
                 end_op, end_where, what = dead[s.uid]
-                if op.is_a(TFree) and what == "TFREE":
+                if op.is_a(TFree) and what in ("TFREE", STAGED):
                     continue      # a second TFREE naming the object: counted as a TFREE
                 nm = f"%{v.name}" if v.name else "a value"
                 src = "popped" if s.kind == "pop" else "TALLOCed"
@@ -230,6 +239,8 @@ class Explorer:
                             f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
                             f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
                             f"move the {what} after the last use of {nm}" if what == "TFREE" else
+                            f"read {nm} before more TPOPs of its ring than its staging slots (LocalSlotNum), "
+                            "or raise local_slot_num" if what == STAGED else
                             "write the slot before its TPUSH (TPUSH hands it to the consumer)")
 
     def step(self, op, p: Path) -> None:
@@ -324,7 +335,7 @@ class Explorer:
         the scalar parameters they name, or None)``."""
         if a.is_const():
             return True if a.const < 0 or a.const + w > n else None
-        cons, unhandled = constraints(p.facts, self.ranges)
+        cons, unhandled = constraints({**dict.fromkeys(self._running, True), **p.facts}, self.ranges)
         for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
             verdict, wit = decide(cons + [bad], self.ranges)
             if verdict == "sat" and not unhandled:
@@ -351,6 +362,7 @@ class Explorer:
     def tpop(self, op, p: Path) -> None:
         d = ring_of(op)
         s = Slot(op, op.result_type, op.split, "pop", p.where())
+        s.running = tuple(self._running)
         p.env[op.tile] = s
         p.trace.append(("pop", d, op))
         held = p.held.get(d, ()) + (s,)
@@ -361,6 +373,9 @@ class Explorer:
                                                 iters=p.iters))
         lim = self.slot_num(d)
         n = lim.n
+        if lim.pop_frees:
+            self.restage(op, p, d, s, n)
+            return
         if lim.exact is not None and p.counted is True:
             over = lim.exact(len(p.events[d]) - 1, len(held) - 1)
         elif lim.exact is not None and isinstance(p.counted, dict) and d in p.counted:
@@ -382,6 +397,21 @@ class Explorer:
                            if lim.name == "SLOT_NUM" else lim.why),
                         f"TFREE a slot before popping another (at most {n} popped and not freed), "
                         + lim.fix)
+
+    def restage(self, op, p: Path, d, s: Slot, n: int) -> None:
+        """A TPOP that frees its slot itself (``HoldLimit.pop_frees``) holds nothing, so no
+        hold limit applies (the run's TPOP counts none); it stages its tile in staging slot
+        ``seq % n``, overwriting the tile popped ``n`` TPOPs before it: a later use of that
+        one is a use after free (as the run reports it, at the read).  Pops across a loop of
+        unknown trip count are not counted apart."""
+        ev = p.events[d]
+        s.seq = len(ev) - 1
+        for h in p.held.get(d, ())[:-1]:
+            if h.uid in p.dead or h.seq is None or s.seq - h.seq < n:
+                continue
+            if any(e.op is None for e in ev[h.seq:]):
+                continue                    # a loop of unknown trip count in between
+            p.dead[h.uid] = (op, p.where(), STAGED)
 
     def tfree(self, op, p: Path) -> None:
         d = ring_of(op)
@@ -433,6 +463,8 @@ class Explorer:
                 c = ("opaque", next(_fresh))
             if is_sym(c):
                 c = p.facts.get(c, c)
+            if is_sym(c) and self._first:
+                c = self._at_first(c)
             if not is_sym(c):
                 q = self.block(then_b if c else else_b, [p])
                 for r in q:
@@ -450,6 +482,20 @@ class Explorer:
         if len(out) > MAX_PATHS:
             raise Incomplete(f"more than {MAX_PATHS} paths")
         return out
+
+    def _at_first(self, c):
+        """Condition ``c`` with the loop variables of the first iterations being explored at
+        their loops' starts: its truth when that decides it (``i > 0`` in the first iteration
+        of ``range(0, n)``), else ``c``."""
+        def sub(v):
+            if v.__class__ is tuple:
+                return self._first[v] if v in self._first else tuple(sub(x) for x in v)
+            return v
+        s = sub(c)
+        cs = condition(s, True) if s != c else None
+        if not cs or any(not e.is_const() for e, _ in cs):
+            return c
+        return all(e.const >= 0 if rel == ">=" else (e.const == 0) == (rel == "==") for e, rel in cs)
 
     def _results(self, op, p: Path) -> None:
         for r, v in zip(op.results, p.yielded or ()):
@@ -499,10 +545,11 @@ class Explorer:
             pipes, size = self.loop_info(op)
             if known:
                 trips = range(lo, hi, st)
-                if pipes and len(trips) > PERIOD_TRIPS and not self.iteration_dependent(op):
+                n = trip_count(lo, hi, st)
+                if pipes and n > PERIOD_TRIPS and not self.iteration_dependent(op):
                     out.extend(self._summary(op, body, p, inits, twice=True, bounds=(lo, hi, st)))
                     continue
-                if pipes or len(trips) * size <= SUMMARY_OPS:
+                if pipes or n * size <= SUMMARY_OPS:
                     out.extend(self._unroll(op, body, p, trips, inits))
                     continue
             out.extend(self._summary(op, body, p, inits, twice=not known and pipes, bounds=(lo, hi, st)))
@@ -579,7 +626,7 @@ class Explorer:
         iv_name = body.args[0].name or "i"
         t0 = len(p.trace)
         lo, hi, st = bounds
-        known = len(range(lo, hi, st)) if all(type(x) is int for x in bounds) and st else None
+        known = trip_count(lo, hi, st) if all(type(x) is int for x in bounds) and st else None
         how = "trip count not known statically" if known is None else f"one of its {known}"
         for k in range(2 if twice else 1):
             nxt = []
@@ -592,16 +639,33 @@ class Explorer:
                 before = {d: len(h) for d, h in q.held.items()}
                 iv = ("iv", line(op), next(_fresh), iv_name)
                 self.ranges[iv] = iv_range(bounds)
+                if twice and k == 1 and st == 1:        # a later iteration: past the start
+                    self.ranges[iv] = (("add", lo, 1), hi)
+                # the first iteration's loop variable is the start: a branch on it is decided
+                first = twice and k == 0 and st == 1 and lo is not None
                 self._bind(body, q, iv, carried if k == 0 else
                            [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
-                for r in self.block(body, [q]):
-                    if twice:
-                        self._balanced(op, r, before)
-                        if k == 0:
-                            r.mid = dict(r.mid)
-                            r.mid[id(op)] = ({d: count_events(ev) for d, ev in r.events.items()},
-                                             len(r.trace))
-                    nxt.append((r, r.yielded or []))
+                # (spelled apart from any condition of the kernel's: a path's facts keep theirs)
+                running = (("and", ("eq", iv, ("add", lo, 0)), ("lt", ("add", lo, 0), hi)) if first else
+                           ("ge", iv, ("add", lo, 1)) if twice and k == 1 and st == 1 else None)
+                if running is not None:
+                    self._running.append(running)
+                if first:
+                    self._first[iv] = lo
+                try:
+                    for r in self.block(body, [q]):
+                        if twice:
+                            if k == 1:      # (the first iteration may hold a slot the later ones free)
+                                self._balanced(op, r, before, bounds)
+                            if k == 0:
+                                r.mid = dict(r.mid)
+                                r.mid[id(op)] = ({d: count_events(ev) for d, ev in r.events.items()},
+                                                 len(r.trace))
+                        nxt.append((r, r.yielded or []))
+                finally:
+                    if running is not None:
+                        self._running.pop()
+                    self._first.pop(iv, None)
             live = nxt
         res = []
         for q, carried in live:
@@ -639,28 +703,57 @@ class Explorer:
             return None, (f"the first iteration of the loop at {line(op)} pushes / pops a different "
                           f"number of {dir_name(d)} tiles than a later one")
         moving = [k for k in q.facts if k not in facts0 and not invariant(k)]
+        if moving and not self._counts_moved(op, q, d, moving):
+            moving = []
         if moving:
             return None, (f"the {dir_name(d)} pushes / pops of an iteration of the loop at {line(op)} "
                           "depend on a condition that changes from iteration to iteration")
         lo, hi, st = bounds
         if all(type(x) is int for x in bounds) and st:
-            return Count.of(len(range(lo, hi, st))) * later - (end[0] - entry[0]), None
+            return Count.of(trip_count(lo, hi, st)) * later - (end[0] - entry[0]), None
         a, b = affine(lo), affine(hi)
         if a is None or b is None or st != 1:
             return None, (f"the trip count of the loop at {line(op)} is not an affine expression of "
                           "the kernel's integer scalars with step 1")
         return Count.trips(a, b) * later - (end[0] - entry[0]), None
 
-    def _balanced(self, op, p: Path, before: dict) -> None:
+    def _counts_moved(self, op, q: Path, d, moving) -> bool:
+        """May one of the ``moving`` conditions (facts of path ``q`` that change from
+        iteration to iteration of loop ``op``) change how many ``d`` tiles an iteration pushes
+        or pops?  Only the condition of an if in the loop with a TPUSH / TPOP of ``d`` in it
+        can (an ``if i > 0: TFREE`` cannot); one not found among them may."""
+        guards = set()
+        for o in op.walk():
+            if o.is_a(IfOp) and any(x.is_a(TPush, TPop) and ring_of(x) == d for x in o.walk()):
+                v = q.env.get(o.cond)
+                if v is None:
+                    return True
+                guards.add(v)
+        conds = {q.env.get(o.cond) for o in op.walk() if o.is_a(IfOp)}
+        return any(k in guards or k not in conds for k in moving)
+
+    def _balanced(self, op, p: Path, before: dict, bounds=(None, None, None)) -> None:
+        lo, hi, st = bounds
         for d, h in p.held.items():
             n0 = before.get(d, 0)
+            lim = self.slot_num(d)
+            if len(h) > n0 and lim.pop_frees:
+                continue        # a TPOP that frees its slot itself holds nothing
             if len(h) > n0:
                 s = h[-1]
-                self.report_on(p, "unbounded_pops", s.op,
+                # its values run the loop often enough to hold more than the limit
+                need = ("ge", ("sub", hi, lo), (lim.n - n0) // (len(h) - n0) + 1) if st == 1 else None
+                # and the loops in it that popped the slot run too
+                kept = self._running
+                self._running = list(dict.fromkeys(kept + list(s.running or ()) + ([need] if need else [])))
+                try:
+                    self.report_on(p, "unbounded_pops", s.op,
                             f"each iteration of the loop at {line(op)} leaves {len(h) - n0} more "
                             f"slot(s) of the {dir_name(d)} ring held (TPOP{pop_site(s)}); its trip count is "
                             "not known statically, so the outstanding pops can exceed SLOT_NUM",
                             "TFREE in the same iteration every slot the iteration pops")
+                finally:
+                    self._running = kept
             elif len(h) < n0:
                 self.report_on(p, "unbounded_frees", op,
                             f"each iteration of the loop at {line(op)} frees {n0 - len(h)} more "
@@ -671,6 +764,13 @@ class Explorer:
 
 
 __all__ = ["Explorer", "Incomplete"]
+
+
+def trip_count(lo: int, hi: int, st: int) -> int:
+    """The iterations of ``range(lo, hi, st)`` (``st`` not 0) - also past the machine's
+    sizes, where ``len(range(...))`` fails (an unsigned division of a negative value is
+    about 2**64 trips)."""
+    return max(0, -((lo - hi) // st)) if st > 0 else max(0, -((hi - lo) // -st))
 
 
 def iv_range(bounds) -> tuple:
@@ -690,7 +790,7 @@ def _loop_entry(op, bounds, first: list, later: list) -> tuple:
     iteration's entries, or ``why`` (trips None) the loop cannot be repeated as one body."""
     lo, hi, st = bounds
     if all(type(x) is int for x in bounds) and st:
-        lo, hi, st = 0, len(range(lo, hi, st)), 1
+        lo, hi, st = 0, trip_count(lo, hi, st), 1
     a, b = affine(lo), affine(hi)
     why = None
     if a is None or b is None or st != 1:

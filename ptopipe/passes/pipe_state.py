@@ -26,13 +26,17 @@ class HoldLimit:
     ``name`` ("SLOT_NUM", or "LocalSlotNum" for the staging ring of a GM ring), why more
     fail and how to raise it (the end of a finding's fix).  ``exact``: when the number of
     earlier pops on a path is known, ``exact(pops_before, others_held)`` says whether this
-    TPOP waits forever (pto-isa's SyncPeriod: ``n`` is then the bound for any count)."""
+    TPOP waits forever (pto-isa's SyncPeriod: ``n`` is then the bound for any count).
+    ``pop_frees``: the TPOP frees its slot itself (:meth:`ProtocolModel.pop_frees`: pto-isa,
+    a ring in GM) - it holds nothing, so there is no bound; its tile is staged in one of
+    ``n`` (LocalSlotNum) staging slots, which the ``n``-th TPOP after it overwrites."""
     n: int
     name: str = "SLOT_NUM"
     why: str = ""
     fix: str = ("or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
                 "@pl.incore for a mixed function)")
     exact: object = None
+    pop_frees: bool = False
 
 
 def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
@@ -58,26 +62,30 @@ def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
                          "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
                          "@pl.incore for a mixed function)",
                          exact=lambda pops, others: model.pop_waits_forever(n, pops, others))
+    frees = model.pop_frees(in_gm)
     if not in_gm or local >= n:
-        return HoldLimit(n)
+        return HoldLimit(n, pop_frees=frees)
     core = "aiv" if kind is FunctionKind.AIV else "aic"
     return HoldLimit(local, "LocalSlotNum",
                      f"on {plat.name} the ring is in GM and a TPOP stages its tile in one of "
                      f"LocalSlotNum {local} slots of the consumer's reserve_buffer, so the next TPOP "
                      "overwrites a tile still held",
                      f"or give pl.{core}_initialize_pipe local_slot_num=<tiles held at once> (at "
-                     f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})")
+                     f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})", pop_frees=frees)
 
 
 class Slot:
     """One dynamic TPOP (``kind`` "pop") or TALLOC ("alloc"): the op, its type and split,
-    where it happened (``where``: the loop iterations / branches around it)."""
-    __slots__ = ("op", "type", "split", "kind", "where", "uid")
+    where it happened (``where``: the loop iterations / branches around it); ``seq``: a pop's
+    index among its path's events of its ring (for the staging slot a later TPOP reuses);
+    ``running``: the conditions of the loop iterations it was popped in (they ran)."""
+    __slots__ = ("op", "type", "split", "kind", "where", "uid", "seq", "running")
     _n = 0
 
     def __init__(self, op, type, split, kind, where):
         Slot._n += 1
         self.op, self.type, self.split, self.kind, self.where, self.uid = op, type, split, kind, where, Slot._n
+        self.seq = self.running = None
 
 
 class Event:

@@ -124,8 +124,9 @@ def _operand(a: Affine) -> str:
 
 def derived(op: str, a: Affine, b: Affine):
     """The Affine of ``a op b`` (an operation of :data:`_DERIVED`): folded when both are
-    constants or the operation is the identity, else a derived unknown (one per distinct
-    ``(op, a, b)``; None for a division by a constant zero)."""
+    constants, the operation is the identity or (min / max) one operand is at least the
+    other by its form (:func:`_nonnegative`: max(n, 0) is n), else a derived unknown (one
+    per distinct ``(op, a, b)``; None for a division by a constant zero)."""
     if a.is_const() and b.is_const():
         try:
             return const(_DERIVED[op](a.const, b.const))
@@ -136,6 +137,9 @@ def derived(op: str, a: Affine, b: Affine):
     if op in ("min", "max", "mul"):
         if a == b and op != "mul":
             return a
+        for x, y in ((a, b), (b, a)):
+            if op != "mul" and _nonnegative(x - y):     # x >= y by its form (max(n, 0) is n)
+                return x if op == "max" else y
         a, b = sorted((a, b), key=repr)         # commutative: one unknown for both orders
     elif b.is_const():
         if b.const == 0:

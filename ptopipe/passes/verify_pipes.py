@@ -60,9 +60,9 @@ from ..arch.vocab import SyncPipe
 from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TPop, TPush, WaitEvent
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
-from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
-from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem, part_shape,
-                                 pop_converts, pop_split_fits,
+from ..ir.types import DTYPES, MemorySpace, TensorType, TileValueType, describe, itemsize
+from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_shape, layout_fix, odd_split_problem,
+                                 part_shape, pop_converts, pop_split_fits, share_problem,
                                  slot_layout, slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.slots import push_band, transfer_problems
@@ -72,7 +72,7 @@ from itertools import combinations, product
 from .expand_mixed import RING_NAME
 from .insert_tfree import aliases, read_pipe
 from .pipe_deadlock import stuck_for_all
-from .pipe_paths import Explorer, Incomplete, call_sites
+from .pipe_paths import Explorer, Incomplete, call_sites, unknown_scalars
 from ..errors import ordinal
 from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line
 from .symbolic import const, constraints, decide, ge, witness_text
@@ -168,16 +168,82 @@ def _culprit_first(found: list) -> list:
     push): that finding goes first, so the error names the TPOP's line.  Among the
     push / pop count findings, a TPOP that waits forever goes before a TPUSH never popped:
     the wait is where the device hangs, and the unpopped push of another ring may be one
-    the hung core never reaches."""
+    the hung core never reaches.  A transfer finding whose push comes after another's pop
+    goes after it (:func:`_run_order`), and before what the run finds only at the kernel's
+    end (a slot never freed, a push never popped): a run that gets there has made that TPOP."""
     first = [e for e in found if getattr(e, "kind", None) == "fifo_type" and any(
         getattr(g, "kind", None) == "split_mismatch" and getattr(g, "pop", None) is e.op for g in found)]
-    found = first + [e for e in found if e not in first] if first else found
+    found = _run_order(first + [e for e in found if e not in first] if first else found)
+    for later in (_at_exit, _waits_on_other_core):
+        found = _transfers_before(found, later)
     counts = [k for k, e in enumerate(found) if getattr(e, "kind", None) == "count"]
     hangs = [found[k] for k in counts if _is_pop(getattr(found[k], "op", None))]
     if not hangs or found[counts[0]] in hangs:
         return found
     rest = [e for e in found if e not in hangs]
     return rest[:counts[0]] + hangs + rest[counts[0]:]
+
+
+def _transfers_before(found: list, later) -> list:
+    """``found`` with the transfer findings (:data:`TRANSFER_KINDS`) that come after the first
+    finding ``later(finding, transfer)`` says the run meets after them moved before it."""
+    for k, e in enumerate(found):
+        moved = [t for t in found[k + 1:] if getattr(t, "kind", None) in TRANSFER_KINDS and later(e, t)]
+        if moved:
+            rest = [x for x in found if x not in moved]
+            return rest[:k] + moved + rest[k:]
+    return found
+
+
+def _at_exit(e, _t) -> bool:
+    """Does the run find ``e`` only at the kernel's end (a slot never freed, a push never
+    popped)?  A run that gets there has made every TPOP, a transfer finding's too."""
+    kind = getattr(e, "kind", None)
+    return kind == "missing_tfree" or kind == "count" and not _is_pop(getattr(e, "op", None))
+
+
+def _waits_on_other_core(e, t) -> bool:
+    """Is ``e`` a TPOP waiting forever for a push the other core never makes, and transfer
+    finding ``t`` a TPOP of that other core?  That core ran to its end (its TPOP with it):
+    the run stops there before it finds the wait."""
+    return getattr(e, "kind", None) == "count" and _is_pop(getattr(e, "op", None)) \
+        and _func_of(e.op) is not _func_of(getattr(t, "op", None))
+
+
+def _func_of(op):
+    while op is not None and not op.is_a(FuncOp):
+        op = op.parent_op
+    return op
+
+
+def _run_order(found: list) -> list:
+    """``found`` with each transfer finding (a TPOP that does not take its TPUSH's tile:
+    :meth:`_Verifier.fifo`) moved before the one whose push its core makes after this
+    finding's pop: the run stops at the pop, that push is never made (a Cube popping a tile
+    too small, then pushing what it computed from it: the run fails at the Cube's pop, not
+    at the Vector's later pop of the result)."""
+    def before(y, x) -> bool:
+        sent, taken = getattr(x, "transfer", (None, None))[0], getattr(y, "transfer", (None, None))[1]
+        return sent is not None and taken is not None and sent[0] is taken[0] and taken[1] < sent[1]
+    out = []
+    for e in found:
+        at = next((k for k, x in enumerate(out) if before(e, x)), None)
+        out.insert(len(out) if at is None else at, e)
+    return out
+
+
+def _trace_at(path, d, kind: str, k: int):
+    """``(path, index)`` of the ``k``-th ``kind`` ("push" / "pop") of ring ``d`` in
+    ``path``'s trace, None when a loop of unknown trip count comes first (its entries are
+    not one per op)."""
+    for i, e in enumerate(path.trace):
+        if e[0] == "loop":
+            return None
+        if e[0] == kind and e[1] == d:
+            if k == 0:
+                return path, i
+            k -= 1
+    return None
 
 
 def _is_pop(op) -> bool:
@@ -209,6 +275,14 @@ NOT_PROVEN = "VerifyPipes: not proven for all values"
 MAX_DEPTH = 2
 #: the most combinations of one path per core whose orders the deadlock check runs
 MAX_COMBOS = 64
+#: the findings of a TPOP that does not take what its TPUSH sent (:meth:`_Verifier.transfer`)
+TRANSFER_KINDS = ("share", "fifo_type", "layout", "slot_layout")
+#: the values of each integer scalar, and the most scalars, :meth:`_Verifier.small_witness`
+#: verifies a deadlock the nested loops leave undecided with
+SMALL_VALUES = (1, 2, 3)
+SMALL_PARAMS = 3
+#: the integer scalar types (the unknowns a program is proven for)
+INT_SCALARS = tuple(d for d in DTYPES if d[0] in "iu")
 #: the constant differences between two loops' trip counts the deadlock check tries
 #: (:meth:`_Verifier.same_trips`): a ragged tail runs one more, seldom more
 _TRIP_DELTAS = (0, 1, -1, 2, -2)
@@ -561,8 +635,15 @@ class _Verifier:
             if self.nosplit_two_lanes(d, prod, v) is False or self.lanes_agree(d, v) is False:
                 continue
             self.counts(d, prod, cons)
-        if not self.findings:
+        if all(_at_exit(e, None) and getattr(e, "kind", None) == "count" for e in self.findings):
+            # pushes never popped are found at the kernel's end: the cores may hang before
+            # it (a push waiting for a slot the consumer never frees, a cycle) - that first
+            before, notes = list(self.findings), len(self.warnings)
             self.deadlock(c, v)
+            hangs = [e for e in self.findings if e not in before]
+            self.findings = hangs + before
+            if before:                  # failed already: what the hang check cannot decide is moot
+                self.warnings[notes:] = [w for w in self.warnings[notes:] if not w.startswith(NOT_PROVEN)]
 
     def deadlock(self, c, v) -> None:
         """The cores' pipe op orders run against each other (:mod:`.pipe_deadlock`), for each
@@ -601,19 +682,57 @@ class _Verifier:
             counts: dict = {}
             verdict = stuck_for_all(traces, tuple(k for k in vlanes), nums, self.stats, rules, counts)
             if verdict[0] == "unproven":
+                if _nested(traces) and self.small_witness():
+                    return
                 self.unproven(f"deadlock freedom: {verdict[1]}")
                 continue
             if verdict[0] == "stuck":
                 values = self.stuck_values(facts, traces, verdict[1])
                 if values is None and verdict[1] and _nested(traces):
-                    # a product of two trip counts need not take every value: only a run's
-                    # values make the hang a finding
+                    # a product of two trip counts need not take every value: only values an
+                    # exact exploration hangs with make the hang a finding
+                    if self.small_witness():
+                        return
                     self.unproven(f"deadlock freedom: the cores hang after {verdict[1]} iterations of "
                                   "nested loops of unknown trip count, for no values found")
                     continue
                 if values is not False:
                     self.stuck(verdict[2], names, values, rules, counts)
                     return
+
+    def small_witness(self) -> bool:
+        """The deadlock check left undecided (nested loops of unknown trip count): the program
+        verified again exactly - every loop unrolled, as with a scenario's values - with small
+        values of its integer scalars (each of :data:`SMALL_VALUES` within its declared range,
+        at most :data:`SMALL_PARAMS` unknowns, the smallest sums first).  The first values that
+        hang, or leave a ring's push / pop counts unequal, are that finding, naming them: an
+        exact exploration's finding is one a run with those values meets.  True when one was
+        made."""
+        if self.depth >= MAX_DEPTH:
+            return False
+        names = sorted(unknown_scalars(self.program, INT_SCALARS) - set(self.known or {}))
+        if not names or len(names) > SMALL_PARAMS:
+            return False
+        choices = []
+        for n in names:
+            lo, hi = self.declared.get(n, (None, None))
+            vals = [v for v in SMALL_VALUES if (lo is None or v >= lo) and (hi is None or v <= hi)]
+            if not vals:
+                return False
+            choices.append(vals)
+        for combo in sorted(product(*choices), key=sum):
+            known = dict(self.known or {})
+            known.update(zip(names, combo))
+            again = _Verifier(self.program, self.plat, [], self.protocol_arg, known, MAX_DEPTH, self.declared)
+            found = [e for e in again.verify() if getattr(e, "kind", None) in ("deadlock", "count")]
+            if found:
+                text = ", ".join(f"{k}={v}" for k, v in zip(names, combo))
+                for e in found[:1]:
+                    self.finding(e.kind, e.op, e.what, e.fix, e.pop, values=text)
+                    self.findings[-1].add_detail("found by verifying exactly with small values: the nested "
+                                                 "loops' trip counts are products, not decided for every value")
+                return True
+        return False
 
     def same_trips(self, traces: dict, facts: dict) -> dict:
         """``traces`` with the loops of unknown trip count run as one loop where their trip
@@ -808,7 +927,7 @@ class _Verifier:
                             if self.symbolic_counts(d, pp, cp, who_p, who_c, pfn, cfn):
                                 return
                             continue
-                        if self.fifo(d, pe, ce, who_p, who_c, pfn, cfn):
+                        if self.fifo(d, pe, ce, who_p, who_c, pfn, cfn, (pp, cp)):
                             return
                         if len(pe) != len(ce):
                             self.count_mismatch(d, pe, ce, who_p, who_c)
@@ -848,7 +967,7 @@ class _Verifier:
             self.unproven(f"the {_dir(d)} ring carries tiles of more than one type across a loop of "
                           "unknown trip count: their order (FIFO types) is not proven")
             return False
-        return bool(pe and ce) and self.fifo(d, pe[:1], ce[:1], who_p, who_c, pfn, cfn)
+        return bool(pe and ce) and self.fifo(d, pe[:1], ce[:1], who_p, who_c, pfn, cfn, (pp, cp))
 
     def counterexample(self, d, w, pe, ce, pc, cc, who_p, who_c) -> bool:
         """The counts of direction ``d`` differ for the values ``w``: the program is verified
@@ -877,31 +996,82 @@ class _Verifier:
                      "and branch conditions on both sides)", values=text)
         return True
 
-    def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn) -> bool:
+    def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn, paths=None) -> bool:
+        """The pops ``ce`` of ring ``d`` take the tiles the pushes ``pe`` sent, in order
+        (:meth:`transfer`); True at the first pair that does not.  ``paths``: the producer's
+        and the consumer's Path, whose traces place the finding's push and pop in their
+        cores' program order (:func:`_culprit_first` puts the finding the run meets first
+        first)."""
         for k, (a, b) in enumerate(zip(pe, ce)):
-            wa, wb = _whole(a, pfn), _whole(b, cfn)
-            if wa != wb or not pop_split_fits(d.way, self.plat.ring_in_gm, a.split, b.split):
-                self.finding("fifo_type", b.op,
-                             f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
-                             f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
-                             f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
-                             f"{_desc(a, wa)}: a ring delivers tiles in push order",
-                             _fifo_fix(a, b, wa, wb, cfn))
+            n = len(self.findings)
+            if self.transfer(d, k, a, b, who_p, who_c, pfn, cfn):
+                if paths is not None and len(self.findings) > n:
+                    self.findings[-1].transfer = tuple(_trace_at(q, d, kind, k)
+                                                       for q, kind in zip(paths, ("push", "pop")))
                 return True
-            if not wa[0] and not wb[0]:
-                pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
-                if pushed is not popped and not pop_converts(d.way, self.plat.ring_in_gm):
-                    self.finding("layout", b.op,
-                                 f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
-                                 f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
-                                 f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
-                                 f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
-                                 "consumer would read the bytes in the wrong order",
-                                 layout_fix(d.way, pushed, popped))
-                    return True
-                if self.placement(d, k, a, b, who_p, who_c, cfn):
-                    return True
         return False
+
+    def transfer(self, d, k, a, b, who_p, who_c, pfn, cfn) -> bool:
+        """The ``k``-th pop ``b`` of ring ``d`` takes the tile the ``k``-th push ``a`` sent:
+        its share of a split (:meth:`share`), its type and split, layout and slot placement
+        (:meth:`placement`); True when a finding was made."""
+        wa, wb = _whole(a, pfn), _whole(b, cfn)
+        if wa != wb and self.share(d, k, a, b, who_p, who_c, cfn):
+            return True
+        if wa != wb or not pop_split_fits(d.way, self.plat.ring_in_gm, a.split, b.split):
+            self.finding("fifo_type", b.op,
+                         f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                         f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
+                         f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
+                         f"{_desc(a, wa)}: a ring delivers tiles in push order",
+                         _fifo_fix(a, b, wa, wb, cfn))
+            return True
+        if not wa[0] and not wb[0]:
+            pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
+            if pushed is not popped and not pop_converts(d.way, self.plat.ring_in_gm):
+                self.finding("layout", b.op,
+                             f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                             f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
+                             f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
+                             f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
+                             "consumer would read the bytes in the wrong order",
+                             layout_fix(d.way, pushed, popped))
+                return True
+            if self.placement(d, k, a, b, who_p, who_c, cfn):
+                return True
+        return False
+
+    def share(self, d, k, a, b, who_p, who_c, cfn) -> bool:
+        """The ``k``-th pop ``b`` of a split transfer into a tile too small for its share of
+        the ``k``-th push ``a`` (:func:`~ptopipe.protocol.geometry.share_problem`, the rule
+        the run's TPOP checks, after the slot placement): a finding at the pop, worded as the
+        run's."""
+        if not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType) \
+                or not all(b.type.shape[-2:]):
+            return False
+        bad = share_problem(d.way, a.split, tuple(a.type.shape[-2:]), b.split,
+                            tuple(b.type.static_shape[-2:]), str(a.type.dtype))
+        if bad is None or self.placement_problems(d, a, b, cfn):
+            return False
+        held, tail, fix = bad
+        self.finding("share", b.op,
+                     f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}{_ev_where(b)} pops into "
+                     f"{describe(b.type)} declared {'x'.join(map(str, b.type.static_shape))} "
+                     f"({b.split.name}), which cannot hold {held}, pushed by the {ordinal(k + 1)} "
+                     f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)} - {tail}", fix)
+        return True
+
+    def placement_problems(self, d, a, b, cfn) -> list:
+        """The slot placement problems of pop ``b`` reading what push ``a`` filled
+        (:func:`~ptopipe.protocol.slots.transfer_problems`), judged before the share (as the
+        run's TPOP does)."""
+        if a.split != b.split or not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType):
+            return []
+        cube, part = (a, b) if d.way == "C2V" else (b, a)
+        init = next((i for i in init_ops(cfn) if d in i.rings), None)
+        in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+        return transfer_problems(self.model.slot_placement, d.way, in_gm, a.split, cube.type.static_shape,
+                                 tuple(cube.type.shape), part.type.static_shape, tuple(part.type.shape))
 
     def placement(self, d, k, a, b, who_p, who_c, cfn) -> bool:
         """The ``k``-th pop ``b`` reads the slot the ``k``-th push ``a`` filled as the protocol's
@@ -909,12 +1079,8 @@ class _Verifier:
         static shapes give the row pitches, what the run's TPOP judges): a finding at the pop."""
         if a.split != b.split or not isinstance(a.type, TileValueType) or not isinstance(b.type, TileValueType):
             return False
-        cube, part = (a, b) if d.way == "C2V" else (b, a)
         kind = self.model.slot_placement
-        init = next((i for i in init_ops(cfn) if d in i.rings), None)
-        in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
-        probs = transfer_problems(kind, d.way, in_gm, a.split, cube.type.static_shape,
-                                  tuple(cube.type.shape), part.type.static_shape, tuple(part.type.shape))
+        probs = self.placement_problems(d, a, b, cfn)
         if not probs:
             return False
         _lane, why, fix = probs[0]
@@ -944,19 +1110,22 @@ class _Verifier:
 
 def _nested(traces: dict) -> bool:
     """Does a loop entry of ``traces`` stand for a loop in a loop (its trip count a product,
-    :func:`.pipe_paths._loop_entry`)?"""
-    return any(e[0] == "loop" and e[1] is not None and any(v[0] == "derived" and v[1] == "mul"
-                                                            for v, _ in e[1][1].vars)
+    :func:`.pipe_paths._loop_entry`), or hold one?"""
+    return any(e[0] == "loop" and (e[1] is not None and any(v[0] == "derived" and v[1] == "mul"
+                                                             for v, _ in e[1][1].vars)
+                                   or any(x[0] == "loop" for x in e[2]))
                for t in traces.values() for e in t)
 
 
 def _unmatched(pe, ce, depth: int = 0):
     """The push or pop that makes the counts differ: the two sequences are cut into the
     iterations of their loops (level ``depth``, outermost first); in the first iteration
-    whose counts differ (when both sides run as many iterations) the search goes one level
-    deeper; at the bottom, the first event past the other side's count."""
+    whose counts differ (when both sides run as many iterations, and nothing outside them
+    at that level: a pop after the loop is no iteration of it) the search goes one level
+    deeper; at the bottom, the first event past the other side's count - where the run
+    waits forever or leaves a slot unpopped."""
     gp, gc = _runs(pe, depth), _runs(ce, depth)
-    if len(gp) == len(gc) and len(gp) > 1:
+    if len(gp) == len(gc) and len(gp) > 1 and all(k for k, _ in gp + gc):
         for (kp, a), (kc, b) in zip(gp, gc):
             if len(a) != len(b):
                 if kp and kc:

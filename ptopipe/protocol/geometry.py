@@ -269,6 +269,34 @@ def part_shape(split, rows: int, cols: int, sub: int = 0) -> tuple:
     return rows, cols
 
 
+def share_problem(way: str, push_split, pushed_valid: tuple, pop_split, static: tuple,
+                  dtype: str) -> tuple | None:
+    """A split TPOP takes a share of the split push: a Vector core its part of the Cube's tile
+    (``way`` C2V), the Cube the parts both Vector cores pushed (V2C).  A consumer tile whose
+    ``static`` extent on the split axis is smaller than that share cannot hold it: it would
+    read another lane's rows or columns, or one lane's part only (a 4-row tile for an 8-row
+    part).  ``pushed_valid``: the valid shape of the pushed tile (the Cube's whole tile, or
+    one Vector core's part); ``dtype``: its element type's name.  None when the tile holds
+    the share (a smaller valid region in it is a dynamic tail, not this), else ``(held,
+    tail, fix)``: what it cannot hold, why, and the fix - the run's TPOP and VerifyPipes
+    both word their finding from them."""
+    axis = SPLIT_AXIS.get(push_split)
+    if axis is None or push_split in ODD_SPLITS or push_split != pop_split:
+        return None
+    c2v = way == C2V
+    pvrow, pvcol = pushed_valid
+    share = part_shape(push_split, pvrow, pvcol) if c2v else full_shape(push_split, pvrow, pvcol)
+    if static[axis] >= share[axis]:
+        return None
+    word = ("rows", "columns")[axis]
+    held = (f"its {share[0]}x{share[1]} part of the Cube's {pvrow}x{pvcol} {dtype} tile" if c2v else
+            f"the tile the two Vector cores pushed: {share[0]}x{share[1]} {dtype} ({pvrow}x{pvcol} from each)")
+    tail = f"its {static[axis]} {word} would take " + ("part of it" if c2v else "one lane's part only")
+    fix = (f"pop a {share[0]}x{share[1]} tile" + (" (this lane's part)" if c2v else " (both lanes' parts)")
+           + f", or push a tile whose {TileSplitAxis(push_split).name} share is {static[axis]} {word}")
+    return held, tail, fix
+
+
 def lane_start(split, sub: int, e: int) -> int:
     """Where, on the split axis of the whole tile, lane ``sub``'s band of ``e`` rows (columns)
     starts: ``sub * e`` (even splits), ``sub * (e + sub)`` (odd: pto-isa places AIV1 one past

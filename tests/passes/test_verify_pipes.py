@@ -366,13 +366,14 @@ def test_a_fifo_type_mismatch_is_found_at_the_kth_pop_naming_the_kth_push():
 
 def test_a_pop_of_the_wrong_shape_says_which_shape_to_pop():
     """Dtype and split agree, the shape does not (the Cube pops one Vector core's half): the fix
-    names the shape the TPOP must take, the whole slot both lanes pushed."""
+    names the shape the TPOP must take, the whole slot both lanes pushed (the share rule the
+    run applies at that TPOP, protocol.geometry.share_problem)."""
     cub, vec = both_ways(4, 4, pop_rows=HR)
     found = findings(cub, vec)
     err = next(e for e in found if "V2C ring" in e.what)
     assert_at(err, cub, "CUBE-POP", "pl.TPOP")
-    assert "a ring delivers tiles in push order" in err.what
-    assert err.fix.startswith(f"pop a {TM}x{N} tile (the whole slot is {TM}x{N}; "), err.fix
+    assert f"its {HR} rows would take one lane's part only" in err.what
+    assert err.fix.startswith(f"pop a {TM}x{N} tile (both lanes' parts)"), err.fix
     # the Vector side of the Cube's 8x32 results: each core pops its 4-row half of the slot
     err = next(e for e in found if "C2V ring" in e.what)
     assert err.fix.startswith(f"pop a {HR // 2}x{N} tile (the whole slot is {HR}x{N}; "), err.fix

@@ -82,9 +82,10 @@ def _line(err) -> int:
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_carried_pop_without_free_in_the_loop(platform):
     found = _findings("no-free", platform)
-    if platform == "a2a3":          # the GM ring stages pops in LocalSlotNum (2) slots too
+    if platform == "a2a3":          # the GM ring stages pops in LocalSlotNum (2) slots too:
+        # the third held pop is where the run fails, found in the loop's first iteration
         assert [type(e) for e in found] == [CompileError] * 3, [str(e) for e in found]
-        grows, staged, leak = found
+        staged, grows, leak = found
         assert "more than its LocalSlotNum 2" in staged.what and _line(staged) == line_of(vector, "NEXT")
     else:
         assert [type(e) for e in found] == [CompileError, CompileError], [str(e) for e in found]

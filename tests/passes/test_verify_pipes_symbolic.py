@@ -501,6 +501,103 @@ def test_pto_ceildivsi_trip_counts_on_both_cores_are_proven_and_against_n_fail_a
     assert "vector (lane AIV0) pops (n + 15) // 16" in fd["details"]
 
 
+def _loop_over(expr: str) -> str:
+    """The Vector kernel's loop header of :func:`_pto` over ``%q`` computed by ``expr``
+    (MLIR lines; ``%n_idx`` is n, the constants ``%k16`` / ``%k15`` / ``%k17`` / ``%km1``
+    are defined before it)."""
+    return ("%k16 = arith.constant 16 : index\n    %k15 = arith.constant 15 : index\n"
+            "    %k17 = arith.constant 17 : index\n    %km1 = arith.constant -1 : index\n"
+            f"    {expr}\n    scf.for %i = %c0 to %q step %c1 {{")
+
+
+#: (the Vector kernel's trip count, a range of n, the verdict there; None: proven, else the
+#: failing value and whether the Cube's push (else the Vector's pop) is unmatched)
+DIVISIONS = [
+    ("%m = arith.muli %n_idx, %k16 : index\n    %q = arith.divsi %m, %k16 : index", "0..4", None),
+    ("%m = arith.muli %n_idx, %km1 : index\n    %q = arith.divsi %m, %km1 : index", "0..4", None),
+    ("%m = arith.addi %n_idx, %k15 : index\n    %q = arith.divsi %m, %k16 : index", "0..4", "n=2"),
+    # toward zero: (n - 17) / 16 is -1 for n <= 1 and 0 for n in 2..16 (floor division: -1 to 16)
+    ("%m = arith.subi %n_idx, %k17 : index\n    %d = arith.divsi %m, %k16 : index\n"
+     "    %q = arith.addi %d, %n_idx : index", "2..4", None),
+    ("%m = arith.subi %n_idx, %k17 : index\n    %d = arith.divsi %m, %k16 : index\n"
+     "    %q = arith.addi %d, %n_idx : index", "0..4", "n=1"),
+    ("%m = arith.muli %n_idx, %k16 : index\n    %q = arith.divui %m, %k16 : index", "0..4", None),
+    ("%q = arith.ceildivui %n_idx, %k16 : index", "0..4", "n=2"),
+    ("%q = arith.remui %n_idx, %k16 : index", "0..4", None),
+    ("%c4 = arith.constant 4 : index\n    %q = arith.remui %n_idx, %c4 : index", "0..4", "n=4"),
+]
+
+
+@pytest.mark.parametrize("expr,rng,fails", DIVISIONS)
+def test_pto_divisions_the_ir_has_no_op_for_are_read_exactly(tmp_path, capsys, expr, rng, fails):
+    """``arith.divsi`` (toward zero), ``divui`` / ``ceildivui`` / ``remui`` (unsigned) by a
+    constant are read as IR ops of the same value: a Vector trip count computed with them
+    against the Cube's n is proven where they equal it and fails at the first value where
+    they do not - as the run (the .pto executor, MLIR's integer semantics) finds at that n."""
+    from ptopipe.cli import main
+    f, text = _pto(tmp_path, _loop_over(expr))
+    rc = main(["check", "--static", "--json", str(f), "--range", f"n={rng}"])
+    (rep,) = json.loads(capsys.readouterr().out)
+    if fails is None:
+        assert rc == 0 and rep["status"] == "verified", rep["findings"]
+        return
+    assert rc == 1 and rep["status"] == "failed", rep
+    fd = rep["findings"][0]
+    assert fd["values"] == fails, fd
+    # an unpopped push, or the Cube's push waiting for a slot never freed (a hang, as the run's)
+    op = "pto.tpush_to_aiv" if "never popped" in fd["what"] or "waits in the TPUSH" in fd["what"] \
+        else "pto.tpop_from_aic"
+    at = next(i for i, ln in enumerate(text.splitlines(), 1) if op in ln)
+    assert fd["where"].endswith(f"k.pto:{at}:7"), fd
+
+
+def test_pto_divsi_toward_zero_runs_as_it_is_proven(tmp_path):
+    """The run of the ``(n - 17) / 16 + n`` kernel (without the static gate in front of it):
+    n = 3 runs clean, n = 1 leaves the Cube's push unpopped - the values the proof says."""
+    import numpy as np
+    from ptopipe import run_pto
+    from ptopipe.errors import PtoPipeError
+    f, _ = _pto(tmp_path, _loop_over(DIVISIONS[3][0]))
+    run_pto(str(f), static=False, inputs={"n": np.int32(3)})
+    with pytest.raises(PtoPipeError, match="never popped|leak|TPUSH"):
+        run_pto(str(f), static=False, inputs={"n": np.int32(1)})
+
+
+def test_pto_an_unsigned_division_of_a_negative_value_is_a_count_of_about_2_to_the_63(tmp_path, capsys):
+    """``ceildivui(2*n - 20, 2)``: 2*n - 20 read unsigned is about 2**64, so the Vector
+    kernel pops 2**63 - 10 tiles at n = 0 - a FAIL there naming that count (the exact trip
+    count was an OverflowError of the verifier); by 1 the quotient is 2*n - 20 itself, its
+    bits read back signed as scf.for compares them: no pops at n = 0, an unpopped push at 1."""
+    from ptopipe.cli import main
+    f, _ = _pto(tmp_path, _loop_over("%c2 = arith.constant 2 : index\n    %c20 = arith.constant 20 : index\n"
+                                     "    %m2 = arith.muli %n_idx, %c2 : index\n"
+                                     "    %m = arith.subi %m2, %c20 : index\n"
+                                     "    %q = arith.ceildivui %m, %c2 : index"))
+    assert main(["check", "--static", "--json", str(f), "--range", "n=0..4"]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep.get("status") == "failed", rep
+    fd = rep["findings"][0]
+    assert fd["error"] == "CompileError" and fd["values"] == "n=0", fd
+    assert f"pops {2 ** 63 - 10}" in fd["what"], fd["what"]
+    g, text = _pto(tmp_path, _loop_over("%c2 = arith.constant 2 : index\n    %c20 = arith.constant 20 : index\n"
+                                        "    %m2 = arith.muli %n_idx, %c2 : index\n"
+                                        "    %m = arith.subi %m2, %c20 : index\n"
+                                        "    %q = arith.ceildivui %m, %c1 : index"))
+    assert main(["check", "--static", "--json", str(g), "--range", "n=0..4"]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    fd = rep["findings"][0]
+    push = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpush_to_aiv" in ln)
+    assert fd["values"] == "n=1" and fd["where"].endswith(f"k.pto:{push}:7"), fd
+
+
+def test_pto_divsi_by_a_run_time_value_is_not_verified_with_the_reason(tmp_path, capsys):
+    from ptopipe.cli import main
+    f, _ = _pto(tmp_path, _loop_over("%q = arith.divsi %n_idx, %n_idx : index"))
+    assert main(["check", "--static", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "NOT VERIFIED k.pto" in out and "arith.divsi by %n_idx, a value known only at run time" in out, out
+
+
 def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tmp_path, capsys):
     """4 pops, the TFREE only while i < n: clean for the launch's n=4, a hang for n=0 (the
     third pop finds both slots held)."""

@@ -13,9 +13,9 @@ from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from ...protocol.geometry import (ODD_SPLITS, SPLIT_AXIS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
-                                 odd_split_problem, part_rows, part_shape, pop_converts, slot_layout, slot_shape,
-                                 split_push_problem)
+from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
+                                 odd_split_problem, part_rows, part_shape, pop_converts, share_problem, slot_layout,
+                                 slot_shape, split_push_problem)
 from ...protocol.slots import SIM_ONLY_FIX, pop_band, problem_text, push_band, read_problem, whole_pop_problem
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes, check_split
@@ -296,31 +296,21 @@ def check_layout(core, ch, slots, lanes, dtype, rows: int, cols: int, split, op:
 
 
 def _check_holds_share(core, ch, slot, static: tuple, valid: tuple, dtype, split, op: str, loc) -> None:
-    """A split TPOP takes a share of the split push: a Vector core its part of the Cube's tile
-    (C2V), the Cube the parts both Vector cores pushed (V2C).  A consumer tile whose static
-    extent on the split axis is smaller than that share cannot hold it: it would read another
-    lane's rows or columns, or one lane's part only (a 4-row tile for an 8-row part).  Refused
-    at the TPOP, on every platform - not the wrong numbers or the next transfer's shape later.
-    A smaller valid region in a tile that holds the share is a dynamic tail, not this."""
+    """A split TPOP's consumer tile must hold its share of the split push
+    (:func:`~ptopipe.protocol.geometry.share_problem`, the rule VerifyPipes checks too):
+    refused at the TPOP, on every platform - not the wrong numbers or the next transfer's
+    shape later."""
     pdtype, pvrow, pvcol, psplit = slot.layout[:4]
-    axis = SPLIT_AXIS.get(psplit)
-    if axis is None or psplit in ODD_SPLITS or psplit != split:
+    bad = share_problem(ch.way, psplit, (pvrow, pvcol), split, static, pdtype.name)
+    if bad is None:
         return
-    c2v = ch.way == C2V
-    share = part_shape(psplit, pvrow, pvcol) if c2v else full_shape(psplit, pvrow, pvcol)
-    if static[axis] >= share[axis]:
-        return
-    word = ("rows", "columns")[axis]
-    what = (f"its {share[0]}x{share[1]} part of the Cube's {pvrow}x{pvcol} {pdtype.name} tile" if c2v else
-            f"the tile the two Vector cores pushed: {share[0]}x{share[1]} {pdtype.name} ({pvrow}x{pvcol} from each)")
+    held, tail, fix = bad
     raise ProtocolError(
         f"{op} on {core.name}: the consumer tile {static[0]}x{static[1]}{_valid(*valid, *static)} "
-        f"{np.dtype(dtype).name} ({TileSplitAxis(split).name}) cannot hold {what} in slot {slot.tag} of {ch.name} - "
-        f"its {static[axis]} {word} would take " + ("part of it" if c2v else "one lane's part only"),
+        f"{np.dtype(dtype).name} ({TileSplitAxis(split).name}) cannot hold {held} in slot {slot.tag} of "
+        f"{ch.name} - {tail}",
         where=str(loc or core.where()),
-        details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
-        fix=f"pop a {share[0]}x{share[1]} tile" + (" (this lane's part)" if c2v else " (both lanes' parts)")
-            + f", or push a tile whose {psplit.name} share is {static[axis]} {word}")
+        details=f"pushed at {slot.push_loc}" if slot.push_loc else None, fix=fix)
 
 
 def _reader_lane(ch, split, lane: int) -> str:
