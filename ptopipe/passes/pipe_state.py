@@ -39,13 +39,15 @@ class HoldLimit:
     pop_frees: bool = False
 
 
-def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
+def hold_limit(init, kind, plat, model, protocol: str, tiles: bool = True) -> HoldLimit:
     """The HoldLimit of a kernel whose pipe init is ``init`` (None: no init) on
     ``plat`` under the protocol ``model``: its slot_num, else seed 003's default on the
     platform (8 one way, 4 per direction both ways); under pto-isa on a consumer-local ring
     at most SLOT_NUM - SyncPeriod + 1 (:meth:`ProtocolModel.held_limit`); for a ring in GM
     at most its LocalSlotNum (the consumer stages each popped tile in one of that many
-    slots of its reserve_buffer).  VerifyPipes checks it; InsertTfree keeps within it."""
+    slots of its reserve_buffer).  ``tiles``: the ring's TPOPs pop tiles (False: GM
+    addresses, the address flow - such a TPOP never frees its slot itself).  VerifyPipes
+    checks it; InsertTfree keeps within it."""
     if init is None:
         return HoldLimit(plat.slot_num_for(False))
     n = slot_num(init, plat)
@@ -62,7 +64,7 @@ def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
                          "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
                          "@pl.incore for a mixed function)",
                          exact=lambda pops, others: model.pop_waits_forever(n, pops, others))
-    frees = model.pop_frees(in_gm)
+    frees = model.pop_frees(in_gm, tiles)
     if not in_gm or local >= n:
         return HoldLimit(n, pop_frees=frees)
     core = "aiv" if kind is FunctionKind.AIV else "aic"

@@ -354,7 +354,8 @@ class _Verifier:
             fn = fn.parent_op
         ring = ring_of(pop)
         init = next((i for i in init_ops(fn) if ring in i.rings), None) if fn is not None else None
-        return init is not None and self.model.pop_frees(ring_in_gm(init, self.plat))
+        return init is not None and self.model.pop_frees(ring_in_gm(init, self.plat),
+                                                         isinstance(pop.result_type, TileValueType))
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:
@@ -610,7 +611,8 @@ class _Verifier:
         """``ring -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit` of the ring's
         init; a ring no init sets up: of the first init)."""
         inits = init_ops(fn)
-        lims = {r: hold_limit(i, fn.kind, self.plat, self.model, self.protocol.value)
+        tiles = {ring_of(op) for op in fn.walk() if op.is_a(TPop) and isinstance(op.result_type, TileValueType)}
+        lims = {r: hold_limit(i, fn.kind, self.plat, self.model, self.protocol.value, r in tiles)
                 for i in inits for r in i.rings}
         first = hold_limit(next(iter(inits), None), fn.kind, self.plat, self.model,
                            self.protocol.value)
