@@ -371,10 +371,12 @@ def holds(cons, values: dict) -> bool:
     return True
 
 
-def decide(cons: list, ranges: dict | None = None):
+def decide(cons: list, ranges: dict | None = None, witness: bool = True):
     """``("sat", witness)`` (a dict unknown -> int, small values first), ``("unsat",
     None)`` (no integer solution: :func:`_infeasible`) or ``("unknown", None)`` of the
-    constraints ``cons`` and the :func:`bounds` of the unknowns they name."""
+    constraints ``cons`` and the :func:`bounds` of the unknowns they name.  Without
+    ``witness`` no point is searched for (a caller asking only whether ``cons`` is
+    unsatisfiable): "unsat" or "unknown"."""
     ranges = ranges or {}
     cons = cons + bounds({v for e, _ in cons for v, _ in e.vars}, ranges)
     names = sorted(_operands({v for e, _ in cons for v, _ in e.vars}), key=repr)
@@ -383,6 +385,8 @@ def decide(cons: list, ranges: dict | None = None):
     rows = [(e, r) for e, r in cons if r != "!="]
     if all(_infeasible(rows + case) for case in _cases(cons, names)):
         return "unsat", None
+    if not witness:
+        return "unknown", None
     w = _search(cons, names)
     if w is not None and any(v in ranges and any(affine(x) is None for x in ranges[v] if x is not None)
                              for v in names if v[0] == "iv"):

@@ -750,7 +750,7 @@ class _Verifier:
         cons, _ = constraints(facts, self.ranges)
 
         def never(c) -> bool:
-            return decide(cons + [c], self.ranges)[0] == "unsat"
+            return decide(cons + [c], self.ranges, witness=False)[0] == "unsat"
         (lo, hi), extra = loops[0][1], {}
         for e in loops:
             if e[1] in extra:

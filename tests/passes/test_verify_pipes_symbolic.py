@@ -328,6 +328,10 @@ def test_decide_finds_small_witnesses_and_refutes_with_fourier_motzkin():
     assert decide([(n.scale(2) - const(1), "==")])[0] == "unsat"
     assert decide([(n.scale(16) - const(49), ">="), (const(7) - n.scale(2), ">=")])[0] == "unsat"
     assert decide([(n, ">=")], {("param", "n"): (2, 4)}) == ("sat", {("param", "n"): 2})
+    # a caller asking only for unsat searches no witness, and gets the same refutations
+    for cons in ([(n - const(3), ">="), (const(5) - n, ">=")], [(n - m - const(1), ">="), (m - n, ">=")],
+                 [(n.scale(2) - const(1), "==")]):
+        assert decide(cons, witness=False) == (decide(cons)[0] == "unsat" and ("unsat", None) or ("unknown", None))
 
 
 def test_counts_split_each_trip_count_into_its_two_cases():
