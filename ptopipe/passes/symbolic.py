@@ -18,6 +18,7 @@ unknowns, so a witness is a real run's values; a refutation holds for the real v
 which satisfy every fact used."""
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import product
 from math import gcd
 
@@ -472,6 +473,14 @@ def _cost(rows, v) -> tuple:
 def _infeasible(cons) -> bool:
     """Fourier-Motzkin with each inequality tightened to the integers (:func:`_tighten`): no
     integer point satisfies the inequalities / equalities ``cons``."""
+    return _refuted(frozenset(cons))
+
+
+@lru_cache(maxsize=4096)
+def _refuted(cons: frozenset) -> bool:
+    """:func:`_infeasible` of a set of constraints (their order and repeats change nothing):
+    a proof asks the same few sets again and again (each case of :func:`_cases`, each bound
+    a path checks), about three times each."""
     rows = []
     for e, rel in cons:
         rows.append(_tighten(e.coefs(), e.const))
