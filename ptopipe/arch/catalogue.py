@@ -114,6 +114,8 @@ class OpDef:
         """(what, fix) if this op does not take ``dtype`` tiles on ``platform`` (a
         PlatformID; None: on either platform), else None."""
         d = np.dtype(dtype)
+        if self.takes(d, platform):
+            return None
         is_int = d.kind in _INT_KINDS
         if self.dtypes == FLOAT and is_int:
             return (f"{self.name} works on float tiles, not {d.name}",
@@ -123,8 +125,6 @@ class OpDef:
                     "convert with TCVT (pl.cast) to an integer dtype first")
         if isinstance(self.dtypes, Types):
             ok = self.dtypes.on(platform)
-            if d in ok:
-                return None
             on = "" if platform is None else f" on {platform_label(platform)}"
             if not ok:
                 other = platform_label(_A5 if platform == _A2A3 else _A2A3)
@@ -136,6 +136,15 @@ class OpDef:
                 fix += f" ({platform_label(other)} takes {d.name})"
             return f"{self.name} takes {_names(ok)} tiles{on}, not {d.name}", fix
         return None
+
+    def takes(self, d: np.dtype, platform=None) -> bool:
+        """This op takes ``d`` tiles on ``platform`` (None: on either): what
+        :meth:`dtype_error` judges, without making its message."""
+        if self.dtypes == FLOAT:
+            return d.kind not in _INT_KINDS
+        if self.dtypes == INT:
+            return d.kind in _INT_KINDS
+        return not isinstance(self.dtypes, Types) or d in self.dtypes.on(platform)
 
     @property
     def float_only(self) -> bool:
@@ -150,7 +159,7 @@ class OpDef:
         the ISA's fast check; a dtype outside it is judged by :meth:`dtype_error`."""
         if self.dtypes == ANY:
             return None
-        return tuple(frozenset(d for d in KNOWN_DTYPES if self.dtype_error(d, p) is None)
+        return tuple(frozenset(d for d in KNOWN_DTYPES if self.takes(np.dtype(d), p))
                      for p in PlatformID)
 
 

@@ -29,6 +29,15 @@ def test_every_instruction_is_an_isa_function_of_its_name():
         assert fn.__name__ == name and name in isa.__all__
 
 
+def test_an_ops_dtype_check_without_its_message_is_its_dtype_error():
+    """OpDef.takes (what ``allowed``, the ISA's fast check, is made of) judges every dtype on
+    every platform as dtype_error does, without making the message."""
+    for op in catalogue.OPS.values():
+        for d in catalogue.KNOWN_DTYPES:
+            for p in (None, *PlatformID):
+                assert op.takes(np.dtype(d), p) == (op.dtype_error(d, p) is None), (op.name, d, p)
+
+
 def test_vector_costs_come_from_the_catalogue():
     table = CostTable()
     for op in CAT.values():
