@@ -62,31 +62,32 @@ def _args():
                 out=np.zeros((2 * R, N), np.float32), fifo=ptopipe.gm_buffer(4 * SLOT))
 
 
-@pytest.mark.parametrize("platform,protocol", COMBOS)
-def test_a_cube_pop_too_small_for_both_parts_is_found_at_its_line_as_the_run_finds_it(platform, protocol):
-    prog, cube = build(R)
+def _run_and_static(prog, cube, platform, protocol) -> tuple:
+    """(the run's ProtocolError, which must be at the Cube's TPOP; the static findings; that
+    TPOP's ``:line:``)."""
     at = f":{line_of(cube.pyfunc, 'CUBE-POP')}:"
     with pytest.raises(ProtocolError) as run:
         dsl_run(prog, _args(), platform=platform, protocol=protocol)
-    assert at in run.value.where and "cannot hold the tile the two Vector cores pushed" in run.value.what
-    found = verify_program(prog, platform, protocol)
+    assert at in run.value.where
+    return run.value, verify_program(prog, platform, protocol), at
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_cube_pop_too_small_for_both_parts_is_found_at_its_line_as_the_run_finds_it(platform, protocol):
+    run, found, at = _run_and_static(*build(R), platform, protocol)
+    assert "cannot hold the tile the two Vector cores pushed" in run.what
     e = found[0]
     assert e.kind == "share" and at in e.where, [str(f) for f in found]
     assert ("cannot hold the tile the two Vector cores pushed: 32x16 f32 (16x16 from each)" in e.what
             and "its 16 rows would take one lane's part only" in e.what), e.what
-    assert e.fix == run.value.fix
+    assert e.fix == run.fix
 
 
 @pytest.mark.parametrize("platform,protocol", [c for c in COMBOS if c != ("a2a3", "pto-isa")])
 def test_the_too_small_pop_goes_before_a_slot_the_kernel_never_frees(platform, protocol):
     """The Vector kernel also never frees its C2V slot - a leak the run finds only at the
     kernel's end, after the Cube's TPOP has failed: that TPOP is the first finding."""
-    prog, cube = build(R, free=False)
-    at = f":{line_of(cube.pyfunc, 'CUBE-POP')}:"
-    with pytest.raises(ProtocolError) as run:
-        dsl_run(prog, _args(), platform=platform, protocol=protocol)
-    assert at in run.value.where
-    found = verify_program(prog, platform, protocol)
+    _run, found, at = _run_and_static(*build(R, free=False), platform, protocol)
     kinds = [e.kind for e in found]
     assert kinds[0] == "share" and "missing_tfree" in kinds and at in found[0].where, [str(e) for e in found]
 
@@ -96,12 +97,7 @@ def test_the_too_small_pop_goes_before_the_other_cores_pop_waiting_for_a_push_ne
     """The Vector kernel pops (its half of the Cube's 16-row result, so that tile matches) a
     second tile the Cube never pushes: the Cube, which runs to its end, fails at its TPOP
     first - the run never gets to the hang."""
-    prog, cube = build(R, pops=2, vec_rows=R // 2)
-    at = f":{line_of(cube.pyfunc, 'CUBE-POP')}:"
-    with pytest.raises(ProtocolError) as run:
-        dsl_run(prog, _args(), platform=platform, protocol=protocol)
-    assert at in run.value.where
-    found = verify_program(prog, platform, protocol)
+    _run, found, at = _run_and_static(*build(R, pops=2, vec_rows=R // 2), platform, protocol)
     kinds = [e.kind for e in found]
     assert kinds[0] == "share" and "count" in kinds and at in found[0].where, [str(e) for e in found]
 
