@@ -101,8 +101,19 @@ def pytest_configure(config):
     better messages from asserts inside hypothesis.  The tests' own modules are still
     rewritten.  (Done before hypothesis's plugin imports hypothesis, in its own configure;
     nothing happens if a pytest keeps its marks elsewhere.)"""
+    _ctrl_c_as_from_a_terminal()
     hook = getattr(config.pluginmanager, "rewrite_hook", None)
     marked = getattr(hook, "_must_rewrite", None)
     if isinstance(marked, set):
         marked.discard("hypothesis")
         getattr(hook, "_marked_for_rewrite_cache", {}).clear()
+
+
+def _ctrl_c_as_from_a_terminal() -> None:
+    """Ctrl-C reaches the suite as it reaches a command typed at a terminal: a harness that
+    starts the suite with SIGINT ignored (a shell's background job) would leave it ignored in
+    this process and in every process the tests start - Python then installs no
+    KeyboardInterrupt for it - and the tests of what a Ctrl-C does would test nothing.  (A
+    caught signal is reset to its default by exec, so the tests' commands get Python's own.)"""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
