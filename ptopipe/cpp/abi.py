@@ -51,7 +51,7 @@ from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
-from ..protocol.model import nosplit_one_lane, platform_kind
+from ..protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ..sim import CoreKind
 from ..sim.location import SourceLoc
 from .. import isa
@@ -646,13 +646,21 @@ class Dispatcher:
         # simulator too runs a one-lane pipe: it then waits for a second Vector thread only to
         # release slots, ProtocolModel.lost_lanes)
         peers = (0,) if nosplit and nosplit_one_lane(platform_kind(core.cluster.platform)) else (0, 1)
+        sim_lanes = ()
+        if peers == (0,) and d in (Direction.DIR_C2V, Direction.DIR_C2V_GM) and \
+                cluster_model(core.cluster).nosplit_c2v_all_lanes:
+            # pto-isa's CPU simulator runs a C2V IsNoSplit pipe with every Vector thread it has
+            # (its dual-lane protocol, cpu/TPush.hpp IsDualLaneC2VActive): AIV1 may pop and free
+            # each tile too (it gets zeros), and a slot is released once both lanes freed it
+            peers, sim_lanes = (0, 1), (1,)
         gm = self._whole(gm)
         try:
             direction = Direction(d)
         except ValueError:
             raise ConfigError(f"invalid pipe direction {d}", where=str(core.where()),
                               fix="use DIR_C2V, DIR_V2C, DIR_BOTH, DIR_V2C_CTRL or a *_GM direction (A5)") from None
-        pipe = isa.TPipe(flag, direction, size, num, local, peers=peers, one_lane=bool(nosplit))(gm, c2v, v2c)
+        pipe = isa.TPipe(flag, direction, size, num, local, peers=peers, one_lane=bool(nosplit),
+                         sim_lanes=sim_lanes)(gm, c2v, v2c)
         self.pipes.append(pipe)
         return len(self.pipes) - 1
 

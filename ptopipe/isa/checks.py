@@ -672,7 +672,7 @@ def flag_leaks(cluster) -> tuple:
         if ch is None:
             warnings.append((f"{f.name} left at count {f.count}: SETs never consumed by a WAIT", f.sync_at))
             continue
-        if any(f in fl for fl in ch.ready_flags.values()):
+        if any(f in fl for p, fl in ch.ready_flags.items() if p not in ch.cfg.sim_lanes):
             errors.append((f"{f.name} (ready of {ch.name}) left at count {f.count}: data pushed but never popped",
                            None))
         elif ch.model.free_left_max is not None and f.count > ch.model.free_left_max:

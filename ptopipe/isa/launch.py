@@ -645,7 +645,9 @@ def summarize(cluster: "Cluster | list", proto: str, wall: float, found=()) -> R
                 got["stall"][why] = got["stall"].get(why, 0) + v
         for ch in cl.state.channels.values():
             mine = {"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
-                    "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
+                    "lanes": len(ch.peers) - sum(not getattr(ch.sides.get(cl.aiv(p).index), "index", 0)
+                                                 for p in ch.cfg.sim_lanes),
+                    "slot_num": ch.slot_num, "slot_size": ch.slot_size}
             got = pipes.get(ch.name)
             if got is None:
                 pipes[ch.name] = mine

@@ -152,8 +152,8 @@ def _tmp_apart(core, name: str, tmp: Tile, t, writes, reads) -> None:
 
 
 def _reduce_apart(core, name: str, dst: Tile, written, src: Tile, a) -> None:
-    """Raise if a reduction's result bytes ``written`` (the part of ``dst`` it writes) share
-    bytes with its source's valid region ``a``.  pto-isa's reductions store each result while
+    """Raise if a reduction's (or arg-reduction's) result bytes ``written`` (the part of ``dst``
+    it writes) share bytes with its source's valid region ``a``.  pto-isa's reductions store each result while
     they still load the source (A5: row by row, column block by column block, with no
     ``mem_bar`` between; A2A3: one repeated ``vcadd`` over the rows), and its docs make two
     non-alias tiles on the same bytes at once undefined (docs/isa/tile/ops/sync-and-config/

@@ -25,8 +25,8 @@ from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
 from .context import current_core, kernel_core, named
 from .events import Event
-from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
-                  _tmp_tile, _ufunc_into, arr, vec_issue_n)
+from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _reduce_apart, _same_dtype, _same_shape, _scalar_value,
+                  _sync, _tmp_tile, _ufunc_into, arr, vec_issue_n)
 from .tile import Tile
 from .unwritten import writes_part
 from ..errors import with_article
@@ -395,6 +395,9 @@ def _arg(op):
         if val is not None and val.dtype != src.dtype:
             raise _err(core, f"{name}: the value tile is {val.dtype.name} but the source is "
                              f"{src.dtype.name}", "declare the value tile with the source's dtype")
+        if a.size:                          # (each result stored while the source is read, as the plain reductions)
+            for t, o in zip(outs, outs_a):
+                _reduce_apart(core, name, t, o[:, :1] if axis == 1 else o[:1, :], src, a)
         core.pending.append((_arg_into, fn, axis, a, i, None if val is None else outs_a[0]))
         with ExitStack() as parts:          # (each result tile: column 0 / row 0 written)
             for t in outs:

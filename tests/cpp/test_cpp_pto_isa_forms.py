@@ -78,9 +78,12 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
         run_cpp(KERNEL, dict(args, flag_id=8), aiv="pto_isa_forms", sync="auto")
     assert "event id must be EVENT_ID0..EVENT_ID7 (0..7), got 8" in ei.value.what
     assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line('set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);')}"
-    # a reduction whose destination overlaps its source: undefined in pto-isa, refused at the call
+    # a reduction or arg-reduction whose destination overlaps its source: undefined in pto-isa,
+    # refused at the call
     for flag_id, call, what in ((20, "TROWSUM(sums_in_a, a, t);", "TROWSUM's destination"),
-                                (21, "TCOLMAX(maxes_in_a, a);", "TCOLMAX's destination")):
+                                (21, "TCOLMAX(maxes_in_a, a);", "TCOLMAX's destination"),
+                                (22, "TROWARGMAX(rows_in_a, a, t);", "TROWARGMAX's destination"),
+                                (23, "TCOLARGMIN(cols_in_a, a, t);", "TCOLARGMIN's destination")):
         with pytest.raises(MemoryConflictError) as ei:
             run_cpp(KERNEL, dict(args, flag_id=flag_id), aiv="pto_isa_forms", sync="auto")
         assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line(call)}"

@@ -19,7 +19,7 @@ import pytest
 from ptopipe import isa
 from ptopipe.codegen.pto_exec import run_pto
 from ptopipe.cpp import run_cpp
-from ptopipe.errors import DeadlockError
+from ptopipe.errors import ConfigError, DeadlockError
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 
@@ -162,6 +162,85 @@ def test_the_one_lane_pipe_stalls_where_pto_isas_cpu_simulator_does(cpp_cache, t
             stalls = True
         assert ends(tiles, 2) is not stalls, tiles
     assert ends(3, 1)
+
+
+TWO_LANES_MAIN = """
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+int main(int, char **argv)
+{
+    const int64_t tiles = std::atoi(argv[1]), lanes = std::atoi(argv[2]);
+    pto::NPU_MEMORY_INIT(pto::NPUArch::A5);
+    static float a[256], eye[256], out[512];
+    for (int i = 0; i < 256; ++i) { a[i] = float(i); eye[i] = (i / 16 == i % 16) ? 1.0f : 0.0f; }
+    for (int i = 0; i < 512; ++i) out[i] = -1.0f;
+    std::barrier<> go(3);
+    auto core = [&](uint32_t sub, uint32_t dim, auto f) {
+        pto::cpu_sim::ScopedExecutionContext ctx(0, sub, dim);
+        go.arrive_and_wait();
+        f();
+    };
+    std::thread aic([&] { core(0, 1, [&] { cube_two_lanes(a, eye, tiles); }); });
+    std::thread aiv0([&] { core(0, 2, [&] { vec_two_lanes(out, tiles, lanes); }); });
+    std::thread aiv1([&] { core(1, 2, [&] { vec_two_lanes(out, tiles, lanes); }); });
+    aic.join(); aiv0.join(); aiv1.join();
+    std::fwrite(out, sizeof(float), 512, stdout);
+    return 0;
+}
+"""
+
+
+@needs_cxx
+@pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
+def test_the_two_lane_kernel_gives_the_cpu_simulators_numbers(cpp_cache, tmp_path):
+    """Built against pto-isa's headers and run with two Vector threads, the dual-lane kernel
+    ends and stores what ``--protocol pto-isa-cpusim`` gives: the tile on AIV0, zeros on AIV1;
+    with AIV1 popping nothing it ends with 2 tiles and hangs with 3, as that protocol says."""
+    from test_pto_isa_cpu_sim import build
+    with open(ONE_LANE) as f:
+        r = build(tmp_path, f.read(), TWO_LANES_MAIN)
+    assert r.returncode == 0, r.stderr[-4000:]
+    run = subprocess.run([str(tmp_path / "k"), "3", "2"], capture_output=True, timeout=20, check=True)
+    _, res = run_two_lanes("pto-isa-cpusim")
+    np.testing.assert_array_equal(np.frombuffer(run.stdout, np.float32).reshape(32, 16), res["out"])
+    subprocess.run([str(tmp_path / "k"), "2", "1"], capture_output=True, timeout=20, check=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([str(tmp_path / "k"), "3", "1"], capture_output=True, timeout=10)
+
+
+def run_two_lanes(protocol: str, tiles: int = 3, lanes: int = 2):
+    eye = np.eye(16, dtype=np.float32)
+    a = np.arange(256, dtype=np.float32).reshape(16, 16)
+    return a, run_cpp(ONE_LANE, dict(a=a, eye=eye, out=np.full((32, 16), -1, np.float32), tiles=tiles, lanes=lanes),
+                      aic="cube_two_lanes", aiv="vec_two_lanes", platform="a5", protocol=protocol)
+
+
+@needs_cxx
+def test_the_cpu_simulator_hands_the_second_lane_of_a_nosplit_pipe_zeros(cpp_cache):
+    """Both Vector lanes pop and free every tile of an A5 IsNoSplit pipe (pto-isa's CPU
+    simulator's dual-lane protocol, cpu/TPush.hpp): under ``pto-isa-cpusim`` the kernel runs as
+    the simulator runs it - AIV0 gets the tile, AIV1 zeros (a warning at its TPOP says so), a
+    slot is released once both lanes freed it, so 3 tiles pass the 2 slots; under ``pto-isa``
+    (the device: AIV0 is the pipe's one lane) AIV1's TPOP is a ConfigError there."""
+    a, res = run_two_lanes("pto-isa-cpusim")
+    np.testing.assert_array_equal(res["out"][:16], a)
+    np.testing.assert_array_equal(res["out"][16:], 0)
+    assert [(p["lanes"], p["pushes"], p["pops"], p["frees"]) for p in res.summary.pipes] == [(2, 3, 6, 6)]
+    pop = f"{os.path.relpath(ONE_LANE)}:{_line(ONE_LANE, 'both lanes pop')}"
+    assert any("3 TPOPs of" in w and "on AIV1 got zeros" in w and str(loc) == pop for w, loc in res.summary.leaks)
+    with pytest.raises(ConfigError) as ei:
+        run_two_lanes("pto-isa")
+    assert ei.value.where == pop and ei.value.what.startswith("TPOP on AIV1")
+    # pto-isa's device form, AIV1 constructing the pipe and popping nothing: the simulator runs
+    # SlotNum tiles (no destructor drain waits for AIV1) and stalls at push #SlotNum
+    _, res = run_two_lanes("pto-isa-cpusim", tiles=2, lanes=1)
+    assert [(p["lanes"], p["pops"]) for p in res.summary.pipes] == [(1, 2)]
+    with pytest.raises(DeadlockError) as ei:
+        run_two_lanes("pto-isa-cpusim", tiles=3, lanes=1)
+    assert ei.value.what.startswith("deadlock: pto-isa's CPU simulator causes this stall") and \
+        "AIV1 never pops it" in ei.value.what and "AIC's push #2" in ei.value.what
 
 
 TWO_VECTOR = os.path.join(KDIR, "two_vector_{}_nosplit_a5.pto")

@@ -229,15 +229,29 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     ch.sides[core.index] = side
     if role == "consumer":
         # the consumer's start-up credits (seed 003: every slot pre-signalled free)
-        credits = ch.startup_credits
-        po = core.porder       # (the race checker: sent from the scalar pipe)
-        order = po.hb[PipeUnit.S] if po is not None else None
         # (the constructor's: every peer's, though the pipe's transfers may be AIV0's alone)
-        for p in ch.peers if core.kind is CoreKind.AIC else side.links:
-            flags = ch.free_flags[p]
-            for j in range(credits):
-                cluster.set_flag(core, flags[j % len(flags)], core.clock, order)
+        _startup_credits(core, ch, ch.peers if core.kind is CoreKind.AIC else side.links)
+    elif ch.cfg.sim_lanes:
+        # the CPU simulator's slots start free for a lane only it adds, constructed or not
+        _startup_credits(core, ch, ch.cfg.sim_lanes)
     return ch
+
+
+def _startup_credits(core, ch, lanes) -> None:
+    """Post ``ch``'s start-up free credits of each Vector lane in ``lanes`` from ``core`` (a lane
+    pto-isa's CPU simulator adds, ``TPipe.sim_lanes``, has them once, from whichever of the
+    producer and that lane binds first)."""
+    credits = ch.startup_credits
+    po = core.porder       # (the race checker: sent from the scalar pipe)
+    order = po.hb[PipeUnit.S] if po is not None else None
+    for p in lanes:
+        if p in ch.cfg.sim_lanes:
+            if p in ch.credited:
+                continue
+            ch.credited.add(p)
+        flags = ch.free_flags[p]
+        for j in range(credits):
+            core.cluster.set_flag(core, flags[j % len(flags)], core.clock, order)
 
 
 def _check_whole_numbers(core, cfg: TPipe, c2v_consumer_buf, v2c_consumer_buf) -> None:

@@ -156,6 +156,8 @@ class Channel:
     # (ProtocolModel.nosplit_lane0: A5): from it on, the pipe's transfers are
     # AIV0's (``lanes``); AIV1 keeps only its construction and teardown
     lane0_at: str | None = None
+    # the lanes of ``cfg.sim_lanes`` whose start-up free credits are posted (binding._startup_credits)
+    credited: set = field(default_factory=set)
 
     def __post_init__(self):
         m = self.model

@@ -32,6 +32,12 @@ class TPipe:
     #: the kernel declared the pipe one-lane (C++ ``TPipe<..., IsNoSplit = true>``), whatever
     #: lanes the run's protocol gives it (``peers``): what a stall's diagnosis tells the user
     one_lane: bool = field(default=False, compare=False)
+    #: the peers only pto-isa's CPU simulator gives the pipe, not the device: AIV1 of an A5
+    #: C2V IsNoSplit pipe (the device's one lane is AIV0), whose dual-lane protocol lets AIV1 pop
+    #: (zeros) and free each tile and releases a slot only after both lanes freed it.  Every
+    #: slot starts free there, whether or not that lane constructs the pipe; a lane that never
+    #: pops leaves the ring to stall at push #SlotNum (diagnostics._simulator_stall)
+    sim_lanes: tuple = field(default=(), compare=False)
     #: every Vector core runs the code that constructs it, as in ptoas's C++ of a ``.pto`` and the
     #: ``.pto`` itself (a no-split pipe set up outside the AIV0 guard): a core that is no peer
     #: constructs it stray - a warning, as a C++ kernel's is, not a refusal; its use is the error

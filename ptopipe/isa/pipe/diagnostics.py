@@ -57,7 +57,7 @@ def deadlock_cause(cluster, blocked):
             continue
         waits.append((c, w, ch, signal, w.flag.sender))
     for c, w, ch, signal, other in waits:
-        found = _simulator_stall(ch, c, signal)
+        found = _simulator_stall(ch, c, signal, other)
         if found:
             return found
     for c, w, ch, _signal, other in waits:
@@ -255,27 +255,36 @@ def _full_cycle(waits):
                     + "".join(f"; {n}" for n in notes))}
 
 
-def _simulator_stall(ch, core, signal):
+def _simulator_stall(ch, core, signal, other=None):
     """A stall the device would not have, caused by pto-isa's CPU simulator (the model's
     ``simulator``): a one-lane C2V pipe whose slots the simulator releases only after a second
-    Vector lane freed them too (``Channel.lost_lanes``)."""
-    if not ch.lost_lanes or signal != "free" or not ch.model.simulator:
+    Vector lane freed them too (``Channel.lost_lanes``), or a lane only the simulator adds
+    (``TPipe.sim_lanes``) that ``core`` waits for and that did not free the slot."""
+    if signal != "free" or not ch.model.simulator:
+        return None
+    sim_lane = other is not None and other.kind is CoreKind.AIV and other.subblock in ch.cfg.sim_lanes
+    if not (ch.lost_lanes or sim_lane):
         return None
     side = ch.sides.get(core.index)
     i = side.pushed if side is not None else 0
     loc = str(core.where())
-    lanes = ", ".join(f"AIV{p}" for p in ch.lost_lanes)
+    lost = ch.lost_lanes or (other.subblock,)
+    lanes = ", ".join(f"AIV{p}" for p in lost)
+    lside = ch.sides.get(other.index) if sim_lane else None
+    did = (f"{lanes} never pops it, so no TFREE releases a slot" if lside is None or not lside.index else
+           f"{lanes} popped {lside.index} and freed {lside.freed} of its tiles, so the slot of tile "
+           f"#{i - ch.slot_num} is not released")
     cause = (f"pto-isa's CPU simulator causes this stall, not the kernel: it hands a TILE_NO_SPLIT C2V tile to "
              f"every Vector thread it runs (IsDualLaneC2VActive: two sub-blocks) and releases the slot only "
              f"after each of them freed it (remaining_consumers = get_subblockdim()), but {ch.name} has one "
-             f"lane, AIV0 - {lanes} never pops it, so no TFREE releases a slot and {core.name}'s push #{i} at "
+             f"lane on the device, AIV0 - {did} and {core.name}'s push #{i} at "
              f"{loc} waits forever (the NPU's header serves AIV0 alone: on the device this kernel runs)")
     fix = ("run the CPU simulator's Vector threads with a sub-block dim of 1 for this kernel "
            "(cpu_sim::ScopedExecutionContext(block, sub, 1), as pto-isa's A5 no-split tests do), or let "
            f"{lanes} pop and free every tile too; the kernel itself needs no change")
     return {"cause": cause, "fix": fix, "where": loc,
             "finding": {"kind": "simulator_stall", "pipe": ch.name, "waiter": core.name, "where": loc,
-                        "lanes": list(ch.lost_lanes), "push": i}}
+                        "lanes": list(lost), "push": i}}
 
 
 def _absent_lane(cluster, ch, core, other, w):
@@ -600,6 +609,8 @@ def leaks(cluster, unpopped: bool = True) -> list:
             for tag, _gt, loc in side.pending_alloc:
                 out.append((f"{side.core.name} ends with slot {tag} of {ch.name} TALLOCed but never TPUSHed", loc))
         for p in ch.peers if unpopped else ():
+            if p in ch.cfg.sim_lanes:
+                continue        # (a lane only the CPU simulator adds: the device's pipe has none)
             for s in ch.slots[p]:
                 if s.state == "written":
                     who = cluster.aiv(p).name if ch.way == C2V else "AIC"

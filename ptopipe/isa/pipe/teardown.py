@@ -117,12 +117,15 @@ def teardown(cluster, launch: int = 1) -> list:
             if side.role != "producer":
                 continue
             pushed = side.pushed
-            need = model.teardown_drain(ch, pushed)
+            need_all = model.teardown_drain(ch, pushed)
             end = side.scope_end
             bug = _drain_bug(model, ch)
             for p, f in _free_links(ch, side):
                 if f.sender.index not in ch.sides:
                     continue        # the link's consumer never bound: it sent nothing to drain
+                # (a lane only the CPU simulator adds may leave its tiles unfreed: the simulator
+                # has no destructor drain, and on the device the lane is not the pipe's)
+                need = min(need_all, f.count) if p in ch.cfg.sim_lanes else need_all
                 if need > f.count:
                     r = _row(f, launch)
                     raise DeadlockError(

@@ -8,7 +8,7 @@
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles, GlobalTensors
 // shaped by TileShape2D; and as ptoas writes them: SetValidShape of a DYNAMIC tile, TQUANT<QuantType>
 // with the offset tile's address, TGATHER's compare form with its offset a template argument; and
-// a row / column reduction into its own source's bytes, refused.
+// a row / column reduction or arg-reduction into its own source's bytes, refused.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -172,5 +172,17 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     }
     if (flag_id == 21) {
         TCOLMAX(maxes_in_a, a);             // the maxima land on a's row 4
+    }
+    // the arg-reductions store each row's (column's) index while they read the source too
+    // (pto-isa's CPU TRowReduceIdxImpl / TColReduceIdxImpl, a5 TRowReduceIdx.hpp): flag_id 22 / 23
+    Tile<TileType::Vec, int32_t, R, 1, BLayout::ColMajor, R, 1> rows_in_a;
+    Tile<TileType::Vec, int32_t, 1, C> cols_in_a;
+    TASSIGN(rows_in_a, 0x80);
+    TASSIGN(cols_in_a, 0x200);
+    if (flag_id == 22) {
+        TROWARGMAX(rows_in_a, a, t);        // row 0's index lands on a's row 1 before it is read
+    }
+    if (flag_id == 23) {
+        TCOLARGMIN(cols_in_a, a, t);        // the indices land on a's row 4
     }
 }
