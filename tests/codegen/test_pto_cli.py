@@ -24,7 +24,8 @@ A5_WHOLE_TILE = cube_vector_pair(0, "a5").replace("!pto.tile_buf<loc=vec, dtype=
     .replace("sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>",
              "sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>") \
     .replace("!pto.partition_tensor_view<8x16xf32>)", "!pto.partition_tensor_view<16x16xf32>)") \
-    .replace("    %sb = pto.get_subblock_idx\n    %row = arith.muli %sb, %c8 : index\n", "") \
+    .replace("    %sb64 = pto.get_subblock_idx\n    %sb = arith.index_cast %sb64 : i64 to index\n"
+             "    %row = arith.muli %sb, %c8 : index\n", "") \
     .replace("offsets = [%row, %c0]", "offsets = [%c0, %c0]")
 
 

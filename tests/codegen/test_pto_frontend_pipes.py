@@ -95,7 +95,8 @@ def two_v2c_pipes(arch: str) -> str:
     %z = arith.constant 0 : i32
     %i0 = pto.import_reserved_buffer {{name = "r0", peer_func = @two_aic}} -> i32
     %i1 = pto.import_reserved_buffer {{name = "r1", peer_func = @two_aic}} -> i32
-{move}{init("aiv", 0, "%i0")}{init("aiv", 1, "%i1")}    %sb = pto.get_subblock_idx
+{move}{init("aiv", 0, "%i0")}{init("aiv", 1, "%i1")}    %sb64 = pto.get_subblock_idx
+    %sb = arith.index_cast %sb64 : i64 to index
     %row = arith.muli %sb, %c8 : index
     %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
     %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
