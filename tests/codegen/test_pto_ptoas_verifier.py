@@ -213,6 +213,23 @@ def test_an_address_computed_from_the_reserved_buffer_is_refused_at_the_init(tmp
     _ptoas_refuses(text, tmp_path, _NOT_FROM_A_BUFFER)
 
 
+@pytest.mark.parametrize("template", ["l2l", "frontend"])
+def test_an_import_of_a_buffer_the_peer_does_not_reserve_is_refused_at_the_import(tmp_path, template):
+    """The Cube imports "c2v_fifx", which @vector does not reserve: a ParseError at the import's
+    name (ptoas: "expects matching peer reserve_buffer to exist"), not at the init that uses it."""
+    text = (_L2L.replace("N", "8") if template == "l2l" else _FRONTEND.replace("EXTRA", "")).replace("RES", "8192")
+    text = text.replace('{name = "c2v_fifo", peer_func', '{name = "c2v_fifx", peer_func')
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "c2v_fifx" in ln)
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    col = text.splitlines()[line - 1].index('"c2v_fifx"') + 1
+    assert ei.value.where == f"k.pto:{line}:{col}"
+    assert ei.value.what.startswith('pto.import_reserved_buffer names buffer "c2v_fifx" of @vector, which reserves '
+                                    'no buffer of that name (it reserves "c2v_fifo")')
+    assert 'name = "c2v_fifo"' in ei.value.fix
+    _ptoas_refuses(text, tmp_path, "expects matching peer reserve_buffer to exist")
+
+
 _ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "
         "slayout=row_major, fractal=1024, pad=0>")
 _VEC = ("!pto.tile_buf<loc=vec, dtype=f32, rows=ROWS, cols=16, v_row=ROWS, v_col=16, blayout=row_major, "

@@ -144,9 +144,40 @@ def _what_defines(f, name: str, defs: list) -> str:
     return f"no value @{f.name} defines"
 
 
+def check_imports(funcs: dict, path: str) -> None:
+    """Each ``pto.import_reserved_buffer`` names a buffer its ``peer_func`` reserves: else a
+    ParseError at its ``name`` (ptoas: "expects matching peer reserve_buffer to exist"), before
+    the pipe's pairing is judged - the init that names the import would otherwise be reported
+    as the lone end of a pipe."""
+    reserved = {}                 # function -> the names of the buffers it reserves
+    for f in funcs.values():
+        reserved[f.name] = [t[0].text.strip('"') for t in (s.attr("name") for s in walk(f.body)
+                                                            if s.name == "pto.reserve_buffer") if t]
+    for f in funcs.values():
+        for s in walk(f.body):
+            if s.name != "pto.import_reserved_buffer":
+                continue
+            peer, named = s.attr("peer_func"), s.attr("name")
+            if not peer or peer[0].kind != "symbol" or not named or peer[0].text[1:] not in funcs:
+                continue          # (a missing peer_func / name, an unknown function: the run's words)
+            owner, name = peer[0].text[1:], named[0].text.strip('"')
+            if name in reserved[owner]:
+                continue
+            has = reserved[owner]
+            listed = ("it reserves " + ", ".join(f'"{n}"' for n in has)) if has else "it reserves none"
+            raise ParseError(
+                f"pto.import_reserved_buffer names buffer \"{name}\" of @{owner}, which reserves no buffer of that "
+                f"name ({listed}) "
+                "(ptoas: \"expects matching peer reserve_buffer to exist\")",
+                where=f"{path}:{named[0].line}:{named[0].col}",
+                fix=f"name the pto.reserve_buffer of @{owner}" + (f" (name = \"{has[0]}\")" if len(has) == 1 else "")
+                    + ", or reserve the buffer there")
+
+
 def check_pipe_pairs(funcs: dict, path: str) -> None:
     """The rules of the module docstring, over every function of the file (``funcs``: name ->
     :class:`~.program.Func`)."""
+    check_imports(funcs, path)
     groups = {}                  # (owner, buffer name, direction key) -> [(init, its function, operand)]
     disputed = set()             # (owner, buffer name) a frontend init names for the way it does not enable
     for f in funcs.values():
