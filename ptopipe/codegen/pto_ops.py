@@ -15,6 +15,8 @@ from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, 
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
 from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, LOWERED_DIVISIONS,
                          MLIR_DTYPE, float_of_literal, int_bits, ptr_type)
+from .pto_exec.scalar_ops import int_op
+from .pto_exec.types import ScalarT, wrap
 from ..errors import with_article
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
@@ -210,6 +212,8 @@ def h_constant(r, fs, opt, results, loc):
                 raise c.error(f"a float constant {vt.text} of integer type {pt.dtype}", vt)
     if pt.dtype == "bool" and not isinstance(v, bool):
         raise c.error(f"an i1 constant is true or false, got {vt.text}", vt)
+    if pt.dtype in INT_DTYPES and type(v) is int:     # 0xFFFFFFFF : i32 is -1, as in MLIR
+        v = wrap(v, ScalarT(MLIR_DTYPE[pt.dtype]))
     rt, name = results[0]
     op = emit(r, fs, ConstOp.name, (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
     fs.made_consts.append(op)
@@ -220,9 +224,10 @@ def h_constant(r, fs, opt, results, loc):
 def h_arith(r, fs, opt, results, loc):
     c = r.c
     _check_results(r, opt, results, 1)
-    pred = None
+    pred = mlir_pred = None
     if opt.text in ("arith.cmpi", "arith.cmpf"):
         pt = c.next()
+        mlir_pred = pt.text
         pred = CMP_OF.get((opt.text, pt.text))
         if pred is None:
             raise c.error(f"unknown {opt.text} predicate {pt.text!r}", pt)
@@ -262,11 +267,45 @@ def h_arith(r, fs, opt, results, loc):
         raise c.error(f"type mismatch: {opt.text} on these operands is {shown.dtype}, the op says "
                       f"{declared.dtype}", opt)
     rtok, name = results[0]
-    if opt.text in LOWERED_DIVISIONS:
+    folded = _folded(fs, opt.text, mlir_pred, xs, declared.dtype)
+    if folded is not None:
+        op = emit(r, fs, ConstOp.name, (), [rt], {"value": folded}, loc, [_hint(name)])
+        fs.made_consts.append(op)
+        fs.const_values[op.results[0]] = folded
+        value = op.results[0]
+    elif opt.text in LOWERED_DIVISIONS:
         value = _division(r, fs, opt, toks[1], xs, int_bits(declared.dtype), loc, _hint(name))
     else:
         value = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)]).results[0]
     r.define(fs, rtok, name, value)
+
+
+#: an integer type wide enough that no op of two 64-bit operands wraps in it: the IR's exact value
+_EXACT = ScalarT("i130")
+#: the MLIR integer ops the IR spells as an op of another value on some operands (``remsi``
+#: as the IR's floor ``%``, the unsigned min / max as the signed ones): their IR value
+_IR_VALUE = {"arith.remsi": lambda a, b: a % b, "arith.maxui": max, "arith.minui": min}
+
+
+def _folded(fs, name: str, pred: str | None, xs, dtype: str):
+    """The value of integer op ``name`` of type ``dtype`` on constant operands ``xs`` as MLIR
+    computes it (wrapped at the type's width: ``index`` / ``i64`` at 2**64, ``i32`` at 2**32
+    ..., :func:`~.pto_exec.scalar_ops.int_op`) where it is not the value of the IR op the
+    reader would write for it (the IR's integers are exact: ``2**62 * 4`` is 2**64 there, 0 in
+    MLIR); else None - the op is then read as an IR op (a round trip keeps it), as it is when an
+    operand is not constant or the run reports the op (a division by zero, an over-wide shift).
+    ``pred``: an ``arith.cmpi``'s predicate (never folded: its constant operands are in range)."""
+    if pred is not None or dtype not in INT_DTYPES:
+        return None
+    vs = [fs.const_values.get(x) for x in xs]
+    if len(vs) != 2 or any(type(v) is not int for v in vs):
+        return None
+    try:
+        v = int_op(name, *vs, ScalarT(MLIR_DTYPE[dtype]))
+        exact = _IR_VALUE[name](*vs) if name in _IR_VALUE else int_op(name, *vs, _EXACT)
+    except (ZeroDivisionError, OverflowError):
+        return None
+    return v if v is not None and v != exact else None
 
 
 def _division(r, fs, opt, btok, xs, bits: int, loc, hint):

@@ -58,6 +58,13 @@ def run_line_platform(text: str) -> str | None:
     return PLATFORM_OF_ARCH.get(m.group(1)) if m else None
 
 
+#: the ops whose result type the text does not spell (``%sb = pto.get_subblock_idx``): their
+#: result's type, as ptoas's PTOOps.td declares it (``I64:$result``) - a use as ``index``
+#: needs an ``arith.index_cast`` first
+IMPLICIT_RESULT_TYPE = {"pto.get_block_idx": "i64", "pto.get_subblock_idx": "i64", "pto.get_block_num": "i64",
+                        "pto.get_subblock_num": "i64"}
+
+
 #: pypto's SPMD identity parameters: its codegen lowers ``tile.get_block_idx()``,
 #: ``get_block_num()`` and ``get_subblock_idx()`` to ``arith.index_cast`` of these ``i32``
 #: parameters, which it appends to the signature of each function that uses them (pypto

@@ -24,7 +24,8 @@ A5_WHOLE_TILE = cube_vector_pair(0, "a5").replace("!pto.tile_buf<loc=vec, dtype=
     .replace("sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>",
              "sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>") \
     .replace("!pto.partition_tensor_view<8x16xf32>)", "!pto.partition_tensor_view<16x16xf32>)") \
-    .replace("    %sb = pto.get_subblock_idx\n    %row = arith.muli %sb, %c8 : index\n", "") \
+    .replace("    %sb64 = pto.get_subblock_idx\n    %sb = arith.index_cast %sb64 : i64 to index\n"
+             "    %row = arith.muli %sb, %c8 : index\n", "") \
     .replace("offsets = [%row, %c0]", "offsets = [%c0, %c0]")
 
 
@@ -43,6 +44,35 @@ def test_a5_split_0_pipes_run_on_aiv0_only_statically_and_in_the_run(tmp_path, c
                      f"--output=out={tmp_path / 'o.npy'}"]) == 0
     np.testing.assert_allclose(np.load(tmp_path / "o.npy"), 2 * (a @ b), rtol=1e-4, atol=1e-4)
     assert "runs on AIV0" in capsys.readouterr().out
+
+
+def test_an_unused_subblock_read_does_not_lift_the_a5_lane0_guard(tmp_path, capsys):
+    """ptoas decides its get_subblockid() == 0 guard after dead-code elimination: a
+    ``pto.get_subblock_idx`` (and its index_cast) that nothing uses is gone by then, so the
+    split-0 Vector kernel still runs on AIV0 only - the run too (before, AIV1 ran it and
+    constructed the one-lane pipe: a ConfigError), as the static verifier already had it."""
+    text = A5_WHOLE_TILE.replace("    %ov = pto.make_tensor_view %out",
+                                 "    %sb64 = pto.get_subblock_idx\n    %sb = arith.index_cast %sb64 : i64 to index\n"
+                                 "    %unused = arith.muli %sb, %c8 : index\n    %ov = pto.make_tensor_view %out", 1)
+    assert "%unused" in text
+    f = write(tmp_path, text)
+    assert cli_main(["check", "--static", f]) == 0, capsys.readouterr()
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    import ptopipe
+    r = ptopipe.run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    assert any("run on AIV0 only" in n or "runs on AIV0" in n for n in r.notes), r.notes
+    assert cli_main(["check", f]) == 0, capsys.readouterr()
+    # a read something uses keeps the lanes the scope's own: no guard (ptoas emits none either)
+    from ptopipe.codegen.pto_exec.program import lane0_scope
+    from ptopipe.codegen.pto_exec import read_program
+    used = read_program(text.replace("offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> "
+                                      "!pto.partition_tensor_view<16x16xf32>\n    %t",
+                                      "offsets = [%unused, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> "
+                                      "!pto.partition_tensor_view<16x16xf32>\n    %t"), "k.pto")
+    assert not lane0_scope(used.funcs["vector"].body)
+    assert lane0_scope(read_program(text, "k.pto").funcs["vector"].body)
 
 
 def test_static_reads_views_with_a_layout_attribute_and_tprint(tmp_path, capsys):

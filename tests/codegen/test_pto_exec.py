@@ -623,7 +623,8 @@ def synced_pair(arch: str, split: bool) -> str:
     it and stores y + 1 to z - no pipes.  ``split``: each Vector core its half of the rows (it
     reads its sub-block index, so both run); else the whole tile, on AIV0 alone."""
     rows, off = ("8", "%row") if split else ("16", "%c0")
-    lane = ("    %c8 = arith.constant 8 : index\n    %sb = pto.get_subblock_idx\n"
+    lane = ("    %c8 = arith.constant 8 : index\n    %sb64 = pto.get_subblock_idx\n"
+            "    %sb = arith.index_cast %sb64 : i64 to index\n"
             "    %row = arith.muli %sb, %c8 : index\n") if split else ""
     tv = "!pto.tensor_view<?x?xf32>"
     pv = f"!pto.partition_tensor_view<{rows}x16xf32>"
@@ -833,7 +834,8 @@ def cube_vector_pair(platform_split: int, arch: str) -> str:
     %z = arith.constant 0 : i32
     %ring = pto.reserve_buffer {{name = "ring", size = 8192, location = #pto.address_space<vec>, auto = false, base = 0}} -> i32
     pto.aiv_initialize_pipe {{dir_mask = 1, slot_size = 1024}} ({gm}c2v_consumer_buf = %ring : i32, v2c_consumer_buf = %z : i32)
-    %sb = pto.get_subblock_idx
+    %sb64 = pto.get_subblock_idx
+    %sb = arith.index_cast %sb64 : i64 to index
     %row = arith.muli %sb, %c8 : index
     %ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
     %op = pto.partition_view %ov, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>

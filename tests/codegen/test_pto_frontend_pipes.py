@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ptopipe.arch.vocab import Protocol
+from ptopipe.cli import main as cli_main
 from ptopipe.codegen.cpp_writer import write_cpp
 from ptopipe.codegen.pto_exec import read_program, run_pto
 from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
@@ -95,7 +96,8 @@ def two_v2c_pipes(arch: str) -> str:
     %z = arith.constant 0 : i32
     %i0 = pto.import_reserved_buffer {{name = "r0", peer_func = @two_aic}} -> i32
     %i1 = pto.import_reserved_buffer {{name = "r1", peer_func = @two_aic}} -> i32
-{move}{init("aiv", 0, "%i0")}{init("aiv", 1, "%i1")}    %sb = pto.get_subblock_idx
+{move}{init("aiv", 0, "%i0")}{init("aiv", 1, "%i1")}    %sb64 = pto.get_subblock_idx
+    %sb = arith.index_cast %sb64 : i64 to index
     %row = arith.muli %sb, %c8 : index
     %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
     %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
@@ -196,9 +198,10 @@ def test_ptoas_orders_frontend_pipes_by_id_then_direction_and_keeps_a_named_flag
     assert ptoas_flag_bases([(0, 1, 4, None), (None, 2, 4, 0)], spec) == [4, 0]
 
 
-def test_the_two_ends_disagreeing_on_the_direction_is_said_so_at_both_inits():
+def test_the_two_ends_disagreeing_on_the_direction_is_said_so_at_both_inits(tmp_path, capsys):
     """Cube dir_mask = 1, Vector dir_mask = 2 on the same reserved buffer: the inits disagree
-    (as ptoas says), not a clash of flag ranges."""
+    (as ptoas says), not a clash of flag ranges - in the run, `check` and `check --static`
+    alike (the static verifier's IR cannot hold the pipe, so the file's check says it)."""
     text = cube_vector_pair(1, "a3")
     vec_init = text.index("pto.aiv_initialize_pipe {dir_mask = 1")
     text = text[:vec_init] + text[vec_init:].replace("dir_mask = 1", "dir_mask = 2", 1)
@@ -209,6 +212,12 @@ def test_the_two_ends_disagreeing_on_the_direction_is_said_so_at_both_inits():
     assert (f"disagree on its direction: the Cube's init at <pto>:{cube_line}:5 says dir_mask = 1 (C2V), the "
             f"Vector's init at <pto>:{vec_line}:5 dir_mask = 2 (V2C)") in e.value.what, e.value.what
     assert "flag" not in e.value.what
+    f = tmp_path / "k.pto"
+    f.write_text(text)
+    for cmd in (["check", str(f)], ["check", "--static", str(f)]):
+        assert cli_main(cmd) == 1
+        err = capsys.readouterr().err
+        assert "ConfigError" in err and "disagree on its direction" in err and f"k.pto:{vec_line}:5" in err, err
 
 
 def ring_8k_into_the_buffer() -> str:

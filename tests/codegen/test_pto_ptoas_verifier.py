@@ -159,12 +159,75 @@ def test_a_reserved_buffer_named_by_one_init_only_is_refused_at_it(tmp_path):
     _ptoas_refuses(text, tmp_path, _INCOMPLETE_PAIR)
 
 
-def test_an_address_computed_from_the_reserved_buffer_is_the_buffer():
-    """ptoas folds ``arith.ori %b, %b`` back to the buffer before it looks: taken, not refused."""
-    text = _L2L.replace("N", "8").replace("RES", "8192")
-    k = text.rindex("    %pc = pto.initialize_l2l_pipe")
-    text = text[:k] + "    %c2v_same = arith.ori %c2v, %c2v : i32\n" + text[k:].replace("(%c2v : i32)", "(%c2v_same : i32)")
+_FOLDS_BACK = ["arith.ori %c2v, %c2v : i32", "arith.addi %c2v, %c0 : i32", "arith.addi %c0, %c2v : i32",
+               "arith.muli %c1, %c2v : i32", "arith.subi %c2v, %c0 : i32", "arith.divsi %c2v, %c1 : i32"]
+_COMPUTED = ["arith.addi %c2v, %c32 : i32", "arith.muli %c2v, %c2 : i32", "arith.subi %c0, %c2v : i32"]
+
+
+def _local_addr(init: str, form: str) -> str:
+    """``_L2L`` (``init="l2l"``) or ``_FRONTEND`` with the Vector init's buffer replaced by
+    ``%addr = <form>``."""
+    if init == "l2l":
+        text = _L2L.replace("N", "8").replace("RES", "8192")
+        k = text.rindex("    %pc = pto.initialize_l2l_pipe")
+        tail = text[k:].replace("(%c2v : i32)", "(%addr : i32)")
+    else:
+        text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+        k = text.rindex("    pto.aiv_initialize_pipe")
+        tail = text[k:].replace("c2v_consumer_buf = %c2v", "c2v_consumer_buf = %addr")
+    consts = "".join(f"    %c{n} = arith.constant {n} : i32\n" for n in (1, 2, 32) if f"%c{n}," in form or
+                     form.endswith(f"%c{n} : i32")) + ("    %c0 = arith.constant 0 : i32\n"
+                                                       if "%c0" in form and init == "l2l" else "")
+    return text[:k] + consts + f"    %addr = {form}\n" + tail
+
+
+@pytest.mark.parametrize("init", ["l2l", "frontend"])
+@pytest.mark.parametrize("form", _FOLDS_BACK)
+def test_an_address_that_folds_back_to_the_reserved_buffer_is_the_buffer(tmp_path, init, form):
+    """ptoas canonicalizes before it pairs the inits: ``%b | %b``, ``%b + 0``, ``1 * %b`` ... are
+    the buffer again - taken, not refused."""
+    text = _local_addr(init, form)
     read_program(text, "k.pto")
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        f = tmp_path / "k.pto"
+        f.write_text(text)
+        r = subprocess.run([ptoas, str(f), "-o", str(tmp_path / "k.cpp")], capture_output=True, text=True,
+                           timeout=120)
+        assert _NOT_FROM_A_BUFFER not in r.stderr + r.stdout, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("init", ["l2l", "frontend"])
+@pytest.mark.parametrize("form", _COMPUTED)
+def test_an_address_computed_from_the_reserved_buffer_is_refused_at_the_init(tmp_path, init, form):
+    """``%b + 32`` is an address in the buffer, not the buffer: ptoas cannot find the pipe's
+    other end by it and refuses the file; so does ptopipe, at the init's operand, telling to pass
+    the buffer itself."""
+    text = _local_addr(init, form)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "%addr : i32" in ln)
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    assert ei.value.where == f"k.pto:{line}:{text.splitlines()[line - 1].index('%addr : i32') + 1}"
+    assert "local address %addr is the result of arith." in ei.value.what and _NOT_FROM_A_BUFFER in ei.value.what
+    assert ei.value.fix.startswith("pass %c2v itself")
+    _ptoas_refuses(text, tmp_path, _NOT_FROM_A_BUFFER)
+
+
+@pytest.mark.parametrize("template", ["l2l", "frontend"])
+def test_an_import_of_a_buffer_the_peer_does_not_reserve_is_refused_at_the_import(tmp_path, template):
+    """The Cube imports "c2v_fifx", which @vector does not reserve: a ParseError at the import's
+    name (ptoas: "expects matching peer reserve_buffer to exist"), not at the init that uses it."""
+    text = (_L2L.replace("N", "8") if template == "l2l" else _FRONTEND.replace("EXTRA", "")).replace("RES", "8192")
+    text = text.replace('{name = "c2v_fifo", peer_func', '{name = "c2v_fifx", peer_func')
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "c2v_fifx" in ln)
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    col = text.splitlines()[line - 1].index('"c2v_fifx"') + 1
+    assert ei.value.where == f"k.pto:{line}:{col}"
+    assert ei.value.what.startswith('pto.import_reserved_buffer names buffer "c2v_fifx" of @vector, which reserves '
+                                    'no buffer of that name (it reserves "c2v_fifo")')
+    assert 'name = "c2v_fifo"' in ei.value.fix
+    _ptoas_refuses(text, tmp_path, "expects matching peer reserve_buffer to exist")
 
 
 _ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "

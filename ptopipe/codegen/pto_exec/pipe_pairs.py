@@ -60,20 +60,78 @@ def _definitions(f) -> dict:
 
 def _buffer_key(name: str, defs: dict, func: str, depth: int = 8) -> tuple | None:
     """``(owner function, buffer name)`` of the buffer the local address ``name`` is: a
-    ``pto.reserve_buffer`` / ``pto.import_reserved_buffer`` result, or ``arith`` of one
-    (ptoas folds ``addi %buf, 0`` / ``ori %buf, %buf`` back to the buffer before it looks: an
-    address computed from the buffer is taken as the buffer, never refused); else None."""
+    ``pto.reserve_buffer`` / ``pto.import_reserved_buffer`` result, or an ``arith`` op that
+    MLIR's canonicalizer folds back to one before ptoas looks (:func:`_folds_to`: ``addi %buf,
+    %c0``, ``muli %buf, %c1``, ``ori %buf, %buf`` ...); else None - an address computed from
+    the buffer (``addi %buf, %c32``) is not the buffer, and ptoas refuses it."""
     for d in defs.get(name, ()):
         if d.name in _BUFFER_OPS:
             named = d.attr("name")
             peer = d.attr("peer_func")
             owner = peer[0].text[1:] if d.name == "pto.import_reserved_buffer" and peer else func
             return owner, named[0].text.strip('"') if named else ""
+        v = _folds_to(d, defs) if depth else None
+        if v is not None:
+            return _buffer_key(v, defs, func, depth - 1)
+    return None
+
+
+#: MLIR's identity folds of a binary integer op: (op, its neutral constant, which operand may
+#: hold it: "rhs" or "either")
+_NEUTRAL = {"arith.addi": (0, "either"), "arith.ori": (0, "either"), "arith.xori": (0, "either"),
+            "arith.subi": (0, "rhs"), "arith.shli": (0, "rhs"), "arith.shrsi": (0, "rhs"), "arith.shrui": (0, "rhs"),
+            "arith.muli": (1, "either"), "arith.divsi": (1, "rhs"), "arith.divui": (1, "rhs"),
+            "arith.floordivsi": (1, "rhs"), "arith.ceildivsi": (1, "rhs"), "arith.ceildivui": (1, "rhs"),
+            "arith.andi": (-1, "either")}
+#: ops that are their operand when both operands are the same value
+_IDEMPOTENT = ("arith.andi", "arith.ori", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui")
+_INDEX_CASTS = ("arith.index_cast", "arith.index_castui")
+
+
+def _computed_from(name: str, defs: dict, depth: int = 8) -> str | None:
+    """The ``pto.reserve_buffer`` / ``pto.import_reserved_buffer`` result that the ``arith``
+    value ``name`` is computed from (``%ring`` of ``arith.addi %ring, %c32``), else None."""
+    for d in defs.get(name, ()):
         if d.name.startswith("arith.") and depth:
             for v in d.values():
-                key = _buffer_key(v.text, defs, func, depth - 1)
-                if key is not None:
-                    return key
+                if any(e.name in _BUFFER_OPS for e in defs.get(v.text, ())):
+                    return v.text
+                got = _computed_from(v.text, defs, depth - 1)
+                if got is not None:
+                    return got
+    return None
+
+
+def _literal(name: str, defs: dict) -> int | None:
+    """The value of ``name`` when an ``arith.constant`` with an integer literal defines it."""
+    for d in defs.get(name, ()):
+        if d.name == "arith.constant" and d.toks and d.toks[0].text.lstrip("-").isdigit():
+            v = int(d.toks[0].text)
+            ty = d.toks[2].text if len(d.toks) > 2 else ""
+            bits = 64 if ty == "index" else int(ty[1:]) if ty[1:].isdigit() else None
+            return v - (1 << bits) if bits and v >= 1 << (bits - 1) else v
+    return None
+
+
+def _folds_to(d, defs: dict) -> str | None:
+    """The operand statement ``d`` (an ``arith`` op) is after MLIR's canonicalization, where
+    it folds to one of its operands: ``x + 0``, ``x * 1``, ``x & x``, ``select(c, x, x)``, a
+    cast to ``index`` and back; else None."""
+    vals = [t.text for t in d.values()]
+    if d.name in _NEUTRAL and len(vals) == 2:
+        k, side = _NEUTRAL[d.name]
+        if _literal(vals[1], defs) == k:
+            return vals[0]
+        if side == "either" and _literal(vals[0], defs) == k:
+            return vals[1]
+    if d.name in _IDEMPOTENT and len(vals) == 2 and vals[0] == vals[1]:
+        return vals[0]
+    if d.name == "arith.select" and len(vals) == 3 and vals[1] == vals[2]:
+        return vals[1]
+    if d.name in _INDEX_CASTS and len(vals) == 1:
+        inner = [e for e in defs.get(vals[0], ()) if e.name in _INDEX_CASTS]
+        if inner and len(inner[0].values()) == 1:
+            return inner[0].values()[0].text
     return None
 
 
@@ -86,9 +144,40 @@ def _what_defines(f, name: str, defs: list) -> str:
     return f"no value @{f.name} defines"
 
 
+def check_imports(funcs: dict, path: str) -> None:
+    """Each ``pto.import_reserved_buffer`` names a buffer its ``peer_func`` reserves: else a
+    ParseError at its ``name`` (ptoas: "expects matching peer reserve_buffer to exist"), before
+    the pipe's pairing is judged - the init that names the import would otherwise be reported
+    as the lone end of a pipe."""
+    reserved = {}                 # function -> the names of the buffers it reserves
+    for f in funcs.values():
+        reserved[f.name] = [t[0].text.strip('"') for t in (s.attr("name") for s in walk(f.body)
+                                                            if s.name == "pto.reserve_buffer") if t]
+    for f in funcs.values():
+        for s in walk(f.body):
+            if s.name != "pto.import_reserved_buffer":
+                continue
+            peer, named = s.attr("peer_func"), s.attr("name")
+            if not peer or peer[0].kind != "symbol" or not named or peer[0].text[1:] not in funcs:
+                continue          # (a missing peer_func / name, an unknown function: the run's words)
+            owner, name = peer[0].text[1:], named[0].text.strip('"')
+            if name in reserved[owner]:
+                continue
+            has = reserved[owner]
+            listed = ("it reserves " + ", ".join(f'"{n}"' for n in has)) if has else "it reserves none"
+            raise ParseError(
+                f"pto.import_reserved_buffer names buffer \"{name}\" of @{owner}, which reserves no buffer of that "
+                f"name ({listed}) "
+                "(ptoas: \"expects matching peer reserve_buffer to exist\")",
+                where=f"{path}:{named[0].line}:{named[0].col}",
+                fix=f"name the pto.reserve_buffer of @{owner}" + (f" (name = \"{has[0]}\")" if len(has) == 1 else "")
+                    + ", or reserve the buffer there")
+
+
 def check_pipe_pairs(funcs: dict, path: str) -> None:
     """The rules of the module docstring, over every function of the file (``funcs``: name ->
     :class:`~.program.Func`)."""
+    check_imports(funcs, path)
     groups = {}                  # (owner, buffer name, direction key) -> [(init, its function, operand)]
     disputed = set()             # (owner, buffer name) a frontend init names for the way it does not enable
     for f in funcs.values():
@@ -115,6 +204,7 @@ def check_pipe_pairs(funcs: dict, path: str) -> None:
                     continue
             tok = locs[0][0]
             lower = s.name in _LOWER_INITS
+            base = _computed_from(tok.text, defs)
             raise ParseError(
                 f"{s.name}'s local address {tok.text} is {_what_defines(f, tok.text, defs.get(tok.text))}, "
                 "not a pto.reserve_buffer or pto.import_reserved_buffer result, and the init "
@@ -122,8 +212,11 @@ def check_pipe_pairs(funcs: dict, path: str) -> None:
                 + ": ptoas refuses the file (\"requires local_addr to come from pto.reserve_buffer or "
                 "pto.import_reserved_buffer when 'flag_base' is not explicit\")",
                 where=f"{path}:{tok.line}:{tok.col}",
-                fix="pass the pipe's buffer: the result of the pto.reserve_buffer in the consumer's function, "
-                    "of its pto.import_reserved_buffer in the producer's"
+                fix=(f"pass {base} itself: ptoas finds the pipe's other end by the buffer, and an address "
+                     f"computed from it is not the buffer (only what folds back to it, as {base} + 0, is); "
+                     "for a ring at another address, reserve a buffer of its own" if base else
+                     "pass the pipe's buffer: the result of the pto.reserve_buffer in the consumer's function, "
+                     "of its pto.import_reserved_buffer in the producer's")
                     + (", or give the init an explicit flag_base = N (both ends the same N)" if lower else ""))
     pairs = {}
     for (owner, name, way), inits in groups.items():

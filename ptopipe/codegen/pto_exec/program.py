@@ -348,9 +348,31 @@ def lane0_scope(stmts) -> bool:
     (:data:`SUBBLOCK_OPS`: then the scope controls its lanes itself, and both run it)?  PTOAS
     PTOToEmitC ``needsA5NoSplitVectorGuard``, decided per scope, nested ops included and
     callees not."""
-    whole = False
+    whole, reads = False, False
     for s in walk(stmts):
-        if s.name in SUBBLOCK_OPS:
-            return False
+        reads = reads or s.name in SUBBLOCK_OPS
         whole = whole or _whole_tile_op(s)
-    return whole
+    return whole and not (reads and _live_subblock_read(stmts))
+
+
+def _live_subblock_read(stmts) -> bool:
+    """Does a sub-block read (:data:`SUBBLOCK_OPS`) of the scope ``stmts`` reach an op that is
+    not pure integer arithmetic?  ptoas decides its guard after MLIR's dead-code elimination:
+    ``%sb = pto.get_subblock_idx`` whose value nothing uses (or only ``arith`` ops nothing uses
+    do) is gone by then, and the scope is guarded as if it read none."""
+    stmts = list(walk(stmts))
+    uses = {}
+    for s in stmts:
+        for t in s.values():
+            uses[t.text] = uses.get(t.text, 0) + 1
+    pure = [s for s in stmts if s.results and (s.name in SUBBLOCK_OPS or s.name.startswith("arith."))]
+    dead, changed = set(), True
+    while changed:
+        changed = False
+        for s in pure:
+            if id(s) not in dead and not any(uses.get(r) for r in s.results):
+                dead.add(id(s))
+                changed = True
+                for t in s.values():
+                    uses[t.text] -= 1
+    return any(s.name in SUBBLOCK_OPS and id(s) not in dead for s in stmts)

@@ -15,7 +15,7 @@ from .executor import HANDLERS
 from .headers import check_header
 from .op_checks import Constants, check_op
 from .pipe_pairs import check_pipe_pairs
-from .pipe_ops import check_nosplit_splits, check_split_kinds
+from .pipe_ops import check_nosplit_splits, check_pipe_directions, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func, walk
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
@@ -77,7 +77,9 @@ def _read_program(text: str, path: str) -> Program:
     check_pipe_pairs(funcs, path)
     _check_no_recursion(funcs, sites, types)
     _check_entry_results(funcs, types)
-    return Program(path, funcs, arch, types)
+    prog = Program(path, funcs, arch, types)
+    check_pipe_directions(prog, funcs)     # (every function, as ptoas: run, check and --static alike)
+    return prog
 
 
 #: ptoas ops ptopipe knows but does not model, and why (the refusal says so)

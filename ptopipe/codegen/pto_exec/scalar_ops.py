@@ -125,12 +125,12 @@ def h_arith(ex, fr, s):
             pred = _CMPF.get(pred)
             if pred is None:
                 raise ex.perr(s.toks[0], f"arith.cmpf predicate {s.toks[0].text} is not supported")
-        elif pred.startswith("u"):
-            a, b = _unsigned(a, t), _unsigned(b, t)
-        f = _CMPI.get(pred)
-        if f is None:
+            f = _CMPI.get(pred)
+            return int(f(a, b))
+        v = cmp_int(pred, a, b, t)
+        if v is None:
             raise ex.perr(s.toks[0], f"arith.cmpi predicate {pred} is not supported")
-        return int(f(a, b))
+        return v
     if name in ("arith.negf",):
         return -ex.val(fr, ops[0])
     if name == "arith.select":
@@ -139,15 +139,40 @@ def h_arith(ex, fr, s):
     if name in FLOAT_OPS:
         return float(FLOAT_OPS[name](float(ex.val(fr, ops[0])), float(ex.val(fr, ops[1]))))
     a, b = ex.ival(fr, ops[0]), ex.ival(fr, ops[1])
+    try:
+        v = int_op(name, a, b, t)
+    except ZeroDivisionError:
+        raise ex.err(s, f"{name}: division by zero ({ops[1].text} is 0)",
+                     "guard the division; the device result is undefined") from None
+    except OverflowError:
+        bits = t.bits or 64
+        raise ex.err(s, f"{name}: shift by {b} of a {bits}-bit value",
+                     f"shift by 0..{bits - 1}; a larger shift is poison in MLIR") from None
+    if v is None:
+        raise ex.perr(s.tok, f"{name} is not supported")
+    return _held(ex, s, v, t) if name in INT_OPS else v
+
+
+#: the integer divisions of :func:`int_op`
+DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+             "arith.ceildivsi", "arith.ceildivui")
+#: the shifts of :func:`int_op`
+SHIFTS = ("arith.shli", "arith.shrsi", "arith.shrui")
+
+
+def int_op(name: str, a: int, b: int, t: ScalarT) -> int | None:
+    """MLIR's value of the binary integer op ``name`` (``arith.addi``, ``arith.divsi``, ...)
+    on ``a``, ``b`` of type ``t``, wrapped at ``t``'s width (None: not an integer op of
+    :data:`INT_OPS` / :data:`DIVISIONS` / :data:`SHIFTS`).  Raises ZeroDivisionError for a
+    division by 0 and OverflowError for a shift by more than the width (both undefined in
+    MLIR).  The run and the reader's constant folding both take their values from here."""
     if name in INT_OPS:
         if name in ("arith.maxui", "arith.minui"):
             a, b = _unsigned(a, t), _unsigned(b, t)
-        return _held(ex, s, wrap(INT_OPS[name](a, b), t), t)
-    if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
-                "arith.ceildivsi", "arith.ceildivui"):
+        return wrap(INT_OPS[name](a, b), t)
+    if name in DIVISIONS:
         if b == 0:
-            raise ex.err(s, f"{name}: division by zero ({ops[1].text} is 0)",
-                         "guard the division; the device result is undefined")
+            raise ZeroDivisionError(name)
         if name.endswith("ui"):
             a, b = _unsigned(a, t), _unsigned(b, t)
         if name in ("arith.divsi", "arith.divui"):
@@ -159,17 +184,25 @@ def h_arith(ex, fr, s):
         if name == "arith.floordivsi":
             return wrap(a // b, t)
         return wrap(-((-a) // b), t)
-    if name in ("arith.shli", "arith.shrsi", "arith.shrui"):
+    if name in SHIFTS:
         bits = t.bits or 64
         if not 0 <= b < bits:
-            raise ex.err(s, f"{name}: shift by {b} of a {bits}-bit value",
-                         f"shift by 0..{bits - 1}; a larger shift is poison in MLIR")
+            raise OverflowError(name)
         if name == "arith.shli":
             return wrap(a << b, t)
         if name == "arith.shrsi":
             return wrap(a >> b, t)
         return wrap(_unsigned(a, t) >> b, t)
-    raise ex.perr(s.tok, f"{name} is not supported")
+    return None
+
+
+def cmp_int(pred: str, a: int, b: int, t: ScalarT) -> int | None:
+    """MLIR's ``arith.cmpi <pred>`` of ``a``, ``b`` of type ``t`` (1 / 0; None: an unknown
+    predicate): ``u`` predicates read both unsigned."""
+    if pred.startswith("u"):
+        a, b = _unsigned(a, t), _unsigned(b, t)
+    f = _CMPI.get(pred)
+    return None if f is None else int(f(a, b))
 
 
 def h_cast(ex, fr, s):

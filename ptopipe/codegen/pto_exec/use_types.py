@@ -20,7 +20,7 @@ import re
 
 from ...errors import CompileError, ParseError
 from ..pto_lexer import tokenize
-from ..pto_syntax import BARE_TILE, bare_tile_refusal, type_word_refusal
+from ..pto_syntax import BARE_TILE, IMPLICIT_RESULT_TYPE, bare_tile_refusal, type_word_refusal
 from ..pto_tree import VALUE_NAME as _V
 from .headers import for_header
 from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
@@ -282,6 +282,8 @@ def results(s) -> list:
         return tys if len(tys) == n else []
     if n != 1 or s.regions:
         return []
+    if name in IMPLICIT_RESULT_TYPE:
+        return [IMPLICIT_RESULT_TYPE[name]]
     if name in _CASTS:
         m = _CAST.match(text)
         return [m.group(3)] if m else []
@@ -316,6 +318,23 @@ def _same(a, b) -> bool | None:
 
 #: a tile layout as the type spells it
 _SPELLING = {v: k for d in (BLAYOUT, SLAYOUT) for k, v in d.items()}
+
+
+_INT_TYPE = re.compile(r"(index|i\d+)$")
+
+
+def _cast_fix(name: str, defined: str, used: str) -> str | None:
+    """The fix of an integer value used as another integer type: ``arith.index_cast`` to or
+    from ``index``, ``arith.extsi`` / ``arith.trunci`` between ``iN`` (None: not two integer
+    types)."""
+    if not (_INT_TYPE.match(defined) and _INT_TYPE.match(used)):
+        return None
+    if "index" in (defined, used):
+        op = "arith.index_cast"
+    else:
+        op = "arith.extsi" if int(defined[1:]) < int(used[1:]) else "arith.trunci"
+    cast = f"{name}_{used}" if used != "index" else f"{name}_idx"
+    return f"cast it first: `{cast} = {op} {name} : {defined} to {used}`, and use {cast} here"
 
 
 class UseTypes:
@@ -386,8 +405,8 @@ class UseTypes:
             raise ParseError(
                 f"{name} is used here as {self._differs(ty, d[0])} its definition (line {d[1]}) makes it (ptoas: "
                 "use of value expects different type than prior uses)", where=f"{self.types.f}:{line}:{col}",
-                fix=f"write {name}'s type as its definition says it, or use a value of the type this "
-                    "operand needs")
+                fix=_cast_fix(name, d[0], ty) or f"write {name}'s type as its definition says it, or use a value "
+                    "of the type this operand needs")
 
     def _differs(self, used: str, defined: str) -> str:
         """``A, but B`` of a use's type and its definition's: the fields two tiles differ in,
