@@ -49,8 +49,8 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
                    help="(.pto / .cpp files) a parameter's array (a .npy file) or a scalar parameter's value "
-                        "(a .npy file or a number: n=5, x=-1.5); others get seeded random data, "
-                        "scalars 0; repeatable")
+                        "(a .npy file or a number: n=5, x=-1.5); a .pto file's others get seeded random data, "
+                        "scalars 0 (a .cpp file's pointer parameters have no shape: give each); repeatable")
     add_pto_func(p)
     add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
