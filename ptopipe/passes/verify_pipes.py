@@ -251,15 +251,22 @@ def _is_pop(op) -> bool:
 
 
 def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec",
-           known: dict | None = None, ranges: dict | None = None, remarks=None) -> list:
+           known: dict | None = None, ranges: dict | None = None, remarks=None,
+           size: bool = False) -> list:
     """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
     CompileErrors, in the order found; messages about skipped checks go to ``warnings``
     (and, as missed remarks at the function, to ``remarks``, a :class:`~.remarks.Remarks`).
     ``known``: scalar parameter values (by name) to verify with; others are unknowns, proven
     for every value >= 0, or within ``ranges`` (name -> (lo, hi), inclusive; hi None: no
-    upper bound) where declared."""
-    return _Verifier(program, get_platform(platform), warnings, protocol, known,
-                     declared=ranges, remarks=remarks).verify()
+    upper bound) where declared.  ``size``: with no finding, size the compiler's staging
+    rings in ``program`` by the proven hold bound, as the pass does (:func:`size_staging`),
+    for the passes after it to check what a compile makes."""
+    plat = get_platform(platform)
+    v = _Verifier(program, plat, warnings, protocol, known, declared=ranges, remarks=remarks)
+    found = v.verify()
+    if size and not found:
+        size_staging(program, plat, v.held_bounds())
+    return found
 
 
 def not_proven(warnings) -> list:

@@ -99,7 +99,10 @@ def check_params(sc: Scenario, variant: str, params: dict) -> dict:
     for n, values in params.items():
         if not takes_any and n not in sig.parameters:
             raise ConfigError(f"scenario {sc.name} has no parameter {n!r}", where="option --param",
-                              fix=f"its make_args parameters are: {', '.join(known)}")
+                              fix=f"its make_args parameters are: {', '.join(known)}" if known else
+                              "its make_args takes no parameter besides rng: nothing to sweep; give "
+                              "make_args keyword parameters with defaults (def make_args(rng, depth=4)) "
+                              "to sweep them")
         p = sig.parameters.get(n)
         ref = base.get(n, p.default if p is not None and p.default is not p.empty else None)
         out[n] = [_coerce(n, v, ref) for v in values]

@@ -47,3 +47,30 @@ def test_the_program_checked_is_left_as_it_is(tmp_path):
         before = print_ir(prog)
         verify_program(prog, "a5")
         assert print_ir(prog) == before, name
+
+
+BIG_TILES = '''
+import ptopipe.language as pl
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def big(a: pl.Tensor[[128, 64], pl.f32], b: pl.Tensor[[64, 128], pl.f32],
+        out: pl.Tensor[[128, 128], pl.f32]):
+    b0 = pl.move(pl.load(b, [0, 0], [64, 128], space=pl.Mat), space=pl.Right)
+    for i in pl.range(2):
+        a0 = pl.move(pl.load(a, [i * 64, 0], [64, 64], space=pl.Mat), space=pl.Left)
+        x = pl.move(pl.matmul(a0, b0), space=pl.Vec)
+        pl.store(pl.adds(x, 1.0), [i * 64, 0], out)
+
+program = pl.program(big, name="big")
+'''
+
+
+def test_the_back_end_checks_the_staging_ring_a_compile_sizes(tmp_path):
+    """A2A3, default SLOT_NUM 8 of 32 KiB tiles: SLOT_NUM staging slots would not fit UB, the
+    one slot the kernel holds at once (what VerifyPipes sizes the compiled ring to) does - no
+    finding, as the compile (and the run) has none."""
+    from ptopipe.passes.manager import compile_program
+    prog = _program(tmp_path, BIG_TILES, "big")
+    compile_program(prog.clone(), "a2a3", protocol="spec")
+    assert verify_program(prog, "a2a3") == []
+    assert verify_program(prog, "a2a3", "pto-isa") == []

@@ -41,6 +41,16 @@ def test_sweep_unknown_parameter_is_a_config_error():
         sweep(S1, {"slots": [1]}, workers=1)
 
 
+def test_sweep_parameter_of_a_make_args_without_parameters_says_there_is_none():
+    from ptopipe.isa import Scenario
+    from ptopipe.report.sweep import check_params
+    sc = Scenario("fixed", lambda: None, lambda: None, lambda rng: {}, lambda args: {})
+    with pytest.raises(ConfigError) as ei:
+        check_params(sc, "default", {"depth": [1, 2]})
+    assert ei.value.what == "scenario fixed has no parameter 'depth'"
+    assert "takes no parameter besides rng" in ei.value.fix, ei.value.fix
+
+
 def test_sweep_failing_configuration_is_reported_not_raised():
     rows = sweep(S1, {"depth": [2, 9]}, workers=1)   # 9 > 8 flags per direction
     assert rows[0].ok and not rows[1].ok and "ConfigError" in rows[1].error

@@ -571,13 +571,17 @@ def slot_use_after_free(tile, core) -> ProtocolError:
             details=bug.note() if bug is not None else None,
             fix=(f"{bug.upgrade()}; with this pto-isa, pop tiles of one size per ring, or read (or TMOV "
                  "away) a popped tile before popping a smaller one") if bug is not None else None)
+    # a staging slot's pop_loc is its latest TPOP's: this tile's if that TPOP made generation gen
+    mine = not staged or slot.pop_gen == gen
     if slot.free_gen == gen and slot.free_loc is not None:
         # the TFREE that ended this tile's life (a later reuse may have followed)
         cause = f"released by the TFREE at {slot.free_loc}"
+    elif staged:
+        # the latest TPOP staged onto these bytes is the one that overwrote the copy
+        cause = f"reused by the later TPOP at {slot.pop_loc}" if slot.pop_loc and not mine else \
+            "reused by a later TPOP"
     else:
-        cause = "reused by a later TPOP" if staged else "released (TFREE) or reused"
-    # a staging slot's pop_loc is its latest TPOP's: this tile's if that TPOP made generation gen
-    mine = not staged or slot.pop_gen == gen
+        cause = "released (TFREE) or reused"
     popped = f"popped at {slot.pop_loc}" if slot.pop_loc and mine else None
     return ProtocolError(
         f"use after free: {tile.describe()} holds {what}, {cause} since it was popped",
