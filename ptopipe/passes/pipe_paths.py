@@ -38,6 +38,7 @@ from itertools import count
 
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
+from ..ir.first_step import div_toward_zero, rem_toward_zero
 from ..ir.layout import gm_window_problem
 from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
@@ -67,7 +68,7 @@ _ARITH = {
     "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
     "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "and": lambda a, b: bool(a and b),
     "or": lambda a, b: bool(a or b), "neg": lambda a: -a, "not": lambda a: not a,
-    "min": min, "max": max,
+    "min": min, "max": max, "truncdiv": div_toward_zero, "truncrem": rem_toward_zero,
 }
 
 
