@@ -102,3 +102,65 @@ def test_ptoas_reads_the_written_roundings(tmp_path):
     f.write_text(write_pto(compile_program(_program(), "a2a3")))
     r = subprocess.run([PTOAS, str(f), "-o", str(tmp_path / "k.cpp")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+TB = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+      "slayout=none_box, fractal=512, pad=0>")
+TV, PV = "!pto.tensor_view<?x?xf32>", "!pto.partition_tensor_view<16x16xf32>"
+
+
+def _vector_rows(rows: str) -> str:
+    """A Vector kernel copying x's 16-row blocks to out, 3 iterations; ``rows`` (MLIR lines in
+    the loop over %i) computes the block's first row %row."""
+    return f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func @copy(%x: !pto.ptr<f32>, %out: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c16 = arith.constant 16 : index
+    %c48 = arith.constant 48 : index
+    %xv = pto.make_tensor_view %x, shape = [%c48, %c16], strides = [%c16, %c1] : {TV}
+    %ov = pto.make_tensor_view %out, shape = [%c48, %c16], strides = [%c16, %c1] : {TV}
+    %t = pto.alloc_tile : {TB}
+    scf.for %i = %c0 to %c3 step %c1 {{
+{rows}
+      %xp = pto.partition_view %xv, offsets = [%row, %c0], sizes = [%c16, %c16] : {TV} -> {PV}
+      %op = pto.partition_view %ov, offsets = [%row, %c0], sizes = [%c16, %c16] : {TV} -> {PV}
+      pto.tload ins(%xp : {PV}) outs(%t : {TB})
+      pto.tstore ins(%t : {TB}) outs(%op : {PV})
+    }}
+    return
+  }}
+}}
+"""
+
+
+#: row block (remsi(i - 1, 3) + 1): 0, 1, 2 toward zero (floor: 3, 1, 2 - out of bounds at i = 0)
+REM_IN = """      %j = arith.subi %i, %c1 : index
+      %r = arith.remsi %j, %c3 : index
+      %r1 = arith.addi %r, %c1 : index
+      %row = arith.muli %r1, %c16 : index"""
+#: row block remsi(i - 1, 3): -1 at i = 0 toward zero (floor: 2, 0, 1 - in bounds)
+REM_OUT = """      %j = arith.subi %i, %c1 : index
+      %r = arith.remsi %j, %c3 : index
+      %row = arith.muli %r, %c16 : index"""
+
+
+def test_remsi_of_a_negative_loop_value_is_judged_as_the_run_computes_it(tmp_path, capsys):
+    x = np.arange(48 * 16, dtype=np.float32).reshape(48, 16)
+    good = tmp_path / "good.pto"
+    good.write_text(_vector_rows(REM_IN))
+    assert cli_main(["check", "--static", str(good)]) == 0, capsys.readouterr()
+    r = ptopipe.run_pto(str(good), inputs=dict(x=x, out=np.zeros_like(x)))
+    np.testing.assert_array_equal(r.outputs["out"], x)
+    capsys.readouterr()
+    bad = tmp_path / "bad.pto"
+    text = _vector_rows(REM_OUT)
+    bad.write_text(text)
+    assert cli_main(["check", "--static", str(bad)]) == 1
+    err = capsys.readouterr().err
+    load = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tload" in ln)
+    assert "access out of bounds: offsets [-16, 0] + window [16, 16] exceed 'x' of shape [48, 16] " \
+           "(in iteration 1 (i=0)" in err and f"bad.pto:{load}:7" in err, err
+    with pytest.raises(ptopipe.errors.PtoPipeError, match=r"offsets \[-16, 0\]"):
+        ptopipe.run_pto(str(bad), static=False, inputs=dict(x=x, out=np.zeros_like(x)))
