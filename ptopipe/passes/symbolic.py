@@ -185,6 +185,46 @@ def _nonnegative(a: Affine) -> bool:
     return a.const >= 0 and all(v[0] == "param" and c > 0 for v, c in a.vars)
 
 
+#: how large (in magnitude) :func:`magnitude` takes an unknown the kernel does not bound: a
+#: parameter without a declared range, a value read at run time (the int32 range: trip counts
+#: and sizes)
+ASSUMED_MAGNITUDE = 2 ** 31
+
+
+def magnitude(a: Affine, ranges: dict, depth: int = 0) -> int:
+    """A bound on ``|a|`` over the values the verifier proves for: a loop variable of constant
+    bounds within them, a parameter within its declared range, a derived unknown by its
+    operands' (``|a // b| <= |a|``, ``|a % b| < |b|``, ``|a * b|``), anything else below
+    :data:`ASSUMED_MAGNITUDE` (a loop variable of other bounds: by its bounds').  An expression whose bound reaches past 64 bits may wrap on the
+    device (MLIR's ``index`` / ``i64``), where its exact value is not the run's."""
+    total = abs(a.const)
+    for v, c in a.vars:
+        total += abs(c) * _var_magnitude(v, ranges, depth)
+    return total
+
+
+def _var_magnitude(v, ranges: dict, depth: int) -> int:
+    if depth > 16:
+        return ASSUMED_MAGNITUDE
+    if v[0] == "derived":
+        _, op, a, b = v
+        ma, mb = magnitude(a, ranges, depth + 1), magnitude(b, ranges, depth + 1)
+        if op in ("floordiv", "truncdiv"):
+            return ma
+        if op in ("mod", "truncrem"):
+            return mb
+        return ma * mb if op == "mul" else max(ma, mb)
+    lo, hi = ranges.get(v, (None, None))
+    if v[0] == "iv":
+        lo, hi = (affine(x) for x in (lo, hi))
+        if lo is None or hi is None:
+            return ASSUMED_MAGNITUDE
+        return max(magnitude(lo, ranges, depth + 1), magnitude(hi, ranges, depth + 1))
+    if v[0] == "param":
+        return max(abs(lo if lo is not None else 0), abs(hi) if hi is not None else ASSUMED_MAGNITUDE)
+    return ASSUMED_MAGNITUDE
+
+
 def is_param(v) -> bool:
     return v[0] == "param"
 
