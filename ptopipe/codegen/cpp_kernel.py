@@ -181,6 +181,8 @@ class KernelWriter:
                 return f"ptopipe_floordiv({x}, {y})"
             if sym == "%":
                 return f"ptopipe_mod({x}, {y})"
+            if sym in ("truncdiv", "truncrem"):        # C++'s integer / and % truncate toward zero
+                return f"({x} {'/' if sym == 'truncdiv' else '%'} {y})"
             if sym == "/":
                 return f"(static_cast<float>({x}) / static_cast<float>({y}))"
             if sym in ("min", "max"):

@@ -282,9 +282,9 @@ def h_arith(r, fs, opt, results, loc):
 
 #: an integer type wide enough that no op of two 64-bit operands wraps in it: the IR's exact value
 _EXACT = ScalarT("i130")
-#: the MLIR integer ops the IR spells as an op of another value on some operands (``remsi``
-#: as the IR's floor ``%``, the unsigned min / max as the signed ones): their IR value
-_IR_VALUE = {"arith.remsi": lambda a, b: a % b, "arith.maxui": max, "arith.minui": min}
+#: the MLIR integer ops the IR spells as an op of another value on some operands (the
+#: unsigned min / max as the signed ones): their IR value
+_IR_VALUE = {"arith.maxui": max, "arith.minui": min}
 
 
 def _folded(fs, name: str, pred: str | None, xs, dtype: str):
@@ -310,9 +310,8 @@ def _folded(fs, name: str, pred: str | None, xs, dtype: str):
 
 def _division(r, fs, opt, btok, xs, bits: int, loc, hint):
     """The IR ops of the MLIR division ``opt`` (:data:`~.pto_syntax.LOWERED_DIVISIONS`) of
-    ``xs`` (a, b), of the same value - the IR has floor division and ``%`` only:
-    ``ceildivsi`` is ``-((-a) // b)``; by a constant ``c``, ``divsi`` (toward zero) is
-    ``max(a, 0) // |c| - max(-a, 0) // |c|`` (negated for ``c < 0``) and the unsigned ops work
+    ``xs`` (a, b), of the same value - the IR's divisions are signed:
+    ``ceildivsi`` is ``-((-a) // b)``; by a constant ``c``, the unsigned ops work
     on ``u = a + 2**bits * min(max(-a, 0), 1)`` (``a``'s bits read unsigned: ``a`` itself when
     it is not negative) and ``c``'s unsigned value: ``u // c``, ``-((-u) // c)``, ``u % c`` -
     below 2**(bits - 1) for ``c`` >= 2, so read back signed (as ``scf.for`` compares) they are
@@ -338,12 +337,7 @@ def _division(r, fs, opt, btok, xs, bits: int, loc, hint):
         raise r.c.error(f"{name} by {btok.text}, a value known only at run time: the static verifier's IR "
                         "reads this division by a constant divisor only", btok,
                         "`ptopipe run` / `ptopipe check` run the file with MLIR's integer semantics; "
-                        "divide by a constant (or use arith.floordivsi / arith.ceildivsi) for --static")
-    if name == "arith.divsi":
-        m = const(abs(c)) if c < 0 else b
-        q = op("sub", op("floordiv", op("max", a, const(0)), m), op("floordiv", op("max", op(neg, a), const(0)), m),
-               last=c >= 0)
-        return op(neg, q, last=True) if c < 0 else q
+                        "divide by a constant (or use a signed division) for --static")
     cu = c & ((1 << bits) - 1)
     if cu >= 1 << (bits - 1):
         raise r.c.error(f"{name} by {btok.text} = {c}, {cu} read unsigned: the static verifier's IR reads an "

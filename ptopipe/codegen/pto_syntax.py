@@ -372,10 +372,13 @@ def read_atomic_type(text: str):
 INT_SCALAR_OPERAND = {"pto.tci": "dst", "pto.ttri": "i32"}
 
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
-#: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``
+#: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``.  The IR's integer ``%`` floors, and MLIR
+#: has no flooring remainder: the writer spells it with ``arith.floordivsi`` (:data:`FLOOR_MOD`);
+#: MLIR's ``arith.divsi`` / ``remsi`` (toward zero) are the IR's ``truncdiv`` / ``truncrem``
 ARITH = {"add": ("arith.addi", "arith.addf"), "sub": ("arith.subi", "arith.subf"),
          "mul": ("arith.muli", "arith.mulf"), "floordiv": ("arith.floordivsi", None),
-         "mod": ("arith.remsi", "arith.remf"), "div": (None, "arith.divf"),
+         "mod": (None, "arith.remf"), "div": (None, "arith.divf"),
+         "truncdiv": ("arith.divsi", None), "truncrem": ("arith.remsi", None),
          "bitor": ("arith.ori", None), "bitand": ("arith.andi", None),
          "neg": ("arith.negi", "arith.negf"), "not": ("arith.xori", None),
          "min": ("arith.minsi", "arith.minimumf"), "max": ("arith.maxsi", "arith.maximumf")}
@@ -397,12 +400,14 @@ ARITH_OF.update({"arith.minnumf": "min", "arith.maxnumf": "max"})
 #: MLIR's signed ceiling division (pypto's tile count ``ceildivsi(n, 8192)``): the IR has floor
 #: division only, so it is read as ``-((-a) // b)``, which is ``ceil(a / b)`` for either sign
 CEILDIV = "arith.ceildivsi"
-#: MLIR's integer divisions the IR has no op for (it has floor division and ``%`` only), read
-#: as IR ops of the same value (:func:`ptopipe.codegen.pto_ops.h_arith`): ``ceildivsi`` for any
-#: divisor; by a constant divisor ``divsi`` (rounds toward zero), and the unsigned ``divui`` /
-#: ``ceildivui`` / ``remui``, which read the dividend's bits as unsigned (a negative value is
-#: itself + 2**bits)
-LOWERED_DIVISIONS = (CEILDIV, "arith.divsi", "arith.divui", "arith.ceildivui", "arith.remui")
+#: MLIR's integer divisions the IR has no op for (it has floor division and ``%`` and the
+#: signed ones toward zero, ``truncdiv`` / ``truncrem``), read as IR ops of the same value
+#: (:func:`ptopipe.codegen.pto_ops.h_arith`): ``ceildivsi`` for any divisor; by a constant
+#: divisor the unsigned ``divui`` / ``ceildivui`` / ``remui``, which read the dividend's bits as
+#: unsigned (a negative value is itself + 2**bits)
+LOWERED_DIVISIONS = (CEILDIV, "arith.divui", "arith.ceildivui", "arith.remui")
+#: the IR's integer ``a % b`` (floor) in MLIR: ``a - floordivsi(a, b) * b``, these ops in turn
+FLOOR_MOD = ("arith.floordivsi", "arith.muli", "arith.subi")
 
 
 def int_bits(dtype: str) -> int:

@@ -43,7 +43,7 @@ from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_win
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize
 from .pto_buffers import Buf, BufferPlan, plan_buffers
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, FLOOR_MOD, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
@@ -494,7 +494,8 @@ class _Writer:
             # and an MLIR arith op takes operands of its one type - the integers are cast first
             t = ScalarType("index")
         fl = t.dtype in FLOATS
-        args = ", ".join(self._index(v, st, ind) if t.dtype == "index" else st[v] for v in xs)
+        names = [self._index(v, st, ind) if t.dtype == "index" else st[v] for v in xs]
+        args = ", ".join(names)
         res = st.bind(op.results[0])
         if k in CMP:
             pred = CMP[k][1 if fl else 0]
@@ -502,6 +503,13 @@ class _Writer:
             return
         if k in LOGIC:
             name = LOGIC[k]
+        elif k == "mod" and not fl:             # MLIR has no flooring remainder: a - (a // b) * b
+            a, b = names
+            ty = self.ty(op.results[0].type)
+            q, p = st.fresh(None), st.fresh(None)
+            for out, o, xy in zip((q, p, res), FLOOR_MOD, (f"{a}, {b}", f"{q}, {b}", f"{a}, {p}")):
+                self.line(ind, f"{out} = {o} {xy} : {ty}")
+            return
         else:
             name = ARITH[k][1 if fl else 0] or ARITH[k][0] or ARITH[k][1]
             if not fl and k in UNSIGNED_ARITH and t.dtype.startswith("u"):

@@ -21,12 +21,25 @@ from .opdefs import ARITH_BINARY, ARITH_UNARY, TABLE_OPS, ConstOp, CreateOp, For
 
 _MATMUL_ACC = TABLE_OPS["matmul_acc"]
 
+def div_toward_zero(a: int, b: int) -> int:
+    """``a / b`` rounded toward zero (MLIR's ``arith.divsi``, C's ``/``); ZeroDivisionError for 0."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def rem_toward_zero(a: int, b: int) -> int:
+    """``a - b * div_toward_zero(a, b)``: the sign of ``a`` (MLIR's ``arith.remsi``, C's ``%``)."""
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
 #: the scalar operators of the DSL (``arith.*``) on Python values
 SCALAR_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
               "%": operator.mod, "/": operator.truediv, "|": operator.or_, "&": operator.and_,
               "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
               ">": operator.gt, ">=": operator.ge, "and": lambda a, b: a and b,
-              "or": lambda a, b: a or b, "min": min, "max": max}
+              "or": lambda a, b: a or b, "min": min, "max": max, "truncdiv": div_toward_zero,
+              "truncrem": rem_toward_zero}
 _UNARY_FNS = {"-": operator.neg, "not": operator.not_}
 #: comparisons of a value with itself
 _SELF = {"==": True, "<=": True, ">=": True, "!=": False, "<": False, ">": False}

@@ -15,7 +15,10 @@
   variadic rest), attributes = its attribute parameters, result = the spec's typing rule
   (none if the rule gives ``NONE``); the verifier re-runs that rule;
 * scalar arithmetic ``arith.<name>``, one per operator of :data:`SCALAR_BINOPS` /
-  :data:`SCALAR_UNOPS`, typed by :func:`scalar_result_type` (the DSL parser uses it too).
+  :data:`SCALAR_UNOPS`, typed by :func:`scalar_result_type` (the DSL parser uses it too):
+  ``//`` / ``%`` floor (Python's), ``arith.truncdiv`` / ``arith.truncrem`` (``pl.truncdiv`` /
+  ``pl.truncrem``) truncate toward zero (MLIR's ``divsi`` / ``remsi``, C's ``/`` / ``%``; integers only); their values on Python
+  ints are :data:`~.first_step.SCALAR_FNS`.
 
 Code outside this module and the textual forms names an op through its class
 (``op.is_a(TPush)``, ``TPush.name``, ``TPop.call_name``), not by a string.  A verifier is
@@ -34,18 +37,23 @@ from .vocab import AUTO, FunctionKind
 from .ops import (CARRIES, INIT_DIRS, NO_TILE, OPS, REQUIRED, RING, Axes, ConstArg, OpError,
                   OpSpec, Param, _buffer, _infer_dir, Ring, _scalar, _t, _tile, init_ways)
 from .ops import register as register_spec
-from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
+from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
                     TensorType, TileValueType, describe)
 from ..errors import with_article
 
 #: scalar operator (DSL spelling) -> arith op name suffix
 SCALAR_BINOPS = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod", "/": "div",
                  "|": "bitor", "&": "bitand", "==": "eq", "!=": "ne", "<": "lt", "<=": "le",
-                 ">": "gt", ">=": "ge", "and": "and", "or": "or", "min": "min", "max": "max"}
+                 ">": "gt", ">=": "ge", "and": "and", "or": "or", "min": "min", "max": "max",
+                 "truncdiv": "truncdiv", "truncrem": "truncrem"}
 SCALAR_UNOPS = {"-": "neg", "not": "not"}
-#: the binary scalar ops spelled as calls, ``pl.min(a, b)`` / ``pl.max(a, b)`` (pypto's), not as
-#: operators
-SCALAR_CALLS = ("min", "max")
+#: the binary scalar ops spelled as calls, not as operators: ``pl.min(a, b)`` / ``pl.max(a, b)``
+#: (pypto's), and the integer division and remainder that truncate toward zero,
+#: ``pl.truncdiv(a, b)`` / ``pl.truncrem(a, b)`` (MLIR's ``arith.divsi`` / ``arith.remsi``, C's
+#: ``/`` / ``%``: truncdiv(-7, 2) is -3, truncrem(-7, 2) is -1, where ``//`` / ``%`` floor: -4, 1)
+SCALAR_CALLS = ("min", "max", "truncdiv", "truncrem")
+#: the scalar operators of integer operands only
+INT_ONLY = ("truncdiv", "truncrem")
 _BOOL_RESULT = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 
 
@@ -269,6 +277,10 @@ def _arith(sym, unary):
                 raise ctx.error(f"operator {sym} on {with_article(describe(v.type))}", op,
                                 "use pl ops (pl.add, pl.adds, ...) on tiles")
         ts = [v.type for v in op.operands]
+        bad = [t for t in ts if t.dtype in FLOAT_DTYPES or t == BOOL] if sym in INT_ONLY else ()
+        if bad:
+            raise ctx.error(f"pl.{sym} of {with_article(describe(bad[0]))}: it divides integers", op,
+                            "use / for floats")
         want = unary_result_type(sym, ts[0]) if unary else scalar_result_type(sym, *ts)
         if op.results[0].type != want:
             raise ctx.error(f"{op.name} produces {describe(want)} but the IR says "

@@ -34,6 +34,16 @@ def np_dtype(name: str) -> np.dtype:
     return as_dtype(name)
 
 
+def int_range(name: str) -> tuple | None:
+    """``(lo, hi)``, the least and greatest value of integer dtype ``name`` (``index``: a
+    64-bit signed integer's, as MLIR's on the device); None for floats and bool.  Past them the
+    IR's exact integers and the device's wrapping ones differ."""
+    if name in FLOAT_DTYPES or name == "bool" or name not in DTYPES:
+        return None
+    info = np.iinfo(np_dtype(name))
+    return int(info.min), int(info.max)
+
+
 def itemsize(name: str) -> int:
     return np_dtype(name).itemsize
 

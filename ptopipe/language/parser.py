@@ -20,7 +20,7 @@ from ..ir.core import Block, Operation, OpResult, Region, gc_paused
 from ..ir.first_step import SCALAR_FNS, truth
 from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
-from ..ir.opdefs import (MAY_BE_ABSENT, SCALAR_CALLS, ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
+from ..ir.opdefs import (INT_ONLY, MAY_BE_ABSENT, SCALAR_CALLS, ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
                          IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
                          YieldOp, scalar_result_type, unary_result_type)
 from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form, canonical_direction,
@@ -741,7 +741,8 @@ class FunctionParser:
             if not isinstance(x.type, ScalarType):
                 raise self.err(node, f"operator {op} on {with_article(describe(x.type))}",
                                "use pl ops (pl.add, pl.adds, ...) on tiles")
-        if _fresh_const(lhs) and _fresh_const(rhs):
+        if _fresh_const(lhs) and _fresh_const(rhs) and (
+                op not in INT_ONLY or all(type(x.op.value) is int for x in (lhs, rhs))):
             try:
                 val = _PY[op](lhs.op.value, rhs.op.value)
             except ZeroDivisionError:

@@ -38,12 +38,14 @@ from itertools import count
 
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
+from ..ir.first_step import div_toward_zero, rem_toward_zero
 from ..ir.layout import gm_window_problem
 from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
-from ..ir.types import ScalarType, TensorType
+from ..ir.types import ScalarType, TensorType, int_range
 from ..ir.vocab import FunctionKind
-from .symbolic import (Count, affine, condition, const, constraints, decide, derived, invariant, show, unknowns,
+from .symbolic import (Count, affine, condition, const, constraints, decide, derived, invariant, magnitude, show,
+                       unknowns,
                        var_name,
                        witness_text)
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
@@ -56,6 +58,9 @@ SUMMARY_OPS = 20_000
 #: a first and a later iteration (its counts and orders then checked once per ring period)
 PERIOD_TRIPS = 256
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
+#: why a value past its type's range is not judged (the run's wrapped value is another)
+WRAP_NOTE = ("the GM bounds are not verified there (a value that wraps is not judged by its exact value; "
+             "`ptopipe run` computes the wrapped one)")
 #: what ended a popped tile that a later TPOP restaged over (:meth:`Explorer.restage`)
 STAGED = "staged copy, overwritten in its staging slot by the TPOP"
 
@@ -67,8 +72,15 @@ _ARITH = {
     "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
     "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "and": lambda a, b: bool(a and b),
     "or": lambda a, b: bool(a or b), "neg": lambda a: -a, "not": lambda a: not a,
-    "min": min, "max": max,
+    "min": min, "max": max, "truncdiv": div_toward_zero, "truncrem": rem_toward_zero,
 }
+
+
+def _fits(v: int, t) -> bool:
+    """Is integer ``v`` within the range of scalar type ``t`` (:func:`~ptopipe.ir.types.int_range`),
+    where the IR's exact arithmetic is the device's wrapping one?  (True for other types.)"""
+    r = int_range(t.dtype) if isinstance(t, ScalarType) else None
+    return r is None or r[0] <= v <= r[1]
 
 
 def call_sites(program) -> dict:
@@ -284,6 +296,12 @@ class Explorer:
         if len(offs) != len(shape) or len(window) != len(shape):
             return                          # a rank mismatch: the typing rule's error
         name = op.tensor.name or "tensor"
+        wide = [o for o, v in zip(offs, op.offsets) if type(o) is int and not _fits(o, v.type)]
+        if wide:
+            self.not_affine.setdefault(id(op), f"the offsets of the {op.name} at {line(op)} reach {wide[0]}, "
+                                       f"past the 64-bit range their type wraps at on the device "
+                                       f"(MLIR's index / i64), where the IR's integers are exact: {WRAP_NOTE}")
+            return
         if all(type(o) is int for o in offs):     # the run's words (a split lane's too)
             bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
                                     self.lane)
@@ -293,9 +311,13 @@ class Explorer:
         what = op.name
         fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
         texts, bad = [], None
-        for o, w, n in zip(offs, window, shape):
+        for o, w, n, v in zip(offs, window, shape, op.offsets):
             a = affine(o)
             texts.append("?" if a is None else show(a))
+            if a is not None and not a.is_const() and not _fits(magnitude(a, self.ranges), v.type):
+                self.not_affine.setdefault(id(op), f"the offset {show(a)} of the {op.name} at {line(op)} may "
+                                           f"pass the 64-bit range its type wraps at on the device: {WRAP_NOTE}")
+                continue
             if a is None:
                 if any(u[0] in ("param", "iv") for u in unknowns(o, set())):
                     self.not_affine.setdefault(id(op), f"the offsets of the {what} at {line(op)} are not affine "

@@ -9,7 +9,8 @@ integer solution, else undecided.  Unknowns are the kernel's scalar parameters (
 0: the values a launch passes), loop variables of loops of unknown trip count (within
 their loop's bounds), other unknowns (free: data read at run time) and *derived* unknowns:
 a floor division, remainder, ``min``, ``max`` or product of affine operands (``(n + 15) // 16``,
-``pl.min(16, n - 16*i)``), one unknown per distinct affine form, tied to its operands by
+``pl.min(16, n - 16*i)``; a division toward zero, ``truncdiv`` / ``truncrem`` (MLIR's ``divsi`` / ``remsi``), by a constant is
+written with them, by an unknown it is one), one unknown per distinct affine form, tied to its operands by
 the linear facts that hold of it (:func:`bounds`: ``16*q <= n + 15 <= 16*q + 15``; ``m <=
 a``, ``m <= b``) and, for ``min`` / ``max``, by the case split :func:`decide` makes (``m ==
 a`` where ``a <= b``, else ``m == b``; ``x != 0`` it splits into ``x >= 1`` and ``x <= -1``
@@ -22,6 +23,8 @@ from functools import lru_cache
 from itertools import product
 from math import gcd
 
+from ..ir.first_step import div_toward_zero, rem_toward_zero
+
 #: the largest box :func:`decide` searches for a witness (points)
 MAX_POINTS = 40_000
 #: the most inequalities Fourier-Motzkin elimination may hold before it gives up
@@ -29,10 +32,13 @@ MAX_ROWS = 400
 
 _CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
 _IDENTITY = {"index_cast", "cast"}
-#: the integer operations read as derived unknowns (Python semantics, as :mod:`.pipe_paths`
-#: folds them: ``//`` floors, ``%`` takes the divisor's sign; ``mul`` of two unknowns)
+#: the integer operations read as derived unknowns (the IR's semantics, as :mod:`.pipe_paths`
+#: folds them: ``//`` floors, ``%`` takes the divisor's sign, ``truncdiv`` / ``truncrem`` (MLIR's
+#: ``divsi`` / ``remsi``) truncate toward zero; ``mul`` of two unknowns)
 _DERIVED = {"floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "min": min, "max": max,
-            "mul": lambda a, b: a * b}
+            "mul": lambda a, b: a * b, "truncdiv": div_toward_zero, "truncrem": rem_toward_zero}
+#: the divisions among them (no value for a divisor of 0)
+_DIVISIONS = ("floordiv", "mod", "truncdiv", "truncrem")
 #: the most ``min`` / ``max`` unknowns and ``!=`` constraints whose cases :func:`decide`
 #: splits (2 ** this cases)
 MAX_SPLIT = 6
@@ -110,7 +116,7 @@ def var_name(v) -> str:
         return v[3] if len(v) > 3 else f"the loop variable at {v[1]}"
     if v[0] == "derived":
         _, op, a, b = v
-        if op in ("min", "max"):
+        if op in ("min", "max", "truncdiv", "truncrem"):
             return f"{op}({show(a)}, {show(b)})"
         if op == "mul":
             return f"{_operand(a)}*{_operand(b)}"
@@ -133,6 +139,8 @@ def derived(op: str, a: Affine, b: Affine):
             return const(_DERIVED[op](a.const, b.const))
         except ZeroDivisionError:
             return None
+    if op in ("truncdiv", "truncrem") and b.is_const():
+        return _toward_zero(op, a, b.const)
     if op == "mul" and (a.is_const() or b.is_const()):
         return b.scale(a.const) if a.is_const() else a.scale(b.const)
     if op in ("min", "max", "mul"):
@@ -152,17 +160,69 @@ def derived(op: str, a: Affine, b: Affine):
         if op == "floordiv" and a.vars[0][1] < 0:
             # (-x) // c == -((x + c - 1) // c): -(-n // 16) is the unknown of (n + 15) // 16
             return derived(op, a.scale(-1) + const(b.const - 1), b).scale(-1)
-        if op == "mod" and b.const > 0 and _nonnegative(a):      # a % c == a - c * (a // c)
+        if op == "mod":                         # a % c == a - c * (a // c), floor division
             return a - derived("floordiv", a, b).scale(b.const)
     return var(("derived", op, a, b))
 
 
+def _toward_zero(op: str, a: Affine, c: int):
+    """``a truncdiv c`` / ``a truncrem c`` (toward zero) by a constant ``c`` in floor
+    divisions of the same value: ``max(a, 0) // |c| - max(-a, 0) // |c|`` (negated for ``c <
+    0``), which :func:`decide` splits by ``a``'s sign; the remainder ``a - c * (a truncdiv c)``
+    (None for ``c == 0``)."""
+    if c == 0:
+        return None
+    m = const(abs(c))
+    zero = const(0)
+    q = derived("floordiv", derived("max", a, zero), m) - derived("floordiv", derived("max", a.scale(-1), zero), m)
+    q = q if c > 0 else q.scale(-1)
+    return q if op == "truncdiv" else a - q.scale(c)
+
+
 def _nonnegative(a: Affine) -> bool:
     """Is ``a`` at least 0 by its form (parameters, which are, with coefficients and a
-    constant at least 0)?  A remainder of such a value by a positive divisor is the same
-    whether ``%`` floors (Python, the DSL) or truncates (MLIR's ``arith.remsi``, which a
-    ``.pto`` file's remainder is read as)."""
+    constant at least 0)?"""
     return a.const >= 0 and all(v[0] == "param" and c > 0 for v, c in a.vars)
+
+
+#: how large (in magnitude) :func:`magnitude` takes an unknown the kernel does not bound: a
+#: parameter without a declared range, a value read at run time (the int32 range: trip counts
+#: and sizes)
+ASSUMED_MAGNITUDE = 2 ** 31
+
+
+def magnitude(a: Affine, ranges: dict, depth: int = 0) -> int:
+    """A bound on ``|a|`` over the values the verifier proves for: a loop variable of constant
+    bounds within them, a parameter within its declared range, a derived unknown by its
+    operands' (``|a // b| <= |a|``, ``|a % b| < |b|``, ``|a * b|``), anything else below
+    :data:`ASSUMED_MAGNITUDE` (a loop variable of other bounds: by its bounds').  An expression whose bound reaches past 64 bits may wrap on the
+    device (MLIR's ``index`` / ``i64``), where its exact value is not the run's."""
+    total = abs(a.const)
+    for v, c in a.vars:
+        total += abs(c) * _var_magnitude(v, ranges, depth)
+    return total
+
+
+def _var_magnitude(v, ranges: dict, depth: int) -> int:
+    if depth > 16:
+        return ASSUMED_MAGNITUDE
+    if v[0] == "derived":
+        _, op, a, b = v
+        ma, mb = magnitude(a, ranges, depth + 1), magnitude(b, ranges, depth + 1)
+        if op in ("floordiv", "truncdiv"):
+            return ma
+        if op in ("mod", "truncrem"):
+            return mb
+        return ma * mb if op == "mul" else max(ma, mb)
+    lo, hi = ranges.get(v, (None, None))
+    if v[0] == "iv":
+        lo, hi = (affine(x) for x in (lo, hi))
+        if lo is None or hi is None:
+            return ASSUMED_MAGNITUDE
+        return max(magnitude(lo, ranges, depth + 1), magnitude(hi, ranges, depth + 1))
+    if v[0] == "param":
+        return max(abs(lo if lo is not None else 0), abs(hi) if hi is not None else ASSUMED_MAGNITUDE)
+    return ASSUMED_MAGNITUDE
 
 
 def is_param(v) -> bool:
@@ -320,7 +380,7 @@ def _derived_facts(v) -> list:
         return [ge(a, q), ge(b, q)]
     if op == "max":
         return [ge(q, a), ge(q, b)]
-    if op == "mod" and b.is_const():            # either sign convention: |a % c| < |c|
+    if op == "mod" and b.is_const():            # |a % c| < |c|
         c = abs(b.const)
         return [ge(q, const(1 - c)), ge(const(c - 1), q)]
     return []
@@ -342,9 +402,7 @@ def _cases(cons, names) -> list:
 
 def complete(values: dict, names) -> dict | None:
     """``values`` (of the other unknowns) with each derived unknown among ``names`` given
-    its operation's value there; None where an operation has no value (a division by 0) or
-    one that differs between the ``%`` of the DSL and of a ``.pto`` file (a remainder with
-    a negative operand: :func:`_nonnegative`)."""
+    its operation's value there; None where an operation has no value (a division by 0)."""
     out = dict(values)
     todo = [v for v in names if v[0] == "derived"]
     while todo:
@@ -353,8 +411,8 @@ def complete(values: dict, names) -> dict | None:
             _, op, a, b = v
             if all(u in out for e in (a, b) for u, _ in e.vars):
                 x, y = a.at(out), b.at(out)
-                if y == 0 and op in ("floordiv", "mod") or op == "mod" and (x < 0 or y < 0):
-                    return None             # no value, or one that depends on the convention
+                if y == 0 and op in _DIVISIONS:
+                    return None             # no value
                 out[v] = _DERIVED[op](x, y)
             else:
                 rest.append(v)

@@ -44,15 +44,12 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, INITIALIZE_PIPE, Barrier, Bu
                          CopyOp, CreateOp, ForOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp, LoadOp, RecordEvent,
                          ReserveBufferOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, WaitEvent,
                          YieldOp)
+from ..ir.first_step import SCALAR_FNS
 from ..sim.periodic.loops import SkipPlan
 from .skip import affine_forms
 
-_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-       "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
-       "|": lambda a, b: a | b, "&": lambda a, b: a & b, "==": lambda a, b: a == b,
-       "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-       ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
-       "or": lambda a, b: a or b, "min": min, "max": max}
+#: the scalar operators' values (the IR's: ``//`` / ``%`` floor, ``truncdiv`` / ``truncrem`` toward zero)
+_PY = SCALAR_FNS
 # the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()

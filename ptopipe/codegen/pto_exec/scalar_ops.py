@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pto_tree import Stmt, split_top
+from ...ir.first_step import div_toward_zero, rem_toward_zero
 from .types import ELEMENT, ScalarT, wrap
 from .values import Elements
 from ...errors import with_article
@@ -176,11 +177,9 @@ def int_op(name: str, a: int, b: int, t: ScalarT) -> int | None:
         if name.endswith("ui"):
             a, b = _unsigned(a, t), _unsigned(b, t)
         if name in ("arith.divsi", "arith.divui"):
-            q = abs(a) // abs(b)
-            return wrap(q if (a >= 0) == (b >= 0) else -q, t)
+            return wrap(div_toward_zero(a, b), t)
         if name in ("arith.remsi", "arith.remui"):
-            r = abs(a) % abs(b)
-            return wrap(r if a >= 0 else -r, t)
+            return wrap(rem_toward_zero(a, b), t)
         if name == "arith.floordivsi":
             return wrap(a // b, t)
         return wrap(-((-a) // b), t)
