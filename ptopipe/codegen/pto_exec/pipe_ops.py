@@ -76,7 +76,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
             if bad is not None:
                 k = local_buf.size // slot_size if local_buf.size % slot_size == 0 else 0
                 other = "" if k not in PTOAS_SLOT_NUMS else (
-                    f", or give the init slot_num = {k}" if s.name not in _FRONTEND_INITS else
+                    f", or give the init slot_num = {k}" if s.name not in FRONTEND_INITS else
                     f", or set the pipe up with a pto.initialize_l2l_pipe / initialize_l2g2l_pipe of "
                     f"slot_num = {k} ({s.name} takes no slot_num: ptoas builds 8 slots one way, 4 "
                     "both ways)")
@@ -88,7 +88,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     handle = cfg(buf, int(c2v or 0), int(v2c or 0))
     pv = PipeVal(handle, ways, one_lane)
     for w in ways:                  # the frontend ops (tpush_to_aiv ...) name their pipe by id
-        if s.name in _FRONTEND_INITS:
+        if s.name in FRONTEND_INITS:
             ex.pipes[(w, frontend_id(s))] = pv
         else:                       # the k-th lower-level ring of a way is id k (as the static reader
             k = ex.lower_rings[w] = ex.lower_rings.get(w, -1) + 1    # numbers them), for ops with no handle
@@ -103,10 +103,10 @@ def frontend_id(s) -> int:
     return int(v[0].text) if v and v[0].text.lstrip("-").isdigit() else 0
 
 
-def _init_flag(s) -> int | None:
+def init_flag(s) -> int | None:
     """The FlagID an init names: ``flag_base`` (a lower-level init's ``id`` too, another
     spelling ptopipe reads there); a frontend init's ``id`` names its pipe instead."""
-    v = s.attr("flag_base") or (None if s.name in _FRONTEND_INITS else s.attr("id"))
+    v = s.attr("flag_base") or (None if s.name in FRONTEND_INITS else s.attr("id"))
     return int(v[0].text) if v else None
 
 
@@ -122,7 +122,7 @@ def flag_bases(ex, f) -> dict:
         for s in inits:
             d = int_attr(s, "dir_mask", ex.prog)
             n = int_attr(s, "slot_num", ex.prog, 0) or plat.slot_num_for(d & 3 == 3)
-            rows.append((frontend_id(s) if s.name in _FRONTEND_INITS else None, d, n, _init_flag(s)))
+            rows.append((frontend_id(s) if s.name in FRONTEND_INITS else None, d, n, init_flag(s)))
         bases = ptoas_flag_bases(rows, cluster_model(ex.core.cluster))
         got = ex.flag_bases[f.name] = {id(s): b for s, b in zip(inits, bases)}
     return got
@@ -141,8 +141,8 @@ def h_init(ex, fr, s):
     dir_mask = int_attr(s, "dir_mask", ex.prog)
     slot_size = int_attr(s, "slot_size", ex.prog)
     slot_num = int_attr(s, "slot_num", ex.prog, 0) or None
-    named = _init_flag(s)
-    if s.name in _FRONTEND_INITS:
+    named = init_flag(s)
+    if s.name in FRONTEND_INITS:
         pid = frontend_id(s)
         for w in (Direction.DIR_C2V, Direction.DIR_V2C):
             other = ex.pipes.get((w, pid))
@@ -377,7 +377,8 @@ FRONTEND_INIT_KEYS = ("dir_mask", "slot_size", "nosplit")
 #: what a newer ptoas (the 0.54 pypto writes for) takes there too: the pipe's name ``id``,
 #: ``slot_num``, ``local_slot_num`` (PTOAS ``parseFrontendInitializePipeOp``)
 NEWER_FRONTEND_INIT_KEYS = ("id", "slot_num", "local_slot_num")
-_FRONTEND_INITS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
+#: the pypto-frontend pipe inits (a ``dir_mask`` and a pipe ``id``; ptoas assigns their FlagIDs)
+FRONTEND_INITS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 
 
 def _ptoas027_expects(keys: list) -> str:
@@ -403,7 +404,7 @@ def ptoas_refusals(prog) -> list:
             if s.name not in INIT_OPS:
                 continue
             toks, at, seen = s.toks, None, []
-            if s.name in _FRONTEND_INITS and toks and toks[0].text == "{":
+            if s.name in FRONTEND_INITS and toks and toks[0].text == "{":
                 depth = 0
                 for i, t in enumerate(toks):
                     depth += (t.text == "{") - (t.text == "}")
@@ -506,7 +507,7 @@ def check_flag_ids(prog, names) -> None:
         for s in walk(f.body):
             if s.name not in INIT_OPS:
                 continue
-            fid = _init_flag(s)
+            fid = init_flag(s)
             kind = {"pto.aic_initialize_pipe": "cube", "pto.aiv_initialize_pipe": "vector"}.get(s.name, f.kind)
             if fid is None or kind not in ("cube", "vector"):
                 continue
@@ -551,7 +552,7 @@ def check_pipe_directions(prog, names) -> None:
                 owner = peer[0].text[1:] if peer and peer[0].kind == "symbol" else f.name
                 if name:
                     bufs[s.results[0]] = (owner, name[0].text.strip('"'))
-            elif s.name in _FRONTEND_INITS:
+            elif s.name in FRONTEND_INITS:
                 kind = "Cube" if s.name == "pto.aic_initialize_pipe" else "Vector"
                 for key in ("c2v_consumer_buf", "v2c_consumer_buf"):
                     v = s.attr(key)

@@ -20,7 +20,7 @@ Each is a ParseError at the init (its operand), before anything runs."""
 from __future__ import annotations
 
 from ...errors import ParseError
-from .pipe_ops import _FRONTEND_INITS, INIT_OPS, _init_flag, frontend_id
+from .pipe_ops import FRONTEND_INITS, INIT_OPS, init_flag, frontend_id
 from .program import walk
 
 _BUFFER_OPS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -37,7 +37,7 @@ def _local_operands(s) -> list:
     if not m or not m[0].text.isdigit():
         return []
     mask = int(m[0].text)
-    if s.name in _FRONTEND_INITS:
+    if s.name in FRONTEND_INITS:
         named = {k: (s.attr(k) or [None])[0] for k in _CONSUMER_BUFS}
         locs = ([named["c2v_consumer_buf"], named["v2c_consumer_buf"]] if mask == 3 else
                 [named["c2v_consumer_buf"] if mask == 1 else named["v2c_consumer_buf"] if mask == 2 else None])
@@ -194,9 +194,9 @@ def check_pipe_pairs(funcs: dict, path: str) -> None:
                 if key is not None:
                     groups.setdefault((*key, way), []).append((s, f.name, tok))
                     keyed = True
-            if keyed or not locs or (s.name in _LOWER_INITS and _init_flag(s) is not None):
+            if keyed or not locs or (s.name in _LOWER_INITS and init_flag(s) is not None):
                 continue
-            if s.name in _FRONTEND_INITS:
+            if s.name in FRONTEND_INITS:
                 other = {_buffer_key(v[0].text, defs, f.name) for v in (s.attr(k) for k in _CONSUMER_BUFS)
                          if v and v[0].kind == "value"} - {None}
                 if other:        # (the buffer given for the other way: the two ends' directions disagree,
@@ -252,10 +252,10 @@ def _split_usage(s, f) -> tuple | None:
     a lower-level init's: the ops naming its handle); None when they say nothing or both
     (a mix is the function's own error, :func:`~.pipe_ops.check_split_kinds`)."""
     handles = set(s.results)
-    pid = frontend_id(s) if s.name in _FRONTEND_INITS else None
+    pid = frontend_id(s) if s.name in FRONTEND_INITS else None
     whole = split = None
     for o in walk(f.body):
-        if s.name in _FRONTEND_INITS:
+        if s.name in FRONTEND_INITS:
             if o.name not in _FRONTEND_PIPE_OPS or frontend_id(o) != pid:
                 continue
         elif o.name not in _HANDLE_PIPE_OPS or not any(v.text in handles for v in o.values()):
