@@ -8,7 +8,6 @@ import re
 
 from ...errors import ParseError, PtoPipeError
 from ...ir.core import gc_paused
-from ..pto_lexer import Token
 from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
 from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
@@ -357,7 +356,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     the first is visible is a ParseError at the second, in text order (a sibling region may
     reuse a name; an op's results are defined after its regions)."""
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
-    defined = {p[0]: p[2] for p in f.params}  # name -> its definition (line / col), in text order
+    defined = {p[0]: (p[2].line, p[2].col) for p in f.params}  # name -> its definition (line, col), in text order
     typed = UseTypes(types)                  # and the type it gives the value, where it says one
     for name, _, tok in f.params:
         typed.define(name, _type_text(_param_type_toks(f, name)), tok.line, tok.col)
@@ -365,11 +364,11 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     def define(name, line, col):
         first = defined.get(name)
         if first is not None:
-            raise ParseError(f"redefinition of SSA value {name} (first defined at {first.line}:{first.col})",
+            raise ParseError(f"redefinition of SSA value {name} (first defined at {first[0]}:{first[1]})",
                              where=f"{types.f}:{line}:{col}",
                              fix="give the value a name of its own: a name is defined once in its region "
                                  "and the regions nested in it")
-        defined[name] = Token("value", name, line, col)
+        defined[name] = (line, col)
 
     def region(blocks, introduced, owner):
         added = [n for n in introduced if n not in visible]
@@ -380,7 +379,8 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
         for b in blocks:
             added.extend(a[0] for a in b.args if a[0] not in visible)
             for s in b.stmts:
-                added.extend(r for r in s.results if r not in visible)
+                if s.results:
+                    added.extend([r for r in s.results if r not in visible])
         visible.update(added)
         mine = list(introduced)
         for b in blocks:
@@ -389,19 +389,23 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                 typed.define(a[0], a[1], owner.tok.line, owner.col)
                 mine.append(a[0])
             for s in b.stmts:
-                own = introduced_types(s)
-                for use in s.used():
-                    name = use.split("#")[0]
-                    if name not in visible and name not in own:
-                        _out_of_scope(f, types, s, name)
+                # (introduced_types gives an op without regions other than scf.for none)
+                own = introduced_types(s) if s.regions or s.name == "scf.for" else ()
+                names = s.used_names()
+                if not visible.issuperset(names):      # (each one visible: none to look at)
+                    for name in names:
+                        if name not in visible and name not in own:
+                            _out_of_scope(f, types, s, name)
                 typed.check(s)
                 for r in s.regions:
                     region(r, own, s)
-                for r, col in zip(s.results, s.result_cols):
-                    define(r, s.tok.line, col)
-                for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
-                    typed.define(r, ty, s.tok.line, col)
-                mine.extend(s.results)
+                if s.results:
+                    line = s.tok.line
+                    for r, col in zip(s.results, s.result_cols):
+                        define(r, line, col)
+                    for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
+                        typed.define(r, ty, line, col)
+                    mine.extend(s.results)
         visible.difference_update(added)
         for n in mine:
             defined.pop(n, None)
