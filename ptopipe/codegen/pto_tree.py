@@ -49,7 +49,7 @@ class Stmt:
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
     __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
-                 "filename", "_memo", "_text", "_used", "_names")
+                 "filename", "_memo", "_text", "_used", "_names", "_rtt")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
                  result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
@@ -64,6 +64,7 @@ class Stmt:
         self._pieces = tuple(pieces)       # ((line, col, text) | (line, col, None): a region, ...)
         self._toks = None
         self._text = self._used = self._names = None     # text(), used(), used_names(): made on first use
+        self._rtt = _UNSEEN                                # result_type_text(), made on first use
         self.filename = filename
         # the lookups below by their arguments (an attribute by its key; 0: values(), 1:
         # types(), 2: arrow_type(), ("group", keyword)): a statement's tokens never change, and an executor
@@ -148,10 +149,13 @@ class Stmt:
 
     def result_type_text(self) -> str | None:
         """The type after the op's last ``: `` or ``-> `` that starts a tile or memref type
-        (``pto.alloc_tile ... : !pto.tile_buf<...>``, ``memref.alloc() : memref<...>``)."""
-        t = self.text()
-        k = max(t.rfind(": !"), t.rfind(": memref<"), t.rfind("-> !"), t.rfind("-> memref<"))
-        return t[k + 2:].strip() if k >= 0 else None
+        (``pto.alloc_tile ... : !pto.tile_buf<...>``, ``memref.alloc() : memref<...>``; made once)."""
+        got = self._rtt
+        if got is _UNSEEN:
+            t = self.text()
+            k = max(t.rfind(": !"), t.rfind(": memref<"), t.rfind("-> !"), t.rfind("-> memref<"))
+            got = self._rtt = t[k + 2:].strip() if k >= 0 else None
+        return got
 
     # -- lookups over the op's tokens -------------------------------------------------------
     def values(self, toks=None) -> list:

@@ -120,46 +120,63 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     TileSpec (a MultiSpec for a multi-slot region) and its live range ``(first, last)`` in the
     function's pre-order statement numbering; a view of a buffer (:data:`VIEWS`) keeps the
     buffer live while it is used."""
-    index, loops_of, span = {}, {}, {}
+    loops_of, span = {}, {}          # by id(stmt): the loops around it, its (first, last) statement
     uses = {}
     root = {}                        # a view's SSA name -> the buffer's
+    allocs = []                      # the alloc sites, in pre-order
     k = 0
 
     def visit(stmts, loops):
         nonlocal k
         for s in stmts:
-            i = index[id(s)] = k
+            sid = id(s)
+            i = k
             k += 1
-            loops_of[id(s)] = loops
-            used = [v.split("#")[0] for v in s.used()]
-            if s.name in VIEWS and s.results and used:
-                root[s.results[0]] = root.get(used[0], used[0])
-            for v in used:
-                uses.setdefault(root.get(v, v), []).append(id(s))
-            inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
-            for r in s.regions:
-                for b in r:
-                    visit(b.stmts, inner)
-            span[id(s)] = (i, k - 1)
+            loops_of[sid] = loops
+            used = s.used_names()
+            if used:
+                if s.name in VIEWS and s.results:
+                    root[s.results[0]] = root.get(used[0], used[0])
+                for v in used:
+                    v = root.get(v, v)
+                    at = uses.get(v)
+                    if at is None:
+                        uses[v] = [sid]
+                    else:
+                        at.append(sid)
+            if s.name in ALLOCS:
+                allocs.append(s)
+            if s.regions:
+                inner = loops + (sid,) if s.name in ("scf.for", "scf.while") else loops
+                for r in s.regions:
+                    for b in r:
+                        visit(b.stmts, inner)
+            span[sid] = (i, k - 1)
     visit(f.body, ())
     specs, ranges = {}, {}
-    for s in walk(f.body):
-        if s.name not in ALLOCS or s.has_key("addr") != placed \
-                or not s.results:
+    for s in allocs:
+        if s.has_key("addr") != placed or not s.results:
             continue
         spec = prog.types.spec_of(s)
         if spec is None:
             continue
-        lo = index[id(s)]
-        hi = lo
-        mine = set(loops_of[id(s)])
-        for u in uses.get(s.results[0], []):
-            hi = max(hi, span[u][1])
-            for loop in loops_of[u]:
-                if loop not in mine:
-                    hi = max(hi, span[loop][1])
-        specs[id(s)] = spec
-        ranges[id(s)] = (lo, hi)
+        sid = id(s)
+        lo = hi = span[sid][0]
+        own = loops_of[sid]
+        mine = set(own)
+        for u in uses.get(s.results[0], ()):
+            end = span[u][1]
+            if end > hi:
+                hi = end
+            inside = loops_of[u]
+            if inside is not own:            # (the same loops as the site's: none to add)
+                for loop in inside:
+                    if loop not in mine:
+                        end = span[loop][1]
+                        if end > hi:
+                            hi = end
+        specs[sid] = spec
+        ranges[sid] = (lo, hi)
     return specs, ranges
 
 
