@@ -632,7 +632,7 @@ class _Reader:
             if code.startswith("^"):
                 blocks.append(self.label())
                 continue
-            blocks[-1].stmts.append(self.stmt())
+            blocks[-1].stmts.append(self.one_line_stmt(r, self.i + 1) or self.stmt())
 
     def label(self) -> Block:
         r = self.rest()
@@ -675,14 +675,13 @@ class _Reader:
         self.i, self.col = self.i + 1, 0
         # (text is a suffix of a right-stripped line: blank only when empty)
         pieces = ((line, col + fm.end() + 1, text),) if text else ()
-        return Stmt(name, results, pieces, (), ntok, None, self.f, cols)
+        s = Stmt(name, results, pieces, (), ntok, None, self.f, cols)
+        s._text = text                      # (text() of one piece, or of none: "")
+        return s
 
     def stmt(self) -> Stmt:
         r = self.rest()
         line = self.i + 1
-        got = self.one_line_stmt(r, line)
-        if got is not None:
-            return got
         m = _STMT.match(r)
         results, group, cols = [], None, []
         if m.group("res"):

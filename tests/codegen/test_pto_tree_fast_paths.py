@@ -1,9 +1,10 @@
 """The tree reader's shortcuts give what its general reading gives: the common one-line
 statement read directly (:meth:`~ptopipe.codegen.pto_tree._Reader.one_line_stmt`) makes the
-statement - name, results and their columns, pieces, location - or the ParseError (message and
-line:col) the general reading makes; the scan for characters a file may not hold finds what
-the character class finds; :meth:`~ptopipe.codegen.pto_tree.Stmt.used_names` is
-:meth:`~ptopipe.codegen.pto_tree.Stmt.used` without result numbers."""
+statement - name, results and their columns, pieces, text, location - or the ParseError
+(message and line:col) the general reading makes; the scan for characters a file may not hold
+finds what the character class finds; :meth:`~ptopipe.codegen.pto_tree.Stmt.used_names` is
+:meth:`~ptopipe.codegen.pto_tree.Stmt.used` without result numbers; the executor's
+:func:`~ptopipe.codegen.pto_exec.program.walk` visits what a recursive pre-order walk visits."""
 from __future__ import annotations
 
 import pathlib
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ptopipe.codegen import pto_tree
+from ptopipe.codegen.pto_exec.program import walk
 from ptopipe.codegen.pto_tree import Stmt, parse_tree
 from ptopipe.errors import ParseError
 
@@ -62,7 +64,7 @@ def _general(monkeypatch):
 def _shape(stmts) -> list:
     out = []
     for s in stmts:
-        out.append((s.name, s.results, s.result_cols, s.col, tuple(s.tok), s.result_group, s._pieces,
+        out.append((s.name, s.results, s.result_cols, s.col, tuple(s.tok), s.result_group, s._pieces, s.text(),
                     [[(b.label, b.args, _shape(b.stmts)) for b in r] for r in s.regions]))
     return out
 
@@ -134,3 +136,20 @@ def test_the_character_scan_finds_what_the_character_class_finds():
 def test_used_names_are_the_used_values_without_result_numbers(text):
     s = parse_tree(text, "t.pto")[0]
     assert s.used_names() == tuple(v.split("#")[0] for v in s.used())
+
+
+def _preorder(stmts):
+    for s in stmts:
+        yield s
+        for r in s.regions:
+            for b in r:
+                yield from _preorder(b.stmts)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_walk_visits_the_statements_in_pre_order(path):
+    try:
+        top = parse_tree(path.read_text(), path.name)
+    except ParseError:
+        return
+    assert [id(s) for s in walk(top)] == [id(s) for s in _preorder(top)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from itertools import chain
 from dataclasses import dataclass, field
 
 from ... import isa
@@ -79,11 +80,21 @@ def read_func(s: Stmt, types: TypeReader) -> Func:
 
 
 def walk(stmts):
-    for s in stmts:
-        yield s
-        for r in s.regions:
-            for b in r:
-                yield from walk(b.stmts)
+    """Every statement of ``stmts`` and of their regions, in text order (pre-order).  One
+    generator with a stack of the enclosing statements' iterators: a statement at depth d is
+    not handed up through d generators."""
+    stack, it = [], iter(stmts)
+    while True:
+        for s in it:
+            yield s
+            if s.regions:                      # (its regions next, then on after it)
+                stack.append(it)
+                it = chain.from_iterable(b.stmts for r in s.regions for b in r)
+                break
+        else:
+            if not stack:
+                return
+            it = stack.pop()
 
 
 def int_constants(f: Func) -> dict:
@@ -98,9 +109,11 @@ def int_constants(f: Func) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def catalogue_name(name: str) -> str | None:
     """``pto.tadd`` -> ``TADD``; ``pto.tmatmul.acc`` -> ``TMATMUL_ACC`` if the catalogue
-    (and so :mod:`ptopipe.isa`) has it."""
+    (and so :mod:`ptopipe.isa`) has it (kept per name: the catalogue and the ISA are fixed,
+    and a file names a few ops over and over)."""
     if not name.startswith("pto.t"):
         return None
     isa_name = isa_name_of(name)
