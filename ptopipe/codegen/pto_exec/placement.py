@@ -66,22 +66,26 @@ def _plan_layout(prog: Program, platform) -> Layout:
         kind = f.kind or "?"
         order, ranges = live_ranges(f, prog)
         arena = {}                                   # (kind, loc) -> the top of this function's tiles
+        active = lay.active
         for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
             spec = order[s]
             key = (kind, spec.loc)
-            base = lay.tops.get(key, 0)
+            nbytes = spec.nbytes
             # sites come in order of their first statement: a tile dead before this one
             # starts is dead for every later one too, and leaves the list for good
-            live = lay.active[key] = [x for x in lay.active.get(key, []) if x[2] >= lo]
+            live = active.get(key)
+            live = active[key] = [x for x in live if x[2] >= lo] if live else []
             taken = [(a, b) for a, b, _ in live]
-            addr = base
-            for a, b in sorted(taken + fixed.get(key, [])):
-                if addr + spec.nbytes <= a or addr >= b:
+            taken += fixed.get(key, ())
+            taken.sort()
+            addr = lay.tops.get(key, 0)
+            for a, b in taken:
+                if addr + nbytes <= a or addr >= b:
                     continue
                 addr = max(addr, _align(b))
             lay.sites[s] = addr
-            lay.active[key].append((addr, addr + spec.nbytes, hi))
-            arena[key] = max(arena.get(key, 0), addr + spec.nbytes)
+            live.append((addr, addr + nbytes, hi))
+            arena[key] = max(arena.get(key, 0), addr + nbytes)
         for key, top in arena.items():               # the next function's arena starts above
             lay.tops[key] = max(lay.tops.get(key, 0), _align(top))
         lay.active.clear()
@@ -120,19 +124,18 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     TileSpec (a MultiSpec for a multi-slot region) and its live range ``(first, last)`` in the
     function's pre-order statement numbering; a view of a buffer (:data:`VIEWS`) keeps the
     buffer live while it is used."""
-    loops_of, span = {}, {}          # by id(stmt): the loops around it, its (first, last) statement
-    uses = {}
+    # by pre-order index: a statement's last statement (itself, or the last one of its
+    # regions) and the indices of the loops around it
+    ends, loops_at = [], []
+    uses = {}                        # SSA name (a view's: its buffer's) -> the indices using it
     root = {}                        # a view's SSA name -> the buffer's
-    allocs = []                      # the alloc sites, in pre-order
-    k = 0
+    allocs = []                      # (stmt, index) of the alloc sites, in pre-order
 
     def visit(stmts, loops):
-        nonlocal k
         for s in stmts:
-            sid = id(s)
-            i = k
-            k += 1
-            loops_of[sid] = loops
+            i = len(ends)
+            ends.append(i)
+            loops_at.append(loops)
             used = s.used_names()
             if used:
                 if s.name in VIEWS and s.results:
@@ -141,42 +144,41 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
                     v = root.get(v, v)
                     at = uses.get(v)
                     if at is None:
-                        uses[v] = [sid]
+                        uses[v] = [i]
                     else:
-                        at.append(sid)
+                        at.append(i)
             if s.name in ALLOCS:
-                allocs.append(s)
+                allocs.append((s, i))
             if s.regions:
-                inner = loops + (sid,) if s.name in ("scf.for", "scf.while") else loops
+                inner = loops + (i,) if s.name in ("scf.for", "scf.while") else loops
                 for r in s.regions:
                     for b in r:
                         visit(b.stmts, inner)
-            span[sid] = (i, k - 1)
+                ends[i] = len(ends) - 1
     visit(f.body, ())
     specs, ranges = {}, {}
-    for s in allocs:
+    for s, lo in allocs:
         if s.has_key("addr") != placed or not s.results:
             continue
         spec = prog.types.spec_of(s)
         if spec is None:
             continue
-        sid = id(s)
-        lo = hi = span[sid][0]
-        own = loops_of[sid]
+        hi = lo
+        own = loops_at[lo]
         mine = set(own)
         for u in uses.get(s.results[0], ()):
-            end = span[u][1]
+            end = ends[u]
             if end > hi:
                 hi = end
-            inside = loops_of[u]
+            inside = loops_at[u]
             if inside is not own:            # (the same loops as the site's: none to add)
                 for loop in inside:
                     if loop not in mine:
-                        end = span[loop][1]
+                        end = ends[loop]
                         if end > hi:
                             hi = end
-        specs[sid] = spec
-        ranges[sid] = (lo, hi)
+        specs[id(s)] = spec
+        ranges[id(s)] = (lo, hi)
     return specs, ranges
 
 
