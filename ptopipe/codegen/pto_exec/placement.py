@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ...arch.vocab import TILE_SPACE, TileType
 from ...errors import CompileError
 from ...ir.core import gc_paused
-from .program import Func, Program, int_attr, int_constants, space_attr, str_attr, walk
+from .program import Func, Program, int_attr, int_constants, space_attr, str_attr
 from ...errors import with_article
 
 
@@ -47,7 +47,7 @@ def _plan_layout(prog: Program, platform) -> Layout:
     fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
     for f in prog.funcs.values():
         kind = f.kind or "?"
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name == "pto.reserve_buffer":
                 name = str_attr(s, "name", prog)
                 size = int_attr(s, "size", prog)
@@ -98,7 +98,7 @@ def tiles_larger_than_memory(prog: Program, platform) -> list:
     without running."""
     out = []
     for f in prog.funcs.values():
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name not in ALLOCS or not s.results:
                 continue
             spec = prog.types.spec_of(s)
@@ -263,7 +263,7 @@ def alias_notes(prog: Program) -> list:
     for f in prog.funcs.values():
         consts = int_constants(f)
         specs, _ = live_ranges(f, prog, placed=True)
-        sites = {id(s): s for s in walk(f.body)}
+        sites = {id(s): s for s in f.statements()}
         placed = []
         for k, spec in specs.items():
             a = sites[k].attr("addr")[0].text
@@ -272,7 +272,7 @@ def alias_notes(prog: Program) -> list:
         if len(placed) < 2:
             continue
         reads, writes, loops, conds = _accesses(f)
-        stmts = list(walk(f.body))
+        stmts = list(f.statements())
         for s1, t1, a1 in placed:
             n1 = s1.results[0]
             for lo, hi in _live_spans(n1, reads, writes, loops, conds):

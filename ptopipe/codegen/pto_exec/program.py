@@ -30,6 +30,15 @@ class Func:
     body: list
     stmt: Stmt
     calls: list = field(default_factory=list)          # callee names, in order
+    _statements: tuple | None = field(default=None, repr=False, compare=False)
+
+    def statements(self) -> tuple:
+        """Every statement of the body and of its regions, in text order (:func:`walk`), made
+        once: the reader and the layout pass over them a dozen times, and a read function's
+        statements do not change."""
+        if self._statements is None:
+            self._statements = tuple(walk(self.body))
+        return self._statements
 
 
 @dataclass
@@ -100,7 +109,7 @@ def walk(stmts):
 def int_constants(f: Func) -> dict:
     """The integer ``arith.constant`` values of a function, by result name."""
     out = {}
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name == "arith.constant" and s.results:
             try:
                 out[s.results[0]] = int(s.text().split(":")[0])
@@ -136,7 +145,7 @@ def _tile_locs(f: Func, funcs: dict, types: "TypeReader", seen=None) -> dict:
         return {}
     seen.add(f.name)
     out = {}
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name in ("pto.alloc_tile", "pto.declare_tile", "memref.alloc", "pto.tpop_from_aic",
                       "pto.tpop_from_aiv"):
             spec = types.spec_of(s)
@@ -252,7 +261,7 @@ def _slip(e: Exception) -> str:
 def has_pipes(prog: Program, names) -> bool:
     """Does any of the functions ``names`` initialise a cross-core pipe?"""
     for n in names:
-        for s in walk(prog.funcs[n].body):
+        for s in prog.funcs[n].statements():
             if "initialize" in s.name and "pipe" in s.name:
                 return True
     return False
@@ -344,7 +353,7 @@ def whole_tile_lanes(prog: Program, names) -> bool:
     pipes of such a function are one-lane (ptoas infers ``nosplit`` from the ops, and its
     ``TPipe<..., IsNoSplit>`` has one lane on A5)."""
     for n in names:
-        for s in walk(prog.funcs[n].body):
+        for s in prog.funcs[n].statements():
             if "initialize" in s.name and "pipe" in s.name:
                 ns = s.attr("nosplit")
                 if ns and ns[0].text == "true":

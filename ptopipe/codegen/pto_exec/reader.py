@@ -15,7 +15,7 @@ from .headers import check_header
 from .op_checks import Constants, check_op
 from .pipe_pairs import check_pipe_pairs
 from .pipe_ops import check_nosplit_splits, check_pipe_directions, check_split_kinds
-from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func, walk
+from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
 
@@ -100,7 +100,7 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
     statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
     consts = Constants(f)
-    for s in walk(f.body):
+    for s in f.statements():
         bad = s.malformed() if suspects and not suspects.isdisjoint(s.lines()) else None
         if s.name in ("scf.for", "scf.if"):
             check_header(s, types.f)
@@ -235,7 +235,7 @@ def _check_yields(f: Func, types: TypeReader) -> None:
     value have different type"): else a ParseError at the yield - run as written, the value
     of the wrong type would flow on in its place."""
     same = UseTypes(types).same
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name not in ("scf.for", "scf.if") or not s.results:
             continue
         want = result_types(s)
@@ -402,7 +402,9 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                 if s.results:
                     line = s.tok.line
                     for r, col in zip(s.results, s.result_cols):
-                        define(r, line, col)
+                        if r in defined:
+                            define(r, line, col)          # (the redefinition's error)
+                        defined[r] = (line, col)
                     for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
                         typed.define(r, ty, line, col)
                     mine.extend(s.results)
