@@ -2,9 +2,10 @@
 statement read directly (:meth:`~ptopipe.codegen.pto_tree._Reader.one_line_stmt`) makes the
 statement - name, results and their columns, pieces, text, location - or the ParseError
 (message and line:col) the general reading makes; the scan for characters a file may not hold
-finds what the character class finds; :meth:`~ptopipe.codegen.pto_tree.Stmt.used_names` is
-:meth:`~ptopipe.codegen.pto_tree.Stmt.used` without result numbers; the executor's
-:func:`~ptopipe.codegen.pto_exec.program.walk` visits what a recursive pre-order walk visits."""
+finds what the character class finds; the bracket balance counts every bracket;
+:meth:`~ptopipe.codegen.pto_tree.Stmt.used_names` is :meth:`~ptopipe.codegen.pto_tree.Stmt.used`
+without result numbers; the executor's :func:`~ptopipe.codegen.pto_exec.program.walk` visits
+what a recursive pre-order walk visits."""
 from __future__ import annotations
 
 import pathlib
@@ -121,6 +122,13 @@ def test_any_mix_of_edge_lines_reads_as_the_general_reading_reads_it(body, noise
     with pytest.MonkeyPatch.context() as mp:
         direct, general = _both(text, mp)
     assert direct == general
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="()[]{}<>-x =", max_size=40))
+def test_the_bracket_balance_is_every_brackets_count(text):
+    want = (sum(text.count(c) for c in "([{<") - sum(text.count(c) for c in ")]}>") + text.count("->"))
+    assert pto_tree._balance(text) == want
 
 
 def test_the_character_scan_finds_what_the_character_class_finds():
