@@ -86,8 +86,11 @@ class Stmt:
                 if text is None:
                     out.append(Token("punct", "{}", line, col))
                     continue
-                for t in tokenize(text, self.filename)[:-1]:
-                    out.append(Token(t.kind, t.text, line, t.col + col - 1))
+                # (each token moved to its piece's line and column; tuple.__new__ makes the Token
+                # without the NamedTuple constructor's argument handling, as tokenize does)
+                shift = col - 1
+                out.extend([_new(Token, (t[0], t[1], line, t[3] + shift))
+                            for t in tokenize(text, self.filename)[:-1]])
             self._toks = out
         return self._toks
 
