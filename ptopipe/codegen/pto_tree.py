@@ -481,6 +481,9 @@ _ONE_LINE_OP = re.compile(r"(\s*)(?:(%[A-Za-z0-9_$.#-]+)\s*=\s*)?([A-Za-z_][A-Za
 _BAD_CHAR = re.compile(r"[^\x09\x0a\x0d\x20-\x7e\x80-\U0010ffff]")
 _BAD_CHARS = tuple(chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f))
 _new = tuple.__new__
+#: the ops :meth:`_Reader.one_line_stmt` leaves to the general reading: those holding regions,
+#: those spelled two ways, and ``return`` (refused inside an scf region)
+_NOT_ONE_LINE = REGION_OPS | frozenset(OP_ALIASES) | {"return"}
 _KEY = re.compile(r"(?<![\w.%$])([A-Za-z_][\w.]*)\s*=(?!=)")
 #: a continuation line that starts with a word followed by neither ``(`` nor ``=`` (nor ``<``: a type)
 _BARE_WORD = re.compile(r"\s*([A-Za-z_][\w.$]*)(?!\s*[(=<\w.$])")
@@ -672,8 +675,7 @@ class _Reader:
             return None
         name = fm.group(3)
         text = r[fm.end():]
-        if name in REGION_OPS or name in OP_ALIASES or name == "return" or '"' in text or "/" in text \
-                or _balance(text) != 0:
+        if name in _NOT_ONE_LINE or '"' in text or "/" in text or _balance(text) != 0:
             return None
         lines, nxt = self.lines, self.i + 1
         while nxt < len(lines) and not lines[nxt]:      # (lines are right-stripped)
