@@ -13,6 +13,7 @@ Facts follow ptoas's frontend tests and sources (hw-native-sys/PTOAS ``test/basi
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -145,9 +146,10 @@ MLIR_WORD_TYPE = re.compile(r"(?:index|none|[su]?i[1-9]\d*|bf16|f16|f32|f64|f80|
 _BARE_WORD = re.compile(r"[A-Za-z_][\w.$]*")
 
 
+@functools.lru_cache(maxsize=4096)
 def type_word_refusal(ty: str) -> tuple | None:
     """``(what, fix)`` when the type text ``ty`` is a bare word MLIR has no type of (``f33``,
-    ``foo``), else None."""
+    ``foo``), else None (kept per text: a file defines thousands of values with a few types)."""
     ty = ty.strip()
     if not _BARE_WORD.fullmatch(ty) or MLIR_WORD_TYPE.fullmatch(ty):
         return None

@@ -17,6 +17,7 @@ Malformed nesting is a :class:`~ptopipe.errors.ParseError` at line:col.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -48,7 +49,7 @@ class Stmt:
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
     __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
-                 "filename", "_memo", "_text", "_used")
+                 "filename", "_memo", "_text", "_used", "_names", "_rtt")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
                  result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
@@ -62,7 +63,8 @@ class Stmt:
         self.col = self.result_cols[0] if results else tok.col
         self._pieces = tuple(pieces)       # ((line, col, text) | (line, col, None): a region, ...)
         self._toks = None
-        self._text = self._used = None       # text() and used(), made on first use
+        self._text = self._used = self._names = None     # text(), used(), used_names(): made on first use
+        self._rtt = _UNSEEN                                # result_type_text(), made on first use
         self.filename = filename
         # the lookups below by their arguments (an attribute by its key; 0: values(), 1:
         # types(), 2: arrow_type(), ("group", keyword)): a statement's tokens never change, and an executor
@@ -84,8 +86,11 @@ class Stmt:
                 if text is None:
                     out.append(Token("punct", "{}", line, col))
                     continue
-                for t in tokenize(text, self.filename)[:-1]:
-                    out.append(Token(t.kind, t.text, line, t.col + col - 1))
+                # (each token moved to its piece's line and column; tuple.__new__ makes the Token
+                # without the NamedTuple constructor's argument handling, as tokenize does)
+                shift = col - 1
+                out.extend([_new(Token, (t[0], t[1], line, t[3] + shift))
+                            for t in tokenize(text, self.filename)[:-1]])
             self._toks = out
         return self._toks
 
@@ -126,9 +131,19 @@ class Stmt:
             self._used = tuple(_VALUE.findall(self.text()))
         return self._used
 
+    def used_names(self) -> tuple:
+        """:meth:`used` with each result number dropped (``%r#1`` -> ``%r``; made once)."""
+        if self._names is None:
+            used = self.used()
+            # (a text without '#' names no result by number: the names are the values)
+            self._names = tuple(v.split("#")[0] for v in used) if "#" in self.text() else used
+        return self._names
+
     def has_key(self, key: str) -> bool:
         """Does the op's text say ``key = ...`` (cheap: no tokens)?"""
-        return re.search(r"\b" + re.escape(key) + r"\s*=", self.text()) is not None
+        text = self.text()
+        # (a text without ``key`` has no match: most ops are asked for keys they lack)
+        return key in text and _key_pattern(key).search(text) is not None
 
     def symbol(self) -> str | None:
         """The first ``@name`` of the op's text (a callee, a peer function)."""
@@ -137,10 +152,13 @@ class Stmt:
 
     def result_type_text(self) -> str | None:
         """The type after the op's last ``: `` or ``-> `` that starts a tile or memref type
-        (``pto.alloc_tile ... : !pto.tile_buf<...>``, ``memref.alloc() : memref<...>``)."""
-        t = self.text()
-        k = max(t.rfind(": !"), t.rfind(": memref<"), t.rfind("-> !"), t.rfind("-> memref<"))
-        return t[k + 2:].strip() if k >= 0 else None
+        (``pto.alloc_tile ... : !pto.tile_buf<...>``, ``memref.alloc() : memref<...>``; made once)."""
+        got = self._rtt
+        if got is _UNSEEN:
+            t = self.text()
+            k = max(t.rfind(": !"), t.rfind(": memref<"), t.rfind("-> !"), t.rfind("-> memref<"))
+            got = self._rtt = t[k + 2:].strip() if k >= 0 else None
+        return got
 
     # -- lookups over the op's tokens -------------------------------------------------------
     def values(self, toks=None) -> list:
@@ -302,6 +320,13 @@ class Stmt:
         return None
 
 
+@functools.lru_cache(maxsize=None)
+def _key_pattern(key: str) -> re.Pattern:
+    """``key = ...`` as :meth:`Stmt.has_key` looks for it (compiled once per key: the keys
+    asked are a few fixed names)."""
+    return re.compile(r"\b" + re.escape(key) + r"\s*=")
+
+
 def odd_end(text: str) -> bool:
     """Might an op whose own text is ``text`` have a token after its end (:meth:`Stmt.trailing`)?
     A cheap look at the text's last word: one that is no closing bracket, after a word or a
@@ -449,6 +474,16 @@ _LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
 #: a line that defines a result without its ``=`` or its ``%``: ``%c64 arith.constant``, ``c64 = arith.constant``
 _LOST_RESULT = re.compile(r"\s*(%[\w$.#-]+|[A-Za-z_]\w*\s*=)\s*([a-z_][a-z0-9_]*\.[a-z0-9_.]+)")
 _ANGLE = re.compile(r"<[^<>]*>")
+#: ``[%r = ] name`` at a line's start, the name unquoted (:meth:`_Reader.stmt`'s common case: a
+#: line :data:`_STMT` and :data:`_NAME` read as one result, or none, and that name)
+_ONE_LINE_OP = re.compile(r"(\s*)(?:(%[A-Za-z0-9_$.#-]+)\s*=\s*)?([A-Za-z_][A-Za-z0-9_$.]*)")
+#: the characters a .pto file may not hold (controls other than tab, newline and return)
+_BAD_CHAR = re.compile(r"[^\x09\x0a\x0d\x20-\x7e\x80-\U0010ffff]")
+_BAD_CHARS = tuple(chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f))
+_new = tuple.__new__
+#: the ops :meth:`_Reader.one_line_stmt` leaves to the general reading: those holding regions,
+#: those spelled two ways, and ``return`` (refused inside an scf region)
+_NOT_ONE_LINE = REGION_OPS | frozenset(OP_ALIASES) | {"return"}
 _KEY = re.compile(r"(?<![\w.%$])([A-Za-z_][\w.]*)\s*=(?!=)")
 #: a continuation line that starts with a word followed by neither ``(`` nor ``=`` (nor ``<``: a type)
 _BARE_WORD = re.compile(r"\s*([A-Za-z_][\w.$]*)(?!\s*[(=<\w.$])")
@@ -495,8 +530,24 @@ def _depth(text: str, filename: str, line: int) -> int:
             if t.kind == "punct":
                 d += (t.text in _OPEN) - (t.text in _CLOSE)
         return d
-    return (text.count("(") + text.count("[") + text.count("{") + text.count("<")
-            - text.count(")") - text.count("]") - text.count("}") - text.count(">") + text.count("->"))
+    return _balance(text)
+
+
+def _balance(text: str) -> int:
+    """Bracket characters opened minus closed in ``text`` (``->`` is no bracket): :func:`_depth`
+    of a text without a string or a comment."""
+    # (a pair neither of whose brackets occurs adds nothing - nor does "->" without a ">" -
+    # and "in" finds that faster than count scans: most lines lack two or three of the pairs)
+    count, d = text.count, 0
+    if "(" in text or ")" in text:
+        d += count("(") - count(")")
+    if "<" in text or ">" in text:
+        d += count("<") - count(">") + count("->")
+    if "[" in text or "]" in text:
+        d += count("[") - count("]")
+    if "{" in text or "}" in text:
+        d += count("{") - count("}")
+    return d
 
 
 def _code(text: str) -> str:
@@ -522,12 +573,18 @@ class _Reader:
     def __init__(self, text: str, filename: str):
         self.f = filename
         text = text.removeprefix(BOM)    # (an editor's byte order mark: no character of the file)
-        for m in re.finditer(r"[^\x09\x0a\x0d\x20-\x7e\x80-\U0010ffff]", text):
+        # (the regex only where one of its characters occurs: a substring search per character
+        # is a tenth of the regex's scan, and a file has none)
+        bad = _BAD_CHAR.finditer(text) if any(c in text for c in _BAD_CHARS) else ()
+        for m in bad:
             line = text.count("\n", 0, m.start()) + 1
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
             raise ParseError(f"unexpected character {m.group()!r}", where=f"{filename}:{line}:{col}",
                              fix="PTO-AS is MLIR text: check for a stray character")
-        self.lines = [_code(l).rstrip() for l in without_locations(text).split("\n")]
+        text = without_locations(text)
+        # (_code leaves a line without "//" as it is)
+        self.lines = ([_code(l).rstrip() for l in text.split("\n")] if "//" in text else
+                      [l.rstrip() for l in text.split("\n")])
         self.i = 0                       # the current line (0-based)
         self.col = 0                     # where on it reading goes on
         self.owners = []                 # (name, line) of the ops whose regions are being read
@@ -590,7 +647,7 @@ class _Reader:
             if code.startswith("^"):
                 blocks.append(self.label())
                 continue
-            blocks[-1].stmts.append(self.stmt())
+            blocks[-1].stmts.append(self.one_line_stmt(r, self.i + 1) or self.stmt())
 
     def label(self) -> Block:
         r = self.rest()
@@ -606,6 +663,35 @@ class _Reader:
                 b.args.append((name.strip(), ty.strip()))
         self.i, self.col = self.i + 1, 0
         return b
+
+    def one_line_stmt(self, r: str, line: int) -> Stmt | None:
+        """The common statement, read directly (else None: :meth:`stmt` reads it in general):
+        ``[%r = ] dialect.op ...`` on a line of its own - no region, string or comment, its
+        brackets balanced, the next non-empty line starting an operation - is one piece, the
+        text after the name, as the general reading makes it (``r``: the rest of line
+        ``line``, where the statement starts)."""
+        fm = _ONE_LINE_OP.match(r)
+        if fm is None:
+            return None
+        name = fm.group(3)
+        text = r[fm.end():]
+        if name in _NOT_ONE_LINE or '"' in text or "/" in text or _balance(text) != 0:
+            return None
+        lines, nxt = self.lines, self.i + 1
+        while nxt < len(lines) and not lines[nxt]:      # (lines are right-stripped)
+            nxt += 1
+        if nxt < len(lines) and not _STARTS.match(lines[nxt]):
+            return None
+        col = self.col
+        ntok = _new(Token, ("word", name, line, col + fm.start(3) + 1))
+        res = fm.group(2)
+        results, cols = ((res,), (col + fm.start(2) + 1,)) if res else ((), ())
+        self.i, self.col = self.i + 1, 0
+        # (text is a suffix of a right-stripped line: blank only when empty)
+        pieces = ((line, col + fm.end() + 1, text),) if text else ()
+        s = Stmt(name, results, pieces, (), ntok, None, self.f, cols)
+        s._text = text                      # (text() of one piece, or of none: "")
+        return s
 
     def stmt(self) -> Stmt:
         r = self.rest()

@@ -116,9 +116,9 @@ def written_keys(text: str) -> set:
     """The keys ``text`` writes as ``key =`` / ``key =...`` (one split of the whole file: the
     check of each op's keys below runs only for the ops that hold an unknown one)."""
     out = set()
-    for chunk in {c[c.rfind(" ") + 1:] for c in text.split(" =")[:-1]}:
-        if chunk[:1] == "%":
-            continue                         # (a result: `%x = ...`)
+    # (the piece of each chunk after its last blank; one starting with '%' is a result,
+    # `%x = ...`, left out before it is cut: a file has a result per line)
+    for chunk in {c[k + 1:] for c in text.split(" =")[:-1] if c[(k := c.rfind(" ")) + 1:k + 2] != "%"}:
         m = _TAIL_KEY.search(chunk)
         if m is not None:
             out.add(m.group(1))

@@ -22,7 +22,7 @@ from .pipe_pairs import pipe_nosplit
 from .pipe_ops import check_flag_ids, check_pipe_directions
 from .placement import alias_notes, plan_layout
 from .program import (MIXED, SUBBLOCK_OPS, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
-                      int_constants, lane0_scope, malformed, reachable, read_text, walk)
+                      int_constants, lane0_scope, malformed, reachable, read_text)
 from .reader import read_program
 from .values import Elements
 from .types import ScalarT, TileSpec, check_input_fits, dtype_name, int_range
@@ -189,7 +189,7 @@ def reads_subblock(prog: Program, reach, top_funcs) -> bool:
     """Do the functions ``reach`` ask for the core's sub-block (an op of it, or pypto's SPMD
     sub-block parameter on a function run, ``top_funcs``)?"""
     return any(p[0][1:] == SPMD_SUBBLOCK_IDX for t in top_funcs for p in prog.funcs[t].params) or \
-        any(s.name in SUBBLOCK_OPS for n in reach for s in walk(prog.funcs[n].body))
+        any(s.name in SUBBLOCK_OPS for n in reach for s in prog.funcs[n].statements())
 
 
 def spmd_note(prog: Program, top_funcs) -> str | None:
@@ -242,7 +242,7 @@ def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
     if (fname, name) in seen:
         return False
     seen.add((fname, name))
-    for st in walk(prog.funcs[fname].body):
+    for st in prog.funcs[fname].statements():
         if name not in st.used():
             continue
         if st.name != "func.call":
@@ -276,7 +276,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
         consts = int_constants(f)
         ptypes = {p[0]: p[1] for p in f.params}
         moved = {}                          # %q = pto.addptr %p, %n: q -> (parameter p, n elements)
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name == "pto.addptr" and s.results:
                 vs = s.values()
                 base, off = ((vs[0].text, 0) if vs and vs[0].text in ptypes else
@@ -331,7 +331,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     while changed:                          # callers need what their callees need
         changed = False
         for f in prog.funcs.values():
-            for s in walk(f.body):
+            for s in f.statements():
                 if s.name != "func.call":
                     continue
                 callee = prog.funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
@@ -417,7 +417,7 @@ def lane0_functions(prog: Program, reach, plat: str) -> tuple:
     funcs = [prog.funcs[n] for n in dict.fromkeys(reach)]
     vector = [f for f in funcs if f.kind == "vector"]
     lane0 = frozenset(f.name for f in vector if lane0_scope(f.body))
-    kindless = any(f.kind is None and any(s.name.startswith("pto.") for s in walk(f.body)) for f in funcs)
+    kindless = any(f.kind is None and any(s.name.startswith("pto.") for s in f.statements()) for f in funcs)
     return lane0, bool(vector) and len(lane0) == len(vector) and not kindless
 
 

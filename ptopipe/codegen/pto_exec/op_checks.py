@@ -15,7 +15,7 @@ from collections import Counter
 
 from ...arch.vocab import PLAIN_DIRECTION
 from ...errors import with_article
-from .program import Func, int_constants, walk
+from .program import Func, int_constants
 from .types import TypeReader
 
 #: the ops whose result type is a tile they make
@@ -83,7 +83,7 @@ class Constants:
     @property
     def values(self) -> dict:
         if self._values is None:
-            names = Counter(r for s in walk(self.f.body) if s.name == "arith.constant" for r in s.results)
+            names = Counter(r for s in self.f.statements() if s.name == "arith.constant" for r in s.results)
             self._values = {k: v for k, v in int_constants(self.f).items() if names[k] == 1}
         return self._values
 

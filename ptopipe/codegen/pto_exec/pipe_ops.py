@@ -10,7 +10,7 @@ from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
-from .program import int_attr, res_type, str_attr, walk, whole_tile_lanes
+from .program import int_attr, res_type, str_attr, whole_tile_lanes
 from .tile_ops import folded, tile_of
 from .types import TileSpec
 from .values import PipeVal, Reserved, View
@@ -116,7 +116,7 @@ def flag_bases(ex, f) -> dict:
     two frontend pipes ``{id = 0}`` / ``{id = 1}`` get flags of their own on both ends."""
     got = ex.flag_bases.get(f.name)
     if got is None:
-        inits = [s for s in walk(f.body) if s.name in INIT_OPS]
+        inits = [s for s in f.statements() if s.name in INIT_OPS]
         plat = ex.core.cluster.platform
         rows = []
         for s in inits:
@@ -400,7 +400,7 @@ def ptoas_refusals(prog) -> list:
     (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``)."""
     out = []
     for f in prog.funcs.values():
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name not in INIT_OPS:
                 continue
             toks, at, seen = s.toks, None, []
@@ -457,7 +457,7 @@ def check_nosplit_splits(f, path: str) -> None:
     (ptoas refuses the file): a ParseError at the split, before anything runs.  A frontend op
     belongs to its function's frontend init, a handle op to the init whose handle it names."""
     frontend, handles = None, {}
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name in INIT_OPS:
             ns = s.attr("nosplit")
             if ns and ns[0].text == "true":
@@ -483,7 +483,7 @@ def check_split_kinds(f, path: str) -> None:
     split ones, not both: a ParseError at the first that differs from the first one
     (:func:`~ptopipe.codegen.pto_syntax.split_mix_conflict`)."""
     first = None
-    for s in walk(f.body):
+    for s in f.statements():
         if not s.name.startswith(("pto.tpush_to_", "pto.tpop_from_")):
             continue
         v = s.attr("split")
@@ -504,7 +504,7 @@ def check_flag_ids(prog, names) -> None:
     ends = {}                                    # (direction bit, kind) -> {flag: stmt}
     for n in dict.fromkeys(names):
         f = prog.funcs[n]
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name not in INIT_OPS:
                 continue
             fid = init_flag(s)
@@ -545,7 +545,7 @@ def check_pipe_directions(prog, names) -> None:
     for n in dict.fromkeys(names):
         f = prog.funcs[n]
         bufs = {}
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name in ("pto.reserve_buffer", "pto.import_reserved_buffer") and s.results:
                 name = s.attr("name")
                 peer = s.attr("peer_func")

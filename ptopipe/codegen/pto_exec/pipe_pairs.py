@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from ...errors import ParseError
 from .pipe_ops import FRONTEND_INITS, INIT_OPS, init_flag, frontend_id
-from .program import walk
 
 _BUFFER_OPS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
 _LOWER_INITS = ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe")
@@ -52,7 +51,7 @@ def _local_operands(s) -> list:
 def _definitions(f) -> dict:
     """name -> the statements of ``f`` that define it (a name may be reused in sibling regions)."""
     defs = {}
-    for s in walk(f.body):
+    for s in f.statements():
         for r in s.results:
             defs.setdefault(r, []).append(s)
     return defs
@@ -151,10 +150,10 @@ def check_imports(funcs: dict, path: str) -> None:
     as the lone end of a pipe."""
     reserved = {}                 # function -> the names of the buffers it reserves
     for f in funcs.values():
-        reserved[f.name] = [t[0].text.strip('"') for t in (s.attr("name") for s in walk(f.body)
+        reserved[f.name] = [t[0].text.strip('"') for t in (s.attr("name") for s in f.statements()
                                                             if s.name == "pto.reserve_buffer") if t]
     for f in funcs.values():
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name != "pto.import_reserved_buffer":
                 continue
             peer, named = s.attr("peer_func"), s.attr("name")
@@ -182,7 +181,7 @@ def check_pipe_pairs(funcs: dict, path: str) -> None:
     disputed = set()             # (owner, buffer name) a frontend init names for the way it does not enable
     for f in funcs.values():
         defs = None
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name not in INIT_OPS:
                 continue
             if defs is None:
@@ -254,7 +253,7 @@ def _split_usage(s, f) -> tuple | None:
     handles = set(s.results)
     pid = frontend_id(s) if s.name in FRONTEND_INITS else None
     whole = split = None
-    for o in walk(f.body):
+    for o in f.statements():
         if s.name in FRONTEND_INITS:
             if o.name not in _FRONTEND_PIPE_OPS or frontend_id(o) != pid:
                 continue
@@ -304,7 +303,7 @@ def pipe_nosplit(funcs: dict) -> dict:
     own, peers = {}, {}
     for f in funcs.values():
         defs = None
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name not in INIT_OPS:
                 continue
             defs = _definitions(f) if defs is None else defs

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ...arch.vocab import TILE_SPACE, TileType
 from ...errors import CompileError
 from ...ir.core import gc_paused
-from .program import Func, Program, int_attr, int_constants, space_attr, str_attr, walk
+from .program import Func, Program, int_attr, int_constants, space_attr, str_attr
 from ...errors import with_article
 
 
@@ -47,7 +47,7 @@ def _plan_layout(prog: Program, platform) -> Layout:
     fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
     for f in prog.funcs.values():
         kind = f.kind or "?"
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name == "pto.reserve_buffer":
                 name = str_attr(s, "name", prog)
                 size = int_attr(s, "size", prog)
@@ -66,22 +66,26 @@ def _plan_layout(prog: Program, platform) -> Layout:
         kind = f.kind or "?"
         order, ranges = live_ranges(f, prog)
         arena = {}                                   # (kind, loc) -> the top of this function's tiles
+        active = lay.active
         for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
             spec = order[s]
             key = (kind, spec.loc)
-            base = lay.tops.get(key, 0)
+            nbytes = spec.nbytes
             # sites come in order of their first statement: a tile dead before this one
             # starts is dead for every later one too, and leaves the list for good
-            live = lay.active[key] = [x for x in lay.active.get(key, []) if x[2] >= lo]
+            live = active.get(key)
+            live = active[key] = [x for x in live if x[2] >= lo] if live else []
             taken = [(a, b) for a, b, _ in live]
-            addr = base
-            for a, b in sorted(taken + fixed.get(key, [])):
-                if addr + spec.nbytes <= a or addr >= b:
+            taken += fixed.get(key, ())
+            taken.sort()
+            addr = lay.tops.get(key, 0)
+            for a, b in taken:
+                if addr + nbytes <= a or addr >= b:
                     continue
                 addr = max(addr, _align(b))
             lay.sites[s] = addr
-            lay.active[key].append((addr, addr + spec.nbytes, hi))
-            arena[key] = max(arena.get(key, 0), addr + spec.nbytes)
+            live.append((addr, addr + nbytes, hi))
+            arena[key] = max(arena.get(key, 0), addr + nbytes)
         for key, top in arena.items():               # the next function's arena starts above
             lay.tops[key] = max(lay.tops.get(key, 0), _align(top))
         lay.active.clear()
@@ -94,7 +98,7 @@ def tiles_larger_than_memory(prog: Program, platform) -> list:
     without running."""
     out = []
     for f in prog.funcs.values():
-        for s in walk(f.body):
+        for s in f.statements():
             if s.name not in ALLOCS or not s.results:
                 continue
             spec = prog.types.spec_of(s)
@@ -120,44 +124,59 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     TileSpec (a MultiSpec for a multi-slot region) and its live range ``(first, last)`` in the
     function's pre-order statement numbering; a view of a buffer (:data:`VIEWS`) keeps the
     buffer live while it is used."""
-    index, loops_of, span = {}, {}, {}
-    uses = {}
+    # by pre-order index: a statement's last statement (itself, or the last one of its
+    # regions) and the indices of the loops around it
+    ends, loops_at = [], []
+    uses = {}                        # SSA name (a view's: its buffer's) -> the indices using it
     root = {}                        # a view's SSA name -> the buffer's
-    k = 0
+    allocs = []                      # (stmt, index) of the alloc sites, in pre-order
 
     def visit(stmts, loops):
-        nonlocal k
         for s in stmts:
-            i = index[id(s)] = k
-            k += 1
-            loops_of[id(s)] = loops
-            used = [v.split("#")[0] for v in s.used()]
-            if s.name in VIEWS and s.results and used:
-                root[s.results[0]] = root.get(used[0], used[0])
-            for v in used:
-                uses.setdefault(root.get(v, v), []).append(id(s))
-            inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
-            for r in s.regions:
-                for b in r:
-                    visit(b.stmts, inner)
-            span[id(s)] = (i, k - 1)
+            i = len(ends)
+            ends.append(i)
+            loops_at.append(loops)
+            used = s.used_names()
+            if used:
+                if s.name in VIEWS and s.results:
+                    root[s.results[0]] = root.get(used[0], used[0])
+                for v in used:
+                    v = root.get(v, v)
+                    at = uses.get(v)
+                    if at is None:
+                        uses[v] = [i]
+                    else:
+                        at.append(i)
+            if s.name in ALLOCS:
+                allocs.append((s, i))
+            if s.regions:
+                inner = loops + (i,) if s.name in ("scf.for", "scf.while") else loops
+                for r in s.regions:
+                    for b in r:
+                        visit(b.stmts, inner)
+                ends[i] = len(ends) - 1
     visit(f.body, ())
     specs, ranges = {}, {}
-    for s in walk(f.body):
-        if s.name not in ALLOCS or s.has_key("addr") != placed \
-                or not s.results:
+    for s, lo in allocs:
+        if s.has_key("addr") != placed or not s.results:
             continue
         spec = prog.types.spec_of(s)
         if spec is None:
             continue
-        lo = index[id(s)]
         hi = lo
-        mine = set(loops_of[id(s)])
-        for u in uses.get(s.results[0], []):
-            hi = max(hi, span[u][1])
-            for loop in loops_of[u]:
-                if loop not in mine:
-                    hi = max(hi, span[loop][1])
+        own = loops_at[lo]
+        mine = set(own)
+        for u in uses.get(s.results[0], ()):
+            end = ends[u]
+            if end > hi:
+                hi = end
+            inside = loops_at[u]
+            if inside is not own:            # (the same loops as the site's: none to add)
+                for loop in inside:
+                    if loop not in mine:
+                        end = ends[loop]
+                        if end > hi:
+                            hi = end
         specs[id(s)] = spec
         ranges[id(s)] = (lo, hi)
     return specs, ranges
@@ -244,7 +263,7 @@ def alias_notes(prog: Program) -> list:
     for f in prog.funcs.values():
         consts = int_constants(f)
         specs, _ = live_ranges(f, prog, placed=True)
-        sites = {id(s): s for s in walk(f.body)}
+        sites = {id(s): s for s in f.statements()}
         placed = []
         for k, spec in specs.items():
             a = sites[k].attr("addr")[0].text
@@ -253,7 +272,7 @@ def alias_notes(prog: Program) -> list:
         if len(placed) < 2:
             continue
         reads, writes, loops, conds = _accesses(f)
-        stmts = list(walk(f.body))
+        stmts = list(f.statements())
         for s1, t1, a1 in placed:
             n1 = s1.results[0]
             for lo, hi in _live_spans(n1, reads, writes, loops, conds):

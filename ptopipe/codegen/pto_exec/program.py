@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from itertools import chain
 from dataclasses import dataclass, field
 
 from ... import isa
@@ -29,6 +30,15 @@ class Func:
     body: list
     stmt: Stmt
     calls: list = field(default_factory=list)          # callee names, in order
+    _statements: tuple | None = field(default=None, repr=False, compare=False)
+
+    def statements(self) -> tuple:
+        """Every statement of the body and of its regions, in text order (:func:`walk`), made
+        once: the reader and the layout pass over them a dozen times, and a read function's
+        statements do not change."""
+        if self._statements is None:
+            self._statements = tuple(walk(self.body))
+        return self._statements
 
 
 @dataclass
@@ -79,17 +89,27 @@ def read_func(s: Stmt, types: TypeReader) -> Func:
 
 
 def walk(stmts):
-    for s in stmts:
-        yield s
-        for r in s.regions:
-            for b in r:
-                yield from walk(b.stmts)
+    """Every statement of ``stmts`` and of their regions, in text order (pre-order).  One
+    generator with a stack of the enclosing statements' iterators: a statement at depth d is
+    not handed up through d generators."""
+    stack, it = [], iter(stmts)
+    while True:
+        for s in it:
+            yield s
+            if s.regions:                      # (its regions next, then on after it)
+                stack.append(it)
+                it = chain.from_iterable(b.stmts for r in s.regions for b in r)
+                break
+        else:
+            if not stack:
+                return
+            it = stack.pop()
 
 
 def int_constants(f: Func) -> dict:
     """The integer ``arith.constant`` values of a function, by result name."""
     out = {}
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name == "arith.constant" and s.results:
             try:
                 out[s.results[0]] = int(s.text().split(":")[0])
@@ -98,9 +118,11 @@ def int_constants(f: Func) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def catalogue_name(name: str) -> str | None:
     """``pto.tadd`` -> ``TADD``; ``pto.tmatmul.acc`` -> ``TMATMUL_ACC`` if the catalogue
-    (and so :mod:`ptopipe.isa`) has it."""
+    (and so :mod:`ptopipe.isa`) has it (kept per name: the catalogue and the ISA are fixed,
+    and a file names a few ops over and over)."""
     if not name.startswith("pto.t"):
         return None
     isa_name = isa_name_of(name)
@@ -123,7 +145,7 @@ def _tile_locs(f: Func, funcs: dict, types: "TypeReader", seen=None) -> dict:
         return {}
     seen.add(f.name)
     out = {}
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name in ("pto.alloc_tile", "pto.declare_tile", "memref.alloc", "pto.tpop_from_aic",
                       "pto.tpop_from_aiv"):
             spec = types.spec_of(s)
@@ -239,7 +261,7 @@ def _slip(e: Exception) -> str:
 def has_pipes(prog: Program, names) -> bool:
     """Does any of the functions ``names`` initialise a cross-core pipe?"""
     for n in names:
-        for s in walk(prog.funcs[n].body):
+        for s in prog.funcs[n].statements():
             if "initialize" in s.name and "pipe" in s.name:
                 return True
     return False
@@ -331,7 +353,7 @@ def whole_tile_lanes(prog: Program, names) -> bool:
     pipes of such a function are one-lane (ptoas infers ``nosplit`` from the ops, and its
     ``TPipe<..., IsNoSplit>`` has one lane on A5)."""
     for n in names:
-        for s in walk(prog.funcs[n].body):
+        for s in prog.funcs[n].statements():
             if "initialize" in s.name and "pipe" in s.name:
                 ns = s.attr("nosplit")
                 if ns and ns[0].text == "true":

@@ -8,7 +8,6 @@ import re
 
 from ...errors import ParseError, PtoPipeError
 from ...ir.core import gc_paused
-from ..pto_lexer import Token
 from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
 from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
@@ -16,7 +15,7 @@ from .headers import check_header
 from .op_checks import Constants, check_op
 from .pipe_pairs import check_pipe_pairs
 from .pipe_ops import check_nosplit_splits, check_pipe_directions, check_split_kinds
-from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func, walk
+from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
 
@@ -101,7 +100,7 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader, suspects: frozenset = fr
     statements (in order, their callees also appended to ``f.calls``)."""
     sites = []
     consts = Constants(f)
-    for s in walk(f.body):
+    for s in f.statements():
         bad = s.malformed() if suspects and not suspects.isdisjoint(s.lines()) else None
         if s.name in ("scf.for", "scf.if"):
             check_header(s, types.f)
@@ -236,7 +235,7 @@ def _check_yields(f: Func, types: TypeReader) -> None:
     value have different type"): else a ParseError at the yield - run as written, the value
     of the wrong type would flow on in its place."""
     same = UseTypes(types).same
-    for s in walk(f.body):
+    for s in f.statements():
         if s.name not in ("scf.for", "scf.if") or not s.results:
             continue
         want = result_types(s)
@@ -357,7 +356,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     the first is visible is a ParseError at the second, in text order (a sibling region may
     reuse a name; an op's results are defined after its regions)."""
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
-    defined = {p[0]: p[2] for p in f.params}  # name -> its definition (line / col), in text order
+    defined = {p[0]: (p[2].line, p[2].col) for p in f.params}  # name -> its definition (line, col), in text order
     typed = UseTypes(types)                  # and the type it gives the value, where it says one
     for name, _, tok in f.params:
         typed.define(name, _type_text(_param_type_toks(f, name)), tok.line, tok.col)
@@ -365,11 +364,11 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     def define(name, line, col):
         first = defined.get(name)
         if first is not None:
-            raise ParseError(f"redefinition of SSA value {name} (first defined at {first.line}:{first.col})",
+            raise ParseError(f"redefinition of SSA value {name} (first defined at {first[0]}:{first[1]})",
                              where=f"{types.f}:{line}:{col}",
                              fix="give the value a name of its own: a name is defined once in its region "
                                  "and the regions nested in it")
-        defined[name] = Token("value", name, line, col)
+        defined[name] = (line, col)
 
     def region(blocks, introduced, owner):
         added = [n for n in introduced if n not in visible]
@@ -380,7 +379,8 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
         for b in blocks:
             added.extend(a[0] for a in b.args if a[0] not in visible)
             for s in b.stmts:
-                added.extend(r for r in s.results if r not in visible)
+                if s.results:
+                    added.extend([r for r in s.results if r not in visible])
         visible.update(added)
         mine = list(introduced)
         for b in blocks:
@@ -389,19 +389,25 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                 typed.define(a[0], a[1], owner.tok.line, owner.col)
                 mine.append(a[0])
             for s in b.stmts:
-                own = introduced_types(s)
-                for use in s.used():
-                    name = use.split("#")[0]
-                    if name not in visible and name not in own:
-                        _out_of_scope(f, types, s, name)
+                # (introduced_types gives an op without regions other than scf.for none)
+                own = introduced_types(s) if s.regions or s.name == "scf.for" else ()
+                names = s.used_names()
+                if not visible.issuperset(names):      # (each one visible: none to look at)
+                    for name in names:
+                        if name not in visible and name not in own:
+                            _out_of_scope(f, types, s, name)
                 typed.check(s)
                 for r in s.regions:
                     region(r, own, s)
-                for r, col in zip(s.results, s.result_cols):
-                    define(r, s.tok.line, col)
-                for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
-                    typed.define(r, ty, s.tok.line, col)
-                mine.extend(s.results)
+                if s.results:
+                    line = s.tok.line
+                    for r, col in zip(s.results, s.result_cols):
+                        if r in defined:
+                            define(r, line, col)          # (the redefinition's error)
+                        defined[r] = (line, col)
+                    for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
+                        typed.define(r, ty, line, col)
+                    mine.extend(s.results)
         visible.difference_update(added)
         for n in mine:
             defined.pop(n, None)

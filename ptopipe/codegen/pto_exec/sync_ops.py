@@ -11,7 +11,7 @@ from ... import isa
 from ...arch.vocab import SyncAllMode, SyncCoreType, SyncPipe
 from ...protocol.model import nosplit_one_lane, platform_kind
 from ..pto_syntax import FREE_ORDER, SYNC_OP_PIPE
-from .program import kind_runs_here, lane0_scope, walk
+from .program import kind_runs_here, lane0_scope
 
 
 #: the ops by which a kernel orders its own pipes (intra-core events and barriers)
@@ -24,7 +24,7 @@ def own_event(prog):
     """The first statement of ``prog`` (in file order) that orders its core's pipes with an
     event or barrier of the kernel's own - not one the compiler placed before a TFREE for the
     protocol (``{ptopipe.free_order}``) - else None."""
-    found = [s for f in prog.funcs.values() for s in walk(f.body)
+    found = [s for f in prog.funcs.values() for s in f.statements()
              if s.name in OWN_EVENTS and FREE_ORDER not in s.text()]
     return min(found, key=lambda s: (s.tok.line, s.col), default=None)
 

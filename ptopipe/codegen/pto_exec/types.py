@@ -4,6 +4,7 @@ and short forms) as a :class:`TileSpec`, scalar types with MLIR's integer widths
 per distinct spelling (:meth:`TypeReader.spec_of`)."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -161,28 +162,38 @@ def wrap(v: int, t: ScalarT) -> int:
 _PARSED_MAX = 4096
 
 
+@functools.lru_cache(maxsize=4096)
+def _type_of_text(text: str):
+    """What :meth:`TypeReader.spec_of` reads a type text as, before picking its tile (the type,
+    or None where it does not read: the op reports that where it stands, when it runs).  Kept
+    per text for every file - the reading does not depend on the file, and files repeat the same
+    tile types; a text that does not tokenize raises and is not kept."""
+    toks = tokenize(text, "<type>")[:-1]
+    try:
+        return TypeReader("<type>")._parse(toks) if toks else None
+    except (ParseError, CompileError):
+        return None
+
+
 class TypeReader:
     """Parse type token lists of one file (errors at the token)."""
 
     def __init__(self, f: str):
         self.f = f
-        self._specs = {}                # type text -> TileSpec / memref tuple / None
         self._parsed = {}               # id(token list) -> (the list, its type)
 
     def spec_of(self, s: Stmt):
         """The tile buffer type an allocating / popping op gives (a TileSpec, or the memref
-        tuple whose [1] is one), from its type text, parsed once per distinct text; None if
-        it names none."""
+        tuple whose [1] is one), from its type text, parsed once per distinct text (:data:`_SPECS`);
+        None if it names none."""
         text = s.result_type_text()
         if text is None:
             return None
-        if text not in self._specs:
-            toks = tokenize(text, self.f)[:-1]
-            try:
-                self._specs[text] = self._parse(toks) if toks else None
-            except (ParseError, CompileError):     # (the op reports it where it stands, when it runs)
-                self._specs[text] = None
-        spec = self._specs[text]
+        try:
+            spec = _type_of_text(text)
+        except ParseError:
+            tokenize(text, self.f)                 # (the text does not tokenize: the error, naming this file)
+            raise
         spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
         return spec if isinstance(spec, (TileSpec, MultiSpec)) else None
 

@@ -119,23 +119,30 @@ def _as_defined(text: str, v0: int, v1: int, t0: int, t1: int, defs: dict) -> bo
 def _groups_as_defined(text: str, defs: dict) -> bool:
     """Does ``text`` hold an ``ins(`` / ``outs(`` group, and does each spell exactly its
     values' definitions' types (the common case of a tile op, decided with ``str.find``)?"""
-    pos, n = 0, 0
-    while True:
-        k = text.find("s(", pos)
-        if k < 0:
-            return n > 0
-        c, e = text.find(":", k), text.find(")", k)
+    find = text.find
+    k = find("s(")
+    if k < 0:
+        return False
+    while k >= 0:
+        c, e = find(":", k), find(")", k)
         if c < 0 or e < c:
             return False
-        want = []
-        for v in text[k + 2:c].split(","):
-            d = defs.get(v.strip())
-            if d is None:
+        values = text[k + 2:c].split(",")
+        if len(values) == 1:              # (one value: its type alone, no list to join)
+            d = defs.get(values[0].strip())
+            if d is None or text[c + 1:e].strip() != d[0]:
                 return False
-            want.append(d[0])
-        if text[c + 1:e].strip() != ", ".join(want):
-            return False
-        n, pos = n + 1, e
+        else:
+            want = []
+            for v in values:
+                d = defs.get(v.strip())
+                if d is None:
+                    return False
+                want.append(d[0])
+            if text[c + 1:e].strip() != ", ".join(want):
+                return False
+        k = find("s(", e)
+    return True
 
 
 def _view_as_defined(text: str, defs: dict) -> bool:
@@ -382,15 +389,15 @@ class UseTypes:
     def check(self, s) -> None:
         """Each use of ``s`` whose type the text says has its definition's type: else a
         ParseError at the use."""
-        name = s.name
-        if name.startswith("pto.") and BARE_TILE in s.text():
-            m = _BARE_TILE_TYPE.search(s.text())
-            at = m.start() if m else s.text().index(BARE_TILE)
+        name, text = s.name, s.text()
+        if name.startswith("pto.") and BARE_TILE in text:
+            m = _BARE_TILE_TYPE.search(text)
+            at = m.start() if m else text.index(BARE_TILE)
             what, fix = bare_tile_refusal(name, m.group() if m else BARE_TILE + "...>")
             line, col = s.position(at)
             raise ParseError(what, where=f"{self.types.f}:{line}:{col}", fix=fix)
-        if name.startswith("pto.t") and _groups_as_defined(s.text(), self.defs) or \
-                name == "pto.partition_view" and _view_as_defined(s.text(), self.defs):
+        if name.startswith("pto.t") and _groups_as_defined(text, self.defs) or \
+                name == "pto.partition_view" and _view_as_defined(text, self.defs):
             return                    # (the common cases, decided without reading a type)
         for name, ty, at in uses(s, self.defs):
             bad = type_word_refusal(ty)
