@@ -77,11 +77,15 @@ def without_locations(text: str) -> str:
 BOM = "\ufeff"
 
 
-def tokenize(text: str, filename: str) -> list:
+def tokenize(text: str, filename: str, line: int = 1, col: int = 1) -> list:
+    """The tokens of ``text``, which starts at ``line``:``col`` of ``filename`` (a piece of a
+    statement: its tokens, and an error in it, at their place in the file)."""
     # the scanner matches each token where the last one ended (its blanks first): one match
     # per token, not one for the token and one for the blanks before it; tuple.__new__ makes
     # the Token without the NamedTuple constructor's argument handling (a fifth of the time)
-    out, line, start = [], 1, 0
+    # (``start``: where the current line starts, so that ``at - start + 1`` is a column; before
+    # the first newline, ``col - 1`` characters before the text)
+    out, start = [], 1 - col
     append, new = out.append, tuple.__new__
     end = 0
     for m in iter(_RE.scanner(text).match, None):

@@ -86,11 +86,7 @@ class Stmt:
                 if text is None:
                     out.append(Token("punct", "{}", line, col))
                     continue
-                # (each token moved to its piece's line and column; tuple.__new__ makes the Token
-                # without the NamedTuple constructor's argument handling, as tokenize does)
-                shift = col - 1
-                out.extend([_new(Token, (t[0], t[1], line, t[3] + shift))
-                            for t in tokenize(text, self.filename)[:-1]])
+                out.extend(tokenize(text, self.filename, line, col)[:-1])
             self._toks = out
         return self._toks
 
@@ -506,9 +502,9 @@ def _unclosed(pieces: list, filename: str) -> tuple:
     for line, col, text in pieces:
         if text is None:
             continue
-        toks = tokenize(text, f"{filename}:{line}")[:-1] if '"' in text or "/" in text else None
-        spans = ([(t.col - 1, t.text) for t in toks if t.kind == "punct"] if toks is not None else
-                 [(k, c) for k, c in enumerate(text) if c in _OPEN or c in _CLOSE])
+        toks = tokenize(text, filename, line, col)[:-1] if '"' in text or "/" in text else None
+        spans = ([(t.col - col, t.text) for t in toks] if toks is not None else enumerate(text))
+        spans = [(k, c) for k, c in spans if c in _OPEN or c in _CLOSE]
         for k, c in spans:
             if c == ">" and k > 0 and text[k - 1] == "-":
                 continue
@@ -521,12 +517,12 @@ def _unclosed(pieces: list, filename: str) -> tuple:
     return stack[-1] if stack else (pieces[0][0], pieces[0][1], "(")
 
 
-def _depth(text: str, filename: str, line: int) -> int:
-    """Brackets opened minus closed in ``text`` (``->`` is no bracket); exact through the
-    tokenizer when the text holds a string or a comment."""
+def _depth(text: str, filename: str, line: int, col: int) -> int:
+    """Brackets opened minus closed in ``text``, at ``line``:``col`` of ``filename`` (``->`` is
+    no bracket); exact through the tokenizer when the text holds a string or a comment."""
     if '"' in text or "/" in text:
         d = 0
-        for t in tokenize(text, f"{filename}:{line}")[:-1]:
+        for t in tokenize(text, filename, line, col)[:-1]:
             if t.kind == "punct":
                 d += (t.text in _OPEN) - (t.text in _CLOSE)
         return d
@@ -743,7 +739,7 @@ class _Reader:
             line, col = self.i + 1, self.col + 1
             opened = False
             empty = re.search(r"\{\s*\}\s*$", text) if holds else None
-            if empty and depth + _depth(text[:empty.start()], self.f, line) == 0:
+            if empty and depth + _depth(text[:empty.start()], self.f, line, col) == 0:
                 body = text[:empty.start()]            # ``} else { }``: an empty region
                 if body.strip():
                     pieces.append((line, col, body))
@@ -758,7 +754,7 @@ class _Reader:
                 continue
             if holds and text.rstrip().endswith("{"):
                 body = text.rstrip()[:-1]
-                if depth + _depth(body, self.f, line) == 0:
+                if depth + _depth(body, self.f, line, col) == 0:
                     if body.strip():
                         pieces.append((line, col, body))
                     pieces.append((line, col + len(body), None))
@@ -774,7 +770,7 @@ class _Reader:
                 if pieces and depth == 0 and line != ntok.line:
                     self.check_continuation(name, text, line, col)
                 pieces.append((line, col, text))
-                depth += _depth(text, self.f, line)
+                depth += _depth(text, self.f, line, col)
                 if depth < 0:
                     raise self.err(f"{name}: a bracket closes that no bracket opened", line, col)
             self.i, self.col = self.i + 1, 0

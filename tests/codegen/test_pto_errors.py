@@ -118,6 +118,27 @@ def test_a_bracket_left_open_is_a_parse_error_at_that_bracket(old, new, bracket)
     assert f"the '{bracket}' here is never closed (line {line + 1} starts the next operation)" in e.value.what
 
 
+ACC = "fractal=1024, pad=0>) {split = 1}"
+MAT = "%b_mat = pto.alloc_tile : !pto.tile_buf<loc=mat, dtype=f32,"
+
+
+@pytest.mark.parametrize("old,new,at,what", [
+    (ACC, ACC + " &", " &", "unexpected character '&'"),
+    (MAT, MAT.replace("dtype=f32,", "dtype=f32 &,"), " &", "unexpected character '&'"),
+    ("%b_mat = pto.alloc_tile : ", '%b_mat = pto.alloc_tile {name = "a/b" : ', "{name", "the '{' here is never closed"),
+], ids=["after an op's attributes", "in a tile type", "a brace left open before a string"])
+def test_a_stray_character_or_open_bracket_is_a_parse_error_at_its_place_in_the_file(old, new, at, what):
+    """The executor's reader reads parts of a statement (its attributes, its type) on their
+    own: an error in one is at its line and column in the file, not in the part."""
+    from ptopipe.codegen.pto_exec import read_program
+    text = _sub(old, new)
+    line = _line(text, new)
+    with pytest.raises(ParseError) as e:
+        read_program(text, "bad.pto")
+    col = text.splitlines()[line - 1].index(at) + 1 + at.startswith(" ")
+    assert (e.value.where, what in e.value.what) == (f"bad.pto:{line}:{col}", True), e.value.what
+
+
 def test_a_multi_line_attribute_dictionary_is_no_new_operation():
     from ptopipe.codegen.pto_exec import read_program
     text = GOOD.replace('{pto.target_arch = "a3"}', '{\n  pto.target_arch = "a3"\n}', 1)

@@ -105,32 +105,33 @@ def test_the_type_reader_keeps_a_bounded_memo():
     assert len(r._parsed) <= _PARSED_MAX
 
 
+TYPES = ("%a = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32>\n"
+         "%b = pto.alloc_tile : !pto.tile_buf<vec, 3x5xf32>\n"          # (a Vec row not 32-byte aligned)
+         "%c = pto.alloc_tile : memref<16x16xf16, #pto.address_space<mat>>\n"
+         "%d = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32&>\n")
+
+
 def test_a_type_text_reads_as_the_same_spec_in_every_file():
     """spec_of keeps what a type text reads as across files: the reading is the file's own
-    (what a text reads as in a fresh process), and a text that does not tokenize raises
-    naming each file."""
+    (what a text reads as in a fresh process), and a text that does not tokenize raises at
+    its place in each file."""
     from ptopipe.codegen.pto_exec import types
-    stmts = {s.results[0]: s for s in _stmts(
-        "%a = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32>\n"
-        "%b = pto.alloc_tile : !pto.tile_buf<vec, 3x5xf32>\n"          # (a Vec row not 32-byte aligned)
-        "%c = pto.alloc_tile : memref<16x16xf16, #pto.address_space<mat>>\n"
-        "%d = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32&>\n", "k.pto")}
     fresh = {}
-    for k, s in stmts.items():
+    for k, s in {s.results[0]: s for s in _stmts(TYPES, "one.pto")}.items():
         types._type_of_text.cache_clear()
         try:
             fresh[k] = TypeReader("one.pto").spec_of(s)
         except ParseError as e:
             fresh[k] = e.where
     assert fresh["%a"].rows == 16 and fresh["%b"] is None and fresh["%c"].cols == 16
-    assert fresh["%d"] == "one.pto:1:29"
+    assert fresh["%d"] == "one.pto:4:51"
     for name in ("one.pto", "two.pto"):
         r = TypeReader(name)
-        for k, s in stmts.items():
+        for k, s in {s.results[0]: s for s in _stmts(TYPES, name)}.items():
             if k == "%d":
                 with pytest.raises(ParseError) as e:
                     r.spec_of(s)
-                assert e.value.where == f"{name}:1:29"
+                assert e.value.where == f"{name}:4:51"
             else:
                 assert r.spec_of(s) == fresh[k]
     assert types._type_of_text.cache_info().currsize == 3        # (%d's text is not kept)

@@ -192,7 +192,7 @@ class TypeReader:
         try:
             spec = _type_of_text(text)
         except ParseError:
-            tokenize(text, self.f)                 # (the text does not tokenize: the error, naming this file)
+            s.toks          # (the text does not tokenize: the statement's tokens raise it at its place)
             raise
         spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
         return spec if isinstance(spec, (TileSpec, MultiSpec)) else None
