@@ -300,7 +300,9 @@ def _buffer(args, p, kind) -> None:
             fix = ("this function imported the buffer, so it is the producer into that ring (TPUSH / "
                    "TALLOC): pop in the peer function that reserves it, or, to receive data from "
                    "the peer, pl.reserve_buffer a ring here and import it in the peer")
-        raise OpError(f"'{p}' must be {want}, got {describe(t) if t else 'nothing'}", fix, p)
+        name = getattr(args[p], "name", None)      # (the kernel's own name for it, where it has one)
+        got = describe(t) if t else "nothing"
+        raise OpError(f"'{p}' must be {want}, got {f'%{name}, {got}' if name else got}", fix, p)
 
 
 def _infer_dir(kind: FunctionKind, attrs, role: str) -> int:

@@ -66,7 +66,7 @@ def test_a_ring_is_reserved_by_its_consumer_and_imported_by_its_producer():
     push_to_reserve = TALLOC.replace("%peer", "%buf").replace("buffer<import>", "buffer<reserve>")
     text = _program(_func("c", "AIC", C0 + RESERVE.format(name="ring", space="L1") + push_to_reserve))
     e = _error(text)
-    assert e.what == "TALLOC: 'buf' must be the producer's pl.import_peer_buffer(...), got <reserve buffer>"
+    assert e.what == "TALLOC: 'buf' must be the producer's pl.import_peer_buffer(...), got %buf, <reserve buffer>"
     assert e.where.startswith(_where(text, "pl.talloc"))
     # a push from the ring's consumer (the wrong core): the fix says which side pushes
     assert e.fix.startswith("this function reserved the buffer, so it is the consumer of that ring")
@@ -74,7 +74,7 @@ def test_a_ring_is_reserved_by_its_consumer_and_imported_by_its_producer():
     pop_from_import = TPOP.replace("%buf", "%peer").replace("buffer<reserve>", "buffer<import>")
     text = _program(_func("v", "AIV", C0 + IMPORT.format(name="ring", peer="c") + pop_from_import))
     e = _error(text)
-    assert e.what == "TPOP: 'buf' must be the consumer's pl.reserve_buffer(...), got <import buffer>"
+    assert e.what == "TPOP: 'buf' must be the consumer's pl.reserve_buffer(...), got %peer, <import buffer>"
     assert e.where.startswith(_where(text, "pl.tpop"))
     assert e.fix.startswith("this function imported the buffer, so it is the producer into that ring")
     assert "pop in the peer function that reserves it" in e.fix
