@@ -416,6 +416,8 @@ def int_bits(dtype: str) -> int:
     """The width of integer scalar type ``dtype`` (one of :data:`INT_DTYPES`): ``index`` is
     64-bit, as MLIR's on the device."""
     return 64 if dtype == "index" else int(dtype.lstrip("iu"))
+
+
 CMP_OF = {}
 for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpi", _i)] = _k

@@ -660,6 +660,14 @@ class _Reader:
         self.i, self.col = self.i + 1, 0
         return b
 
+    def next_line(self, i: int) -> int:
+        """The index of the first non-empty line from line index ``i`` on (the lines are
+        right-stripped; past the last: their count)."""
+        lines = self.lines
+        while i < len(lines) and not lines[i]:
+            i += 1
+        return i
+
     def one_line_stmt(self, r: str, line: int) -> Stmt | None:
         """The common statement, read directly (else None: :meth:`stmt` reads it in general):
         ``[%r = ] dialect.op ...`` on a line of its own - no region, string or comment, its
@@ -673,9 +681,7 @@ class _Reader:
         text = r[fm.end():]
         if name in _NOT_ONE_LINE or '"' in text or "/" in text or _balance(text) != 0:
             return None
-        lines, nxt = self.lines, self.i + 1
-        while nxt < len(lines) and not lines[nxt]:      # (lines are right-stripped)
-            nxt += 1
+        lines, nxt = self.lines, self.next_line(self.i + 1)
         if nxt < len(lines) and not _STARTS.match(lines[nxt]):
             return None
         col = self.col
@@ -746,9 +752,7 @@ class _Reader:
                 pieces.append((line, col + empty.start(), None))
                 regions.append([Block()])
                 self.i, self.col, depth = self.i + 1, 0, 0
-                nxt = self.i
-                while nxt < len(self.lines) and not self.lines[nxt]:      # (lines are right-stripped)
-                    nxt += 1
+                nxt = self.next_line(self.i)
                 if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
                     break
                 continue
@@ -777,9 +781,7 @@ class _Reader:
             if depth > 0:
                 if self.i >= len(self.lines):
                     raise self.err(f"{name}: a bracket opened here is never closed", ntok.line, ntok.col)
-                nxt = self.i
-                while nxt < len(self.lines) and not self.lines[nxt]:      # (lines are right-stripped)
-                    nxt += 1
+                nxt = self.next_line(self.i)
                 if nxt < len(self.lines) and _OP_LINE.match(self.lines[nxt]):
                     # an operation cannot continue into the next one: the bracket left open is
                     # a typo on this statement's lines (else the error would be at the file's end)
@@ -787,9 +789,7 @@ class _Reader:
                     raise self.err(f"{name}: the '{ch}' here is never closed (line {nxt + 1} starts the next "
                                    "operation)", bl, bc, fix=f"close it with '{_OPEN[ch]}'")
                 continue
-            nxt = self.i
-            while nxt < len(self.lines) and not self.lines[nxt]:      # (lines are right-stripped)
-                nxt += 1
+            nxt = self.next_line(self.i)
             if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
                 break
         return Stmt(name, results, pieces, regions, ntok, group, self.f, cols)
