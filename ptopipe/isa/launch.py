@@ -621,6 +621,13 @@ def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: 
 
 
 
+def _lanes(cluster, ch) -> int:
+    """The Vector lanes of pipe ``ch`` for the summary: a lane only pto-isa's CPU simulator
+    adds (``TPipe.sim_lanes``) counts once it popped a tile (its side's ``index``)."""
+    idle = sum(1 for p in ch.cfg.sim_lanes if not getattr(ch.sides.get(cluster.aiv(p).index), "index", 0))
+    return len(ch.peers) - idle
+
+
 def summarize(cluster: "Cluster | list", proto: str, wall: float, found=()) -> RunSummary:
     """The summary of a run on ``cluster``, or on the clusters of the blocks of one launch (a
     list, by block): they ran at the same time, so the cycles are the slowest block's; the
@@ -645,9 +652,7 @@ def summarize(cluster: "Cluster | list", proto: str, wall: float, found=()) -> R
                 got["stall"][why] = got["stall"].get(why, 0) + v
         for ch in cl.state.channels.values():
             mine = {"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
-                    "lanes": len(ch.peers) - sum(not getattr(ch.sides.get(cl.aiv(p).index), "index", 0)
-                                                 for p in ch.cfg.sim_lanes),
-                    "slot_num": ch.slot_num, "slot_size": ch.slot_size}
+                    "lanes": _lanes(cl, ch), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
             got = pipes.get(ch.name)
             if got is None:
                 pipes[ch.name] = mine
