@@ -40,7 +40,8 @@ SCALAR_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": ope
               ">": operator.gt, ">=": operator.ge, "and": lambda a, b: a and b,
               "or": lambda a, b: a or b, "min": min, "max": max, "truncdiv": div_toward_zero,
               "truncrem": rem_toward_zero}
-_UNARY_FNS = {"-": operator.neg, "not": operator.not_}
+#: the unary scalar operators of the DSL on Python values
+UNARY_FNS = {"-": operator.neg, "not": operator.not_}
 #: comparisons of a value with itself
 _SELF = {"==": True, "<=": True, ">=": True, "!=": False, "<": False, ">": False}
 
@@ -79,7 +80,7 @@ def _value(v, firsts: dict, known: dict, depth: int = 0):
     sym = ARITH_UNARY.get(op.name)
     if sym is not None:
         a = _value(op.operands[0], firsts, known, depth + 1)
-        return (sym, a) if isinstance(a, tuple) else _UNARY_FNS[sym](a)
+        return (sym, a) if isinstance(a, tuple) else UNARY_FNS[sym](a)
     if op.name.endswith("cast") and len(op.operands) == 1:
         return _value(op.operands[0], firsts, known, depth + 1)
     return ("value", id(v))

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from itertools import count
 
-from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
-                         IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
-from ..ir.first_step import div_toward_zero, rem_toward_zero
+from ..ir.opdefs import (CROSS_CORE_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp,
+                         GetSubblockIdOp, IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
+from ..ir.first_step import SCALAR_FNS, UNARY_FNS
 from ..ir.layout import gm_window_problem
 from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
@@ -65,15 +65,9 @@ WRAP_NOTE = ("the GM bounds are not verified there (a value that wraps is not ju
 STAGED = "staged copy, overwritten in its staging slot by the TPOP"
 
 
-_ARITH = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "div": lambda a, b: a / b,
-    "bitor": lambda a, b: a | b, "bitand": lambda a, b: a & b, "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "and": lambda a, b: bool(a and b),
-    "or": lambda a, b: bool(a or b), "neg": lambda a: -a, "not": lambda a: not a,
-    "min": min, "max": max, "truncdiv": div_toward_zero, "truncrem": rem_toward_zero,
-}
+#: the IR's scalar ops (``arith.<suffix>``) on known values, as the run computes them
+_ARITH = {**{SCALAR_BINOPS[sym]: f for sym, f in SCALAR_FNS.items()},
+          **{SCALAR_UNOPS[sym]: f for sym, f in UNARY_FNS.items()}}
 
 
 def _fits(v: int, t) -> bool:
