@@ -1294,6 +1294,16 @@ _RET = "    pto.tstore ins(%acc : "
            "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0], sizes = [%c16, %c16]"),
      "%s_pv = pto.partition_view", "pto.partition_view", "pto.partition_view: size 1 is %c16 = 16, but its result "
                                                          "type's dim 1 is 64"),
+    # a partition's constant offsets are not negative and, with its sizes, stay within a
+    # static dim of its source view (a '?' dim is not checked, by ptoas either)
+    (_edit(_edit(SOFTMAX, "%c16 = arith.constant 16 : index", "%c16 = arith.constant 16 : index\n    %cm16 = arith.constant -16 : index"),
+           "%s_pv = pto.partition_view %s_view, offsets = [%c0, %c0]", "%s_pv = pto.partition_view %s_view, offsets = [%cm16, %c0]"),
+     "%s_pv = pto.partition_view", "pto.partition_view", "pto.partition_view: offset 0 is %cm16 = -16, a negative offset "
+                                                         "(ptoas: offset at dim 0 must be non-negative)"),
+    (_edit(GOOD, "%pb = pto.partition_view %b_view, offsets = [%c0, %c0]", "%pb = pto.partition_view %b_view, offsets = [%c16, %c0]"),
+     "%pb = pto.partition_view", "pto.partition_view", "pto.partition_view: offset 0 + size 0 = 16 + 16 = 32 leaves the "
+                                                       "source view's dim 0 of 16 (ptoas: offset+size at dim 0 exceeds "
+                                                       "static source dim)"),
     # a pipe init's dir_mask names a direction
     (_edit(PIPES, "pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 4"),
      "pto.aic_initialize_pipe", "4", "pto.aic_initialize_pipe: dir_mask = 4 names no direction (it takes one of "

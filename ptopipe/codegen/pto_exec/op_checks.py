@@ -5,7 +5,8 @@ anything runs - each a ParseError at the op (or the piece), saying what ptoas sa
   of a signed / unsigned integer type (``2 : ui32``: arith.constant is signless);
 * a tile type's long form without every key in order, an ``pto.alloc_tile``'s valid-shape
   operands where its type's ``v_row`` / ``v_col`` is static (or none where it is ``?``);
-* a ``pto.partition_view`` whose constant sizes are not its result type's shape;
+* a ``pto.partition_view`` whose constant sizes are not its result type's shape, or whose
+  constant offsets are negative or, with its sizes, leave its source's static shape;
 * a pipe init's ``dir_mask`` naming no direction.
 """
 from __future__ import annotations
@@ -135,31 +136,52 @@ def check_constant(s, types: TypeReader) -> None:
 
 
 _SIZES = re.compile(r"\bsizes\s*=\s*\[([^\[\]]*)\]")
+_OFFSETS = re.compile(r"\boffsets\s*=\s*\[([^\[\]]*)\]")
 _PART_SHAPE = re.compile(r"->\s*!pto\.partition_tensor_view<([\d?x]+)x[A-Za-z]\w*>\s*$")
+_SOURCE_SHAPE = re.compile(r":\s*!pto\.tensor_view<([\d?x]+)x[A-Za-z]\w*>\s*(?:->|$)")
 
 
 def check_partition_sizes(s, types: TypeReader, consts: Constants) -> None:
-    """A ``pto.partition_view``'s sizes that are constants are its result type's static shape
-    (ptoas: "size/result mismatch at dim 1: size operand=16 result=64")."""
+    """A ``pto.partition_view``'s constants as ptoas's verifier judges them: each size is its
+    result type's static dim ("size/result mismatch at dim 1"), no offset is negative ("offset
+    at dim 0 must be non-negative"), and offset + size stays within a static dim of the source
+    view's type ("offset+size at dim 0 (32) exceeds static source dim (16)"; a ``?`` dim is
+    not checked, by ptoas either)."""
     text = s.text()
-    m, r = _SIZES.search(text), _PART_SHAPE.search(text)
-    if m is None or r is None:
-        return
-    key = (m.group(1), r.group(1))
-    if key in consts.seen:
+    m, r, o = _SIZES.search(text), _PART_SHAPE.search(text), _OFFSETS.search(text)
+    src = _SOURCE_SHAPE.search(text)
+    key = (m and m.group(1), r and r.group(1), o and o.group(1), src and src.group(1))
+    if m is None or key in consts.seen:
         return
     consts.seen[key] = True
-    dims = r.group(1).split("x")
     sizes = [v.strip() for v in m.group(1).split(",")]
-    if len(dims) != len(sizes):
+    offs = [v.strip() for v in o.group(1).split(",")] if o is not None else [None] * len(sizes)
+    dims = r.group(1).split("x") if r is not None else ["?"] * len(sizes)
+    src_dims = src.group(1).split("x") if src is not None else ["?"] * len(sizes)
+    if not len(dims) == len(sizes) == len(offs) == len(src_dims):
         return
-    for k, (v, d) in enumerate(zip(sizes, dims)):
-        n = consts.values.get(v) if v.startswith("%") else (int(v) if v.isdigit() else None)
+
+    def value(v):
+        if v is None:
+            return None
+        return consts.values.get(v) if v.startswith("%") else (int(v) if v.lstrip("-").isdigit() else None)
+
+    for k, (sv, d, ov, sd) in enumerate(zip(sizes, dims, offs, src_dims)):
+        n, off = value(sv), value(ov)
+        problem = None
         if n is not None and d != "?" and n != int(d):
+            problem = (f"pto.partition_view: size {k} is {sv} = {n}, but its result type's dim {k} is {d} (ptoas: "
+                       f"size/result mismatch at dim {k})", f"make size {k} {d}, or the result type's dim {k} {n}")
+        elif off is not None and off < 0:
+            problem = (f"pto.partition_view: offset {k} is {ov} = {off}, a negative offset (ptoas: offset at "
+                       f"dim {k} must be non-negative)", f"give offset {k} a value >= 0")
+        elif off is not None and n is not None and sd != "?" and off + n > int(sd):
+            problem = (f"pto.partition_view: offset {k} + size {k} = {off} + {n} = {off + n} leaves the source "
+                       f"view's dim {k} of {sd} (ptoas: offset+size at dim {k} exceeds static source dim)",
+                       f"keep offset {k} + size {k} <= {sd}")
+        if problem is not None:
             del consts.seen[key]
-            raise types.err(f"pto.partition_view: size {k} is {v} = {n}, but its result type's dim {k} is {d} (ptoas: "
-                            f"size/result mismatch at dim {k})", s.tok,
-                            fix=f"make size {k} {d}, or the result type's dim {k} {n}")
+            raise types.err(problem[0], s.tok, fix=problem[1])
 
 
 #: the dir_mask values of a pipe init: 1 C2V, 2 V2C, 3 both; 5 / 6 / 7 the same with the ring in GM
