@@ -20,7 +20,7 @@ import numpy as np
 from ..arch.vocab import TileSplitAxis
 from ..errors import API_INPUTS, INPUT, RANGE, CompileError, ConfigError, Given, ParseError, PtoPipeError, user_line, with_article
 from ..ir.vocab import FunctionKind
-from ..ir.types import ScalarType, np_dtype
+from ..ir.types import ScalarType, int_range
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
 from ..sim.pipesync import PTO_EVENTS
 from .pto_exec.types import check_input_fits
@@ -88,8 +88,7 @@ def check_scalar_ranges(op, scalars: dict, given: Given = INPUT) -> None:
             v, t = scalars.get(a.name), a.type
             if v is None or not isinstance(t, ScalarType) or t.dtype not in INT_DTYPES:
                 continue
-            info = np.iinfo(np.int64 if t.dtype == "index" else np_dtype(t.dtype))
-            check_input_fits(a.name, int(v), t.dtype, int(info.min), int(info.max), given)
+            check_input_fits(a.name, int(v), t.dtype, *int_range(t.dtype), given)
 
 
 def _pto_word(m) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 from ..arch.platform import platform_name
 from ..codegen.pto_exec.types import check_input_fits
 from ..errors import INPUT, RANGE, ConfigError, ParseError, refuse_unknown_parameters
-from ..ir.types import TensorType, np_dtype
+from ..ir.types import TensorType, int_range, np_dtype
 from ..errors import with_article
 
 
@@ -154,8 +154,7 @@ def _scalar(name: str, t, v):
             raise ConfigError(f"--input {name}: {with_article(v.dtype)} value {v.item()!r} for the {dt} parameter "
                               f"{name!r}", where="option --input",
                               fix=f"give an integer: --input {name}=3 (or a .npy of one)")
-        info = np.iinfo(np.int64 if dt == "index" else np_dtype(dt))
-        check_input_fits(name, int(v.item()), dt, int(info.min), int(info.max))
+        check_input_fits(name, int(v.item()), dt, *int_range(dt))
     elif v.dtype.kind not in "iuf":
         raise ConfigError(f"--input {name}: {with_article(v.dtype)} value for the {dt} parameter {name!r}",
                           where="option --input", fix=f"give a number: --input {name}=1.5 (or a .npy of one)")
