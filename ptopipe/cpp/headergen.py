@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..arch import vocab as V
-from ..arch.catalogue import OPS, SCRATCH_BEFORE_SCALAR
+from ..arch.catalogue import OPS, ROW_MAJOR_ONLY, SCRATCH_BEFORE_SCALAR
 from ..codegen.cpp_types import CTYPES
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
@@ -482,6 +482,16 @@ _EVENT_P = [f"const E{i} &e{i} = {{}}" for i in range(MAX_EVENTS)]
 _EVENT_A = [f"e{i}" for i in range(MAX_EVENTS)]
 
 
+def _row_major(name: str, types: list) -> str:
+    """The static_assert that the tile operands of ``types`` (an instruction's operand types, in
+    order) are RowMajor where ``name`` takes RowMajor tiles only (``catalogue.ROW_MAJOR_ONLY``:
+    its dst and sources, the first two of a unary form, three of a binary one), else nothing."""
+    if name not in ROW_MAJOR_ONLY:
+        return ""
+    n = 3 if OPS[name].form == "binary" else 2
+    return f"PTOPIPE_ROW_MAJOR({name}, {', '.join(types[:n])}); "
+
+
 def _plain(name: str, op: int, lo: int, hi: int) -> list:
     """The plain calls of an instruction: a function template per number of operands, each
     taking up to MAX_EVENTS wait events (defaulted: ``::ptopipe::NoEvent``, which crosses the
@@ -508,6 +518,7 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
         call = "".join(f", {a}" for a in [f"a{i}" for i in range(k)] + (_EVENT_A if events else []))
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
                    f"{{ PTOPIPE_EXPLICIT_TYPES(X, {', '.join(f'A{i}' for i in range(k))}); "
+                   f"{_row_major(name, [f'A{i}' for i in range(k)])}"
                    f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
     # (with no arguments taken, one argument at least: a call with none is the overload above)
     first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
@@ -534,6 +545,7 @@ def _modal(name: str, op: int) -> list:
         checks = ([(form.check, form.why or form.check)] if form.check else []) + list(form.more)
         check = "".join(f"static_assert({c}, \"{name}: {why}\"); " for c, why in checks)
         call = ", ".join(fwd + _EVENT_A)
+        check += _row_major(name, [f"decltype({f})" for f in form.forward])
         out.append(f"template <{form.template}{_EVENT_T}> inline RecordEvent {name}({params}) "
                    f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
     return out
