@@ -58,6 +58,12 @@ SCRATCH_ONLY_ARGS = 3
 PTO_ISA_FEWEST = {"TCMP": 4, "TCMPS": 4, "TCVT": 3, "TEXTRACT_FP": 5, "TINSERT_FP": 5, "TDEINTERLEAVE": 3,
                   "TRANDOM": 3, "TMRGSORT": 3}
 
+#: the instructions pto-isa's pto_instr.hpp declares only with a mode template argument no operand
+#: gives (TCI's ``descending``, TTRI's ``isUpperOrLower``, THISTOGRAM's ``byte``, TQUANT's
+#: ``quant_type``): a plain call does not build there, so it does not here either; the forms of
+#: :data:`MODE_FORMS` are their spellings
+PTO_ISA_TEMPLATE_ONLY = ("TCI", "TTRI", "THISTOGRAM", "TQUANT")
+
 #: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
 ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
          ("SLayout", V.SLayout, "pto", True), ("TileSplitAxis", V.TileSplitAxis, "pto", True),
@@ -492,6 +498,16 @@ def _row_major(name: str, types: list) -> str:
     return f"PTOPIPE_ROW_MAJOR({name}, {', '.join(types[:n])}); "
 
 
+def _spelling(name: str) -> str:
+    """How pto-isa spells an instruction of :data:`PTO_ISA_TEMPLATE_ONLY`: its first
+    :data:`MODE_FORMS` form, template parameters by name (``TCI<TileData, T, descending>(dst,
+    start)``)."""
+    form = MODE_FORMS[name][0]
+    names = [p.split("=")[0].split()[-1] for p in form.template.split(",")]
+    args = [p.split("&")[-1].split("*")[-1].split()[-1] for p in form.params.split(",")]
+    return f"{name}<{', '.join(names)}>({', '.join(args)})"
+
+
 def _plain(name: str, op: int, lo: int, hi: int) -> list:
     """The plain calls of an instruction: a function template per number of operands, each
     taking up to MAX_EVENTS wait events (defaulted: ``::ptopipe::NoEvent``, which crosses the
@@ -516,6 +532,10 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
                 tparams += f", ::ptopipe::if_operands<{', '.join(f'A{i}' for i in range(first, k))}> = 0"
         params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + (_EVENT_P if events else []) + ["PTOPIPE_SITE"])
         call = "".join(f", {a}" for a in [f"a{i}" for i in range(k)] + (_EVENT_A if events else []))
+        if name in PTO_ISA_TEMPLATE_ONLY:
+            out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
+                       f"{{ PTOPIPE_TEMPLATE_ONLY({name}, \"{_spelling(name)}\", A0); return RecordEvent(); }}")
+            continue
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
                    f"{{ PTOPIPE_EXPLICIT_TYPES(X, {', '.join(f'A{i}' for i in range(k))}); "
                    f"{_row_major(name, [f'A{i}' for i in range(k)])}"

@@ -440,6 +440,34 @@ def test_an_operand_pto_isa_declares_without_a_default_must_be_spelled(tmp_path)
     assert ok.returncode == 0, ok.stderr[-3000:]
 
 
+#: the instructions pto-isa declares only with a mode template argument no operand gives
+#: (headergen.PTO_ISA_TEMPLATE_ONLY): (the plain call, pto-isa's spelling)
+TEMPLATE_ONLY = {"TCI": ("TCI(ri, 5)", "TCI<RI, int32_t, 0>(ri, 5)"),
+                 "TTRI": ("TTRI(i, 1)", "TTRI<I, 1>(i, 1)"),
+                 "THISTOGRAM": ("THISTOGRAM(ri, u, m)", "THISTOGRAM<HistByte::BYTE_1>(ri, u, m)"),
+                 "TQUANT": ("TQUANT(q, d, a)", "TQUANT<QuantType::INT8_SYM, Q, F, F>(q, d, a)")}
+
+
+@needs_cxx
+def test_an_instruction_pto_isa_declares_with_its_mode_only_needs_its_template_arguments(tmp_path):
+    """TCI(dst, start) without ``<TileData, T, descending>`` does not build with pto-isa's
+    headers (the mode is deduced from no operand): nor here, saying how pto-isa spells it."""
+    def calls(which):
+        return (SCRATCH_TILES + "using U = Tile<TileType::Vec, uint16_t, 16, 16>;\n"
+                "using Q = Tile<TileType::Vec, int8_t, 16, 32, BLayout::RowMajor, 16, 16>;\n"
+                + "".join(f"void k{n}(F &d, F &a, I &i, RI &ri, U &u, M &m, Q &q) {{ {forms[which]}; }}\n"
+                          for n, forms in TEMPLATE_ONLY.items()))
+    r = compile_only(tmp_path, calls(0))
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == len(TEMPLATE_ONLY), r.stderr[-3000:]
+    for name in TEMPLATE_ONLY:
+        assert f"{name} needs its template arguments: pto-isa declares only {name}<" in r.stderr, (name, r.stderr[-3000:])
+    assert "TCI<TileData, T, descending>(dst, start)" in r.stderr
+    ok = compile_only(tmp_path, calls(1))
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
 #: what pto-isa declares and ptopipe does not model: a file naming it compiles (the names below,
 #: <algorithm> through the headers); each use is refused with a message naming what is not modelled
 UNMODELLED = """

@@ -1033,6 +1033,13 @@ template <typename... A> constexpr bool row_major_operands = (row_major_operand<
                   #NAME " takes RowMajor tiles only (pto-isa's NPU " #NAME " static_asserts isRowMajor): " \
                   "run it on a RowMajor view of the same bytes - TRESHAPE a DN [R, 1] column into a [1, R] " \
                   "row tile - or declare the tile BLayout::RowMajor")
+// an instruction pto-isa's pto_instr.hpp declares with a mode template argument it cannot deduce
+// in every form (TCI's descending, TTRI's isUpperOrLower, ...): a call without them does not
+// build with pto-isa's headers
+#define PTOPIPE_TEMPLATE_ONLY(NAME, SPELLING, A)                                                          \
+    static_assert(::ptopipe::wrong_count<A>::value,                                                       \
+                  #NAME " needs its template arguments: pto-isa declares only " SPELLING                   \
+                  " (its mode cannot be deduced from the operands) - spell them, as docs/isa/" #NAME ".md does")
 // an instruction whose pto-isa form requires a scratch tile (the catalogue's ``scratch``):
 // a call without it does not build with pto-isa's headers
 #define PTOPIPE_SCRATCH_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                             \
