@@ -183,6 +183,13 @@ def accum_dtype(d) -> np.dtype | None:
 #: on DN [R, 1] columns the writers run them on the columns' ND [1, R] row views (TRESHAPE,
 #: as PyPTO's kernels do)
 ROW_MAJOR_FORMS = ("binary", "scalar", "unary", "fill")
+#: the instructions whose pto-isa NPU code ``static_assert``s RowMajor tiles on both platforms
+#: (npu/a2a3 and npu/a5: TAdd.hpp ... TSubRelu.hpp for every binary form, TUnaryOp.hpp's check for
+#: these unary ones, TRsqrt.hpp, TPairReduceSum.hpp), which the ISA refuses on any other layout;
+#: TNEG and TRECIP are TMULS / TDIVS there, and the scalar forms assert no layout
+ROW_MAJOR_ONLY = frozenset(["TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN", "TAND", "TOR", "TXOR", "TSHL", "TSHR",
+                            "TREM", "TFMOD", "TPRELU", "TSUBRELU", "TEXP", "TLOG", "TSQRT", "TRSQRT", "TABS",
+                            "TRELU", "TNOT", "TPAIRREDUCESUM"])
 
 
 def matmul_dtype_fix() -> str:

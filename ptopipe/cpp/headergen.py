@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..arch import vocab as V
-from ..arch.catalogue import OPS, SCRATCH_BEFORE_SCALAR
+from ..arch.catalogue import OPS, ROW_MAJOR_ONLY, SCRATCH_BEFORE_SCALAR
 from ..codegen.cpp_types import CTYPES
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
@@ -57,6 +57,12 @@ SCRATCH_ONLY_ARGS = 3
 #: counter, TMRGSORT's executed-count list and tmp
 PTO_ISA_FEWEST = {"TCMP": 4, "TCMPS": 4, "TCVT": 3, "TEXTRACT_FP": 5, "TINSERT_FP": 5, "TDEINTERLEAVE": 3,
                   "TRANDOM": 3, "TMRGSORT": 3}
+
+#: the instructions pto-isa's pto_instr.hpp declares only with a mode template argument no operand
+#: gives (TCI's ``descending``, TTRI's ``isUpperOrLower``, THISTOGRAM's ``byte``, TQUANT's
+#: ``quant_type``): a plain call does not build there, so it does not here either; the forms of
+#: :data:`MODE_FORMS` are their spellings
+PTO_ISA_TEMPLATE_ONLY = ("TCI", "TTRI", "THISTOGRAM", "TQUANT")
 
 #: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
 ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
@@ -482,6 +488,26 @@ _EVENT_P = [f"const E{i} &e{i} = {{}}" for i in range(MAX_EVENTS)]
 _EVENT_A = [f"e{i}" for i in range(MAX_EVENTS)]
 
 
+def _row_major(name: str, types: list) -> str:
+    """The static_assert that the tile operands of ``types`` (an instruction's operand types, in
+    order) are RowMajor where ``name`` takes RowMajor tiles only (``catalogue.ROW_MAJOR_ONLY``:
+    its dst and sources, the first two of a unary form, three of a binary one), else nothing."""
+    if name not in ROW_MAJOR_ONLY:
+        return ""
+    n = 3 if OPS[name].form == "binary" else 2
+    return f"PTOPIPE_ROW_MAJOR({name}, {', '.join(types[:n])}); "
+
+
+def _spelling(name: str) -> str:
+    """How pto-isa spells an instruction of :data:`PTO_ISA_TEMPLATE_ONLY`: its first
+    :data:`MODE_FORMS` form, template parameters by name (``TCI<TileData, T, descending>(dst,
+    start)``)."""
+    form = MODE_FORMS[name][0]
+    names = [p.split("=")[0].split()[-1] for p in form.template.split(",")]
+    args = [p.split("&")[-1].split("*")[-1].split()[-1] for p in form.params.split(",")]
+    return f"{name}<{', '.join(names)}>({', '.join(args)})"
+
+
 def _plain(name: str, op: int, lo: int, hi: int) -> list:
     """The plain calls of an instruction: a function template per number of operands, each
     taking up to MAX_EVENTS wait events (defaulted: ``::ptopipe::NoEvent``, which crosses the
@@ -506,8 +532,13 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
                 tparams += f", ::ptopipe::if_operands<{', '.join(f'A{i}' for i in range(first, k))}> = 0"
         params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + (_EVENT_P if events else []) + ["PTOPIPE_SITE"])
         call = "".join(f", {a}" for a in [f"a{i}" for i in range(k)] + (_EVENT_A if events else []))
+        if name in PTO_ISA_TEMPLATE_ONLY:
+            out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
+                       f"{{ PTOPIPE_TEMPLATE_ONLY({name}, \"{_spelling(name)}\", A0); return RecordEvent(); }}")
+            continue
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
                    f"{{ PTOPIPE_EXPLICIT_TYPES(X, {', '.join(f'A{i}' for i in range(k))}); "
+                   f"{_row_major(name, [f'A{i}' for i in range(k)])}"
                    f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
     # (with no arguments taken, one argument at least: a call with none is the overload above)
     first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
@@ -534,6 +565,7 @@ def _modal(name: str, op: int) -> list:
         checks = ([(form.check, form.why or form.check)] if form.check else []) + list(form.more)
         check = "".join(f"static_assert({c}, \"{name}: {why}\"); " for c, why in checks)
         call = ", ".join(fwd + _EVENT_A)
+        check += _row_major(name, [f"decltype({f})" for f in form.forward])
         out.append(f"template <{form.template}{_EVENT_T}> inline RecordEvent {name}({params}) "
                    f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
     return out

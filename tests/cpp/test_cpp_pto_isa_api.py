@@ -440,6 +440,34 @@ def test_an_operand_pto_isa_declares_without_a_default_must_be_spelled(tmp_path)
     assert ok.returncode == 0, ok.stderr[-3000:]
 
 
+#: the instructions pto-isa declares only with a mode template argument no operand gives
+#: (headergen.PTO_ISA_TEMPLATE_ONLY): (the plain call, pto-isa's spelling)
+TEMPLATE_ONLY = {"TCI": ("TCI(ri, 5)", "TCI<RI, int32_t, 0>(ri, 5)"),
+                 "TTRI": ("TTRI(i, 1)", "TTRI<I, 1>(i, 1)"),
+                 "THISTOGRAM": ("THISTOGRAM(ri, u, m)", "THISTOGRAM<HistByte::BYTE_1>(ri, u, m)"),
+                 "TQUANT": ("TQUANT(q, d, a)", "TQUANT<QuantType::INT8_SYM, Q, F, F>(q, d, a)")}
+
+
+@needs_cxx
+def test_an_instruction_pto_isa_declares_with_its_mode_only_needs_its_template_arguments(tmp_path):
+    """TCI(dst, start) without ``<TileData, T, descending>`` does not build with pto-isa's
+    headers (the mode is deduced from no operand): nor here, saying how pto-isa spells it."""
+    def calls(which):
+        return (SCRATCH_TILES + "using U = Tile<TileType::Vec, uint16_t, 16, 16>;\n"
+                "using Q = Tile<TileType::Vec, int8_t, 16, 32, BLayout::RowMajor, 16, 16>;\n"
+                + "".join(f"void k{n}(F &d, F &a, I &i, RI &ri, U &u, M &m, Q &q) {{ {forms[which]}; }}\n"
+                          for n, forms in TEMPLATE_ONLY.items()))
+    r = compile_only(tmp_path, calls(0))
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == len(TEMPLATE_ONLY), r.stderr[-3000:]
+    for name in TEMPLATE_ONLY:
+        assert f"{name} needs its template arguments: pto-isa declares only {name}<" in r.stderr, (name, r.stderr[-3000:])
+    assert "TCI<TileData, T, descending>(dst, start)" in r.stderr
+    ok = compile_only(tmp_path, calls(1))
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
 #: what pto-isa declares and ptopipe does not model: a file naming it compiles (the names below,
 #: <algorithm> through the headers); each use is refused with a message naming what is not modelled
 UNMODELLED = """
@@ -591,3 +619,50 @@ def test_trandom_takes_pto_isas_key_and_counter_arrays(cpp_cache):
         want = np.zeros((2, 256), np.uint32)
         random_words(PHILOX_KEY, PHILOX_COUNTER, rounds, 256, want)
         np.testing.assert_array_equal(out, want)
+
+
+#: the element-wise instructions pto-isa's NPU code runs on RowMajor tiles only
+#: (``catalogue.ROW_MAJOR_ONLY``): on a DN column (FA's running max, a row reduction's result)
+#: a call does not build there, whichever form spells it; the scalar forms, TNEG and TRECIP
+#: (TMULS / TDIVS on the device) assert no layout and build
+ROW_MAJOR_TILES = """
+using Col = Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor>;
+using Row = Tile<TileType::Vec, float, 1, 16>;
+"""
+ROW_MAJOR_REFUSED = ["TMAX(m_new, m_old, m_cur);", "TSUB(m_new, m_old, row);", "TEXP(m_new, m_cur);",
+                     "TEXP<ExpAlgorithm::HIGH_PRECISION>(m_new, m_cur);", "TDIV<DivAlgorithm::DEFAULT>(row, row, m_cur);",
+                     "TADD<Col, Col, Col>(m_new, m_old, m_cur);"]
+ROW_MAJOR_TAKEN = ["TMAX(row, row, row);", "TEXP(row, row);", "TMULS(m_new, m_cur, 2.0f);", "TADDS(m_new, m_cur, 1.0f);",
+                   "TNEG(m_new, m_cur);", "TRECIP(m_new, m_cur);", "TEXPANDS(m_new, 0.0f);"]
+
+
+@needs_cxx
+def test_an_element_wise_op_pto_isa_runs_row_major_only_does_not_compile_on_a_dn_column(tmp_path):
+    """Each refused call is one error, at its own line ("required from here"), naming the fix."""
+    body = ROW_MAJOR_TILES + "void k(Col &m_new, Col &m_old, Col &m_cur, Row &row) {\n" + \
+        "\n".join(ROW_MAJOR_REFUSED + ROW_MAJOR_TAKEN) + "\n}\n"
+    r = compile_only(tmp_path, body)
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == len(ROW_MAJOR_REFUSED), r.stderr[-3000:]
+    assert all("takes RowMajor tiles only" in ln and "TRESHAPE a DN [R, 1] column" in ln for ln in errors), errors
+    lines = (PRELUDE + body).splitlines()
+    assert {i for i, ln in enumerate(lines, 1) if ln in ROW_MAJOR_REFUSED} == {
+        int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+(?:required from here|note: in instantiation of "
+                                   r"function template specialization .* requested here)", r.stderr)}, r.stderr[-3000:]
+
+
+@needs_cxx
+def test_a_dn_column_max_is_a_compile_error_at_its_line(cpp_cache, tmp_path):
+    """As a run reports it: a CompileError at the kernel's line of the call."""
+    from ptopipe.errors import CompileError
+    p = tmp_path / "k.cpp"
+    text = PRELUDE + "extern \"C\" __global__ AICORE void vec_kernel(__gm__ float *x)\n{\n" \
+        "    Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor> a, b;\n" \
+        "    TASSIGN(a, 0x0);\n    TASSIGN(b, 0x100);\n    TMAX(a, a, b);\n}\n"
+    p.write_text(text)
+    line = text.splitlines().index("    TMAX(a, a, b);") + 1
+    with pytest.raises(CompileError) as ei:
+        run_cpp(str(p), dict(x=np.zeros(16, np.float32)))
+    assert re.search(rf"k\.cpp:{line}:\d+$", ei.value.where), ei.value.where
+    assert "TMAX takes RowMajor tiles only" in ei.value.what

@@ -541,6 +541,15 @@ def test_slot_num_larger_than_flags():
     assert "SlotNum 9" in msg
 
 
+def test_a_null_gm_slot_buffer_on_a2a3_says_its_rings_are_in_gm():
+    """A null GM_SLOT_BUFFER (nullptr in C++: A5's spelling of a ring in the consumer's memory)
+    is refused on A2A3, whose rings are all in GM, saying so."""
+    def k(fifo):
+        TPipe(0, DIR_C2V, SL, 4)(None, 0x10000, 0)  # bad
+    msg = _cfg_error(k)
+    assert "got a null pointer (nullptr / None)" in msg and "every TPipe ring is in GM on A2A3" in msg
+
+
 def test_ring_not_fitting_gm_slot_buffer():
     def k(fifo):
         TPipe(0, DIR_C2V, SL, 8)(fifo)  # bad

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from ...arch import MemSpace, PipeUnit
-from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, Protocol
+from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, PlatformID, Protocol
 from ...errors import ConfigError, MemoryConflictError
 from ...sim import CoreKind
 from ..context import current_core
@@ -52,9 +52,15 @@ def _gm_addr(buf, core, what: str) -> tuple:
         return buf.addr, None
     if isinstance(buf, (int, np.integer)) and buf > 0:
         return int(buf), None
-    raise ConfigError(f"{what}: a GM_SLOT_BUFFER is required for a ring in GM, got {buf!r}",
-                      where=_loc(core),
-                      fix="pass the GM slot buffer kernel argument (e.g. ptopipe.gm_buffer(nbytes))")
+    null = buf is None or (isinstance(buf, (int, np.integer)) and buf == 0)
+    got = "a null pointer (nullptr / None)" if null else repr(buf)
+    fix = ("pass the GM slot buffer kernel argument: a __gm__ pointer to SlotNum x SlotSize bytes "
+           "(in Python ptopipe.gm_buffer(nbytes))")
+    if null and core.cluster.platform.id is PlatformID.PLATFORM_A2A3:
+        fix += ("; every TPipe ring is in GM on A2A3 - a null GM_SLOT_BUFFER is A5's spelling of a ring in "
+                "the consumer's UB / L1, which A2A3 does not have")
+    raise ConfigError(f"{what}: a GM_SLOT_BUFFER is required for a ring in GM, got {got}", where=_loc(core),
+                      fix=fix)
 
 
 def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,

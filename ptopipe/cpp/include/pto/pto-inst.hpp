@@ -1006,6 +1006,16 @@ template <typename... X> struct explicit_types {
     template <typename... A> static constexpr bool of = (names_an_operand<X, A...> && ...);
 };
 template <typename... A> struct wrong_count : std::false_type {};
+// an operand an instruction taking RowMajor tiles only accepts: a RowMajor tile, or no tile
+template <typename A> constexpr bool row_major_operand() {
+    using T = std::remove_cv_t<std::remove_reference_t<A>>;
+    if constexpr (is_tile<T>::value) {
+        return T::isRowMajor;
+    } else {
+        return true;
+    }
+}
+template <typename... A> constexpr bool row_major_operands = (row_major_operand<A>() && ...);
 
 }  // namespace ptopipe
 #define PTOPIPE_SITE ::ptopipe::Site s = PTOPIPE_HERE
@@ -1016,6 +1026,20 @@ template <typename... A> struct wrong_count : std::false_type {};
 #define PTOPIPE_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                                     \
     static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
                   #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)")
+// an instruction pto-isa's NPU code runs on RowMajor tiles only (the catalogue's ROW_MAJOR_ONLY:
+// its ``static_assert(isRowMajor)``): a call on a ColMajor tile (a DN column) does not build there
+#define PTOPIPE_ROW_MAJOR(NAME, ...)                                                                      \
+    static_assert(::ptopipe::row_major_operands<__VA_ARGS__>,                                             \
+                  #NAME " takes RowMajor tiles only (pto-isa's NPU " #NAME " static_asserts isRowMajor): " \
+                  "run it on a RowMajor view of the same bytes - TRESHAPE a DN [R, 1] column into a [1, R] " \
+                  "row tile - or declare the tile BLayout::RowMajor")
+// an instruction pto-isa's pto_instr.hpp declares with a mode template argument it cannot deduce
+// in every form (TCI's descending, TTRI's isUpperOrLower, ...): a call without them does not
+// build with pto-isa's headers
+#define PTOPIPE_TEMPLATE_ONLY(NAME, SPELLING, A)                                                          \
+    static_assert(::ptopipe::wrong_count<A>::value,                                                       \
+                  #NAME " needs its template arguments: pto-isa declares only " SPELLING                   \
+                  " (its mode cannot be deduced from the operands) - spell them, as docs/isa/" #NAME ".md does")
 // an instruction whose pto-isa form requires a scratch tile (the catalogue's ``scratch``):
 // a call without it does not build with pto-isa's headers
 #define PTOPIPE_SCRATCH_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                             \
