@@ -7,7 +7,6 @@ import builtins
 import os
 import re
 
-import numpy as np
 import pytest
 
 import ptopipe
@@ -64,6 +63,14 @@ def test_flash_attention_runs_under_both_protocols(platform, protocol):
     sc = _load(FA).SCENARIO
     res = sc.check("default", platform, protocol)
     assert res.summary.protocol == protocol
+    # docs/performance.md states these totals ("A5 (zero-copy local rings) -> N", "pto-isa: N (A2A3), N (A5)")
+    with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+        doc = re.sub(r"\s+", " ", f.read())
+    stated = {("a2a3", "spec"): re.search(r"\*\*total cycles\*\* \| \*\*([\d,]+)\*\*", doc),
+              ("a5", "spec"): re.search(r"A5 \(zero-copy local rings\) -> ([\d,]+)", doc),
+              ("a2a3", "pto-isa"): re.search(r"pto-isa: ([\d,]+) \(A2A3\)", doc),
+              ("a5", "pto-isa"): re.search(r"pto-isa: [\d,]+ \(A2A3\), ([\d,]+) \(A5\)", doc)}[platform, protocol]
+    assert f"{res.summary.cycles:,}" == stated.group(1)
 
 
 def test_flash_attention_spec_cycles_unchanged():
