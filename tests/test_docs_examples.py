@@ -116,3 +116,14 @@ def test_every_error_class_the_readme_names_is_exported_and_every_source_path_it
     paths = set(re.findall(r"`((?:ptopipe|benchmarks|examples|docs|tests)/[\w/.-]+\.(?:py|md|pto|cpp))`", text))
     assert len(paths) > 10
     assert [p for p in sorted(paths) if not os.path.exists(os.path.join(ROOT, p))] == []
+
+
+def test_the_mixed_examples_the_docs_list_are_the_ones_there():
+    """README and docs/passes/ list examples/mixed/'s reference scenarios by number."""
+    there = {f"S{m.group(1)}" for m in map(re.compile(r"s(\d+)_").match, os.listdir(os.path.join(ROOT, "examples", "mixed"))) if m}
+    for page, pattern in (("README.md", r"`examples/mixed/` has ([^;]*) and a flash-attention"),
+                          ("docs/passes/README.md", r"`examples/mixed/` holds ([^)]*) and a flash-attention"),
+                          ("docs/passes/expand-mixed.md", r"`examples/mixed/` \(([^)]*), flash attention\)")):
+        with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+            listed = re.search(pattern, f.read()).group(1)
+        assert set(re.findall(r"\bS\d+\b", listed)) == there, page
