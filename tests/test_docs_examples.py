@@ -127,3 +127,13 @@ def test_the_mixed_examples_the_docs_list_are_the_ones_there():
         with open(os.path.join(ROOT, page), encoding="utf-8") as f:
             listed = re.search(pattern, f.read()).group(1)
         assert set(re.findall(r"\bS\d+\b", listed)) == there, page
+
+
+def test_the_readme_layout_names_every_package_and_docs_page():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        layout = f.read().split("## Layout", 1)[1]
+    pkgs = sorted(d for d in os.listdir(os.path.join(ROOT, "ptopipe"))
+                  if os.path.isfile(os.path.join(ROOT, "ptopipe", d, "__init__.py")))
+    assert [d for d in pkgs if f"ptopipe/{d} " not in layout] == []
+    pages = sorted(n for n in os.listdir(os.path.join(ROOT, "docs")) if n.endswith(".md"))
+    assert [n for n in pages if n not in layout] == []
