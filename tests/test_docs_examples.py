@@ -7,7 +7,6 @@ import builtins
 import os
 import re
 
-import numpy as np
 import pytest
 
 import ptopipe
@@ -64,6 +63,14 @@ def test_flash_attention_runs_under_both_protocols(platform, protocol):
     sc = _load(FA).SCENARIO
     res = sc.check("default", platform, protocol)
     assert res.summary.protocol == protocol
+    # docs/performance.md states these totals ("A5 (zero-copy local rings) -> N", "pto-isa: N (A2A3), N (A5)")
+    with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+        doc = re.sub(r"\s+", " ", f.read())
+    stated = {("a2a3", "spec"): re.search(r"\*\*total cycles\*\* \| \*\*([\d,]+)\*\*", doc),
+              ("a5", "spec"): re.search(r"A5 \(zero-copy local rings\) -> ([\d,]+)", doc),
+              ("a2a3", "pto-isa"): re.search(r"pto-isa: ([\d,]+) \(A2A3\)", doc),
+              ("a5", "pto-isa"): re.search(r"pto-isa: [\d,]+ \(A2A3\), ([\d,]+) \(A5\)", doc)}[platform, protocol]
+    assert f"{res.summary.cycles:,}" == stated.group(1)
 
 
 def test_flash_attention_spec_cycles_unchanged():
@@ -109,3 +116,24 @@ def test_every_error_class_the_readme_names_is_exported_and_every_source_path_it
     paths = set(re.findall(r"`((?:ptopipe|benchmarks|examples|docs|tests)/[\w/.-]+\.(?:py|md|pto|cpp))`", text))
     assert len(paths) > 10
     assert [p for p in sorted(paths) if not os.path.exists(os.path.join(ROOT, p))] == []
+
+
+def test_the_mixed_examples_the_docs_list_are_the_ones_there():
+    """README and docs/passes/ list examples/mixed/'s reference scenarios by number."""
+    there = {f"S{m.group(1)}" for m in map(re.compile(r"s(\d+)_").match, os.listdir(os.path.join(ROOT, "examples", "mixed"))) if m}
+    for page, pattern in (("README.md", r"`examples/mixed/` has ([^;]*) and a flash-attention"),
+                          ("docs/passes/README.md", r"`examples/mixed/` holds ([^)]*) and a flash-attention"),
+                          ("docs/passes/expand-mixed.md", r"`examples/mixed/` \(([^)]*), flash attention\)")):
+        with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+            listed = re.search(pattern, f.read()).group(1)
+        assert set(re.findall(r"\bS\d+\b", listed)) == there, page
+
+
+def test_the_readme_layout_names_every_package_and_docs_page():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        layout = f.read().split("## Layout", 1)[1]
+    pkgs = sorted(d for d in os.listdir(os.path.join(ROOT, "ptopipe"))
+                  if os.path.isfile(os.path.join(ROOT, "ptopipe", d, "__init__.py")))
+    assert [d for d in pkgs if f"ptopipe/{d} " not in layout] == []
+    pages = sorted(n for n in os.listdir(os.path.join(ROOT, "docs")) if n.endswith(".md"))
+    assert [n for n in pages if n not in layout] == []

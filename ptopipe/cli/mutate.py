@@ -99,6 +99,6 @@ def format_coverage(cov) -> str:
                     "bound, a syntax error - no kernel, not counted)" if invalid else ""))
     for v in survivors:
         lines.append(f"  survived: {v.mutant.label} - a mistake these checks would not notice "
-                     "(docs/mutate.md: equivalent mutants and checks worth adding)")
+                     "(docs/mutate.md, \"Survivors, explained\": equivalent mutants and checks worth adding)")
     return "\n".join(lines)
 

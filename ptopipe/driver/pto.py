@@ -356,9 +356,17 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
         return verdict(platform_name(platform or PLATFORM_OF_ARCH.get(arch) or "a2a3"), "failed", [],
                        "the static checks found an error without running", [e])
     state = status_of([], warnings)
-    if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
-        return verdict(plat, "nothing to verify", warnings, _NOTHING)
     given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
+    if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
+        # no protocol to prove, but the static checks ran (GM bounds, accumulators): say what
+        # they proved, never "nothing to verify" next to their not-proven warnings
+        proved = (f"not proven for all values{given} (the warnings above)" if state == NOT_PROVEN_STATUS
+                  else "its GM accesses are in bounds" + (" with " + ", ".join(
+                      f"{k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
+                      if ranges else ""))
+        return verdict(plat, "nothing to verify", warnings,
+                       f"no cross-core pipes; {proved}, nothing else to verify statically (`ptopipe "
+                       "check` runs it with every checker)")
     if state == NOT_PROVEN_STATUS:
         return verdict(plat, "not proven", warnings,
                        f"not proven for all values{given}: {'; '.join(not_proven(warnings))}")

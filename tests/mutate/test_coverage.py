@@ -7,6 +7,7 @@ import os
 import pytest
 
 from ptopipe.cli import main as cli_main
+from ptopipe.cli.mutate import format_coverage
 from ptopipe.errors import ConfigError
 from ptopipe.mutate import CAUGHT, SURVIVED, Job, check_mutant, coverage, mutants
 
@@ -54,6 +55,12 @@ def test_a_mutant_the_checks_cannot_see_survives(tmp_path):
     (v,) = [v for v in cov.verdicts if (v.mutant.line, v.mutant.name) == (dead, "drop-tfree")]
     assert v.status == SURVIVED and v.error is None
     assert cov.caught == len(cov.verdicts) - 1
+    # the report points at the section of docs/mutate.md that explains survivors
+    report = format_coverage(cov)
+    assert f"survived: line {dead}: " in report
+    assert '(docs/mutate.md, "Survivors, explained": ' in report
+    with open(os.path.join(ROOT, "docs", "mutate.md"), encoding="utf-8") as f:
+        assert "\n## Survivors, explained\n" in f.read()
 
 
 def test_a_mutant_that_breaks_the_kernels_python_is_invalid_and_not_counted(monkeypatch):
