@@ -609,7 +609,10 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
             return direct, code, text, fns
         return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body)), code, text, fns
     globals_ = [f for f in fns.values() if f.is_global]
-    if sided and len(globals_) == 1 and _sections(code):
+    # (a file launching a __global__ with <<<...>>>: pto-isa's NPU tests, one template running
+    # both sides - which instantiation is the user's choice, never a guess)
+    launch = _launch_hint(text, fns, api)
+    if sided and len(globals_) == 1 and _sections(code) and not launch:
         # the one __global__ of a file that tests the side macros elsewhere: ptoas's entry
         # calling its Cube and Vector kernels, whose bodies are under their sections
         return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code)), code, text, fns
@@ -618,7 +621,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
         if len(hits) == 1:
             pick[role] = hits[0]
-    lone = _lone_kernel(fns, own) if not entries and len(pick) < 2 else None
+    lone = _lone_kernel(fns, own) if not entries and len(pick) < 2 and not launch else None
     if lone is not None and lone[0] not in SIDES:       # (a kernel using both kinds of tiles)
         return Kernels(path, aic=lone[1], mixed=True), code, text, fns
     if lone is not None:
@@ -631,8 +634,21 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: {naming('aic', 'NAME', api)} {naming('aiv', 'NAME', api)} "
                               f"({'__global__ ' if globals_ else ''}functions: "
-                              f"{_listed(fns, named)})" + _macro_kernel_hint(text))
+                              f"{_listed(fns, named)})" + launch + _macro_kernel_hint(text))
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
+
+
+def _launch_hint(text: str, fns: dict, api: bool) -> str:
+    """What a file that launches its kernels with ``<<<...>>>`` (pto-isa's NPU tests) can name:
+    the kernels it launches, a __global__ that runs both sides named as both."""
+    launched = [k for k in launched_kernels(text) if base_name(k) in fns and fns[base_name(k)].is_global]
+    if not launched:
+        return ""
+    k = launched[0]
+    more = f" and {len(launched) - 1} more" if len(launched) > 1 else ""
+    return (f"; the file launches {k}{more}: a __global__ kernel whose body runs both sides (it tests "
+            f"the side it is compiled for) is named as both, {naming('aic', k, api, quoted=True)} "
+            f"{naming('aiv', k, api, quoted=True)}")
 
 
 def _listed(fns: dict, names) -> str:
@@ -770,7 +786,7 @@ def _template_error(role: str, f: Function, at: str, code: str, api: bool = Fals
     command's option, and the API's keyword too - only the API's when ``api``)."""
     names = set(_template_names(f.template))
     spelled = [" ".join(s.split()) for s in re.findall(r"\b" + re.escape(base_name(f.name)) + r"\s*(<[^;{}()]*?>)\s*\(",
-                                                        code)]
+                                                        without_launch_syntax(code) or code)]
     concrete = [s for s in spelled if not names & set(re.findall(r"[A-Za-z_]\w*", s))]
     example = f.name + (concrete[0] if concrete else f"<{', '.join(_template_names(f.template))}>")
     return ConfigError(f"{f.name} ({at}) is a function template (template <{f.template}>): ptopipe runs a "
@@ -925,12 +941,37 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
-def wrapper(path: str, roles: dict) -> str:
-    """The translation unit around kernel file ``path``: ``roles`` maps ``aic`` / ``aiv`` to
-    function names."""
-    lines = [f'#include "{os.path.abspath(path)}"', "#include <pto/ptopipe_entry.hpp>"]
+def wrapper(path: str, roles: dict, source: str | None = None) -> str:
+    """The translation unit around kernel file ``path`` (its text read from ``source`` when
+    given: :func:`without_launch_syntax`): ``roles`` maps ``aic`` / ``aiv`` to function names."""
+    lines = [f'#include "{source or os.path.abspath(path)}"', "#include <pto/ptopipe_entry.hpp>"]
     lines += [f"PTOPIPE_EXPORT_KERNEL({role}, {name})" for role, name in roles.items()]
     return "\n".join(lines) + "\n"
+
+
+#: the launch configuration of a kernel launch in the device compiler's syntax,
+#: ``kernel<<<blocks, l2ctrl, stream>>>(args)`` (pto-isa's NPU tests launch their kernels so from a
+#: host function), which is not C++
+_LAUNCH = re.compile(r"<<<[^;{}]*?>>>(?=\s*\()")
+
+
+def without_launch_syntax(text: str) -> str | None:
+    """``text`` with every ``<<<...>>>`` launch configuration blanked (spaces; its newlines
+    kept, so every line and column stays where it was), making ``kernel<<<...>>>(args)`` a
+    plain call a C++ compiler takes; None when the text has none.  The launching host function
+    is compiled, never run: a run calls the kernels it names itself, one block per launch
+    (``--blocks`` says how many)."""
+    if "<<<" not in text:
+        return None
+    out = _LAUNCH.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return out if out != text else None
+
+
+def launched_kernels(text: str) -> list:
+    """The kernels ``text`` launches with ``<<<...>>>``, as spelled there (a template's
+    instantiation with its arguments), in order, each once."""
+    names = re.findall(r"([A-Za-z_][\w:]*\s*(?:<[^;{}()]*?>)?)\s*<<<", _COMMENT.sub(_blank, text))
+    return list(dict.fromkeys(" ".join(n.split()) for n in names))
 
 
 def compile_library(path: str, roles: dict, defines=()) -> str:
@@ -939,11 +980,15 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with open(path, "rb") as f:
         src = f.read()
     unit = wrapper(path, roles)
+    plain = without_launch_syntax(src.decode("utf-8", errors="surrogateescape"))
     # $CXX's own words first, as make runs `$(CXX) ...`; $CXXFLAGS last, so that the user's flags
     # win (e.g. -O0 for quicker builds, -g to debug)
     first = compiler_args()
+    # (a file rewritten without its launch syntax is compiled from a copy: its quoted includes
+    # are still found beside the file)
+    here = ["-iquote", os.path.dirname(os.path.abspath(path))] if plain is not None else []
     flags = [*first, standard(cxx, *first), *FLAGS] + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
-        env_words("CXXFLAGS")
+        here + env_words("CXXFLAGS")
     key = hashlib.sha256(b"\0".join([src, unit.encode(), _headers_digest().encode(), cxx.encode(),
                                      (version or "").encode(), " ".join(flags).encode(),
                                      _local_includes(path, src)])).hexdigest()[:32]
@@ -952,10 +997,15 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     if os.path.exists(lib):
         return lib
     fd, tmp_src = tempfile.mkstemp(suffix=".cpp", dir=out_dir)
-    with os.fdopen(fd, "w") as f:
-        f.write(unit)
     tmp_lib = tmp_src[:-4] + ".so"
     tmp_warn = tmp_src[:-4] + ".warn"
+    tmp_copy = tmp_src[:-4] + "_kernel.cpp"
+    if plain is not None:       # the diagnostics name the file and its lines (#line)
+        with open(tmp_copy, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(f'#line 1 "{os.path.abspath(path)}"\n' + plain)
+        unit = wrapper(path, roles, tmp_copy)
+    with os.fdopen(fd, "w") as f:
+        f.write(unit)
     try:
         r = subprocess.run([cxx, *flags, tmp_src, "-o", tmp_lib], capture_output=True, text=True)
         if r.returncode != 0:
@@ -977,7 +1027,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
             os.replace(tmp_warn, _warnings_file(lib))
         os.replace(tmp_lib, lib)        # atomic: a concurrent build of the same key is harmless
     finally:
-        for p in (tmp_src, tmp_lib, tmp_warn):
+        for p in (tmp_src, tmp_lib, tmp_warn, tmp_copy):
             if os.path.exists(p):
                 os.unlink(p)
     return lib

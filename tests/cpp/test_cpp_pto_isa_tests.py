@@ -1,6 +1,8 @@
 """Kernels written as pto-isa's own tests and library kernels write them: a kernel that is a
 function template runs as the instantiation a run names (``--aiv 'runTAdd<float, 64, 64>'``), a
-bare template name is a ConfigError spelling the fix; a view's runtime shape given through
+bare template name is a ConfigError spelling the fix; a file that launches its kernels from a
+host function with the device compiler's ``kernel<<<...>>>(args)`` syntax builds, its
+diagnostics at its own lines; a view's runtime shape given through
 the GlobalTensor's member type; logs written with ``cce::printf`` / ``printf`` go to the process's
 stdout - stderr under ``--json``, whose stdout carries the report only."""
 from __future__ import annotations
@@ -12,9 +14,10 @@ import subprocess
 import numpy as np
 import pytest
 
+import ptopipe
 from ptopipe.cpp import run_cpp
-from ptopipe.cpp.build import find_kernels
-from ptopipe.errors import ConfigError
+from ptopipe.cpp.build import find_kernels, without_launch_syntax
+from ptopipe.errors import CompileError, ConfigError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
@@ -103,6 +106,66 @@ template <typename T, int R, int C, int VR, int VC>
 __global__ AICORE void runScale(__gm__ T *out, __gm__ T *src) {}
 }  // namespace RowTest
 """
+
+
+LAUNCHED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "launched_c2v.cpp")
+
+
+def _launched_args(rows: int, rng=None) -> dict:
+    rng = rng or np.random.default_rng(5)
+    return dict(out=np.zeros((rows, 32), np.float32), a=rng.integers(-3, 4, (rows, 32)).astype(np.float32),
+                b=rng.integers(-3, 4, (32, 32)).astype(np.float32),
+                bias=rng.integers(-3, 4, (rows, 32)).astype(np.float32), fifo=ptopipe.gm_buffer(2 * rows * 32 * 4))
+
+
+@needs_cxx
+@pytest.mark.parametrize("rows, platform, protocol", [(16, "a2a3", "pto-isa"), (32, "a5", "spec")])
+def test_a_kernel_launched_with_the_device_syntax_runs_as_the_instantiation_named(cpp_cache, rows, platform,
+                                                                                  protocol):
+    """pto-isa's NPU tests launch their kernel template from a host function,
+    ``runX<float, 16><<<1, nullptr, stream>>>(...)``, which no C++ compiler takes: the file
+    builds without the launch configurations, and the __global__ that runs both sides (``if
+    constexpr`` on the side it is compiled for) runs named as both."""
+    k = f"runMatmulAdd<float, {rows}>"
+    a = _launched_args(rows)
+    r = run_cpp(LAUNCHED, a, aic=k, aiv=k, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(r["out"], a["a"] @ a["b"] + a["bias"])
+
+
+def test_launch_syntax_is_blanked_in_place():
+    """Only the launch configuration goes, each of its characters a space (newlines kept): every
+    line and column of the file stays where the compiler's diagnostics name it; text without
+    a launch, and shifts, are left alone."""
+    text = "f<float, 4><<<1, nullptr,\n  stream>>>(x, y); z = a << b;\ng <<< n >>> ();\n"
+    out = without_launch_syntax(text)
+    assert out.splitlines() == ["f<float, 4>" + " " * 14, " " * 11 + "(x, y); z = a << b;", "g" + " " * 11 + "();"]
+    assert without_launch_syntax("int x = a << b;\n") is None
+
+
+@needs_cxx
+def test_a_compile_error_in_a_launching_file_is_at_its_line_and_column(cpp_cache, tmp_path):
+    """The file is compiled from a copy without its launch syntax; the error still names the
+    file, the line and the column the user wrote."""
+    with open(LAUNCHED) as f:
+        text = f.read()
+    text = text.replace("        TFREE<Pipe", "        int broken = ;\n        TFREE<Pipe", 1)
+    p = tmp_path / "launched_bad.cpp"
+    p.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "int broken = ;" in ln)
+    k = "runMatmulAdd<float, 16>"
+    with pytest.raises(CompileError) as ei:
+        run_cpp(str(p), _launched_args(16), aic=k, aiv=k)
+    assert ei.value.where == f"{p}:{line}:{text.splitlines()[line - 1].index(';') + 1}", str(ei.value)
+
+
+def test_a_launching_file_whose_kernels_are_not_named_is_told_what_it_launches():
+    """Without --aic / --aiv the fix names the instantiations the host function launches and
+    that a kernel running both sides is named as both."""
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(LAUNCHED)
+    fix = ei.value.fix
+    assert ("the file launches runMatmulAdd<float, 16> and 1 more" in fix
+            and "--aic 'runMatmulAdd<float, 16>' --aiv 'runMatmulAdd<float, 16>'" in fix), fix
 
 
 @needs_cxx
