@@ -8,12 +8,16 @@ expression's value has none.  Constant expressions fold at compile time (a folde
 op is erased), and an ``if`` on a constant keeps only the taken branch.
 
 Names that are not kernel values are compile-time constants looked up in the kernel's
-globals and closure (ints, floats, ``pl`` objects).  Every error is a
+globals and closure (ints, floats, ``pl`` objects).  A comparison of two such values that
+are not both numbers (a builder's ``mode == "relu"``, ``bias is None``, ``dt in ("f16",
+"bf16")``) and an ``if`` on a str / None / tuple are decided while the kernel is read, as an
+``if`` on a bool constant is.  Every error is a
 :class:`~ptopipe.errors.CompileError` at ``file:line:col`` with a fix hint.
 """
 from __future__ import annotations
 
 import ast
+import operator
 
 from ..errors import CompileError
 from ..ir.core import Block, Operation, OpResult, Region, gc_paused
@@ -35,6 +39,13 @@ _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", as
                ast.Div: "/", ast.BitOr: "|", ast.BitAnd: "&"}
 _PY = SCALAR_FNS
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+# comparisons of two compile-time Python values (a builder's `mode == "relu"`, `bias is None`),
+# decided while the kernel is read
+_PY_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+           ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+# the compile-time values whose truth an `if` takes from Python (numbers become kernel constants)
+_STATIC_TRUTH = (str, bytes, tuple, list, dict, frozenset, set, type(None))
 _TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
              "/": ("div", "divs")}
 _UNSUPPORTED = {
@@ -144,6 +155,11 @@ def _fresh_const(v) -> bool:
     return v.__class__ is OpResult and v.name is None and v.op.__class__ is ConstOp
 
 
+def _is_number(x) -> bool:
+    """A Python number a kernel takes as a constant (bool, int, float; pl enums are ints)."""
+    return isinstance(x, (bool, int, float))
+
+
 def _runs_no_iteration(bounds) -> bool:
     """Do loop bounds ``[start, stop, step]``, all constants, give no iteration?"""
     vals = [b.op.value for b in bounds if b.__class__ is OpResult and b.op.__class__ is ConstOp]
@@ -243,6 +259,43 @@ class FunctionParser:
                 return base
             return getattr(base, node.attr, _MISSING)
         return None
+
+    def static_operand(self, node):
+        """``(True, value)`` when ``node`` is a compile-time Python value - a literal, a module
+        or closure name that is not a kernel value, an attribute of one, a tuple / list of
+        them - else ``(False, None)``."""
+        if isinstance(node, ast.Constant):
+            return True, node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.env or node.id not in self.ns:
+                return False, None
+            return True, self.ns[node.id]
+        if isinstance(node, ast.Attribute):
+            ok, base = self.static_operand(node.value)
+            if ok:
+                v = getattr(base, node.attr, _MISSING)
+                return (True, v) if v is not _MISSING else (False, None)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = [self.static_operand(e) for e in node.elts]
+            if all(ok for ok, _ in items):
+                return True, tuple(v for _, v in items)
+        return False, None
+
+    def static_compare(self, node: ast.Compare):
+        """The bool of a one-operator comparison of two compile-time Python values that are not
+        both numbers (numbers fold as kernel constants), decided while the kernel is read -
+        a builder's switch: `mode == "relu"`, `bias is None`, `dtype in ("f16", "bf16")` -
+        else None."""
+        ok_l, a = self.static_operand(node.left)
+        ok_r, b = self.static_operand(node.comparators[0])
+        op = type(node.ops[0])
+        if not (ok_l and ok_r) or (op in _CMP and all(_is_number(x) for x in (a, b))):
+            return None
+        try:
+            val = _PY_CMP[op](a, b)
+        except TypeError:
+            return None
+        return val if type(val) is bool else None
 
     def const_eval(self, node, what: str):
         """A compile-time constant (attribute values, annotations, shapes)."""
@@ -583,6 +636,11 @@ class FunctionParser:
                     self.no_iteration[r] = here.line
 
     def if_(self, s: ast.If) -> None:
+        ok, v = self.static_operand(s.test)
+        if ok and isinstance(v, _STATIC_TRUTH):     # `if mode:` / `if bias:` of a builder
+            for x in (s.body if v else s.orelse):
+                self.stmt(x)
+            return
         cond = self.expr(s.test)
         if not isinstance(cond.type, ScalarType):
             raise self.err(s.test, f"if condition is {with_article(describe(cond.type))}", "compare scalars")
@@ -702,9 +760,15 @@ class FunctionParser:
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.err(node, "chained comparisons are not supported", "use `and`")
+            folded = self.static_compare(node)
+            if folded is not None:
+                return self.constant(folded, node)
             op = _CMP.get(type(node.ops[0]))
             if op is None:
-                raise self.err(node, "only == != < <= > >= comparisons are supported")
+                raise self.err(node, "only == != < <= > >= comparisons of kernel values are supported",
+                               "`is`, `is not`, `in` and `not in` compare compile-time values only (a "
+                               "literal, a module or closure constant: `if bias is None:` in a builder); "
+                               "compare kernel scalars with == != < <= > >=")
             lhs, rhs = self.expr(node.left), self.expr(node.comparators[0])
             return self.scalar_binop(node, op, lhs, rhs, BOOL)
         if isinstance(node, ast.BoolOp):

@@ -480,3 +480,42 @@ def vec(bias: pl.Tensor[[1, 32], pl.f32], out: pl.Tensor[[16, 32], pl.{out_dtype
         pl.parse(HEAD + body.format(out_dtype="f16", tensor="out"), filename="e.py")
     assert ei.value.what.startswith("this pl.TPOP pops its slot as f32, and the pl.store at line 12"), ei.value.what
     assert ei.value.where.startswith("e.py:9:"), ei.value.where
+
+
+def _switched(mode, bias):
+    """A builder's kernel switched by compile-time Python values (a str, None, a tuple)."""
+    @pl.aiv
+    def k(x: pl.Tensor[[16, 32], pl.f32]):
+        t = pl.load(x, [0, 0], [16, 32])
+        if mode == "relu":
+            t = pl.relu(t)
+        if mode in ("neg", "negabs"):
+            t = pl.neg(t)
+        if bias is not None and mode != "neg":
+            t = pl.adds(t, 1.0)
+        if mode:
+            t = pl.abs(t)
+        pl.store(t, [0, 0], x)
+    return k
+
+
+@pytest.mark.parametrize("mode, bias, kept", [
+    ("relu", None, ["relu", "abs"]), ("neg", 1.0, ["neg", "abs"]), ("negabs", 1.0, ["neg", "adds", "abs"]),
+    ("", None, []), (None, 2.0, ["adds"])])
+def test_a_builder_switch_on_a_str_or_none_keeps_the_taken_branch(mode, bias, kept):
+    # `mode == "relu"`, `bias is None`, `mode in (...)`, `if mode:` compare compile-time values:
+    # decided while the kernel is read, as `if UD:` on a bool is, not refused as kernel values
+    ops = [o.name.removeprefix("pl.") for o in _switched(mode, bias).ir.walk()]
+    assert [o for o in ops if o in ("relu", "neg", "adds", "abs")] == kept, ops
+
+
+def test_is_on_a_kernel_value_says_it_compares_compile_time_values():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32]):
+            for i in pl.range(2):
+                if i is None:   # the error line
+                    pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], x)
+    with open(__file__) as f:
+        assert "if i is None:   # the error line" in f.read().splitlines()[int(ei.value.where.split(":")[-2]) - 1]
+    assert "`is`, `is not`, `in` and `not in` compare compile-time values only" in ei.value.fix
