@@ -227,6 +227,7 @@ class KernelSet:
             if fn is not None:
                 Interpreter(fn, comp.layouts[fn.sym_name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
+        kernel.kernel_set = self        # what `compile` / `check --static` find a Scenario's program by
         return kernel
 
 
