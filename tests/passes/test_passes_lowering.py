@@ -370,6 +370,13 @@ def test_validate_two_gm_rings_in_one_slot_buffer():
     _at(e, cube, "CSHARED")
     validate.run(unverified(cube, vector), PassContext("a5"))
     validate.run(unverified(*_two_rings(shared=False)), PassContext("a2a3"))
+    # run without compiling, the pair meets the bind's check, whose fix names a pl kernel's way out
+    args = dict(a=np.ones((TM, N), np.float32), b=np.ones((N, N), np.float32), out=np.zeros((TM, N), np.float32),
+                fa=ptopipe.gm_buffer(2 * SLOT), fb=ptopipe.gm_buffer(2 * SLOT))
+    ks = KernelSet(pl.program(cube, vector))
+    with pytest.raises(ptopipe.MemoryConflictError) as ei:
+        ptopipe.run(ks.aic, ks.aiv, args)
+    assert "a pl kernel: another pl.Tensor parameter for the second init" in ei.value.fix
 
 
 def test_validate_reserve_size():

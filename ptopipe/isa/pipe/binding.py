@@ -449,7 +449,9 @@ def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
                 f"[{olo:#x}, {ohi:#x})", where=_loc(core),
                 details=f"{other.name} bound by {side.core.name} at {side.bound_at}\n"
                         f"{ch.name} bound by {core.name} at {_loc(core)}",
-                fix="give each pipe its own SlotNum x SlotSize bytes of GM_SLOT_BUFFER "
+                fix="give each pipe its own SlotNum x SlotSize bytes of GM_SLOT_BUFFER: a GM tensor of "
+                    "its own (a pl kernel: another pl.Tensor parameter for the second init, and a "
+                    "gm_buffer for it in the run's args), or a pointer past the other ring's bytes "
                     "(GM pointer offsets count elements of the buffer's dtype: bytes for gm_buffer)")
 
 
