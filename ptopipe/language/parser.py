@@ -8,7 +8,8 @@ expression's value has none.  Constant expressions fold at compile time (a folde
 op is erased), and an ``if`` on a constant keeps only the taken branch.
 
 Names that are not kernel values are compile-time constants looked up in the kernel's
-globals and closure (ints, floats, ``pl`` objects).  A comparison of two such values that
+globals and closure (ints, floats - numpy scalars as the numbers they hold -, ``pl``
+objects).  A comparison of two such values that
 are not both numbers (a builder's ``mode == "relu"``, ``bias is None``, ``dt in ("f16",
 "bf16")``) and an ``if`` on a str / None / tuple are decided while the kernel is read, as an
 ``if`` on a bool constant is.  Every error is a
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import ast
 import operator
+
+import numpy as np
 
 from ..errors import CompileError
 from ..ir.core import Block, Operation, OpResult, Region, gc_paused
@@ -153,6 +156,17 @@ def _fresh_const(v) -> bool:
     expression), not yet used nor named: constant expressions fold only such values, and
     the typing rules see its value."""
     return v.__class__ is OpResult and v.name is None and v.op.__class__ is ConstOp
+
+
+def _plain(v):
+    """A compile-time value with numpy scalars made Python's (``np.int64(16)`` from
+    ``np.prod``, ``np.float32(0.5)``: the int / float / bool they hold), in a list or tuple
+    too; anything else as it is."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)) and any(isinstance(x, (np.generic, list, tuple)) for x in v):
+        return type(v)(_plain(x) for x in v)
+    return v
 
 
 def _is_number(x) -> bool:
@@ -308,7 +322,7 @@ class FunctionParser:
                 raise self.unsupported(n)
         try:
             code = compile(ast.Expression(body=node), self.src.file, "eval")
-            return eval(code, dict(self.ns))    # noqa: S307 - the user's own kernel source
+            return _plain(eval(code, dict(self.ns)))    # noqa: S307 - the user's own kernel source
         except CompileError:
             raise
         except NameError as e:
@@ -715,6 +729,7 @@ class FunctionParser:
                                    [None])).results[0]
 
     def constant(self, obj, node):
+        obj = _plain(obj)
         if isinstance(obj, bool):
             return self.const(obj, BOOL, self.loc(node))
         if isinstance(obj, int):

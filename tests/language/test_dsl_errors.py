@@ -519,3 +519,22 @@ def test_is_on_a_kernel_value_says_it_compares_compile_time_values():
     with open(__file__) as f:
         assert "if i is None:   # the error line" in f.read().splitlines()[int(ei.value.where.split(":")[-2]) - 1]
     assert "`is`, `is not`, `in` and `not in` compare compile-time values only" in ei.value.fix
+
+
+def test_numpy_scalars_are_constants_as_python_numbers_are():
+    # np.prod(...) gives an np.int64 and a computed scale is often an np.float32: a trip
+    # count, a shape dimension, a scalar operand or an attribute of either is its number
+    import numpy as np
+    from ptopipe.runtime import run
+    rows, n, scale, depth = np.int64(16), np.int64(2), np.float32(0.5), np.int64(2)
+
+    @pl.aiv
+    def k(x: pl.Tensor[[n * rows, 16], pl.f32], out: pl.Tensor[[n * rows, 16], pl.f32]):
+        for i in pl.range(n):
+            t = pl.load(x, [i * rows, 0], [rows, 16])
+            pl.store(pl.muls(t, scale), [i * rows, 0], out)
+
+    assert pl.Tile[[rows, depth * 8], pl.f32, pl.Vec].shape == (16, 16)
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    res = run(pl.program(k), dict(x=x, out=np.zeros_like(x)))
+    np.testing.assert_array_equal(res.outputs["out"], x * 0.5)
