@@ -1,6 +1,7 @@
 """Bad DSL programs: each must raise CompileError at the right file:line:col (never a
 Python traceback).  ``@@`` in a snippet marks the expected error position."""
 import re
+import sys
 
 import pytest
 
@@ -538,3 +539,14 @@ def test_numpy_scalars_are_constants_as_python_numbers_are():
     x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
     res = run(pl.program(k), dict(x=x, out=np.zeros_like(x)))
     np.testing.assert_array_equal(res.outputs["out"], x * 0.5)
+
+
+def test_a_misspelt_or_positional_decorator_option_is_a_compile_error_saying_the_options():
+    with pytest.raises(CompileError) as ei:
+        pl.incore(spilt=pl.TILE_UP_DOWN)        # a typo: not a raw TypeError
+    assert ei.value.what == "@pl.incore(spilt=...): no such option"
+    assert ei.value.fix == "did you mean split=? @pl.incore takes core=, split=, slot_num="
+    assert ei.value.where.endswith(f":{sys._getframe().f_lineno - 3}")
+    with pytest.raises(CompileError) as ei:
+        pl.incore(pl.TILE_LEFT_RIGHT)           # the split given positionally
+    assert ei.value.fix == "pass the split by keyword: @pl.incore(split=pl.TILE_LEFT_RIGHT)"
