@@ -35,7 +35,7 @@ from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form,
 from ..ir.pipe_config import name_rings
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
-from .surface import DSLOp, DType
+from .surface import DSLOp, DType, Tile
 from ..errors import with_article
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
@@ -353,7 +353,14 @@ class FunctionParser:
             if t is None or isinstance(t, str):
                 t = self.const_eval(arg.annotation, f"type of parameter '{arg.arg}'")
             if not isinstance(t, (TensorType, ScalarType)):
-                raise self.err(arg.annotation, f"parameter '{arg.arg}' has type {t!r}; kernel "
+                if isinstance(t, (TileValueType, BufferType)):
+                    shown = f"is {with_article(describe(t))}"
+                elif isinstance(t, type) and t.__module__ == Tile.__module__:
+                    what = "dtype" if t.__name__ == "Scalar" else "shape and dtype"
+                    shown = f"is annotated pl.{t.__name__} without its {what}"
+                else:
+                    shown = f"has type {t!r}"
+                raise self.err(arg.annotation, f"parameter '{arg.arg}' {shown}; kernel "
                                                "parameters are GM tensors or scalars",
                                "use pl.Tensor[[...], dtype] or pl.Scalar[dtype]")
             types.append(t)

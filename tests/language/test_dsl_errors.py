@@ -20,6 +20,22 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # a parameter annotated with a tile type or a bare pl.Tensor / pl.Scalar: said in pl's words
+    "tile_parameter": '''
+@pl.aiv
+def k(x: @@pl.Tile[[16, 16], pl.f32, pl.Vec]):
+    pass
+''',
+    "bare_tensor_parameter": '''
+@pl.aiv
+def k(x: @@pl.Tensor):
+    pass
+''',
+    "bare_scalar_parameter": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 16], pl.f32], n: @@pl.Scalar):
+    pass
+''',
     # pto-isa's TROWEXPAND* take the per-row operand as a one-column DN tile (mode 1): an ND
     # column, or a wider tile (whose column 0 alone would be used), is told at the operand
     "row_expand_nd_column": '''
@@ -550,3 +566,16 @@ def test_a_misspelt_or_positional_decorator_option_is_a_compile_error_saying_the
     with pytest.raises(CompileError) as ei:
         pl.incore(pl.TILE_LEFT_RIGHT)           # the split given positionally
     assert ei.value.fix == "pass the split by keyword: @pl.incore(split=pl.TILE_LEFT_RIGHT)"
+
+
+@pytest.mark.parametrize("name, what", [
+    ("tile_parameter", "parameter 'x' is a Vec tile 16x16 f32; kernel parameters are GM tensors or scalars"),
+    ("bare_tensor_parameter", "parameter 'x' is annotated pl.Tensor without its shape and dtype; kernel "
+                              "parameters are GM tensors or scalars"),
+    ("bare_scalar_parameter", "parameter 'n' is annotated pl.Scalar without its dtype; kernel parameters "
+                              "are GM tensors or scalars")])
+def test_a_parameter_of_a_type_no_kernel_takes_is_named_in_pl_words(name, what):
+    text, _, _ = _case(CASES[name])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="p.py")
+    assert ei.value.what == what
