@@ -20,6 +20,14 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # a load's window [2, 8, 16] gives a 16x16 tile; its store writes [1, 16, 16]: refused when
+    # the kernel is read, with the window the store writes, not left to the run's bounds check
+    "store_rows_past_the_next_to_last_dimension": '''
+@pl.aiv
+def k(x: pl.Tensor[[2, 8, 16], pl.f32]):
+    u = pl.load(x, [0, 0, 0], [2, 8, 16])
+    pl.store(@@u, [0, 0, 0], x)
+''',
     # a parameter annotated with a tile type or a bare pl.Tensor / pl.Scalar: said in pl's words
     "tile_parameter": '''
 @pl.aiv
@@ -579,3 +587,12 @@ def test_a_parameter_of_a_type_no_kernel_takes_is_named_in_pl_words(name, what):
     with pytest.raises(CompileError) as ei:
         pl.parse(text, filename="p.py")
     assert ei.value.what == what
+
+
+def test_a_store_names_the_window_it_writes_into_a_higher_rank_tensor():
+    text, _, _ = _case(CASES["store_rows_past_the_next_to_last_dimension"])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="s.py")
+    assert ei.value.what == ("pl.store: a 16x16 tile into the 3-D tensor 2x8x16 writes the window [1, 16, 16] - "
+                             "its rows along the next-to-last dimension (8), 1 along the others - which does not fit")
+    assert ei.value.fix.startswith("store it in parts of at most 8 rows")
