@@ -79,6 +79,17 @@ def test_a_coverage_gate_with_no_mutant_fails(capsys):
     assert cli_main(["mutate", mixed, "--workers", "1", "--schedules", "0"]) == 0
 
 
+def test_mutate_of_a_file_importing_its_kernels_names_the_file_that_defines_them(tmp_path, capsys):
+    # the Scenario here, its kernels in the example: no statement of this file to mutate, and
+    # the message says where the kernels are, not that they have no TPUSH
+    wrapper = tmp_path / "wrap.py"
+    wrapper.write_text(f"import sys\nsys.path.insert(0, {os.path.dirname(S1)!r})\n"
+                       "from s1_cv_split import SCENARIO\n")
+    assert cli_main(["mutate", str(wrapper), "--workers", "1", "--schedules", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "its Scenario's kernels are defined in " in out and "s1_cv_split.py, and mutate edits" in out
+
+
 @pytest.mark.parametrize("command", ["run", "check", "compile", "sweep", "mutate"])
 def test_platform_takes_ptoas_spelling_a3(command, capsys):
     from ptopipe.cli import build_parser
