@@ -11,8 +11,8 @@ Names that are not kernel values are compile-time constants looked up in the ker
 globals and closure (ints, floats - numpy scalars as the numbers they hold -, ``pl``
 objects).  A comparison of two such values that
 are not both numbers (a builder's ``mode == "relu"``, ``bias is None``, ``dt in ("f16",
-"bf16")``) and an ``if`` on a str / None / tuple are decided while the kernel is read, as an
-``if`` on a bool constant is.  Every error is a
+"bf16")``), an ``if`` on a str / None / tuple and ``a if c else b`` on such values are
+decided while the kernel is read, as an ``if`` on a bool constant is.  Every error is a
 :class:`~ptopipe.errors.CompileError` at ``file:line:col`` with a fix hint.
 """
 from __future__ import annotations
@@ -72,7 +72,6 @@ _UNSUPPORTED = {
     ast.Global: "global is not supported in kernels",
     ast.Nonlocal: "nonlocal is not supported in kernels",
     ast.Delete: "del is not supported in kernels",
-    ast.IfExp: "conditional expressions are not supported; use an if statement",
     ast.Dict: "dicts are not supported in kernels",
     ast.Set: "sets are not supported in kernels",
     ast.JoinedStr: "strings are not kernel values",
@@ -779,6 +778,17 @@ class FunctionParser:
                                   self.loc(node))
             return self.emit(Operation(ARITH_UNARY_OP[op], (v,), [unary_result_type(op, v.type)],
                                        {}, (), self.loc(node), [None])).results[0]
+        if isinstance(node, ast.IfExp):     # `2.0 if flag else 3.0` of compile-time values
+            ok, v = self.static_operand(node.test)
+            if ok and isinstance(v, _STATIC_TRUTH):
+                return self.expr(node.body if v else node.orelse)
+            cond = self.expr(node.test)
+            if _fresh_const(cond):
+                cond.op.erase()
+                return self.expr(node.body if cond.op.value else node.orelse)
+            raise self.err(node, "conditional expressions on kernel values are not supported",
+                           "use an if statement (its branches may assign the value); a condition "
+                           "on compile-time values (a closure flag) is decided while reading")
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.err(node, "chained comparisons are not supported", "use `and`")

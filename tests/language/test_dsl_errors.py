@@ -511,7 +511,7 @@ def _switched(mode, bias):
     """A builder's kernel switched by compile-time Python values (a str, None, a tuple)."""
     @pl.aiv
     def k(x: pl.Tensor[[16, 32], pl.f32]):
-        t = pl.load(x, [0, 0], [16, 32])
+        t = pl.load(x, [0, 0], [16 if mode != "" else 8, 32 if bias is None else 32])
         if mode == "relu":
             t = pl.relu(t)
         if mode in ("neg", "negabs"):
@@ -530,8 +530,21 @@ def _switched(mode, bias):
 def test_a_builder_switch_on_a_str_or_none_keeps_the_taken_branch(mode, bias, kept):
     # `mode == "relu"`, `bias is None`, `mode in (...)`, `if mode:` compare compile-time values:
     # decided while the kernel is read, as `if UD:` on a bool is, not refused as kernel values
-    ops = [o.name.removeprefix("pl.") for o in _switched(mode, bias).ir.walk()]
+    k = _switched(mode, bias)
+    ops = [o.name.removeprefix("pl.") for o in k.ir.walk()]
     assert [o for o in ops if o in ("relu", "neg", "adds", "abs")] == kept, ops
+    load = next(o for o in k.ir.walk() if o.name == "pl.load")       # `a if c else b` of them too
+    assert load.results[0].type.shape == ((16, 32) if mode != "" else (8, 32))
+
+
+def test_a_conditional_expression_on_a_kernel_value_says_to_use_an_if():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32]):
+            for i in pl.range(2):
+                s = 1.0 if i == 0 else 2.0
+    assert ei.value.what == "conditional expressions on kernel values are not supported"
+    assert ei.value.fix.startswith("use an if statement")
 
 
 def test_is_on_a_kernel_value_says_it_compares_compile_time_values():
