@@ -124,6 +124,25 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(argv, 
     assert out.out == "" and "RuntimeError" not in out.err
 
 
+@pytest.mark.parametrize("argv,option", [
+    (["run", "{boom}", "--report", "{boom}"], "--report"),
+    (["run", "{boom}", "--png", "{boom}"], "--png"),
+    (["trace", "{boom}", "-o", "{boom}"], "--output"),
+    (["check", "{boom}", "--junit", "{boom}"], "--junit"),
+    (["check", "{tmp}", "{boom}", "--junit", "{boom}"], "--junit"),
+    (["compile", "{boom}", "-o", "{boom}"], "--output"),
+])
+def test_an_output_naming_the_kernel_file_is_refused_and_the_source_kept(argv, option, tmp_path, capsys):
+    # `run k.py --report k.py` wrote the HTML report over the kernel's source
+    boom = tmp_path / "boom.py"
+    src = "raise RuntimeError('the kernel file was loaded')\nSCENARIO = None\n"
+    boom.write_text(src)
+    assert cli_main([a.format(boom=boom, tmp=tmp_path) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ConfigError: {option} {boom} is the input file ") and f"at option {option}" in err, err
+    assert boom.read_text() == src
+
+
 @pytest.mark.parametrize("command", ["run", "check", "trace"])
 def test_a_misspelled_option_is_refused_by_its_command_with_the_option_it_resembles(command, capsys):
     with pytest.raises(SystemExit) as e:
