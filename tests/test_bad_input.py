@@ -330,6 +330,20 @@ def test_a_make_args_without_rng_is_told_that_a_run_passes_one(tmp_path, capsys)
     assert f"at {f}:{line}\n" in err and "fix: def make_args(rng, ...)" in err
 
 
+def test_a_make_args_parameter_without_a_value_says_how_to_give_one(tmp_path, capsys):
+    # `def make_args(rng, M)` with no variant giving M: the fix says where M comes from, not to
+    # give the variant fewer parameters
+    from ptopipe.cli import main
+    src = _fill(_OK).replace("def make_args(rng, n=1):", "def make_args(rng, n, m=2):")
+    f = tmp_path / "sc.py"
+    f.write_text(src)
+    assert main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "gives make_args []: missing a required argument: 'n'" in err, err
+    assert ("fix: give make_args a default (def make_args(rng, n=...)), or each variant a value "
+            "(Scenario(..., variants={'default': dict(n=...)}))") in err, err
+
+
 def test_a_golden_naming_no_output_says_it_compared_nothing(tmp_path, capsys):
     from ptopipe.cli import main
     f = tmp_path / "sc.py"
