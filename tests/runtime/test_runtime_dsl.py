@@ -198,6 +198,20 @@ def test_a_missing_argument_says_to_give_it_in_args_or_make_args():
     assert "to the run's args (a kernel file's Scenario: to the dict its make_args returns)" in ei.value.fix
 
 
+def test_a_pl_kernel_on_several_blocks_is_refused_at_its_function():
+    # no pl.get_block_idx: N blocks would each do block 0's work on one GM (the race checker's
+    # fix - offset by get_block_idx() - is one the kernel cannot follow)
+    @pl.aiv
+    def copy(x: pl.Tensor[[16, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32]):
+        pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], out)
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(copy), dict(x=x, out=np.zeros_like(x)), blocks=2)
+    assert ei.value.what.startswith("pl kernel 'copy' runs on 2 blocks, but a pl kernel reads no block index")
+    assert ei.value.where == str(copy.ir.loc) and "--blocks 1" in ei.value.fix
+    run(pl.program(copy), dict(x=x, out=np.zeros_like(x)), blocks=1)
+
+
 def test_kernels_returns_callables_for_ptopipe_run():
     prog = pl.program(short_cube, greedy_vec, name="k")
     aic, aiv = kernels(prog)
