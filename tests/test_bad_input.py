@@ -302,6 +302,8 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
      "cannot end the program", "    return __import__('sys').exit(0)"),
     (dict(ARGS="__import__('sys').exit('no data')"), "make_args raised SystemExit('no data') (sys.exit)",
      "    return __import__('sys').exit('no data')"),
+    (dict(VARIANTS="{'all': {'n': 2}}"), "scenario 'sc': a variant is named 'all', which `--variant all` "
+     "cannot choose: it runs every variant", "SCENARIO ="),
     (dict(VARIANTS="{'default': {'m': 2}}"),
      "variant 'default' of scenario 'sc' gives make_args ['m']: got an unexpected keyword argument 'm'",
      "def make_args")])

@@ -60,6 +60,10 @@ class Scenario:
                               f"{{name: {{make_args parameter: value}}}}, got {v!r}", where=_caller(),
                               fix="leave variants out for one 'default' run with make_args' defaults, "
                                   "or write variants={'default': {}}")
+        elif "all" in v:
+            raise ConfigError(f"scenario {self.name!r}: a variant is named 'all', which `--variant all` "
+                              "cannot choose: it runs every variant", where=_caller(),
+                              fix="give the variant another name (e.g. 'all_tiles')")
 
     def _check_run_fields(self) -> None:
         """``launches``, ``blocks``, ``sync``, ``platform`` and ``protocol``, checked where the
