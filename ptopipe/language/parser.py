@@ -12,7 +12,9 @@ globals and closure (ints, floats - numpy scalars as the numbers they hold -, ``
 objects).  A comparison of two such values that
 are not both numbers (a builder's ``mode == "relu"``, ``bias is None``, ``dt in ("f16",
 "bf16")``), an ``if`` on a str / None / tuple and ``a if c else b`` on such values are
-decided while the kernel is read, as an ``if`` on a bool constant is.  Every error is a
+decided while the kernel is read, as an ``if`` on a bool constant is; so are subscripts of
+such values and calls of a few pure builtins on them (``SHAPES[0]``, ``len(SHAPES)``,
+``min(N, 4)``: :data:`_STATIC_BUILTINS`).  Every error is a
 :class:`~ptopipe.errors.CompileError` at ``file:line:col`` with a fix hint.
 """
 from __future__ import annotations
@@ -47,6 +49,11 @@ _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", 
 _PY_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+# Python builtins a kernel may call on compile-time values (len(SHAPES), min(N, 4)): evaluated
+# while reading, as a constant expression is folded
+_STATIC_BUILTINS = ("len", "min", "max", "abs", "int", "float", "round", "sum", "bool")
+_BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(__builtins__, n)
+             for n in _STATIC_BUILTINS}
 # the compile-time values whose truth an `if` takes from Python (numbers become kernel constants)
 _STATIC_TRUTH = (str, bytes, tuple, list, dict, frozenset, set, type(None))
 _TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
@@ -293,6 +300,26 @@ class FunctionParser:
             if all(ok for ok, _ in items):
                 return True, tuple(v for _, v in items)
         return False, None
+
+    def static_value(self, node):
+        """``(True, value)`` when ``node`` - a subscript or a call of one of
+        :data:`_STATIC_BUILTINS` - reads compile-time values only (module or closure constants,
+        literals: ``SHAPES[0]``, ``len(SHAPES)``, ``min(N, 4)``), evaluated now; else
+        ``(False, None)``."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and (n.id in self.env or n.id in self.loop_locals):
+                return False, None
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _STATIC_BUILTINS
+                                                and n.func.id not in self.ns):
+                return False, None
+            if type(n) in _UNSUPPORTED or isinstance(n, (ast.Lambda, ast.NamedExpr)):
+                return False, None
+        try:
+            code = compile(ast.Expression(body=node), self.src.file, "eval")
+            v = _plain(eval(code, {"__builtins__": _BUILTINS}, dict(self.ns)))   # noqa: S307
+        except Exception:               # (not a value: the kernel-value error says what is wrong)
+            return False, None
+        return (True, v) if isinstance(v, (bool, int, float)) else (False, None)
 
     def static_compare(self, node: ast.Compare):
         """The bool of a one-operator comparison of two compile-time Python values that are not
@@ -828,8 +855,12 @@ class FunctionParser:
         if isinstance(node, (ast.List, ast.Tuple)):
             raise self.err(node, "a list is not a kernel value here")
         if isinstance(node, ast.Subscript):
+            ok, v = self.static_value(node)
+            if ok:                              # SHAPES[0], CFG["rows"]: a compile-time value
+                return self.constant(v, node)
             raise self.err(node, "subscripts are not supported on kernel values",
-                           "use pl.load(tensor, offsets, shape) for a block of a tensor")
+                           "use pl.load(tensor, offsets, shape) for a block of a tensor; a subscript of "
+                           "compile-time values (a module or closure list) is read as its value")
         raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
 
     def scalar_binop(self, node, op, lhs, rhs, rtype=None):
@@ -873,9 +904,15 @@ class FunctionParser:
             raise self.err(node.func, f"'{ast.unparse(node.func)}' is a kernel value, not an op")
         if obj is _MISSING:
             name = ast.unparse(node.func)
+            ok, v = self.static_value(node)
+            if ok:                              # len(SHAPES), min(N, 4): a compile-time value
+                return self.constant(v, node)
+            hint = (f"; for kernel scalars use pl.{name}(a, b)" if name in ("min", "max") else
+                    "; on compile-time values (module or closure constants) they are read as "
+                    "their value" if name in _STATIC_BUILTINS else "")
             raise self.err(node.func, f"unknown op '{name}'",
                            "see dir(ptopipe.language) for the ops; Python builtins and other "
-                           "functions cannot be called inside kernels")
+                           f"functions cannot be called on kernel values{hint}")
         if not isinstance(obj, DSLOp):
             raise self.err(node.func, f"'{ast.unparse(node.func)}' is not a pl op",
                            "only pl ops can be called inside kernels")

@@ -609,3 +609,29 @@ def test_a_store_names_the_window_it_writes_into_a_higher_rank_tensor():
     assert ei.value.what == ("pl.store: a 16x16 tile into the 3-D tensor 2x8x16 writes the window [1, 16, 16] - "
                              "its rows along the next-to-last dimension (8), 1 along the others - which does not fit")
     assert ei.value.fix.startswith("store it in parts of at most 8 rows")
+
+
+ROWS = [16, 16]
+CFG = {"tiles": 2}
+
+
+def test_subscripts_and_builtins_of_compile_time_values_are_read_as_their_values():
+    # a builder's SHAPES[0], CFG["tiles"], len(...), min(N, 4): compile-time values, not kernel
+    # values ("subscripts are not supported on kernel values", "unknown op 'len'" before)
+    @pl.aiv
+    def k(x: pl.Tensor[[32, 16], pl.f32]):
+        for i in pl.range(min(len(ROWS), CFG["tiles"], 4)):
+            pl.store(pl.load(x, [i * ROWS[0], 0], [ROWS[1], 16]), [i * 16, 0], x)
+    loop = next(o for o in k.ir.walk() if o.name == "pl.for")
+    assert [b.op.value for b in loop.operands[:3]] == [0, 2, 1]
+    assert next(o for o in k.ir.walk() if o.name == "pl.load").results[0].type.shape == (16, 16)
+
+
+def test_min_on_kernel_scalars_says_to_use_pl_min():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def k(x: pl.Tensor[[64, 16], pl.f32]):
+            for i in pl.range(4):
+                r = min(i * 16, 48)
+                pl.store(pl.load(x, [r, 0], [16, 16]), [r, 0], x)
+    assert ei.value.what == "unknown op 'min'" and ei.value.fix.endswith("for kernel scalars use pl.min(a, b)")
