@@ -661,7 +661,7 @@ class FunctionParser:
         for v, y, node in zip(body.args[1:], yields,
                               list(yvals) + [last.get(n, s) for n in carried]):
             if v.type != y.type:
-                raise self.err(node, f"loop-carried '{v.name}' starts as {describe(v.type)} but "
+                raise self.err(node, f"loop-carried '{source_name(v.name or '?')}' starts as {with_article(describe(v.type))} but "
                                      f"the loop body makes it {with_article(describe(y.type))}",
                                "a value carried across iterations must keep its type")
         self.emit(Operation(YieldOp.name, yields, (), {}, (), here))

@@ -20,6 +20,16 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # a carried value whose type the body changes: named by its source name, not its SSA hint
+    "carried_type_change": '''
+@pl.aiv
+def k(x: pl.Tensor[[32, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f16]):
+    acc = pl.full([16, 16], pl.f32, 0.0)
+    for i in pl.range(2):
+        t = pl.load(x, [i * 16, 0], [16, 16])
+        @@acc = pl.cast(pl.add(acc, t), pl.f16)
+    pl.store(acc, [0, 0], out)
+''',
     # a load's window [2, 8, 16] gives a 16x16 tile; its store writes [1, 16, 16]: refused when
     # the kernel is read, with the window the store writes, not left to the run's bounds check
     "store_rows_past_the_next_to_last_dimension": '''
@@ -635,3 +645,11 @@ def test_min_on_kernel_scalars_says_to_use_pl_min():
                 r = min(i * 16, 48)
                 pl.store(pl.load(x, [r, 0], [16, 16]), [r, 0], x)
     assert ei.value.what == "unknown op 'min'" and ei.value.fix.endswith("for kernel scalars use pl.min(a, b)")
+
+
+def test_a_carried_value_whose_type_changes_is_named_by_its_source_name():
+    text, _, _ = _case(CASES["carried_type_change"])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="c.py")
+    assert ei.value.what == ("loop-carried 'acc' starts as a Vec tile 16x16 f32 but the loop body makes it "
+                             "a Vec tile 16x16 f16"), ei.value.what
