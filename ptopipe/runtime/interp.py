@@ -33,7 +33,7 @@ from ..sim.pipesync import PTO_EVENTS, EventWords
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
-from .closures import Compiler, FunctionReturn, run_steps, valid_of
+from .closures import Compiler, FunctionReturn, run_steps, shown_name, valid_of
 
 # seed 003's DIR_MASK values (the C2V and V2C bits); a ring both ways takes SlotNum per direction
 _LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
@@ -170,7 +170,7 @@ class Interpreter:
     def _tile(self, op, t: TileValueType, addr: int):
         """The ISA tile of ``op``'s result: in the static shape the compiled program declares
         (``TileValueType.static_shape``: padded, or its box), the data's shape valid."""
-        name = op.results[0].name or f"<{op.spec.name} result>"
+        name = shown_name(op) or f"<{op.spec.name} result>"
         rows, cols = t.static_shape
         return isa.Tile(t.space, np_dtype(t.dtype), rows, cols, addr=addr, name=name,
                         layout=t.layout, **(self.empty or valid_of(t)))
