@@ -215,34 +215,34 @@ def test_a_pl_kernel_on_several_blocks_is_refused_at_its_function():
 SLOT16 = 16 * 16 * 4
 
 
-@pl.aiv
-def _reuse_vec(out: pl.Tensor[[16, 16], pl.f32], fifo: pl.Tensor[[2 * SLOT16], pl.u8]):
-    buf = pl.reserve_buffer(name="c2v", size=2 * SLOT16, base=pl.AUTO)
-    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT16, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0, slot_num=2)
-    sub = pl.get_subblockid()
-    p = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
-    pl.TFREE(buf)
-    p = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
-    pl.TFREE(buf)
-    pl.store(pl.adds(p, 1.0), [sub * 8, 0], out)
-
-
-@pl.aic
-def _reuse_cube(x: pl.Tensor[[16, 16], pl.f32], fifo: pl.Tensor[[2 * SLOT16], pl.u8]):
-    peer = pl.import_peer_buffer(name="c2v", peer_func=_reuse_vec)
-    pl.aic_initialize_pipe(pl.DIR_C2V, SLOT16, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0, slot_num=2)
-    x1 = pl.load(x, [0, 0], [16, 16], space=pl.Mat)
-    acc = pl.matmul(pl.move(x1, space=pl.Left), pl.move(x1, space=pl.Right))
-    pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
-    pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
-
-
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_run_names_a_reassigned_tile_by_its_source_name(platform):
     # the second `p = pl.TPOP(...)` is the SSA value p_1: the use after free says 'p'
+    @pl.aiv
+    def vec(out: pl.Tensor[[16, 16], pl.f32], fifo: pl.Tensor[[2 * SLOT16], pl.u8]):
+        buf = pl.reserve_buffer(name="c2v", size=2 * SLOT16, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT16, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        p = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+        p = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+        pl.store(pl.adds(p, 1.0), [sub * 8, 0], out)
+
+    @pl.aic
+    def cube(x: pl.Tensor[[16, 16], pl.f32], fifo: pl.Tensor[[2 * SLOT16], pl.u8]):
+        peer = pl.import_peer_buffer(name="c2v", peer_func=vec)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT16, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        x1 = pl.load(x, [0, 0], [16, 16], space=pl.Mat)
+        acc = pl.matmul(pl.move(x1, space=pl.Left), pl.move(x1, space=pl.Right))
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+
     with pytest.raises(PtoPipeError) as ei:
-        run(pl.program(_reuse_cube, _reuse_vec), dict(x=np.ones((16, 16), np.float32), out=np.zeros((16, 16), np.float32),
-                                                      fifo=ptopipe.gm_buffer(2 * SLOT16)), platform=platform)
+        run(pl.program(cube, vec), dict(x=np.ones((16, 16), np.float32), out=np.zeros((16, 16), np.float32),
+                                        fifo=ptopipe.gm_buffer(2 * SLOT16)), platform=platform)
     assert ei.value.what.startswith("use after free: Vec tile 'p' float32 8x16"), ei.value.what
 
 
