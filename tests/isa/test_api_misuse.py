@@ -226,3 +226,20 @@ def test_a_ring_instruction_given_no_bound_pipe_says_how_to_get_one(how, fix):
     lines = [start + k for k, t in enumerate(src) if "# NOT-A-PIPE" in t]
     assert int(ei.value.where.rsplit(":", 1)[1]) in lines and _here(ei.value), ei.value.where
     assert ei.value.fix.startswith(fix), ei.value.fix
+
+
+@pytest.mark.parametrize("slot_size, slot_num, peers, what, fix", [
+    (0, 2, (0, 1), "pipe needs SlotNum >= 1 and SlotSize > 0 (got 2, 0)", "TPipe(flag_id, direction, slot_size"),
+    (1024, 0, (0, 1), "pipe needs SlotNum >= 1 and SlotSize > 0 (got 0, 1024)", "TPipe(flag_id, direction, slot_size"),
+    (1024, 100, (0, 1), "SlotNum 100 exceeds the FIFO depth limit 8 of a2a3", "give the pipe at most 8 slots"),
+    (1024, 2, (2,), "pipe peers must be Vector sub-blocks 0 and/or 1, got (2,)", "give peers=(0, 1)"),
+])
+def test_a_pipe_configuration_no_ring_takes_says_how_to_fix_it(slot_size, slot_num, peers, what, fix):
+    from ptopipe.isa import DIR_C2V, TPipe, gm_buffer
+
+    def cube(fifo):
+        TPipe(0, DIR_C2V, slot_size, slot_num, peers=peers)(fifo, 0x10000)     # BIND
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(cube, None, dict(fifo=gm_buffer(4096)), protocol="pto-isa")
+    assert ei.value.what == what and ei.value.fix.startswith(fix), ei.value
+    assert ei.value.where.endswith(f":{inspect.getsourcelines(cube)[1] + 1}")
