@@ -229,7 +229,8 @@ def program(*functions, name: str = "program") -> Operation:
     """Group kernels (e.g. one AIC + one AIV function paired by ``peer_func``) into a
     verified ``pl.program`` op."""
     if not functions:
-        raise CompileError("pl.program needs at least one kernel")
+        raise CompileError("pl.program needs at least one kernel", where=user_line(),
+                           fix="pass the @pl kernels: pl.program(cube, vector)")
     return _program(name, [_ir(f) for f in functions])
 
 

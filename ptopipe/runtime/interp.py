@@ -134,7 +134,8 @@ class Interpreter:
             if not isinstance(v, isa.GlobalTensor):
                 raise ConfigError(f"argument {p.name!r} of {self.name} must be a numpy array "
                                   f"(a GM tensor), got {type(v).__name__}",
-                                  where=str(self.where(self.fn)))
+                                  where=str(self.where(self.fn)),
+                                  fix=f"pass a numpy array of the declared {t} (np.asarray(value, dtype=...))")
             want = np_dtype(t.dtype)
             shape = (1,) * (5 - len(t.shape)) + tuple(t.shape)
             if v.dtype != want or tuple(v.shape) != shape:
@@ -147,7 +148,8 @@ class Interpreter:
         if isinstance(v, (bool, int, float, np.integer, np.floating)):
             return v
         raise ConfigError(f"argument {p.name!r} of {self.name} must be a scalar, got "
-                          f"{type(v).__name__}", where=str(self.where(self.fn)))
+                          f"{type(v).__name__}", where=str(self.where(self.fn)),
+                          fix="pass a Python or numpy number (the kernel declares a pl.Scalar)")
 
     def dest_tile(self, op):
         """The tile tile op ``op`` writes its result into (made at its first execution; a

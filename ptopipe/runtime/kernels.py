@@ -157,7 +157,9 @@ class KernelSet:
             self._builder = source
             self._params = tuple(inspect.signature(source).parameters)
         else:
-            raise ConfigError(f"kernels() takes a pl.program op or a builder function, got {source!r}")
+            raise ConfigError(f"kernels() takes a pl.program op or a builder function, got {source!r}",
+                              fix="pass pl.program(cube, vector), or a function of the run's parameters "
+                                  "returning one")
         self.aic = self._callable(FunctionKind.AIC)
         self.aiv = self._callable(FunctionKind.AIV)
 
@@ -179,7 +181,8 @@ class KernelSet:
             prog = self.source(**args)        # built once per parameter set
             if not is_program(prog):
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
-                                  f"{type(prog).__name__}")
+                                  f"{type(prog).__name__}",
+                                  fix=f"end {self._builder.__name__} with `return pl.program(<its @pl kernels>)`")
             if has_mixed(prog):
                 return self._mixed(prog, key, platform, protocol)
             c = self._cache[key] = _Compiled(prog)

@@ -243,3 +243,27 @@ def test_a_pipe_configuration_no_ring_takes_says_how_to_fix_it(slot_size, slot_n
         ptopipe.run(cube, None, dict(fifo=gm_buffer(4096)), protocol="pto-isa")
     assert ei.value.what == what and ei.value.fix.startswith(fix), ei.value
     assert ei.value.where.endswith(f":{inspect.getsourcelines(cube)[1] + 1}")
+
+
+@pytest.mark.parametrize("mistake, what, fix", [
+    ("push_array", "TPUSH expects a Tile or GlobalTensor, got ndarray", "TPUSH(pipe, tile, split)"),
+    ("pop_array", "TPOP expects a Tile or GlobalTensor, got ndarray", "TPOP(pipe, tile, split)"),
+    ("pop_mat", "TPOP on C2V: the consumer tile must be Vec, got", "pop into a Tile(TileType.Vec, ...)"),
+])
+def test_a_ring_operand_of_the_wrong_kind_says_what_to_pass(mistake, what, fix):
+    from ptopipe.isa import DIR_C2V, TFREE, TPOP, TPUSH, TILE_UP_DOWN, TPipe, gm_buffer
+
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2)(fifo, 0x10000)
+        TPUSH(pipe, np.zeros((16, 16), np.float32) if mistake == "push_array" else
+              Tile(TileType.Acc, float32, 16, 16, addr=0), TILE_UP_DOWN)
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2)(fifo, 0x10000)
+        t = (np.zeros((8, 16), np.float32) if mistake == "pop_array" else
+             Tile(TileType.Mat if mistake == "pop_mat" else TileType.Vec, float32, 8, 16))
+        TPOP(pipe, t, TILE_UP_DOWN)
+        TFREE(pipe)
+    with pytest.raises(ptopipe.PtoPipeError) as ei:
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2048)))
+    assert ei.value.what.startswith(what) and ei.value.fix.startswith(fix), ei.value

@@ -246,6 +246,22 @@ def test_a_run_names_a_reassigned_tile_by_its_source_name(platform):
     assert ei.value.what.startswith("use after free: Vec tile 'p' float32 8x16"), ei.value.what
 
 
+def test_an_argument_of_the_wrong_kind_and_an_empty_program_say_what_to_pass():
+    @pl.aiv
+    def scale(x: pl.Tensor[[16, 32], pl.f32], s: pl.Scalar[pl.f32]):
+        pl.store(pl.muls(pl.load(x, [0, 0], [16, 32]), s), [0, 0], x)
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(scale), dict(x=x.tolist(), s=2.0))
+    assert "must be a numpy array" in ei.value.what and ei.value.fix.startswith("pass a numpy array")
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(scale), dict(x=x, s=[2.0]))
+    assert "must be a scalar" in ei.value.what and ei.value.fix.startswith("pass a Python or numpy number")
+    with pytest.raises(ptopipe.CompileError) as ei:
+        pl.program()
+    assert ei.value.fix == "pass the @pl kernels: pl.program(cube, vector)" and ei.value.where
+
+
 def test_kernels_returns_callables_for_ptopipe_run():
     prog = pl.program(short_cube, greedy_vec, name="k")
     aic, aiv = kernels(prog)
