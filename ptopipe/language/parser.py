@@ -56,6 +56,12 @@ _BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(_
              for n in _STATIC_BUILTINS}
 # the compile-time values whose truth an `if` takes from Python (numbers become kernel constants)
 _STATIC_TRUTH = (str, bytes, tuple, list, dict, frozenset, set, type(None))
+# the pl ops of the Python operators a tile has no operator for (a fix names them)
+_TILE_OP_FOR = {ast.Pow: "pl.pow(a, b) / pl.pows(a, s)", ast.Mod: "pl.rem(a, b) / pl.rems(a, s) "
+                "(pl.fmod / pl.fmods for floats)", ast.BitOr: "pl.or_(a, b) / pl.ors(a, s)",
+                ast.BitAnd: "pl.and_(a, b) / pl.ands(a, s)", ast.BitXor: "pl.xor(a, b) / pl.xors(a, s)",
+                ast.LShift: "pl.shl(a, b) / pl.shls(a, s)", ast.RShift: "pl.shr(a, b) / pl.shrs(a, s)",
+                ast.MatMult: "pl.matmul(a, b) on a Left and a Right tile (pl.move them there)"}
 _TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
              "/": ("div", "divs")}
 _UNSUPPORTED = {
@@ -884,12 +890,18 @@ class FunctionParser:
 
     def binop(self, node, astop, lhs, rhs):
         op = _SCALAR_OPS.get(type(astop))
-        if op is None:
-            raise self.err(node, f"operator {type(astop).__name__} is not supported")
         tl, tr = isinstance(lhs.type, TileValueType), isinstance(rhs.type, TileValueType)
+        if op is None:
+            ops = _TILE_OP_FOR.get(type(astop))
+            raise self.err(node, f"operator {type(astop).__name__} is not supported",
+                           f"call the pl op: {ops}" if ops and (tl or tr) else
+                           "kernels take + - * / // % | & on scalars and + - * / on tiles")
         if tl or tr:
             if op not in _TILE_BIN:
-                raise self.err(node, f"operator {op} is not defined on tiles")
+                ops = _TILE_OP_FOR.get(type(astop))
+                raise self.err(node, f"operator {op} is not defined on tiles",
+                               f"call the pl op: {ops}" if ops else "tiles take + - * / (pl.add, pl.sub, "
+                               "pl.mul, pl.div and their scalar forms)")
             tile_op, scal_op = _TILE_BIN[op]
             if tl and tr:
                 return self.make_call(tile_op, node, {"a": lhs, "b": rhs}, {}, {})

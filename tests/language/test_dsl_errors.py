@@ -20,6 +20,19 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # Python operators a tile has no operator for: the fix names the pl op
+    "tile_pow_operator": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    u = @@t ** 2.0
+''',
+    "tile_mod_operator": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    u = @@t % 2.0
+''',
     # a carried value whose type the body changes: named by its source name, not its SSA hint
     "carried_type_change": '''
 @pl.aiv
@@ -653,3 +666,12 @@ def test_a_carried_value_whose_type_changes_is_named_by_its_source_name():
         pl.parse(text, filename="c.py")
     assert ei.value.what == ("loop-carried 'acc' starts as a Vec tile 16x16 f32 but the loop body makes it "
                              "a Vec tile 16x16 f16"), ei.value.what
+
+
+@pytest.mark.parametrize("name, fix", [("tile_pow_operator", "call the pl op: pl.pow(a, b) / pl.pows(a, s)"),
+                                       ("tile_mod_operator", "call the pl op: pl.rem(a, b) / pl.rems(a, s)")])
+def test_an_operator_a_tile_lacks_names_the_pl_op(name, fix):
+    text, _, _ = _case(CASES[name])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="o.py")
+    assert ei.value.fix.startswith(fix), ei.value
