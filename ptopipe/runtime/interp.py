@@ -27,7 +27,7 @@ from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, Barrier, BufferAttrOp, InitializePipe, RecordEvent, ReserveBufferOp, WaitEvent
-from ..ir.types import TensorType, TileValueType, np_dtype
+from ..ir.types import FLOAT_DTYPES, TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..sim.pipesync import PTO_EVENTS, EventWords
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
@@ -145,6 +145,13 @@ class Interpreter:
                                   f"kernel declares {t}", where=str(self.where(self.fn)),
                                   fix="pass an array of the declared shape and dtype")
             return v
+        if isinstance(v, (float, np.floating)) and getattr(t, "dtype", None) not in FLOAT_DTYPES + ("bool",):
+            # an integer scalar (a trip count, an offset) given a float: pl.range(2.5) would run 2
+            # iterations and a window would start mid-element - refused, not truncated
+            raise ConfigError(f"argument {p.name!r} of {self.name} is the float {v!r} but the kernel "
+                              f"declares pl.Scalar[pl.{t.dtype}], an integer", where=str(self.where(self.fn)),
+                              fix=f"pass an int ({p.name}={int(v)}?)" if float(v).is_integer() else
+                                  "pass an int, or declare the parameter pl.Scalar[pl.f32]")
         if isinstance(v, (bool, int, float, np.integer, np.floating)):
             return v
         raise ConfigError(f"argument {p.name!r} of {self.name} must be a scalar, got "

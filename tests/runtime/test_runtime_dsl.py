@@ -257,6 +257,15 @@ def test_an_argument_of_the_wrong_kind_and_an_empty_program_say_what_to_pass():
     with pytest.raises(ptopipe.ConfigError) as ei:
         run(pl.program(scale), dict(x=x, s=[2.0]))
     assert "must be a scalar" in ei.value.what and ei.value.fix.startswith("pass a Python or numpy number")
+    @pl.aiv(split=pl.TILE_NO_SPLIT)
+    def times(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.i32]):
+        for i in pl.range(n):
+            pl.store(pl.adds(pl.load(x, [0, 0], [16, 32]), 1.0), [0, 0], x)
+    with pytest.raises(ptopipe.ConfigError) as ei:          # pl.range(2.5) ran 2 iterations
+        run(pl.program(times), dict(x=x, n=2.5))
+    assert ei.value.what == "argument 'n' of times is the float 2.5 but the kernel declares pl.Scalar[pl.i32], " \
+                            "an integer"
+    assert run(pl.program(times), dict(x=x.copy(), n=np.int64(2))).outputs["x"][0, 0] == 3.0
     with pytest.raises(ptopipe.CompileError) as ei:
         pl.program()
     assert ei.value.fix == "pass the @pl kernels: pl.program(cube, vector)" and ei.value.where
