@@ -302,6 +302,8 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
      "cannot end the program", "    return __import__('sys').exit(0)"),
     (dict(ARGS="__import__('sys').exit('no data')"), "make_args raised SystemExit('no data') (sys.exit)",
      "    return __import__('sys').exit('no data')"),
+    (dict(VARIANTS="{'all': {'n': 2}}"), "scenario 'sc': a variant is named 'all', which `--variant all` "
+     "cannot choose: it runs every variant", "SCENARIO ="),
     (dict(VARIANTS="{'default': {'m': 2}}"),
      "variant 'default' of scenario 'sc' gives make_args ['m']: got an unexpected keyword argument 'm'",
      "def make_args")])
@@ -328,6 +330,20 @@ def test_a_make_args_without_rng_is_told_that_a_run_passes_one(tmp_path, capsys)
     line = next(i + 1 for i, ln in enumerate(src.splitlines()) if ln.startswith("def make_args"))
     assert "make_args(*, n=1) takes no rng: a run calls make_args(rng, **params)" in err, err
     assert f"at {f}:{line}\n" in err and "fix: def make_args(rng, ...)" in err
+
+
+def test_a_make_args_parameter_without_a_value_says_how_to_give_one(tmp_path, capsys):
+    # `def make_args(rng, M)` with no variant giving M: the fix says where M comes from, not to
+    # give the variant fewer parameters
+    from ptopipe.cli import main
+    src = _fill(_OK).replace("def make_args(rng, n=1):", "def make_args(rng, n, m=2):")
+    f = tmp_path / "sc.py"
+    f.write_text(src)
+    assert main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "gives make_args []: missing a required argument: 'n'" in err, err
+    assert ("fix: give make_args a default (def make_args(rng, n=...)), or each variant a value "
+            "(Scenario(..., variants={'default': dict(n=...)}))") in err, err
 
 
 def test_a_golden_naming_no_output_says_it_compared_nothing(tmp_path, capsys):

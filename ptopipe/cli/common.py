@@ -109,6 +109,7 @@ def check_outputs(args) -> None:
     from ..report._io import check_output
     many = getattr(args, "variant", None) == "all" and getattr(args, "command", None) in _PER_VARIANT
     written = {}                        # real path -> the option value writing it
+    inputs = _input_files(args)
     for dest, option in OUTPUT_OPTIONS.items():
         given = getattr(args, dest, None)
         for value in (given if isinstance(given, list) else [given] if given else []):
@@ -118,6 +119,10 @@ def check_outputs(args) -> None:
                 if not sep:
                     continue            # (the option's own parsing says what is wrong with it)
             real = os.path.realpath(path)
+            source = next((f for f in inputs if os.path.exists(path) and os.path.samefile(path, f)), None)
+            if source is not None:
+                raise ConfigError(f"{option} {value} is the input file {source}: the output would overwrite it",
+                                  where=f"option {option}", fix="write the output to another file")
             first = written.setdefault(real, f"{option} {value}")
             if first != f"{option} {value}" and not real.startswith("/dev/"):
                 raise ConfigError(f"{option} {value}: {first} writes {path} too - one of them would be lost",
@@ -130,6 +135,13 @@ def check_outputs(args) -> None:
             except ConfigError as e:
                 e.where = e.where or f"option {option}"
                 raise
+
+
+def _input_files(args) -> list:
+    """The kernel files the command reads, which no output may overwrite (an ``--input``
+    array may: it has been read by then, and ``--output out=out.npy`` updating it is a choice)."""
+    files = [getattr(args, "file", None), *(getattr(args, "paths", None) or ())]
+    return [f for f in files if f and os.path.isfile(f)]
 
 
 _PTO_ONLY_FIX = {

@@ -7,7 +7,6 @@ The programs of a file: :func:`ptopipe.driver.programs.programs_of` (a Scenario 
 ``--variant``).  Warnings of the passes go to stderr."""
 from __future__ import annotations
 
-import os
 import sys
 
 from ..driver.loader import load_module
@@ -77,11 +76,7 @@ def _emit(kind: str, op, platform: str, protocol: str) -> str:
 
 def main(args) -> int:
     from ..passes import compile_program, unverified_pipeline
-    out = getattr(args, "output", None)
-    if out is not None:                    # (a bad -o failed before: common.check_outputs)
-        if os.path.exists(out) and os.path.samefile(out, args.file):
-            raise ConfigError(f"-o {out} is the input file: the output would overwrite the source",
-                              where="option -o", fix="write the output to another file")
+    out = getattr(args, "output", None)    # (a bad -o, or the input file, failed before: check_outputs)
     # the C++ and the .pto (ptoas's input) are device code: pto-isa's TPipe runs them
     protocol = args.protocol or ("pto-isa" if args.emit in DEVICE_EMITS else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes

@@ -68,15 +68,37 @@ def main(args) -> int:
         from . import json_out
         print(json.dumps(cov.to_dict(), indent=2), file=json_out(args))
     else:
-        print(format_coverage(cov))
+        print(format_coverage(cov, () if cov.verdicts else _kernels_elsewhere(args.file)))
     if args.fail_under is not None and (not cov.counted or 100 * cov.ratio < args.fail_under):
         return 1                        # (no mutant: nothing measured, no coverage to pass)
     return 0
 
 
-def format_coverage(cov) -> str:
-    """The coverage table: one row per mutant, then the survivors and the ratio."""
+def _kernels_elsewhere(path: str) -> list:
+    """The other Python files that define the kernels the file's Scenarios run (a file that
+    imports its kernels from a module of its own): mutate edits the file it is given only."""
+    from ..driver.loader import load_module
+    from ..isa.scenario import Scenario
+    here, pkg = os.path.realpath(path), os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    found = []
+    for sc in (v for v in vars(load_module(path)).values() if isinstance(v, Scenario)):
+        for fn in (sc.aic, *(sc.aiv if isinstance(sc.aiv, tuple) else (sc.aiv,))):
+            code = getattr(fn, "__code__", None)
+            src = os.path.realpath(code.co_filename) if code is not None else None
+            if src and src != here and not src.startswith(pkg + os.sep) and os.path.isfile(src) \
+                    and src not in found:
+                found.append(src)
+    return found
+
+
+def format_coverage(cov, elsewhere=()) -> str:
+    """The coverage table: one row per mutant, then the survivors and the ratio; ``elsewhere``:
+    the files that define the kernels when the file given has none of their statements."""
     if not cov.verdicts:
+        if elsewhere:
+            return (f"{cov.path}: no protocol statement to mutate: its Scenario's kernels are defined in "
+                    f"{', '.join(map(os.path.relpath, elsewhere))}, and mutate edits the file it is given "
+                    "only - define the Scenario in the file of its kernels and mutate that file")
         return (f"{cov.path}: no protocol statement to mutate: its Python source has no TPUSH / "
                 "TPOP / TFREE / event call or pipe set-up (a mixed pl kernel gets them from the "
                 "compiler, a C++ kernel's are in its .cpp, which mutate does not edit)")

@@ -1,5 +1,6 @@
 """The DSL programs of a kernel file - its module-level ``pl.program(...)`` objects, the
-programs its ``KernelSet`` builders make for a Scenario variant, else one program of its
+programs its ``KernelSet`` builders (module-level, or behind a Scenario's kernels) make for
+a Scenario variant, else one program of its
 ``@pl`` kernels: what ``compile`` compiles - and the static checks ``check --static`` runs on
 them."""
 from __future__ import annotations
@@ -14,6 +15,18 @@ from ..isa.scenario import Scenario
 from ..language.frontend import DSLFunction, program
 from ..runtime import KernelSet
 from .loader import load_module, pick_variants
+
+
+def _kernel_sets(values: list) -> list:
+    """The KernelSets of a module's values: module-level ones, then those whose ``.aic`` /
+    ``.aiv`` a Scenario runs (``AIC, AIV = kernels(build)``: the set itself has no name)."""
+    sets = [v for v in values if isinstance(v, KernelSet)]
+    for sc in (v for v in values if isinstance(v, Scenario)):
+        for fn in (sc.aic, sc.aiv):
+            ks = getattr(fn, "kernel_set", None)
+            if isinstance(ks, KernelSet) and all(ks is not s for s in sets):
+                sets.append(ks)
+    return sets
 
 
 def programs_of(mod, variant: str | None = None) -> list:
@@ -31,7 +44,7 @@ def programs_of(mod, variant: str | None = None) -> list:
         if isinstance(v, Operation) and v.is_a(ProgramOp):
             add(v)
     scenarios = [v for v in values if isinstance(v, Scenario)]
-    for ks in (v for v in values if isinstance(v, KernelSet)):
+    for ks in _kernel_sets(values):
         sc = next((s for s in scenarios if s.aic is ks.aic or s.aiv is ks.aiv), None)
         if sc is not None:
             add(ks.source(**sc.args(pick_variants(sc, variant)[0])))
@@ -64,7 +77,7 @@ def programs(path: str, variant: str | None) -> list:
     for v in values:
         if isinstance(v, Operation) and v.is_a(ProgramOp):
             add(v.sym_name, v, None)
-    sets = [v for v in values if isinstance(v, KernelSet)]
+    sets = _kernel_sets(values)
     for sc in (v for v in values if isinstance(v, Scenario)):
         for var in pick_variants(sc, variant) if sets else ():
             label = f"{sc.name}[{var}]"

@@ -394,6 +394,15 @@ def _store(kind, a, at):
                       f"{'x'.join(map(str, t.shape))}",
                       "check that the store names the tensor meant; else store the tile in parts no larger "
                       "than the tensor", "tile")
+    if len(t.shape) > 2 and tile.shape[0] > t.shape[-2]:
+        # (a load's window [2, 8, 16] made a 16x16 tile; its store is not that window reversed)
+        window = store_window(t.shape, tile.shape)
+        raise OpError(f"store: a {tile.shape[0]}x{tile.shape[1]} tile into the {len(t.shape)}-D tensor "
+                      f"{'x'.join(map(str, t.shape))} writes the window {list(window)} - its rows along "
+                      f"the next-to-last dimension ({t.shape[-2]}), 1 along the others - which does not fit",
+                      f"store it in parts of at most {t.shape[-2]} rows, one per index of the leading "
+                      "dimensions (a load of a window with several of them gives their rows one after "
+                      "another)", "tile")
     atomic = at.get("atomic")
     if atomic is not None and atomic not in set(AtomicType):
         raise OpError(f"store: atomic is {atomic!r}; 0 stores, 1 adds the tile into the tensor",

@@ -78,7 +78,9 @@ def register_tile(tile, core) -> None:
     as the popped tile's); a tile over other ring bytes is watched (:class:`RingTiles`)."""
     lo, hi = tile.addr, tile.addr + tile.nbytes
     shares = False
-    for (sp, rlo, rhi, _lab, _ring) in core.isa.get("reserved", ()):
+    views = core.isa.setdefault("ring_views", {})
+    views.pop(id(tile), None)
+    for (sp, rlo, rhi, _lab, ring) in core.isa.get("reserved", ()):
         if sp is tile.space and rlo < hi and lo < rhi:
             from .pipe.diagnostics import held_slot_at     # (pipe imports this module)
             held = held_slot_at(core, tile.space, lo, hi)
@@ -87,6 +89,9 @@ def register_tile(tile, core) -> None:
                 # held, as the popped tile does (reading it after the TFREE is a use after free)
                 tile.binding = held
                 forget_tile(core, tile)                    # its earlier placement ends
+                # where it was placed and the ring's bytes: a use after free of a tile the kernel
+                # meant as its own (a ring bound at its default address 0) says so
+                views[id(tile)] = (ref(tile), core.where(), rlo, rhi, _bound_at(core, ring))
                 return
             shares = True
     placed = core.isa.setdefault("tiles", {})

@@ -60,6 +60,10 @@ class Scenario:
                               f"{{name: {{make_args parameter: value}}}}, got {v!r}", where=_caller(),
                               fix="leave variants out for one 'default' run with make_args' defaults, "
                                   "or write variants={'default': {}}")
+        elif "all" in v:
+            raise ConfigError(f"scenario {self.name!r}: a variant is named 'all', which `--variant all` "
+                              "cannot choose: it runs every variant", where=_caller(),
+                              fix="give the variant another name (e.g. 'all_tiles')")
 
     def _check_run_fields(self) -> None:
         """``launches``, ``blocks``, ``sync``, ``platform`` and ``protocol``, checked where the
@@ -112,9 +116,15 @@ class Scenario:
                                           "(rng.standard_normal(...)), or ignore it") from None
             sig.bind(None, **params)
         except TypeError as e:
+            missing = [n for i, (n, p) in enumerate(sig.parameters.items())
+                       if i > 0 and n not in params and p.default is p.empty
+                       and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            named = ", ".join(f"{n}=..." for n in missing)
+            fix = (f"give make_args a default (def make_args(rng, {named})), or each variant a value "
+                   f"(Scenario(..., variants={{'default': dict({named})}}))") if missing else \
+                "give the variant only parameters make_args takes"
             raise ConfigError(f"{where}scenario {self.name!r} gives make_args {sorted(params)}: {e}",
-                              where=_def_loc(self.make_args),
-                              fix="give the variant only parameters make_args takes") from None
+                              where=_def_loc(self.make_args), fix=fix) from None
         except ValueError:
             pass                                    # no signature to check (a builtin)
         a = _call(self, "make_args", data_rng(seed), **params)

@@ -5,6 +5,7 @@ verified ``pl.program`` op, resolving ``import_peer_buffer`` peers), and ``pl.pa
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import inspect
 import os
@@ -117,6 +118,10 @@ def parse_function(fn, kind: FunctionKind) -> Operation:
                           dict(getattr(fn, "__annotations__", {}))).parse()
 
 
+#: the keyword options of the decorators (Decorator.__call__)
+_OPTIONS = ("core", "split", "slot_num")
+
+
 class Decorator:
     """``@pl.aic``, ``@pl.aiv``, ``@pl.incore``, ``@pl.incore(core="aic" | "aiv")`` and, for a
     mixed function, ``@pl.incore(split=pl.TILE_UP_DOWN | pl.TILE_LEFT_RIGHT, slot_num=N)``
@@ -159,7 +164,14 @@ class Decorator:
                                    "(an @pl.aiv function takes split=pl.TILE_NO_SPLIT alone)")
         return Decorator(self.kind, self.name, split, slot_num)
 
-    def __call__(self, fn=None, *, core: str | None = None, split=None, slot_num=None):
+    def __call__(self, fn=None, *, core: str | None = None, split=None, slot_num=None, **unknown):
+        if unknown:
+            name = next(iter(unknown))
+            near = difflib.get_close_matches(name, _OPTIONS, n=1)
+            raise CompileError(f"@pl.{self.name}({name}=...): no such option",
+                               where=user_line(),
+                               fix=(f"did you mean {near[0]}=? " if near else "")
+                                   + f"@pl.{self.name} takes {', '.join(o + '=' for o in _OPTIONS)}")
         if fn is None:
             dec = self
             if core is not None:
@@ -169,8 +181,9 @@ class Decorator:
                 dec = Decorator(_CORES[core], self.name)
             return dec.options(split, slot_num)
         if not callable(fn):
-            raise CompileError(f"@pl.{self.name} decorates a function, got {fn!r}", where=user_line(),
-                               fix=f"write @pl.{self.name} on the line above a def")
+            fix = (f"pass the split by keyword: @pl.{self.name}(split=pl.{fn.name})"
+                   if isinstance(fn, TileSplitAxis) else f"write @pl.{self.name} on the line above a def")
+            raise CompileError(f"@pl.{self.name} decorates a function, got {fn!r}", where=user_line(), fix=fix)
         return DSLFunction(fn, self.apply(parse_function(fn, self.kind)))
 
     def apply(self, f: Operation) -> Operation:
@@ -216,7 +229,8 @@ def program(*functions, name: str = "program") -> Operation:
     """Group kernels (e.g. one AIC + one AIV function paired by ``peer_func``) into a
     verified ``pl.program`` op."""
     if not functions:
-        raise CompileError("pl.program needs at least one kernel")
+        raise CompileError("pl.program needs at least one kernel", where=user_line(),
+                           fix="pass the @pl kernels: pl.program(cube, vector)")
     return _program(name, [_ir(f) for f in functions])
 
 

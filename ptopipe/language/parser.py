@@ -8,12 +8,21 @@ expression's value has none.  Constant expressions fold at compile time (a folde
 op is erased), and an ``if`` on a constant keeps only the taken branch.
 
 Names that are not kernel values are compile-time constants looked up in the kernel's
-globals and closure (ints, floats, ``pl`` objects).  Every error is a
+globals and closure (ints, floats - numpy scalars as the numbers they hold -, ``pl``
+objects).  A comparison of two such values that
+are not both numbers (a builder's ``mode == "relu"``, ``bias is None``, ``dt in ("f16",
+"bf16")``), an ``if`` on a str / None / tuple and ``a if c else b`` on such values are
+decided while the kernel is read, as an ``if`` on a bool constant is; so are subscripts of
+such values and calls of a few pure builtins on them (``SHAPES[0]``, ``len(SHAPES)``,
+``min(N, 4)``: :data:`_STATIC_BUILTINS`).  Every error is a
 :class:`~ptopipe.errors.CompileError` at ``file:line:col`` with a fix hint.
 """
 from __future__ import annotations
 
 import ast
+import operator
+
+import numpy as np
 
 from ..errors import CompileError
 from ..ir.core import Block, Operation, OpResult, Region, gc_paused
@@ -28,13 +37,31 @@ from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form,
 from ..ir.pipe_config import name_rings
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
-from .surface import DSLOp, DType
+from .surface import DSLOp, DType, Tile
 from ..errors import with_article
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
                ast.Div: "/", ast.BitOr: "|", ast.BitAnd: "&"}
 _PY = SCALAR_FNS
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+# comparisons of two compile-time Python values (a builder's `mode == "relu"`, `bias is None`),
+# decided while the kernel is read
+_PY_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+           ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+# Python builtins a kernel may call on compile-time values (len(SHAPES), min(N, 4)): evaluated
+# while reading, as a constant expression is folded
+_STATIC_BUILTINS = ("len", "min", "max", "abs", "int", "float", "round", "sum", "bool")
+_BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(__builtins__, n)
+             for n in _STATIC_BUILTINS}
+# the compile-time values whose truth an `if` takes from Python (numbers become kernel constants)
+_STATIC_TRUTH = (str, bytes, tuple, list, dict, frozenset, set, type(None))
+# the pl ops of the Python operators a tile has no operator for (a fix names them)
+_TILE_OP_FOR = {ast.Pow: "pl.pow(a, b) / pl.pows(a, s)", ast.Mod: "pl.rem(a, b) / pl.rems(a, s) "
+                "(pl.fmod / pl.fmods for floats)", ast.BitOr: "pl.or_(a, b) / pl.ors(a, s)",
+                ast.BitAnd: "pl.and_(a, b) / pl.ands(a, s)", ast.BitXor: "pl.xor(a, b) / pl.xors(a, s)",
+                ast.LShift: "pl.shl(a, b) / pl.shls(a, s)", ast.RShift: "pl.shr(a, b) / pl.shrs(a, s)",
+                ast.MatMult: "pl.matmul(a, b) on a Left and a Right tile (pl.move them there)"}
 _TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
              "/": ("div", "divs")}
 _UNSUPPORTED = {
@@ -58,7 +85,6 @@ _UNSUPPORTED = {
     ast.Global: "global is not supported in kernels",
     ast.Nonlocal: "nonlocal is not supported in kernels",
     ast.Delete: "del is not supported in kernels",
-    ast.IfExp: "conditional expressions are not supported; use an if statement",
     ast.Dict: "dicts are not supported in kernels",
     ast.Set: "sets are not supported in kernels",
     ast.JoinedStr: "strings are not kernel values",
@@ -142,6 +168,22 @@ def _fresh_const(v) -> bool:
     expression), not yet used nor named: constant expressions fold only such values, and
     the typing rules see its value."""
     return v.__class__ is OpResult and v.name is None and v.op.__class__ is ConstOp
+
+
+def _plain(v):
+    """A compile-time value with numpy scalars made Python's (``np.int64(16)`` from
+    ``np.prod``, ``np.float32(0.5)``: the int / float / bool they hold), in a list or tuple
+    too; anything else as it is."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)) and any(isinstance(x, (np.generic, list, tuple)) for x in v):
+        return type(v)(_plain(x) for x in v)
+    return v
+
+
+def _is_number(x) -> bool:
+    """A Python number a kernel takes as a constant (bool, int, float; pl enums are ints)."""
+    return isinstance(x, (bool, int, float))
 
 
 def _runs_no_iteration(bounds) -> bool:
@@ -244,6 +286,63 @@ class FunctionParser:
             return getattr(base, node.attr, _MISSING)
         return None
 
+    def static_operand(self, node):
+        """``(True, value)`` when ``node`` is a compile-time Python value - a literal, a module
+        or closure name that is not a kernel value, an attribute of one, a tuple / list of
+        them - else ``(False, None)``."""
+        if isinstance(node, ast.Constant):
+            return True, node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.env or node.id not in self.ns:
+                return False, None
+            return True, self.ns[node.id]
+        if isinstance(node, ast.Attribute):
+            ok, base = self.static_operand(node.value)
+            if ok:
+                v = getattr(base, node.attr, _MISSING)
+                return (True, v) if v is not _MISSING else (False, None)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = [self.static_operand(e) for e in node.elts]
+            if all(ok for ok, _ in items):
+                return True, tuple(v for _, v in items)
+        return False, None
+
+    def static_value(self, node):
+        """``(True, value)`` when ``node`` - a subscript or a call of one of
+        :data:`_STATIC_BUILTINS` - reads compile-time values only (module or closure constants,
+        literals: ``SHAPES[0]``, ``len(SHAPES)``, ``min(N, 4)``), evaluated now; else
+        ``(False, None)``."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and (n.id in self.env or n.id in self.loop_locals):
+                return False, None
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _STATIC_BUILTINS
+                                                and n.func.id not in self.ns):
+                return False, None
+            if type(n) in _UNSUPPORTED or isinstance(n, (ast.Lambda, ast.NamedExpr)):
+                return False, None
+        try:
+            code = compile(ast.Expression(body=node), self.src.file, "eval")
+            v = _plain(eval(code, {"__builtins__": _BUILTINS}, dict(self.ns)))   # noqa: S307
+        except Exception:               # (not a value: the kernel-value error says what is wrong)
+            return False, None
+        return (True, v) if isinstance(v, (bool, int, float)) else (False, None)
+
+    def static_compare(self, node: ast.Compare):
+        """The bool of a one-operator comparison of two compile-time Python values that are not
+        both numbers (numbers fold as kernel constants), decided while the kernel is read -
+        a builder's switch: `mode == "relu"`, `bias is None`, `dtype in ("f16", "bf16")` -
+        else None."""
+        ok_l, a = self.static_operand(node.left)
+        ok_r, b = self.static_operand(node.comparators[0])
+        op = type(node.ops[0])
+        if not (ok_l and ok_r) or (op in _CMP and all(_is_number(x) for x in (a, b))):
+            return None
+        try:
+            val = _PY_CMP[op](a, b)
+        except TypeError:
+            return None
+        return val if type(val) is bool else None
+
     def const_eval(self, node, what: str):
         """A compile-time constant (attribute values, annotations, shapes)."""
         for n in ast.walk(node):
@@ -255,7 +354,7 @@ class FunctionParser:
                 raise self.unsupported(n)
         try:
             code = compile(ast.Expression(body=node), self.src.file, "eval")
-            return eval(code, dict(self.ns))    # noqa: S307 - the user's own kernel source
+            return _plain(eval(code, dict(self.ns)))    # noqa: S307 - the user's own kernel source
         except CompileError:
             raise
         except NameError as e:
@@ -286,7 +385,14 @@ class FunctionParser:
             if t is None or isinstance(t, str):
                 t = self.const_eval(arg.annotation, f"type of parameter '{arg.arg}'")
             if not isinstance(t, (TensorType, ScalarType)):
-                raise self.err(arg.annotation, f"parameter '{arg.arg}' has type {t!r}; kernel "
+                if isinstance(t, (TileValueType, BufferType)):
+                    shown = f"is {with_article(describe(t))}"
+                elif isinstance(t, type) and t.__module__ == Tile.__module__:
+                    what = "dtype" if t.__name__ == "Scalar" else "shape and dtype"
+                    shown = f"is annotated pl.{t.__name__} without its {what}"
+                else:
+                    shown = f"has type {t!r}"
+                raise self.err(arg.annotation, f"parameter '{arg.arg}' {shown}; kernel "
                                                "parameters are GM tensors or scalars",
                                "use pl.Tensor[[...], dtype] or pl.Scalar[dtype]")
             types.append(t)
@@ -561,7 +667,7 @@ class FunctionParser:
         for v, y, node in zip(body.args[1:], yields,
                               list(yvals) + [last.get(n, s) for n in carried]):
             if v.type != y.type:
-                raise self.err(node, f"loop-carried '{v.name}' starts as {describe(v.type)} but "
+                raise self.err(node, f"loop-carried '{source_name(v.name or '?')}' starts as {with_article(describe(v.type))} but "
                                      f"the loop body makes it {with_article(describe(y.type))}",
                                "a value carried across iterations must keep its type")
         self.emit(Operation(YieldOp.name, yields, (), {}, (), here))
@@ -583,6 +689,11 @@ class FunctionParser:
                     self.no_iteration[r] = here.line
 
     def if_(self, s: ast.If) -> None:
+        ok, v = self.static_operand(s.test)
+        if ok and isinstance(v, _STATIC_TRUTH):     # `if mode:` / `if bias:` of a builder
+            for x in (s.body if v else s.orelse):
+                self.stmt(x)
+            return
         cond = self.expr(s.test)
         if not isinstance(cond.type, ScalarType):
             raise self.err(s.test, f"if condition is {with_article(describe(cond.type))}", "compare scalars")
@@ -657,6 +768,7 @@ class FunctionParser:
                                    [None])).results[0]
 
     def constant(self, obj, node):
+        obj = _plain(obj)
         if isinstance(obj, bool):
             return self.const(obj, BOOL, self.loc(node))
         if isinstance(obj, int):
@@ -699,12 +811,29 @@ class FunctionParser:
                                   self.loc(node))
             return self.emit(Operation(ARITH_UNARY_OP[op], (v,), [unary_result_type(op, v.type)],
                                        {}, (), self.loc(node), [None])).results[0]
+        if isinstance(node, ast.IfExp):     # `2.0 if flag else 3.0` of compile-time values
+            ok, v = self.static_operand(node.test)
+            if ok and isinstance(v, _STATIC_TRUTH):
+                return self.expr(node.body if v else node.orelse)
+            cond = self.expr(node.test)
+            if _fresh_const(cond):
+                cond.op.erase()
+                return self.expr(node.body if cond.op.value else node.orelse)
+            raise self.err(node, "conditional expressions on kernel values are not supported",
+                           "use an if statement (its branches may assign the value); a condition "
+                           "on compile-time values (a closure flag) is decided while reading")
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.err(node, "chained comparisons are not supported", "use `and`")
+            folded = self.static_compare(node)
+            if folded is not None:
+                return self.constant(folded, node)
             op = _CMP.get(type(node.ops[0]))
             if op is None:
-                raise self.err(node, "only == != < <= > >= comparisons are supported")
+                raise self.err(node, "only == != < <= > >= comparisons of kernel values are supported",
+                               "`is`, `is not`, `in` and `not in` compare compile-time values only (a "
+                               "literal, a module or closure constant: `if bias is None:` in a builder); "
+                               "compare kernel scalars with == != < <= > >=")
             lhs, rhs = self.expr(node.left), self.expr(node.comparators[0])
             return self.scalar_binop(node, op, lhs, rhs, BOOL)
         if isinstance(node, ast.BoolOp):
@@ -732,8 +861,12 @@ class FunctionParser:
         if isinstance(node, (ast.List, ast.Tuple)):
             raise self.err(node, "a list is not a kernel value here")
         if isinstance(node, ast.Subscript):
+            ok, v = self.static_value(node)
+            if ok:                              # SHAPES[0], CFG["rows"]: a compile-time value
+                return self.constant(v, node)
             raise self.err(node, "subscripts are not supported on kernel values",
-                           "use pl.load(tensor, offsets, shape) for a block of a tensor")
+                           "use pl.load(tensor, offsets, shape) for a block of a tensor; a subscript of "
+                           "compile-time values (a module or closure list) is read as its value")
         raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
 
     def scalar_binop(self, node, op, lhs, rhs, rtype=None):
@@ -757,12 +890,18 @@ class FunctionParser:
 
     def binop(self, node, astop, lhs, rhs):
         op = _SCALAR_OPS.get(type(astop))
-        if op is None:
-            raise self.err(node, f"operator {type(astop).__name__} is not supported")
         tl, tr = isinstance(lhs.type, TileValueType), isinstance(rhs.type, TileValueType)
+        if op is None:
+            ops = _TILE_OP_FOR.get(type(astop))
+            raise self.err(node, f"operator {type(astop).__name__} is not supported",
+                           f"call the pl op: {ops}" if ops and (tl or tr) else
+                           "kernels take + - * / // % | & on scalars and + - * / on tiles")
         if tl or tr:
             if op not in _TILE_BIN:
-                raise self.err(node, f"operator {op} is not defined on tiles")
+                ops = _TILE_OP_FOR.get(type(astop))
+                raise self.err(node, f"operator {op} is not defined on tiles",
+                               f"call the pl op: {ops}" if ops else "tiles take + - * / (pl.add, pl.sub, "
+                               "pl.mul, pl.div and their scalar forms)")
             tile_op, scal_op = _TILE_BIN[op]
             if tl and tr:
                 return self.make_call(tile_op, node, {"a": lhs, "b": rhs}, {}, {})
@@ -777,9 +916,15 @@ class FunctionParser:
             raise self.err(node.func, f"'{ast.unparse(node.func)}' is a kernel value, not an op")
         if obj is _MISSING:
             name = ast.unparse(node.func)
+            ok, v = self.static_value(node)
+            if ok:                              # len(SHAPES), min(N, 4): a compile-time value
+                return self.constant(v, node)
+            hint = (f"; for kernel scalars use pl.{name}(a, b)" if name in ("min", "max") else
+                    "; on compile-time values (module or closure constants) they are read as "
+                    "their value" if name in _STATIC_BUILTINS else "")
             raise self.err(node.func, f"unknown op '{name}'",
                            "see dir(ptopipe.language) for the ops; Python builtins and other "
-                           "functions cannot be called inside kernels")
+                           f"functions cannot be called on kernel values{hint}")
         if not isinstance(obj, DSLOp):
             raise self.err(node.func, f"'{ast.unparse(node.func)}' is not a pl op",
                            "only pl ops can be called inside kernels")

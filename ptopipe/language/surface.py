@@ -7,7 +7,10 @@ because ``pl`` kernels are compiled from their source, never executed directly.
 """
 from __future__ import annotations
 
+import numbers
 import sys
+
+import numpy as np
 
 from ..errors import CompileError
 from ..ir.vocab import AUTO  # noqa: F401  (re-exported as pl.AUTO)
@@ -46,8 +49,9 @@ def _dtype_name(d, what: str) -> str:
 
 
 def _shape(s, what: str) -> tuple:
+    # (a numpy integer, np.prod(...) or an array's element, is an integer dimension too)
     if not isinstance(s, (list, tuple)) or not s or not all(
-            isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in s):
+            isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)) and x > 0 for x in s):
         raise TypeError(f"{what} needs a list of positive integers as shape, got {s!r}")
     return tuple(int(x) for x in s)
 

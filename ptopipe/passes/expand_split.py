@@ -36,6 +36,7 @@ from ..ir.opdefs import (ARITH_OP, OPDEFS, ConstOp, CopyOp, ForOp, GetSubblockId
 from ..ir.ops import Along, OpError
 from ..ir.types import INDEX, MemorySpace, TileValueType
 from ..ir.vocab import FunctionKind
+from ..language.parser import source_name
 from ._rewrite import const, dce, err, set_operands
 
 AXIS = {TileSplitAxis.TILE_UP_DOWN: 0, TileSplitAxis.TILE_LEFT_RIGHT: 1}
@@ -64,7 +65,7 @@ def _is_vec(t) -> bool:
 
 
 def _vname(v) -> str:
-    return f"'{v.name}'" if v.name else "a Vector tile"
+    return f"'{source_name(v.name)}'" if v.name else "a Vector tile"     # ('v', not its SSA hint 'v_1')
 
 
 def _lane_offset(v, mine) -> bool:

@@ -138,12 +138,19 @@ class Explorer:
         self.from_caller = {a.name for a in fn.regions[0].block.args if isinstance(a.type, ScalarType)
                             and sites and any(a.name not in site for site, _ in sites)}
         self.not_affine: dict = {}         # id(op) -> why its GM bounds are not proven
+        # id(op) -> (kind, op, what, fix, values) of a GM access out of bounds at values of the
+        # launch's declared ranges (VerifyPipes reports it when no other finding comes first)
+        self.range_fails: dict = {}
         self.kind = fn.kind
         self.steps = 0
         self.unknown_counts: dict = {}     # ring -> the loop op that made it unknown
         self.max_held: dict = {}           # ring -> the most popped slots held at a TPOP
         # loop variable symbol -> (lo, hi) of its loop; ("param", name) -> a declared range
         self.ranges: dict = dict(declared or {})
+        # the parameters' ranges the launch declares (--range): a value in a closed one that
+        # fails is an error, where a value past a limit left undeclared (no range, or an open
+        # one: flag=4..) is only not proven
+        self.declared: dict = dict(declared or {})
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
         self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
         # the conditions under which the iterations being explored of loops of unknown trip
@@ -322,6 +329,17 @@ class Explorer:
         if bad is None:
             return
         values = None if bad is True else bad[0]
+        declared = bad is not True and bad[1] is not None and all(
+            self.declared.get(("param", n), (None, None))[1] is not None for n in bad[1])
+        if declared:
+            # values the launch declares: an error - unless another one on the path comes first
+            # (a loop running past its pushes blocks at its TPOP before its store leaves the
+            # tensor): kept for VerifyPipes to report when nothing else fails
+            self.range_fails.setdefault(id(op), (
+                "gm_bounds", op, f"access out of bounds: offsets [{', '.join(texts)}] + window "
+                f"[{', '.join(map(str, window))}] exceed {name!r} of shape [{', '.join(map(str, shape))}]"
+                f"{on(p)}", fix, values))
+            return
         if bad is not True and bad[1] is not None:
             # it needs a scalar parameter past what the tensor holds: a limit the kernel
             # leaves undeclared (a dynamic trip count over a fixed shape), not proven
@@ -358,8 +376,12 @@ class Explorer:
                 names = [var_name(k) for k in wit if k[0] == "param"]
                 return witness_text(wit), names or None
             if verdict != "unsat":
-                self.not_affine.setdefault(id(op), f"the GM bounds of the {op.name} at {line(op)} (a loop "
-                                           "bound or condition on its path is not affine)")
+                free = sorted({var_name(v) for e, _ in cons + [bad] for v, _ in e.vars
+                               if v[0] == "param" and v not in self.declared})
+                self.not_affine.setdefault(id(op), f"the GM bounds of the {op.name} at {line(op)} "
+                                           + (f"(they depend on {', '.join(free)}, whose values are not "
+                                              "declared: --range NAME=LO..HI)" if free else
+                                              "(a loop bound or condition on its path is not affine)"))
                 return None
         return None
 

@@ -447,6 +447,8 @@ def decide(cons: list, ranges: dict | None = None, witness: bool = True):
     if not witness:
         return "unknown", None
     w = _search(cons, names)
+    if w is None:
+        w = _corners(cons, names, ranges)
     if w is not None and any(v in ranges and any(affine(x) is None for x in ranges[v] if x is not None)
                              for v in names if v[0] == "iv"):
         return "unknown", None          # a loop bound left out: the witness may not be real
@@ -495,6 +497,50 @@ def _search(cons, names):
             values = complete({v: o[i] for v, o, i in zip(names, orders, idx)}, every)
             if values is not None and holds(cons, values):
                 return values
+    return None
+
+
+#: the most unknowns whose range corners :func:`_corners` tries (2 ** this points)
+MAX_CORNERS = 8
+
+
+def _corners(cons, names, ranges: dict):
+    """The first point satisfying ``cons`` among the corners of the unknowns' ranges - each
+    at its least or its greatest value, a loop variable's bounds evaluated at the values of
+    the unknowns they name - else None: a point past the small-values search of
+    :func:`_search` (a trip count ``n`` declared up to 600 over a tensor of 512 rows fails
+    at ``n = 600``, ``i = 599``)."""
+    free = [v for v in names if v[0] != "derived"]
+    if not free or len(free) > MAX_CORNERS:
+        return None
+
+    def ends(v, values):
+        """(least, greatest or None) of ``v`` at ``values``; None while a bound names an
+        unknown not yet given a value."""
+        if v[0] == "param":
+            lo, hi = ranges.get(v, (None, None))
+            return max(lo or 0, 0), (hi - 1 if hi is not None else None)
+        lo, hi = (affine(x) for x in ranges.get(v, (None, None)))
+        if any(u not in values for a in (lo, hi) if a is not None for u, _ in a.vars):
+            return None
+        return (lo.at(values) if lo is not None else 0), (hi.at(values) - 1 if hi is not None else None)
+
+    for corner in product((1, 0), repeat=len(free)):
+        values, todo = {}, list(zip(free, corner))
+        while todo:                     # parameters first, then the loops whose bounds they set
+            rest = []
+            for v, top in todo:
+                e = ends(v, values)
+                if e is None:
+                    rest.append((v, top))
+                else:
+                    values[v] = e[1] if top and e[1] is not None else e[0]
+            if len(rest) == len(todo):
+                return None
+            todo = rest
+        values = complete(values, names)
+        if values is not None and holds(cons, values):
+            return values
     return None
 
 

@@ -23,6 +23,8 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   the SRAM fit below are worded by :mod:`ptopipe.ir.layout`, as the runtime's own checks
   of kernels that run without compiling;
 * a GM_SLOT_BUFFER smaller than the GM rings need (SLOT_NUM * SLOT_SIZE per direction);
+* two inits of a function whose GM rings share bytes of one GM_SLOT_BUFFER (the same
+  ``fifo`` tensor passed to both, from the same offset);
 * import <-> reserve: an import whose peer or reserve does not exist, a ring (a reserve
   an init or a TPOP uses) that no function imports while the program has a function of the
   other core (a reserve that is no ring is a region the allocator keeps free; a lone kernel
@@ -69,10 +71,11 @@ def run(program, ctx):
                         "kernel", f, "run the expand-mixed pass first (ptopipe compile runs it "
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
         _check_dtypes(f, plat)
-        seen, held = {}, {}
+        seen, held, in_gm = {}, {}, []
         for init in init_ops(f):
             _check_shared_buffer(f, init, held)
             _check_init(f, init, plat, seen, depth, getattr(ctx, "as_ptoas", False))
+            _check_gm_rings(init, plat, in_gm)
             _warn_counter_overflow(f, init, plat, protocol_model(ctx), getattr(ctx, "warnings", None))
     made = {c.callee: g_name for g_name, g in funcs.items()
             if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
@@ -109,6 +112,35 @@ def _check_shared_buffer(f, init, held: dict) -> None:
             first, other = held[buf]
             raise shared_buffer_error(func_name(f), buf, ring, init, other, first)
         held[buf] = (init, ring)
+
+
+def _check_gm_rings(init, plat, held: list) -> None:
+    """Each GM ring its own bytes: ``held`` lists the ``(init, buffer value, lo, hi)`` of the
+    function's GM rings so far; a ring whose bytes of the same GM_SLOT_BUFFER value overlap
+    one of them (two inits passing one ``fifo`` tensor) would overwrite its slots with no flag
+    saying so - the run's bind says it too, but only on the platform whose rings are in GM."""
+    if not ring_in_gm(init, plat) or not isinstance(init.slot_size, int) or not ways(init):
+        return
+    buf, off = init.gm_slot_buffer, init.gm_offset or 0
+    if buf is None or not isinstance(off, int):
+        return
+    lo, hi = off, off + slot_num(init, plat) * init.slot_size * len(ways(init))
+    for other, obuf, olo, ohi in held:
+        if obuf is buf and lo < ohi and olo < hi:
+            name = f"'{buf.name}'" if getattr(buf, "name", None) else "GM_SLOT_BUFFER"
+            two = len(ways(init)) == 2
+            both = set(ways(init)) != set(ways(other))
+            raise error(f"this init's GM ring{'s' if two else ''} [{lo}, {hi}) of {name} "
+                        f"overlap{'' if two else 's'} bytes [{olo}, {ohi}) that the init at line "
+                        f"{other.loc.line if other.loc else '?'} gave its ring{'s' if len(ways(other)) == 2 else ''}: "
+                        f"on {plat.name} the rings are in GM, and each would overwrite the other's "
+                        "slots with no flag saying so", init,
+                        "give each ring a GM_SLOT_BUFFER of its own (another pl.Tensor[[SLOT_NUM * "
+                        "SLOT_SIZE], pl.u8] parameter, and a ptopipe.gm_buffer of that size for it in "
+                        "the run's args)" + ("; or one init with DIR_C2V | DIR_V2C for the two directions"
+                                             if both else ""),
+                        details=f"the other ring initialised at {other.loc}")
+    held.append((init, buf, lo, hi))
 
 
 def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = False) -> None:

@@ -413,7 +413,7 @@ class _Verifier:
                 self.slots_fit(fn, kind)
                 if kind is TPush:
                     self.splits_divide(fn)
-        explored, sites = {}, call_sites(self.program)
+        explored, sites, range_fails = {}, call_sites(self.program), []
         for fn in funcs:
             slot_num = self.slot_nums(fn)
             lanes = {}
@@ -423,6 +423,7 @@ class _Verifier:
                                   sites.get(fn.sym_name))
                     lanes[lane] = (ex.run(), ex)
                     self.ranges.update(ex.ranges)
+                    range_fails.extend(ex.range_fails.values())
                     for k, why in ex.not_affine.items():
                         if k not in self.unproven_ops:        # once per op, not per lane
                             self.unproven_ops.add(k)
@@ -438,6 +439,9 @@ class _Verifier:
         for fn in funcs:
             self.free_order(fn, explored.get(fn.sym_name))
         self.cross(funcs, explored)
+        if not self.findings:
+            for kind, op, what, fix, values in range_fails:
+                self.finding(kind, op, what, fix, values=values)
         return _culprit_first(self.findings)
 
     def free_order(self, fn, explored=None) -> None:

@@ -45,6 +45,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, INITIALIZE_PIPE, Barrier, Bu
                          ReserveBufferOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, WaitEvent,
                          YieldOp)
 from ..ir.first_step import SCALAR_FNS
+from ..language.parser import source_name
 from ..sim.periodic.loops import SkipPlan
 from .skip import affine_forms
 
@@ -58,6 +59,13 @@ _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
 # their views of memory, while these are True; tests turn them off to compare with views
 # built per execution (tests/runtime/test_dsl_closures.py)
 REUSE_VIEWS = SHARE_VIEWS = True
+
+
+def shown_name(op) -> str | None:
+    """The name a run's messages give ``op``'s result: the kernel's source variable (``p``,
+    not the SSA hint ``p_1`` of its second assignment: :func:`~ptopipe.language.parser.source_name`)."""
+    hint = op.results[0].name if op.results else None
+    return source_name(hint) if hint else None
 
 
 def _scalar_op(op) -> bool:
@@ -332,7 +340,7 @@ class Compiler:
     def rare(self, op, args: list):
         """The ops a kernel executes a few times (pipe set-up, events, sub-block id)."""
         it, cls, at = self.it, op.__class__, op.attributes
-        name = op.results[0].name if op.results else None
+        name = shown_name(op)
 
         def call():
             a = [f() for f in args]
@@ -364,7 +372,7 @@ class Compiler:
         copies of the site's first one as it was made (:func:`_copier`)."""
         it, consumer, at = self.it, self.pipe(False, op), op.attributes
         t, split = TPop.result_type.of(at), TPop.split.of(at)
-        dest = op.results[0].name
+        dest = shown_name(op)
         if isinstance(t, TileValueType):
             # the static shape the compiled program declares, the data's shape valid (Interpreter._tile)
             space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.static_shape, t.layout

@@ -27,13 +27,13 @@ from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, Barrier, BufferAttrOp, InitializePipe, RecordEvent, ReserveBufferOp, WaitEvent
-from ..ir.types import TensorType, TileValueType, np_dtype
+from ..ir.types import FLOAT_DTYPES, TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..sim.pipesync import PTO_EVENTS, EventWords
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
-from .closures import Compiler, FunctionReturn, run_steps, valid_of
+from .closures import Compiler, FunctionReturn, run_steps, shown_name, valid_of
 
 # seed 003's DIR_MASK values (the C2V and V2C bits); a ring both ways takes SlotNum per direction
 _LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
@@ -134,7 +134,8 @@ class Interpreter:
             if not isinstance(v, isa.GlobalTensor):
                 raise ConfigError(f"argument {p.name!r} of {self.name} must be a numpy array "
                                   f"(a GM tensor), got {type(v).__name__}",
-                                  where=str(self.where(self.fn)))
+                                  where=str(self.where(self.fn)),
+                                  fix=f"pass a numpy array of the declared {t} (np.asarray(value, dtype=...))")
             want = np_dtype(t.dtype)
             shape = (1,) * (5 - len(t.shape)) + tuple(t.shape)
             if v.dtype != want or tuple(v.shape) != shape:
@@ -144,10 +145,18 @@ class Interpreter:
                                   f"kernel declares {t}", where=str(self.where(self.fn)),
                                   fix="pass an array of the declared shape and dtype")
             return v
+        if isinstance(v, (float, np.floating)) and getattr(t, "dtype", None) not in FLOAT_DTYPES + ("bool",):
+            # an integer scalar (a trip count, an offset) given a float: pl.range(2.5) would run 2
+            # iterations and a window would start mid-element - refused, not truncated
+            raise ConfigError(f"argument {p.name!r} of {self.name} is the float {v!r} but the kernel "
+                              f"declares pl.Scalar[pl.{t.dtype}], an integer", where=str(self.where(self.fn)),
+                              fix=f"pass an int ({p.name}={int(v)}?)" if float(v).is_integer() else
+                                  "pass an int, or declare the parameter pl.Scalar[pl.f32]")
         if isinstance(v, (bool, int, float, np.integer, np.floating)):
             return v
         raise ConfigError(f"argument {p.name!r} of {self.name} must be a scalar, got "
-                          f"{type(v).__name__}", where=str(self.where(self.fn)))
+                          f"{type(v).__name__}", where=str(self.where(self.fn)),
+                          fix="pass a Python or numpy number (the kernel declares a pl.Scalar)")
 
     def dest_tile(self, op):
         """The tile tile op ``op`` writes its result into (made at its first execution; a
@@ -170,7 +179,7 @@ class Interpreter:
     def _tile(self, op, t: TileValueType, addr: int):
         """The ISA tile of ``op``'s result: in the static shape the compiled program declares
         (``TileValueType.static_shape``: padded, or its box), the data's shape valid."""
-        name = op.results[0].name or f"<{op.spec.name} result>"
+        name = shown_name(op) or f"<{op.spec.name} result>"
         rows, cols = t.static_shape
         return isa.Tile(t.space, np_dtype(t.dtype), rows, cols, addr=addr, name=name,
                         layout=t.layout, **(self.empty or valid_of(t)))

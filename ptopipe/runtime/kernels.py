@@ -121,6 +121,19 @@ def _lone_kernel(name: str, funcs: list) -> None:
                                   "other end of the pipe in the program (pl.program(cube, vector))")
 
 
+def _one_block(fn, blocks: int) -> None:
+    """A ``pl`` kernel reads no block index (``pl`` has no ``get_block_idx``; a mixed function's
+    GM slot buffer is one ring): run on several blocks, each would do block 0's work on the
+    same GM, which the race checker reports with a fix the kernel cannot follow - say why."""
+    if blocks > 1:
+        raise ConfigError(f"pl kernel {fn.sym_name!r} runs on {blocks} blocks, but a pl kernel reads no "
+                          "block index (pl has no get_block_idx): every block would do the same work on "
+                          "the same GM, its rings' GM slot buffers included", where=str(fn.loc),
+                          fix="run it on one block (--blocks 1, blocks=1); to split the work between "
+                              "blocks write the kernel in Python (get_block_idx()), C++ or PTO-AS "
+                              "(pto.get_block_idx)")
+
+
 class KernelSet:
     """``.aic`` and ``.aiv`` callables running a program's AIC / AIV function.
 
@@ -144,7 +157,9 @@ class KernelSet:
             self._builder = source
             self._params = tuple(inspect.signature(source).parameters)
         else:
-            raise ConfigError(f"kernels() takes a pl.program op or a builder function, got {source!r}")
+            raise ConfigError(f"kernels() takes a pl.program op or a builder function, got {source!r}",
+                              fix="pass pl.program(cube, vector), or a function of the run's parameters "
+                                  "returning one")
         self.aic = self._callable(FunctionKind.AIC)
         self.aiv = self._callable(FunctionKind.AIV)
 
@@ -166,7 +181,8 @@ class KernelSet:
             prog = self.source(**args)        # built once per parameter set
             if not is_program(prog):
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
-                                  f"{type(prog).__name__}")
+                                  f"{type(prog).__name__}",
+                                  fix=f"end {self._builder.__name__} with `return pl.program(<its @pl kernels>)`")
             if has_mixed(prog):
                 return self._mixed(prog, key, platform, protocol)
             c = self._cache[key] = _Compiled(prog)
@@ -222,11 +238,14 @@ class KernelSet:
     def _callable(self, kind: FunctionKind):
         def kernel(**args):
             comp = self.compiled(args)
-            comp.check_run(current_core().cluster)
+            cluster = current_core().cluster
+            comp.check_run(cluster)
             fn = comp.function(kind)
             if fn is not None:
+                _one_block(fn, cluster.context.blocks)
                 Interpreter(fn, comp.layouts[fn.sym_name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
+        kernel.kernel_set = self        # what `compile` / `check --static` find a Scenario's program by
         return kernel
 
 

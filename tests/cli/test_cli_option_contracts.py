@@ -79,6 +79,17 @@ def test_a_coverage_gate_with_no_mutant_fails(capsys):
     assert cli_main(["mutate", mixed, "--workers", "1", "--schedules", "0"]) == 0
 
 
+def test_mutate_of_a_file_importing_its_kernels_names_the_file_that_defines_them(tmp_path, capsys):
+    # the Scenario here, its kernels in the example: no statement of this file to mutate, and
+    # the message says where the kernels are, not that they have no TPUSH
+    wrapper = tmp_path / "wrap.py"
+    wrapper.write_text(f"import sys\nsys.path.insert(0, {os.path.dirname(S1)!r})\n"
+                       "from s1_cv_split import SCENARIO\n")
+    assert cli_main(["mutate", str(wrapper), "--workers", "1", "--schedules", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "its Scenario's kernels are defined in " in out and "s1_cv_split.py, and mutate edits" in out
+
+
 @pytest.mark.parametrize("command", ["run", "check", "compile", "sweep", "mutate"])
 def test_platform_takes_ptoas_spelling_a3(command, capsys):
     from ptopipe.cli import build_parser
@@ -111,6 +122,25 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(argv, 
     out = capsys.readouterr()
     assert out.err.startswith("error: ConfigError: cannot write ") and f"at option {option}" in out.err, out.err
     assert out.out == "" and "RuntimeError" not in out.err
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["run", "{boom}", "--report", "{boom}"], "--report"),
+    (["run", "{boom}", "--png", "{boom}"], "--png"),
+    (["trace", "{boom}", "-o", "{boom}"], "--output"),
+    (["check", "{boom}", "--junit", "{boom}"], "--junit"),
+    (["check", "{tmp}", "{boom}", "--junit", "{boom}"], "--junit"),
+    (["compile", "{boom}", "-o", "{boom}"], "--output"),
+])
+def test_an_output_naming_the_kernel_file_is_refused_and_the_source_kept(argv, option, tmp_path, capsys):
+    # `run k.py --report k.py` wrote the HTML report over the kernel's source
+    boom = tmp_path / "boom.py"
+    src = "raise RuntimeError('the kernel file was loaded')\nSCENARIO = None\n"
+    boom.write_text(src)
+    assert cli_main([a.format(boom=boom, tmp=tmp_path) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: ConfigError: {option} {boom} is the input file ") and f"at option {option}" in err, err
+    assert boom.read_text() == src
 
 
 @pytest.mark.parametrize("command", ["run", "check", "trace"])

@@ -226,3 +226,44 @@ def test_a_ring_instruction_given_no_bound_pipe_says_how_to_get_one(how, fix):
     lines = [start + k for k, t in enumerate(src) if "# NOT-A-PIPE" in t]
     assert int(ei.value.where.rsplit(":", 1)[1]) in lines and _here(ei.value), ei.value.where
     assert ei.value.fix.startswith(fix), ei.value.fix
+
+
+@pytest.mark.parametrize("slot_size, slot_num, peers, what, fix", [
+    (0, 2, (0, 1), "pipe needs SlotNum >= 1 and SlotSize > 0 (got 2, 0)", "TPipe(flag_id, direction, slot_size"),
+    (1024, 0, (0, 1), "pipe needs SlotNum >= 1 and SlotSize > 0 (got 0, 1024)", "TPipe(flag_id, direction, slot_size"),
+    (1024, 100, (0, 1), "SlotNum 100 exceeds the FIFO depth limit 8 of a2a3", "give the pipe at most 8 slots"),
+    (1024, 2, (2,), "pipe peers must be Vector sub-blocks 0 and/or 1, got (2,)", "give peers=(0, 1)"),
+])
+def test_a_pipe_configuration_no_ring_takes_says_how_to_fix_it(slot_size, slot_num, peers, what, fix):
+    from ptopipe.isa import DIR_C2V, TPipe, gm_buffer
+
+    def cube(fifo):
+        TPipe(0, DIR_C2V, slot_size, slot_num, peers=peers)(fifo, 0x10000)     # BIND
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(cube, None, dict(fifo=gm_buffer(4096)), protocol="pto-isa")
+    assert ei.value.what == what and ei.value.fix.startswith(fix), ei.value
+    assert ei.value.where.endswith(f":{inspect.getsourcelines(cube)[1] + 1}")
+
+
+@pytest.mark.parametrize("mistake, what, fix", [
+    ("push_array", "TPUSH expects a Tile or GlobalTensor, got ndarray", "TPUSH(pipe, tile, split)"),
+    ("pop_array", "TPOP expects a Tile or GlobalTensor, got ndarray", "TPOP(pipe, tile, split)"),
+    ("pop_mat", "TPOP on C2V: the consumer tile must be Vec, got", "pop into a Tile(TileType.Vec, ...)"),
+])
+def test_a_ring_operand_of_the_wrong_kind_says_what_to_pass(mistake, what, fix):
+    from ptopipe.isa import DIR_C2V, TFREE, TPOP, TPUSH, TILE_UP_DOWN, TPipe, gm_buffer
+
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2)(fifo, 0x10000)
+        TPUSH(pipe, np.zeros((16, 16), np.float32) if mistake == "push_array" else
+              Tile(TileType.Acc, float32, 16, 16, addr=0), TILE_UP_DOWN)
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2)(fifo, 0x10000)
+        t = (np.zeros((8, 16), np.float32) if mistake == "pop_array" else
+             Tile(TileType.Mat if mistake == "pop_mat" else TileType.Vec, float32, 8, 16))
+        TPOP(pipe, t, TILE_UP_DOWN)
+        TFREE(pipe)
+    with pytest.raises(ptopipe.PtoPipeError) as ei:
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2048)))
+    assert ei.value.what.startswith(what) and ei.value.fix.startswith(fix), ei.value

@@ -20,8 +20,8 @@ TILES = 3
 BOTH = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 
 
-def cube(a, eye, fifo, tiles):
-    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+def cube(a, eye, fifo, tiles, base=0x8000):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, base)
     m, e = Tile(TileType.Mat, float32, T, T, addr=0), Tile(TileType.Mat, float32, T, T, addr=0x1000)
     left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
@@ -61,6 +61,19 @@ def halves_after_free(out, fifo, tiles):
         TFREE(pipe)                                 # FREE
         TADD(o, top, bot)                           # READ
         TSTORE(GlobalTensor(out.data() + i * H * T, (H, T)), o)
+
+
+def own_tile_on_a_ring_at_its_default_address(out, fifo, tiles):
+    """The ring bound with no consumer buffer (0, as pto-isa's default) under a tile the kernel
+    places at 0 as its own: that tile is a view of the popped one."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo)          # BIND
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(tiles):
+        TPOP(pipe, t)
+        o = Tile(TileType.Vec, float32, T, T, addr=0)             # PLACED
+        TADDS(o, t, 1.0)
+        TFREE(pipe)
+        TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)   # READ
 
 
 def tile_in_an_unheld_slot(out, fifo, tiles):
@@ -128,6 +141,21 @@ def test_a_view_read_after_the_free_is_a_use_after_free_at_the_read(platform, pr
     assert e.where.endswith(f":{line_of(halves_after_free, 'READ')}"), e.where
     assert "TFREE at " in e.details and f":{line_of(halves_after_free, 'FREE')}" in e.details
     assert f":{line_of(halves_after_free, 'VIEW')}" not in e.where
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_use_after_free_of_a_tile_placed_over_the_ring_says_where_it_was_placed(platform):
+    # a newcomer's `TPipe(...)(fifo)` leaves the consumer buffer at 0, under the kernel's own
+    # tile at 0: the use after free says that tile is a view of the popped one, and why
+    k = own_tile_on_a_ring_at_its_default_address
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, (k, None), dict(_args(), base=0), platform=platform)
+    e = ei.value
+    assert "use after free" in e.what and e.where.endswith(f":{line_of(k, 'READ')}"), e
+    assert (f"test_slot_views.py:{line_of(k, 'PLACED')} inside the ring's bytes [0x0, {2 * SLOT:#x}) (bound "
+            f"at ") in e.details and (f"test_slot_views.py:{line_of(k, 'BIND')}), over the popped tile: it is a "
+                                      "view of that tile") in e.details, e.details
+    assert "TPipe(...)(gm, c2v_consumer_buf, v2c_consumer_buf): 0 by default" in e.details
 
 
 @pytest.mark.parametrize("platform,protocol", BOTH)

@@ -1,6 +1,7 @@
 """Bad DSL programs: each must raise CompileError at the right file:line:col (never a
 Python traceback).  ``@@`` in a snippet marks the expected error position."""
 import re
+import sys
 
 import pytest
 
@@ -19,6 +20,53 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # Python operators a tile has no operator for: the fix names the pl op
+    "tile_pow_operator": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    u = @@t ** 2.0
+''',
+    "tile_mod_operator": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    u = @@t % 2.0
+''',
+    # a carried value whose type the body changes: named by its source name, not its SSA hint
+    "carried_type_change": '''
+@pl.aiv
+def k(x: pl.Tensor[[32, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f16]):
+    acc = pl.full([16, 16], pl.f32, 0.0)
+    for i in pl.range(2):
+        t = pl.load(x, [i * 16, 0], [16, 16])
+        @@acc = pl.cast(pl.add(acc, t), pl.f16)
+    pl.store(acc, [0, 0], out)
+''',
+    # a load's window [2, 8, 16] gives a 16x16 tile; its store writes [1, 16, 16]: refused when
+    # the kernel is read, with the window the store writes, not left to the run's bounds check
+    "store_rows_past_the_next_to_last_dimension": '''
+@pl.aiv
+def k(x: pl.Tensor[[2, 8, 16], pl.f32]):
+    u = pl.load(x, [0, 0, 0], [2, 8, 16])
+    pl.store(@@u, [0, 0, 0], x)
+''',
+    # a parameter annotated with a tile type or a bare pl.Tensor / pl.Scalar: said in pl's words
+    "tile_parameter": '''
+@pl.aiv
+def k(x: @@pl.Tile[[16, 16], pl.f32, pl.Vec]):
+    pass
+''',
+    "bare_tensor_parameter": '''
+@pl.aiv
+def k(x: @@pl.Tensor):
+    pass
+''',
+    "bare_scalar_parameter": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 16], pl.f32], n: @@pl.Scalar):
+    pass
+''',
     # pto-isa's TROWEXPAND* take the per-row operand as a one-column DN tile (mode 1): an ND
     # column, or a wider tile (whose column 0 alone would be used), is told at the operand
     "row_expand_nd_column": '''
@@ -480,3 +528,150 @@ def vec(bias: pl.Tensor[[1, 32], pl.f32], out: pl.Tensor[[16, 32], pl.{out_dtype
         pl.parse(HEAD + body.format(out_dtype="f16", tensor="out"), filename="e.py")
     assert ei.value.what.startswith("this pl.TPOP pops its slot as f32, and the pl.store at line 12"), ei.value.what
     assert ei.value.where.startswith("e.py:9:"), ei.value.where
+
+
+def _switched(mode, bias):
+    """A builder's kernel switched by compile-time Python values (a str, None, a tuple)."""
+    @pl.aiv
+    def k(x: pl.Tensor[[16, 32], pl.f32]):
+        t = pl.load(x, [0, 0], [16 if mode != "" else 8, 32 if bias is None else 32])
+        if mode == "relu":
+            t = pl.relu(t)
+        if mode in ("neg", "negabs"):
+            t = pl.neg(t)
+        if bias is not None and mode != "neg":
+            t = pl.adds(t, 1.0)
+        if mode:
+            t = pl.abs(t)
+        pl.store(t, [0, 0], x)
+    return k
+
+
+@pytest.mark.parametrize("mode, bias, kept", [
+    ("relu", None, ["relu", "abs"]), ("neg", 1.0, ["neg", "abs"]), ("negabs", 1.0, ["neg", "adds", "abs"]),
+    ("", None, []), (None, 2.0, ["adds"])])
+def test_a_builder_switch_on_a_str_or_none_keeps_the_taken_branch(mode, bias, kept):
+    # `mode == "relu"`, `bias is None`, `mode in (...)`, `if mode:` compare compile-time values:
+    # decided while the kernel is read, as `if UD:` on a bool is, not refused as kernel values
+    k = _switched(mode, bias)
+    ops = [o.name.removeprefix("pl.") for o in k.ir.walk()]
+    assert [o for o in ops if o in ("relu", "neg", "adds", "abs")] == kept, ops
+    load = next(o for o in k.ir.walk() if o.name == "pl.load")       # `a if c else b` of them too
+    assert load.results[0].type.shape == ((16, 32) if mode != "" else (8, 32))
+
+
+def test_a_conditional_expression_on_a_kernel_value_says_to_use_an_if():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32]):
+            for i in pl.range(2):
+                s = 1.0 if i == 0 else 2.0
+    assert ei.value.what == "conditional expressions on kernel values are not supported"
+    assert ei.value.fix.startswith("use an if statement")
+
+
+def test_is_on_a_kernel_value_says_it_compares_compile_time_values():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32]):
+            for i in pl.range(2):
+                if i is None:   # the error line
+                    pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], x)
+    with open(__file__) as f:
+        assert "if i is None:   # the error line" in f.read().splitlines()[int(ei.value.where.split(":")[-2]) - 1]
+    assert "`is`, `is not`, `in` and `not in` compare compile-time values only" in ei.value.fix
+
+
+def test_numpy_scalars_are_constants_as_python_numbers_are():
+    # np.prod(...) gives an np.int64 and a computed scale is often an np.float32: a trip
+    # count, a shape dimension, a scalar operand or an attribute of either is its number
+    import numpy as np
+    from ptopipe.runtime import run
+    rows, n, scale, depth = np.int64(16), np.int64(2), np.float32(0.5), np.int64(2)
+
+    @pl.aiv
+    def k(x: pl.Tensor[[n * rows, 16], pl.f32], out: pl.Tensor[[n * rows, 16], pl.f32]):
+        for i in pl.range(n):
+            t = pl.load(x, [i * rows, 0], [rows, 16])
+            pl.store(pl.muls(t, scale), [i * rows, 0], out)
+
+    assert pl.Tile[[rows, depth * 8], pl.f32, pl.Vec].shape == (16, 16)
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    res = run(pl.program(k), dict(x=x, out=np.zeros_like(x)))
+    np.testing.assert_array_equal(res.outputs["out"], x * 0.5)
+
+
+def test_a_misspelt_or_positional_decorator_option_is_a_compile_error_saying_the_options():
+    with pytest.raises(CompileError) as ei:
+        pl.incore(spilt=pl.TILE_UP_DOWN)        # a typo: not a raw TypeError
+    assert ei.value.what == "@pl.incore(spilt=...): no such option"
+    assert ei.value.fix == "did you mean split=? @pl.incore takes core=, split=, slot_num="
+    assert ei.value.where.endswith(f":{sys._getframe().f_lineno - 3}")
+    with pytest.raises(CompileError) as ei:
+        pl.incore(pl.TILE_LEFT_RIGHT)           # the split given positionally
+    assert ei.value.fix == "pass the split by keyword: @pl.incore(split=pl.TILE_LEFT_RIGHT)"
+
+
+@pytest.mark.parametrize("name, what", [
+    ("tile_parameter", "parameter 'x' is a Vec tile 16x16 f32; kernel parameters are GM tensors or scalars"),
+    ("bare_tensor_parameter", "parameter 'x' is annotated pl.Tensor without its shape and dtype; kernel "
+                              "parameters are GM tensors or scalars"),
+    ("bare_scalar_parameter", "parameter 'n' is annotated pl.Scalar without its dtype; kernel parameters "
+                              "are GM tensors or scalars")])
+def test_a_parameter_of_a_type_no_kernel_takes_is_named_in_pl_words(name, what):
+    text, _, _ = _case(CASES[name])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="p.py")
+    assert ei.value.what == what
+
+
+def test_a_store_names_the_window_it_writes_into_a_higher_rank_tensor():
+    text, _, _ = _case(CASES["store_rows_past_the_next_to_last_dimension"])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="s.py")
+    assert ei.value.what == ("pl.store: a 16x16 tile into the 3-D tensor 2x8x16 writes the window [1, 16, 16] - "
+                             "its rows along the next-to-last dimension (8), 1 along the others - which does not fit")
+    assert ei.value.fix.startswith("store it in parts of at most 8 rows")
+
+
+ROWS = [16, 16]
+CFG = {"tiles": 2}
+
+
+def test_subscripts_and_builtins_of_compile_time_values_are_read_as_their_values():
+    # a builder's SHAPES[0], CFG["tiles"], len(...), min(N, 4): compile-time values, not kernel
+    # values ("subscripts are not supported on kernel values", "unknown op 'len'" before)
+    @pl.aiv
+    def k(x: pl.Tensor[[32, 16], pl.f32]):
+        for i in pl.range(min(len(ROWS), CFG["tiles"], 4)):
+            pl.store(pl.load(x, [i * ROWS[0], 0], [ROWS[1], 16]), [i * 16, 0], x)
+    loop = next(o for o in k.ir.walk() if o.name == "pl.for")
+    assert [b.op.value for b in loop.operands[:3]] == [0, 2, 1]
+    assert next(o for o in k.ir.walk() if o.name == "pl.load").results[0].type.shape == (16, 16)
+
+
+def test_min_on_kernel_scalars_says_to_use_pl_min():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def k(x: pl.Tensor[[64, 16], pl.f32]):
+            for i in pl.range(4):
+                r = min(i * 16, 48)
+                pl.store(pl.load(x, [r, 0], [16, 16]), [r, 0], x)
+    assert ei.value.what == "unknown op 'min'" and ei.value.fix.endswith("for kernel scalars use pl.min(a, b)")
+
+
+def test_a_carried_value_whose_type_changes_is_named_by_its_source_name():
+    text, _, _ = _case(CASES["carried_type_change"])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="c.py")
+    assert ei.value.what == ("loop-carried 'acc' starts as a Vec tile 16x16 f32 but the loop body makes it "
+                             "a Vec tile 16x16 f16"), ei.value.what
+
+
+@pytest.mark.parametrize("name, fix", [("tile_pow_operator", "call the pl op: pl.pow(a, b) / pl.pows(a, s)"),
+                                       ("tile_mod_operator", "call the pl op: pl.rem(a, b) / pl.rems(a, s)")])
+def test_an_operator_a_tile_lacks_names_the_pl_op(name, fix):
+    text, _, _ = _case(CASES[name])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="o.py")
+    assert ei.value.fix.startswith(fix), ei.value

@@ -300,6 +300,22 @@ def test_odd_extent_cannot_be_split():
     assert e.value.where.startswith(_where(k, "ODD"))
 
 
+def test_an_odd_tile_reassigned_to_a_name_is_told_by_that_name():
+    # the second `x = ...` is the SSA value x_1: the message says 'x', the kernel's name
+    @pl.incore(split=pl.TILE_UP_DOWN)
+    def k(a: pl.Tensor[[16, 16], pl.f32], c: pl.Tensor[[15, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        x = pl.move(pl.matmul(t, r), space=pl.Vec)
+        pl.store(x, [0, 0], out)
+        x = pl.load(c, [0, 0], [15, 16])  # ODD
+        pl.store(pl.adds(x, 1.0), [0, 0], out)
+
+    with pytest.raises(CompileError, match="^'x' \\(15x16 f32\\) cannot be split TILE_UP_DOWN") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "ODD"))
+
+
 def test_popped_tile_carried_to_next_iteration():
     @pl.incore
     def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):

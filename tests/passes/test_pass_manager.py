@@ -348,3 +348,36 @@ def test_cli_compile_of_a_file_without_dsl(capsys):
     rc, out, err = _cli(capsys, "compile", path)
     assert rc == 1 and "Traceback" not in err
     assert "defines no DSL program" in err
+
+
+FROM_KERNELS = """
+import numpy as np
+import ptopipe
+import ptopipe.language as pl
+from ptopipe.runtime import kernels
+
+
+def build(M):
+    @pl.aiv
+    def k(x: pl.Tensor[[M, 16], pl.f32], out: pl.Tensor[[M, 16], pl.f32]):
+        pl.store(pl.adds(pl.load(x, [0, 0], [M, 16]), 1.0), [0, 0], out)
+    return pl.program(k, name="from_kernels")
+
+
+AIC, AIV = kernels(build)
+SCENARIO = ptopipe.Scenario("fk", AIC, AIV, lambda rng, M=16: dict(x=np.ones((M, 16), np.float32),
+                            out=np.zeros((M, 16), np.float32), M=M), lambda a, **_: {"out": a["x"] + 1},
+                            {"default": dict(M=16), "m32": dict(M=32)})
+"""
+
+
+def test_cli_compile_and_static_check_find_the_program_behind_a_scenarios_kernels(capsys, tmp_path):
+    # `AIC, AIV = kernels(build)` (ptopipe.runtime.kernels) names no KernelSet at module level:
+    # the Scenario's kernels lead to it, as `run` finds it
+    path = tmp_path / "fk.py"
+    path.write_text(FROM_KERNELS)
+    rc, out, err = _cli(capsys, "compile", str(path), "--variant", "m32", "--emit", "dsl")
+    assert rc == 0, err
+    assert "pl.Tensor[[32, 16], pl.f32]" in out
+    rc, out, err = _cli(capsys, "check", "--static", str(path))
+    assert rc == 0 and "PASS fk[default]" in out, out + err

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ptopipe
+import ptopipe.language as pl
 from ptopipe.driver.programs import programs_of
 from ptopipe.driver.loader import load_module
 from ptopipe.errors import CompileError
@@ -20,7 +21,7 @@ from ptopipe.runtime import KernelSet
 from plans import plan as plan_program
 
 from markers import line_of
-from pass_kernels import SLOT, c2v_args, c2v_golden, c2v_pair, unverified
+from pass_kernels import SLOT, TM, N, c2v_args, c2v_golden, c2v_pair, unverified
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dsl")
 PLATFORMS = ("a2a3", "a5")
@@ -313,6 +314,69 @@ def test_validate_one_init_per_direction():
     assert e.what == "the C2V ring is initialised twice in 'vector'"
     assert f"first initialised at {first.loc}" in e.details
     _at(e, vector, "vinit")
+
+
+def _two_rings(shared: bool):
+    """A pair with two C2V rings (id=0, id=1) whose GM slot buffers are one tensor or two."""
+    D = 2
+
+    @pl.aiv
+    def vector(out: pl.Tensor[[TM, N], pl.f32], fa: pl.Tensor[[D * SLOT], pl.u8],
+               fb: pl.Tensor[[D * SLOT], pl.u8]):
+        ra = pl.reserve_buffer(name="ra", size=D * SLOT, base=pl.AUTO)
+        rb = pl.reserve_buffer(name="rb", size=D * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fa, c2v_consumer_buf=ra.base, v2c_consumer_buf=0, slot_num=D)
+        if shared:
+            pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fa, c2v_consumer_buf=rb.base,  # VSHARED
+                                   v2c_consumer_buf=0, slot_num=D, id=1)
+        else:
+            pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fb, c2v_consumer_buf=rb.base, v2c_consumer_buf=0,
+                                   slot_num=D, id=1)
+        sub = pl.get_subblockid()
+        p = pl.TPOP(ra, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        q = pl.TPOP(rb, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        o = pl.add(p, q)
+        pl.TFREE(ra)
+        pl.TFREE(rb)
+        pl.store(o, [sub * (TM // 2), 0], out)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[TM, N], pl.f32], b: pl.Tensor[[N, N], pl.f32], fa: pl.Tensor[[D * SLOT], pl.u8],
+             fb: pl.Tensor[[D * SLOT], pl.u8]):
+        pa = pl.import_peer_buffer(name="ra", peer_func=vector)
+        pb = pl.import_peer_buffer(name="rb", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fa, c2v_consumer_buf=pa.base, v2c_consumer_buf=0, slot_num=D)
+        if shared:
+            pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fa, c2v_consumer_buf=pb.base,  # CSHARED
+                                   v2c_consumer_buf=0, slot_num=D, id=1)
+        else:
+            pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fb, c2v_consumer_buf=pb.base, v2c_consumer_buf=0,
+                                   slot_num=D, id=1)
+        a0 = pl.move(pl.load(a, [0, 0], [TM, N], space=pl.Mat), space=pl.Left)
+        acc = pl.matmul(a0, pl.move(pl.load(b, [0, 0], [N, N], space=pl.Mat), space=pl.Right))
+        pl.TPUSH(acc, pa, split=pl.TILE_UP_DOWN)
+        pl.TPUSH(acc, pb, split=pl.TILE_UP_DOWN)
+    return cube, vector
+
+
+def test_validate_two_gm_rings_in_one_slot_buffer():
+    # two inits passing one `fifo` tensor: on A2A3 (rings in GM) both rings take its first
+    # bytes - refused at the second init of the first function, where `check --static` says it
+    # (the run says it only at the bind); on A5 the rings are in UB / L1 and the tensor unused
+    cube, vector = _two_rings(shared=True)
+    e = _validate(unverified(cube, vector))
+    assert "this init's GM ring [0, 4096) of 'fa' overlaps bytes [0, 4096) that the init at line" in e.what
+    assert "another pl.Tensor[[SLOT_NUM * SLOT_SIZE], pl.u8] parameter" in e.fix
+    _at(e, cube, "CSHARED")
+    validate.run(unverified(cube, vector), PassContext("a5"))
+    validate.run(unverified(*_two_rings(shared=False)), PassContext("a2a3"))
+    # run without compiling, the pair meets the bind's check, whose fix names a pl kernel's way out
+    args = dict(a=np.ones((TM, N), np.float32), b=np.ones((N, N), np.float32), out=np.zeros((TM, N), np.float32),
+                fa=ptopipe.gm_buffer(2 * SLOT), fb=ptopipe.gm_buffer(2 * SLOT))
+    ks = KernelSet(pl.program(cube, vector))
+    with pytest.raises(ptopipe.MemoryConflictError) as ei:
+        ptopipe.run(ks.aic, ks.aiv, args)
+    assert "a pl kernel: another pl.Tensor parameter for the second init" in ei.value.fix
 
 
 def test_validate_reserve_size():

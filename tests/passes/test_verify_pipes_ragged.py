@@ -301,6 +301,17 @@ def test_nested_loops_of_unknown_trip_count_run_as_one_loop_in_the_deadlock_chec
 N_ = ("param", "n")
 
 
+def test_decide_finds_a_witness_at_the_corner_of_declared_ranges():
+    """A trip count declared up to 600 over a 512-tile tensor: the tile ``16*i`` leaves it only
+    at i >= 512, past the small values the search tries first; the ranges' corner (n = 600,
+    i = n - 1) is the witness, not "unknown"."""
+    i = ("iv", "line 3", 0, "i")
+    ranges = {N_: (0, 601), i: (0, N_)}
+    found, w = decide([(var(i).scale(16) + const(16 - 8192 - 1), ">=")], ranges)
+    assert found == "sat" and w == {N_: 600, i: 599}
+    assert decide([(var(i).scale(16) + const(16 - 8192 - 1), ">=")], {N_: (0, 513), i: (0, N_)})[0] == "unsat"
+
+
 def test_decide_pins_a_floor_division_and_splits_min_into_its_cases():
     """The explorer's symbols of ``(n + 15) // 16``, ``-(-n // 16)``, ``n // 16``, ``n % 16``
     and ``pl.min(16*n, 24)`` read as derived unknowns."""

@@ -436,6 +436,22 @@ def test_check_static_names_the_values_a_floor_divided_trip_count_overruns_the_t
     assert capsys.readouterr().out.startswith("PASS flags[default] on a2a3/spec")
 
 
+def test_check_static_fails_a_kernel_at_values_of_a_closed_declared_range(tmp_path, capsys):
+    """``--range flag=4..12`` declares the values the kernel takes: the load that leaves the
+    tensor at flag = 10 is an error at them (it was "not proven: declare the values", the
+    values declared); an open range (flag=4..) leaves the limit undeclared: not proven."""
+    from ptopipe.cli import main
+    f = tmp_path / "flags.py"
+    f.write_text(FLAG_FILE.replace("flag=4, half=False", "flag=4, half=True"))
+    assert main(["check", "--static", str(f), "--range", "flag=4..12"]) == 1
+    cap = capsys.readouterr()
+    out = cap.out + cap.err
+    half = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# HALF" in ln) - 1
+    assert out.startswith("FAIL flags[default] on a2a3/spec: the static checks found"), out
+    assert "error: CompileError: access out of bounds: offsets [16*j, 0] + window [8, 32] exceed 'out' of " \
+           "shape [64, 32]" in out and f"flags.py:{half}:" in out and "fails when flag=" in out, out
+
+
 # -- the same in .pto files -------------------------------------------------------------------------
 def _pto(tmp_path, vector_loop: str, vector_free: str = "pto.tfree_from_aic {split = 1}"):
     """tests/pto/i32_trip_count_a3.pto with the vector kernel's loop header and TFREE

@@ -198,6 +198,79 @@ def test_a_missing_argument_says_to_give_it_in_args_or_make_args():
     assert "to the run's args (a kernel file's Scenario: to the dict its make_args returns)" in ei.value.fix
 
 
+def test_a_pl_kernel_on_several_blocks_is_refused_at_its_function():
+    # no pl.get_block_idx: N blocks would each do block 0's work on one GM (the race checker's
+    # fix - offset by get_block_idx() - is one the kernel cannot follow)
+    @pl.aiv
+    def copy(x: pl.Tensor[[16, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32]):
+        pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], out)
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(copy), dict(x=x, out=np.zeros_like(x)), blocks=2)
+    assert ei.value.what.startswith("pl kernel 'copy' runs on 2 blocks, but a pl kernel reads no block index")
+    assert ei.value.where == str(copy.ir.loc) and "--blocks 1" in ei.value.fix
+    run(pl.program(copy), dict(x=x, out=np.zeros_like(x)), blocks=1)
+
+
+SLOT16 = 16 * 16 * 4
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_run_names_a_reassigned_tile_by_its_source_name(platform):
+    # the second `p = pl.TPOP(...)` is the SSA value p_1: the use after free says 'p'
+    @pl.aiv
+    def vec(out: pl.Tensor[[16, 16], pl.f32], fifo: pl.Tensor[[2 * SLOT16], pl.u8]):
+        buf = pl.reserve_buffer(name="c2v", size=2 * SLOT16, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT16, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        p = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+        p = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+        pl.store(pl.adds(p, 1.0), [sub * 8, 0], out)
+
+    @pl.aic
+    def cube(x: pl.Tensor[[16, 16], pl.f32], fifo: pl.Tensor[[2 * SLOT16], pl.u8]):
+        peer = pl.import_peer_buffer(name="c2v", peer_func=vec)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT16, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        x1 = pl.load(x, [0, 0], [16, 16], space=pl.Mat)
+        acc = pl.matmul(pl.move(x1, space=pl.Left), pl.move(x1, space=pl.Right))
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+
+    with pytest.raises(PtoPipeError) as ei:
+        run(pl.program(cube, vec), dict(x=np.ones((16, 16), np.float32), out=np.zeros((16, 16), np.float32),
+                                        fifo=ptopipe.gm_buffer(2 * SLOT16)), platform=platform)
+    assert ei.value.what.startswith("use after free: Vec tile 'p' float32 8x16"), ei.value.what
+
+
+def test_an_argument_of_the_wrong_kind_and_an_empty_program_say_what_to_pass():
+    @pl.aiv
+    def scale(x: pl.Tensor[[16, 32], pl.f32], s: pl.Scalar[pl.f32]):
+        pl.store(pl.muls(pl.load(x, [0, 0], [16, 32]), s), [0, 0], x)
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(scale), dict(x=x.tolist(), s=2.0))
+    assert "must be a numpy array" in ei.value.what and ei.value.fix.startswith("pass a numpy array")
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        run(pl.program(scale), dict(x=x, s=[2.0]))
+    assert "must be a scalar" in ei.value.what and ei.value.fix.startswith("pass a Python or numpy number")
+    @pl.aiv(split=pl.TILE_NO_SPLIT)
+    def times(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.i32]):
+        for i in pl.range(n):
+            pl.store(pl.adds(pl.load(x, [0, 0], [16, 32]), 1.0), [0, 0], x)
+    with pytest.raises(ptopipe.ConfigError) as ei:          # pl.range(2.5) ran 2 iterations
+        run(pl.program(times), dict(x=x, n=2.5))
+    assert ei.value.what == "argument 'n' of times is the float 2.5 but the kernel declares pl.Scalar[pl.i32], " \
+                            "an integer"
+    assert run(pl.program(times), dict(x=x.copy(), n=np.int64(2))).outputs["x"][0, 0] == 3.0
+    with pytest.raises(ptopipe.CompileError) as ei:
+        pl.program()
+    assert ei.value.fix == "pass the @pl kernels: pl.program(cube, vector)" and ei.value.where
+
+
 def test_kernels_returns_callables_for_ptopipe_run():
     prog = pl.program(short_cube, greedy_vec, name="k")
     aic, aiv = kernels(prog)

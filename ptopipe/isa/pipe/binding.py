@@ -85,7 +85,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(bad[0], where=_loc(core), fix=bad[1])
     if cfg.slot_num < 1 or cfg.slot_size <= 0:
         raise ConfigError(f"pipe needs SlotNum >= 1 and SlotSize > 0 (got {cfg.slot_num}, {cfg.slot_size})",
-                          where=_loc(core))
+                          where=_loc(core),
+                          fix="TPipe(flag_id, direction, slot_size, slot_num): give SlotSize the bytes of the "
+                              "largest tile a slot holds and SlotNum the slots of the ring (e.g. 2 to 8)")
     if cfg.slot_size % plat.alignment:
         if cfg.fifo is not None:        # TMPipe: the slot size is the larger tile's byte size
             raise ConfigError(f"TMPipe SlotSize {cfg.slot_size} (the byte size of its larger tile) is not "
@@ -106,7 +108,8 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(f"pipe SyncPeriod (FiFoSyncT) {sp!r} is not a number of slots", where=_loc(core),
                           fix="give FiFoSyncT >= 1, or 0 / None for pto-isa's rule")
     if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
-        raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
+        raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core),
+                          fix="give peers=(0, 1) (both Vector cores, the default) or peers=(0,) (AIV0 alone)")
     ways = _ways(direction)
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
         if cfg.fifo is not None or not (cfg.stray_ok or is_cpp(core.where())):
@@ -118,7 +121,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     depth = model.fifo_depth(plat)
     if depth is not None and n > depth:
         raise ConfigError(f"SlotNum {n} exceeds the FIFO depth limit {depth} of {plat.name}",
-                          where=_loc(core))
+                          where=_loc(core), fix=f"give the pipe at most {depth} slots")
     fifo = cfg.fifo
     if fifo in (FIFOType.VEC_FIFO, FIFOType.MAT_FIFO):
         want = FIFOType.VEC_FIFO if ways == (C2V,) else FIFOType.MAT_FIFO
@@ -455,7 +458,9 @@ def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
                 f"[{olo:#x}, {ohi:#x})", where=_loc(core),
                 details=f"{other.name} bound by {side.core.name} at {side.bound_at}\n"
                         f"{ch.name} bound by {core.name} at {_loc(core)}",
-                fix="give each pipe its own SlotNum x SlotSize bytes of GM_SLOT_BUFFER "
+                fix="give each pipe its own SlotNum x SlotSize bytes of GM_SLOT_BUFFER: a GM tensor of "
+                    "its own (a pl kernel: another pl.Tensor parameter for the second init, and a "
+                    "gm_buffer for it in the run's args), or a pointer past the other ring's bytes "
                     "(GM pointer offsets count elements of the buffer's dtype: bytes for gm_buffer)")
 
 

@@ -583,11 +583,20 @@ def slot_use_after_free(tile, core) -> ProtocolError:
     else:
         cause = "released (TFREE) or reused"
     popped = f"popped at {slot.pop_loc}" if slot.pop_loc and mine else None
+    view = core.isa.get("ring_views", {}).get(id(tile))
+    placed = None
+    if view is not None and view[0]() is tile:          # (not another tile since given its id)
+        _t, at, rlo, rhi, bound = view
+        placed = (f"this tile was placed at {at} inside the ring's bytes [{rlo:#x}, {rhi:#x})"
+                  + (f" (bound at {bound})" if bound else "") + ", over the popped tile: it is a view of "
+                  "that tile, not a tile of its own - if it is meant as one, place it outside the ring, "
+                  "or give the ring another consumer buffer (TPipe(...)(gm, c2v_consumer_buf, "
+                  "v2c_consumer_buf): 0 by default)")
     return ProtocolError(
         f"use after free: {tile.describe()} holds {what}, {cause} since it was popped",
         where=str(core.where()),
         details="\n".join(x for x in (popped, f"TFREE at {slot.free_loc}" if slot.free_gen == gen
-                                       and slot.free_loc is not None else None) if x) or None,
+                                       and slot.free_loc is not None else None, placed) if x) or None,
         # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
         # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
         fix=("finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "

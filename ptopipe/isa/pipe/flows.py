@@ -224,11 +224,13 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
         raise ProtocolError(f"TALLOC on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
     if not isinstance(gm_tensor, GlobalTensor):
-        raise ProtocolError(f"TALLOC expects a GlobalTensor, got {type(gm_tensor).__name__}", where=_loc(core))
+        raise ProtocolError(f"TALLOC expects a GlobalTensor, got {type(gm_tensor).__name__}", where=_loc(core),
+                            fix="pass a GlobalTensor(dtype, shape) for the slot's address: TALLOC(pipe, gt, split)")
     _check_odd_address(core, ch, split, "TALLOC", gm_tensor)
     if gm_tensor.nbytes > ch.slot_size:
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
-                            f"SlotSize {ch.slot_size}", where=_loc(core))
+                            f"SlotSize {ch.slot_size}", where=_loc(core),
+                            fix=f"declare SlotSize {gm_tensor.nbytes} (or more) on the pipe, or TALLOC a smaller tensor")
     if ch.way == V2C:
         _check_both_address(core, ch, "TALLOC")
         check_lanes_split(core, ch, split, "TALLOC")

@@ -60,7 +60,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
             return push_commit(core, ch, side, split)
         if ch.ctrl:
             return push_ctrl(core, ch, side, tile)
-        raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+        raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core),
+                            fix="TPUSH(pipe, tile, split): push a Tile (or the GlobalTensor a TALLOC gave)")
     src = tile._valid if tile.core is core and tile.binding is None else arr(tile, core, "TPUSH tile")
     c = tile._plan
     p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
@@ -156,7 +157,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             return pop_ctrl(core, ch, side, tag)
         if isinstance(tile, GlobalTensor):
             return pop_address(core, ch, side, tag, tile, split, loc)
-        raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+        raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core),
+                            fix="TPOP(pipe, tile, split): pop into a Tile (or a GlobalTensor, the address flow)")
     if core.cluster.checker is not None:      # (the re-pop warning is the checkers')
         prev = tile.pop_rec
         # _check_repop's own early returns, inline: the common loop popped, freed, pops again

@@ -143,7 +143,8 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     want = TileType.Vec if ch.way == C2V else TileType.Mat
     if tile.loc is not want:
         raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
-                            where=_loc(core))
+                            where=_loc(core), fix=f"pop into a Tile(TileType.{want.value}, ...): the "
+                            f"{'Vector' if want is TileType.Vec else 'Cube'} core's side of the {ch.way} ring")
     rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
     if ch.way == V2C:
         _halves(core, ch, tile, split, "TPOP")
