@@ -228,14 +228,16 @@ FREE_ORDER = "ptopipe.free_order"
 DATA_LANE_MARK = "ptopipe.data_lane"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
-#: sources (PTOAS PTOOps.td): required by the row reductions, the arg-reductions, TREM,
-#: TPRELU and TTRANS, optional for the row broadcasts.  The writer passes one where ptoas
-#: requires it; the reader takes and ignores it.
-SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax", "pto.trowargmin",
-                    "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.tprelu", "pto.ttrans", "pto.tsel",
-                    "pto.tsels")
+#: sources (PTOAS PTOOps.td, the ops with a ``$tmp`` operand): required by the row
+#: reductions (TROWPROD too), the arg-reductions, TREM / TREMS, TXOR / TXORS, TPRELU and
+#: TTRANS, optional for the row broadcasts, TRSQRT and TCOLSUM.  The writer passes one where
+#: ptoas requires it (ptoas refuses the op without: "expected ','"); the reader takes it.
+SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowprod", "pto.trowargmax",
+                    "pto.trowargmin", "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.trems", "pto.txor",
+                    "pto.txors", "pto.tprelu", "pto.ttrans", "pto.tsel", "pto.tsels")
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
-                    "pto.trowexpandexpdif")
+                    "pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin", "pto.trsqrt",
+                    "pto.tcolsum")
 #: ops whose scratch tile is an A2A3 form only: ptoas refuses it on A5 ("expects A5 form to
 #: omit tmp", PTOAS lib/PTO/IR/PTO.cpp verifyTRowExpandReduceLikeOp)
 SCRATCH_A2A3_ONLY = ("pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin")

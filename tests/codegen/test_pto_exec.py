@@ -1679,3 +1679,28 @@ def test_a_kernel_the_entry_launches_is_located_without_the_entrys_call():
     with pytest.raises(LeakError) as e:
         run_pto(text=bad, inputs={})
     assert e.value.where == f"<pto>:{line_of(bad, 'pto.tpop_from_aic')}:7"
+
+
+@pytest.mark.parametrize("binary", ["", " {isBinary = true}", " {isBinary = false}"])
+def test_a_column_sum_through_ptoas_tmp_runs_with_its_is_binary(binary):
+    """``pto.tcolsum ins(%src, %tmp {isBinary = ...} : ...)``: pto-isa's TCOLSUM(dst, src, tmp,
+    isBinary) - the column sum either way; ptoas's default is false."""
+    row = vec_t(1, 16)
+    body = f"""    %tmp = pto.alloc_tile : {vec_t(16, 16)}
+    %s = pto.alloc_tile : {row}
+    pto.tcolsum ins(%t, %tmp{binary} : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%s : {row})
+    pto.texpands ins(%zero : f32) outs(%t : {vec_t(16, 16)})
+    pto.tcolexpandadd ins(%t, %s : {vec_t(16, 16)}, {row}) outs(%t : {vec_t(16, 16)})
+"""
+    r = run_vec("    %zero = arith.constant 0.0 : f32\n" + body)
+    np.testing.assert_allclose(r.outputs["y"].reshape(16, 16), np.broadcast_to(X.sum(axis=0), (16, 16)), rtol=1e-5)
+
+
+def test_a_column_sum_is_binary_that_is_no_bool_is_refused_at_its_place():
+    text = vector_kernel(IO + f"""    %tmp = pto.alloc_tile : {vec_t(16, 16)}
+    %s = pto.alloc_tile : {vec_t(1, 16)}
+    pto.tcolsum ins(%t, %tmp {{isBinary = 7}} : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%s : {vec_t(1, 16)})
+""" + STORE)
+    with pytest.raises(ParseError, match="isBinary 7 is not a bool") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tcolsum')}:")

@@ -187,6 +187,65 @@ def test_row_reductions_get_a_scratch_tile_and_the_reader_takes_it():
         read_pto(text.replace("pto.trowmax ins(%s, %tmp :", "pto.trowmax ins(%s, %sub :", 1), "t.pto")
 
 
+
+@pl.aiv
+def _scratch_ops(a: pl.Tensor[[16, 32], pl.i16], b: pl.Tensor[[16, 32], pl.i16], o: pl.Tensor[[16, 32], pl.i16],
+                 q: pl.Tensor[[16, 32], pl.i16], x: pl.Tensor[[16, 32], pl.f32], p: pl.Tensor[[16, 1], pl.f32],
+                 r: pl.Tensor[[16, 32], pl.f32]):
+    ta = pl.load(a, [0, 0], [16, 32])
+    pl.store(pl.xor(ta, pl.load(b, [0, 0], [16, 32])), [0, 0], o)
+    pl.store(pl.xors(ta, 3), [0, 0], q)
+    tx = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.row_prod(tx), [0, 0], p)
+    pl.store(pl.rems(tx, 1.5), [0, 0], r)
+
+
+def test_every_op_ptoas_gives_a_required_tmp_is_written_with_one():
+    # ptoas's txor / txors / trems / trowprod take ``ins(..., %tmp)`` and refuse the op without
+    # it ("expected ','"): the writer passes the scratch tile its allocator placed
+    op = compile_program(pl.program(_scratch_ops, name="scratch_ops"), "a2a3")
+    text = write_pto(op, "a2a3")
+    for name, ins in (("txor", r"%\w+, %\w+, %tmp\w*"), ("txors", r"%\w+, %\w+, %tmp\w*"),
+                      ("trowprod", r"%\w+, %tmp\w*"), ("trems", r"%\w+, %\w+, %tmp\w*")):
+        assert re.search(rf"pto\.{name} ins\({ins} : ", text), name
+    assert first_difference(op, _reread(text, "a2a3")) is None
+
+
+_T = "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major, " \
+     "slayout=none_box, fractal=512, pad=0>"
+_C = "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, " \
+     "slayout=none_box, fractal=512, pad=0>"
+_R = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=32, v_row=1, v_col=32, blayout=row_major, " \
+     "slayout=none_box, fractal=512, pad=0>"
+_OPTIONAL_TMP = {
+    "pto.trsqrt": (f"pto.trsqrt ins(%x : {_T}) outs(%y : {_T})", f"pto.trsqrt ins(%x, %tmp : {_T}, {_T}) outs(%y : {_T})"),
+    "pto.tcolsum": (f"pto.tcolsum ins(%x : {_T}) outs(%s : {_R})",
+                    f"pto.tcolsum ins(%x, %tmp {{isBinary = true}} : {_T}, {_T}) outs(%s : {_R})"),
+    "pto.trowexpandmax": (f"pto.trowexpandmax ins(%x, %m : {_T}, {_C}) outs(%y : {_T})",
+                          f"pto.trowexpandmax ins(%x, %m, %tmp : {_T}, {_C}, {_T}) outs(%y : {_T})"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPTIONAL_TMP))
+def test_the_optional_tmp_ptoas_takes_reads_statically(name):
+    without, with_tmp = _OPTIONAL_TMP[name]
+    body = "\n".join([
+        'module attributes {pto.target_arch = "a3"} {',
+        "  func.func @k(%x_ptr: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {",
+        "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
+        "    %c16 = arith.constant 16 : index", "    %c32 = arith.constant 32 : index",
+        "    %v = pto.make_tensor_view %x_ptr, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>",
+        "    %pv = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> "
+        "-> !pto.partition_tensor_view<16x32xf32>",
+        f"    %x = pto.alloc_tile : {_T}", f"    %y = pto.alloc_tile : {_T}", f"    %tmp = pto.alloc_tile : {_T}",
+        f"    %m = pto.alloc_tile : {_C}", f"    %s = pto.alloc_tile : {_R}",
+        f"    pto.tload ins(%pv : !pto.partition_tensor_view<16x32xf32>) outs(%x : {_T})",
+        f"    pto.trowmax ins(%x, %tmp : {_T}, {_T}) outs(%m : {_C})",
+        "    OP", "    return", "  }", "}", ""])
+    plain = read_pto(body.replace("OP", without), "k.pto")
+    assert first_difference(read_pto(body.replace("OP", with_tmp), "k.pto"), plain) is None
+
+
 # -- tiles a loop carries or a branch yields -------------------------------------------------------
 _TILE_CARRIED = re.compile(r"(iter_args\([^)]*\) -> \([^)]*tile_buf|scf\.if [^{]*-> \([^)]*tile_buf|"
                            r"scf\.yield [^\n]*tile_buf)")

@@ -424,6 +424,18 @@ def _attr_args(ex, s: Stmt) -> list:
     return out
 
 
+def _is_binary(ex, s: Stmt) -> bool:
+    """``pto.tcolsum ins(%src, %tmp {isBinary = true} : ...)``: pto-isa's TCOLSUM(dst, src, tmp,
+    isBinary) - the sum pairwise through tmp or row by row (ptoas's default: false)."""
+    v = s.attr("isBinary")
+    if not v:
+        return False
+    word = "".join(t.text for t in v)
+    if word not in ("true", "false"):
+        raise ex.perr(v[0], f"isBinary {word} is not a bool", "write {isBinary = true} or {isBinary = false}")
+    return word == "true"
+
+
 #: catalogue instructions whose pto-isa argument order is not outs(...) then ins(...): their
 #: operands from (outs, ins) - two destinations each
 CPP_ORDER = {
@@ -492,6 +504,8 @@ class _Form:
         self.ins_group = ins
         self.outs, self.ins = s.values(outs), (s.values(ins) if ins else [])
         self.attr_args = _attr_args(ex, s)
+        if s.name == "pto.tcolsum" and len(self.ins) == 2:
+            self.attr_args.insert(0, _is_binary(ex, s))
         self.kw = {}
         self.layouts_seen = False
 
