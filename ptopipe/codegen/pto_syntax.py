@@ -24,7 +24,7 @@ from ..arch.dtypes import bfloat16, float8_e4m3, float8_e5m2
 from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
                           default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
-from ..ir.ops import ISA_NAMES
+from ..ir.ops import ISA_NAMES, OPS as IR_OPS
 from ..ir.types import MemorySpace, TileValueType
 from ..errors import INPUT, ConfigError, Given
 
@@ -238,6 +238,17 @@ SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowprod",
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
                     "pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin", "pto.trsqrt",
                     "pto.tcolsum")
+def missing_scratch_refusal(op: str, n_ins: int) -> tuple | None:
+    """``(what, fix)`` when ``op`` (one of :data:`SCRATCH_REQUIRED`) is given ``n_ins`` operands in
+    ``ins(...)``, its operands without the tmp ptoas requires, else None."""
+    if op not in SCRATCH_REQUIRED or n_ins != len(IR_OPS[IR_OP_OF_PTO[op]].operands):
+        return None
+    return (f"{op} without its tmp operand: ptoas refuses it (its ins(...) takes a scratch tile, "
+            "\"expected ','\")",
+            "allocate a scratch tile of the source's type and pass it as the op's tmp, e.g. "
+            "ins(%src, %tmp : T, T)")
+
+
 #: ops whose scratch tile is an A2A3 form only: ptoas refuses it on A5 ("expects A5 form to
 #: omit tmp", PTOAS lib/PTO/IR/PTO.cpp verifyTRowExpandReduceLikeOp)
 SCRATCH_A2A3_ONLY = ("pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin")

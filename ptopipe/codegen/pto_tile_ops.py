@@ -16,7 +16,7 @@ from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, em
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND,
                          IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
-                         a5_scratch_refusal, read_atomic_type)
+                         a5_scratch_refusal, missing_scratch_refusal, read_atomic_type)
 from ..errors import with_article
 
 
@@ -305,6 +305,9 @@ def generic_tile_op(r, fs, opt, results, loc):
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_A2A3_ONLY and r.platform == "a5":
         what, fix = a5_scratch_refusal(opt.text)
         raise ParseError(what, where=str(loc), fix=fix)
+    refused = missing_scratch_refusal(opt.text, len(ins))
+    if refused:
+        raise ParseError(refused[0], where=str(loc), fix=refused[1])
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_REQUIRED + SCRATCH_OPTIONAL:
         # ptoas's scratch tile, no value of the IR: last, or the last tile before the scalar
         k = scratch_index(spec.name, [pt.ir if pt.kind == "tile" else None for _, pt in ins]) - 1

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
+from ptopipe.codegen import read_pto
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_tree import parse_tree
 from ptopipe.errors import (CompileError, ConfigError, DeadlockError, KernelError, LeakError, MemoryConflictError,
@@ -1704,3 +1705,29 @@ def test_a_column_sum_is_binary_that_is_no_bool_is_refused_at_its_place():
     with pytest.raises(ParseError, match="isBinary 7 is not a bool") as e:
         run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
     assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tcolsum')}:")
+
+
+_MISSING_TMP = {
+    "pto.trowsum": lambda t: f"pto.trowsum ins(%t : {t(16, 16)}) outs(%c : {t(16, 1)})",
+    "pto.tprelu": lambda t: f"pto.tprelu ins(%t, %t : {t(16, 16)}, {t(16, 16)}) outs(%t : {t(16, 16)})",
+    "pto.trems": lambda t: f"pto.trems ins(%t, %s : {t(16, 16)}, f32) outs(%t : {t(16, 16)})",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MISSING_TMP))
+def test_an_op_without_the_tmp_ptoas_requires_is_refused_at_its_line(name):
+    """ptoas's trowsum / tprelu / trems (and the other ops of SCRATCH_REQUIRED) take a scratch
+    tile in ins(...) and refuse the op without it ("expected ','"): so do run and the static
+    reader, at the op."""
+    def t(r, c):
+        return vec_t(r, c).replace("blayout=row_major", "blayout=col_major") if c == 1 else vec_t(r, c)
+    text = vector_kernel(IO + f"    %c = pto.alloc_tile : {t(16, 1)}\n    %s = arith.constant 1.5 : f32\n"
+                         f"    {_MISSING_TMP[name](t)}\n" + STORE,
+                         attrs=" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+    line = line_of(text, name + " ins(")
+    with pytest.raises(ParseError, match=f"{name} without its tmp operand") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line}:")
+    with pytest.raises(ParseError, match=f"{name} without its tmp operand") as e:
+        read_pto(text, "k.pto")
+    assert e.value.where.startswith(f"k.pto:{line}:")

@@ -18,7 +18,7 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+from ..pto_syntax import (ISA_ATTR_SPELLING, missing_scratch_refusal, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
                           a5_scratch_refusal, ptoas_element_refusal, ptoas_location_refusal,
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
@@ -503,6 +503,9 @@ class _Form:
             raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
         self.ins_group = ins
         self.outs, self.ins = s.values(outs), (s.values(ins) if ins else [])
+        refused = missing_scratch_refusal(s.name, len(self.ins))
+        if refused:
+            raise ex.perr(s.tok, *refused)
         self.attr_args = _attr_args(ex, s)
         if s.name == "pto.tcolsum" and len(self.ins) == 2:
             self.attr_args.insert(0, _is_binary(ex, s))
