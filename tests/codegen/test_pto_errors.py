@@ -1061,6 +1061,12 @@ PIPE_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_co
     # ... in a function nothing calls (ptoas reads every function)
     (_edit(SOFTMAX, "  func.func @softmax_rows", _HELPER + "  func.func @softmax_rows"),
      "pto.tmuls ins(%t", "!pto.tile<", "pto.tmuls with a !pto.tile<16x64xf32>"),
+    # an element type in pto-isa's short word for an unsigned integer, which MLIR does not have
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}",
+           f"%scores = pto.alloc_tile : {F32_16x64.replace('dtype=f32', 'dtype=u16')}"),
+     "%scores = pto.alloc_tile", "!pto.tile_buf", "element type 'u16' is not an MLIR type: ptoas refuses the file"),
+    (_edit(SOFTMAX, "%p: !pto.ptr<f32>", "%p: !pto.ptr<u8>"),
+     "func.func @softmax_rows", "!pto.ptr<u8>", "element type 'u8' is not an MLIR type"),
     # a tile type without its !pto. prefix
     (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile : {F32_16x64[5:]}"),
      "%scores = pto.alloc_tile", "tile_buf<", f"type '{F32_16x64[5:]}': a tile type is written !pto.tile_buf<...> "
