@@ -1520,3 +1520,22 @@ def test_an_a5_vec_to_vec_insert_takes_nd_tiles_of_ptoas_element_types(tmp_path,
         assert cli_main(["run", str(f), "--platform", "a5"]) == 0, capsys.readouterr().err
         return
     _refused_at(tmp_path, capsys, text, "pto.tinsert ins", "pto.tinsert", what, cmd=("run", "--platform", "a5"))
+
+
+@pytest.mark.parametrize("corpus, old, new", [
+    ("x_c2v_split2_relu_a3.pto", "location = #pto.address_space<vec>", "location = #pto.address_space<mat>"),
+    ("x_v2c_split1_a3.pto", "location = #pto.address_space<mat>", "location = #pto.address_space<vec>"),
+])
+def test_a_reserve_outside_its_cores_memory_is_refused_at_the_reserve(tmp_path, capsys, corpus, old, new):
+    """The ring a function reserves is the one it consumes, in its core's memory (UB on a
+    Vector core, L1 on the Cube); ptoas plans it where ``location`` says.  Another location is
+    a CompileError at the reserve - not the ring laid over the core's own tiles and a
+    MemoryConflictError at some later op that touches them."""
+    text = _edit((ROOT / "tests" / "pto_corpus" / corpus).read_text(), old, new)
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    for cmd in ("run", "check"):
+        assert cli_main([cmd, str(f)]) == 1
+        err = capsys.readouterr().err
+        assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{_line(text, 'pto.reserve_buffer')}:" in err, err
+        assert f"fix: write {old}" in err
