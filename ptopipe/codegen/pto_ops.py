@@ -96,7 +96,7 @@ def write(r, fs, tok, value) -> None:
     old = b.type if hasattr(b, "type") else None
     if not isinstance(old, TileValueType):
         raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
-    if not same_tile(old, value.type):
+    if not same_tile(old, value.type) and not (value.owner.name in MASK_MAKERS and wider_mask(value.type, old)):
         raise r.c.error(f"type mismatch: {tok.text} is {with_article(describe(old))} but the op writes a "
                         f"{describe(value.type)}", tok)
     cur = len(fs.scopes) - 1
@@ -143,8 +143,26 @@ def same_tile(a, b) -> bool:
                       and (a.shape, a.dtype, a.space) == (b.shape, b.dtype, b.space))
 
 
+#: the IR ops that make a packed predicate mask (TCMP / TCMPS)
+MASK_MAKERS = ("pl.cmp", "pl.cmps")
+
+
+def wider_mask(packed, declared) -> bool:
+    """Is the tile type ``declared`` a mask tile holding the IR's ``packed`` mask (TCMP /
+    TCMPS: one bit per element, ``mask_shape``) in its first words of each row?  ptoas's files
+    declare the mask of R x C tiles as an R x C tile of bytes (pto-isa's TCMP asserts only
+    that its rows are the source's; each row's bits start a row of the declared tile), a wider
+    tile of the same rows and word type: the same mask to every op that reads it."""
+    return (isinstance(packed, TileValueType) and isinstance(declared, TileValueType)
+            and packed.dtype == declared.dtype and packed.space == declared.space
+            and len(packed.shape) == len(declared.shape) == 2 and packed.shape[0] == declared.shape[0]
+            and packed.shape[1] <= declared.shape[1])
+
+
 def _check_type(r, tok, v, pt):
     ok = (pt.kind == "tile" and same_tile(v.type, pt.ir)) or \
+         (pt.kind == "tile" and isinstance(v.owner, Operation) and v.owner.name in MASK_MAKERS
+          and wider_mask(v.type, pt.ir)) or \
          (pt.kind == "scalar" and isinstance(v.type, ScalarType) and v.type.dtype == pt.dtype) or \
          (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
          (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")

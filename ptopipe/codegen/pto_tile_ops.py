@@ -12,7 +12,7 @@ from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, itemsize
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
-from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
+from .pto_ops import (MASK_MAKERS, RowView, wider_mask, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND,
                          IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
@@ -389,6 +389,8 @@ def _result_type(spec, fs, xs, attrs, out):
         t = spec.infer(fs.kind, args, attrs)
     except OpError:
         return out
+    if f"pl.{spec.name}" in MASK_MAKERS and wider_mask(t, out):
+        return t                # the packed mask in a mask tile ptoas declares wider
     return t if same_tile(t, out) else out
 
 

@@ -458,3 +458,41 @@ def test_an_i32_scalar_met_by_an_index_is_cast_to_index_first(platform):
         got = ptopipe.run(None, (aiv, None), dict(x=x, out=np.zeros((64, 32), np.float32), n=n),
                           platform=platform).outputs["out"]
         np.testing.assert_array_equal(got, want)
+
+
+def _mask_kernel(mask_rows, mask_cols):
+    m = (f"!pto.tile_buf<loc=vec, dtype=ui8, rows={mask_rows}, cols={mask_cols}, v_row={mask_rows}, "
+         f"v_col={mask_cols}, blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    return "\n".join([
+        'module attributes {pto.target_arch = "a3"} {',
+        "  func.func @k(%x_ptr: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {",
+        "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
+        "    %c16 = arith.constant 16 : index", "    %c32 = arith.constant 32 : index",
+        "    %zero = arith.constant 0.0 : f32",
+        "    %v = pto.make_tensor_view %x_ptr, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>",
+        "    %pv = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> "
+        "-> !pto.partition_tensor_view<16x32xf32>",
+        f"    %x = pto.alloc_tile : {_T}", f"    %z = pto.alloc_tile : {_T}", f"    %tmp = pto.alloc_tile : {_T}",
+        f"    %m = pto.alloc_tile : {m}",
+        f"    pto.tload ins(%pv : !pto.partition_tensor_view<16x32xf32>) outs(%x : {_T})",
+        f"    pto.texpands ins(%zero : f32) outs(%z : {_T})",
+        f"    pto.tcmps ins(%x, %zero {{cmpMode = #pto<cmp gt>}} : {_T}, f32) outs(%m : {m})",
+        f"    pto.tsel ins(%m, %x, %z, %tmp : {m}, {_T}, {_T}, {_T}) outs(%x : {_T})",
+        f"    pto.tstore ins(%x : {_T}) outs(%pv : !pto.partition_tensor_view<16x32xf32>)",
+        "    return", "  }", "}", ""])
+
+
+@pytest.mark.parametrize("cols", [32, 64])
+def test_a_compare_mask_ptoas_declares_in_the_sources_shape_reads_statically(cols):
+    """ptoas's files declare the mask of a 16 x 32 compare as a 16 x 32 tile of bytes (its
+    Cmp / Sel samples; pto-isa's TCMP asserts only the rows, and its Tile takes no row of
+    fewer than 32 bytes): the IR's packed 16 x 4 mask in the first bytes of each row."""
+    op = read_pto(_mask_kernel(16, cols), "k.pto")
+    (cmps,) = [o for o in op.walk() if o.name == "pl.cmps"]
+    assert cmps.results[0].type.shape == (16, 4)
+    assert [u.owner.name for u in cmps.results[0].uses] == ["pl.select"]
+
+
+def test_a_compare_mask_of_other_rows_is_still_refused():
+    with pytest.raises(ParseError, match="cmps produces Vec tile 16x4 u8 but the IR says Vec tile 8x32 u8"):
+        read_pto(_mask_kernel(8, 32), "k.pto")
