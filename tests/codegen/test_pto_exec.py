@@ -1731,3 +1731,30 @@ def test_an_op_without_the_tmp_ptoas_requires_is_refused_at_its_line(name):
     with pytest.raises(ParseError, match=f"{name} without its tmp operand") as e:
         read_pto(text, "k.pto")
     assert e.value.where.startswith(f"k.pto:{line}:")
+
+
+@pytest.mark.parametrize("with_tmp", [True, False])
+def test_tgather_index_form_takes_ptoas_tmp_and_is_refused_without_it(with_tmp):
+    """``pto.tgather ins(%src, %indices, %tmp)``: ptoas's index form requires the scratch tile
+    ("index-form tgather expects both indices and tmp"); without it the file does not assemble -
+    a ParseError at the op, not a run."""
+    i32 = vec_t(16, 16, "i32")
+    ins = f"%t, %ix, %tmp : {vec_t(16, 16)}, {i32}, {i32}" if with_tmp else f"%t, %ix : {vec_t(16, 16)}, {i32}"
+    text = vector_kernel(IO + f"""    %iv = pto.make_tensor_view %i, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xi32>
+    %ip = pto.partition_view %iv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xi32> -> !pto.partition_tensor_view<16x16xi32>
+    %ix = pto.alloc_tile : {i32}
+    %tmp = pto.alloc_tile : {i32}
+    %g = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tload ins(%ip : !pto.partition_tensor_view<16x16xi32>) outs(%ix : {i32})
+    pto.tgather ins({ins}) outs(%g : {vec_t(16, 16)})
+    pto.tmov ins(%g : {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})
+""" + STORE, params="%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %i: !pto.ptr<i32>")
+    ix = np.arange(256, dtype=np.int32)[::-1].reshape(16, 16).copy()
+    inputs = dict(x=X, y=np.zeros_like(X), i=ix)
+    if not with_tmp:
+        with pytest.raises(ParseError, match="index form without its tmp") as e:
+            run_pto(text=text, inputs=inputs)
+        assert e.value.where == f"<pto>:{line_of(text, 'pto.tgather')}:5"
+        return
+    r = run_pto(text=text, inputs=inputs)
+    np.testing.assert_array_equal(r.outputs["y"].reshape(16, 16), X.reshape(-1)[ix])

@@ -506,6 +506,10 @@ class _Form:
         refused = missing_scratch_refusal(s.name, len(self.ins))
         if refused:
             raise ex.perr(s.tok, *refused)
+        if s.name == "pto.tgather" and len(self.outs) == 1 and len(self.ins) == 2 and not s.attr("maskPattern"):
+            raise ex.perr(s.tok, "pto.tgather's index form without its tmp: ptoas refuses it ('pto.tgather' op "
+                                 "index-form tgather expects both indices and tmp)",
+                          "pass a scratch tile of the indices' type after them: ins(%src, %indices, %tmp : ...)")
         self.attr_args = _attr_args(ex, s)
         if s.name == "pto.tcolsum" and len(self.ins) == 2:
             self.attr_args.insert(0, _is_binary(ex, s))
