@@ -1539,3 +1539,14 @@ def test_a_reserve_outside_its_cores_memory_is_refused_at_the_reserve(tmp_path, 
         err = capsys.readouterr().err
         assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{_line(text, 'pto.reserve_buffer')}:" in err, err
         assert f"fix: write {old}" in err
+
+
+@pytest.mark.parametrize("op", ["set_flag", "wait_flag"])
+def test_an_event_past_event_id7_is_refused_at_it(tmp_path, capsys, op):
+    """``<EVENT_ID8>`` is no member of ptoas's EVENT enum (its parser refuses the file): a
+    ParseError at the event, not a KernelError when the op runs."""
+    text = (ROOT / "tests" / "pto_corpus" / "c_mm_sync_flags_a3.pto").read_text()
+    old = f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID0>]"
+    text = _edit(text, old, old.replace("EVENT_ID0", "EVENT_ID8"))
+    _refused_at(tmp_path, capsys, text, f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID8>]", "EVENT_ID8",
+                f"pto.{op}: EVENT_ID8 is not an event: ptoas refuses the file")
