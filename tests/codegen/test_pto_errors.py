@@ -1550,3 +1550,14 @@ def test_an_event_past_event_id7_is_refused_at_it(tmp_path, capsys, op):
     text = _edit(text, old, old.replace("EVENT_ID0", "EVENT_ID8"))
     _refused_at(tmp_path, capsys, text, f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID8>]", "EVENT_ID8",
                 f"pto.{op}: EVENT_ID8 is not an event: ptoas refuses the file")
+
+
+@pytest.mark.parametrize("cmd", [("run",), ("check",)])
+def test_a_ring_op_of_the_other_core_is_refused_at_it(tmp_path, capsys, cmd):
+    """``pto.tfree_from_aic`` in the Cube's function: ptoas's verifier refuses it ("op must be
+    inside a vector kernel function") - a ParseError at the op, as every refusal of ptoas's."""
+    text = (ROOT / "tests" / "pto_corpus" / "x_v2c_split1_a3.pto").read_text()
+    text = _edit(text, "    pto.tfree_from_aiv {split = 1}", "    pto.tfree_from_aic {split = 1}")
+    _refused_at(tmp_path, capsys, text, "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic",
+                "pto.tfree_from_aic is a Vector core's op, but it runs on AIC (ptoas: 'pto.tfree_from_aic' op must "
+                "be inside a vector kernel function)", cmd=cmd)
