@@ -302,6 +302,29 @@ PTOAS_LOCATIONS = {
 }
 
 
+#: ops whose destination ptoas's verifier constrains where pto-isa does not (or checks only when
+#: it compiles the C++): the row reductions write one column (PTOAS verifyRowReductionValidRegion:
+#: "expects dst valid_shape[1] to be 1"; pto-isa writes column 0 of a wider ND dst), the pads need
+#: a pad value in the dst type ("expects dst PadVal != Null for tfillpad")
+ROW_REDUCTIONS = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowprod", "pto.trowargmax", "pto.trowargmin")
+FILL_PADS = ("pto.tfillpad", "pto.tfillpad_expand", "pto.tfillpad_inplace")
+
+
+def ptoas_dst_refusal(op: str, v_cols, pad) -> tuple | None:
+    """``(what, fix)`` when ptoas refuses ``op`` writing a ``!pto.tile_buf`` destination whose
+    static valid columns are ``v_cols`` (None: dynamic) and pad value ``pad`` (None: Null), else
+    None."""
+    if op in ROW_REDUCTIONS and v_cols is not None and v_cols != 1:
+        return (f"{op} into a destination of {v_cols} valid columns: ptoas refuses it ('{op}' op expects dst "
+                "valid_shape[1] to be 1)",
+                "reduce into an R x 1 tile (blayout=col_major, v_col=1), as the row reductions write one column")
+    if op in FILL_PADS and pad is None:
+        return (f"{op} into a destination whose type has no pad value (pad=0, Null): ptoas refuses it "
+                f"(expects dst PadVal != Null for {op[4:]})",
+                "give the destination type the value to pad with: pad=1 (zero), 2 (max) or 3 (min)")
+    return None
+
+
 #: A5's Vec -> Vec TINSERT element types in ptoas's verifier (8- / 32-bit integers, fp8, f16, bf16, f32)
 _A5_VEC_INSERT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int32, np.uint32, np.float16, np.float32)) | {
     bfloat16, float8_e4m3, float8_e5m2}

@@ -1561,3 +1561,28 @@ def test_a_ring_op_of_the_other_core_is_refused_at_it(tmp_path, capsys, cmd):
     _refused_at(tmp_path, capsys, text, "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic",
                 "pto.tfree_from_aic is a Vector core's op, but it runs on AIC (ptoas: 'pto.tfree_from_aic' op must "
                 "be inside a vector kernel function)", cmd=cmd)
+
+
+_COL16 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("text, needle, what", [
+    # a row reduction into a tile of more than one valid column (pto-isa writes its column 0)
+    (_edit(SOFTMAX, f"outs(%row_max : {_COL16})", f"outs(%tmp : {F32_16x64})"),
+     "pto.trowmax", "pto.trowmax into a destination of 64 valid columns: ptoas refuses it"),
+    # a pad into a destination whose type names no pad value
+    (_edit(SOFTMAX, "    pto.tmuls ins(%scores", f"    pto.tfillpad ins(%scores : {F32_16x64}) outs(%tmp : {F32_16x64})\n"
+                                                  "    pto.tmuls ins(%scores"),
+     "pto.tfillpad", "pto.tfillpad into a destination whose type has no pad value (pad=0, Null): ptoas refuses it"),
+])
+def test_a_destination_ptoas_refuses_for_the_op_is_refused_at_the_op(tmp_path, capsys, text, needle, what):
+    """ptoas's verifier constrains these ops' destination types beyond pto-isa (a row
+    reduction's dst has one valid column; a pad's dst type has a pad value): a ParseError at
+    the op, not a run of a file that does not assemble."""
+    _refused_at(tmp_path, capsys, text, needle, needle, what)
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        r = subprocess.run([ptoas, str(tmp_path / "bad.pto"), "-o", str(tmp_path / "bad.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0

@@ -18,7 +18,7 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (ISA_ATTR_SPELLING, missing_scratch_refusal, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, ROW_REDUCTIONS, missing_scratch_refusal, ptoas_dst_refusal, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
                           a5_scratch_refusal, ptoas_element_refusal, ptoas_location_refusal,
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
@@ -506,6 +506,8 @@ class _Form:
         refused = missing_scratch_refusal(s.name, len(self.ins))
         if refused:
             raise ex.perr(s.tok, *refused)
+        if s.name in ROW_REDUCTIONS or s.name in FILL_PADS:
+            _ptoas_dst(ex, s)
         if s.name == "pto.tgather" and len(self.outs) == 1 and len(self.ins) == 2 and not s.attr("maskPattern"):
             raise ex.perr(s.tok, "pto.tgather's index form without its tmp: ptoas refuses it ('pto.tgather' op "
                                  "index-form tgather expects both indices and tmp)",
@@ -610,6 +612,19 @@ def op_catalogue(ex, fr, s):
     if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
         operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
     return getattr(isa, name)(*operands, *form.attr_args, **form.kwargs(ex, s, name), **quant)
+
+
+def _ptoas_dst(ex, s) -> None:
+    """A ParseError at an op whose ``outs`` tile type ptoas's verifier refuses for it
+    (:func:`ptoas_dst_refusal`: a row reduction into more than one column, a pad without a pad
+    value)."""
+    parts = split_top(s.group("outs") or [], (":",))
+    types = split_top(parts[-1]) if len(parts) > 1 else []
+    spec = ex.prog.types.parse(types[0]) if types else None
+    if isinstance(spec, TileSpec):
+        refused = ptoas_dst_refusal(s.name, spec.v_cols, spec.pad)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
 
 
 def _tci_start_type(ex, s, ins, dst) -> None:
