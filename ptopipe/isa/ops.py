@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
-from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode
+from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
 from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error, tmp_too_small,
@@ -1073,6 +1073,17 @@ def _col_reduce_into(fn, a, d):
 _row_reduce_into.batch_out = _col_reduce_into.batch_out = -1
 
 
+def _nd_source(core, name: str, src: Tile) -> None:
+    """pto-isa's row and column reductions read an ND tile only (row-major, no boxes:
+    a2a3 TRowReduceOps.hpp TRowReduceCheck, TColReduceOps.hpp, TColSum.hpp; a5 TRowReduce.hpp,
+    TColReduceOps.hpp static_assert "only support Nd fractal Tile")."""
+    if src.blayout is not BLayout.RowMajor or src.slayout is not SLayout.NoneBox:
+        raise _err(core, f"{name} of {src.describe()}: pto-isa reduces an ND tile only (row-major, no boxes: "
+                         "\"only support Nd fractal Tile\")",
+                   "reduce a row-major tile (blayout=RowMajor, slayout=NoneBox); TMOV a DN column to its row view "
+                   "first")
+
+
 def _row_reduce(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
@@ -1081,6 +1092,7 @@ def _row_reduce(op):
         if core.ff is not None:                 # fast-forward (sim.periodic)
             return core.ff.call(core, instr, (dst, src, tmp, *events), None)
         _sync(events if tmp is None or isinstance(tmp, Tile) else (tmp,) + events)
+        _nd_source(core, name, src)
         a = arr(src, core)
         d = arr(dst, core)
         if d.shape[0] != a.shape[0]:
@@ -1122,6 +1134,7 @@ def _col_reduce(op):
             binary, events = bool(events[0]), events[1:]
         if events:
             TSYNC(*events)
+        _nd_source(core, name, src)
         a = arr(src, core)
         d = arr(dst, core)
         if d.shape[1] != a.shape[1]:
