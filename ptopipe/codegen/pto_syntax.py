@@ -408,6 +408,30 @@ def read_atomic_type(text: str):
 #: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier
 #: wants).  The writer casts an index operand to it; the reader reads the cast as its value.
 INT_SCALAR_OPERAND = {"pto.tci": "dst", "pto.ttri": "i32"}
+#: ptoas's tile-scalar ops whose scalar is a number - ``ScalarType`` / ``AnySignlessInteger`` in
+#: PTOOps.td, tdivs's verifier alike - and not an ``index`` ("'pto.tadds' op operand #1 must be
+#: numeric (integer/float), but got 'index'")
+NUMBER_SCALAR_OPS = frozenset({
+    "pto.tadds", "pto.taddsc", "pto.tands", "pto.taxpy", "pto.tcmps", "pto.tdivs", "pto.texpands", "pto.tfmods",
+    "pto.tmaxs", "pto.tmins", "pto.tmuls", "pto.tors", "pto.trems", "pto.tsels", "pto.tshls", "pto.tshrs",
+    "pto.tsubs", "pto.tsubsc", "pto.txors"})
+_SIGNLESS = {"u8": "i8", "u32": "i32"}
+
+
+def scalar_cast_type(op: str, tile_dtype: str) -> str | None:
+    """The integer type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
+    the destination of tci, the source of the others - of IR dtype ``tile_dtype``): ``op``'s
+    :data:`INT_SCALAR_OPERAND`; for :data:`NUMBER_SCALAR_OPS` the tile's integer type (signless),
+    or i32 for a float tile (pto-isa converts the scalar to the tile's type; texpands wants the
+    tile's own type: None); None where ``op`` takes an index as it is."""
+    want = INT_SCALAR_OPERAND.get(op)
+    if want is not None:
+        return tile_dtype if want == "dst" else want
+    if op not in NUMBER_SCALAR_OPS:
+        return None
+    if tile_dtype in INT_DTYPES and tile_dtype != "index":
+        return _SIGNLESS.get(tile_dtype, tile_dtype)
+    return None if op == "pto.texpands" else "i32"
 
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``.  The IR's integer ``%`` floors, and MLIR

@@ -1758,3 +1758,15 @@ def test_tgather_index_form_takes_ptoas_tmp_and_is_refused_without_it(with_tmp):
         return
     r = run_pto(text=text, inputs=inputs)
     np.testing.assert_array_equal(r.outputs["y"].reshape(16, 16), X.reshape(-1)[ix])
+
+
+def test_a_tile_scalar_op_given_an_index_is_refused_at_its_type():
+    """ptoas's tile-scalar ops take a number: ``pto.tmuls ins(%t, %i : T, index)`` does not
+    assemble ("operand #1 must be numeric (integer/float), but got 'index'") - a ParseError at
+    the type, not a run."""
+    body = f"    %i = arith.constant 3 : index\n    pto.tmuls ins(%t, %i : {vec_t(16, 16)}, index) outs(%t : {vec_t(16, 16)})\n"
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError, match="pto.tmuls's scalar is an index: ptoas refuses it") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    line = line_of(text, "pto.tmuls")
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(', index)') + 3}"

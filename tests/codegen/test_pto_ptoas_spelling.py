@@ -4,8 +4,10 @@ pipe inits whose ring is the one ptoas builds, ``auto = true`` reserves, float l
 set_flag / wait_flag, the scratch tile of a row reduction, loop / branch tiles in buffers,
 A5 Left tiles."""
 import math
+import os
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -209,6 +211,35 @@ def test_every_op_ptoas_gives_a_required_tmp_is_written_with_one():
                       ("trowprod", r"%\w+, %tmp\w*"), ("trems", r"%\w+, %\w+, %tmp\w*")):
         assert re.search(rf"pto\.{name} ins\({ins} : ", text), name
     assert first_difference(op, _reread(text, "a2a3")) is None
+
+
+
+@pl.aiv
+def _index_scalars(a: pl.Tensor[[64, 16], pl.i32], o: pl.Tensor[[64, 16], pl.i32], x: pl.Tensor[[64, 16], pl.f32],
+                   y: pl.Tensor[[64, 16], pl.f32]):
+    for i in pl.range(4):
+        pl.store(pl.adds(pl.load(a, [i * 16, 0], [16, 16]), i), [i * 16, 0], o)
+        pl.store(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), i), [i * 16, 0], y)
+        pl.store(pl.subs(pl.load(a, [i * 16, 0], [16, 16]), 3), [i * 16, 0], o)
+
+
+def test_an_index_scalar_of_a_tile_op_is_cast_to_a_number_ptoas_takes(tmp_path):
+    """ptoas's tile-scalar ops take a number, not an index ("'pto.tadds' op operand #1 must be
+    numeric (integer/float), but got 'index'"), and its C++ emitter casts an index to i64 only:
+    the writer casts a loop variable or an integer constant through i64 to the tile's integer
+    type (i32 for a float tile), and the reader reads the casts back as the index."""
+    op = compile_program(pl.program(_index_scalars, name="index_scalars"), "a2a3")
+    text = write_pto(op, "a2a3")
+    assert not re.search(r"pto\.t(adds|muls|subs) ins\([^)]*, index\)", text), text
+    assert re.search(r"arith\.index_cast %i : index to i64\n\s*(%\w+) = arith\.trunci %\w+ : i64 to i32", text), text
+    assert first_difference(op, _reread(text, "a2a3")) is None
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        f = tmp_path / "s.pto"
+        f.write_text(text)
+        r = subprocess.run([ptoas, "--pto-arch=a3", str(f), "-o", str(tmp_path / "s.cpp")], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
 
 
 _T = "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major, " \
