@@ -22,7 +22,8 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
 from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error, tmp_too_small,
+                              SCALAR_INTO_DST_FIRST, op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error,
+                              tmp_too_small,
                               tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
@@ -1012,6 +1013,14 @@ def _scalar(op):
             d, a, _ = _elementwise(core, name, dst, src)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
+        if name in SCALAR_INTO_DST_FIRST.get(core.cluster.platform.id, ()) and dst.mem is src.mem \
+                and np.shares_memory(d, a):
+            raise MemoryConflictError(
+                f"{name}'s destination {dst.describe()} overlaps its source {src.describe()}: pto-isa's "
+                f"{core.cluster.platform.name.upper()} {name} expands the scalar into dst first, so on the device it "
+                "overwrites the source before it reads it (its debug build asserts \"Setting the source Tile and "
+                "destination Tile to the same memory is unsupported\")",
+                where=str(core.where()), fix=f"give {name}'s destination bytes of its own, apart from the source's")
         v = _scalar_value(core, name, dst, scalar)
         if nonneg and v < 0:
             raise _err(core, f"{name}: {op_scalar_error(op, dst.dtype, scalar)} ({dst.describe()})",
