@@ -1082,15 +1082,17 @@ def _col_reduce_into(fn, a, d):
 _row_reduce_into.batch_out = _col_reduce_into.batch_out = -1
 
 
-def _nd_source(core, name: str, src: Tile) -> None:
-    """pto-isa's row and column reductions read an ND tile only (row-major, no boxes:
-    a2a3 TRowReduceOps.hpp TRowReduceCheck, TColReduceOps.hpp, TColSum.hpp; a5 TRowReduce.hpp,
-    TColReduceOps.hpp static_assert "only support Nd fractal Tile")."""
+def _nd_source(core, name: str, src: Tile, role: str = "source") -> None:
+    """pto-isa's row and column reductions (arg-reductions along rows too) read an ND tile only
+    (row-major, no boxes: a2a3 TRowReduceOps.hpp TRowReduceCheck - which TRowReduceIdxOps.hpp
+    calls too -, TColReduceOps.hpp, TColSum.hpp; a5 TRowReduce.hpp, TColReduceOps.hpp
+    static_assert "only support Nd fractal Tile"), and TROWEXPAND writes one (its ``role`` the
+    destination: a2a3 / a5 TRowExpand.hpp)."""
     if src.blayout is not BLayout.RowMajor or src.slayout is not SLayout.NoneBox:
-        raise _err(core, f"{name} of {src.describe()}: pto-isa reduces an ND tile only (row-major, no boxes: "
-                         "\"only support Nd fractal Tile\")",
-                   "reduce a row-major tile (blayout=RowMajor, slayout=NoneBox); TMOV a DN column to its row view "
-                   "first")
+        raise _err(core, f"{name}'s {role} {src.describe()} is not an ND tile: pto-isa's {name} takes an ND "
+                         "tile only (row-major, no boxes: \"only support Nd fractal Tile\")",
+                   f"give {name} a row-major {role} (blayout=RowMajor, slayout=NoneBox); TMOV a DN column to its "
+                   "row view first")
 
 
 def _row_reduce(op):
@@ -1251,6 +1253,7 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
     d = arr(dst, core)
     if a.shape[0] != d.shape[0]:
         raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
+    _nd_source(core, "TROWEXPAND", dst, "destination")
     _same_dtype(core, "TROWEXPAND", dst, src)
     core.pending.append((setitem, d, _ALL, a[:, :1]))
     return _vec_issue(core, "TROWEXPAND", dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
