@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir.core import Block, Operation, Region
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
+from ..ir.ops import ISA_NAMES
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
 from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, LOWERED_DIVISIONS,
@@ -144,7 +145,7 @@ def same_tile(a, b) -> bool:
 
 
 #: the IR ops that make a packed predicate mask (TCMP / TCMPS)
-MASK_MAKERS = ("pl.cmp", "pl.cmps")
+MASK_MAKERS = tuple(f"pl.{dsl}" for dsl, isa in ISA_NAMES.items() if isa in ("TCMP", "TCMPS"))
 
 
 def wider_mask(packed, declared) -> bool:
