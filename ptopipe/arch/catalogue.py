@@ -251,6 +251,12 @@ KNOWN_DTYPES = frozenset(SCALAR_RANGE)
 #: TAndS / TOrS / TXorS.hpp:67, TRemS.hpp:116, TFModS.hpp:112, TLRelu.hpp:66, TSels.hpp:141 -
 #: and so does every A2A3 header (a2a3 TMulS.hpp:61, TMins.hpp:61, TMaxS.hpp:69).
 ROWS_FROM_DST = {_A5: frozenset({"TMULS", "TMAXS", "TMINS"})}
+#: platform -> the tile-scalar ops pto-isa builds by expanding the scalar into dst first
+#: (a2a3/TBitwiseSOp.hpp: TANDS / TORS = TEXPANDS(dst, s) then TAND(dst, src, dst); TXORS goes
+#: through TANDS): a dst on the source's bytes overwrites the source before it is read (the
+#: debug build asserts "Setting the source Tile and destination Tile to the same memory is
+#: unsupported"; ptoas refuses src == dst: "expects src and dst to use different storage")
+SCALAR_INTO_DST_FIRST = {_A2A3: frozenset({"TANDS", "TORS", "TXORS"})}
 
 
 def rows_from_dst(name: str, platform) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir.core import Block, Operation, Region
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
+from ..ir.ops import ISA_NAMES
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
 from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, LOWERED_DIVISIONS,
@@ -96,7 +97,7 @@ def write(r, fs, tok, value) -> None:
     old = b.type if hasattr(b, "type") else None
     if not isinstance(old, TileValueType):
         raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
-    if not same_tile(old, value.type):
+    if not same_tile(old, value.type) and not (value.owner.name in MASK_MAKERS and wider_mask(value.type, old)):
         raise r.c.error(f"type mismatch: {tok.text} is {with_article(describe(old))} but the op writes a "
                         f"{describe(value.type)}", tok)
     cur = len(fs.scopes) - 1
@@ -143,8 +144,26 @@ def same_tile(a, b) -> bool:
                       and (a.shape, a.dtype, a.space) == (b.shape, b.dtype, b.space))
 
 
+#: the IR ops that make a packed predicate mask (TCMP / TCMPS)
+MASK_MAKERS = tuple(f"pl.{dsl}" for dsl, isa in ISA_NAMES.items() if isa in ("TCMP", "TCMPS"))
+
+
+def wider_mask(packed, declared) -> bool:
+    """Is the tile type ``declared`` a mask tile holding the IR's ``packed`` mask (TCMP /
+    TCMPS: one bit per element, ``mask_shape``) in its first words of each row?  ptoas's files
+    declare the mask of R x C tiles as an R x C tile of bytes (pto-isa's TCMP asserts only
+    that its rows are the source's; each row's bits start a row of the declared tile), a wider
+    tile of the same rows and word type: the same mask to every op that reads it."""
+    return (isinstance(packed, TileValueType) and isinstance(declared, TileValueType)
+            and packed.dtype == declared.dtype and packed.space == declared.space
+            and len(packed.shape) == len(declared.shape) == 2 and packed.shape[0] == declared.shape[0]
+            and packed.shape[1] <= declared.shape[1])
+
+
 def _check_type(r, tok, v, pt):
     ok = (pt.kind == "tile" and same_tile(v.type, pt.ir)) or \
+         (pt.kind == "tile" and isinstance(v.owner, Operation) and v.owner.name in MASK_MAKERS
+          and wider_mask(v.type, pt.ir)) or \
          (pt.kind == "scalar" and isinstance(v.type, ScalarType) and v.type.dtype == pt.dtype) or \
          (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
          (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")
@@ -460,6 +479,27 @@ def _spelled(ptr: bool, dtype) -> str | None:
     if dtype not in MLIR_DTYPE:
         return None
     return ptr_type(dtype) if ptr else MLIR_DTYPE[dtype]
+
+
+def h_trunci(r, fs, opt, results, loc):
+    """``%y = arith.trunci %x : i64 to i32`` of an index cast to i64 (which :func:`h_index_cast`
+    reads as the index itself): the writer's cast of an index scalar operand to the integer type
+    ptoas takes there (INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS) - %y names the same IR value.  The
+    value IR has no other truncation."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    t = c.kind("value", "the truncated value")
+    c.expect(":")
+    src = c.type_()
+    c.expect("to")
+    dst = c.type_()
+    x = read(r, fs, t)
+    if not (src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in INT_DTYPES
+            and isinstance(x.type, ScalarType) and x.type.dtype == "index"):
+        raise c.error("arith.trunci: the value IR reads only the truncation of an index cast to i64 (a "
+                      "scalar operand's cast)", opt)
+    rt, name = results[0]
+    r.define(fs, rt, name, x)
 
 
 def h_index_cast(r, fs, opt, results, loc):

@@ -24,7 +24,7 @@ from ..arch.dtypes import bfloat16, float8_e4m3, float8_e5m2
 from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
                           default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
-from ..ir.ops import ISA_NAMES
+from ..ir.ops import ISA_NAMES, OPS as IR_OPS
 from ..ir.types import MemorySpace, TileValueType
 from ..errors import INPUT, ConfigError, Given
 
@@ -228,14 +228,27 @@ FREE_ORDER = "ptopipe.free_order"
 DATA_LANE_MARK = "ptopipe.data_lane"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
-#: sources (PTOAS PTOOps.td): required by the row reductions, the arg-reductions, TREM,
-#: TPRELU and TTRANS, optional for the row broadcasts.  The writer passes one where ptoas
-#: requires it; the reader takes and ignores it.
-SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax", "pto.trowargmin",
-                    "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.tprelu", "pto.ttrans", "pto.tsel",
-                    "pto.tsels")
+#: sources (PTOAS PTOOps.td, the ops with a ``$tmp`` operand): required by the row
+#: reductions (TROWPROD too), the arg-reductions, TREM / TREMS, TXOR / TXORS, TPRELU and
+#: TTRANS, optional for the row broadcasts, TRSQRT and TCOLSUM.  The writer passes one where
+#: ptoas requires it (ptoas refuses the op without: "expected ','"); the reader takes it.
+SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowprod", "pto.trowargmax",
+                    "pto.trowargmin", "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.trems", "pto.txor",
+                    "pto.txors", "pto.tprelu", "pto.ttrans", "pto.tsel", "pto.tsels")
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
-                    "pto.trowexpandexpdif")
+                    "pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin", "pto.trsqrt",
+                    "pto.tcolsum")
+def missing_scratch_refusal(op: str, n_ins: int) -> tuple | None:
+    """``(what, fix)`` when ``op`` (one of :data:`SCRATCH_REQUIRED`) is given ``n_ins`` operands in
+    ``ins(...)``, its operands without the tmp ptoas requires, else None."""
+    if op not in SCRATCH_REQUIRED or n_ins != len(IR_OPS[IR_OP_OF_PTO[op]].operands):
+        return None
+    return (f"{op} without its tmp operand: ptoas refuses it (its ins(...) takes a scratch tile, "
+            "\"expected ','\")",
+            "allocate a scratch tile of the source's type and pass it as the op's tmp, e.g. "
+            "ins(%src, %tmp : T, T)")
+
+
 #: ops whose scratch tile is an A2A3 form only: ptoas refuses it on A5 ("expects A5 form to
 #: omit tmp", PTOAS lib/PTO/IR/PTO.cpp verifyTRowExpandReduceLikeOp)
 SCRATCH_A2A3_ONLY = ("pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin")
@@ -287,6 +300,29 @@ PTOAS_LOCATIONS = {
     "pto.tinsert": {"a2a3": ((TileType.Acc,), (TileType.Mat,),
                              "expects A2/A3 tinsert src to use loc=acc and dst to use loc=mat")},
 }
+
+
+#: ops whose destination ptoas's verifier constrains where pto-isa does not (or checks only when
+#: it compiles the C++): the row reductions write one column (PTOAS verifyRowReductionValidRegion:
+#: "expects dst valid_shape[1] to be 1"; pto-isa writes column 0 of a wider ND dst), the pads need
+#: a pad value in the dst type ("expects dst PadVal != Null for tfillpad")
+ROW_REDUCTIONS = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowprod", "pto.trowargmax", "pto.trowargmin")
+FILL_PADS = ("pto.tfillpad", "pto.tfillpad_expand", "pto.tfillpad_inplace")
+
+
+def ptoas_dst_refusal(op: str, v_cols, pad) -> tuple | None:
+    """``(what, fix)`` when ptoas refuses ``op`` writing a ``!pto.tile_buf`` destination whose
+    static valid columns are ``v_cols`` (None: dynamic) and pad value ``pad`` (None: Null), else
+    None."""
+    if op in ROW_REDUCTIONS and v_cols is not None and v_cols != 1:
+        return (f"{op} into a destination of {v_cols} valid columns: ptoas refuses it ('{op}' op expects dst "
+                "valid_shape[1] to be 1)",
+                "reduce into an R x 1 tile (blayout=col_major, v_col=1), as the row reductions write one column")
+    if op in FILL_PADS and pad is None:
+        return (f"{op} into a destination whose type has no pad value (pad=0, Null): ptoas refuses it "
+                f"(expects dst PadVal != Null for {op[4:]})",
+                "give the destination type the value to pad with: pad=1 (zero), 2 (max) or 3 (min)")
+    return None
 
 
 #: A5's Vec -> Vec TINSERT element types in ptoas's verifier (8- / 32-bit integers, fp8, f16, bf16, f32)
@@ -372,6 +408,30 @@ def read_atomic_type(text: str):
 #: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier
 #: wants).  The writer casts an index operand to it; the reader reads the cast as its value.
 INT_SCALAR_OPERAND = {"pto.tci": "dst", "pto.ttri": "i32"}
+#: ptoas's tile-scalar ops whose scalar is a number - ``ScalarType`` / ``AnySignlessInteger`` in
+#: PTOOps.td, tdivs's verifier alike - and not an ``index`` ("'pto.tadds' op operand #1 must be
+#: numeric (integer/float), but got 'index'")
+NUMBER_SCALAR_OPS = frozenset({
+    "pto.tadds", "pto.taddsc", "pto.tands", "pto.taxpy", "pto.tcmps", "pto.tdivs", "pto.texpands", "pto.tfmods",
+    "pto.tmaxs", "pto.tmins", "pto.tmuls", "pto.tors", "pto.trems", "pto.tsels", "pto.tshls", "pto.tshrs",
+    "pto.tsubs", "pto.tsubsc", "pto.txors"})
+_SIGNLESS = {"u8": "i8", "u32": "i32"}
+
+
+def scalar_cast_type(op: str, tile_dtype: str) -> str | None:
+    """The integer type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
+    the destination of tci, the source of the others - of IR dtype ``tile_dtype``): ``op``'s
+    :data:`INT_SCALAR_OPERAND`; for :data:`NUMBER_SCALAR_OPS` the tile's integer type (signless),
+    or i32 for a float tile (pto-isa converts the scalar to the tile's type; texpands wants the
+    tile's own type: None); None where ``op`` takes an index as it is."""
+    want = INT_SCALAR_OPERAND.get(op)
+    if want is not None:
+        return tile_dtype if want == "dst" else want
+    if op not in NUMBER_SCALAR_OPS:
+        return None
+    if tile_dtype in INT_DTYPES and tile_dtype != "index":
+        return _SIGNLESS.get(tile_dtype, tile_dtype)
+    return None if op == "pto.texpands" else "i32"
 
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``.  The IR's integer ``%`` floors, and MLIR

@@ -12,11 +12,11 @@ from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, itemsize
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
-from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
+from .pto_ops import (MASK_MAKERS, RowView, wider_mask, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND,
+from .pto_syntax import (CARRY, EVENT_IDS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
                          IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
-                         a5_scratch_refusal, read_atomic_type)
+                         a5_scratch_refusal, missing_scratch_refusal, read_atomic_type)
 from ..errors import with_article
 
 
@@ -305,6 +305,9 @@ def generic_tile_op(r, fs, opt, results, loc):
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_A2A3_ONLY and r.platform == "a5":
         what, fix = a5_scratch_refusal(opt.text)
         raise ParseError(what, where=str(loc), fix=fix)
+    refused = missing_scratch_refusal(opt.text, len(ins))
+    if refused:
+        raise ParseError(refused[0], where=str(loc), fix=refused[1])
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_REQUIRED + SCRATCH_OPTIONAL:
         # ptoas's scratch tile, no value of the IR: last, or the last tile before the scalar
         k = scratch_index(spec.name, [pt.ir if pt.kind == "tile" else None for _, pt in ins]) - 1
@@ -317,7 +320,8 @@ def generic_tile_op(r, fs, opt, results, loc):
     xs = []
     for t, pt in ins:
         v = read(r, fs, t)
-        cast_index = opt.text in INT_SCALAR_OPERAND and pt.kind == "scalar" and pt.dtype in INT_DTYPES \
+        cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
+            and pt.dtype in INT_DTYPES \
             and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
         if not cast_index:
             _check_type(r, t, v, pt)
@@ -386,6 +390,8 @@ def _result_type(spec, fs, xs, attrs, out):
         t = spec.infer(fs.kind, args, attrs)
     except OpError:
         return out
+    if f"pl.{spec.name}" in MASK_MAKERS and wider_mask(t, out):
+        return t                # the packed mask in a mask tile ptoas declares wider
     return t if same_tile(t, out) else out
 
 

@@ -45,7 +45,7 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, FLOOR_MOD, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, scalar_cast_type, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          atomic_type_attr, ptr_type, tile_buf)
 from ..errors import with_article
@@ -733,13 +733,19 @@ class _Writer:
             self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")
         ins = [st[v] for v in op.operands]
         tys = [self.vty(st, v) if isinstance(v.type, TileValueType) else self.ty(v.type) for v in op.operands]
-        want = INT_SCALAR_OPERAND.get(name)
+        tiles = [v.type.dtype for v in op.operands if isinstance(v.type, TileValueType)]
+        want = scalar_cast_type(name, op.results[0].type.dtype if name in INT_SCALAR_OPERAND or not tiles
+                                else tiles[0])
         if want is not None:
-            want = op.results[0].type.dtype if want == "dst" else want
             for k, v in enumerate(op.operands):
                 if isinstance(v.type, ScalarType) and v.type.dtype == "index":
-                    x = st.fresh(f"{v.name or 'n'}_{want}")
-                    self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to {MLIR_DTYPE[want]}")
+                    # via i64: ptoas's C++ emitter takes an index_cast to i64 (an index is an
+                    # int64_t there) and refuses one to a narrower type ("unsupported operation")
+                    x = st.fresh(f"{v.name or 'n'}_i64")
+                    self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to i64")
+                    if want != "i64":
+                        x64, x = x, st.fresh(f"{v.name or 'n'}_{want}")
+                        self.line(ind, f"{x} = arith.trunci {x64} : i64 to {MLIR_DTYPE[want]}")
                     ins[k], tys[k] = x, MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
             stype = scratch_type(op.name[3:], op.operands[0].type)

@@ -19,10 +19,11 @@ import ml_dtypes
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
-from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode
+from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
 from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error, tmp_too_small,
+                              SCALAR_INTO_DST_FIRST, op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error,
+                              tmp_too_small,
                               tmp_written)
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
@@ -1012,6 +1013,14 @@ def _scalar(op):
             d, a, _ = _elementwise(core, name, dst, src)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
+        if name in SCALAR_INTO_DST_FIRST.get(core.cluster.platform.id, ()) and dst.mem is src.mem \
+                and np.shares_memory(d, a):
+            raise MemoryConflictError(
+                f"{name}'s destination {dst.describe()} overlaps its source {src.describe()}: pto-isa's "
+                f"{core.cluster.platform.name.upper()} {name} expands the scalar into dst first, so on the device it "
+                "overwrites the source before it reads it (its debug build asserts \"Setting the source Tile and "
+                "destination Tile to the same memory is unsupported\")",
+                where=str(core.where()), fix=f"give {name}'s destination bytes of its own, apart from the source's")
         v = _scalar_value(core, name, dst, scalar)
         if nonneg and v < 0:
             raise _err(core, f"{name}: {op_scalar_error(op, dst.dtype, scalar)} ({dst.describe()})",
@@ -1073,6 +1082,19 @@ def _col_reduce_into(fn, a, d):
 _row_reduce_into.batch_out = _col_reduce_into.batch_out = -1
 
 
+def _nd_source(core, name: str, src: Tile, role: str = "source") -> None:
+    """pto-isa's row and column reductions (arg-reductions along rows too) read an ND tile only
+    (row-major, no boxes: a2a3 TRowReduceOps.hpp TRowReduceCheck - which TRowReduceIdxOps.hpp
+    calls too -, TColReduceOps.hpp, TColSum.hpp; a5 TRowReduce.hpp, TColReduceOps.hpp
+    static_assert "only support Nd fractal Tile"), and TROWEXPAND writes one (its ``role`` the
+    destination: a2a3 / a5 TRowExpand.hpp)."""
+    if src.blayout is not BLayout.RowMajor or src.slayout is not SLayout.NoneBox:
+        raise _err(core, f"{name}'s {role} {src.describe()} is not an ND tile: pto-isa's {name} takes an ND "
+                         "tile only (row-major, no boxes: \"only support Nd fractal Tile\")",
+                   f"give {name} a row-major {role} (blayout=RowMajor, slayout=NoneBox); TMOV a DN column to its "
+                   "row view first")
+
+
 def _row_reduce(op):
     name, fn, ok = op.name, op.kernel, op.allowed()
 
@@ -1081,6 +1103,7 @@ def _row_reduce(op):
         if core.ff is not None:                 # fast-forward (sim.periodic)
             return core.ff.call(core, instr, (dst, src, tmp, *events), None)
         _sync(events if tmp is None or isinstance(tmp, Tile) else (tmp,) + events)
+        _nd_source(core, name, src)
         a = arr(src, core)
         d = arr(dst, core)
         if d.shape[0] != a.shape[0]:
@@ -1122,6 +1145,7 @@ def _col_reduce(op):
             binary, events = bool(events[0]), events[1:]
         if events:
             TSYNC(*events)
+        _nd_source(core, name, src)
         a = arr(src, core)
         d = arr(dst, core)
         if d.shape[1] != a.shape[1]:
@@ -1229,6 +1253,7 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
     d = arr(dst, core)
     if a.shape[0] != d.shape[0]:
         raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
+    _nd_source(core, "TROWEXPAND", dst, "destination")
     _same_dtype(core, "TROWEXPAND", dst, src)
     core.pending.append((setitem, d, _ALL, a[:, :1]))
     return _vec_issue(core, "TROWEXPAND", dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)

@@ -25,7 +25,7 @@ from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
 from .context import current_core, kernel_core, named
 from .events import Event
-from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _reduce_apart, _same_dtype, _same_shape, _scalar_value,
+from .ops import (_ALL, _VEC, _dtype_check, _err, _nd_source, _not_vec, _reduce_apart, _same_dtype, _same_shape, _scalar_value,
                   _sync, _tmp_tile, _ufunc_into, arr, vec_issue_n)
 from .tile import Tile
 from .unwritten import writes_part
@@ -373,6 +373,8 @@ def _arg(op):
         else:
             val, (idx, src), tmp = None, tiles, None
         _sync(events)
+        if axis == 1:
+            _nd_source(core, name, src)
         outs = [idx] if val is None else [val, idx]
         arrays = _vec(core, name, src, *outs)
         a, outs_a = arrays[0], arrays[1:]

@@ -1061,6 +1061,12 @@ PIPE_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_co
     # ... in a function nothing calls (ptoas reads every function)
     (_edit(SOFTMAX, "  func.func @softmax_rows", _HELPER + "  func.func @softmax_rows"),
      "pto.tmuls ins(%t", "!pto.tile<", "pto.tmuls with a !pto.tile<16x64xf32>"),
+    # an element type in pto-isa's short word for an unsigned integer, which MLIR does not have
+    (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}",
+           f"%scores = pto.alloc_tile : {F32_16x64.replace('dtype=f32', 'dtype=u16')}"),
+     "%scores = pto.alloc_tile", "!pto.tile_buf", "element type 'u16' is not an MLIR type: ptoas refuses the file"),
+    (_edit(SOFTMAX, "%p: !pto.ptr<f32>", "%p: !pto.ptr<u8>"),
+     "func.func @softmax_rows", "!pto.ptr<u8>", "element type 'u8' is not an MLIR type"),
     # a tile type without its !pto. prefix
     (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile : {F32_16x64[5:]}"),
      "%scores = pto.alloc_tile", "tile_buf<", f"type '{F32_16x64[5:]}': a tile type is written !pto.tile_buf<...> "
@@ -1524,3 +1530,69 @@ def test_an_a5_vec_to_vec_insert_takes_nd_tiles_of_ptoas_element_types(tmp_path,
         assert cli_main(["run", str(f), "--platform", "a5"]) == 0, capsys.readouterr().err
         return
     _refused_at(tmp_path, capsys, text, "pto.tinsert ins", "pto.tinsert", what, cmd=("run", "--platform", "a5"))
+
+
+@pytest.mark.parametrize("corpus, old, new", [
+    ("x_c2v_split2_relu_a3.pto", "location = #pto.address_space<vec>", "location = #pto.address_space<mat>"),
+    ("x_v2c_split1_a3.pto", "location = #pto.address_space<mat>", "location = #pto.address_space<vec>"),
+])
+def test_a_reserve_outside_its_cores_memory_is_refused_at_the_reserve(tmp_path, capsys, corpus, old, new):
+    """The ring a function reserves is the one it consumes, in its core's memory (UB on a
+    Vector core, L1 on the Cube); ptoas plans it where ``location`` says.  Another location is
+    a CompileError at the reserve - not the ring laid over the core's own tiles and a
+    MemoryConflictError at some later op that touches them."""
+    text = _edit((ROOT / "tests" / "pto_corpus" / corpus).read_text(), old, new)
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    for cmd in ("run", "check"):
+        assert cli_main([cmd, str(f)]) == 1
+        err = capsys.readouterr().err
+        assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{_line(text, 'pto.reserve_buffer')}:" in err, err
+        assert f"fix: write {old}" in err
+
+
+@pytest.mark.parametrize("op", ["set_flag", "wait_flag"])
+def test_an_event_past_event_id7_is_refused_at_it(tmp_path, capsys, op):
+    """``<EVENT_ID8>`` is no member of ptoas's EVENT enum (its parser refuses the file): a
+    ParseError at the event, not a KernelError when the op runs."""
+    text = (ROOT / "tests" / "pto_corpus" / "c_mm_sync_flags_a3.pto").read_text()
+    old = f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID0>]"
+    text = _edit(text, old, old.replace("EVENT_ID0", "EVENT_ID8"))
+    _refused_at(tmp_path, capsys, text, f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID8>]", "EVENT_ID8",
+                f"pto.{op}: EVENT_ID8 is not an event: ptoas refuses the file")
+
+
+@pytest.mark.parametrize("cmd", [("run",), ("check",)])
+def test_a_ring_op_of_the_other_core_is_refused_at_it(tmp_path, capsys, cmd):
+    """``pto.tfree_from_aic`` in the Cube's function: ptoas's verifier refuses it ("op must be
+    inside a vector kernel function") - a ParseError at the op, as every refusal of ptoas's."""
+    text = (ROOT / "tests" / "pto_corpus" / "x_v2c_split1_a3.pto").read_text()
+    text = _edit(text, "    pto.tfree_from_aiv {split = 1}", "    pto.tfree_from_aic {split = 1}")
+    _refused_at(tmp_path, capsys, text, "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic",
+                "pto.tfree_from_aic is a Vector core's op, but it runs on AIC (ptoas: 'pto.tfree_from_aic' op must "
+                "be inside a vector kernel function)", cmd=cmd)
+
+
+_COL16 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("text, needle, what", [
+    # a row reduction into a tile of more than one valid column (pto-isa writes its column 0)
+    (_edit(SOFTMAX, f"outs(%row_max : {_COL16})", f"outs(%tmp : {F32_16x64})"),
+     "pto.trowmax", "pto.trowmax into a destination of 64 valid columns: ptoas refuses it"),
+    # a pad into a destination whose type names no pad value
+    (_edit(SOFTMAX, "    pto.tmuls ins(%scores", f"    pto.tfillpad ins(%scores : {F32_16x64}) outs(%tmp : {F32_16x64})\n"
+                                                  "    pto.tmuls ins(%scores"),
+     "pto.tfillpad", "pto.tfillpad into a destination whose type has no pad value (pad=0, Null): ptoas refuses it"),
+])
+def test_a_destination_ptoas_refuses_for_the_op_is_refused_at_the_op(tmp_path, capsys, text, needle, what):
+    """ptoas's verifier constrains these ops' destination types beyond pto-isa (a row
+    reduction's dst has one valid column; a pad's dst type has a pad value): a ParseError at
+    the op, not a run of a file that does not assemble."""
+    _refused_at(tmp_path, capsys, text, needle, needle, what)
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        r = subprocess.run([ptoas, str(tmp_path / "bad.pto"), "-o", str(tmp_path / "bad.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
+from ptopipe.codegen import read_pto
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_tree import parse_tree
 from ptopipe.errors import (CompileError, ConfigError, DeadlockError, KernelError, LeakError, MemoryConflictError,
@@ -1679,3 +1680,93 @@ def test_a_kernel_the_entry_launches_is_located_without_the_entrys_call():
     with pytest.raises(LeakError) as e:
         run_pto(text=bad, inputs={})
     assert e.value.where == f"<pto>:{line_of(bad, 'pto.tpop_from_aic')}:7"
+
+
+@pytest.mark.parametrize("binary", ["", " {isBinary = true}", " {isBinary = false}"])
+def test_a_column_sum_through_ptoas_tmp_runs_with_its_is_binary(binary):
+    """``pto.tcolsum ins(%src, %tmp {isBinary = ...} : ...)``: pto-isa's TCOLSUM(dst, src, tmp,
+    isBinary) - the column sum either way; ptoas's default is false."""
+    row = vec_t(1, 16)
+    body = f"""    %tmp = pto.alloc_tile : {vec_t(16, 16)}
+    %s = pto.alloc_tile : {row}
+    pto.tcolsum ins(%t, %tmp{binary} : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%s : {row})
+    pto.texpands ins(%zero : f32) outs(%t : {vec_t(16, 16)})
+    pto.tcolexpandadd ins(%t, %s : {vec_t(16, 16)}, {row}) outs(%t : {vec_t(16, 16)})
+"""
+    r = run_vec("    %zero = arith.constant 0.0 : f32\n" + body)
+    np.testing.assert_allclose(r.outputs["y"].reshape(16, 16), np.broadcast_to(X.sum(axis=0), (16, 16)), rtol=1e-5)
+
+
+def test_a_column_sum_is_binary_that_is_no_bool_is_refused_at_its_place():
+    text = vector_kernel(IO + f"""    %tmp = pto.alloc_tile : {vec_t(16, 16)}
+    %s = pto.alloc_tile : {vec_t(1, 16)}
+    pto.tcolsum ins(%t, %tmp {{isBinary = 7}} : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%s : {vec_t(1, 16)})
+""" + STORE)
+    with pytest.raises(ParseError, match="isBinary 7 is not a bool") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tcolsum')}:")
+
+
+_MISSING_TMP = {
+    "pto.trowsum": lambda t: f"pto.trowsum ins(%t : {t(16, 16)}) outs(%c : {t(16, 1)})",
+    "pto.tprelu": lambda t: f"pto.tprelu ins(%t, %t : {t(16, 16)}, {t(16, 16)}) outs(%t : {t(16, 16)})",
+    "pto.trems": lambda t: f"pto.trems ins(%t, %s : {t(16, 16)}, f32) outs(%t : {t(16, 16)})",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MISSING_TMP))
+def test_an_op_without_the_tmp_ptoas_requires_is_refused_at_its_line(name):
+    """ptoas's trowsum / tprelu / trems (and the other ops of SCRATCH_REQUIRED) take a scratch
+    tile in ins(...) and refuse the op without it ("expected ','"): so do run and the static
+    reader, at the op."""
+    def t(r, c):
+        return vec_t(r, c).replace("blayout=row_major", "blayout=col_major") if c == 1 else vec_t(r, c)
+    text = vector_kernel(IO + f"    %c = pto.alloc_tile : {t(16, 1)}\n    %s = arith.constant 1.5 : f32\n"
+                         f"    {_MISSING_TMP[name](t)}\n" + STORE,
+                         attrs=" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+    line = line_of(text, name + " ins(")
+    with pytest.raises(ParseError, match=f"{name} without its tmp operand") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line}:")
+    with pytest.raises(ParseError, match=f"{name} without its tmp operand") as e:
+        read_pto(text, "k.pto")
+    assert e.value.where.startswith(f"k.pto:{line}:")
+
+
+@pytest.mark.parametrize("with_tmp", [True, False])
+def test_tgather_index_form_takes_ptoas_tmp_and_is_refused_without_it(with_tmp):
+    """``pto.tgather ins(%src, %indices, %tmp)``: ptoas's index form requires the scratch tile
+    ("index-form tgather expects both indices and tmp"); without it the file does not assemble -
+    a ParseError at the op, not a run."""
+    i32 = vec_t(16, 16, "i32")
+    ins = f"%t, %ix, %tmp : {vec_t(16, 16)}, {i32}, {i32}" if with_tmp else f"%t, %ix : {vec_t(16, 16)}, {i32}"
+    text = vector_kernel(IO + f"""    %iv = pto.make_tensor_view %i, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xi32>
+    %ip = pto.partition_view %iv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xi32> -> !pto.partition_tensor_view<16x16xi32>
+    %ix = pto.alloc_tile : {i32}
+    %tmp = pto.alloc_tile : {i32}
+    %g = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tload ins(%ip : !pto.partition_tensor_view<16x16xi32>) outs(%ix : {i32})
+    pto.tgather ins({ins}) outs(%g : {vec_t(16, 16)})
+    pto.tmov ins(%g : {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})
+""" + STORE, params="%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %i: !pto.ptr<i32>")
+    ix = np.arange(256, dtype=np.int32)[::-1].reshape(16, 16).copy()
+    inputs = dict(x=X, y=np.zeros_like(X), i=ix)
+    if not with_tmp:
+        with pytest.raises(ParseError, match="index form without its tmp") as e:
+            run_pto(text=text, inputs=inputs)
+        assert e.value.where == f"<pto>:{line_of(text, 'pto.tgather')}:5"
+        return
+    r = run_pto(text=text, inputs=inputs)
+    np.testing.assert_array_equal(r.outputs["y"].reshape(16, 16), X.reshape(-1)[ix])
+
+
+def test_a_tile_scalar_op_given_an_index_is_refused_at_its_type():
+    """ptoas's tile-scalar ops take a number: ``pto.tmuls ins(%t, %i : T, index)`` does not
+    assemble ("operand #1 must be numeric (integer/float), but got 'index'") - a ParseError at
+    the type, not a run."""
+    body = f"    %i = arith.constant 3 : index\n    pto.tmuls ins(%t, %i : {vec_t(16, 16)}, index) outs(%t : {vec_t(16, 16)})\n"
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError, match="pto.tmuls's scalar is an index: ptoas refuses it") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    line = line_of(text, "pto.tmuls")
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(', index)') + 3}"

@@ -4,8 +4,10 @@ pipe inits whose ring is the one ptoas builds, ``auto = true`` reserves, float l
 set_flag / wait_flag, the scratch tile of a row reduction, loop / branch tiles in buffers,
 A5 Left tiles."""
 import math
+import os
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -185,6 +187,94 @@ def test_row_reductions_get_a_scratch_tile_and_the_reader_takes_it():
     assert first_difference(read_pto(with_tmp, "t.pto"), read_pto(text, "t.pto")) is None
     with pytest.raises(ParseError, match="is not a tile buffer"):
         read_pto(text.replace("pto.trowmax ins(%s, %tmp :", "pto.trowmax ins(%s, %sub :", 1), "t.pto")
+
+
+
+@pl.aiv
+def _scratch_ops(a: pl.Tensor[[16, 32], pl.i16], b: pl.Tensor[[16, 32], pl.i16], o: pl.Tensor[[16, 32], pl.i16],
+                 q: pl.Tensor[[16, 32], pl.i16], x: pl.Tensor[[16, 32], pl.f32], p: pl.Tensor[[16, 1], pl.f32],
+                 r: pl.Tensor[[16, 32], pl.f32]):
+    ta = pl.load(a, [0, 0], [16, 32])
+    pl.store(pl.xor(ta, pl.load(b, [0, 0], [16, 32])), [0, 0], o)
+    pl.store(pl.xors(ta, 3), [0, 0], q)
+    tx = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.row_prod(tx), [0, 0], p)
+    pl.store(pl.rems(tx, 1.5), [0, 0], r)
+
+
+def test_every_op_ptoas_gives_a_required_tmp_is_written_with_one():
+    # ptoas's txor / txors / trems / trowprod take ``ins(..., %tmp)`` and refuse the op without
+    # it ("expected ','"): the writer passes the scratch tile its allocator placed
+    op = compile_program(pl.program(_scratch_ops, name="scratch_ops"), "a2a3")
+    text = write_pto(op, "a2a3")
+    for name, ins in (("txor", r"%\w+, %\w+, %tmp\w*"), ("txors", r"%\w+, %\w+, %tmp\w*"),
+                      ("trowprod", r"%\w+, %tmp\w*"), ("trems", r"%\w+, %\w+, %tmp\w*")):
+        assert re.search(rf"pto\.{name} ins\({ins} : ", text), name
+    assert first_difference(op, _reread(text, "a2a3")) is None
+
+
+
+@pl.aiv
+def _index_scalars(a: pl.Tensor[[64, 16], pl.i32], o: pl.Tensor[[64, 16], pl.i32], x: pl.Tensor[[64, 16], pl.f32],
+                   y: pl.Tensor[[64, 16], pl.f32]):
+    for i in pl.range(4):
+        pl.store(pl.adds(pl.load(a, [i * 16, 0], [16, 16]), i), [i * 16, 0], o)
+        pl.store(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), i), [i * 16, 0], y)
+        pl.store(pl.subs(pl.load(a, [i * 16, 0], [16, 16]), 3), [i * 16, 0], o)
+
+
+def test_an_index_scalar_of_a_tile_op_is_cast_to_a_number_ptoas_takes(tmp_path):
+    """ptoas's tile-scalar ops take a number, not an index ("'pto.tadds' op operand #1 must be
+    numeric (integer/float), but got 'index'"), and its C++ emitter casts an index to i64 only:
+    the writer casts a loop variable or an integer constant through i64 to the tile's integer
+    type (i32 for a float tile), and the reader reads the casts back as the index."""
+    op = compile_program(pl.program(_index_scalars, name="index_scalars"), "a2a3")
+    text = write_pto(op, "a2a3")
+    assert not re.search(r"pto\.t(adds|muls|subs) ins\([^)]*, index\)", text), text
+    assert re.search(r"arith\.index_cast %i : index to i64\n\s*(%\w+) = arith\.trunci %\w+ : i64 to i32", text), text
+    assert first_difference(op, _reread(text, "a2a3")) is None
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        f = tmp_path / "s.pto"
+        f.write_text(text)
+        r = subprocess.run([ptoas, "--pto-arch=a3", str(f), "-o", str(tmp_path / "s.cpp")], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+_T = "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major, " \
+     "slayout=none_box, fractal=512, pad=0>"
+_C = "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, " \
+     "slayout=none_box, fractal=512, pad=0>"
+_R = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=32, v_row=1, v_col=32, blayout=row_major, " \
+     "slayout=none_box, fractal=512, pad=0>"
+_OPTIONAL_TMP = {
+    "pto.trsqrt": (f"pto.trsqrt ins(%x : {_T}) outs(%y : {_T})", f"pto.trsqrt ins(%x, %tmp : {_T}, {_T}) outs(%y : {_T})"),
+    "pto.tcolsum": (f"pto.tcolsum ins(%x : {_T}) outs(%s : {_R})",
+                    f"pto.tcolsum ins(%x, %tmp {{isBinary = true}} : {_T}, {_T}) outs(%s : {_R})"),
+    "pto.trowexpandmax": (f"pto.trowexpandmax ins(%x, %m : {_T}, {_C}) outs(%y : {_T})",
+                          f"pto.trowexpandmax ins(%x, %m, %tmp : {_T}, {_C}, {_T}) outs(%y : {_T})"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPTIONAL_TMP))
+def test_the_optional_tmp_ptoas_takes_reads_statically(name):
+    without, with_tmp = _OPTIONAL_TMP[name]
+    body = "\n".join([
+        'module attributes {pto.target_arch = "a3"} {',
+        "  func.func @k(%x_ptr: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {",
+        "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
+        "    %c16 = arith.constant 16 : index", "    %c32 = arith.constant 32 : index",
+        "    %v = pto.make_tensor_view %x_ptr, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>",
+        "    %pv = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> "
+        "-> !pto.partition_tensor_view<16x32xf32>",
+        f"    %x = pto.alloc_tile : {_T}", f"    %y = pto.alloc_tile : {_T}", f"    %tmp = pto.alloc_tile : {_T}",
+        f"    %m = pto.alloc_tile : {_C}", f"    %s = pto.alloc_tile : {_R}",
+        f"    pto.tload ins(%pv : !pto.partition_tensor_view<16x32xf32>) outs(%x : {_T})",
+        f"    pto.trowmax ins(%x, %tmp : {_T}, {_T}) outs(%m : {_C})",
+        "    OP", "    return", "  }", "}", ""])
+    plain = read_pto(body.replace("OP", without), "k.pto")
+    assert first_difference(read_pto(body.replace("OP", with_tmp), "k.pto"), plain) is None
 
 
 # -- tiles a loop carries or a branch yields -------------------------------------------------------
@@ -399,3 +489,41 @@ def test_an_i32_scalar_met_by_an_index_is_cast_to_index_first(platform):
         got = ptopipe.run(None, (aiv, None), dict(x=x, out=np.zeros((64, 32), np.float32), n=n),
                           platform=platform).outputs["out"]
         np.testing.assert_array_equal(got, want)
+
+
+def _mask_kernel(mask_rows, mask_cols):
+    m = (f"!pto.tile_buf<loc=vec, dtype=ui8, rows={mask_rows}, cols={mask_cols}, v_row={mask_rows}, "
+         f"v_col={mask_cols}, blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    return "\n".join([
+        'module attributes {pto.target_arch = "a3"} {',
+        "  func.func @k(%x_ptr: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {",
+        "    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index",
+        "    %c16 = arith.constant 16 : index", "    %c32 = arith.constant 32 : index",
+        "    %zero = arith.constant 0.0 : f32",
+        "    %v = pto.make_tensor_view %x_ptr, shape = [%c16, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>",
+        "    %pv = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c32] : !pto.tensor_view<?x?xf32> "
+        "-> !pto.partition_tensor_view<16x32xf32>",
+        f"    %x = pto.alloc_tile : {_T}", f"    %z = pto.alloc_tile : {_T}", f"    %tmp = pto.alloc_tile : {_T}",
+        f"    %m = pto.alloc_tile : {m}",
+        f"    pto.tload ins(%pv : !pto.partition_tensor_view<16x32xf32>) outs(%x : {_T})",
+        f"    pto.texpands ins(%zero : f32) outs(%z : {_T})",
+        f"    pto.tcmps ins(%x, %zero {{cmpMode = #pto<cmp gt>}} : {_T}, f32) outs(%m : {m})",
+        f"    pto.tsel ins(%m, %x, %z, %tmp : {m}, {_T}, {_T}, {_T}) outs(%x : {_T})",
+        f"    pto.tstore ins(%x : {_T}) outs(%pv : !pto.partition_tensor_view<16x32xf32>)",
+        "    return", "  }", "}", ""])
+
+
+@pytest.mark.parametrize("cols", [32, 64])
+def test_a_compare_mask_ptoas_declares_in_the_sources_shape_reads_statically(cols):
+    """ptoas's files declare the mask of a 16 x 32 compare as a 16 x 32 tile of bytes (its
+    Cmp / Sel samples; pto-isa's TCMP asserts only the rows, and its Tile takes no row of
+    fewer than 32 bytes): the IR's packed 16 x 4 mask in the first bytes of each row."""
+    op = read_pto(_mask_kernel(16, cols), "k.pto")
+    (cmps,) = [o for o in op.walk() if o.name == "pl.cmps"]
+    assert cmps.results[0].type.shape == (16, 4)
+    assert [u.owner.name for u in cmps.results[0].uses] == ["pl.select"]
+
+
+def test_a_compare_mask_of_other_rows_is_still_refused():
+    with pytest.raises(ParseError, match="cmps produces Vec tile 16x4 u8 but the IR says Vec tile 8x32 u8"):
+        read_pto(_mask_kernel(8, 32), "k.pto")

@@ -745,3 +745,23 @@ def test_a5_tmuls_still_needs_srcs_valid_columns():
 def _line_of(marker: str) -> int:
     lines = open(__file__).read().splitlines()
     return next(i for i, ln in enumerate(lines, 1) if ln.rstrip().endswith("# " + marker))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("instr", ["TROWSUM", "TROWMAX", "TCOLSUM", "TCOLMAX", "TROWARGMAX", "TROWEXPAND"])
+def test_a_reduction_of_a_dn_tile_is_refused_at_its_line(platform, instr):
+    """pto-isa's row and column reductions (the row arg-reductions too) static_assert an ND
+    source, TROWEXPAND an ND destination ("only support Nd fractal Tile"): a DN (column-major)
+    one is a KernelError at the call, not a result."""
+    def vector():
+        src = isa.Tile(isa.TileType.Vec, np.float32, 16, 1, blayout=isa.BLayout.ColMajor)
+        dst = isa.Tile(isa.TileType.Vec, np.int32 if instr == "TROWARGMAX" else np.float32,
+                       1 if instr.startswith("TCOL") else 16, 1, blayout=isa.BLayout.ColMajor)
+        isa.TASSIGN(src, 0)
+        isa.TASSIGN(dst, 0x100)
+        isa.TEXPANDS(src, 1.0)
+        getattr(isa, instr)(dst, src)     # the reduction
+    with pytest.raises(KernelError, match=f"{instr}'s (source|destination) .* is not an ND tile") as e:
+        ptopipe.run(aiv=vector, platform=platform)
+    with open(__file__) as f:
+        assert e.value.where.endswith(f":{next(i for i, l in enumerate(f.read().splitlines(), 1) if '# the reduction' in l)}")

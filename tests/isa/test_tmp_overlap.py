@@ -102,3 +102,34 @@ def test_a2a3_tsort32_of_whole_blocks_leaves_tmp_alone():
     """A2A3's TSORT32 of 32-element blocks takes the form without tmp (a2a3/TSort32.hpp)."""
     assert not tmp_written("TSORT32", PlatformID.PLATFORM_A2A3, Tile(TileType.Vec, float32, 1, 32))
     assert tmp_written("TSORT32", PlatformID.PLATFORM_A2A3, Tile(TileType.Vec, float32, 1, 32, valid_cols=20))
+
+
+_BITS = np.arange(-64, 64, dtype=np.int16).reshape(4, 32)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("name", ["TANDS", "TORS", "TXORS"])
+def test_a_bitwise_scalar_op_in_place_is_refused_where_it_expands_the_scalar_into_dst(platform, name):
+    """pto-isa's A2A3 TANDS / TORS (and TXORS, built on them) expand the scalar into dst before
+    they read src: in place, the device ANDs the scalar with itself - a MemoryConflictError at
+    the call.  A5's run in place, checked against numpy."""
+    def k(out, a):
+        t = Tile(TileType.Vec, int16, 4, 32, addr=0x0)
+        tmp = Tile(TileType.Vec, int16, 4, 32, addr=0x400)
+        TLOAD(t, GlobalTensor(a.data(), (4, 32)))
+        if name == "TXORS":
+            TXORS(t, t, 0x0F0F, tmp)  # the xors
+        else:
+            getattr(ptopipe.isa, name)(t, t, 0x0F0F)  # the and / or
+        TSTORE(GlobalTensor(out.data(), (4, 32)), t)
+
+    def run():
+        return ptopipe.run(aiv=(k, None), args=dict(out=np.zeros((4, 32), np.int16), a=_BITS),
+                           platform=platform).outputs["out"]
+    if platform == "a2a3":
+        with pytest.raises(MemoryConflictError, match=f"{name}'s destination .* overlaps its source") as e:
+            run()
+        assert e.value.where.endswith(f":{line_of(k, 'the xors' if name == 'TXORS' else 'the and / or')}")
+        return
+    want = {"TANDS": np.bitwise_and, "TORS": np.bitwise_or, "TXORS": np.bitwise_xor}[name](_BITS, np.int16(0x0F0F))
+    np.testing.assert_array_equal(run(), want)

@@ -231,9 +231,11 @@ def way_of(ex, s, producer: bool) -> Direction:
     want = _OP_CORE.get(s.name)
     if want is not None and (want == "cube") != cube:
         side = "the Cube" if want == "cube" else "a Vector core"
-        raise ex.err(s, f"{s.name} is {side}'s op, but it runs on {ex.core.name}",
-                     f"move it into the {want} kernel (pto.kernel_kind = #pto.kernel_kind<{want}>); "
-                     "this side's op names the other core (tpush_to_aic / tpop_from_aiv ...)")
+        # ptoas's verifier refuses it in any function but a ``want`` kernel: the file does not build
+        raise ex.perr(s.tok, f"{s.name} is {side}'s op, but it runs on {ex.core.name} (ptoas: "
+                             f"'{s.name}' op must be inside a {want} kernel function)",
+                      f"move it into the {want} kernel (pto.kernel_kind = #pto.kernel_kind<{want}>); "
+                      "this side's op names the other core (tpush_to_aic / tpop_from_aiv ...)")
     return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
 
 

@@ -42,6 +42,21 @@ def plan_layout(prog: Program, platform) -> Layout:
         return _plan_layout(prog, platform)
 
 
+def _reserve_on_its_core(prog: Program, f: Func, s, name: str, loc) -> None:
+    """A ``pto.reserve_buffer`` is the ring its function consumes, in that core's memory: L1 on
+    the Cube (``location = #pto.address_space<mat>``), UB on a Vector core (``<vec>``).  Another
+    location (ptoas takes it and plans the buffer there) is a CompileError at the reserve: the
+    run would otherwise lay the ring over the core's own tiles."""
+    if f.kind not in ("cube", "vector") or (loc == TileType.Vec) == (f.kind == "vector"):
+        return
+    want = "vec" if f.kind == "vector" else "mat"
+    raise CompileError(f"pto.reserve_buffer {name!r} of the {f.kind} function @{f.name} is in {loc.name}: the ring a "
+                       f"{f.kind} function consumes lives in its own core's "
+                       f"{'UB' if f.kind == 'vector' else 'L1'}, a memory this core does not address as {loc.name}",
+                       where=f"{prog.path}:{s.tok.line}:{s.tok.col}",
+                       fix=f"write location = #pto.address_space<{want}>")
+
+
 def _plan_layout(prog: Program, platform) -> Layout:
     lay = Layout()
     fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
@@ -52,6 +67,7 @@ def _plan_layout(prog: Program, platform) -> Layout:
                 name = str_attr(s, "name", prog)
                 size = int_attr(s, "size", prog)
                 loc = space_attr(s, "location") or (TileType.Vec if f.kind != "cube" else TileType.Mat)
+                _reserve_on_its_core(prog, f, s, name, loc)
                 base = s.attr("base")
                 auto = s.attr("auto")
                 key = (kind, loc)

@@ -122,6 +122,11 @@ def h_event(ex, fr, s):
     vals = s.values()
     if m:
         eid = int(m.group(1))
+        if eid >= 8:                # no member of ptoas's EVENT enum: the file does not parse
+            tok = next((t for t in s.toks if t.text == m.group(0)), s.tok)
+            raise ex.perr(tok, f"{s.name}: {m.group(0)} is not an event: ptoas refuses the file (expected "
+                               "::mlir::pto::EVENT to be one of: EVENT_ID0 ... EVENT_ID7)",
+                          "use an event id from EVENT_ID0 to EVENT_ID7")
     elif vals:
         eid = ex.ival(fr, vals[-1])
         if not 0 <= eid < 8:

@@ -18,7 +18,7 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (ISA_ATTR_SPELLING, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, ROW_REDUCTIONS, missing_scratch_refusal, ptoas_dst_refusal, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
                           a5_scratch_refusal, ptoas_element_refusal, ptoas_location_refusal,
                           read_atomic_type)
 from ..pto_tree import Stmt, split_top
@@ -424,6 +424,18 @@ def _attr_args(ex, s: Stmt) -> list:
     return out
 
 
+def _is_binary(ex, s: Stmt) -> bool:
+    """``pto.tcolsum ins(%src, %tmp {isBinary = true} : ...)``: pto-isa's TCOLSUM(dst, src, tmp,
+    isBinary) - the sum pairwise through tmp or row by row (ptoas's default: false)."""
+    v = s.attr("isBinary")
+    if not v:
+        return False
+    word = "".join(t.text for t in v)
+    if word not in ("true", "false"):
+        raise ex.perr(v[0], f"isBinary {word} is not a bool", "write {isBinary = true} or {isBinary = false}")
+    return word == "true"
+
+
 #: catalogue instructions whose pto-isa argument order is not outs(...) then ins(...): their
 #: operands from (outs, ins) - two destinations each
 CPP_ORDER = {
@@ -491,7 +503,20 @@ class _Form:
             raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
         self.ins_group = ins
         self.outs, self.ins = s.values(outs), (s.values(ins) if ins else [])
+        refused = missing_scratch_refusal(s.name, len(self.ins))
+        if refused:
+            raise ex.perr(s.tok, *refused)
+        if s.name in ROW_REDUCTIONS or s.name in FILL_PADS:
+            _ptoas_dst(ex, s)
+        if s.name in NUMBER_SCALAR_OPS:
+            _number_scalar(ex, s, ins)
+        if s.name == "pto.tgather" and len(self.outs) == 1 and len(self.ins) == 2 and not s.attr("maskPattern"):
+            raise ex.perr(s.tok, "pto.tgather's index form without its tmp: ptoas refuses it ('pto.tgather' op "
+                                 "index-form tgather expects both indices and tmp)",
+                          "pass a scratch tile of the indices' type after them: ins(%src, %indices, %tmp : ...)")
         self.attr_args = _attr_args(ex, s)
+        if s.name == "pto.tcolsum" and len(self.ins) == 2:
+            self.attr_args.insert(0, _is_binary(ex, s))
         self.kw = {}
         self.layouts_seen = False
 
@@ -589,6 +614,32 @@ def op_catalogue(ex, fr, s):
     if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
         operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
     return getattr(isa, name)(*operands, *form.attr_args, **form.kwargs(ex, s, name), **quant)
+
+
+def _number_scalar(ex, s, ins) -> None:
+    """A ParseError at a tile-scalar op whose scalar is declared ``index``: ptoas's operand is a
+    number (:data:`NUMBER_SCALAR_OPS`; "operand #1 must be numeric (integer/float), but got
+    'index'") - cast it first, as ptopipe's writer does."""
+    parts = split_top(ins or [], (":",))
+    for k, ty in enumerate(split_top(parts[-1]) if len(parts) > 1 else []):
+        if len(ty) == 1 and ty[0].text == "index":
+            raise ex.perr(ty[0], f"{s.name}'s scalar is an index: ptoas refuses it ('{s.name}' op operand #{k} must "
+                                 "be numeric (integer/float), but got 'index')",
+                          "cast it first: %n = arith.index_cast %i : index to i32 (the tile's integer type; an "
+                          "integer scalar of a float tile converts)")
+
+
+def _ptoas_dst(ex, s) -> None:
+    """A ParseError at an op whose ``outs`` tile type ptoas's verifier refuses for it
+    (:func:`ptoas_dst_refusal`: a row reduction into more than one column, a pad without a pad
+    value)."""
+    parts = split_top(s.group("outs") or [], (":",))
+    types = split_top(parts[-1]) if len(parts) > 1 else []
+    spec = ex.prog.types.parse(types[0]) if types else None
+    if isinstance(spec, TileSpec):
+        refused = ptoas_dst_refusal(s.name, spec.v_cols, spec.pad)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
 
 
 def _tci_start_type(ex, s, ins, dst) -> None:

@@ -22,7 +22,6 @@ from ..pto_tree import Stmt, split_top
 ELEMENT = {"f32": dt.float32, "f16": dt.float16, "bf16": dt.bfloat16, "f64": np.dtype(np.float64),
            "i8": dt.int8, "i16": dt.int16, "i32": dt.int32, "i64": dt.int64,
            "ui8": dt.uint8, "ui16": np.dtype(np.uint16), "ui32": dt.uint32, "ui64": np.dtype(np.uint64),
-           "u8": dt.uint8, "u16": np.dtype(np.uint16), "u32": dt.uint32, "u64": np.dtype(np.uint64),
            "si8": dt.int8, "si16": dt.int16, "si32": dt.int32, "si64": dt.int64,
            "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_),
            "f8E4M3": dt.float8_e4m3}          # ptoas writes every e4m3 as pto-isa's float8_e4m3_t
@@ -202,6 +201,10 @@ class TypeReader:
 
     def element(self, text: str, tok) -> np.dtype:
         d = ELEMENT.get(text)
+        if d is None and re.fullmatch(r"u\d+", text):
+            # pto-isa's / ptopipe's short word for an unsigned type is no MLIR type
+            raise self.err(f"element type {text!r} is not an MLIR type: ptoas refuses the file (\"expected "
+                           "non-function type\")", tok, fix=f"write ui{text[1:]} (MLIR's unsigned {text[1:]}-bit integer)")
         if d is None:
             raise self.err(f"element type {text!r} is not supported", tok,
                            fix=f"use one of {', '.join(sorted(ELEMENT))}")
