@@ -481,23 +481,28 @@ def _spelled(ptr: bool, dtype) -> str | None:
     return ptr_type(dtype) if ptr else MLIR_DTYPE[dtype]
 
 
+def _cast(r, fs, opt, results, what: str) -> tuple:
+    """The operand of a cast ``%y = arith.<cast> %x : T to U``, its token and the two types:
+    ``(x, %x, T, U)``."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    t = c.kind("value", what)
+    c.expect(":")
+    src = c.type_()
+    c.expect("to")
+    return read(r, fs, t), t, src, c.type_()
+
+
 def h_trunci(r, fs, opt, results, loc):
     """``%y = arith.trunci %x : i64 to i32`` of an index cast to i64 (which :func:`h_index_cast`
     reads as the index itself): the writer's cast of an index scalar operand to the integer type
     ptoas takes there (INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS) - %y names the same IR value.  The
     value IR has no other truncation."""
-    c = r.c
-    _check_results(r, opt, results, 1)
-    t = c.kind("value", "the truncated value")
-    c.expect(":")
-    src = c.type_()
-    c.expect("to")
-    dst = c.type_()
-    x = read(r, fs, t)
+    x, _t, src, dst = _cast(r, fs, opt, results, "the truncated value")
     if not (src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in INT_DTYPES
             and isinstance(x.type, ScalarType) and x.type.dtype == "index"):
-        raise c.error("arith.trunci: the value IR reads only the truncation of an index cast to i64 (a "
-                      "scalar operand's cast)", opt)
+        raise r.c.error("arith.trunci: the value IR reads only the truncation of an index cast to i64 (a "
+                        "scalar operand's cast)", opt)
     rt, name = results[0]
     r.define(fs, rt, name, x)
 
@@ -507,13 +512,7 @@ def h_index_cast(r, fs, opt, results, loc):
     ptoas's ``pto.get_subblock_idx`` gives, an ``i32`` kernel parameter): %y names the same
     IR value (integer scalars are exact Python ints in the run)."""
     c = r.c
-    _check_results(r, opt, results, 1)
-    t = c.kind("value", "the cast value")
-    c.expect(":")
-    src = c.type_()
-    c.expect("to")
-    dst = c.type_()
-    x = read(r, fs, t)
+    x, t, src, dst = _cast(r, fs, opt, results, "the cast value")
     if src.kind == "scalar" and dst.kind == "scalar" and src.dtype == "index" and dst.dtype in INT_DTYPES \
             and isinstance(x.type, ScalarType) and x.type.dtype == "index":
         # an index cast to an integer type (the writer's operand of an op ptoas takes an
