@@ -97,7 +97,7 @@ def write(r, fs, tok, value) -> None:
     old = b.type if hasattr(b, "type") else None
     if not isinstance(old, TileValueType):
         raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
-    if not same_tile(old, value.type) and not (value.owner.name in MASK_MAKERS and wider_mask(value.type, old)):
+    if not same_tile(old, value.type) and not _mask_in(value, old):
         raise r.c.error(f"type mismatch: {tok.text} is {with_article(describe(old))} but the op writes a "
                         f"{describe(value.type)}", tok)
     cur = len(fs.scopes) - 1
@@ -160,10 +160,14 @@ def wider_mask(packed, declared) -> bool:
             and packed.shape[1] <= declared.shape[1])
 
 
+def _mask_in(v, declared) -> bool:
+    """Is ``v`` a TCMP / TCMPS mask that a tile of type ``declared`` holds (:func:`wider_mask`)?"""
+    return isinstance(v.owner, Operation) and v.owner.name in MASK_MAKERS and wider_mask(v.type, declared)
+
+
 def _check_type(r, tok, v, pt):
     ok = (pt.kind == "tile" and same_tile(v.type, pt.ir)) or \
-         (pt.kind == "tile" and isinstance(v.owner, Operation) and v.owner.name in MASK_MAKERS
-          and wider_mask(v.type, pt.ir)) or \
+         (pt.kind == "tile" and _mask_in(v, pt.ir)) or \
          (pt.kind == "scalar" and isinstance(v.type, ScalarType) and v.type.dtype == pt.dtype) or \
          (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
          (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")

@@ -238,6 +238,8 @@ SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowprod",
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
                     "pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin", "pto.trsqrt",
                     "pto.tcolsum")
+
+
 def missing_scratch_refusal(op: str, n_ins: int) -> tuple | None:
     """``(what, fix)`` when ``op`` (one of :data:`SCRATCH_REQUIRED`) is given ``n_ins`` operands in
     ``ins(...)``, its operands without the tmp ptoas requires, else None."""

@@ -20,6 +20,7 @@ such values and calls of a few pure builtins on them (``SHAPES[0]``, ``len(SHAPE
 from __future__ import annotations
 
 import ast
+import builtins
 import operator
 
 import numpy as np
@@ -52,8 +53,7 @@ _PY_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast
 # Python builtins a kernel may call on compile-time values (len(SHAPES), min(N, 4)): evaluated
 # while reading, as a constant expression is folded
 _STATIC_BUILTINS = ("len", "min", "max", "abs", "int", "float", "round", "sum", "bool")
-_BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(__builtins__, n)
-             for n in _STATIC_BUILTINS}
+_BUILTINS = {n: getattr(builtins, n) for n in _STATIC_BUILTINS}
 # the compile-time values whose truth an `if` takes from Python (numbers become kernel constants)
 _STATIC_TRUTH = (str, bytes, tuple, list, dict, frozenset, set, type(None))
 # the pl ops of the Python operators a tile has no operator for (a fix names them)

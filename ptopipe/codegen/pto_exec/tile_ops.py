@@ -18,9 +18,10 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, ROW_REDUCTIONS, missing_scratch_refusal, ptoas_dst_refusal, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
-                          a5_scratch_refusal, ptoas_element_refusal, ptoas_location_refusal,
-                          read_atomic_type)
+from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
+                          ROW_REDUCTIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+                          missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
+                          ptoas_location_refusal, read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .program import catalogue_name, res_type
 from .types import ELEMENT, ROUND, MultiSpec, TileSpec
