@@ -41,12 +41,12 @@ from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier,
                          WaitEvent, YieldOp, own_events)
 from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_window
 from ..sim.pipesync import PTO_EVENTS
-from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize
+from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize, np_dtype
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, FLOOR_MOD, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, scalar_cast_type, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
-                         SCRATCH_REQUIRED, float_literal,
+                         SCRATCH_REQUIRED, ptoas_element_refusal, float_literal,
                          atomic_type_attr, ptr_type, tile_buf)
 from ..errors import with_article
 
@@ -734,6 +734,10 @@ class _Writer:
         ins = [st[v] for v in op.operands]
         tys = [self.vty(st, v) if isinstance(v.type, TileValueType) else self.ty(v.type) for v in op.operands]
         tiles = [v.type.dtype for v in op.operands if isinstance(v.type, TileValueType)]
+        refused = ptoas_element_refusal(name, self.plat.name,
+                                        np_dtype(tiles[0] if tiles else op.results[0].type.dtype))
+        if refused:         # the run takes it as pto-isa's instruction does; ptoas's verifier does not
+            self.note(op, refused[0])
         want = scalar_cast_type(name, op.results[0].type.dtype if name in INT_SCALAR_OPERAND or not tiles
                                 else tiles[0])
         if want is not None:

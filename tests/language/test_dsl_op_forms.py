@@ -179,6 +179,18 @@ def narrow_compare(x: pl.Tensor[[16, 16], pl.f32], y: pl.Tensor[[16, 16], pl.f32
         pl.store(pl.select(pl.cmp(a, a, pl.CMP_GE), a, a), [0, 0], y)
 
 
+@pl.aic
+def idle_i32(x: pl.Tensor[[16, 32], pl.i32]):
+    pass
+
+
+@pl.aiv
+def int_bitwise(x: pl.Tensor[[16, 32], pl.i32], y: pl.Tensor[[16, 32], pl.i32]):
+    if pl.get_subblockid() == 0:
+        a = pl.load(x, [0, 0], [16, 32])
+        pl.store(pl.xors(pl.ors(pl.ands(a, 12), 1), 5), [0, 0], y)
+
+
 def _compares(rng):
     x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
     return dict(x=x, z=z), dict(y=np.minimum(x, z), w=np.where(x >= 0.5, x, z), v=z,
@@ -383,6 +395,31 @@ def test_ops_ptoas_lacks_are_noted():
     assert [w for w, _ in notes] == ["pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the "
                                      "sources' static shape"]
     assert "dtype=ui8, rows=16, cols=32, v_row=16, v_col=2," in text     # 16 f32 columns: 2 bytes a row
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_ptoas_element_type_refusals_are_noted(platform, tmp_path):
+    """pto-isa's TANDS / TORS / TXORS take i32 tiles; ptoas's A2/A3 verifier only i8 / i16: the
+    written file says so where it writes the op (A5's verifier takes i32), and the run is numpy's."""
+    prog = pl.program(idle_i32, int_bitwise, name="int_bitwise")
+    notes = []
+    text = write_pto(compile_program(prog, platform), platform, notes)
+    x = np.arange(16 * 32, dtype=np.int32).reshape(16, 32) - 100
+    res = dsl_run(prog, dict(x=x, y=np.zeros_like(x)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["y"], ((x & 12) | 1) ^ 5)
+    want = [] if platform == "a5" else [
+        f"pto.t{o} of int32 tiles on A2A3: ptoas refuses it ('pto.t{o}' op expects A2/A3 t{o} element type to be "
+        "i8/i16), though pto-isa's instruction takes it" for o in ("ands", "ors", "xors")]
+    assert [w for w, _ in notes] == want
+    line = next(k for k, ln in enumerate(pathlib.Path(__file__).read_text().splitlines(), 1)
+                if "pl.store(pl.xors(pl.ors(pl.ands(a, 12)" in ln)
+    assert all(where.startswith(f"{__file__}:{line}:") for _, where in notes), notes
+    if PTOAS:
+        pto = tmp_path / "int_bitwise.pto"
+        pto.write_text(text)
+        r = subprocess.run([PTOAS, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(pto), "-o",
+                            str(tmp_path / "out.cpp")], capture_output=True, text=True, timeout=300)
+        assert (r.returncode == 0) == (platform == "a5"), r.stderr[-2000:]
 
 
 @pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
