@@ -497,15 +497,17 @@ def _cast(r, fs, opt, results, what: str) -> tuple:
     return read(r, fs, t), t, src, c.type_()
 
 
-def h_trunci(r, fs, opt, results, loc):
-    """``%y = arith.trunci %x : i64 to i32`` of an index cast to i64 (which :func:`h_index_cast`
-    reads as the index itself): the writer's cast of an index scalar operand to the integer type
-    ptoas takes there (INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS) - %y names the same IR value.  The
-    value IR has no other truncation."""
-    x, _t, src, dst = _cast(r, fs, opt, results, "the truncated value")
-    if not (src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in INT_DTYPES
+def h_number_cast(r, fs, opt, results, loc):
+    """``%y = arith.trunci %x : i64 to i32`` (or ``arith.sitofp %x : i64 to f32``) of an index
+    cast to i64 (which :func:`h_index_cast` reads as the index itself): the writer's cast of an
+    index scalar operand to the number type ptoas takes there (INT_SCALAR_OPERAND,
+    NUMBER_SCALAR_OPS; texpands' float tile's own type) - %y names the same IR value.  The value
+    IR has no other truncation or conversion."""
+    x, _t, src, dst = _cast(r, fs, opt, results, "the converted value")
+    to = FLOATS if opt.text == "arith.sitofp" else INT_DTYPES
+    if not (src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in to
             and isinstance(x.type, ScalarType) and x.type.dtype == "index"):
-        raise r.c.error("arith.trunci: the value IR reads only the truncation of an index cast to i64 (a "
+        raise r.c.error(f"{opt.text}: the value IR reads only the conversion of an index cast to i64 (a "
                         "scalar operand's cast)", opt)
     rt, name = results[0]
     r.define(fs, rt, name, x)

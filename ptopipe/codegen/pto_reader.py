@@ -28,7 +28,7 @@ from ..ir.opdefs import (CallOp, ConstOp, FuncOp, GetSubblockIdOp, ImportPeerBuf
                          TFree, TPop)
 from .pto_lexer import BOM, tokenize, without_locations
 from .pto_tree import OP_ALIASES
-from .pto_ops import Scope, emit, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select, h_trunci
+from .pto_ops import Scope, emit, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select, h_number_cast
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
@@ -43,7 +43,8 @@ UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothi
 #: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
 HANDLERS = {
     "arith.constant": h_constant, "arith.select": h_select, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
-    "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast, "arith.trunci": h_trunci,
+    "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
+    "arith.trunci": h_number_cast, "arith.sitofp": h_number_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
     "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape, "pto.set_validshape": h_set_validshape,

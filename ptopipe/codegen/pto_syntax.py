@@ -424,8 +424,9 @@ def scalar_cast_type(op: str, tile_dtype: str) -> str | None:
     """The integer type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
     the destination of tci, the source of the others - of IR dtype ``tile_dtype``): ``op``'s
     :data:`INT_SCALAR_OPERAND`; for :data:`NUMBER_SCALAR_OPS` the tile's integer type (signless),
-    or i32 for a float tile (pto-isa converts the scalar to the tile's type; texpands wants the
-    tile's own type: None); None where ``op`` takes an index as it is."""
+    or i32 for a float tile (pto-isa converts the scalar to the tile's type) - texpands' float
+    tile's own type, as its verifier wants the scalar ("expects scalar type == dst element
+    type"; the writer converts with ``arith.sitofp``); None where ``op`` takes an index as it is."""
     want = INT_SCALAR_OPERAND.get(op)
     if want is not None:
         return tile_dtype if want == "dst" else want
@@ -433,7 +434,7 @@ def scalar_cast_type(op: str, tile_dtype: str) -> str | None:
         return None
     if tile_dtype in INT_DTYPES and tile_dtype != "index":
         return _SIGNLESS.get(tile_dtype, tile_dtype)
-    return None if op == "pto.texpands" else "i32"
+    return tile_dtype if op == "pto.texpands" else "i32"
 
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``.  The IR's integer ``%`` floors, and MLIR

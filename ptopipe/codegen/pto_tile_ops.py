@@ -14,7 +14,7 @@ from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, i
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (MASK_MAKERS, RowView, wider_mask, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
+from .pto_syntax import (CARRY, EVENT_IDS, FLOATS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
                          IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
                          a5_scratch_refusal, missing_scratch_refusal, read_atomic_type)
 from ..errors import with_article
@@ -321,7 +321,7 @@ def generic_tile_op(r, fs, opt, results, loc):
     for t, pt in ins:
         v = read(r, fs, t)
         cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
-            and pt.dtype in INT_DTYPES \
+            and (pt.dtype in INT_DTYPES or opt.text == "pto.texpands" and pt.dtype in FLOATS) \
             and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
         if not cast_index:
             _check_type(r, t, v, pt)

@@ -749,7 +749,8 @@ class _Writer:
                     self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to i64")
                     if want != "i64":
                         x64, x = x, st.fresh(f"{v.name or 'n'}_{want}")
-                        self.line(ind, f"{x} = arith.trunci {x64} : i64 to {MLIR_DTYPE[want]}")
+                        cast = "arith.sitofp" if want in FLOATS else "arith.trunci"
+                        self.line(ind, f"{x} = {cast} {x64} : i64 to {MLIR_DTYPE[want]}")
                     ins[k], tys[k] = x, MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
             stype = scratch_type(op.name[3:], op.operands[0].type)

@@ -221,17 +221,22 @@ def _index_scalars(a: pl.Tensor[[64, 16], pl.i32], o: pl.Tensor[[64, 16], pl.i32
         pl.store(pl.adds(pl.load(a, [i * 16, 0], [16, 16]), i), [i * 16, 0], o)
         pl.store(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), i), [i * 16, 0], y)
         pl.store(pl.subs(pl.load(a, [i * 16, 0], [16, 16]), 3), [i * 16, 0], o)
+        pl.store(pl.full([16, 16], pl.f32, i), [i * 16, 0], y)
 
 
 def test_an_index_scalar_of_a_tile_op_is_cast_to_a_number_ptoas_takes(tmp_path):
     """ptoas's tile-scalar ops take a number, not an index ("'pto.tadds' op operand #1 must be
     numeric (integer/float), but got 'index'"), and its C++ emitter casts an index to i64 only:
     the writer casts a loop variable or an integer constant through i64 to the tile's integer
-    type (i32 for a float tile), and the reader reads the casts back as the index."""
+    type (i32 for a float tile; texpands': its float tile's type), and the reader reads the casts
+    back as the index."""
     op = compile_program(pl.program(_index_scalars, name="index_scalars"), "a2a3")
     text = write_pto(op, "a2a3")
     assert not re.search(r"pto\.t(adds|muls|subs) ins\([^)]*, index\)", text), text
     assert re.search(r"arith\.index_cast %i : index to i64\n\s*(%\w+) = arith\.trunci %\w+ : i64 to i32", text), text
+    # texpands takes a scalar of its tile's own type ("expects scalar type == dst element type")
+    cast = re.search(r"(%\w+) = arith\.sitofp %i_i64\w* : i64 to f32\n", text)
+    assert cast and f"pto.texpands ins({cast.group(1)} : f32)" in text, text
     assert first_difference(op, _reread(text, "a2a3")) is None
     ptoas = os.environ.get("PTOAS")
     if ptoas:
