@@ -960,14 +960,20 @@ def _saturate(x, dtype: np.dtype):
     return np.clip(x, -big, big).astype(d)
 
 
-#: TADDRELUCONV's source dtype -> its destination dtype
-ADD_RELU_CONV = {dt.float32: dt.float16, dt.float16: dt.int8, dt.int16: dt.int8}
+#: TADDRELUCONV's and TSUBRELUCONV's source dtype -> their destination dtype
+RELU_CONV = {dt.float32: dt.float16, dt.float16: dt.int8, dt.int16: dt.int8}
 
 
 def add_relu_conv(a, b, d):
     """``d = convert(max(a + b, 0))``: the sum in the sources' dtype, then a saturating
     conversion to nearest (TADDRELUCONV)."""
     d[...] = _saturate(_wide(np.maximum(np.add(a, b), 0)), d.dtype)
+
+
+def sub_relu_conv(a, b, d):
+    """``d = convert(max(a - b, 0))``: the difference in the sources' dtype, then a saturating
+    conversion to nearest (TSUBRELUCONV)."""
+    d[...] = _saturate(_wide(np.maximum(np.subtract(a, b), 0)), d.dtype)
 
 
 def add_deq_relu(a, b, scale, d):
@@ -1380,8 +1386,10 @@ _DEFS = (
           doc="exp(src0 - src1[0, j]) per column (TCOLEXPANDEXPDIF)"),
     OpDef("TPAIRREDUCESUM", "unary", _V, pair_sum, types("f16 f32"), _S2, dsl="pair_sum",
           doc="sums of adjacent pairs into the lower half of each row (TPAIRREDUCESUM)"),
-    OpDef("TADDRELUCONV", "TADDRELUCONV", _V, add_relu_conv, types("f16 f32 i16"), _S2, dsl="add_relu_conv",
+    OpDef("TADDRELUCONV", "relu_conv", _V, add_relu_conv, types("f16 f32 i16"), _S2, dsl="add_relu_conv",
           doc="convert(max(src0 + src1, 0)): f32 -> f16, f16 / i16 -> i8 (TADDRELUCONV)"),
+    OpDef("TSUBRELUCONV", "relu_conv", _V, sub_relu_conv, types("f16 f32 i16"), _S2, dsl="sub_relu_conv",
+          doc="convert(max(src0 - src1, 0)): f32 -> f16, f16 / i16 -> i8 (TSUBRELUCONV)"),
     OpDef("TADDDEQRELU", "TADDDEQRELU", _V, add_deq_relu, types("i32"), _S4, tmp=True, scratch=True,
           dsl="add_deq_relu",
           doc="f16(max((src0 + src1) * deqScale, 0)) of int32 sources (TADDDEQRELU)"),

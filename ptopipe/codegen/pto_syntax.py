@@ -373,7 +373,7 @@ def ptoas_element_refusal(op: str, platform: str, dtype) -> tuple | None:
 #: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)
 #: and notes that ptoas rejects the file
 PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "pto.taddreluconv",
-               "pto.tadddeqrelu")
+               "pto.tsubreluconv", "pto.tadddeqrelu")
 
 #: the IR attributes a tile op's instruction takes after its operands (``ir.ops.ISA_ATTRS``)
 #: as ptoas spells them in its ``ins(... {attr} : ...)``: IR name -> (ptoas key, value -> text

@@ -17,7 +17,7 @@ from enum import Enum
 from functools import cached_property
 from typing import Callable
 
-from ..arch.catalogue import (ADD_RELU_CONV, ATOMIC_ADD_DTYPES, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
+from ..arch.catalogue import (ATOMIC_ADD_DTYPES, CONVERTS_FROM, LOAD_DST, MOVES, RELU_CONV, STORE_SRC,
                               matmul_dtype_fix, op_scalar_error, tcvt_pair_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
 from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_COLS, SCRATCH_DTYPE
@@ -645,9 +645,9 @@ def _transpose(kind, a, at):
     return TileValueType((x.shape[1], x.shape[0]), x.dtype, MemorySpace.Vec)
 
 
-def _add_relu_conv(kind, a, at):
+def _relu_conv(kind, a, at):
     x = _binary(kind, a, at)
-    out = ADD_RELU_CONV.get(np_dtype(x.dtype))
+    out = RELU_CONV.get(np_dtype(x.dtype))
     if out is None:
         return x            # the catalogue's dtype rule names the dtypes it takes
     return TileValueType(x.shape, short_name(out), MemorySpace.Vec)
@@ -813,7 +813,7 @@ _FORMS = {
     "col_arg": ([("a", "value")], _col_arg, "per-column index"),
     "TCONCAT": ([("a", "value"), ("b", "value")], _concat, ""),
     "TTRANS": ([("a", "value")], _transpose, ""),
-    "TADDRELUCONV": ([("a", "value"), ("b", "value")], _add_relu_conv, ""),
+    "relu_conv": ([("a", "value"), ("b", "value")], _relu_conv, ""),
     "TCI": ([("shape", "shape"), ("dtype", "dtype"), ("start", "value"), ("descending", "int", 0)],
             _generated("arange", "start", True),
             "start, start + 1, ... along one row (descending=1: start, start - 1, ...)"),
@@ -848,7 +848,7 @@ _FORM_AXES = {
     "row_bcast": _axes(_S, _MAKE), "col_bcast": _axes(_MAKE, _S),
     "row_arg": _axes(_S, _MIX), "col_arg": _axes(_MIX, _S),
     "TCONCAT": _axes(_S, _MIX), "TTRANS": _axes(Along.SWAPS, Along.SWAPS),
-    "TADDRELUCONV": ELEMENTWISE,
+    "relu_conv": ELEMENTWISE,
     # start, start + 1, ... along the one row; the triangle j <= i + d (or >=): one row more
     # is one more diagonal, one column more one less
     "TCI": _axes(_MAKE, Along.COUNTS, start="start", step=(0, 1)),

@@ -20,8 +20,8 @@ from operator import setitem
 import numpy as np
 
 from ..arch import dtypes as dt
-from ..arch.catalogue import (ADD_RELU_CONV, CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES, OPS, PART_ARG_INDEX,
-                              POW_HIGH_PRECISION, by_form, scalar_error)
+from ..arch.catalogue import (CMPS_BITS_AS_HALF_A2A3, MASK_DTYPES, OPS, PART_ARG_INDEX, POW_HIGH_PRECISION,
+                              RELU_CONV, by_form, scalar_error)
 from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
 from .context import current_core, kernel_core, named
 from .events import Event
@@ -654,29 +654,35 @@ def _part_arg(op):
     return instr
 
 
-# -- TADDRELUCONV / TADDDEQRELU -----------------------------------------------------------------
-_ARC, _ADR = OPS["TADDRELUCONV"], OPS["TADDDEQRELU"]
-_ARC_OK, _ADR_OK = _ARC.allowed(), _ADR.allowed()
+# -- TADDRELUCONV / TSUBRELUCONV / TADDDEQRELU ---------------------------------------------------
+_ADR = OPS["TADDDEQRELU"]
+_ADR_OK = _ADR.allowed()
 
 
-def TADDRELUCONV(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-    """``dst = convert(max(src0 + src1, 0))``: f32 -> f16, f16 -> i8 or i16 -> i8, the sum in
-    the sources' dtype and a saturating conversion to nearest (ties to even)."""
-    core = current_core()
-    _sync(events)
-    d, a, b = _vec(core, "TADDRELUCONV", dst, src0, src1)
-    _same(core, "TADDRELUCONV", src0, a, src1=(src1, b))
-    if a.shape != d.shape or not d.size:
-        _same_shape(core, "TADDRELUCONV", ("dst", d), ("src0", a))
-        raise _err(core, f"TADDRELUCONV: an empty valid region ({d.shape[0]}x{d.shape[1]})",
-                   "pto-isa requires valid rows and cols > 0")
-    _rule(core, _ARC, src0, _ARC_OK)
-    if ADD_RELU_CONV[src0.dtype] != dst.dtype:
-        pairs = ", ".join(f"{s.name} -> {t.name}" for s, t in ADD_RELU_CONV.items())
-        raise _err(core, f"TADDRELUCONV: {src0.dtype.name} sources into {with_article(dst.dtype.name)} dst; the pairs "
-                         f"are {pairs}", f"declare dst as {ADD_RELU_CONV[src0.dtype].name}")
-    core.pending.append((_ARC.kernel, a, b, d))
-    return _issue(core, "TADDRELUCONV", [dst], [src0, src1], None, *d.shape, src0.item)
+def _relu_conv(op):
+    """TADDRELUCONV / TSUBRELUCONV: ``dst = convert(max(src0 +/- src1, 0))``."""
+    name, ok = op.name, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a, b = _vec(core, name, dst, src0, src1)
+        _same(core, name, src0, a, src1=(src1, b))
+        if a.shape != d.shape or not d.size:
+            _same_shape(core, name, ("dst", d), ("src0", a))
+            raise _err(core, f"{name}: an empty valid region ({d.shape[0]}x{d.shape[1]})",
+                       "pto-isa requires valid rows and cols > 0")
+        _rule(core, op, src0, ok)
+        if RELU_CONV[src0.dtype] != dst.dtype:
+            pairs = ", ".join(f"{s.name} -> {t.name}" for s, t in RELU_CONV.items())
+            raise _err(core, f"{name}: {src0.dtype.name} sources into {with_article(dst.dtype.name)} dst; the pairs "
+                             f"are {pairs}", f"declare dst as {RELU_CONV[src0.dtype].name}")
+        core.pending.append((op.kernel, a, b, d))
+        return _issue(core, name, [dst], [src0, src1], None, *d.shape, src0.item)
+    instr.__doc__ = (f"``dst = convert(max(src0 {'+' if name == 'TADDRELUCONV' else '-'} src1, 0))``: f32 -> f16, "
+                     "f16 -> i8 or i16 -> i8, in the sources' dtype and a saturating conversion to nearest "
+                     "(ties to even).")
+    return instr
 
 
 def TADDDEQRELU(dst: Tile, src0: Tile, src1: Tile, deq_scale, *rest) -> Event:
@@ -753,11 +759,11 @@ _BUILD = {"ternary": _ternary, "scalar_ternary": _scalar_ternary, "axpy": _axpy,
           "compare": _compare, "compare_scalar": _compare_scalar, "select": _select,
           "select_scalar": _select_scalar, "col_expand": _col_expand, "col_bcast": _col_bcast,
           "row_arg": _arg, "col_arg": _arg, "part": _part, "dst_binary": _dst_binary,
-          "part_arg": _part_arg}
+          "part_arg": _part_arg, "relu_conv": _relu_conv}
 for _op in by_form(*_BUILD):
     _fn = named(_BUILD[_op.form](_op), _op.name)
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
-__all__ = [_op.name for _op in by_form(*_BUILD)] + ["TADDDEQRELU", "TADDRELUCONV", "TDEQUANT",
+__all__ = [_op.name for _op in by_form(*_BUILD)] + ["TADDDEQRELU", "TDEQUANT",
                                                      "THISTOGRAM", "TPOW", "TPOWS", "TQUANT"]
 del _op, _fn

@@ -24,7 +24,7 @@ FORMS = {
     "load": "tile, GlobalTensor", "store": "GlobalTensor, tile", "move": "dst, src",
     "extract": "dst, src, row, col", "move_fp": "dst, src, fp", "extract_fp": "dst, src, fp, row, col",
     "insert_fp": "dst, src, fp, row, col", "store_fp": "GlobalTensor, src, fp",
-    "matmul_mx": "c, a, a_scale, b, b_scale[, bias] / c_out, c_in, a, a_scale, b, b_scale",
+    "relu_conv": "dst, src0, src1", "matmul_mx": "c, a, a_scale, b, b_scale[, bias] / c_out, c_in, a, a_scale, b, b_scale",
 }
 
 

@@ -238,33 +238,35 @@ def test_interleave_and_deinterleave(platform, dtype):
             "dst0 and dst1 take half the source's 4x32")
 
 
-# -- TADDRELUCONV / TADDDEQRELU -----------------------------------------------------------------------
+# -- TADDRELUCONV / TSUBRELUCONV / TADDDEQRELU --------------------------------------------------------
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_add_relu_convert(platform):
+@pytest.mark.parametrize("name, sign", [("TADDRELUCONV", 1), ("TSUBRELUCONV", -1)])
+def test_add_sub_relu_convert(platform, name, sign):
+    instr = globals()[name]
     rng = np.random.default_rng(9)
     f, g = rand(rng, np.float32, lo=-100, hi=100), rand(rng, np.float32, lo=-100, hi=100)
-    f[0, :2] = [1e5, 40000.0]                          # saturates to f16's 65504
+    f[0, :2], g[0, :2] = [1e5, 40000.0], [0.0, 0.0]    # saturates to f16's 65504
     h, k = rand(rng, np.float16, lo=-80, hi=80), rand(rng, np.float16, lo=-80, hi=80)
-    h[0, :3], k[0, :3] = [0.5, 1.5, 100.0], [0.0, 0.0, 100.0]   # ties to even, saturation
+    h[0, :3], k[0, :3] = [0.5, 1.5, 100.0], [0.0, 0.0, 100.0 * sign]   # ties to even, saturation
     s, t = rand(rng, np.int16, lo=-200, hi=200), rand(rng, np.int16, lo=-200, hi=200)
 
     def call(o, i):
-        TADDRELUCONV(o[0], i[0], i[1])
-        TADDRELUCONV(o[1], i[2], i[3])
-        TADDRELUCONV(o[2], i[4], i[5])
+        instr(o[0], i[0], i[1])
+        instr(o[1], i[2], i[3])
+        instr(o[2], i[4], i[5])
     got = run_tiles(platform, call, [f, g, h, k, s, t],
                     [(f.shape, np.float16), (f.shape, np.int8), (f.shape, np.int8)])
-    x = np.maximum(f + g, 0).astype(np.float64)
+    x = np.maximum(f + sign * g, 0).astype(np.float64)
     np.testing.assert_array_equal(got[0], np.minimum(x, 65504).astype(np.float16))
-    y = np.maximum(h + k, 0).astype(np.float64)
+    y = np.maximum(h + np.float16(sign) * k, 0).astype(np.float64)
     np.testing.assert_array_equal(got[1], np.minimum(np.rint(y), 127).astype(np.int8))
     assert got[1][0, :3].tolist() == [0, 2, 127]
-    np.testing.assert_array_equal(got[2], np.minimum(np.maximum(s + t, 0), 127).astype(np.int8))
-    rejects(platform, lambda o, i: TADDRELUCONV(o[0], i[0], i[1]), [f, g], [(f.shape, np.int8)],
+    np.testing.assert_array_equal(got[2], np.minimum(np.maximum(s + np.int16(sign) * t, 0), 127).astype(np.int8))
+    rejects(platform, lambda o, i: instr(o[0], i[0], i[1]), [f, g], [(f.shape, np.int8)],
             "float32 sources into an int8 dst", "float32 -> float16")
     ia = rand(rng, np.int32)
-    rejects(platform, lambda o, i: TADDRELUCONV(o[0], i[0], i[0]), [ia], [(ia.shape, np.int8)],
-            "TADDRELUCONV takes f16, f32, i16 tiles")
+    rejects(platform, lambda o, i: instr(o[0], i[0], i[0]), [ia], [(ia.shape, np.int8)],
+            f"{name} takes f16, f32, i16 tiles")
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

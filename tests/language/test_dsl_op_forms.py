@@ -112,9 +112,11 @@ def layout(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32],
 
 
 @pl.aiv
-def relu_convert(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f16]):
+def relu_convert(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f16],
+                 w: pl.Tensor[[16, 32], pl.f16]):
     if pl.get_subblockid() == 0:
         pl.store(pl.add_relu_conv(pl.load(x, [0, 0], [16, 32]), pl.load(z, [0, 0], [16, 32])), [0, 0], y)
+        pl.store(pl.sub_relu_conv(pl.load(x, [0, 0], [16, 32]), pl.load(z, [0, 0], [16, 32])), [0, 0], w)
 
 
 @pl.aiv
@@ -266,7 +268,7 @@ def _layout(rng):
 
 def _relu_convert(rng):
     x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
-    return dict(x=x, z=z), dict(y=np.maximum(x + z, 0).astype(np.float16))
+    return dict(x=x, z=z), dict(y=np.maximum(x + z, 0).astype(np.float16), w=np.maximum(x - z, 0).astype(np.float16))
 
 
 def _deq_relu(rng):
@@ -288,7 +290,7 @@ CASES = {
     "compares": (compares, _compares, ("cmp", "cmps", "select", "selects"), 0),
     "generators": (generators, _generators, ("arange", "tri"), 0),
     "sorting": (sorting, _sorting, ("sort32",), 0),
-    "relu_convert": (relu_convert, _relu_convert, ("add_relu_conv",), 1e-6),
+    "relu_convert": (relu_convert, _relu_convert, ("add_relu_conv", "sub_relu_conv"), 1e-6),
     "deq_relu": (deq_relu, _deq_relu, ("add_deq_relu",), 1e-6),
     "dequantize": (dequantize, _dequantize, ("dequant",), 1e-6),
 }
@@ -313,7 +315,7 @@ def _check(got: dict, want: dict, rtol: float, what: str) -> None:
 def test_the_cases_cover_every_op_of_the_added_forms():
     """Every DSL op of these forms is used by a kernel here (an op added to a form joins a case)."""
     forms = {"pow", "pows", "part", "row_bcast", "col_bcast", "row_arg", "col_arg", "TCONCAT",
-             "TTRANS", "TADDRELUCONV", "TADDDEQRELU", "TDEQUANT", "TSORT32", "TCI", "TTRI", "compare",
+             "TTRANS", "relu_conv", "TADDDEQRELU", "TDEQUANT", "TSORT32", "TCI", "TTRI", "compare",
              "compare_scalar", "select", "select_scalar"}
     extra = {"rem", "prelu", "subrelu", "pair_sum", "row_expand_expdif", "col_expand_expdif"}
     want = {d.dsl for d in CATALOGUE.values() if d.dsl and d.form in forms} | extra

@@ -184,14 +184,15 @@ enum OpId : int32_t {
     OP_TSUB = 151,
     OP_TSUBC = 152,
     OP_TSUBRELU = 153,
-    OP_TSUBS = 154,
-    OP_TSUBSC = 155,
-    OP_TSUBVIEW = 156,
-    OP_TTRANS = 157,
-    OP_TTRAP = 158,
-    OP_TTRI = 159,
-    OP_TXOR = 160,
-    OP_TXORS = 161,
+    OP_TSUBRELUCONV = 154,
+    OP_TSUBS = 155,
+    OP_TSUBSC = 156,
+    OP_TSUBVIEW = 157,
+    OP_TTRANS = 158,
+    OP_TTRAP = 159,
+    OP_TTRI = 160,
+    OP_TXOR = 161,
+    OP_TXORS = 162,
 };
 }  // namespace ptopipe
 
@@ -243,7 +244,7 @@ enum pipe_t : int { PIPE_S = 0, PIPE_MTE1 = 1, PIPE_MTE2 = 2, PIPE_MTE3 = 3, PIP
 namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 22; }; }
 enum event_t : int { EVENT_ID0 = 0, EVENT_ID1 = 1, EVENT_ID2 = 2, EVENT_ID3 = 3, EVENT_ID4 = 4, EVENT_ID5 = 5, EVENT_ID6 = 6, EVENT_ID7 = 7 };
 namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 23; }; }
-namespace pto { enum class Op : int { TLOAD = 0, TSTORE_ACC = 1, TSTORE_VEC = 2, TMOV_M2L = 3, TMOV_M2S = 4, TMOV_M2B = 5, TMOV_M2V = 6, TMOV_V2M = 7, TMATMUL = 8, TVEC = 9, TADD = 10, TSUB = 11, TMUL = 12, TDIV = 13, TMAX = 14, TMIN = 15, TADDS = 16, TSUBS = 17, TMULS = 18, TDIVS = 19, TMAXS = 20, TMINS = 21, TEXP = 22, TLOG = 23, TSQRT = 24, TRSQRT = 25, TABS = 26, TNEG = 27, TRELU = 28, TRECIP = 29, TROWSUM = 30, TROWMAX = 31, TROWMIN = 32, TCOLSUM = 33, TCOLMAX = 34, TROWEXPANDADD = 35, TROWEXPANDSUB = 36, TROWEXPANDMUL = 37, TROWEXPANDDIV = 38, TROWEXPAND = 39, TEXPANDS = 40, TCVT = 41, TPACK = 42, TAND = 43, TOR = 44, TXOR = 45, TSHL = 46, TSHR = 47, TNOT = 48, TANDS = 49, TORS = 50, TXORS = 51, TSHLS = 52, TSHRS = 53, TREM = 54, TREMS = 55, TFMOD = 56, TFMODS = 57, TPRELU = 58, TLRELU = 59, TADDC = 60, TSUBC = 61, TADDSC = 62, TSUBSC = 63, TAXPY = 64, TCMP = 65, TCMPS = 66, TSEL = 67, TSELS = 68, TCOLEXPAND = 69, TCOLEXPANDADD = 70, TCOLEXPANDSUB = 71, TCOLEXPANDMUL = 72, TCOLEXPANDDIV = 73, TCOLEXPANDMAX = 74, TCOLEXPANDMIN = 75, TROWEXPANDMAX = 76, TROWEXPANDMIN = 77, TCOLMIN = 78, TROWPROD = 79, TCOLPROD = 80, TROWARGMAX = 81, TROWARGMIN = 82, TCOLARGMAX = 83, TCOLARGMIN = 84, TPARTADD = 85, TPARTMUL = 86, TPARTMAX = 87, TPARTMIN = 88, TPARTARGMAX = 89, TPARTARGMIN = 90, TSUBRELU = 91, TMULADDDST = 92, TFUSEDMULADD = 93, TFUSEDMULADDRELU = 94, TPOW = 95, TPOWS = 96, TROWEXPANDEXPDIF = 97, TCOLEXPANDEXPDIF = 98, TPAIRREDUCESUM = 99, TADDRELUCONV = 100, TADDDEQRELU = 101, THISTOGRAM = 102, TCONCAT = 103, TTRANS = 104, TFILLPAD = 105, TFILLPAD_EXPAND = 106, TFILLPAD_INPLACE = 107, TCI = 108, TTRI = 109, TGATHER = 110, TSCATTER = 111, TINTERLEAVE = 112, TDEINTERLEAVE = 113, TGATHERB = 114, TSORT32 = 115, TMRGSORT = 116, TQUANT = 117, TDEQUANT = 118, TRANDOM = 119 }; }
+namespace pto { enum class Op : int { TLOAD = 0, TSTORE_ACC = 1, TSTORE_VEC = 2, TMOV_M2L = 3, TMOV_M2S = 4, TMOV_M2B = 5, TMOV_M2V = 6, TMOV_V2M = 7, TMATMUL = 8, TVEC = 9, TADD = 10, TSUB = 11, TMUL = 12, TDIV = 13, TMAX = 14, TMIN = 15, TADDS = 16, TSUBS = 17, TMULS = 18, TDIVS = 19, TMAXS = 20, TMINS = 21, TEXP = 22, TLOG = 23, TSQRT = 24, TRSQRT = 25, TABS = 26, TNEG = 27, TRELU = 28, TRECIP = 29, TROWSUM = 30, TROWMAX = 31, TROWMIN = 32, TCOLSUM = 33, TCOLMAX = 34, TROWEXPANDADD = 35, TROWEXPANDSUB = 36, TROWEXPANDMUL = 37, TROWEXPANDDIV = 38, TROWEXPAND = 39, TEXPANDS = 40, TCVT = 41, TPACK = 42, TAND = 43, TOR = 44, TXOR = 45, TSHL = 46, TSHR = 47, TNOT = 48, TANDS = 49, TORS = 50, TXORS = 51, TSHLS = 52, TSHRS = 53, TREM = 54, TREMS = 55, TFMOD = 56, TFMODS = 57, TPRELU = 58, TLRELU = 59, TADDC = 60, TSUBC = 61, TADDSC = 62, TSUBSC = 63, TAXPY = 64, TCMP = 65, TCMPS = 66, TSEL = 67, TSELS = 68, TCOLEXPAND = 69, TCOLEXPANDADD = 70, TCOLEXPANDSUB = 71, TCOLEXPANDMUL = 72, TCOLEXPANDDIV = 73, TCOLEXPANDMAX = 74, TCOLEXPANDMIN = 75, TROWEXPANDMAX = 76, TROWEXPANDMIN = 77, TCOLMIN = 78, TROWPROD = 79, TCOLPROD = 80, TROWARGMAX = 81, TROWARGMIN = 82, TCOLARGMAX = 83, TCOLARGMIN = 84, TPARTADD = 85, TPARTMUL = 86, TPARTMAX = 87, TPARTMIN = 88, TPARTARGMAX = 89, TPARTARGMIN = 90, TSUBRELU = 91, TMULADDDST = 92, TFUSEDMULADD = 93, TFUSEDMULADDRELU = 94, TPOW = 95, TPOWS = 96, TROWEXPANDEXPDIF = 97, TCOLEXPANDEXPDIF = 98, TPAIRREDUCESUM = 99, TADDRELUCONV = 100, TSUBRELUCONV = 101, TADDDEQRELU = 102, THISTOGRAM = 103, TCONCAT = 104, TTRANS = 105, TFILLPAD = 106, TFILLPAD_EXPAND = 107, TFILLPAD_INPLACE = 108, TCI = 109, TTRI = 110, TGATHER = 111, TSCATTER = 112, TINTERLEAVE = 113, TDEINTERLEAVE = 114, TGATHERB = 115, TSORT32 = 116, TMRGSORT = 117, TQUANT = 118, TDEQUANT = 119, TRANDOM = 120 }; }
 namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 24; }; }
 namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2, SCALE, MX_A_ND, MX_A_DN, MX_A_ZZ, MX_B_ND, MX_B_DN, MX_B_NN, HIF4_A_ZZ, HIF4_B_NN, NC1HWC0, GNC1HWC0, NCHW, GNCHW, NHWC, NDC1HWC0, NCDHW, FRACTAL_Z, FRACTAL_Z_S16S8, FRACTAL_Z_3D, MAX }; }
 namespace ptopipe { constexpr int MODELLED_GM_LAYOUTS = 3; }
@@ -810,34 +811,37 @@ template <class... X, class... A> inline RecordEvent TSUBC(const A &...) { PTOPI
 // TSUBRELU (ABI id 153, 3 to 6 arguments)
 template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSUBRELU(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2); PTOPIPE_ROW_MAJOR(TSUBRELU, A0, A1, A2); return RecordEvent(::ptopipe::inst(153, s, a0, a1, a2, e0, e1, e2)); }
 template <class... X, class... A> inline RecordEvent TSUBRELU(const A &...) { PTOPIPE_ARGUMENT_COUNT(TSUBRELU, 3, 6, A); return RecordEvent(); }
-// TSUBS (ABI id 154, 3 to 6 arguments)
-template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSUBS(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2); return RecordEvent(::ptopipe::inst(154, s, a0, a1, a2, e0, e1, e2)); }
+// TSUBRELUCONV (ABI id 154, 3 to 6 arguments)
+template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSUBRELUCONV(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2); return RecordEvent(::ptopipe::inst(154, s, a0, a1, a2, e0, e1, e2)); }
+template <class... X, class... A> inline RecordEvent TSUBRELUCONV(const A &...) { PTOPIPE_ARGUMENT_COUNT(TSUBRELUCONV, 3, 6, A); return RecordEvent(); }
+// TSUBS (ABI id 155, 3 to 6 arguments)
+template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSUBS(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2); return RecordEvent(::ptopipe::inst(155, s, a0, a1, a2, e0, e1, e2)); }
 template <class... X, class... A> inline RecordEvent TSUBS(const A &...) { PTOPIPE_ARGUMENT_COUNT(TSUBS, 3, 6, A); return RecordEvent(); }
-// TSUBSC (ABI id 155, 4 to 7 arguments)
-template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSUBSC(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(155, s, a0, a1, a2, a3, e0, e1, e2)); }
+// TSUBSC (ABI id 156, 4 to 7 arguments)
+template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSUBSC(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(156, s, a0, a1, a2, a3, e0, e1, e2)); }
 template <class... X, class... A> inline RecordEvent TSUBSC(const A &...) { PTOPIPE_ARGUMENT_COUNT(TSUBSC, 4, 7, A); return RecordEvent(); }
-// TSUBVIEW (ABI id 156, 4 to 4 arguments)
-template <class... X, class A0, class A1, class A2, class A3> inline RecordEvent TSUBVIEW(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(156, s, a0, a1, a2, a3)); }
+// TSUBVIEW (ABI id 157, 4 to 4 arguments)
+template <class... X, class A0, class A1, class A2, class A3> inline RecordEvent TSUBVIEW(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(157, s, a0, a1, a2, a3)); }
 template <class... X, class... A> inline RecordEvent TSUBVIEW(const A &...) { PTOPIPE_ARGUMENT_COUNT(TSUBVIEW, 4, 4, A); return RecordEvent(); }
-// TTRANS (ABI id 157, 3 to 8 arguments)
-template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRANS(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2); return RecordEvent(::ptopipe::inst(157, s, a0, a1, a2, e0, e1, e2)); }
-template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0, ::ptopipe::if_operands<A3> = 0> inline RecordEvent TTRANS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(157, s, a0, a1, a2, a3, e0, e1, e2)); }
-template <class... X, class A0, class A1, class A2, class A3, class A4, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0, ::ptopipe::if_operands<A3, A4> = 0> inline RecordEvent TTRANS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3, A4); return RecordEvent(::ptopipe::inst(157, s, a0, a1, a2, a3, a4, e0, e1, e2)); }
+// TTRANS (ABI id 158, 3 to 8 arguments)
+template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRANS(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2); return RecordEvent(::ptopipe::inst(158, s, a0, a1, a2, e0, e1, e2)); }
+template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0, ::ptopipe::if_operands<A3> = 0> inline RecordEvent TTRANS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(158, s, a0, a1, a2, a3, e0, e1, e2)); }
+template <class... X, class A0, class A1, class A2, class A3, class A4, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0, ::ptopipe::if_operands<A3, A4> = 0> inline RecordEvent TTRANS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3, A4); return RecordEvent(::ptopipe::inst(158, s, a0, a1, a2, a3, a4, e0, e1, e2)); }
 template <class... X, class... A> inline RecordEvent TTRANS(const A &...) { PTOPIPE_SCRATCH_ARGUMENT_COUNT(TTRANS, 3, 8, A); return RecordEvent(); }
-// TTRAP (ABI id 158, 0 to 0 arguments)
-template <class... X> inline RecordEvent TTRAP(PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, ); return RecordEvent(::ptopipe::inst(158, s)); }
+// TTRAP (ABI id 159, 0 to 0 arguments)
+template <class... X> inline RecordEvent TTRAP(PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, ); return RecordEvent(::ptopipe::inst(159, s)); }
 template <class... X, class A0, class... A> inline RecordEvent TTRAP(const A0 &, const A &...) { PTOPIPE_ARGUMENT_COUNT(TTRAP, 0, 0, A); return RecordEvent(); }
-// TTRI (ABI id 159, 2 to 6 arguments)
+// TTRI (ABI id 160, 2 to 6 arguments)
 template <class... X, class A0, class A1, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_TEMPLATE_ONLY(TTRI, "TTRI<TileData, isUpperOrLower>(dst, diagonal)", A0); return RecordEvent(); }
 template <class... X, class A0, class A1, class A2, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0, ::ptopipe::if_operands<A2> = 0> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_TEMPLATE_ONLY(TTRI, "TTRI<TileData, isUpperOrLower>(dst, diagonal)", A0); return RecordEvent(); }
 template <class... X, class... A> inline RecordEvent TTRI(const A &...) { PTOPIPE_ARGUMENT_COUNT(TTRI, 2, 6, A); return RecordEvent(); }
 // TTRI: pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <typename TileData, int isUpperOrLower, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(159, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-// TXOR (ABI id 160, 4 to 7 arguments)
-template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TXOR(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); PTOPIPE_ROW_MAJOR(TXOR, A0, A1, A2); return RecordEvent(::ptopipe::inst(160, s, a0, a1, a2, a3, e0, e1, e2)); }
+template <typename TileData, int isUpperOrLower, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(160, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+// TXOR (ABI id 161, 4 to 7 arguments)
+template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TXOR(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); PTOPIPE_ROW_MAJOR(TXOR, A0, A1, A2); return RecordEvent(::ptopipe::inst(161, s, a0, a1, a2, a3, e0, e1, e2)); }
 template <class... X, class... A> inline RecordEvent TXOR(const A &...) { PTOPIPE_SCRATCH_ARGUMENT_COUNT(TXOR, 4, 7, A); return RecordEvent(); }
-// TXORS (ABI id 161, 4 to 7 arguments)
-template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TXORS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(161, s, a0, a1, a2, a3, e0, e1, e2)); }
+// TXORS (ABI id 162, 4 to 7 arguments)
+template <class... X, class A0, class A1, class A2, class A3, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TXORS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const E0 &e0 = {}, const E1 &e1 = {}, const E2 &e2 = {}, PTOPIPE_SITE) { PTOPIPE_EXPLICIT_TYPES(X, A0, A1, A2, A3); return RecordEvent(::ptopipe::inst(162, s, a0, a1, a2, a3, e0, e1, e2)); }
 template <class... X, class... A> inline RecordEvent TXORS(const A &...) { PTOPIPE_SCRATCH_ARGUMENT_COUNT(TXORS, 4, 7, A); return RecordEvent(); }
 }  // namespace pto
 #endif
