@@ -158,6 +158,14 @@ def type_word_refusal(ty: str) -> tuple | None:
             "(f16 / bf16 / f32 / f64), or a dialect type (!pto.tile_buf<...>, !pto.ptr<f32> ...)")
 
 
+def unprefixed_tile_refusal(ty: str) -> tuple:
+    """``(what, fix)`` of the tile type ``ty`` written without its ``!pto.tile_buf`` name
+    (``tile_buf<...>``, a bare ``<loc=vec, ...>``), which ptoas's parser does not read."""
+    return (f"type {ty!r}: a tile type is written !pto.tile_buf<...> (ptoas: \"expected non-function type\")",
+            "write !pto.tile_buf<loc=..., dtype=..., rows=..., cols=..., ...> (or the short form "
+            "!pto.tile_buf<vec, 16x16xf32>)")
+
+
 #: ptoas's ``!pto.tile<...>``: a shape and element type with no address space or layout, which
 #: no op of ptoas takes or gives (PTOAS PTOTypeDefs.td ``TileType``; the ops take tile_buf)
 BARE_TILE = "!pto.tile<"

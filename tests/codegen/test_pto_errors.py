@@ -1041,6 +1041,9 @@ def test_a_use_type_slip_is_refused_by_check_and_check_static_alike(tmp_path, ca
 _HELPER = ("  func.func private @unused(%t: !pto.tile<16x64xf32>, %o: " + F32_16x64 + ", %a: f32) {\n"
            "    pto.tmuls ins(%t, %a : !pto.tile<16x64xf32>, f32) outs(%o : " + F32_16x64 + ")\n"
            "    return\n  }\n")
+_UNNAMED = ("  func.func private @unused(%t: " + F32_16x64 + ", %o: " + F32_16x64 + ", %a: f32) {\n"
+            "    pto.tmuls ins(%t, %a : " + F32_16x64[len("!pto.tile_buf"):] + ", f32) outs(%o : " + F32_16x64 + ")\n"
+            "    return\n  }\n")
 PIPE_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
              "slayout=none_box, fractal=512, pad=0>")
 
@@ -1071,6 +1074,10 @@ PIPE_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_co
     (_edit(SOFTMAX, f"%scores = pto.alloc_tile : {F32_16x64}", f"%scores = pto.alloc_tile : {F32_16x64[5:]}"),
      "%scores = pto.alloc_tile", "tile_buf<", f"type '{F32_16x64[5:]}': a tile type is written !pto.tile_buf<...> "
                                               "(ptoas: \"expected non-function type\")"),
+    # ... or with no name at all, in an operand list of a function nothing calls
+    (_edit(SOFTMAX, "  func.func @softmax_rows", _UNNAMED + "  func.func @softmax_rows"),
+     "pto.tmuls ins(%t", "<loc=", f"type '{F32_16x64[len('!pto.tile_buf'):]}': a tile type is written "
+                                  "!pto.tile_buf<...>"),
 ])
 def test_a_type_ptoas_cannot_read_is_refused_at_it(tmp_path, capsys, text, needle, token, what):
     """A type ptoas's parser or verifier refuses - a bare word that is no MLIR type, the

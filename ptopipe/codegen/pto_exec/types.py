@@ -14,7 +14,7 @@ from ...arch import dtypes as dt
 from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileLayout, TileType, default_layout
 from ...errors import INPUT, CompileError, ConfigError, Given, ParseError
 from ..pto_lexer import tokenize
-from ..pto_syntax import TILE_KEYS, tile_shape_refusal
+from ..pto_syntax import TILE_KEYS, tile_shape_refusal, unprefixed_tile_refusal
 from ..pto_tree import Stmt, split_top
 
 
@@ -256,10 +256,8 @@ class TypeReader:
         if name.startswith("!pto."):
             return ("opaque", name)
         if name in ("<", "tile_buf", "pto.tile_buf", "!tile_buf"):
-            raise self.err(f"type {tokens_text(toks)!r}: a tile type is written !pto.tile_buf<...> (ptoas: "
-                           "\"expected non-function type\")", t0,
-                           fix="write !pto.tile_buf<loc=..., dtype=..., rows=..., cols=..., ...> (or the short form "
-                               "!pto.tile_buf<vec, 16x16xf32>)")
+            what, fix = unprefixed_tile_refusal(tokens_text(toks))
+            raise self.err(what, t0, fix=fix)
         raise self.err(f"type {tokens_text(toks)!r} is not supported", t0)
 
     def shaped(self, inner, tok):

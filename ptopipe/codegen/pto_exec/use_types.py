@@ -20,7 +20,8 @@ import re
 
 from ...errors import CompileError, ParseError
 from ..pto_lexer import tokenize
-from ..pto_syntax import BARE_TILE, IMPLICIT_RESULT_TYPE, bare_tile_refusal, type_word_refusal
+from ..pto_syntax import (BARE_TILE, IMPLICIT_RESULT_TYPE, bare_tile_refusal, type_word_refusal,
+                          unprefixed_tile_refusal)
 from ..pto_tree import VALUE_NAME as _V
 from .headers import for_header
 from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
@@ -39,6 +40,8 @@ _LAST_TYPE = re.compile(rf"\s*({_T})\s*$")
 _CAST = re.compile(rf"^\s*({_V})\s*:\s*({_T})\s+to\s+({_T})\s*$")
 _CALL = re.compile(r"@[\w$.]+\s*\(([^()]*)\)\s*:\s*\(")
 _BARE_TILE_TYPE = re.compile(re.escape(BARE_TILE[:-1]) + _ANGLED)
+#: a tile type of a type list with no name before its ``<...>`` (``ins(%a : <loc=vec, ...>)``)
+_UNNAMED_TILE_TYPE = re.compile(r"[:,]\s*(<\s*loc\s*=[^<>]*>)")
 #: ``%x = ...`` inside an op's own text: a name its regions define
 _INTRODUCED = re.compile(r"(%[A-Za-z0-9_$.-]+)\s*=(?!=)")
 _SOURCE = re.compile(rf"\s*({_V})[^:]*:\s*({_T})\s*->")
@@ -395,6 +398,11 @@ class UseTypes:
             at = m.start() if m else text.index(BARE_TILE)
             what, fix = bare_tile_refusal(name, m.group() if m else BARE_TILE + "...>")
             line, col = s.position(at)
+            raise ParseError(what, where=f"{self.types.f}:{line}:{col}", fix=fix)
+        m = _UNNAMED_TILE_TYPE.search(text) if name.startswith("pto.") else None
+        if m is not None:
+            what, fix = unprefixed_tile_refusal(m.group(1))
+            line, col = s.position(m.start(1))
             raise ParseError(what, where=f"{self.types.f}:{line}:{col}", fix=fix)
         if name.startswith("pto.t") and _groups_as_defined(text, self.defs) or \
                 name == "pto.partition_view" and _view_as_defined(text, self.defs):
