@@ -932,7 +932,7 @@ def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
 # -- building -------------------------------------------------------------------------------------------
 def _headers_digest() -> str:
     h = hashlib.sha256()
-    root = os.path.join(include_dir(), "pto")
+    root = include_dir()                    # (pto/ and the acl/ stub)
     for d, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):

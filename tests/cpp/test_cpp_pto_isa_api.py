@@ -247,16 +247,21 @@ template int64_t viewRows<GD>(const float *, int);
 
 
 #: what pto-isa's kernels include and name besides (common/debug.h, memory.hpp, utils.hpp,
-#: cpu_stub.hpp; constants.hpp's CUBE_BLOCK_SIZE; pto_tile.hpp's compact Left / Right aliases)
+#: cpu_stub.hpp; constants.hpp's CUBE_BLOCK_SIZE; pto_tile.hpp's compact Left / Right / Acc
+#: aliases and a Cube tile's K-alignment hint; the host runtime header its NPU tests include)
 KERNEL_INCLUDES = """
 #include <pto/common/debug.h>
 #include <pto/common/memory.hpp>
 #include <pto/common/utils.hpp>
 #include <pto/common/cpu_stub.hpp>
+#include "acl/acl.h"
 static_assert(CUBE_BLOCK_SIZE == 512 && FRACTAL_ZZ_ROW == 16 && ACC_C0_SIZE == 16 && REPEAT_BYTE == 256);
 using LC = TileLeftCompact<float, 16, 32>;
 using RC = TileRightCompact<float, 32, 16>;
+using AC = TileAccCompact<float, 16, 16, 15, 9>;
 static_assert(LC::Compact == CompactMode::Normal && RC::Compact == CompactMode::Normal && RC::Loc == TileType::Right);
+static_assert(AC::Compact == CompactMode::Normal && AC::Loc == TileType::Acc && AC::ValidRow == 15 && !AC::isRowMajor);
+inline bool kAligned(LC &a) { a.SetKAligned(true); return a.GetKAligned(); }
 inline void checked(int n) { PTO_ASSERT(n > 0, "n is positive"); DEBUG_CHECK(n < 100, "n is small"); }
 """
 

@@ -457,6 +457,12 @@ struct Tile {
     // instruction on the scalar pipe, in the element's bits across the ABI
     inline void SetValue(uint32_t offset, Element_ val, ::ptopipe::Site s = PTOPIPE_HERE);
     inline Element_ GetValue(uint32_t offset, ::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's K-alignment hint of a float Left / Right tile (pto_tile.hpp): the cube reads K
+    // in 16-element rather than 8-element steps, the same products over the valid K - kept,
+    // no effect on the simulated values
+    bool GetKAligned() const { return kAligned_; }
+    void SetKAligned(bool aligned) { kAligned_ = aligned; }
+    bool kAligned_ = false;
 };
 
 // pto-isa's aliases (pto_tile.hpp).  TileLeft is ZZ (RowMajor blocks of RowMajor fractals) in an
@@ -490,6 +496,9 @@ using TileLeftCompact = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::Co
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileRightCompact = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
                               SLayout::ColMajor, 512, PadValue::Null, CompactMode::Normal>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileAccCompact = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
+                            SLayout::RowMajor, 1024, PadValue::Null, CompactMode::Normal>;
 // ptopipe's own shorthands, not pto-isa's: a kernel that uses them does not build with pto-isa
 // (the build reports each use as a warning at the kernel's line, ptopipe.cpp.build)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
