@@ -509,7 +509,10 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
     if dst.loc is TileType.Bias and src.loc is TileType.Mat:
         d, s = _to_bias(core, dst, src)
     elif src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
-        _same_shape(core, "TMOV", ("dst", d), ("src", s))
+        if src.loc is TileType.Mat and dst.loc in _L0_AB and _block_of(dst, src):
+            s = s[:dst.valid_rows, :dst.valid_cols]
+        else:
+            _same_shape(core, "TMOV", ("dst", d), ("src", s))
     if src.dtype != dst.dtype and dst.loc is not TileType.Bias:
         if src.loc is not CONVERTS_FROM:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
@@ -525,6 +528,19 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
     end = core.issue_rw(pipe, cost, src, dst, "TMOV",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TMOV", core, end))
+
+
+_L0_AB = (TileType.Left, TileType.Right)
+
+
+def _block_of(dst: Tile, src: Tile) -> bool:
+    """Does an L1 -> L0A / L0B TMOV move ``dst``'s valid block out of ``src``: pto-isa's
+    TMovToLeft / TMovToRight copy the tile from its origin (the whole static tile, or the
+    destination's valid block of a compact one), so a destination of the source's static shape
+    whose valid region lies within the source's (a matmul on the first K columns of a
+    K-padded L1 tile) receives the source's top-left block of that shape."""
+    return ((dst.rows, dst.cols) == (src.rows, src.cols) and dst.valid_rows <= src.valid_rows
+            and dst.valid_cols <= src.valid_cols)
 
 
 #: (source, Bias tile) dtypes of a Mat -> Bias TMOV, by platform (pto-isa's TMovToBt: the

@@ -628,6 +628,39 @@ def test_matmul_bias_reads_the_results_columns_of_the_bias_row():
     np.testing.assert_array_equal(res["out"][:, :6], (a @ b + c0[:, :16])[:, :6])
 
 
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_mat_to_l0_moves_the_destinations_valid_block(platform):
+    """An L1 -> L0A / L0B TMOV into a tile of the source's static shape with a smaller valid
+    region (a matmul on the first k of a K-padded L1 tile, as pto-isa's textract tests do) moves
+    the source's top-left block of that shape; a destination valid beyond the source's is
+    refused."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(-4, 4, (16, 32)).astype(np.float32)
+    b = rng.integers(-4, 4, (32, 16)).astype(np.float32)
+
+    def k(a, b, out, kk):
+        a1 = Tile(TileType.Mat, float32, 16, 32, addr=0x0)
+        b1 = Tile(TileType.Mat, float32, 32, 16, addr=0x800)
+        a0 = Tile(TileType.Left, float32, 16, 32, addr=0x0, valid_cols=kk)
+        b0 = Tile(TileType.Right, float32, 32, 16, addr=0x0, valid_rows=kk)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TLOAD(a1, a)
+        TLOAD(b1, b)
+        TMOV(a0, a1)
+        TMOV(b0, b1)
+        TMATMUL(c, a0, b0)
+        TSTORE(out, c)
+    res = ptopipe.run(aic=k, platform=platform, args=dict(a=a, b=b, out=np.zeros((16, 16), np.float32), kk=8))
+    np.testing.assert_array_equal(res["out"], a[:, :8] @ b[:8])
+
+    def wider():
+        TMOV(Tile(TileType.Left, float32, 16, 32, addr=0x0),
+             Tile(TileType.Mat, float32, 16, 32, addr=0x0, valid_cols=8))
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=wider, platform=platform)
+    assert ei.value.what == "TMOV: operand shapes differ (dst 16x32, src 16x8)", ei.value.what
+
+
 @pytest.mark.parametrize("platform,src,rows,says", [
     ("a2a3", bfloat16, 1, "TMOV: a bfloat16 Mat tile does not move into a float32 Bias tile on a2a3"),
     ("a5", np.float32, 2, "TMOV: the static shapes differ (dst 1x32, src 2x32)"),
