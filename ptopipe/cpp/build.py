@@ -207,15 +207,65 @@ def _blank_body(m) -> str:
     return m.group(1) + re.sub(r"[^\n]", " ", m.group(2))
 
 
-def _macro_kernel_hint(code_text: str) -> str:
+#: a function a macro's body defines: ``void NAME(`` or a pasted name, ``void run_##NAME(``
+_MACRO_FUNCTION = re.compile(r"\bvoid\s+\w+(?:\s*##\s*\w+)*\s*\(")
+
+
+def _macro_kernel_hint(code_text: str, fns: dict | None = None, named: tuple | None = None) -> str:
     """The fix sentence for a file whose kernels a macro defines (``#define K(NAME, T) ...
-    void NAME(...) {...}``): ptopipe reads functions as written, before the preprocessor."""
-    for m in _MACRO_BODY.finditer(_COMMENT.sub(_blank, code_text)):
-        if re.search(r"\bvoid\s+\w+\s*\(", m.group(2)):
-            return (f"; {m.group(1).strip()} defines functions, which ptopipe does not expand (it finds the "
-                    "kernels in the source as written): write each kernel's signature as a function - a macro "
-                    "may still give its body")
-    return ""
+    void NAME(...) {...}``, or ``void run_##NAME(...)``): ptopipe reads functions as written,
+    before the preprocessor.  A function template of the file (``fns``) that such a macro's
+    kernel calls (pto-isa's mgather tests: ``runRow<OOB, T, ...>(out, table, indices)``) runs
+    named as its instantiation: the sentence names those - and, for the kernel the user named
+    (``named``: (role, name, api)) that an invocation of the macro makes, the instantiation to
+    name (:func:`_macro_instance`)."""
+    code = _COMMENT.sub(_blank, code_text)
+    makers = [m for m in _MACRO_BODY.finditer(code) if _MACRO_FUNCTION.search(m.group(2))]
+    for m in makers if named is not None else ():
+        exact = _macro_instance(code, m, named[1], fns or {})
+        if exact is not None:
+            made, line, inst = exact
+            return (f"; {made} at line {line} defines it with a macro, which ptopipe does not expand (it "
+                    f"finds the kernels in the source as written): name the function template it calls, "
+                    f"{naming(named[0], inst, named[2], quoted=True)}")
+    if not makers:
+        return ""
+    m = makers[0]
+    called = [n for n in dict.fromkeys(re.findall(r"\b([A-Za-z_]\w*)\s*<", m.group(2)))
+              if fns and n in fns and fns[n].template]
+    also = (f", or name the function template a kernel of it calls with the macro's arguments, as C++ "
+            f"spells its instantiation ({', '.join(f'{n}<...>' for n in called)})" if called else "")
+    return (f"; {m.group(1).strip()} defines functions, which ptopipe does not expand (it finds the "
+            "kernels in the source as written): write each kernel's signature as a function - a macro "
+            "may still give its body" + also)
+
+
+def _macro_instance(code: str, m, name: str, fns: dict) -> tuple | None:
+    """(the macro invocation, its line, the instantiation to name) when an invocation in
+    ``code`` of the function-defining macro ``m`` (a :data:`_MACRO_BODY` match) makes the kernel
+    ``name`` and that kernel calls one function template of ``fns``: the call's template
+    arguments with the invocation's arguments put in (``DEFINE_ROW(row_f32, float, 8)`` making
+    ``run_##NAME`` that calls ``runRow<T, R>(...)`` gives ``runRow<float, 8>``); else None."""
+    head = re.match(r"[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)", m.group(1))
+    f = _MACRO_FUNCTION.search(m.group(2))
+    if head is None or f is None:
+        return None
+    params = [p.strip() for p in head.group(2).split(",")]
+    pieces = [t.strip() for t in f.group(0)[4:-1].split("##")]
+    pattern = "".join(f"(?P<p{params.index(t)}>\\w+)" if t in params else re.escape(t) for t in pieces)
+    hit = re.fullmatch(pattern, base_name(name))
+    calls = [(c.group(1), c.group(2)) for c in re.finditer(r"\b([A-Za-z_]\w*)\s*<([^;{}()]*?)>\s*\(", m.group(2))
+             if c.group(1) in fns and fns[c.group(1)].template]
+    if hit is None or len(calls) != 1:
+        return None
+    for inv in re.finditer(r"^[ \t]*" + head.group(1) + r"\s*\(([^()]*)\)", code, re.M):
+        args = [a.strip() for a in _split(inv.group(1))]
+        if len(args) == len(params) and all(args[int(k[1:])] == v for k, v in hit.groupdict().items()):
+            given = dict(zip(params, args))
+            targs = re.sub(r"\b[A-Za-z_]\w*\b", lambda w: given.get(w.group(0), w.group(0)), calls[0][1])
+            return (" ".join(inv.group(0).split()), code.count("\n", 0, inv.start()) + 1,
+                    f"{calls[0][0]}<{' '.join(targs.split())}>")
+    return None
 
 
 def _condition(kind: str, expr: str, flags: set, touched: set, known: dict | None = None) -> bool | None:
@@ -634,7 +684,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: {naming('aic', 'NAME', api)} {naming('aiv', 'NAME', api)} "
                               f"({'__global__ ' if globals_ else ''}functions: "
-                              f"{_listed(fns, named)})" + launch + _macro_kernel_hint(text))
+                              f"{_listed(fns, named)})" + launch + _macro_kernel_hint(text, fns))
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
 
@@ -698,7 +748,8 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api
         f = next((g for g in [f, *f.overloads] if g.name == scope + base), None)
     if f is None:
         raise ConfigError(f"{named}: {where} defines no function {scope + base!r}", where=where,
-                          fix=f"functions defined there: {_listed(fns, sorted(fns))}" + _macro_kernel_hint(text))
+                          fix=f"functions defined there: {_listed(fns, sorted(fns))}"
+                              + _macro_kernel_hint(text, fns, (role, name, api)))
     if f.overloads:                         # overloads: the one the name's template arguments fit
         f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, named,
                       where, api, platform_known)
