@@ -1018,6 +1018,29 @@ def without_launch_syntax(text: str) -> str | None:
     return out if out != text else None
 
 
+#: an include of one of pto-isa's per-architecture implementation headers
+#: (``#include <pto/npu/a2a3/TSort32.hpp>``, which its pto-inst.hpp includes for the build's
+#: architecture and some of its NPU tests include again)
+_ARCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]pto/npu/[^>"\n]*[>"]', re.M)
+
+
+def without_arch_includes(text: str) -> str | None:
+    """``text`` with each include of a pto-isa implementation header (:data:`_ARCH_INCLUDE`)
+    blanked (lines kept), None when it has none: ptopipe's <pto/pto-inst.hpp> declares every
+    instruction those headers implement, and has no such headers."""
+    out = _ARCH_INCLUDE.sub(lambda m: " " * len(m.group(0)), text)
+    return out if out != text else None
+
+
+def device_source(text: str) -> str | None:
+    """``text`` as ptopipe compiles it when it differs from the file: its launch syntax
+    (:func:`without_launch_syntax`) and implementation-header includes
+    (:func:`without_arch_includes`) blanked; None when neither is there."""
+    plain = without_launch_syntax(text)
+    bare = without_arch_includes(text if plain is None else plain)
+    return plain if bare is None else bare
+
+
 def launched_kernels(text: str) -> list:
     """The kernels ``text`` launches with ``<<<...>>>``, as spelled there (a template's
     instantiation with its arguments), in order, each once."""
@@ -1031,12 +1054,12 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with open(path, "rb") as f:
         src = f.read()
     unit = wrapper(path, roles)
-    plain = without_launch_syntax(src.decode("utf-8", errors="surrogateescape"))
+    plain = device_source(src.decode("utf-8", errors="surrogateescape"))
     # $CXX's own words first, as make runs `$(CXX) ...`; $CXXFLAGS last, so that the user's flags
     # win (e.g. -O0 for quicker builds, -g to debug)
     first = compiler_args()
-    # (a file rewritten without its launch syntax is compiled from a copy: its quoted includes
-    # are still found beside the file)
+    # (a file rewritten without its launch syntax or implementation-header includes is compiled
+    # from a copy: its quoted includes are still found beside the file)
     here = ["-iquote", os.path.dirname(os.path.abspath(path))] if plain is not None else []
     flags = [*first, standard(cxx, *first), *FLAGS] + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
         here + env_words("CXXFLAGS")
