@@ -1193,6 +1193,12 @@ def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
         fix = (f"the compiler ({os.path.basename(cxx)}) refuses {blamed[1]}, which ${blamed[0]} gives it: "
                f"correct or remove it in ${blamed[0]} (now {blamed[0]}={os.environ.get(blamed[0], '')})")
         where = where or f"${blamed[0]}"
+    no_form = _NO_FORM.search(text) if _NO_FORM_SAYS in first else None
+    if no_form is not None:             # (the static_assert cannot name its type: the instantiation does)
+        first = first.replace(_NO_FORM_SAYS, f"the element type {no_form.group(1)} has no ptopipe form", 1)
+        fix = ("use one of those element types; the file is compiled whole, so a kernel the run does not name "
+               "but the file instantiates (an explicit `template void Launch<...>(...)`) must build too: "
+               "leave such instantiations out to run the others")
     std = next((f for f in reversed(list(flags)) if f.startswith("-std=")), None)
     if std is not None and std != STD20 and _NEEDS_CXX20.search(first):
         fix = (f"the kernel needs C++20 (pto-isa's CPU tests are C++20) and this build is {std}: point CXX at a "
@@ -1200,6 +1206,14 @@ def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
     return CompileError(f"the C++ kernel does not compile ({os.path.basename(cxx)}): "
                         f"{first.split('error:', 1)[-1].strip()}", where=where,
                         details="\n".join(lines), fix=fix)
+
+
+#: the static_assert of an element type ptopipe's headers have no form for
+#: (ptopipe_generated.hpp's ``dtype_code``), and the type it is instantiated with: g++'s "In
+#: instantiation of 'struct ptopipe::dtype_code<pto::int4b_t>'", clang's "in instantiation of
+#: template class 'ptopipe::dtype_code<float8_e4m3_t>'"
+_NO_FORM_SAYS = "this element type has no ptopipe form (the type is dtype_code's T in this error's instantiation)"
+_NO_FORM = re.compile(r"ptopipe::dtype_code<(.+?)>['’]")
 
 
 def _blamed_variable(diag: str) -> tuple | None:

@@ -295,6 +295,24 @@ def test_a_cxx20_error_of_a_cxx17_build_says_how_to_build_cxx20():
     assert "fix the C++ at the line the compiler names" in other.fix
 
 
+def test_an_element_type_without_a_form_is_named_by_the_build_error():
+    """The static_assert of an element type ptopipe has no form for cannot name the type; the
+    build's error does, from the instantiation the compiler reports (g++ and clang spell it
+    differently), and says that a kernel the run does not name is compiled too (pto-isa's tcvt
+    test file instantiates its int4b_t kernels beside the float ones)."""
+    from ptopipe.cpp.build import _compile_error
+    says = ("static assertion failed: this element type has no ptopipe form (the type is dtype_code's T in this "
+            "error's instantiation): ptopipe's tiles and GlobalTensors take half, float")
+    for diag, name in ((f"k.cpp:194:12: error: {says}\n/inc/ptopipe_generated.hpp: In instantiation of "
+                        "‘struct ptopipe::dtype_code<pto::int4b_t>’:", "pto::int4b_t"),
+                       (f"/inc/ptopipe_generated.hpp:14:5: error: {says}\nk.cpp:65:12: note: in instantiation of "
+                        "template class 'ptopipe::dtype_code<float8_e4m3_t>' requested here", "float8_e4m3_t")):
+        e = _compile_error("k.cpp", diag, "/usr/bin/g++")
+        assert e.what == ("the C++ kernel does not compile (g++): static assertion failed: the element type "
+                          f"{name} has no ptopipe form: ptopipe's tiles and GlobalTensors take half, float"), e.what
+        assert "the file is compiled whole" in e.fix and "template void Launch<...>" in e.fix, e.fix
+
+
 #: pto-isa's fifo.hpp / fixpipe.hpp include paths, a pipe's Producer / Consumer types declared on
 #: their own (pto-isa's tpushpop_vc: ``typename MatPipe::Consumer cons;``), an int event id
 PIPE_SIDES = """
