@@ -28,6 +28,7 @@ from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRAC
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
+from .mad_mode import tf32_operands, tf32_spec
 from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core, kernel_core, named
@@ -666,6 +667,10 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
     if c.dtype != acc:
         raise _err(core, f"{op}: accumulator is {c.dtype.name}; {a.dtype.name} inputs accumulate "
                          f"in {acc.name}", f"declare the Acc tile as {acc.name}")
+    if acc == A.dtype:                           # float32 operands: TF32 in the Cube's TF32 mode
+        spec = tf32_spec(core)
+        if spec is not None:
+            A, B = tf32_operands(core, A, B, spec)
     return A, B, C, acc
 
 

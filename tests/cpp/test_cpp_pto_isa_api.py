@@ -76,6 +76,42 @@ def test_an_nz_global_tensor_loads_as_its_fractals(cpp_cache):
                for what, where in r.summary.leaks)
 
 
+TF32_MATMUL = PRELUDE + """
+extern "C" __global__ AICORE void cube_tf32(__gm__ float *out, __gm__ float *a, __gm__ float *b)
+{
+    using G = GlobalTensor<float, Shape<1, 1, 1, 16, 16>, Stride<1, 1, 1, 16, 1>>;
+    Tile<TileType::Mat, float, 16, 16, BLayout::ColMajor, 16, 16, SLayout::RowMajor> a1, b1;
+    TileLeft<float, 16, 16> a0;
+    TileRight<float, 16, 16> b0;
+    TileAcc<float, 16, 16> c;
+    TASSIGN(a1, 0x0); TASSIGN(b1, 0x800); TASSIGN(a0, 0x0); TASSIGN(b0, 0x0); TASSIGN(c, 0x0);
+    G ga(a), gb(b), go(out);
+    TLOAD(a1, ga);
+    TLOAD(b1, gb);
+    TMOV(a0, a1);
+    TMOV(b0, b1);
+    a0.SetMadTF32Mode(RoundMode::CAST_RINT);
+    TMATMUL(c, a0, b0);
+    a0.ResetMadMode();
+    TSTORE(go, c);
+}
+"""
+
+
+@needs_cxx
+def test_a_cube_tiles_tf32_mode_reaches_the_simulator(cpp_cache, tmp_path):
+    """pto-isa's ``Tile::SetMadTF32Mode`` / ``ResetMadMode`` (its tmatmul TF32 tests) build, and
+    the matmul between them reads TF32 operands (A2A3: 11 mantissa bits, ties to even)."""
+    p = tmp_path / "tf32.cpp"
+    p.write_text(TF32_MATMUL)
+    a = np.zeros((16, 16), np.float32)
+    a[:2, 0] = [1 + 2 ** -12, 1 + 3 * 2 ** -12]
+    b = np.zeros((16, 16), np.float32)
+    b[0, 0] = 1
+    r = run_cpp(str(p), dict(out=np.zeros((16, 16), np.float32), a=a, b=b), aic="cube_tf32")
+    np.testing.assert_array_equal(r["out"][:2, 0], np.float32([1, 1 + 2 ** -10]))
+
+
 TMPIPE = """
 using Acc = TileAcc<float, 16, 16>;
 using Half = Tile<TileType::Vec, float, 8, 16>;

@@ -457,6 +457,10 @@ struct Tile {
     // instruction on the scalar pipe, in the element's bits across the ABI
     inline void SetValue(uint32_t offset, Element_ val, ::ptopipe::Site s = PTOPIPE_HERE);
     inline Element_ GetValue(uint32_t offset, ::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's TF32 matmul mode (pto_tile.hpp, the Cube's control register): float32 matmuls
+    // read their operands rounded to TF32 until ResetMadMode (ptopipe.isa.mad_mode)
+    inline void SetMadTF32Mode(RoundMode mode = RoundMode::CAST_ROUND, ::ptopipe::Site s = PTOPIPE_HERE);
+    inline void ResetMadMode(::ptopipe::Site s = PTOPIPE_HERE);
     // pto-isa's K-alignment hint of a float Left / Right tile (pto_tile.hpp): the cube reads K
     // in 16-element rather than 8-element steps, the same products over the valid K - kept,
     // no effect on the simulated values
@@ -1129,6 +1133,18 @@ inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetValue(uint32_t offset, E
     uint64_t bits = 0;
     std::memcpy(&bits, &val, sizeof(E));
     ::ptopipe::inst(::ptopipe::OP_TILE_SET, s, *this, int64_t(offset), int64_t(bits));
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetMadTF32Mode(RoundMode mode, ::ptopipe::Site s)
+{
+    ::ptopipe::inst(::ptopipe::OP_MAD_MODE, s, mode);
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::ResetMadMode(::ptopipe::Site s)
+{
+    ::ptopipe::inst(::ptopipe::OP_MAD_MODE, s);
 }
 
 template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
