@@ -295,7 +295,40 @@ def store_window(core, gt, t: Tile, op: str = "TSTORE"):
         raise _err(core, f"{op}: the tile's valid region {vr}x{vc} reaches outside {gt.describe()} "
                          f"({gt.rows}x{gt.cols}): pto-isa writes such a region through the strides, past "
                          "the tensor's dims, which ptopipe does not model", fix)
+    if gt.layout is not TileLayout.DN and t.loc is _VEC:     # (ND: NZ is refused above)
+        _device_window_warning(core, gt, t, op)
     return GlobalTensor(gt.ptr, shape, gt.stride, name=gt.name, layout=gt.layout)
+
+
+def _device_window_warning(core, gt, t: Tile, op: str) -> None:
+    """A run warning at a TSTORE of a Vec tile whose valid region is not the ND GlobalTensor's
+    shape, where the device writes other elements than the valid region at the strides
+    (:func:`store_window`, pto-isa's CPU model): pto-isa's NPU TStore (TStoreUb2gmNd2nd on A2A3,
+    TStoreVecND on A5) asserts the two are one shape and, built without that check, moves Shape3
+    rows (per outer index) of the tile's valid columns, A5's at the tensor's row stride, A2A3's
+    ``validCol + Stride3 - Shape4`` elements apart (its gap is the tensor's, not the tile's).
+    Once per line."""
+    s, st = gt.shape, gt.stride
+    rows = s[0] * s[1] * s[2] * s[3]
+    a2a3 = core.cluster.platform.name == "a2a3"
+    packed = a2a3 and t.valid_cols != s[4] and s[3] > 1
+    if rows == t.valid_rows and not packed:
+        return
+    here = core.where()
+    seen = core.isa.setdefault("device_window_warned", set())
+    if str(here) in seen:
+        return
+    seen.add(str(here))
+    pitch = t.valid_cols + st[3] - s[4] if a2a3 else st[3]
+    does = (f"the {core.cluster.platform.name.upper()} device writes {s[3]} rows (Shape3) of {t.valid_cols} "
+            f"elements{' per outer index' if rows != s[3] else ''}, {pitch} elements apart"
+            + (f" - rows {t.valid_rows}.. from the tile's memory past its valid rows" if rows > t.valid_rows else ""))
+    core.cluster.warnings.append((
+        f"{op} of the tile's valid region {t.valid_rows}x{t.valid_cols} into {gt.describe()} ({gt.rows}x{gt.cols}): "
+        f"pto-isa's NPU TSTORE asserts the valid region is the GlobalTensor's shape (validCol == Shape4, validRow "
+        f"== Shape0*Shape1*Shape2*Shape3) and, built without the check, moves the tensor's rows: {does}, where "
+        f"ptopipe writes the valid region at the strides, as pto-isa's CPU model does - the device's numbers "
+        f"differ from these; give the GlobalTensor the valid region's shape", here))
 
 
 def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | None = None) -> None:
