@@ -112,6 +112,42 @@ def test_a_cube_tiles_tf32_mode_reaches_the_simulator(cpp_cache, tmp_path):
     np.testing.assert_array_equal(r["out"][:2, 0], np.float32([1, 1 + 2 ** -10]))
 
 
+EVENT_INIT = PRELUDE + """
+// pto-isa's Op names of a pipe and of ops outside the vector catalogue (event.hpp)
+static_assert(Op::SCALAR != Op::VECTOR && Op::TMOV_M2R != Op::TGEMV && Op::TSTORE_MAT != Op::TMOV_A2V);
+extern "C" __global__ AICORE void vec_scaled(__gm__ float *out, __gm__ float *x)
+{
+    using G = GlobalTensor<float, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>>;
+    Tile<TileType::Vec, float, 1, 8> t, d;
+    TASSIGN(t, 0x0);
+    TASSIGN(d, 0x100);
+    G gx(x), go(out);
+    Event<Op::TLOAD, Op::SCALAR> loaded;
+    loaded = TLOAD(t, gx);
+    loaded.Wait();
+    t.SetValue(0, 7.0f);                    // scalar work the vector op reads
+    Event<Op::SCALAR, Op::TADD> scalar;
+    scalar.Init();
+    Event<Op::TADD, Op::TSTORE_VEC> added;
+    added = TADD(d, t, t, scalar);
+    TSTORE(go, d, added);
+}
+"""
+
+
+@needs_cxx
+def test_an_event_recorded_without_an_instruction_orders_the_scalar_work_before_it(cpp_cache, tmp_path):
+    """pto-isa's ``Event<Op::SCALAR, Op::TRANDOM> e; e.Init();`` (its trandom test): Init()
+    records the event on SrcOp's pipe with no instruction, and the op waiting on it reads what
+    the scalar unit wrote before - in the manual synchronisation such a kernel runs in, clean."""
+    p = tmp_path / "event_init.cpp"
+    p.write_text(EVENT_INIT)
+    x = np.arange(8, dtype=np.float32)
+    r = run_cpp(str(p), dict(out=np.zeros(8, np.float32), x=x), aiv="vec_scaled", sync="manual")
+    np.testing.assert_array_equal(r["out"], 2 * np.float32([7, *x[1:]]))
+    assert r.summary.leaks == [], r.summary.leaks
+
+
 TMPIPE = """
 using Acc = TileAcc<float, 16, 16>;
 using Half = Tile<TileType::Vec, float, 8, 16>;

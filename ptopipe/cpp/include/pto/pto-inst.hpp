@@ -377,6 +377,13 @@ template <Op SrcOp, Op DstOp, bool AutoToken = true, event_t EventID = EVENT_ID0
         return *this;
     }
     inline Event &Wait(::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's record of the event with no instruction (event.hpp): set on SrcOp's pipe now,
+    // done when that pipe has done what the core issued to it (CrossCoreId: its cross-core form's)
+    template <uint8_t CrossCoreId = 0xff> inline Event &Init(::ptopipe::Site s = PTOPIPE_HERE);
+    template <uint8_t CrossCoreId = 0xff> inline Event &Record(::ptopipe::Site s = PTOPIPE_HERE)
+    {
+        return Init<CrossCoreId>(s);
+    }
 };
 
 // pto-isa's CompactMode (type.hpp): how TFILLPAD and the A5 compact matmul tiles pack a tile's
@@ -1107,6 +1114,14 @@ template <Op SrcOp, Op DstOp, bool AutoToken, event_t EventID>
 inline Event<SrcOp, DstOp, AutoToken, EventID> &Event<SrcOp, DstOp, AutoToken, EventID>::Wait(::ptopipe::Site s)
 {
     ::ptopipe::inst(::ptopipe::OP_TSYNC, s, *this);
+    return *this;
+}
+
+template <Op SrcOp, Op DstOp, bool AutoToken, event_t EventID>
+template <uint8_t CrossCoreId>
+inline Event<SrcOp, DstOp, AutoToken, EventID> &Event<SrcOp, DstOp, AutoToken, EventID>::Init(::ptopipe::Site s)
+{
+    id_ = ::ptopipe::inst(::ptopipe::OP_EVENT_RECORD, s, SrcOp);
     return *this;
 }
 
