@@ -49,7 +49,8 @@ from ..arch.dtypes import as_dtype
 from ..arch.vocab import CUSTOM_PAD_BASE, GM_LAYOUTS, CustomPad, Direction
 from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
-from ..isa.events import Event, new_event
+from ..isa import mad_mode
+from ..isa.events import Event, new_event, record
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ..sim import CoreKind
@@ -633,6 +634,18 @@ class Dispatcher:
         """``tile.SetValue(offset, value)``, the value as its bits."""
         t, offset, bits = a
         t.SetValue(offset, np.array(bits & ((1 << (8 * t.item)) - 1), f"u{t.item}").view(t.dtype)[()])
+        return 0
+
+    def op_EVENT_RECORD(self, core, a):
+        """``Event<SrcOp, DstOp>::Init()`` / ``Record()``: the event of SrcOp's pipe as it stands."""
+        return self.keep(record(a[0]))
+
+    def op_MAD_MODE(self, core, a):
+        """``tile.SetMadTF32Mode(mode)`` (a RoundMode) / ``tile.ResetMadMode()`` (no argument)."""
+        if a:
+            mad_mode.set_tf32(a[0])
+        else:
+            mad_mode.reset()
         return 0
 
     def op_SETVALID(self, core, a):

@@ -207,15 +207,65 @@ def _blank_body(m) -> str:
     return m.group(1) + re.sub(r"[^\n]", " ", m.group(2))
 
 
-def _macro_kernel_hint(code_text: str) -> str:
+#: a function a macro's body defines: ``void NAME(`` or a pasted name, ``void run_##NAME(``
+_MACRO_FUNCTION = re.compile(r"\bvoid\s+\w+(?:\s*##\s*\w+)*\s*\(")
+
+
+def _macro_kernel_hint(code_text: str, fns: dict | None = None, named: tuple | None = None) -> str:
     """The fix sentence for a file whose kernels a macro defines (``#define K(NAME, T) ...
-    void NAME(...) {...}``): ptopipe reads functions as written, before the preprocessor."""
-    for m in _MACRO_BODY.finditer(_COMMENT.sub(_blank, code_text)):
-        if re.search(r"\bvoid\s+\w+\s*\(", m.group(2)):
-            return (f"; {m.group(1).strip()} defines functions, which ptopipe does not expand (it finds the "
-                    "kernels in the source as written): write each kernel's signature as a function - a macro "
-                    "may still give its body")
-    return ""
+    void NAME(...) {...}``, or ``void run_##NAME(...)``): ptopipe reads functions as written,
+    before the preprocessor.  A function template of the file (``fns``) that such a macro's
+    kernel calls (pto-isa's mgather tests: ``runRow<OOB, T, ...>(out, table, indices)``) runs
+    named as its instantiation: the sentence names those - and, for the kernel the user named
+    (``named``: (role, name, api)) that an invocation of the macro makes, the instantiation to
+    name (:func:`_macro_instance`)."""
+    code = _COMMENT.sub(_blank, code_text)
+    makers = [m for m in _MACRO_BODY.finditer(code) if _MACRO_FUNCTION.search(m.group(2))]
+    for m in makers if named is not None else ():
+        exact = _macro_instance(code, m, named[1], fns or {})
+        if exact is not None:
+            made, line, inst = exact
+            return (f"; {made} at line {line} defines it with a macro, which ptopipe does not expand (it "
+                    f"finds the kernels in the source as written): name the function template it calls, "
+                    f"{naming(named[0], inst, named[2], quoted=True)}")
+    if not makers:
+        return ""
+    m = makers[0]
+    called = [n for n in dict.fromkeys(re.findall(r"\b([A-Za-z_]\w*)\s*<", m.group(2)))
+              if fns and n in fns and fns[n].template]
+    also = (f", or name the function template a kernel of it calls with the macro's arguments, as C++ "
+            f"spells its instantiation ({', '.join(f'{n}<...>' for n in called)})" if called else "")
+    return (f"; {m.group(1).strip()} defines functions, which ptopipe does not expand (it finds the "
+            "kernels in the source as written): write each kernel's signature as a function - a macro "
+            "may still give its body" + also)
+
+
+def _macro_instance(code: str, m, name: str, fns: dict) -> tuple | None:
+    """(the macro invocation, its line, the instantiation to name) when an invocation in
+    ``code`` of the function-defining macro ``m`` (a :data:`_MACRO_BODY` match) makes the kernel
+    ``name`` and that kernel calls one function template of ``fns``: the call's template
+    arguments with the invocation's arguments put in (``DEFINE_ROW(row_f32, float, 8)`` making
+    ``run_##NAME`` that calls ``runRow<T, R>(...)`` gives ``runRow<float, 8>``); else None."""
+    head = re.match(r"[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)", m.group(1))
+    f = _MACRO_FUNCTION.search(m.group(2))
+    if head is None or f is None:
+        return None
+    params = [p.strip() for p in head.group(2).split(",")]
+    pieces = [t.strip() for t in f.group(0)[4:-1].split("##")]
+    pattern = "".join(f"(?P<p{params.index(t)}>\\w+)" if t in params else re.escape(t) for t in pieces)
+    hit = re.fullmatch(pattern, base_name(name))
+    calls = [(c.group(1), c.group(2)) for c in re.finditer(r"\b([A-Za-z_]\w*)\s*<([^;{}()]*?)>\s*\(", m.group(2))
+             if c.group(1) in fns and fns[c.group(1)].template]
+    if hit is None or len(calls) != 1:
+        return None
+    for inv in re.finditer(r"^[ \t]*" + head.group(1) + r"\s*\(([^()]*)\)", code, re.M):
+        args = [a.strip() for a in _split(inv.group(1))]
+        if len(args) == len(params) and all(args[int(k[1:])] == v for k, v in hit.groupdict().items()):
+            given = dict(zip(params, args))
+            targs = re.sub(r"\b[A-Za-z_]\w*\b", lambda w: given.get(w.group(0), w.group(0)), calls[0][1])
+            return (" ".join(inv.group(0).split()), code.count("\n", 0, inv.start()) + 1,
+                    f"{calls[0][0]}<{' '.join(targs.split())}>")
+    return None
 
 
 def _condition(kind: str, expr: str, flags: set, touched: set, known: dict | None = None) -> bool | None:
@@ -634,7 +684,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: {naming('aic', 'NAME', api)} {naming('aiv', 'NAME', api)} "
                               f"({'__global__ ' if globals_ else ''}functions: "
-                              f"{_listed(fns, named)})" + launch + _macro_kernel_hint(text))
+                              f"{_listed(fns, named)})" + launch + _macro_kernel_hint(text, fns))
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text, fns
 
 
@@ -698,7 +748,8 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api
         f = next((g for g in [f, *f.overloads] if g.name == scope + base), None)
     if f is None:
         raise ConfigError(f"{named}: {where} defines no function {scope + base!r}", where=where,
-                          fix=f"functions defined there: {_listed(fns, sorted(fns))}" + _macro_kernel_hint(text))
+                          fix=f"functions defined there: {_listed(fns, sorted(fns))}"
+                              + _macro_kernel_hint(text, fns, (role, name, api)))
     if f.overloads:                         # overloads: the one the name's template arguments fit
         f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, named,
                       where, api, platform_known)
@@ -932,7 +983,7 @@ def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
 # -- building -------------------------------------------------------------------------------------------
 def _headers_digest() -> str:
     h = hashlib.sha256()
-    root = os.path.join(include_dir(), "pto")
+    root = include_dir()                    # (pto/ and the acl/ stub)
     for d, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):
@@ -967,6 +1018,29 @@ def without_launch_syntax(text: str) -> str | None:
     return out if out != text else None
 
 
+#: an include of one of pto-isa's per-architecture implementation headers
+#: (``#include <pto/npu/a2a3/TSort32.hpp>``, which its pto-inst.hpp includes for the build's
+#: architecture and some of its NPU tests include again)
+_ARCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]pto/npu/[^>"\n]*[>"]', re.M)
+
+
+def without_arch_includes(text: str) -> str | None:
+    """``text`` with each include of a pto-isa implementation header (:data:`_ARCH_INCLUDE`)
+    blanked (lines kept), None when it has none: ptopipe's <pto/pto-inst.hpp> declares every
+    instruction those headers implement, and has no such headers."""
+    out = _ARCH_INCLUDE.sub(lambda m: " " * len(m.group(0)), text)
+    return out if out != text else None
+
+
+def device_source(text: str) -> str | None:
+    """``text`` as ptopipe compiles it when it differs from the file: its launch syntax
+    (:func:`without_launch_syntax`) and implementation-header includes
+    (:func:`without_arch_includes`) blanked; None when neither is there."""
+    plain = without_launch_syntax(text)
+    bare = without_arch_includes(text if plain is None else plain)
+    return plain if bare is None else bare
+
+
 def launched_kernels(text: str) -> list:
     """The kernels ``text`` launches with ``<<<...>>>``, as spelled there (a template's
     instantiation with its arguments), in order, each once."""
@@ -980,12 +1054,12 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with open(path, "rb") as f:
         src = f.read()
     unit = wrapper(path, roles)
-    plain = without_launch_syntax(src.decode("utf-8", errors="surrogateescape"))
+    plain = device_source(src.decode("utf-8", errors="surrogateescape"))
     # $CXX's own words first, as make runs `$(CXX) ...`; $CXXFLAGS last, so that the user's flags
     # win (e.g. -O0 for quicker builds, -g to debug)
     first = compiler_args()
-    # (a file rewritten without its launch syntax is compiled from a copy: its quoted includes
-    # are still found beside the file)
+    # (a file rewritten without its launch syntax or implementation-header includes is compiled
+    # from a copy: its quoted includes are still found beside the file)
     here = ["-iquote", os.path.dirname(os.path.abspath(path))] if plain is not None else []
     flags = [*first, standard(cxx, *first), *FLAGS] + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
         here + env_words("CXXFLAGS")
@@ -1119,6 +1193,12 @@ def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
         fix = (f"the compiler ({os.path.basename(cxx)}) refuses {blamed[1]}, which ${blamed[0]} gives it: "
                f"correct or remove it in ${blamed[0]} (now {blamed[0]}={os.environ.get(blamed[0], '')})")
         where = where or f"${blamed[0]}"
+    no_form = _NO_FORM.search(text) if _NO_FORM_SAYS in first else None
+    if no_form is not None:             # (the static_assert cannot name its type: the instantiation does)
+        first = first.replace(_NO_FORM_SAYS, f"the element type {no_form.group(1)} has no ptopipe form", 1)
+        fix = ("use one of those element types; the file is compiled whole, so a kernel the run does not name "
+               "but the file instantiates (an explicit `template void Launch<...>(...)`) must build too: "
+               "leave such instantiations out to run the others")
     std = next((f for f in reversed(list(flags)) if f.startswith("-std=")), None)
     if std is not None and std != STD20 and _NEEDS_CXX20.search(first):
         fix = (f"the kernel needs C++20 (pto-isa's CPU tests are C++20) and this build is {std}: point CXX at a "
@@ -1126,6 +1206,14 @@ def _compile_error(path: str, diag: str, cxx: str, flags=()) -> CompileError:
     return CompileError(f"the C++ kernel does not compile ({os.path.basename(cxx)}): "
                         f"{first.split('error:', 1)[-1].strip()}", where=where,
                         details="\n".join(lines), fix=fix)
+
+
+#: the static_assert of an element type ptopipe's headers have no form for
+#: (ptopipe_generated.hpp's ``dtype_code``), and the type it is instantiated with: g++'s "In
+#: instantiation of 'struct ptopipe::dtype_code<pto::int4b_t>'", clang's "in instantiation of
+#: template class 'ptopipe::dtype_code<float8_e4m3_t>'"
+_NO_FORM_SAYS = "this element type has no ptopipe form (the type is dtype_code's T in this error's instantiation)"
+_NO_FORM = re.compile(r"ptopipe::dtype_code<(.+?)>['’]")
 
 
 def _blamed_variable(diag: str) -> tuple | None:

@@ -24,6 +24,16 @@ _PIPES = {"TLOAD": PipeUnit.MTE2, "TSTORE_ACC": PipeUnit.FIX, "TSTORE_VEC": Pipe
           "TMOV_M2V": None, "TMOV_V2M": PipeUnit.FIX, "TMATMUL": PipeUnit.M}
 _PIPES["TVEC"] = PipeUnit.V
 _PIPES.update((op.name, op.pipe) for op in OPS.values() if op.pipe is PipeUnit.V)
+# ... and its other names, of a pipe or of ops the catalogue has no vector entry for (an
+# ``Event<Op::SCALAR, Op::TRANDOM>`` that Init() records on the scalar pipe)
+_PIPES.update({"SCALAR": PipeUnit.S, "VECTOR": PipeUnit.V, "TRESHAPE": PipeUnit.S, "TEXPANDS_MAT": PipeUnit.MTE2,
+               "TMOV_V2V": PipeUnit.V, "TEXTRACT_V2M": PipeUnit.FIX, "TMOV_M2R": PipeUnit.MTE1,
+               "TMOV_A2V": PipeUnit.FIX, "TMOV_A2M": PipeUnit.FIX, "TSTORE_MAT": PipeUnit.MTE3,
+               "TGEMV": PipeUnit.M, "TEXTRACT_M2LR": PipeUnit.MTE1, "TEXTRACT_A2M": PipeUnit.FIX,
+               "TINSERT_A2M": PipeUnit.FIX, "TIMG2COL": PipeUnit.MTE1, "SETFMATRIX": PipeUnit.S,
+               "SET_IMG2COL_RPT": PipeUnit.S, "SET_IMG2COL_PADDING": PipeUnit.S, "TSUBRELUCONV": PipeUnit.V,
+               "TPREFETCH": PipeUnit.MTE2, "TFILLPAD_VEC": PipeUnit.V, "TFILLPAD_MAT": PipeUnit.MTE2,
+               "MGATHER_VEC": PipeUnit.V, "MGATHER_MAT": PipeUnit.MTE2, "MSCATTER": PipeUnit.V})
 Op = Enum("Op", {name: name for name in _PIPES}, module=__name__)
 Op.__doc__ = "An instruction kind of ``TSYNC<Op>()`` (pto-isa's ``Op``)."
 Op.pipe = property(lambda self: _PIPES[self.value])     # the pipe its instructions run on
@@ -61,6 +71,17 @@ class Event(tuple):
 
 
 new_event = partial(tuple.__new__, Event)   # new_event((op, core, end)): the hot-path constructor
+
+
+def record(op) -> Event:
+    """pto-isa's ``Event<SrcOp, DstOp>::Init()`` / ``Record()`` (event.hpp): an event set on
+    ``op``'s pipe now, with no instruction of its own - it completes when that pipe has done
+    what the core issued to it so far (a kernel's scalar work before a vector op: ``Event<
+    Op::SCALAR, Op::TRANDOM> e; e.Init(); TRANDOM(dst, key, counter, e)``)."""
+    core = current_core()
+    op = op if isinstance(op, Op) else Op(op)
+    pipe = op.pipe
+    return new_event((op.value, core, core.clock if pipe is None else max(core.clock, core.pipe_free[pipe])))
 
 
 def TSYNC(*events) -> None:

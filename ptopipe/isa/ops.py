@@ -28,6 +28,7 @@ from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRAC
 from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
+from .mad_mode import tf32_operands, tf32_spec
 from ..sim.race import ATOMIC_ADD
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core, kernel_core, named
@@ -294,7 +295,40 @@ def store_window(core, gt, t: Tile, op: str = "TSTORE"):
         raise _err(core, f"{op}: the tile's valid region {vr}x{vc} reaches outside {gt.describe()} "
                          f"({gt.rows}x{gt.cols}): pto-isa writes such a region through the strides, past "
                          "the tensor's dims, which ptopipe does not model", fix)
+    if gt.layout is not TileLayout.DN and t.loc is _VEC:     # (ND: NZ is refused above)
+        _device_window_warning(core, gt, t, op)
     return GlobalTensor(gt.ptr, shape, gt.stride, name=gt.name, layout=gt.layout)
+
+
+def _device_window_warning(core, gt, t: Tile, op: str) -> None:
+    """A run warning at a TSTORE of a Vec tile whose valid region is not the ND GlobalTensor's
+    shape, where the device writes other elements than the valid region at the strides
+    (:func:`store_window`, pto-isa's CPU model): pto-isa's NPU TStore (TStoreUb2gmNd2nd on A2A3,
+    TStoreVecND on A5) asserts the two are one shape and, built without that check, moves Shape3
+    rows (per outer index) of the tile's valid columns, A5's at the tensor's row stride, A2A3's
+    ``validCol + Stride3 - Shape4`` elements apart (its gap is the tensor's, not the tile's).
+    Once per line."""
+    s, st = gt.shape, gt.stride
+    rows = s[0] * s[1] * s[2] * s[3]
+    a2a3 = core.cluster.platform.name == "a2a3"
+    packed = a2a3 and t.valid_cols != s[4] and s[3] > 1
+    if rows == t.valid_rows and not packed:
+        return
+    here = core.where()
+    seen = core.isa.setdefault("device_window_warned", set())
+    if str(here) in seen:
+        return
+    seen.add(str(here))
+    pitch = t.valid_cols + st[3] - s[4] if a2a3 else st[3]
+    does = (f"the {core.cluster.platform.name.upper()} device writes {s[3]} rows (Shape3) of {t.valid_cols} "
+            f"elements{' per outer index' if rows != s[3] else ''}, {pitch} elements apart"
+            + (f" - rows {t.valid_rows}.. from the tile's memory past its valid rows" if rows > t.valid_rows else ""))
+    core.cluster.warnings.append((
+        f"{op} of the tile's valid region {t.valid_rows}x{t.valid_cols} into {gt.describe()} ({gt.rows}x{gt.cols}): "
+        f"pto-isa's NPU TSTORE asserts the valid region is the GlobalTensor's shape (validCol == Shape4, validRow "
+        f"== Shape0*Shape1*Shape2*Shape3) and, built without the check, moves the tensor's rows: {does}, where "
+        f"ptopipe writes the valid region at the strides, as pto-isa's CPU model does - the device's numbers "
+        f"differ from these; give the GlobalTensor the valid region's shape", here))
 
 
 def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | None = None) -> None:
@@ -509,7 +543,10 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
     if dst.loc is TileType.Bias and src.loc is TileType.Mat:
         d, s = _to_bias(core, dst, src)
     elif src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
-        _same_shape(core, "TMOV", ("dst", d), ("src", s))
+        if src.loc is TileType.Mat and dst.loc in _L0_AB and _block_of(dst, src):
+            s = s[:dst.valid_rows, :dst.valid_cols]
+        else:
+            _same_shape(core, "TMOV", ("dst", d), ("src", s))
     if src.dtype != dst.dtype and dst.loc is not TileType.Bias:
         if src.loc is not CONVERTS_FROM:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
@@ -525,6 +562,19 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
     end = core.issue_rw(pipe, cost, src, dst, "TMOV",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TMOV", core, end))
+
+
+_L0_AB = (TileType.Left, TileType.Right)
+
+
+def _block_of(dst: Tile, src: Tile) -> bool:
+    """Does an L1 -> L0A / L0B TMOV move ``dst``'s valid block out of ``src``: pto-isa's
+    TMovToLeft / TMovToRight copy the tile from its origin (the whole static tile, or the
+    destination's valid block of a compact one), so a destination of the source's static shape
+    whose valid region lies within the source's (a matmul on the first K columns of a
+    K-padded L1 tile) receives the source's top-left block of that shape."""
+    return ((dst.rows, dst.cols) == (src.rows, src.cols) and dst.valid_rows <= src.valid_rows
+            and dst.valid_cols <= src.valid_cols)
 
 
 #: (source, Bias tile) dtypes of a Mat -> Bias TMOV, by platform (pto-isa's TMovToBt: the
@@ -650,6 +700,10 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
     if c.dtype != acc:
         raise _err(core, f"{op}: accumulator is {c.dtype.name}; {a.dtype.name} inputs accumulate "
                          f"in {acc.name}", f"declare the Acc tile as {acc.name}")
+    if acc == A.dtype:                           # float32 operands: TF32 in the Cube's TF32 mode
+        spec = tf32_spec(core)
+        if spec is not None:
+            A, B = tf32_operands(core, A, B, spec)
     return A, B, C, acc
 
 

@@ -158,6 +158,18 @@ class Tile:
         from .scalar_access import set_value
         set_value(self, offset, value)
 
+    def SetMadTF32Mode(self, round_mode=None) -> None:
+        """pto-isa's ``Tile::SetMadTF32Mode``: the Cube core's float32 matmuls read their
+        operands rounded to TF32 from here on (``round_mode``: RoundMode.CAST_ROUND, the
+        default, or CAST_RINT) - :mod:`.mad_mode`."""
+        from .mad_mode import set_tf32
+        set_tf32(*(() if round_mode is None else (round_mode,)))
+
+    def ResetMadMode(self) -> None:
+        """pto-isa's ``Tile::ResetMadMode``: float32 matmuls read whole float32 operands again."""
+        from .mad_mode import reset
+        reset()
+
     def SetValid(self, rows: int, cols: int) -> None:
         if rows == self.valid_rows and cols == self.valid_cols and rows.__class__ is int and cols.__class__ is int:
             return              # the same region (a loop's every block): nothing changes

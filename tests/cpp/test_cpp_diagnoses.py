@@ -352,6 +352,42 @@ def test_a_function_a_macro_defines_is_no_kernel_and_the_error_says_why(tmp_path
     assert "#define DOUBLE_KERNEL(NAME, T) defines functions, which ptopipe does not expand" in ei.value.fix
 
 
+PASTED_KERNELS = """#include <pto/pto-inst.hpp>
+using namespace pto;
+template <typename T, int N>
+AICORE void runScale(__gm__ T *out, __gm__ T *src) {}
+#define DEF_SCALE(NAME, T, N) \\
+    extern "C" __global__ AICORE void runScale_##NAME(__gm__ T *out, __gm__ T *src) \\
+    { runScale<T, N>(out, src); }
+DEF_SCALE(f32_8, float, 8)
+DEF_SCALE(f16_16, half, 16)
+"""
+
+
+def test_a_kernel_a_macro_pastes_the_name_of_is_named_by_the_template_it_calls(tmp_path):
+    """pto-isa's mgather / tadddeqrelu tests make their kernels with a macro that pastes the
+    name (``void runMGATHER_##NAME(...)``) and calls a function template: naming such a kernel
+    says which invocation makes it and the instantiation to name instead, with the invocation's
+    arguments put in - which is then found; a name no invocation makes gets the general hint."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "pasted.cpp"
+    p.write_text(PASTED_KERNELS)
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aiv="runScale_f16_16")
+    assert "defines no function 'runScale_f16_16'" in ei.value.what
+    assert ei.value.fix.endswith("DEF_SCALE(f16_16, half, 16) at line 9 defines it with a macro, which ptopipe "
+                                 "does not expand (it finds the kernels in the source as written): name the "
+                                 "function template it calls, --aiv 'runScale<half, 16>'"), ei.value.fix
+    assert find_kernels(str(p), aiv="runScale<half, 16>").aiv.elements == [np.dtype(np.float16)] * 2
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(p), aic="runScale_f64_2")
+    assert ei.value.fix.endswith("#define DEF_SCALE(NAME, T, N) defines functions, which ptopipe does not expand "
+                                 "(it finds the kernels in the source as written): write each kernel's signature "
+                                 "as a function - a macro may still give its body, or name the function template "
+                                 "a kernel of it calls with the macro's arguments, as C++ spells its "
+                                 "instantiation (runScale<...>)"), ei.value.fix
+
+
 FREED = """#include <pto/pto-inst.hpp>
 using namespace pto;
 extern "C" __global__ AICORE void vec(__gm__ float *x) {

@@ -76,6 +76,78 @@ def test_an_nz_global_tensor_loads_as_its_fractals(cpp_cache):
                for what, where in r.summary.leaks)
 
 
+TF32_MATMUL = PRELUDE + """
+extern "C" __global__ AICORE void cube_tf32(__gm__ float *out, __gm__ float *a, __gm__ float *b)
+{
+    using G = GlobalTensor<float, Shape<1, 1, 1, 16, 16>, Stride<1, 1, 1, 16, 1>>;
+    Tile<TileType::Mat, float, 16, 16, BLayout::ColMajor, 16, 16, SLayout::RowMajor> a1, b1;
+    TileLeft<float, 16, 16> a0;
+    TileRight<float, 16, 16> b0;
+    TileAcc<float, 16, 16> c;
+    TASSIGN(a1, 0x0); TASSIGN(b1, 0x800); TASSIGN(a0, 0x0); TASSIGN(b0, 0x0); TASSIGN(c, 0x0);
+    G ga(a), gb(b), go(out);
+    TLOAD(a1, ga);
+    TLOAD(b1, gb);
+    TMOV(a0, a1);
+    TMOV(b0, b1);
+    a0.SetMadTF32Mode(RoundMode::CAST_RINT);
+    TMATMUL(c, a0, b0);
+    a0.ResetMadMode();
+    TSTORE(go, c);
+}
+"""
+
+
+@needs_cxx
+def test_a_cube_tiles_tf32_mode_reaches_the_simulator(cpp_cache, tmp_path):
+    """pto-isa's ``Tile::SetMadTF32Mode`` / ``ResetMadMode`` (its tmatmul TF32 tests) build, and
+    the matmul between them reads TF32 operands (A2A3: 11 mantissa bits, ties to even)."""
+    p = tmp_path / "tf32.cpp"
+    p.write_text(TF32_MATMUL)
+    a = np.zeros((16, 16), np.float32)
+    a[:2, 0] = [1 + 2 ** -12, 1 + 3 * 2 ** -12]
+    b = np.zeros((16, 16), np.float32)
+    b[0, 0] = 1
+    r = run_cpp(str(p), dict(out=np.zeros((16, 16), np.float32), a=a, b=b), aic="cube_tf32")
+    np.testing.assert_array_equal(r["out"][:2, 0], np.float32([1, 1 + 2 ** -10]))
+
+
+EVENT_INIT = PRELUDE + """
+// pto-isa's Op names of a pipe and of ops outside the vector catalogue (event.hpp)
+static_assert(Op::SCALAR != Op::VECTOR && Op::TMOV_M2R != Op::TGEMV && Op::TSTORE_MAT != Op::TMOV_A2V);
+extern "C" __global__ AICORE void vec_scaled(__gm__ float *out, __gm__ float *x)
+{
+    using G = GlobalTensor<float, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>>;
+    Tile<TileType::Vec, float, 1, 8> t, d;
+    TASSIGN(t, 0x0);
+    TASSIGN(d, 0x100);
+    G gx(x), go(out);
+    Event<Op::TLOAD, Op::SCALAR> loaded;
+    loaded = TLOAD(t, gx);
+    loaded.Wait();
+    t.SetValue(0, 7.0f);                    // scalar work the vector op reads
+    Event<Op::SCALAR, Op::TADD> scalar;
+    scalar.Init();
+    Event<Op::TADD, Op::TSTORE_VEC> added;
+    added = TADD(d, t, t, scalar);
+    TSTORE(go, d, added);
+}
+"""
+
+
+@needs_cxx
+def test_an_event_recorded_without_an_instruction_orders_the_scalar_work_before_it(cpp_cache, tmp_path):
+    """pto-isa's ``Event<Op::SCALAR, Op::TRANDOM> e; e.Init();`` (its trandom test): Init()
+    records the event on SrcOp's pipe with no instruction, and the op waiting on it reads what
+    the scalar unit wrote before - in the manual synchronisation such a kernel runs in, clean."""
+    p = tmp_path / "event_init.cpp"
+    p.write_text(EVENT_INIT)
+    x = np.arange(8, dtype=np.float32)
+    r = run_cpp(str(p), dict(out=np.zeros(8, np.float32), x=x), aiv="vec_scaled", sync="manual")
+    np.testing.assert_array_equal(r["out"], 2 * np.float32([7, *x[1:]]))
+    assert r.summary.leaks == [], r.summary.leaks
+
+
 TMPIPE = """
 using Acc = TileAcc<float, 16, 16>;
 using Half = Tile<TileType::Vec, float, 8, 16>;
@@ -247,16 +319,21 @@ template int64_t viewRows<GD>(const float *, int);
 
 
 #: what pto-isa's kernels include and name besides (common/debug.h, memory.hpp, utils.hpp,
-#: cpu_stub.hpp; constants.hpp's CUBE_BLOCK_SIZE; pto_tile.hpp's compact Left / Right aliases)
+#: cpu_stub.hpp; constants.hpp's CUBE_BLOCK_SIZE; pto_tile.hpp's compact Left / Right / Acc
+#: aliases and a Cube tile's K-alignment hint; the host runtime header its NPU tests include)
 KERNEL_INCLUDES = """
 #include <pto/common/debug.h>
 #include <pto/common/memory.hpp>
 #include <pto/common/utils.hpp>
 #include <pto/common/cpu_stub.hpp>
+#include "acl/acl.h"
 static_assert(CUBE_BLOCK_SIZE == 512 && FRACTAL_ZZ_ROW == 16 && ACC_C0_SIZE == 16 && REPEAT_BYTE == 256);
 using LC = TileLeftCompact<float, 16, 32>;
 using RC = TileRightCompact<float, 32, 16>;
+using AC = TileAccCompact<float, 16, 16, 15, 9>;
 static_assert(LC::Compact == CompactMode::Normal && RC::Compact == CompactMode::Normal && RC::Loc == TileType::Right);
+static_assert(AC::Compact == CompactMode::Normal && AC::Loc == TileType::Acc && AC::ValidRow == 15 && !AC::isRowMajor);
+inline bool kAligned(LC &a) { a.SetKAligned(true); return a.GetKAligned(); }
 inline void checked(int n) { PTO_ASSERT(n > 0, "n is positive"); DEBUG_CHECK(n < 100, "n is small"); }
 """
 
@@ -288,6 +365,24 @@ def test_a_cxx20_error_of_a_cxx17_build_says_how_to_build_cxx20():
         assert "the kernel needs C++20" not in _compile_error("k.cpp", diag, "/usr/bin/g++", [STD20, "-O1"]).fix
     other = _compile_error("k.cpp", "k.cpp:3:1: error: unknown type name 'Foo'", "/usr/bin/g++", [STD])
     assert "fix the C++ at the line the compiler names" in other.fix
+
+
+def test_an_element_type_without_a_form_is_named_by_the_build_error():
+    """The static_assert of an element type ptopipe has no form for cannot name the type; the
+    build's error does, from the instantiation the compiler reports (g++ and clang spell it
+    differently), and says that a kernel the run does not name is compiled too (pto-isa's tcvt
+    test file instantiates its int4b_t kernels beside the float ones)."""
+    from ptopipe.cpp.build import _compile_error
+    says = ("static assertion failed: this element type has no ptopipe form (the type is dtype_code's T in this "
+            "error's instantiation): ptopipe's tiles and GlobalTensors take half, float")
+    for diag, name in ((f"k.cpp:194:12: error: {says}\n/inc/ptopipe_generated.hpp: In instantiation of "
+                        "‘struct ptopipe::dtype_code<pto::int4b_t>’:", "pto::int4b_t"),
+                       (f"/inc/ptopipe_generated.hpp:14:5: error: {says}\nk.cpp:65:12: note: in instantiation of "
+                        "template class 'ptopipe::dtype_code<float8_e4m3_t>' requested here", "float8_e4m3_t")):
+        e = _compile_error("k.cpp", diag, "/usr/bin/g++")
+        assert e.what == ("the C++ kernel does not compile (g++): static assertion failed: the element type "
+                          f"{name} has no ptopipe form: ptopipe's tiles and GlobalTensors take half, float"), e.what
+        assert "the file is compiled whole" in e.fix and "template void Launch<...>" in e.fix, e.fix
 
 
 #: pto-isa's fifo.hpp / fixpipe.hpp include paths, a pipe's Producer / Consumer types declared on

@@ -125,7 +125,9 @@ def test_a_kernel_launched_with_the_device_syntax_runs_as_the_instantiation_name
     """pto-isa's NPU tests launch their kernel template from a host function,
     ``runX<float, 16><<<1, nullptr, stream>>>(...)``, which no C++ compiler takes: the file
     builds without the launch configurations, and the __global__ that runs both sides (``if
-    constexpr`` on the side it is compiled for) runs named as both."""
+    constexpr`` on the side it is compiled for) runs named as both.  What such a file includes
+    besides builds too: the runtime's ``acl/acl.h`` (ptopipe's stub) and pto-isa's
+    implementation headers (``<pto/npu/a2a3/TPush.hpp>``, left out: pto-inst.hpp declares all)."""
     k = f"runMatmulAdd<float, {rows}>"
     a = _launched_args(rows)
     r = run_cpp(LAUNCHED, a, aic=k, aiv=k, platform=platform, protocol=protocol)

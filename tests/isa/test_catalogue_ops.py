@@ -628,6 +628,96 @@ def test_matmul_bias_reads_the_results_columns_of_the_bias_row():
     np.testing.assert_array_equal(res["out"][:, :6], (a @ b + c0[:, :16])[:, :6])
 
 
+# 1 + 2^-12 and 1 + 2^-11: a tie between A2A3's TF32 neighbours (11 mantissa bits) and one exact
+# there; on A5 (10 bits) the first is below half an ulp, the second a tie
+TF32_A = np.float32([1 + 2 ** -12, 1 + 2 ** -11])
+TF32_WANT = {("a2a3", "CAST_RINT"): [1, 1 + 2 ** -11], ("a2a3", "CAST_ROUND"): [1 + 2 ** -11, 1 + 2 ** -11],
+             ("a5", "CAST_RINT"): [1, 1], ("a5", "CAST_ROUND"): [1, 1 + 2 ** -10]}
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("mode", ["CAST_RINT", "CAST_ROUND"])
+def test_the_tf32_mode_rounds_float32_matmul_operands_until_it_is_reset(platform, mode):
+    """pto-isa's ``SetMadTF32Mode`` (tmatmul's TF32 tests): float32 matmuls read their operands
+    rounded to TF32 - 11 mantissa bits on A2A3, 10 on A5 - ties to even (CAST_RINT) or away
+    (CAST_ROUND); the tiles keep their values, and after ``ResetMadMode`` a matmul reads them
+    whole again."""
+    a = np.zeros((16, 16), np.float32)
+    a[:2, 0] = TF32_A
+    b = np.zeros((16, 16), np.float32)
+    b[0, 0] = 1
+
+    def k(a, b, tf, whole):
+        a1, b1 = Tile(TileType.Mat, float32, 16, 16, addr=0x0), Tile(TileType.Mat, float32, 16, 16, addr=0x800)
+        a0, b0 = Tile(TileType.Left, float32, 16, 16, addr=0x0), Tile(TileType.Right, float32, 16, 16, addr=0x0)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TLOAD(a1, a)
+        TLOAD(b1, b)
+        TMOV(a0, a1)
+        TMOV(b0, b1)
+        a0.SetMadTF32Mode(RoundMode[mode])
+        TMATMUL(c, a0, b0)
+        TSTORE(tf, c)
+        a0.ResetMadMode()
+        TMATMUL(c, a0, b0)
+        TSTORE(whole, c)
+    res = ptopipe.run(aic=k, platform=platform, args=dict(a=a, b=b, tf=np.zeros((16, 16), np.float32),
+                                                          whole=np.zeros((16, 16), np.float32)))
+    np.testing.assert_array_equal(res["tf"][:2, 0], np.float32(TF32_WANT[platform, mode]))
+    np.testing.assert_array_equal(res["whole"], a @ b)
+
+
+def test_the_tf32_mode_takes_two_roundings_on_the_cube_only():
+    """pto-isa asserts the TF32 rounding is CAST_ROUND or CAST_RINT, and declares the mode in
+    the Cube's build only: another mode, or a Vector core setting it, is a KernelError at the line."""
+    def cube():
+        Tile(TileType.Left, float32, 16, 16, addr=0x0).SetMadTF32Mode(RoundMode.CAST_FLOOR)
+
+    def vec():
+        Tile(TileType.Vec, float32, 16, 16, addr=0x0).ResetMadMode()
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=cube)
+    assert ei.value.what.startswith("SetMadTF32Mode(<RoundMode.CAST_FLOOR") and "CAST_RINT only" in ei.value.what
+    assert ei.value.where.endswith(f"test_catalogue_ops.py:{cube.__code__.co_firstlineno + 1}")
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aiv=vec)
+    assert ei.value.what.startswith("ResetMadMode on AIV0: the TF32 matmul mode is the Cube's"), ei.value.what
+    assert ei.value.where.endswith(f"test_catalogue_ops.py:{vec.__code__.co_firstlineno + 1}")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_mat_to_l0_moves_the_destinations_valid_block(platform):
+    """An L1 -> L0A / L0B TMOV into a tile of the source's static shape with a smaller valid
+    region (a matmul on the first k of a K-padded L1 tile, as pto-isa's textract tests do) moves
+    the source's top-left block of that shape; a destination valid beyond the source's is
+    refused."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(-4, 4, (16, 32)).astype(np.float32)
+    b = rng.integers(-4, 4, (32, 16)).astype(np.float32)
+
+    def k(a, b, out, kk):
+        a1 = Tile(TileType.Mat, float32, 16, 32, addr=0x0)
+        b1 = Tile(TileType.Mat, float32, 32, 16, addr=0x800)
+        a0 = Tile(TileType.Left, float32, 16, 32, addr=0x0, valid_cols=kk)
+        b0 = Tile(TileType.Right, float32, 32, 16, addr=0x0, valid_rows=kk)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TLOAD(a1, a)
+        TLOAD(b1, b)
+        TMOV(a0, a1)
+        TMOV(b0, b1)
+        TMATMUL(c, a0, b0)
+        TSTORE(out, c)
+    res = ptopipe.run(aic=k, platform=platform, args=dict(a=a, b=b, out=np.zeros((16, 16), np.float32), kk=8))
+    np.testing.assert_array_equal(res["out"], a[:, :8] @ b[:8])
+
+    def wider():
+        TMOV(Tile(TileType.Left, float32, 16, 32, addr=0x0),
+             Tile(TileType.Mat, float32, 16, 32, addr=0x0, valid_cols=8))
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=wider, platform=platform)
+    assert ei.value.what == "TMOV: operand shapes differ (dst 16x32, src 16x8)", ei.value.what
+
+
 @pytest.mark.parametrize("platform,src,rows,says", [
     ("a2a3", bfloat16, 1, "TMOV: a bfloat16 Mat tile does not move into a float32 Bias tile on a2a3"),
     ("a5", np.float32, 2, "TMOV: the static shapes differ (dst 1x32, src 2x32)"),

@@ -1,7 +1,7 @@
 """The ISA's forms of pto-isa's overloads every front end reaches: a TSTORE of a valid region
 smaller than its GlobalTensor writes that region (pto-isa's TSTORE moves the source's valid
-rows x cols; its CPU model asserts only numel * C0 >= valid) and what pto-isa refuses is
-refused; TFILLPAD fills with the destination's PadValue; TCVT's SaturationMode; the tmp and
+rows x cols; its CPU model asserts only numel * C0 >= valid), a run warning where the NPU's
+store writes other elements, and what pto-isa refuses is refused; TFILLPAD fills with the destination's PadValue; TCVT's SaturationMode; the tmp and
 scalar-first forms.  Checked against numpy."""
 import numpy as np
 import pytest
@@ -36,6 +36,42 @@ def test_a_smaller_valid_region_stores_its_window_nd_and_dn():
     np.testing.assert_array_equal(out["out"], want)
     written = out["dn"] != -1           # element (r, c) of a DN tensor is at r + 8 c: dn[c, r]
     assert written.T[:3, :5].all() and written.sum() == 15
+
+
+@pytest.mark.parametrize("platform, valid, device", [
+    ("a2a3", (8, 4), "the A2A3 device writes 8 rows (Shape3) of 4 elements, 4 elements apart"),
+    ("a5", (3, 8), "the A5 device writes 8 rows (Shape3) of 8 elements, 8 elements apart - rows 3.. from the "
+                   "tile's memory past its valid rows"),
+    ("a5", (8, 4), None),               # A5 writes the rows at the stride: these bytes
+    ("a2a3", (8, 8), None),             # the tensor's shape: no window
+])
+def test_a_store_window_the_device_writes_otherwise_is_a_warning_at_its_line(platform, valid, device):
+    """pto-isa's NPU TSTORE asserts a Vec tile's valid region is the ND GlobalTensor's shape and,
+    built without the check, moves the tensor's Shape3 rows - A2A3's validCol + Stride3 - Shape4
+    elements apart (pto-isa's tcmp / tcmps / tgather tests store so and expect packed rows): where
+    that differs from the valid region at the strides ptopipe writes (the CPU model's), each
+    such line is a run warning, once; the stored numbers stay the CPU model's."""
+    def vec(x, out):
+        TLOAD(Tile(TileType.Vec, float32, 8, 8, addr=0), x)
+        for _ in range(2):
+            TSTORE(out, _part(*valid))
+    res = ptopipe.run(None, (vec, None), dict(x=X, out=np.zeros((8, 8), np.float32)), platform=platform)
+    want = np.zeros((8, 8), np.float32)
+    want[:valid[0], :valid[1]] = X[:valid[0], :valid[1]]
+    np.testing.assert_array_equal(res.outputs["out"], want)
+    line = vec.__code__.co_firstlineno + 3
+    warned = [(what, str(where)) for what, where in res.summary.leaks if "NPU TSTORE" in what]
+    if device is None:
+        assert warned == [], warned
+        return
+    (what, where), = warned
+    assert where.endswith(f"test_store_window_and_forms.py:{line}")
+    assert what == (f"TSTORE of the tile's valid region {valid[0]}x{valid[1]} into GlobalTensor 'out' float32 shape=(1, 1, "
+                    "1, 8, 8) stride=(64, 64, 64, 8, 1) @GM[0x1200] (8x8): pto-isa's NPU TSTORE asserts the valid "
+                    "region is the GlobalTensor's shape (validCol == Shape4, validRow == Shape0*Shape1*Shape2*Shape3) "
+                    f"and, built without the check, moves the tensor's rows: {device}, where ptopipe writes the "
+                    "valid region at the strides, as pto-isa's CPU model does - the device's numbers differ from "
+                    "these; give the GlobalTensor the valid region's shape"), what
 
 
 def test_what_pto_isa_asserts_or_writes_past_the_tensor_is_refused():

@@ -2,8 +2,11 @@
 // runs the side it is compiled for (if constexpr on __DAV_CUBE__ / __DAV_VEC__), launched from
 // a host function with the device compiler's kernel<<<blocks, l2ctrl, stream>>>(args) syntax.
 // The Cube multiplies A (Rows x 32) by B (32 x 32) and pushes the accumulator; each Vector core
-// pops its half (TILE_UP_DOWN), adds the bias and stores.  out = A @ B + bias.
+// pops its half (TILE_UP_DOWN), adds the bias and stores.  out = A @ B + bias.  It includes, as
+// pto-isa's NPU tests do, the host runtime's header and one of pto-isa's implementation headers.
 #include <pto/pto-inst.hpp>
+#include <pto/npu/a2a3/TPush.hpp>
+#include "acl/acl.h"
 
 using namespace pto;
 

@@ -377,6 +377,13 @@ template <Op SrcOp, Op DstOp, bool AutoToken = true, event_t EventID = EVENT_ID0
         return *this;
     }
     inline Event &Wait(::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's record of the event with no instruction (event.hpp): set on SrcOp's pipe now,
+    // done when that pipe has done what the core issued to it (CrossCoreId: its cross-core form's)
+    template <uint8_t CrossCoreId = 0xff> inline Event &Init(::ptopipe::Site s = PTOPIPE_HERE);
+    template <uint8_t CrossCoreId = 0xff> inline Event &Record(::ptopipe::Site s = PTOPIPE_HERE)
+    {
+        return Init<CrossCoreId>(s);
+    }
 };
 
 // pto-isa's CompactMode (type.hpp): how TFILLPAD and the A5 compact matmul tiles pack a tile's
@@ -457,6 +464,16 @@ struct Tile {
     // instruction on the scalar pipe, in the element's bits across the ABI
     inline void SetValue(uint32_t offset, Element_ val, ::ptopipe::Site s = PTOPIPE_HERE);
     inline Element_ GetValue(uint32_t offset, ::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's TF32 matmul mode (pto_tile.hpp, the Cube's control register): float32 matmuls
+    // read their operands rounded to TF32 until ResetMadMode (ptopipe.isa.mad_mode)
+    inline void SetMadTF32Mode(RoundMode mode = RoundMode::CAST_ROUND, ::ptopipe::Site s = PTOPIPE_HERE);
+    inline void ResetMadMode(::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's K-alignment hint of a float Left / Right tile (pto_tile.hpp): the cube reads K
+    // in 16-element rather than 8-element steps, the same products over the valid K - kept,
+    // no effect on the simulated values
+    bool GetKAligned() const { return kAligned_; }
+    void SetKAligned(bool aligned) { kAligned_ = aligned; }
+    bool kAligned_ = false;
 };
 
 // pto-isa's aliases (pto_tile.hpp).  TileLeft is ZZ (RowMajor blocks of RowMajor fractals) in an
@@ -490,6 +507,9 @@ using TileLeftCompact = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::Co
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileRightCompact = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
                               SLayout::ColMajor, 512, PadValue::Null, CompactMode::Normal>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileAccCompact = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
+                            SLayout::RowMajor, 1024, PadValue::Null, CompactMode::Normal>;
 // ptopipe's own shorthands, not pto-isa's: a kernel that uses them does not build with pto-isa
 // (the build reports each use as a warning at the kernel's line, ptopipe.cpp.build)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
@@ -1097,6 +1117,14 @@ inline Event<SrcOp, DstOp, AutoToken, EventID> &Event<SrcOp, DstOp, AutoToken, E
     return *this;
 }
 
+template <Op SrcOp, Op DstOp, bool AutoToken, event_t EventID>
+template <uint8_t CrossCoreId>
+inline Event<SrcOp, DstOp, AutoToken, EventID> &Event<SrcOp, DstOp, AutoToken, EventID>::Init(::ptopipe::Site s)
+{
+    id_ = ::ptopipe::inst(::ptopipe::OP_EVENT_RECORD, s, SrcOp);
+    return *this;
+}
+
 template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
 inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetValid(int64_t r, int64_t c, ::ptopipe::Site s)
 {
@@ -1120,6 +1148,18 @@ inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetValue(uint32_t offset, E
     uint64_t bits = 0;
     std::memcpy(&bits, &val, sizeof(E));
     ::ptopipe::inst(::ptopipe::OP_TILE_SET, s, *this, int64_t(offset), int64_t(bits));
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetMadTF32Mode(RoundMode mode, ::ptopipe::Site s)
+{
+    ::ptopipe::inst(::ptopipe::OP_MAD_MODE, s, mode);
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::ResetMadMode(::ptopipe::Site s)
+{
+    ::ptopipe::inst(::ptopipe::OP_MAD_MODE, s);
 }
 
 template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
