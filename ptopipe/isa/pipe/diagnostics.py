@@ -358,12 +358,15 @@ def _one_lane_fix(cluster, ch, other) -> str:
 
 
 def _free_culprit(ch, core, cons):
-    """A producer blocked on a free credit: withheld by the notification rule, or a slot
-    the consumer popped and never freed."""
+    """A producer blocked on a free credit: a consumer that returned (whatever credit the
+    notification rule withholds, it pops nothing more), a credit withheld by the notification
+    rule, or a slot the consumer popped and never freed."""
     pside, cside = ch.sides.get(core.index), ch.sides.get(cons.index)
     if pside is None or cside is None:
         return None
     i = pside.pushed
+    if cons.state is CoreState.DONE:      # no notification rule makes a returned consumer pop more
+        return _stopped_consumer(ch, core, cons, pside, cside)
     withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
     skipped = _skipped_free(cside, cons) if withheld else None
     if skipped is not None:
@@ -381,13 +384,11 @@ def _free_culprit(ch, core, cons):
                 "finding": {"kind": "skipped_tfree", "core": cons.name, "pipe": ch.name,
                             "where": str(cons.where()), "pops": cside.index, "frees": cside.freed}}
     if withheld:
-        state = ("is blocked at " + str(cons.where())) if cons.state.value == "blocked" else "has ended"
+        state = f"is blocked at {cons.where()}"
         if cside.held:
             state += (f", holding {len(cside.held)} popped tile(s) (oldest: slot {cside.held[0][0]}, TPOP at "
                       f"{cside.held[0][2]})")
         return {"cause": f"{withheld[0]}; {cons.name} {state}", "fix": withheld[1]}
-    if cons.state is CoreState.DONE:
-        return _stopped_consumer(ch, core, cons, pside, cside)
     if cside.held:
         across = _held_across_pipes(ch, core, cons, cside, i)
         if across is not None:
