@@ -629,12 +629,26 @@ def leaks(cluster, unpopped: bool = True) -> list:
                 if s.state == "written":
                     who = cluster.aiv(p).name if ch.way == C2V else "AIC"
                     core = cluster.aiv(p) if ch.way == C2V else cluster.aic
-                    why = "" if core.index in ch.sides else \
-                        (f" ({who} never binds the pipe: every lane of a pipe with lanes "
-                         f"{','.join('AIV%d' % q for q in ch.peers)} takes part in every handshake, a lane "
-                         "with no data replays it with an empty valid shape)")
-                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it{why}", s.push_loc))
+                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it"
+                                f"{_unpopped_why(cluster, ch, p, core)}", s.push_loc))
     return out
+
+
+def _unpopped_why(cluster, ch, lane, core) -> str:
+    """Why ``core`` left a tile of lane ``lane`` of ``ch`` unpopped: it never bound the pipe,
+    or it stopped popping - how many it popped of how many were pushed, and its last TPOP
+    (the trip count to compare with the producer's)."""
+    who = core.name
+    side = ch.sides.get(core.index)
+    if side is None:
+        return (f" ({who} never binds the pipe: every lane of a pipe with lanes "
+                f"{','.join('AIV%d' % q for q in ch.peers)} takes part in every handshake, a lane "
+                "with no data replays it with an empty valid shape)")
+    prod = cluster.aic if ch.way == C2V else cluster.aiv(lane)
+    pside = ch.sides.get(prod.index)
+    pushed = f" of the {pside.pushed} {prod.name} pushed" if pside is not None else ""
+    last = f"last TPOP at {_last_pop(side, ch)}" if side.index else f"it bound the pipe at {side.bound_at}"
+    return f" ({who} popped {side.index}{pushed}; {last})"
 
 
 def unpaired_frees(cluster) -> list:
