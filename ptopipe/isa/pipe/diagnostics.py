@@ -673,9 +673,12 @@ def unpaired_frees(cluster) -> list:
                 out.append((f"{n - side.tfrees} of {n} TPOPs of {ch.name} on "
                             f"{side.core.name} have no TFREE: {where}", loc))
             elif side.extra_free is not None:
-                out.append((f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} "
-                            f"TPOPs: the extra TFREE is a no-op here but a misuse on {elsewhere}",
-                            side.extra_free))
+                loc, k, before = side.extra_free
+                what = (f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} TPOPs: the extra "
+                        "TFREE" if side.tfrees > n else
+                        f"{side.core.name}'s TFREE #{k} of {ch.name} has no TPOP to pair (it follows {before} "
+                        f"TPOP(s) and {k - 1} TFREE(s)): a TFREE before its TPOP")
+                out.append((f"{what} is a no-op here but a misuse on {elsewhere}", loc))
     return out
 
 
