@@ -337,6 +337,13 @@ class _Verifier:
                       "its slot itself, so this runs here, but the kernel leaks the slot under the "
                       "seed-003 protocol and on A5's local rings")
             return
+        if kind == "free_without_pop" and self._free_is_noop(op):
+            # likewise the library's TFREE after such a TPOP does nothing: the extra one runs
+            self.seen.add(key)
+            self.warn(f"{op.loc}: {msg}; under {self.protocol_arg} on {self.plat.name} the TPOP frees "
+                      "its slot itself and the TFREE after it does nothing, so this runs here, but it "
+                      "frees a slot never popped under the seed-003 protocol and on A5")
+            return
         if facts and values is None:
             rng = {**(ranges or {}), **self.param_ranges}
             cons, unhandled = constraints(facts, rng)
@@ -353,16 +360,26 @@ class _Verifier:
         e.kind, e.op, e.pop, e.values = kind, op, pop, values
         self.findings.append(e)
 
-    def _pop_frees(self, pop) -> bool:
+    def _free_is_noop(self, free) -> bool:
+        """Is TFREE ``free`` a tile TFREE (it names no popped GM tensor: pto-isa's
+        ``TFREE(pipe)``) of a ring whose tile TPOP frees the slot itself, where the library's
+        TFREE then does nothing (pto-isa on A2A3; on A5 it frees the slot again)?"""
+        obj = free.obj if len(free.operands) > 1 else None
+        return (not (obj is not None and isinstance(obj.type, TensorType))
+                and self._pop_frees(free, tile=True) and not self.model.tfree_after_pop_frees)
+
+    def _pop_frees(self, pop, tile=None) -> bool:
         """Does TPOP ``pop`` free its slot itself (:meth:`ProtocolModel.pop_frees`), its ring
-        being in GM on this platform (the init of its ring in its function says)?"""
+        being in GM on this platform (the init of its ring in its function says)?  ``tile``:
+        whether it pops a tile (default: its result says)."""
         fn = pop
         while fn is not None and not fn.is_a(FuncOp):
             fn = fn.parent_op
         ring = ring_of(pop)
         init = next((i for i in init_ops(fn) if ring in i.rings), None) if fn is not None else None
-        return init is not None and self.model.pop_frees(ring_in_gm(init, self.plat),
-                                                         isinstance(pop.result_type, TileValueType))
+        if tile is None:
+            tile = isinstance(pop.result_type, TileValueType)
+        return init is not None and self.model.pop_frees(ring_in_gm(init, self.plat), tile)
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:

@@ -19,4 +19,4 @@ def identity_cube(a, eye, fifo, tiles, depth=2):
         TLOAD(m, GlobalTensor(a.data() + i * T * T, (T, T)))
         TMOV(left, m)
         TMATMUL(acc, left, right)
-        TPUSH(pipe, acc)
+        TPUSH(pipe, acc)                                        # PUSH

@@ -190,6 +190,17 @@ def stops_early(out, fifo, tiles):
         TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
 
 
+def one_short(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    for i in range(tiles - 1):                                  # one tile short: it stays in the ring
+        TPOP(pipe, t)                                           # SHORT
+        TMULS(o, t, 2.0)
+        TFREE(pipe)
+        TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
+
+
 def never_pops(out, fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)    # BOUND
     if tiles > 0:
@@ -208,13 +219,27 @@ def returns_holding(out, fifo, tiles):
 
 
 @pytest.mark.parametrize("platform,protocol", BOTH)
-def test_a_consumer_that_stops_early_heads_the_deadlock(platform, protocol):
+@pytest.mark.parametrize("tiles", [7, 8])     # 8: 5 TFREEs, an odd count pto-isa's SyncPeriod 2 withholds
+def test_a_consumer_that_stops_early_heads_the_deadlock(platform, protocol, tiles):
     with pytest.raises(DeadlockError) as ei:
-        ptopipe.run(identity_cube, (stops_early, None), _args(7), platform=platform, protocol=protocol)
+        ptopipe.run(identity_cube, (stops_early, None), _args(tiles), platform=platform, protocol=protocol)
     e = ei.value
     assert e.where.endswith(f"test_blame.py:{line_of(stops_early, 'LAST')}"), e.where
-    assert e.what.startswith("deadlock: AIV0 returned after popping 4 tile(s)"), e.what
+    assert e.what.startswith(f"deadlock: AIV0 returned after popping {tiles - 3} tile(s)"), e.what
+    assert "SyncPeriod" not in e.fix, e.fix       # no notification rule lets a returned consumer pop more
     assert "blame_producers.py" in e.what            # the blocked push is named, after the consumer
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_a_tile_left_unpopped_names_the_consumers_count_and_last_pop(platform, protocol):
+    """The leak is at the push nobody popped, and says how far the consumer got and where: the
+    consumer's trip count may be the line to fix (a lane-dependent bound, an early break)."""
+    with pytest.raises(LeakError) as ei:
+        ptopipe.run(identity_cube, (one_short, None), _args(4), platform=platform, protocol=protocol)
+    e = ei.value
+    assert e.where.endswith(f"blame_producers.py:{line_of(identity_cube, 'PUSH')}"), e.where
+    assert ("was pushed but AIV0 never popped it (AIV0 popped 3 of the 4 AIC pushed; last TPOP at "
+            f"tests/isa/test_blame.py:{line_of(one_short, 'SHORT')})") in e.what, e.what
 
 
 def test_a_consumer_that_pops_nothing_is_said_to_have_bound_the_pipe_only():

@@ -82,6 +82,41 @@ def test_the_flag_proof_holds_on_every_platform_and_protocol(platform, protocol)
                                warnings, protocol=protocol) == [] and warnings == []
 
 
+def extra_free():
+    @pl.aiv
+    def vec(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(4):
+            part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+            o = pl.adds(part, 1.0)
+            pl.TFREE(buf)
+            pl.store(o, [i * TM + sub * HR, 0], out)
+            pl.TFREE(buf)                                                            # EXTRA-FREE
+    return vec
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"),
+                                               ("a5", "pto-isa")])
+def test_a_tfree_with_nothing_held_is_a_warning_where_the_library_makes_it_a_no_op(platform, protocol):
+    """Where pto-isa's tile TPOP frees the slot itself (A2A3: the ring is in GM) its tile TFREE
+    does nothing: a TFREE with nothing held runs there, as its run says (a warning), like a
+    missing one; elsewhere it frees a slot never popped."""
+    vec = extra_free()
+    warnings = []
+    found = verify_pipes.verify(pl.program(c2v_cube(vec), vec, name="extra").clone(), platform, warnings,
+                                protocol=protocol)
+    at = f":{line_of(vec.pyfunc, 'EXTRA-FREE')}:"
+    if (platform, protocol) == ("a2a3", "pto-isa"):
+        assert found == [] and len(warnings) == 1 and at in warnings[0], (found, warnings)
+        assert "the TFREE after it does nothing, so this runs here" in warnings[0], warnings
+    else:
+        assert [e.kind for e in found] == ["free_without_pop"] and at in found[0].where, found
+        assert warnings == [], warnings
+
+
 # -- range(n) pushes against range(n + extra) pops ----------------------------------------------
 def n_pair(extra: int):
     @pl.aiv

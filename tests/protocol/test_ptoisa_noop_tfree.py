@@ -33,9 +33,11 @@ def kernels(mistake, way=DIR_C2V):
         pipe = TPipe(0, way, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
         t = Tile(TileType.Vec, float32, 16, 32)
         for i in range(n):
+            if mistake == "early":      # a rotated loop: frees the last tile first, nothing held at i = 0
+                TFREE(pipe)                                        # EARLY
             TPOP(pipe, t)                                          # POP
             TSTORE(GlobalTensor(out.data(), (16, 32)), t)
-            if mistake != "none" and not (mistake == "missing" and i == n - 1):
+            if mistake not in ("none", "early") and not (mistake == "missing" and i == n - 1):
                 TFREE(pipe)                                        # FREE
             if mistake == "double" and i == 1:
                 TFREE(pipe)                                        # EXTRA
@@ -44,7 +46,9 @@ def kernels(mistake, way=DIR_C2V):
 
 @pytest.mark.parametrize("mistake,marker,text", [
     ("missing", "POP", "1 of 3 TPOPs of C2V pipe FlagID 0 (peers AIV0) on AIV0 have no TFREE"),
-    ("double", "EXTRA", "AIV0 TFREEs C2V pipe FlagID 0 (peers AIV0) 4 times after 3 TPOPs")])
+    ("double", "EXTRA", "AIV0 TFREEs C2V pipe FlagID 0 (peers AIV0) 4 times after 3 TPOPs"),
+    ("early", "EARLY", "AIV0's TFREE #1 of C2V pipe FlagID 0 (peers AIV0) has no TPOP to pair (it follows 0 "
+                       "TPOP(s) and 0 TFREE(s)): a TFREE before its TPOP")])
 def test_a_noop_tfree_mistake_is_a_portability_warning(mistake, marker, text):
     cube, aiv = kernels(mistake)
     args = dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),

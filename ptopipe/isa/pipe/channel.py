@@ -84,7 +84,8 @@ class Side:
         # its split and ends the staged copy's lifetime; ``tfrees`` counts those TFREEs
         self.popped: list = []
         self.tfrees = 0
-        self.extra_free = None           # the first TFREE with no TPOP to pair (pto-isa GM rings)
+        self.extra_free = None           # the first TFREE with no TPOP to pair (pto-isa GM rings):
+        #                                  (its line, its number, the TPOPs before it)
         self.self_freed = 0              # tile TPOPs that freed their slot themselves (pto-isa GM rings)
         self.zeroed = None               # [TPOPs, first TPOP line] the library handed zeros (pop_zeroes)
         # where the TPOP frees its slot itself: (pop index, warning, line) of a TPOP into a tile

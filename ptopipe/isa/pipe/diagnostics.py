@@ -358,12 +358,15 @@ def _one_lane_fix(cluster, ch, other) -> str:
 
 
 def _free_culprit(ch, core, cons):
-    """A producer blocked on a free credit: withheld by the notification rule, or a slot
-    the consumer popped and never freed."""
+    """A producer blocked on a free credit: a consumer that returned (whatever credit the
+    notification rule withholds, it pops nothing more), a credit withheld by the notification
+    rule, or a slot the consumer popped and never freed."""
     pside, cside = ch.sides.get(core.index), ch.sides.get(cons.index)
     if pside is None or cside is None:
         return None
     i = pside.pushed
+    if cons.state is CoreState.DONE:      # no notification rule makes a returned consumer pop more
+        return _stopped_consumer(ch, core, cons, pside, cside)
     withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
     skipped = _skipped_free(cside, cons) if withheld else None
     if skipped is not None:
@@ -381,13 +384,11 @@ def _free_culprit(ch, core, cons):
                 "finding": {"kind": "skipped_tfree", "core": cons.name, "pipe": ch.name,
                             "where": str(cons.where()), "pops": cside.index, "frees": cside.freed}}
     if withheld:
-        state = ("is blocked at " + str(cons.where())) if cons.state.value == "blocked" else "has ended"
+        state = f"is blocked at {cons.where()}"
         if cside.held:
             state += (f", holding {len(cside.held)} popped tile(s) (oldest: slot {cside.held[0][0]}, TPOP at "
                       f"{cside.held[0][2]})")
         return {"cause": f"{withheld[0]}; {cons.name} {state}", "fix": withheld[1]}
-    if cons.state is CoreState.DONE:
-        return _stopped_consumer(ch, core, cons, pside, cside)
     if cside.held:
         across = _held_across_pipes(ch, core, cons, cside, i)
         if across is not None:
@@ -628,12 +629,26 @@ def leaks(cluster, unpopped: bool = True) -> list:
                 if s.state == "written":
                     who = cluster.aiv(p).name if ch.way == C2V else "AIC"
                     core = cluster.aiv(p) if ch.way == C2V else cluster.aic
-                    why = "" if core.index in ch.sides else \
-                        (f" ({who} never binds the pipe: every lane of a pipe with lanes "
-                         f"{','.join('AIV%d' % q for q in ch.peers)} takes part in every handshake, a lane "
-                         "with no data replays it with an empty valid shape)")
-                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it{why}", s.push_loc))
+                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it"
+                                f"{_unpopped_why(cluster, ch, p, core)}", s.push_loc))
     return out
+
+
+def _unpopped_why(cluster, ch, lane, core) -> str:
+    """Why ``core`` left a tile of lane ``lane`` of ``ch`` unpopped: it never bound the pipe,
+    or it stopped popping - how many it popped of how many were pushed, and its last TPOP
+    (the trip count to compare with the producer's)."""
+    who = core.name
+    side = ch.sides.get(core.index)
+    if side is None:
+        return (f" ({who} never binds the pipe: every lane of a pipe with lanes "
+                f"{','.join('AIV%d' % q for q in ch.peers)} takes part in every handshake, a lane "
+                "with no data replays it with an empty valid shape)")
+    prod = cluster.aic if ch.way == C2V else cluster.aiv(lane)
+    pside = ch.sides.get(prod.index)
+    pushed = f" of the {pside.pushed} {prod.name} pushed" if pside is not None else ""
+    last = f"last TPOP at {_last_pop(side, ch)}" if side.index else f"it bound the pipe at {side.bound_at}"
+    return f" ({who} popped {side.index}{pushed}; {last})"
 
 
 def unpaired_frees(cluster) -> list:
@@ -658,9 +673,12 @@ def unpaired_frees(cluster) -> list:
                 out.append((f"{n - side.tfrees} of {n} TPOPs of {ch.name} on "
                             f"{side.core.name} have no TFREE: {where}", loc))
             elif side.extra_free is not None:
-                out.append((f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} "
-                            f"TPOPs: the extra TFREE is a no-op here but a misuse on {elsewhere}",
-                            side.extra_free))
+                loc, k, before = side.extra_free
+                what = (f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} TPOPs: the extra "
+                        "TFREE" if side.tfrees > n else
+                        f"{side.core.name}'s TFREE #{k} of {ch.name} has no TPOP to pair (it follows {before} "
+                        f"TPOP(s) and {k - 1} TFREE(s)): a TFREE before its TPOP")
+                out.append((f"{what} is a no-op here but a misuse on {elsewhere}", loc))
     return out
 
 

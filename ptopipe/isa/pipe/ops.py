@@ -500,7 +500,8 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     j = side.tfrees
     side.tfrees = j + 1
     if j >= side.self_freed and side.extra_free is None:    # no TPOP to pair (a portability warning)
-        side.extra_free = core.loc_override or call_site(3)   # <- _free_popped <- TFREE <- kernel
+        # <- _free_popped <- TFREE <- kernel; which TFREE it is, after how many TPOPs
+        side.extra_free = (core.loc_override or call_site(3), j + 1, side.self_freed)
     popped = side.popped
     while popped and popped[0][0] < j:
         del popped[0]
