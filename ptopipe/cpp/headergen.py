@@ -47,17 +47,18 @@ MAX_EVENTS = 3
 #: the most arguments of an instruction whose Python form takes ``*args`` only
 MAX_VARIADIC = 8
 #: the most operands of an instruction whose Python form takes some of them in ``*args``
-#: (before its wait events): TMRGSORT(dst, executedNumList, tmp, src0, src1, src2, src3)
-MOST_OPERANDS = {"TMRGSORT": 7}
+#: (before its wait events): TMRGSORT(dst, executedNumList, tmp, src0, src1, src2, src3), the MX
+#: matmuls' accumulating and biased forms (c_out, c_in, a, a_scale, b, b_scale) / (..., bias)
+MOST_OPERANDS = {"TMRGSORT": 7, "TMATMUL_MX": 6, "TGEMV_MX": 6}
 #: the fewest operands of a scratch-taking instruction whose Python form takes ``*args`` only
 #: (the arg reductions: TROWARGMAX(dst, src, tmp))
 SCRATCH_ONLY_ARGS = 3
 #: the fewest operands pto-isa's pto_instr.hpp declares for an instruction whose Python form
 #: defaults some of them (a call with fewer does not build with pto-isa's headers): the compare
 #: mode, TCVT's RoundMode, the FP forms' indices, TDEINTERLEAVE's source, TRANDOM's key and
-#: counter, TMRGSORT's executed-count list and tmp
+#: counter, TMRGSORT's executed-count list and tmp, the MX matmuls' (c, a, a_scale, b, b_scale)
 PTO_ISA_FEWEST = {"TCMP": 4, "TCMPS": 4, "TCVT": 3, "TEXTRACT_FP": 5, "TINSERT_FP": 5, "TDEINTERLEAVE": 3,
-                  "TRANDOM": 3, "TMRGSORT": 3}
+                  "TRANDOM": 3, "TMRGSORT": 3, "TMATMUL_MX": 5, "TGEMV_MX": 5}
 
 #: the instructions pto-isa's pto_instr.hpp declares only with a mode template argument no operand
 #: gives (TCI's ``descending``, TTRI's ``isUpperOrLower``, THISTOGRAM's ``byte``, TQUANT's
@@ -93,8 +94,10 @@ def enums() -> tuple:
     return ENUMS + (("Op", Op, "pto", True),)
 
 #: element types pto-isa's tiles and tensors take that ptopipe's ISA holds (numpy) but the C++
-#: writer never declares: their numpy name and C++ spelling
-ISA_ONLY_CTYPES = {"uint16": "uint16_t", "uint64": "uint64_t"}
+#: writer never declares: their numpy name and C++ spelling (the 8-bit floats of the MX matmuls,
+#: A5: the fp8 operands and the e8m0 block scales, one byte each)
+ISA_ONLY_CTYPES = {"uint16": "uint16_t", "uint64": "uint64_t", "fp8_e4m3": "float8_e4m3_t",
+                   "fp8_e5m2": "float8_e5m2_t", "fp8_e8m0": "float8_e8m0_t"}
 #: element types in code order; the C++ spelling of each is CTYPES's (ISA_ONLY_CTYPES's)
 DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool")) + tuple(ISA_ONLY_CTYPES)
 CPP_DTYPES = {**CTYPES, **ISA_ONLY_CTYPES}
@@ -194,7 +197,7 @@ def _no_quant(name: str) -> Form:
 _ZZ_WHY = ("TMOV(dst, src, tmp) with a tmp tile is A5's microscaling exponent repack (X -> ZZ, docs/isa/TMOV.md: "
            "TMOV(dst, src, tmp) ND -> ZZ, TMOV<0>(dst, src, tmp) DN -> ZZ), which lays uint8_t / hifloat8_t / "
            "float8_e8m0_t block scales out in the ZZ boxes an MX matmul reads; ptopipe does not model the ZZ "
-           "layout (nor, in C++, the 8-bit scale types); A2A3 has no such form. For a plain move (ND -> NZ, "
+           "layout; A2A3 has no such form. For a plain move (ND -> NZ, "
            "Vec -> Vec, Mat -> Left / Right ...) write TMOV(dst, src): no tmp")
 
 

@@ -77,6 +77,9 @@ def TPRINT(src, *rest, fmt: PrintFormat = PrintFormat.Width8_Precision4) -> Even
         _, end = core.issue(PipeUnit.S, cost, (where,), (), "TPRINT", None)
     else:
         end = core.issue_s(PipeUnit.S, cost, "TPRINT")
+    # the scalar unit prints (cce::printf of each element) before it issues the next
+    # instruction: whatever follows, on any pipe, comes after the reads
+    psync(core).drain("TPRINT")
     return new_event(("TPRINT", core, end))
 
 

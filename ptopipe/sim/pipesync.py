@@ -188,14 +188,22 @@ class PipeSync:
         (and holds the issue until all pipes drain); one pipe is in order already."""
         core = self.core
         if unit is None:
-            core.hold(max(core.pipe_free), "event", "pipe_barrier(PIPE_ALL)")
-            if self.manual:
-                self.fence()
-            if core.porder is not None:
-                core.porder.fence()
+            self.drain("pipe_barrier(PIPE_ALL)")
             core.issue_s(PipeUnit.S, 0, "pipe_barrier")
         else:
             core.issue_s(unit, 0, "pipe_barrier")
+
+    def drain(self, what: str) -> None:
+        """Hold the issue until every pipe has drained and order every pipe after everything
+        issued so far (``what``: the cause, for the stall record): pipe_barrier(PIPE_ALL)'s
+        order, and the scalar unit's after code of its own it runs to the end before it issues
+        anything else (TPRINT's prints)."""
+        core = self.core
+        core.hold(max(core.pipe_free), "event", what)
+        if self.manual:
+            self.fence()
+        if core.porder is not None:
+            core.porder.fence()
 
     def fence(self) -> None:
         """Order every pipe after everything issued on any pipe so far."""

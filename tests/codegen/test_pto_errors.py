@@ -1497,6 +1497,41 @@ def test_a_vec_to_vec_extract_or_insert_is_refused_on_a2a3_as_ptoas_does(tmp_pat
     _refused_at(tmp_path, capsys, text, f"pto.{op} ins", f"pto.{op}", what, cmd=("run", "--platform", platform))
 
 
+_VEC_MEMREF_INSERT = """module {
+  func.func @insert_vec(%a: memref<16x16xf32, #pto.address_space<gm>>, %o: memref<16x32xf32, #pto.address_space<gm>>) {
+    %c0 = arith.constant 0 : index
+    %c16 = arith.constant 16 : index
+    %z = arith.constant 0.0 : f32
+    %src = memref.alloc() : memref<16x16xf32, #pto.address_space<vec>>
+    %dst = memref.alloc() : memref<16x32xf32, #pto.address_space<vec>>
+    pto.texpands ins(%z : f32) outs(%dst : memref<16x32xf32, #pto.address_space<vec>>)
+    pto.tload ins(%a : memref<16x16xf32, #pto.address_space<gm>>) outs(%src : memref<16x16xf32, #pto.address_space<vec>>)
+    pto.tinsert ins(%src, %c0, %c16 : memref<16x16xf32, #pto.address_space<vec>>, index, index) outs(%dst : memref<16x32xf32, #pto.address_space<vec>>)
+    pto.tstore ins(%dst : memref<16x32xf32, #pto.address_space<vec>>) outs(%o : memref<16x32xf32, #pto.address_space<gm>>)
+    return
+  }
+}
+"""
+
+
+def test_an_op_of_memref_operands_is_not_held_to_ptoas_architecture_rules(tmp_path):
+    """ptoas skips an op's per-architecture verifier when an operand is a memref (PTO.cpp
+    shouldBypassDecodedMemrefVerifier): the Vec -> Vec TINSERT it refuses between tile_bufs on
+    A2A3 it takes between memrefs, and writes the TINSERT pto-isa's A2A3 runs - so the file runs."""
+    import ptopipe
+    a = np.arange(256, dtype=np.float32).reshape(16, 16)
+    res = ptopipe.run_pto(text=_VEC_MEMREF_INSERT, platform="a2a3",
+                          inputs={"a": a, "o": np.ones((16, 32), np.float32)})
+    np.testing.assert_array_equal(res.outputs["o"], np.concatenate([np.zeros_like(a), a], axis=1))
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        (tmp_path / "k.pto").write_text(_VEC_MEMREF_INSERT)
+        r = subprocess.run([ptoas, "--pto-arch=a3", str(tmp_path / "k.pto"), "-o", str(tmp_path / "k.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "TINSERT(" in (tmp_path / "k.cpp").read_text()
+
+
 @pytest.mark.parametrize("marked", [True, False])
 def test_an_entry_function_that_returns_a_value_is_refused(tmp_path, capsys, marked):
     """ptoas: "PTO entry functions must return void" - for a function marked pto.entry and for

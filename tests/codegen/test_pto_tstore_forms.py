@@ -160,11 +160,28 @@ def test_a_rank_3_local_memref_is_the_tile_ptoas_declares():
     assert e.value.where.endswith(":4:5")
 
 
+MM_MEMREF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pto_broken", "mm_memref_left_nd_a3.pto")
+
+
+def test_a_cube_memref_is_the_row_major_tile_ptoas_declares():
+    """A local memref in left / right / acc / mat is, like one in vec, the row-major NoneBox Tile
+    ptoas declares for it (``Tile<TileType::Left, float, 16, 32, BLayout::RowMajor, 16, 32,
+    SLayout::NoneBox, ...>``), not the memory's default fractal layout: a memref GEMM's Left operand
+    is refused at the pto.tmatmul, as pto-isa's TMATMUL refuses it and the run of ptoas's C++ does."""
+    with pytest.raises(ptopipe.KernelError) as e:
+        ptopipe.run_pto(MM_MEMREF)
+    assert e.value.what.startswith("TMATMUL: a is Left tile '%a_l0' float32 16x32 ND @AIC.L0A[0x0] in layout ND; "
+                                   "the Cube reads Left tiles as ZZ or NZ fractals"), e.value.what
+    line = next(n for n, ln in enumerate(open(MM_MEMREF), 1) if "pto.tmatmul ins" in ln)
+    assert e.value.where.endswith(f"mm_memref_left_nd_a3.pto:{line}:5"), e.value.where
+
+
 @pytest.mark.skipif(not os.environ.get("PTOAS"), reason="PTOAS (a ptoas binary) is not set")
-@pytest.mark.parametrize("which", ["atomic", "cube", "nz", "rank3"])
+@pytest.mark.parametrize("which", ["atomic", "cube", "nz", "rank3", "mm"])
 def test_ptoas_takes_the_files_and_writes_the_stores(tmp_path, which):
     pto = tmp_path / "k.pto"
-    pto.write_text({"atomic": TEXT.replace("ATTR", ATTR), "cube": CUBE, "nz": NZ_COPY, "rank3": RANK3}[which])
+    pto.write_text({"atomic": TEXT.replace("ATTR", ATTR), "cube": CUBE, "nz": NZ_COPY, "rank3": RANK3,
+                    "mm": open(MM_MEMREF).read()}[which])
     arch = "a5" if which == "nz" else "a3"
     r = subprocess.run([os.environ["PTOAS"], f"--pto-arch={arch}", str(pto), "-o", str(tmp_path / "k.cpp")],
                        capture_output=True, text=True, timeout=120)
@@ -175,6 +192,10 @@ def test_ptoas_takes_the_files_and_writes_the_stores(tmp_path, which):
         return
     if which == "rank3":
         assert "Tile<TileType::Vec, float, 2, 8, " in cpp
+        return
+    if which == "mm":
+        assert "Tile<TileType::Left, float, 16, 32, BLayout::RowMajor, 16, 32, SLayout::NoneBox, " in cpp
+        assert "Tile<TileType::Acc, float, 16, 16, BLayout::RowMajor, 16, 16, SLayout::NoneBox, " in cpp
         return
     assert "AtomicType::AtomicAdd" in cpp
     if which == "cube":

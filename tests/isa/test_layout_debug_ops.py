@@ -411,6 +411,29 @@ def test_tprint_comes_out_in_simulated_time_order(platform, capsys):
     assert again.prints == res.prints
 
 
+def test_a_tile_written_after_its_tprint_needs_no_event(capsys):
+    """pto-isa's TPRINT is the scalar unit's own code (a pipe_barrier(PIPE_ALL), then a printf per
+    element): it issues nothing else until the prints are done, so a vector write of the printed
+    tile after it is ordered, in the manual mode too (ptoas's sync insertion sets no event there)."""
+    def k(x, out):
+        src = Tile(TileType.Vec, float32, 2, 8, addr=0)
+        t = Tile(TileType.Vec, float32, 2, 8, addr=0x100)
+        TLOAD(src, x)
+        set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+        wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+        for i in range(2):
+            TADDS(t, src, float(i))            # the second write follows the first TPRINT
+            TPRINT(t)
+        set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+        wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+        TSTORE(out, t)
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    res = ptopipe.run(aiv=(k, None), args={"x": x, "out": np.zeros_like(x)}, sync="manual")
+    np.testing.assert_array_equal(res.outputs["out"], x + 1)
+    assert len(res.prints) == 2 and not res.summary.leaks
+    capsys.readouterr()
+
+
 def test_ttrap_stops_at_its_line_and_keeps_the_prints(capsys):
     x = np.zeros((2, 3), np.float32)
     kernels = _printing_kernels(trap=True)

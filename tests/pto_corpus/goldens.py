@@ -688,14 +688,6 @@ def _carried_offset_out(i):
     return {"c": mm(i["a"][:, :k], i["b"][:k])}
 
 
-def _memref_gemm_in(rng):
-    return {"a": f32(rng, 16, 32), "b": f32(rng, 32, 16), "c": zeros(16, 16)}
-
-
-def _memref_gemm_out(i):
-    return {"c": mm(i["a"], i["b"])}
-
-
 U64 = np.dtype(np.uint64)
 
 
@@ -1083,7 +1075,6 @@ GOLDENS: dict[str, Golden] = {
     "c_mm_entry_a5": Golden(_gram_in, _gram_out, rtol=1e-4, atol=1e-4),
     "c_mm_level3_f16_a5": Golden(_scores_block_in, _scores_block_out, rtol=1e-4, atol=1e-4),
     "c_mm_iter_args_a3": Golden(_carried_offset_in, _carried_offset_out, rtol=1e-4, atol=1e-4),
-    "c_mm_memref_a3": Golden(_memref_gemm_in, _memref_gemm_out, rtol=1e-4, atol=1e-4),
     "x_c2v_split1_residual_a3": Golden(_proj_residual_in, _proj_residual_out, rtol=1e-4, atol=1e-4),
     "x_c2v_split2_relu_a3": Golden(_wide_relu_in, _wide_relu_out, rtol=1e-4, atol=1e-4),
     "x_c2v_nosplit_a3": Golden(_whole_scale_in, _whole_scale_out, rtol=1e-4, atol=1e-4),

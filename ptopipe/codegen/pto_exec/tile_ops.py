@@ -493,7 +493,7 @@ class _Form:
     """What :func:`op_catalogue` reads off a statement, once: its instruction, its operands'
     tokens, the attributes it passes (a TMOV's keywords depend on its form, known when it
     runs: kept per form)."""
-    __slots__ = ("name", "outs", "ins", "ins_group", "attr_args", "kw", "layouts_seen")
+    __slots__ = ("name", "outs", "ins", "ins_group", "attr_args", "kw", "layouts_seen", "arch_verified")
 
     def __init__(self, ex, s):
         self.name = catalogue_name(s.name)
@@ -520,12 +520,20 @@ class _Form:
             self.attr_args.insert(0, _is_binary(ex, s))
         self.kw = {}
         self.layouts_seen = False
+        self.arch_verified = not _memref_operand(ins, outs)
 
     def kwargs(self, ex, s, name: str) -> dict:
         kw = self.kw.get(name)
         if kw is None:
             kw = self.kw[name] = _attr_kwargs(ex, s, name)
         return kw
+
+
+def _memref_operand(ins, outs) -> bool:
+    """Does an operand of the op (its ``ins`` / ``outs`` token groups) have a memref type?  ptoas
+    then skips the op's per-architecture verifier (PTO.cpp ``shouldBypassDecodedMemrefVerifier``):
+    its location, element-type, layout and A5 scratch rules refuse only ``!pto.tile_buf`` forms."""
+    return any(t.text == "memref" for group in (ins or (), outs or ()) for t in group)
 
 
 #: the (blayout, slayout) ptoas's A5 verifier takes for a matmul's operands, by tile location
@@ -579,18 +587,8 @@ def op_catalogue(ex, fr, s):
     if name == "TMOV":
         name = _tmov_form(ex, s, srcs)
         quant = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
-    if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and ex.core.cluster.platform.name == "a5":
-        what, fix = a5_scratch_refusal(s.name)
-        raise ParseError(what, where=ex.where(s), fix=fix)
-    if s.name in PTOAS_ELEMENT_TYPES:
-        t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
-        refused = t is not None and ptoas_element_refusal(s.name, ex.core.cluster.platform.name, t.dtype)
-        if refused:
-            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
-    if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
-        refused = ptoas_location_refusal(s.name, ex.core.cluster.platform.name, srcs[0], dsts[0])
-        if refused:
-            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    if form.arch_verified:
+        _ptoas_arch_rules(ex, s, srcs, dsts)
     if s.name == "pto.tci":
         _tci_start_type(ex, s, form.ins_group, dsts[0])
     elif s.name == "pto.tlrelu":
@@ -599,7 +597,7 @@ def op_catalogue(ex, fr, s):
         _expands_scalar_type(ex, s, form.ins_group, dsts[0])
     if not form.layouts_seen:
         form.layouts_seen = True
-        if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5":
+        if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5" and form.arch_verified:
             _a5_matmul_layouts(ex, s)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
@@ -615,6 +613,26 @@ def op_catalogue(ex, fr, s):
     if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
         operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
     return getattr(isa, name)(*operands, *form.attr_args, **form.kwargs(ex, s, name), **quant)
+
+
+def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
+    """A ParseError at an op of ``!pto.tile_buf`` operands that ptoas's verifier for the run's
+    architecture refuses: a scratch tile on A5 where it takes none, an element type
+    (:data:`PTOAS_ELEMENT_TYPES`), a source / destination location or layout
+    (:data:`PTOAS_LOCATIONS`)."""
+    platform = ex.core.cluster.platform.name
+    if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and platform == "a5":
+        what, fix = a5_scratch_refusal(s.name)
+        raise ParseError(what, where=ex.where(s), fix=fix)
+    if s.name in PTOAS_ELEMENT_TYPES:
+        t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
+        refused = t is not None and ptoas_element_refusal(s.name, platform, t.dtype)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
+        refused = ptoas_location_refusal(s.name, platform, srcs[0], dsts[0])
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
 
 
 def _number_scalar(ex, s, ins) -> None:

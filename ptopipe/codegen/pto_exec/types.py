@@ -288,12 +288,13 @@ class TypeReader:
         # ptoas's Tile of a local memref: its first two dims (a rank-1 one: one row) - a rank-3
         # memref<2x8x16> is a 2x8 tile, its last dim dropped, as ptoas's C++ declares it
         rows, cols = (shape[0], shape[1]) if len(shape) > 1 else (1, shape[-1])
-        if loc is TileType.Vec:         # (ptoas's Vec Tile of a memref is row-major, NoneBox)
-            bad = tile_shape_refusal(loc, TileLayout.of(BLayout.RowMajor, SLayout.NoneBox), rows, cols, d.itemsize)
-            if bad is not None:
-                raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}",
-                                   fix=bad[1] + " in a !pto.tile_buf (a memref has no valid shape)")
-        spec = TileSpec(loc, d, rows, cols, rows, cols)
+        # ptoas declares the Tile of a local memref row-major, NoneBox, in every memory (a Left,
+        # Right or Acc one too, which the Cube then refuses as pto-isa's TMATMUL does)
+        bad = tile_shape_refusal(loc, TileLayout.of(BLayout.RowMajor, SLayout.NoneBox), rows, cols, d.itemsize)
+        if bad is not None:
+            raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}",
+                               fix=bad[1] + " in a !pto.tile_buf (a memref has no valid shape)")
+        spec = TileSpec(loc, d, rows, cols, rows, cols, BLayout.RowMajor, SLayout.NoneBox)
         return ("memref", spec, shape, space)
 
     def multi_tile_buf(self, inner, tok):

@@ -125,6 +125,28 @@ struct bfloat16_t {
     }
 };
 static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit floats are two bytes");
+// pto-isa's 4- and 8-bit floats (cpu/MXTypes.hpp, cpu/Hifloat8.hpp), one byte of storage each: a
+// tile or tensor of the MX matmuls' float8_e4m3_t / float8_e5m2_t operands and float8_e8m0_t block
+// scales is ptopipe's (dtype_code); of the others, a file naming them compiles, a tile or tensor of
+// one does not
+struct float4_e2m1x2_t {
+    uint8_t storage = 0;
+};
+struct float4_e1m2x2_t {
+    uint8_t storage = 0;
+};
+struct float8_e8m0_t {
+    uint8_t storage = 0;
+};
+struct float8_e4m3_t {
+    uint8_t storage = 0;
+};
+struct float8_e5m2_t {
+    uint8_t storage = 0;
+};
+struct hifloat8_t {
+    uint8_t storage = 0;
+};
 // the host-side names pto-isa's CPU simulator declares (include/pto/common/type.hpp,
 // cpu_stub.hpp) and its test kernels' launch functions use
 typedef half aclFloat16;
@@ -1654,30 +1676,12 @@ template <auto V> inline constexpr PadValue PadCustom = [] {
         return custom_pad(static_cast<uint32_t>(V));
 }();
 
-// the element types pto-isa has and ptopipe does not (4-bit, 8-bit floats: type.hpp, cpu/MXTypes.hpp,
-// cpu/Hifloat8.hpp): a file naming them compiles, a tile or tensor of one does not (dtype_code)
+// pto-isa's 4-bit integer (type.hpp): a file naming it compiles, a tile or tensor of one does not
+// (dtype_code; the 4- and 8-bit floats are declared with the 16-bit ones)
 struct int4b_t {
     uint8_t storage = 0;
 };
 }  // namespace pto
-struct float4_e2m1x2_t {
-    uint8_t storage = 0;
-};
-struct float4_e1m2x2_t {
-    uint8_t storage = 0;
-};
-struct float8_e8m0_t {
-    uint8_t storage = 0;
-};
-struct float8_e4m3_t {
-    uint8_t storage = 0;
-};
-struct float8_e5m2_t {
-    uint8_t storage = 0;
-};
-struct hifloat8_t {
-    uint8_t storage = 0;
-};
 
 // pto-isa's communication between ranks (include/pto/comm): ptopipe simulates one cluster
 namespace pto::comm {
