@@ -118,8 +118,11 @@ def _started(fn, units, workers) -> tuple:
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """End ``pool`` at once: its workers terminated (killed if they linger), its queued
-    units cancelled, and nothing left for the interpreter's exit to wait on."""
+    units cancelled, and nothing left for the interpreter's exit to wait on - nor its
+    manager thread, which would otherwise outlive the command's report and read as a
+    thread the kernel file left running (:func:`ptopipe.cli.exits.end_process`)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     for p in procs:
         p.terminate()
     queue = getattr(pool, "_call_queue", None)
@@ -131,6 +134,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join(0.5)
+    if manager is not None:
+        manager.join(1.0)               # (it ends once it has seen its workers gone)
 
 
 def _reachable(address: str, timeout: float = 5.0) -> None:

@@ -229,7 +229,6 @@ def _cli(argv):
 
 
 from ptopipe.driver.engine import run_units  # noqa: E402  (the pool the test above counts)
-from ptopipe.driver.spread import run_unit  # noqa: E402
 
 
 def test_the_command_runs_blas_with_one_thread_unless_told(monkeypatch):
@@ -284,6 +283,22 @@ def test_a_ctrl_c_ends_the_pool_at_once_and_its_workers_leave_sigint_to_the_comm
     while left and time.monotonic() - t0 < 4:
         time.sleep(0.05)
         left = set(multiprocessing.active_children()) - before
+    assert not left
+
+
+def test_a_ctrl_c_while_the_pool_works_leaves_no_thread_of_it_behind():
+    """A Ctrl-C while the command waits for its workers ends the pool's manager thread too:
+    left alive, the command's exit would name it as a thread the kernel file left running."""
+    import signal
+    import threading
+    before = set(threading.enumerate())
+    main = threading.main_thread().ident
+    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_units(time.sleep, [8, 8, 8], None, workers=2)
+    timer.join()
+    left = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
     assert not left
 
 
