@@ -742,6 +742,24 @@ def test_two_outputs_naming_one_file_are_refused_before_the_run(tmp_path, capsys
     assert not (tmp_path / "o.npy").exists()
 
 
+def test_an_output_over_another_parameters_input_is_refused_before_the_run(tmp_path, capsys):
+    """``--input x=x.npy --output out=x.npy`` would replace x's array by out's, silently; a
+    parameter's own input file may take its result (``--input out=o.npy --output out=o.npy``)."""
+    import numpy as np
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((16, 16), np.float32))
+    before = x.read_bytes()
+    code, _, err = _cli(["run", pto, "--input", f"x={x}", "--output", f"out={x}"], capsys)
+    assert _error(err) == (f"--output out={x} would overwrite {x}, the --input of parameter x: that array "
+                           "would be lost", "option --output")
+    assert code == 1 and x.read_bytes() == before
+    o = tmp_path / "o.npy"
+    np.save(o, np.zeros((16, 16), np.float32))
+    code, out, err = _cli(["run", pto, "--input", f"out={o}", "--output", f"out={o}"], capsys)
+    assert code == 0 and "PASS" in out, err
+
+
 def test_output_through_a_symlink_to_a_read_only_file_is_refused(tmp_path, capsys):
     target = tmp_path / "keep.ir"
     target.write_text("keep me")
