@@ -76,6 +76,33 @@ def test_spread_schedules_give_the_serial_result(case):
     assert done == sorted(done) and done[-1] >= want.runs - 1
 
 
+@pytest.mark.parametrize("case", ["passes", "pct:1 fails", "a deviation fails", "exhaustive runs out in mix"])
+def test_a_plan_made_a_few_schedules_at_a_time_gives_the_serial_result(case, monkeypatch):
+    """The plan rebuilds the serial order only as far as its window, doubled each time the
+    runs fill it: with a window of 3 schedules, every case above in many waves, the same."""
+    monkeypatch.setattr(spread, "WINDOW", 3)
+    waves = []
+    run_units = spread.run_units
+    monkeypatch.setattr(spread, "run_units", lambda fn, units, *a: waves.append(units) or run_units(fn, units, *a))
+    path, kw = CASES[case]
+    sc = load_scenarios(path)[0]
+    got = spread.explore_spread(sc, (scenario_at, path, 0), workers=1, min_seconds=0, **kw)
+    assert _fields(got) == _fields(explore(sc, **kw))
+    assert sum(len(u.specs) for u in waves[0]) <= 3
+    assert len(waves) > 1 or got.failures
+
+
+def test_the_plan_of_a_huge_check_holds_a_window_not_every_schedule():
+    """--schedules 10**6 (or 10**20): the first waves are planned from the first schedules of
+    the serial order - every one of them was made, run after run, before anything ran."""
+    plan = spread._Plan("mix", 10 ** 6, 0, 3)
+    first = plan.wave()
+    plan.add([spread.Record(s, 0, 40, () if s.mode == "exhaustive" else None, None, None, "", "") for s in first])
+    t0 = time.monotonic()
+    todo = plan.wave()
+    assert 0 < len(todo) <= spread.WINDOW and time.monotonic() - t0 < 5
+
+
 def test_pct_schedules_whose_event_count_grows_are_run_again_with_the_serial_k(monkeypatch):
     run = explore_module.run_schedule
 
