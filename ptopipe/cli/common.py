@@ -87,6 +87,9 @@ def validate(args) -> None:
     if getattr(args, "engine", None) == "ray":
         from ..driver.engine import require_ray
         require_ray()
+    if getattr(args, "address", None):
+        from ..driver.engine import check_address
+        check_address(args.engine, args.address)
     paths = getattr(args, "paths", None)
     if paths is not None:                 # `check PATH...`: one file, or a kernel library
         args.file = paths[0] if len(paths) == 1 and not os.path.isdir(paths[0]) else None

@@ -34,9 +34,7 @@ def run_units(fn, units: list, on_lost, engine: str = "local", address: str | No
     the local pool's size, default the machine's cores); ``progress(done, total)`` as units
     end."""
     engine = engine or "local"
-    if address and engine != "ray":
-        raise ConfigError("--address names a Ray cluster: it needs --engine ray",
-                          where="option --address", fix="add --engine ray, or drop --address")
+    check_address(engine, address)
     if engine == "ray":
         return _ray(fn, units, on_lost, address, progress)
     workers = workers or os.cpu_count() or 1
@@ -51,6 +49,14 @@ def run_units(fn, units: list, on_lost, engine: str = "local", address: str | No
                 progress(k + 1, len(units))
         return out
     return _pool(fn, units, on_lost, min(workers, len(units)), progress)
+
+
+def check_address(engine: str | None, address: str | None) -> None:
+    """A ConfigError for a Ray cluster's ``address`` given without ``engine`` ray (the command
+    checks it before any work: a check too short for workers would never reach the engine)."""
+    if address and (engine or "local") != "ray":
+        raise ConfigError("--address names a Ray cluster: it needs --engine ray",
+                          where="option --address", fix="add --engine ray, or drop --address")
 
 
 def _pool(fn, units, on_lost, workers, progress) -> list:
