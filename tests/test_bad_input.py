@@ -742,6 +742,49 @@ def test_two_outputs_naming_one_file_are_refused_before_the_run(tmp_path, capsys
     assert not (tmp_path / "o.npy").exists()
 
 
+def test_an_output_over_another_parameters_input_is_refused_before_the_run(tmp_path, capsys):
+    """``--input x=x.npy --output out=x.npy`` would replace x's array by out's, silently; a
+    parameter's own input file may take its result (``--input out=o.npy --output out=o.npy``)."""
+    import numpy as np
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((16, 16), np.float32))
+    before = x.read_bytes()
+    code, _, err = _cli(["run", pto, "--input", f"x={x}", "--output", f"out={x}"], capsys)
+    assert _error(err) == (f"--output out={x} would overwrite {x}, the --input of parameter x: that array "
+                           "would be lost", "option --output")
+    assert code == 1 and x.read_bytes() == before
+    o = tmp_path / "o.npy"
+    np.save(o, np.zeros((16, 16), np.float32))
+    code, out, err = _cli(["run", pto, "--input", f"out={o}", "--output", f"out={o}"], capsys)
+    assert code == 0 and "PASS" in out, err
+
+
+def test_an_input_array_piped_in_is_read_once_and_run(tmp_path, capsys):
+    """``--input x=/dev/stdin`` (or ``<(...)``): the command reads its inputs more than once
+    (the static check's scalars, then the run), and a pipe gives its bytes once - the second
+    read said "the .npy data is damaged (... not seekable)", or "the file is empty"."""
+    import io
+    import numpy as np
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    np.save(tmp_path / "x.npy", x)
+    saved = io.BytesIO()
+    np.save(saved, x)
+    r, w = os.pipe()
+    os.write(w, saved.getvalue())          # (smaller than a pipe's buffer)
+    os.close(w)
+    try:
+        code, out, err = _cli(["run", pto, "--input", f"x=/dev/fd/{r}", "--output", f"out={tmp_path / 'p.npy'}"],
+                              capsys)
+    finally:
+        os.close(r)
+    assert code == 0 and "PASS" in out, err
+    assert _cli(["run", pto, "--input", f"x={tmp_path / 'x.npy'}", "--output", f"out={tmp_path / 'f.npy'}"],
+                capsys)[0] == 0
+    assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "f.npy"))
+
+
 def test_output_through_a_symlink_to_a_read_only_file_is_refused(tmp_path, capsys):
     target = tmp_path / "keep.ir"
     target.write_text("keep me")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import shlex
 
 from ..errors import CompileError, ConfigError
 from ..driver.check import TIMEOUT, error_report as _error_row, explore_variant, variant_report
@@ -179,14 +180,24 @@ def _explored(res: ExploreResult, args) -> str:
 
 
 def _replay_line(args, platform, protocol, v, seed) -> str:
-    base = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} --variant {v}"
-            + (" --no-checks" if getattr(args, "no_checks", False) else "")
-            + (f" --sync {args.sync}" if getattr(args, "sync", None) else "")
-            + (f" --launches {args.launches}" if getattr(args, "launches", None) else "")
-            + (f" --blocks {args.blocks}" if getattr(args, "blocks", None) else ""))
-    if isinstance(seed, int):
-        return f"{base} --seed {seed} --schedules 1"
-    return f"{base} --replay {seed}"
+    """The command that runs the default schedule and schedule ``seed`` of variant ``v`` again:
+    every option the runs depend on (the data seed, a .pto / C++ kernel's inputs ...), quoted
+    as a shell reads it (a path with a space is one word)."""
+    words = ["ptopipe", "check", args.file, "--platform", platform, "--protocol", protocol, "--variant", v]
+    if getattr(args, "no_checks", False):
+        words.append("--no-checks")
+    for option, dest in (("--sync", "sync"), ("--launches", "launches"), ("--blocks", "blocks"),
+                         ("--until-cycle", "until_cycle"), ("--func", "pto_func"), ("--aic", "aic"),
+                         ("--aiv", "aiv")):
+        if getattr(args, dest, None):
+            words += [option, str(getattr(args, dest))]
+    if getattr(args, "data_seed", 0):
+        words += ["--data-seed", str(args.data_seed)]
+    for option, dest in (("--input", "input"), ("--range", "ranges")):
+        for item in getattr(args, dest, None) or ():
+            words += [option, item]
+    words += ["--seed", str(seed), "--schedules", "1"] if isinstance(seed, int) else ["--replay", str(seed)]
+    return shlex.join(words)
 
 
 def _check(args, reports: list) -> int:

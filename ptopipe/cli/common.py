@@ -87,6 +87,9 @@ def validate(args) -> None:
     if getattr(args, "engine", None) == "ray":
         from ..driver.engine import require_ray
         require_ray()
+    if getattr(args, "address", None):
+        from ..driver.engine import check_address
+        check_address(args.engine, args.address)
     paths = getattr(args, "paths", None)
     if paths is not None:                 # `check PATH...`: one file, or a kernel library
         args.file = paths[0] if len(paths) == 1 and not os.path.isdir(paths[0]) else None
@@ -123,6 +126,12 @@ def check_outputs(args) -> None:
             if source is not None:
                 raise ConfigError(f"{option} {value} is the input file {source}: the output would overwrite it",
                                   where=f"option {option}", fix="write the output to another file")
+            other = _other_parameters_input(args, value, path) if isinstance(given, list) else None
+            if other is not None:
+                raise ConfigError(f"{option} {value} would overwrite {other[1]}, the --input of parameter "
+                                  f"{other[0]}: that array would be lost", where=f"option {option}",
+                                  fix="write the output to another file (only a parameter's own --input file "
+                                      "may take its result: --output NAME=FILE with --input NAME=FILE)")
             first = written.setdefault(real, f"{option} {value}")
             if first != f"{option} {value}" and not real.startswith("/dev/"):
                 raise ConfigError(f"{option} {value}: {first} writes {path} too - one of them would be lost",
@@ -137,9 +146,23 @@ def check_outputs(args) -> None:
                 raise
 
 
+def _other_parameters_input(args, value: str, path: str) -> tuple | None:
+    """``(name, file)`` of the ``--input NAME=FILE`` that ``--output value`` (writing ``path``)
+    would overwrite for another parameter than its own, else None."""
+    own = value.partition("=")[0]
+    if not os.path.exists(path):
+        return None
+    for item in getattr(args, "input", None) or ():
+        name, sep, file = item.partition("=")
+        if sep and name != own and os.path.isfile(file) and os.path.samefile(path, file):
+            return name, file
+    return None
+
+
 def _input_files(args) -> list:
-    """The kernel files the command reads, which no output may overwrite (an ``--input``
-    array may: it has been read by then, and ``--output out=out.npy`` updating it is a choice)."""
+    """The kernel files the command reads, which no output may overwrite (a parameter's own
+    ``--input`` array may: it has been read by then, and ``--output out=out.npy`` updating it
+    is a choice; another parameter's is not, :func:`_other_parameters_input`)."""
     files = [getattr(args, "file", None), *(getattr(args, "paths", None) or ())]
     return [f for f in files if f and os.path.isfile(f)]
 

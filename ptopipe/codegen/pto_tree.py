@@ -17,6 +17,7 @@ Malformed nesting is a :class:`~ptopipe.errors.ParseError` at line:col.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import dataclass, field
@@ -786,6 +787,8 @@ class _Reader:
                     # an operation cannot continue into the next one: the bracket left open is
                     # a typo on this statement's lines (else the error would be at the file's end)
                     bl, bc, ch = _unclosed(pieces, self.f)
+                    if ch == "{" and bc == len(self.lines[bl - 1].rstrip()):
+                        raise _no_region_op(self, name, ntok, nxt)
                     raise self.err(f"{name}: the '{ch}' here is never closed (line {nxt + 1} starts the next "
                                    "operation)", bl, bc, fix=f"close it with '{_OPEN[ch]}'")
                 continue
@@ -793,6 +796,18 @@ class _Reader:
             if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
                 break
         return Stmt(name, results, pieces, regions, ntok, group, self.f, cols)
+
+
+def _no_region_op(reader, name: str, ntok, nxt: int) -> ParseError:
+    """The error of an op ``name`` (at ``ntok``) that is no region op (:data:`REGION_OPS`) yet
+    ends a line with ``{`` before the next operation (line ``nxt``, 0-based): a misspelled
+    region op (``modul @m {``, ``scf.fro``) - not a '{' left open, which its text would say."""
+    close = difflib.get_close_matches(name, sorted(REGION_OPS), n=1, cutoff=0.6)
+    return reader.err(f"{name} is no operation that holds a region, yet the '{{' ending its line opens one "
+                      f"(line {nxt + 1} starts an operation in it)", ntok.line, ntok.col,
+                      fix=f"did you mean {close[0]!r}?" if close else
+                      f"a region belongs to {', '.join(sorted(REGION_OPS))}; an attribute dictionary "
+                      "closes its '{' with '}'")
 
 
 def parse_tree(text: str, filename: str = "<pto>") -> list:

@@ -25,7 +25,7 @@ import sys
 import time
 
 from ..errors import BudgetError, ConfigError, KernelError, shown_path
-from ..sim.bounds import Deadline
+from ..sim.bounds import NEVER, Deadline
 from .build import Kernels, arch_macro, build, build_warnings, expected_side, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
@@ -267,7 +267,9 @@ def seconds_left(timeout) -> float | None:
     :class:`~ptopipe.sim.bounds.Deadline` (a command's ``--timeout``) has left; None: no bound."""
     if timeout is None:
         return None
-    return timeout.left() if isinstance(timeout, Deadline) else float(timeout)
+    if isinstance(timeout, Deadline):
+        return timeout.left()
+    return float(timeout) if float(timeout) < NEVER else float("inf")
 
 
 def flush_c_stdio() -> None:

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..errors import BudgetError, DataRaceError, PtoPipeError, refuse_unknown_parameters
+from ..errors import BudgetError, ConfigError, DataRaceError, PtoPipeError, refuse_unknown_parameters
 from ..sim.bounds import Deadline
 from .pto import as_declared, load_inputs
 
@@ -29,6 +29,23 @@ def inputs(pairs, kernels) -> dict:
     return {k: (v.item() if v.ndim == 0 else
                 np.ascontiguousarray(as_declared(v, declared[k]) if k in declared else v))
             for k, v in given.items()}
+
+
+def refuse_missing_parameters(given: dict, kernels) -> None:
+    """A ConfigError naming every parameter of the C++ ``kernels`` that ``given`` has no value
+    for, all at once and before the build (a pointer has no shape to make an array of: unlike
+    a .pto kernel's, none gets seeded data)."""
+    missing = {}
+    for fn in kernels.roles.values():
+        for k, name in enumerate(fn.params):
+            if name not in given and name not in missing:
+                scalar = fn.decls is not None and "*" not in fn.decls[k]     # (a .npy of one will do too)
+                missing[name] = f"--input {name}={'NUMBER' if scalar else 'FILE.npy'}"
+    if missing:
+        names = ", ".join(missing)
+        raise ConfigError(f"no --input for the kernel parameter{'s' if len(missing) > 1 else ''} {names} of "
+                          f"{os.path.basename(kernels.path)}: a C++ kernel's parameters take the arrays and "
+                          "numbers given", where="option --input", fix="give " + " ".join(missing.values()))
 
 
 def run_target(path: str, platform: str | None, protocol: str | None) -> tuple:
@@ -77,6 +94,7 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
         run_kwargs.setdefault("sync", "manual")
     kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
+    refuse_missing_parameters(kargs, kernels)
     libs, bridge_lib = build(kernels, platform), bridge()
 
     def work(crash_fd):
@@ -149,6 +167,7 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
     from ..isa.scenario import Scenario
     kernels = find_kernels(path, aic, aiv, platform)
     kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
+    refuse_missing_parameters(kargs, kernels)
     libs, bridge_lib = build(kernels, platform), bridge()
     warned = [f"{where}: {what}" for what, where in build_warnings(libs, kernels)]     # (run warnings' form)
 

@@ -34,9 +34,7 @@ def run_units(fn, units: list, on_lost, engine: str = "local", address: str | No
     the local pool's size, default the machine's cores); ``progress(done, total)`` as units
     end."""
     engine = engine or "local"
-    if address and engine != "ray":
-        raise ConfigError("--address names a Ray cluster: it needs --engine ray",
-                          where="option --address", fix="add --engine ray, or drop --address")
+    check_address(engine, address)
     if engine == "ray":
         return _ray(fn, units, on_lost, address, progress)
     workers = workers or os.cpu_count() or 1
@@ -51,6 +49,14 @@ def run_units(fn, units: list, on_lost, engine: str = "local", address: str | No
                 progress(k + 1, len(units))
         return out
     return _pool(fn, units, on_lost, min(workers, len(units)), progress)
+
+
+def check_address(engine: str | None, address: str | None) -> None:
+    """A ConfigError for a Ray cluster's ``address`` given without ``engine`` ray (the command
+    checks it before any work: a check too short for workers would never reach the engine)."""
+    if address and (engine or "local") != "ray":
+        raise ConfigError("--address names a Ray cluster: it needs --engine ray",
+                          where="option --address", fix="add --engine ray, or drop --address")
 
 
 def _pool(fn, units, on_lost, workers, progress) -> list:
@@ -118,8 +124,11 @@ def _started(fn, units, workers) -> tuple:
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """End ``pool`` at once: its workers terminated (killed if they linger), its queued
-    units cancelled, and nothing left for the interpreter's exit to wait on."""
+    units cancelled, and nothing left for the interpreter's exit to wait on - nor its
+    manager thread, which would otherwise outlive the command's report and read as a
+    thread the kernel file left running (:func:`ptopipe.cli.exits.end_process`)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     for p in procs:
         p.terminate()
     queue = getattr(pool, "_call_queue", None)
@@ -131,6 +140,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         if p.is_alive():
             p.kill()
             p.join(0.5)
+    if manager is not None:
+        manager.join(1.0)               # (it ends once it has seen its workers gone)
 
 
 def _reachable(address: str, timeout: float = 5.0) -> None:

@@ -10,8 +10,11 @@ checkers judge)."""
 from __future__ import annotations
 
 import codecs
+import functools
+import io
 import os
 import re
+import stat
 
 import numpy as np
 
@@ -165,6 +168,15 @@ _NPY_MAGIC = b"\x93NUMPY"
 _SAVE_FIX = "write it with numpy.save(path, array) (a numeric array)"
 
 
+@functools.lru_cache(maxsize=16)
+def _piped(file: str, device: int, inode: int) -> bytes:
+    """The bytes of the pipe ``file`` (``/dev/stdin``, ``<(...)``; its device and inode: a later
+    pipe on the same descriptor is another), read once: the command reads its inputs more than
+    once (the static check's scalars, then the run), and a pipe gives its bytes once."""
+    with open(file, "rb") as f:
+        return f.read()
+
+
 def read_npy(file: str, option: str) -> np.ndarray:
     """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
     that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
@@ -172,8 +184,12 @@ def read_npy(file: str, option: str) -> np.ndarray:
     def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
         return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
     try:
-        with open(file, "rb") as f:
-            head = f.read(64)
+        st = os.stat(file)
+        data = _piped(file, st.st_dev, st.st_ino) if stat.S_ISFIFO(st.st_mode) else None
+        if data is None:
+            with open(file, "rb") as f:
+                head = f.read(64)
+        head = head if data is None else data[:64]
     except OSError as e:
         raise bad(e.strerror or str(e), "give the path of a .npy file") from None
     if not head.startswith(_NPY_MAGIC):
@@ -188,7 +204,7 @@ def read_npy(file: str, option: str) -> np.ndarray:
         raise bad(f"it is a text file (it starts with {text.splitlines()[0][:32]!r}), not a .npy file",
                   "convert it: numpy.save(path, numpy.loadtxt(textfile, dtype=...))")
     try:
-        return np.load(file, allow_pickle=False)
+        return np.load(file if data is None else io.BytesIO(data), allow_pickle=False)
     except ValueError as e:
         if "pickle" in str(e):
             raise bad("it holds Python objects (a pickled object array), not numbers") from None

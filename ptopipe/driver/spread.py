@@ -56,6 +56,8 @@ from .engine import run_units, session
 MIN_SECONDS = 1.5
 #: units per worker in a wave: small units balance the load and move the progress bar
 UNITS_PER_WORKER = 8
+#: the schedules of the serial order the first waves are planned from (:meth:`_Plan._order`)
+WINDOW = 4096
 
 @functools.lru_cache(maxsize=4)
 def scenario_of(source: tuple) -> tuple:
@@ -173,6 +175,7 @@ class _Plan:
 
     def __init__(self, mode: str, n: int, seed: int, depth: int):
         self.mode, self.n, self.seed, self.depth = mode, n, seed, depth
+        self.limit = min(n, WINDOW)             # the serial order's first schedules considered
         self.streams = MIX if mode == "mix" else (mode,)
         self.ran: dict = {}                     # ScheduleSpec -> Record (specs name their stream)
         self.asked: set = set()                 # specs handed to a wave
@@ -191,7 +194,7 @@ class _Plan:
         last = {"complete": False}
         items, certain = [], True
         try:
-            for spec, _pol in stream(mode, self.n, self.seed, depth, last):
+            for spec, _pol in stream(mode, self.limit, self.seed, depth, last):
                 rec = self.ran.get(spec)
                 items.append((spec, rec, certain))
                 if rec is not None and certain and rec.stops:
@@ -208,7 +211,18 @@ class _Plan:
     def _order(self) -> tuple:
         """``(serial, todo, complete)``: the serial order's runs up to its end or first
         failure, or None while one is missing; the specs the order still needs run (up to
-        its N schedules or the first failure met); the exhaustive bound exhausted."""
+        its N schedules or the first failure met); the exhaustive bound exhausted.  The order
+        is rebuilt as far as :attr:`limit`, which doubles (up to N) each time the runs make it
+        whole that far: a wave never holds more than the schedules run so far, and a check of
+        10**9 schedules starts as soon as one of 10**3 does."""
+        while True:
+            serial, todo, complete = self._order_to_limit()
+            if serial is None or self.limit >= self.n or len(serial) < self.limit or \
+                    (serial and serial[-1].stops):
+                return serial, todo, complete
+            self.limit = min(self.n, 2 * self.limit)
+
+    def _order_to_limit(self) -> tuple:
         walks = {m: self._walk(m) for m in self.streams}
 
         def items(m):
@@ -217,10 +231,10 @@ class _Plan:
             while not ended:                    # schedules the runs so far do not determine
                 yield (None, None, False)
         if self.mode == "mix":
-            order = (x for x in interleave([({}, ((x, None) for x in items(m))) for m in MIX], self.n))
+            order = (x for x in interleave([({}, ((x, None) for x in items(m))) for m in MIX], self.limit))
             order = (x for x, _ in order)
         else:
-            order = (x for _, x in zip(range(self.n), items(self.mode)))
+            order = (x for _, x in zip(range(self.limit), items(self.mode)))
         serial, todo, whole = [], [], True
         for spec, rec, certain in order:
             if whole and rec is not None and certain:

@@ -37,6 +37,10 @@ from .location import raised_at, running_user_code, stopped_at
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
 DEFAULT_TIMEOUT = 60.0          # seconds of wall-clock time per run
 _REFIRE = 0.5                   # seconds between interrupts once the timeout has passed
+#: seconds from which a wall-clock bound is no bound, as ``math.inf`` is: longer than the waits
+#: that enforce one can take (``threading.TIMEOUT_MAX``, ~292 years; a wait for ``--timeout
+#: 1e10`` raised OverflowError in the watchdog's thread, which then watched nothing)
+NEVER = threading.TIMEOUT_MAX
 
 
 class Deadline:
@@ -47,7 +51,7 @@ class Deadline:
 
     def __init__(self, seconds: float, scope: str = "run"):
         self.seconds = float(seconds)
-        self.at = time.monotonic() + self.seconds     # inf: never
+        self.at = time.monotonic() + self.seconds if self.seconds < NEVER else math.inf     # inf: never
         self.scope = scope
 
     @property

@@ -98,14 +98,16 @@ _LIBRARY_DIRS = tuple(sorted({os.path.realpath(sysconfig.get_paths()[k]) + os.se
 
 def running_user_code(frame) -> SourceLoc | None:
     """The kernel file's line a thread whose innermost frame is ``frame`` runs, when its
-    innermost frame that is no library's (the standard library, site-packages) is the kernel
-    file's own; None while ptopipe's code runs (it finishes what it does)."""
+    innermost frame that is no library's (the standard library, site-packages, or code a
+    library made from text: ``<string>``, a namedtuple's ``__new__``) is the kernel file's
+    own; None while ptopipe's code runs (it finishes what it does)."""
     f = frame
     while f is not None:
         code = f.f_code
         if is_internal(code):
             return None
-        if not os.path.realpath(code.co_filename).startswith(_LIBRARY_DIRS):
+        name = code.co_filename
+        if not name.startswith("<") and not os.path.realpath(name).startswith(_LIBRARY_DIRS):
             return _locate(f)
         f = f.f_back
     return None

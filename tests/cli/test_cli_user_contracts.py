@@ -7,7 +7,6 @@ import pytest
 
 from ptopipe.cli import main as cli_main
 
-from cpp_support import cpp_cache, pto_inst_precompiled  # noqa: F401 (fixtures)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 S1 = os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")
@@ -91,6 +90,20 @@ def test_a_cpp_kernel_refuses_an_input_it_has_no_parameter_for(command, tmp_path
     assert "fix: parameters: a, b, bias, fifo, out" in err
 
 
+@pytest.mark.parametrize("command", ["run", "check", "trace"])
+def test_a_cpp_kernel_names_every_parameter_without_an_input_at_once(command, tmp_path, capsys):
+    """Before the build, as one error - not one parameter per attempt, each after a build and
+    the first instructions of a run (a C++ pointer has no shape to make seeded data of)."""
+    import numpy as np
+    np.save(tmp_path / "a.npy", np.zeros((32, 32), np.float32))
+    extra = ["-o", str(tmp_path / "t.json")] if command == "trace" else []
+    assert cli_main([command, CPP_ADD, "--input", f"a={tmp_path / 'a.npy'}", "--input", "b=7", *extra]) == 1
+    err = capsys.readouterr().err
+    assert ("error: ConfigError: no --input for the kernel parameters fifo, bias, out of c2v_add.cpp: a C++ "
+            "kernel's parameters take the arrays and numbers given\n  at option --input\n  fix: give --input "
+            "fifo=FILE.npy --input bias=FILE.npy --input out=FILE.npy\n") in err, err
+
+
 @pytest.mark.parametrize("kernel", ["tests/pto/c2v_split_a3.pto", CPP_ADD])
 def test_an_input_given_twice_is_refused(kernel, tmp_path, capsys):
     assert cli_main(["run", os.path.join(ROOT, kernel), "--input", "a=1", "--input", "a=2"]) == 1
@@ -112,13 +125,12 @@ def test_a_bound_no_run_can_use_is_refused_naming_its_option(command, option, ca
     assert f"at option {option[0]}" in err and "math.inf" not in err and "timeout=" not in err
 
 
-def test_check_of_a_cpp_kernel_missing_an_input_fails_before_it_ran(cpp_cache, pto_inst_precompiled, capfd):
-    """(the check runs in a child process: its output is on the file descriptors; the kernel is
-    built into the session's build cache, as the C++ tests build it)"""
+def test_check_of_a_cpp_kernel_missing_an_input_fails_before_it_ran(capfd):
+    """(refused before the build and any run: no schedule's finding)"""
     assert cli_main(["check", os.path.join(ROOT, "tests/cpp/cpp_kernels/c2v_add.cpp"), "--schedules", "0"]) == 1
     cap = capfd.readouterr()
-    assert "ConfigError before it ran" in cap.out and "under the default schedule" not in cap.out
-    assert "every run reproduces it" not in cap.err
+    assert cap.err.startswith("error: ConfigError: no --input for the kernel parameters a, b, fifo, bias, out")
+    assert "under the default schedule" not in cap.out + cap.err and "every run reproduces it" not in cap.err
 
 
 @pytest.mark.parametrize("extra", [[], ["--static"], ["--variant", "no_such_variant"]])

@@ -82,6 +82,17 @@ def test_a_check_too_short_for_ray_says_it_ran_here_and_did_not_contact_the_clus
     assert "ran in this process" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["check", LIB[0], "--schedules", "3"], ["check", *LIB],
+                                  ["mutate", LIB[0], "--schedules", "0"]])
+def test_an_address_without_the_ray_engine_is_refused_before_any_work(argv, capsys):
+    """``--address`` is the Ray cluster's: without ``--engine ray`` it was left unused when the
+    work stayed in this process (a short check), silently."""
+    assert cli_main([*argv, "--address", "127.0.0.1:1"]) == 1
+    cap = capsys.readouterr()
+    assert cap.err == ("error: ConfigError: --address names a Ray cluster: it needs --engine ray\n"
+                       "  at option --address\n  fix: add --engine ray, or drop --address\n") and cap.out == ""
+
+
 def _ray_cli():
     try:
         import ray  # noqa: F401

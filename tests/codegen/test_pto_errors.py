@@ -218,6 +218,39 @@ def test_a_misspelled_operation_on_a_line_of_its_own_is_no_part_of_the_op_above(
     assert f"at {f}:{ln}:5\n" in err
 
 
+@pytest.mark.parametrize("old, new, fix", [
+    ("module attributes", "modul attributes", "did you mean 'module'?"),
+    ("scf.for %i", "scf.fro %i", "did you mean 'scf.for'?"),
+    ("func.func private @cube", "func.fnc private @cube", "did you mean 'func.func'?"),
+])
+def test_a_misspelled_region_op_is_refused_at_its_name(tmp_path, capsys, old, new, fix):
+    """``modul ... {`` on line 1: the error said the '{' was never closed (at the '{'), not that
+    the word before it is no op holding a region, as ptoas says ("custom op 'modul' is unknown")."""
+    text = _sub(old, new)
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    ln = _line(text, new)
+    name = new.split()[0]
+    assert err.startswith(f"error: ParseError: {name} is no operation that holds a region, yet the '{{' ending "
+                          f"its line opens one (line {ln + 1} starts an operation in it)\n"), err
+    assert f"at {f}:{ln}:{text.splitlines()[ln - 1].index(name) + 1}\n  fix: {fix}\n" in err, err
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_text_after_the_modules_closing_brace_is_refused_at_it(tmp_path, capsys, command):
+    """Words after the module's last '}' (a stray paste at the end of the file) are refused
+    where they start, as ptoas and `compile` refuse them - the run read past them."""
+    text = SOFTMAX + "garbage after\n"
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    assert cli_main([command, str(f), "--schedules", "0"][:2 if command == "run" else 4]) == 1
+    cap = capsys.readouterr()
+    assert "ParseError: unexpected 'garbage' after the module's closing '}'" in cap.err, cap.err
+    assert f"at {f}:{_line(text, 'garbage')}:1\n" in cap.err and "PASS" not in cap.out
+
+
 @pytest.mark.parametrize("new, what", [("%c16 arith.constant 16 : index", "expected '=' after the result %c16"),
                                        ("c16 = arith.constant 16 : index",
                                         "the result c16 of arith.constant needs its '%'")])

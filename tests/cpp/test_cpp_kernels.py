@@ -166,6 +166,14 @@ def test_the_same_run_twice_is_the_same(cpp_cache):
     np.testing.assert_array_equal(r1["out"], r2["out"])
 
 
+@needs_cxx
+def test_a_timeout_longer_than_any_wait_is_no_bound(cpp_cache):
+    """timeout=1e10 s is past what the wait for the child can take (select raised
+    OverflowError, a raw error of the run): no bound, as math.inf is."""
+    r = run_cpp(kernel("c2v_add.cpp"), c2v_args(), timeout=1e10)
+    assert r.summary.cycles > 0
+
+
 #: broken kernels: (file, inputs, error class, the file and the text of the line it is reported at)
 BROKEN = [
     ("c2v_missing_tfree.cpp", c2v_args, LeakError, None, "TPOP<"),

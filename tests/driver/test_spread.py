@@ -76,6 +76,33 @@ def test_spread_schedules_give_the_serial_result(case):
     assert done == sorted(done) and done[-1] >= want.runs - 1
 
 
+@pytest.mark.parametrize("case", ["passes", "pct:1 fails", "a deviation fails", "exhaustive runs out in mix"])
+def test_a_plan_made_a_few_schedules_at_a_time_gives_the_serial_result(case, monkeypatch):
+    """The plan rebuilds the serial order only as far as its window, doubled each time the
+    runs fill it: with a window of 3 schedules, every case above in many waves, the same."""
+    monkeypatch.setattr(spread, "WINDOW", 3)
+    waves = []
+    run_units = spread.run_units
+    monkeypatch.setattr(spread, "run_units", lambda fn, units, *a: waves.append(units) or run_units(fn, units, *a))
+    path, kw = CASES[case]
+    sc = load_scenarios(path)[0]
+    got = spread.explore_spread(sc, (scenario_at, path, 0), workers=1, min_seconds=0, **kw)
+    assert _fields(got) == _fields(explore(sc, **kw))
+    assert sum(len(u.specs) for u in waves[0]) <= 3
+    assert len(waves) > 1 or got.failures
+
+
+def test_the_plan_of_a_huge_check_holds_a_window_not_every_schedule():
+    """--schedules 10**6 (or 10**20): the first waves are planned from the first schedules of
+    the serial order - every one of them was made, run after run, before anything ran."""
+    plan = spread._Plan("mix", 10 ** 6, 0, 3)
+    first = plan.wave()
+    plan.add([spread.Record(s, 0, 40, () if s.mode == "exhaustive" else None, None, None, "", "") for s in first])
+    t0 = time.monotonic()
+    todo = plan.wave()
+    assert 0 < len(todo) <= spread.WINDOW and time.monotonic() - t0 < 5
+
+
 def test_pct_schedules_whose_event_count_grows_are_run_again_with_the_serial_k(monkeypatch):
     run = explore_module.run_schedule
 
@@ -229,7 +256,6 @@ def _cli(argv):
 
 
 from ptopipe.driver.engine import run_units  # noqa: E402  (the pool the test above counts)
-from ptopipe.driver.spread import run_unit  # noqa: E402
 
 
 def test_the_command_runs_blas_with_one_thread_unless_told(monkeypatch):
@@ -284,6 +310,22 @@ def test_a_ctrl_c_ends_the_pool_at_once_and_its_workers_leave_sigint_to_the_comm
     while left and time.monotonic() - t0 < 4:
         time.sleep(0.05)
         left = set(multiprocessing.active_children()) - before
+    assert not left
+
+
+def test_a_ctrl_c_while_the_pool_works_leaves_no_thread_of_it_behind():
+    """A Ctrl-C while the command waits for its workers ends the pool's manager thread too:
+    left alive, the command's exit would name it as a thread the kernel file left running."""
+    import signal
+    import threading
+    before = set(threading.enumerate())
+    main = threading.main_thread().ident
+    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_units(time.sleep, [8, 8, 8], None, workers=2)
+    timer.join()
+    left = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
     assert not left
 
 

@@ -48,6 +48,12 @@ def loops_on_tsync():
         TSYNC(e)  # LOOP
 
 
+def adds_and_waits():
+    t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+    TADDS(t, t, 1.0)
+    time.sleep(0.05)                # (the watchdog's thread waits for the run's deadline by now)
+
+
 def loops_in_python():
     t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
     TADDS(t, t, 1.0)
@@ -190,6 +196,15 @@ def test_none_means_the_default_bounds():
     with pytest.raises(BudgetError):                 # a budget is always there
         ptopipe.run(aiv=(loops_on_tsync, None), max_instructions=None, timeout=math.inf,
                     until_cycle=3000)
+
+
+def test_a_timeout_longer_than_any_wait_is_no_bound_as_inf_is(monkeypatch):
+    """timeout=1e10 s is past what a wait can take (threading.TIMEOUT_MAX): the watchdog's
+    thread raised OverflowError (a traceback on stderr) and died; it is no bound, as inf."""
+    died = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    ptopipe.run(aiv=(adds_and_waits, None), timeout=1e10)
+    assert not died, died[0].exc_value
 
 
 def test_check_explore_stops_a_hanging_kernel():

@@ -239,6 +239,25 @@ def test_cli_prints_a_replay_that_reproduces_the_failure(capsys):
     assert f"  at {at}" in err2 and at.endswith(f":{where}")
 
 
+def test_cli_replay_is_one_shell_command_with_the_options_the_runs_took(tmp_path, capsys):
+    """The replay line is pasted into a shell: a path with a space is one word, and the data
+    seed (a .pto / C++ kernel's --input ...) the runs took is on it."""
+    import shlex
+    import shutil
+    where = tmp_path / "my kernels"
+    where.mkdir()
+    for name in ("m10_schedule_dependent.py", "_common.py"):
+        shutil.copy(os.path.join(MISUSE, name), where / name)
+    m10 = str(where / "m10_schedule_dependent.py")
+    assert cli_main(["check", m10, "--schedules", "5", "--explore", "pct", "--data-seed", "3"]) == 1
+    line = re.search(r"^  replay: (.*)$", capsys.readouterr().err, re.M).group(1)
+    words = shlex.split(line)
+    assert words[:3] == ["ptopipe", "check", m10] and words[words.index("--data-seed") + 1] == "3", line
+    assert cli_main(words[1:]) == 1
+    out, err = capsys.readouterr()
+    assert f"ProtocolError under schedule {words[-1]}" in out and f"replay: {line}\n" in err
+
+
 def test_cli_no_checks_shows_the_wrong_result_of_a_schedule(capsys):
     m29 = os.path.join(MISUSE, "m29_prefetch_before_wait.py")
     assert cli_main(["check", m29, "--no-checks", "--schedules", "0"]) == 0     # the default: right

@@ -66,3 +66,19 @@ def test_tuple_valued_records_survive_pickling():
     for value in (location.SourceLoc("k.py", 3, 4, "cube"), Event("TADD", None, 7), Ring(2, 1)):
         back = pickle.loads(pickle.dumps(value))
         assert type(back) is type(value) and back == value
+
+
+def test_code_a_library_made_from_text_is_not_the_kernel_files():
+    """A frame of ``<string>`` code (a namedtuple's ``__new__``, which ptopipe's own planning
+    calls) is no kernel line: the command's watch named "<string>:7" as the kernel file's
+    code that would not stop.  The walk goes on to the frame that called it."""
+    import sys
+    seen = []
+
+    def see():                      # (what the watch sees from its thread: the <string> frame inward)
+        seen.append(location.running_user_code(sys._getframe(1)))
+    exec(compile("see()", "<string>", "exec"), {"see": see})            # CALLER
+    loc, = seen
+    with open(__file__) as f:
+        caller = next(i for i, ln in enumerate(f, 1) if "# CALLER" in ln and "exec(" in ln)
+    assert loc is not None and (os.path.realpath(loc.file), loc.line) == (os.path.realpath(__file__), caller)

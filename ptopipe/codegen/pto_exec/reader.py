@@ -41,6 +41,7 @@ def _read_program(text: str, path: str) -> Program:
     stmts = []
     for s in top:
         if s.name in ("module", "builtin.module"):
+            _check_module_end(s, types)
             m = re.search(r'target_arch"?\s*=\s*"(\w+)"', " ".join(t.text for t in s.toks))
             arch = m.group(1) if m else arch
             for r in s.regions:
@@ -79,6 +80,18 @@ def _read_program(text: str, path: str) -> Program:
     prog = Program(path, funcs, arch, types)
     check_pipe_directions(prog, funcs)     # (every function, as ptoas: run, check and --static alike)
     return prog
+
+
+def _check_module_end(s, types: TypeReader) -> None:
+    """A ParseError at the first token after the module's closing ``}`` (the syntax tree
+    reads words after a region as the op's own, as in ``} else {``): ptoas refuses the
+    file there ("custom op 'x' is unknown"), and a run must not leave it unread."""
+    toks = s.toks
+    end = max((k for k, t in enumerate(toks) if t.text == "{}"), default=None)
+    if end is not None and end + 1 < len(toks):
+        t = toks[end + 1]
+        raise types.err(f"unexpected {t.text!r} after the module's closing '}}': ptoas refuses the file here", t,
+                        fix="remove it (an operation belongs in a func.func inside the module)")
 
 
 #: ptoas ops ptopipe knows but does not model, and why (the refusal says so)
