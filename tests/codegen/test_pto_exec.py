@@ -485,6 +485,43 @@ def test_subset_window_valid_region_and_refusals():
     assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
 
 
+@pytest.mark.parametrize("window,warned", [
+    ("[%c0, %col] sizes [16, 8]", True),        # part of the columns, 16 rows: rows 8 apart
+    ("[%row, %c0] sizes [8, 16]", False),       # whole rows: the window
+    ("[%row, %col] sizes [1, 8]", False),       # one row: the window
+])
+def test_a_subset_of_part_of_a_row_major_tiles_columns_is_a_warning_at_it(window, warned):
+    """ptoas 0.27 lowers ``pto.subset`` to a Tile of the window's shape at its first element,
+    rows as far apart as its own columns: the two column halves of a 16x16 tile, each scaled in
+    a loop, scale the first 8 rows twice and the rest never - what the device computes, and a
+    warning at the subset that it is not the window (once, not per trip)."""
+    rows, cols = (16, 8) if "[16, 8]" in window else (8, 16) if "[8, 16]" in window else (1, 8)
+    part = vec_t(rows, cols)
+    body = f"""    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %three = arith.constant 3.0 : f32
+    scf.for %h = %c0 to %c2 step %c1 {{
+      %col = arith.muli %h, %c8 : index
+      %row = arith.muli %h, %c8 : index
+      %p = pto.subset %t{window} : {vec_t(16, 16)}
+      pto.tmuls ins(%p, %three : {part}, f32) outs(%p : {part})
+    }}
+"""
+    text = vector_kernel(IO + body + STORE)
+    res = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    got = np.asarray(res.outputs["y"]).reshape(16, 16)
+    hits = [w for w in res.warnings if "pto.subset" in w]
+    if not warned:
+        assert not hits, hits
+        return
+    assert len(hits) == 1 and f"<pto>:{line_of(text, '%p = pto.subset')}:" in hits[0], hits
+    assert "takes 8 of the 16 columns" in hits[0] and "its rows 8 elements apart" in hits[0], hits[0]
+    flat, scale = X.reshape(-1).copy(), np.ones(256, np.float32)
+    scale[0:128] *= 3                # the first "half": elements 0..127, the first 8 rows
+    scale[8:136] *= 3                # the second: elements 8..135
+    np.testing.assert_allclose(got.reshape(-1), flat * scale, rtol=1e-6)
+
+
 def test_tmov_fp_into_ub_is_a5_only():
     """TMOV_FP Acc -> Vec (the fixpipe writing UB): A5 has the path; on A2A3 the op is refused
     at its line, naming the platform (a function using both kinds of tiles runs on one core)."""

@@ -800,11 +800,33 @@ def h_subset(ex, fr, s):
         raise ex.err(s, f"pto.subset of the {layout.name} tile {src.describe()}: a boxed "
                         f"{'column' if col_major else 'row'}-major subset keeps its full "
                         f"{'rows' if col_major else 'columns'}", "take whole rows / columns of it")
+    if not layout.fractal and ((cols < src.cols and rows > 1) if not col_major else (rows < src.rows and cols > 1)):
+        _strideless_subset(ex, s, src, rows, cols, col_major)
     off = c * src.rows + r if col_major else r * src.cols + c
     vr = max(0, min(rows, src.valid_rows - r % src.valid_rows)) if src.valid_rows else 0
     vc = max(0, min(cols, src.valid_cols - c % src.valid_cols)) if src.valid_cols else 0
     return isa.Tile(src.loc, src.dtype, rows, cols, layout=layout, valid_rows=vr, valid_cols=vc,
                     addr=src.addr + off * src.item, name=s.results[0] if s.results else None)
+
+
+def _strideless_subset(ex, s, src, rows: int, cols: int, col_major: bool) -> None:
+    """A warning at a ``pto.subset`` that takes part of the rows of a row-major tile (part of
+    the columns of a column-major one) and more than one row (column): ptoas 0.27's C++ for it
+    is a ``Tile<.., rows, cols, ..>`` at the window's first element, whose rows are its own
+    ``cols`` elements apart (pto-isa's RowStride), not the source's - the window PTOAS's IR
+    manual describes ("a strided view") is not what the device computes on, past its first row
+    (column).  The run computes what that C++ computes."""
+    if col_major:
+        what, n, whole = "rows of the column-major", src.rows, f"sizes [{src.rows}, C]"
+        part = f"its columns {rows} elements apart (its own rows), not the source's {src.rows}"
+    else:
+        what, n, whole = "columns of the row-major", src.cols, f"sizes [R, {src.cols}]"
+        part = f"its rows {cols} elements apart (its own columns), not the source's {src.cols}"
+    ex.warn(f"{ex.where(s)}: pto.subset {rows}x{cols} takes {cols if not col_major else rows} of the {n} {what} "
+            f"tile {src.describe()}: ptoas's C++ makes it a {rows}x{cols} Tile at the window's first element, "
+            f"{part}, so past its first {'column' if col_major else 'row'} it is not the window (the run "
+            f"computes what that C++ computes) - take whole {'columns' if col_major else 'rows'} ({whole}) or "
+            f"one {'column' if col_major else 'row'} at a time, or keep the parts in tiles of their own")
 
 
 def _bracket_after(ex, fr, s, at: int) -> list:
