@@ -199,6 +199,31 @@ def test_tiles_at_overlapping_explicit_addresses_alias_and_are_named():
     assert note.startswith(f"<pto>:{line_of(text, 'outs(%b')}:") and "%a [0, 1024)" in note
 
 
+def test_tiles_live_together_past_their_memory_are_an_error_naming_them_at_the_allocation():
+    """Two 128 KiB UB buffers live at once on A2A3 (192 KiB of UB; ptoas: "vec overflow"): the
+    second allocation is the error, naming the first and the bytes it holds - not an address
+    the file never wrote."""
+    gm, ub = "memref<128x256xf32, #pto.address_space<gm>>", "memref<128x256xf32, #pto.address_space<vec>>"
+    text = f"""module {{
+  func.func @crowded(%x: {gm}, %y: {gm}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %a = memref.alloc() : {ub}
+    %b = memref.alloc() : {ub}
+    pto.tload ins(%x : {gm}) outs(%a : {ub})
+    pto.texp ins(%a : {ub}) outs(%b : {ub})
+    pto.tadd ins(%a, %b : {ub}, {ub}) outs(%b : {ub})
+    pto.tstore ins(%b : {ub}) outs(%y : {gm})
+    return
+  }}
+}}
+"""
+    x = np.zeros((128, 256), np.float32)
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text, inputs=dict(x=x, y=x), platform="a2a3")
+    assert e.value.where == f"<pto>:{line_of(text, '%b = memref.alloc')}:5", e.value.where
+    assert "%b: a Vec tile of 131,072 bytes has no room in UB (196,608 bytes on a2a3)" in e.value.what
+    assert "%a (131,072 bytes at 0x0)" in e.value.what, e.value.what
+
+
 def test_the_same_buffer_under_two_names_is_no_overlap():
     text = vector_kernel(f"""    %a0 = arith.constant 0 : i64
     %a = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}

@@ -23,6 +23,7 @@ from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS
                           missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
                           ptoas_location_refusal, read_atomic_type)
 from ..pto_tree import Stmt, split_top
+from .placement import crowded_error
 from .program import catalogue_name, int_constants, res_type
 from .types import ELEMENT, ROUND, MultiSpec, TileSpec
 from .values import Elements, MultiTile, View
@@ -203,6 +204,10 @@ def h_alloc(ex, fr, s):
         same = folded(ex, fr, s)
         if same is not None:
             return same
+    elif not a and ex.layout.crowded:
+        crowded = crowded_error(ex.layout, s, spec, ex.where(s), ex.core.cluster.platform)
+        if crowded is not None:
+            raise crowded
     return tile_of(ex, s, spec, addr, fr)
 
 
