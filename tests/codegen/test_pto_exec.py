@@ -1832,3 +1832,39 @@ def test_a_tile_scalar_op_given_an_index_is_refused_at_its_type():
         run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
     line = line_of(text, "pto.tmuls")
     assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(', index)') + 3}"
+
+
+def test_a_split_v2c_push_past_its_slot_names_the_tile_both_vector_cores_make():
+    """On A5 each Vector core pushes its 8x16 NZ half into the Cube's one L1 slot: the slot holds
+    the 16x16 tile the two halves make (1024 bytes), so a 512-byte slot is too small - said in
+    those words at the push (the run's check; the static one says it first in a `check`)."""
+    nz8 = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+    mat = "!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+    text = f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func private @cube() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %z = arith.constant 0 : i32
+    %ring = pto.reserve_buffer {{name = "v2c", size = 4096, location = #pto.address_space<mat>, auto = true}} -> i32
+    pto.aic_initialize_pipe {{dir_mask = 2, slot_size = 512}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %ring : i32)
+    %m = pto.tpop_from_aiv {{split = 1}} -> {mat}
+    pto.tfree_from_aiv {{split = 1}}
+    return
+  }}
+  func.func private @vector() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %z = arith.constant 0 : i32
+    %one = arith.constant 1.0 : f32
+    %imp = pto.import_reserved_buffer {{name = "v2c", peer_func = @cube}} -> i32
+    pto.aiv_initialize_pipe {{dir_mask = 2, slot_size = 512}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %imp : i32)
+    %t = pto.alloc_tile : {vec_t(8, 16)}
+    %n = pto.alloc_tile : {nz8}
+    pto.texpands ins(%one : f32) outs(%t : {vec_t(8, 16)})
+    pto.tmov ins(%t : {vec_t(8, 16)}) outs(%n : {nz8})
+    pto.tpush_to_aic(%n : {nz8}) {{split = 1}}
+    return
+  }}
+}}
+"""
+    with pytest.raises(PtoPipeError) as e:
+        run_pto(text=text, func="cube+vector", platform="a5")
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tpush_to_aic')}:"), e.value.where
+    assert ("(512 bytes; the slot holds the 16x16 tile both Vector cores' TILE_UP_DOWN parts make, 1024 bytes) "
+            "does not fit SlotSize 512") in e.value.what, e.value.what
