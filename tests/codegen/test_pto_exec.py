@@ -1868,3 +1868,24 @@ def test_a_split_v2c_push_past_its_slot_names_the_tile_both_vector_cores_make():
     assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tpush_to_aic')}:"), e.value.where
     assert ("(512 bytes; the slot holds the 16x16 tile both Vector cores' TILE_UP_DOWN parts make, 1024 bytes) "
             "does not fit SlotSize 512") in e.value.what, e.value.what
+
+
+def test_a_load_past_its_argument_names_the_partition_view_of_its_window():
+    """A loop one block too long: the load past the argument is the error at its line, and it
+    names the pto.partition_view that made the window with the offsets of that trip."""
+    body = f"""    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c3 = arith.constant 3 : index
+    %u = pto.alloc_tile : {vec_t(8, 16)}
+    scf.for %k = %c0 to %c3 step %c1 {{
+      %row = arith.muli %k, %c8 : index
+      %wp = pto.partition_view %xv, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+      pto.tload ins(%wp : !pto.partition_tensor_view<8x16xf32>) outs(%u : {vec_t(8, 16)})
+    }}
+"""
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tload ins(%wp')}:"), e.value.where
+    assert (f"its window: the pto.partition_view %wp at <pto>:{line_of(text, '%wp = pto.partition_view')}:7, "
+            "offsets [16, 0] sizes [8, 16] of a view of shape [16, 16]") in str(e.value), str(e.value)

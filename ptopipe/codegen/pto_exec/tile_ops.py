@@ -291,12 +291,36 @@ def h_io(ex, fr, s):
             src = _laid_out(src, lay)
         else:
             dst = _laid_out(dst, lay)
-    if load:
-        return isa.TLOAD(dst, src)
-    # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
-    if pre:
-        kw = dict(kw, pre_quant=ex.ival(fr, pre[0]))
-    return isa.TSTORE(dst, src, **kw)
+    try:
+        if load:
+            return isa.TLOAD(dst, src)
+        # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
+        if pre:
+            kw = dict(kw, pre_quant=ex.ival(fr, pre[0]))
+        return isa.TSTORE(dst, src, **kw)
+    except MemoryConflictError as e:
+        if getattr(e, "argument", None) is not None:        # past its run argument (GlobalTensor)
+            _name_the_window(ex, fr, io[1] if load else io[2], e)
+        raise
+
+
+def _name_the_window(ex, fr, tok, e: MemoryConflictError) -> None:
+    """Add to ``e`` (a load / store past its argument) the ``pto.partition_view`` that made the
+    GM operand ``tok``, with the offsets and sizes it had: where the window was written, the
+    access being where it is used."""
+    part = next((x for x in fr.f.statements() if x.name == "pto.partition_view" and tok.text in x.results), None)
+    if part is None:
+        return
+    view = fr.env.get(part.values()[0].text) if part.values() else None
+    offs, sizes = (_window_words(part, k) for k in ("offsets", "sizes"))
+    try:
+        offs = [t if t.__class__ is int else ex.ival(fr, t) for t in offs]
+        sizes = [t if t.__class__ is int else ex.ival(fr, t) for t in sizes]
+    except PtoPipeError:
+        return
+    shape = f" of a view of shape {list(view.shape)}" if isinstance(view, View) else ""
+    e.add_detail(f"its window: the pto.partition_view {tok.text} at {ex.where(part)}, offsets {offs} sizes "
+                 f"{sizes}{shape}")
 
 
 def _io_form(ex, s, fr) -> tuple:
