@@ -307,7 +307,7 @@ class Explorer:
             bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
                                     self.lane)
             if bad is not None:
-                self.report_on(p, "gm_bounds", op, bad[0] + _window_of(op) + on(p), bad[2], details=bad[1])
+                self.report_on(p, "gm_bounds", op, bad[0] + on(p) + _window_of(op), bad[2], details=bad[1])
             return
         what = op.name
         fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
@@ -338,7 +338,7 @@ class Explorer:
             self.range_fails.setdefault(id(op), (
                 "gm_bounds", op, f"access out of bounds: offsets [{', '.join(texts)}] + window "
                 f"[{', '.join(map(str, window))}] exceed {name!r} of shape [{', '.join(map(str, shape))}]"
-                f"{_window_of(op)}{on(p)}", fix, values))
+                f"{on(p)}{_window_of(op)}", fix, values))
             return
         if bad is not True and bad[1] is not None:
             # it needs a scalar parameter past what the tensor holds: a limit the kernel
@@ -351,7 +351,7 @@ class Explorer:
         self.report_on(p, "gm_bounds", op,
                        f"access out of bounds: offsets [{', '.join(texts)}] + window "
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
-                       f"[{', '.join(map(str, shape))}]{_window_of(op)}{on(p)}", fix, values=values)
+                       f"[{', '.join(map(str, shape))}]{on(p)}{_window_of(op)}", fix, values=values)
 
     def _declare_fix(self, names) -> str:
         """How to bound the scalar parameters ``names`` the GM bounds need: the launch's
