@@ -165,6 +165,48 @@ def row_major_strides(shape) -> tuple:
     return tuple(reversed(st))
 
 
+def gm_nz_inferred(shape, strides, itemsize: int) -> bool:
+    """Whether ptoas's InferPTOLayout gives a GM tensor of this static ``shape`` and element
+    ``strides`` (a ``make_tensor_view`` with constant shape and strides, or a static GM
+    ``memref``) no ND / DN but the NZ layout (PTOAS ``inferLayout5D``): right-aligned to five
+    dimensions, d2 is 16 and d2 * d3 * itemsize is 512 bytes, d4 is contiguous and d3 is d4
+    elements apart (e.g. a 16x16x16 f16 tensor; its C++ GlobalTensor is then ``Layout::NZ``).
+    A 2-D tensor never is (its d2 is 1)."""
+    if not 0 < len(shape) <= 5 or len(strides) != len(shape):
+        return False
+    sh = (1,) * (5 - len(shape)) + tuple(shape)
+    st = (1,) * (5 - len(strides)) + tuple(strides)
+    return sh[2] == 16 and sh[2] * sh[3] * itemsize == 512 and st[4] == 1 and st[3] == sh[4]
+
+
+def minor_layouts(rows: int, cols: int, row_stride: int, col_stride: int) -> tuple:
+    """``(nd, dn)``: whether a ``rows x cols`` view with these element strides reads as ND
+    (rows ``cols`` elements apart, unit column stride) and as DN (columns ``rows`` apart, unit
+    row stride) - both for a row or column vector (PTOAS ``matchesNDMinor2D`` /
+    ``matchesDNMinor2D``)."""
+    nd = (cols == 1 or col_stride == 1) and (rows == 1 or row_stride == (1 if cols == 1 else cols))
+    dn = (rows == 1 or row_stride == 1) and (cols == 1 or col_stride == (1 if rows == 1 else rows))
+    return nd, dn
+
+
+def gm_layout_refused(shape, strides, itemsize: int, given: TileLayout) -> TileLayout | None:
+    """The layout ptoas's InferPTOLayout reads off a static GM tensor of ``shape`` / ``strides``
+    when it differs from the ``{layout = #pto.layout<..>}`` the file ``given`` it - ptoas then
+    refuses the file ("layout mismatch: user-specified layout=.. but inferred=..") - else None.
+    A view both ND and DN describe (a row or column vector) takes either of them as given."""
+    if gm_nz_inferred(shape, strides, itemsize):
+        return None if given is TileLayout.NZ else TileLayout.NZ
+    sh = (1,) * (5 - len(shape)) + tuple(shape)
+    st = (1,) * (5 - len(strides)) + tuple(strides)
+    nd, dn = minor_layouts(sh[3], sh[4], st[3], st[4])
+    if nd and dn:
+        if given in (TileLayout.ND, TileLayout.DN):
+            return None
+        return TileLayout.DN if sh[4] == 1 and sh[3] != 1 else TileLayout.ND
+    inferred = TileLayout.DN if dn else TileLayout.ND
+    return None if given is inferred else inferred
+
+
 def gm_layout(rows: int, cols: int, row_stride: int, col_stride: int, tile: TileLayout) -> TileLayout:
     """The GM layout (pto-isa's GlobalTensor ``Layout``) of a ``rows x cols`` view with these
     element strides as a move with a ``tile``-layout tile sees it, read as ptoas reads a view
@@ -172,8 +214,7 @@ def gm_layout(rows: int, cols: int, row_stride: int, col_stride: int, tile: Tile
     columns are ``rows`` apart with unit row stride, ND when neither; a view both describe (a
     row or column vector) takes the tile's preference - ND for a row-major tile, DN for a
     column-major one (a boxed tile: DN for a column, else ND)."""
-    nd = (cols == 1 or col_stride == 1) and (rows == 1 or row_stride == (1 if cols == 1 else cols))
-    dn = (rows == 1 or row_stride == 1) and (cols == 1 or col_stride == (1 if rows == 1 else rows))
+    nd, dn = minor_layouts(rows, cols, row_stride, col_stride)
     if nd and dn:
         if not tile.fractal:
             return TileLayout.DN if tile.blayout is BLayout.ColMajor else TileLayout.ND

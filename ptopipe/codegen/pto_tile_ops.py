@@ -7,10 +7,13 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import CompileError, ParseError
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, itemsize
+from ..ir.vocab import Loc
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (MASK_MAKERS, RowView, wider_mask, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
@@ -228,7 +231,7 @@ def h_tload(r, fs, opt, results, loc):
         raise r.c.error(f"type mismatch: the view is {part.shape}, the tile {tt.shape}", tok)
     tt = TileValueType(tt.shape, tt.dtype, tt.space)        # TLOAD gives the default layout
     op = emit(r, fs, LoadOp.name, [part.tensor] + part.offsets, [tt],
-              {"shape": tuple(part.shape), "space": tt.space}, loc, [tok.text[1:]])
+              {"shape": tuple(part.shape), "space": tt.space}, _windowed(loc, part), [tok.text[1:]])
     write(r, fs, tok, op.results[0])
 
 
@@ -260,7 +263,15 @@ def h_tstore(r, fs, opt, results, loc):
             raise r.c.error(f"atomicType {text} is not an atomic type", t,
                             "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
         attrs["atomic"] = int(kind)
-    emit(r, fs, StoreOp.name, [tile] + part.offsets + [part.tensor], [], attrs, loc)
+    emit(r, fs, StoreOp.name, [tile] + part.offsets + [part.tensor], [], attrs, _windowed(loc, part))
+
+
+def _windowed(loc, part: Part):
+    """``loc`` of a load / store with the location of the partition view ``part`` it moves
+    through (``Loc.window``)."""
+    if not isinstance(loc, Loc) or part.tok is None:
+        return loc
+    return dataclasses.replace(loc, window=Loc(loc.file, part.tok.line, part.tok.col))
 
 
 def h_treshape(r, fs, opt, results, loc):

@@ -43,8 +43,15 @@ def _entry_params(op):
 _NUMBER = re.compile(r"[+-]?(\d+|(\d+\.\d*|\.\d+)([eE][+-]?\d+)?|\d+[eE][+-]?\d+)")
 
 
+#: MLIR's i1 constants, as a ``--input`` value (``--input cond=true``): 1 and 0
+_BOOLS = {"true": 1, "false": 0}
+
+
 def literal(text: str):
-    """``text`` as an int or a float if it is a decimal number, else None (a file name)."""
+    """``text`` as an int or a float if it is a decimal number (``true`` / ``false``, MLIR's
+    spelling of an i1, as 1 / 0), else None (a file name)."""
+    if text in _BOOLS:
+        return _BOOLS[text]
     if not _NUMBER.fullmatch(text):
         return None
     try:
@@ -78,7 +85,8 @@ def load_inputs(pairs, literals: set | None = None) -> dict:
         name, sep, file = p.partition("=")
         if not sep or not name or not file:
             raise ConfigError(f"--input {p!r} is not NAME=FILE.npy or NAME=NUMBER", where="option --input",
-                              fix="e.g. --input a=a.npy, or --input n=5 for a scalar parameter")
+                              fix="e.g. --input a=a.npy, or --input n=5 (--input c=true for an i1) for a scalar "
+                                  "parameter")
         if name in given:           # (the last one would win, silently)
             first = next(q for q in pairs if q.partition("=")[0] == name)
             raise ConfigError(f"--input {name} is given twice ({first}, {p})", where="option --input",

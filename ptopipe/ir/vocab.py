@@ -16,6 +16,9 @@ class Loc:
     #: (TileSplitAxis, the per-core extent on the split axis), so a runtime error can speak
     #: in the coordinates of the statement as written; None for everything else
     lane_split: tuple | None = field(default=None, compare=False)
+    #: a ``.pto`` load / store: the location of the ``pto.partition_view`` that made its GM
+    #: window, so a bounds report names where the offsets are written; None for everything else
+    window: "Loc | None" = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"

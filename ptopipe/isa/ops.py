@@ -218,12 +218,21 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
             return None
         if gt.shape2 != (t.valid_rows, t.valid_cols):
             # (a TSTORE's smaller valid region is its window already: store_window)
+            _layout_first(core, op, gt, t)
             raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
                              f"region is {t.valid_rows}x{t.valid_cols} (pto-isa's {op} asserts that the "
                              "GM shape is the tile's valid shape)",
                        "make the GlobalTensor shape match the tile's valid rows/cols")
         raise gt.unassigned(f"{op} ({role})")
     return gt.matrix(core.cluster.gm)
+
+
+def _layout_first(core, op: str, gt, t: Tile) -> None:
+    """Before a TLOAD / TSTORE's shape error: the layout pair's, when pto-isa has no path
+    between them - its static_assert stops the compile before any shape is asserted at run
+    time (a 16x16x16 f16 tensor ptoas reads as NZ, moved into a row-major tile, is refused
+    for its layouts, not for the 256 rows an NZ tensor of that shape has)."""
+    check_move_layout(core, op, gt.layout_for(t), t, gt.describe)
 
 
 def _not_a_tensor(core, value, what: str) -> KernelError:
@@ -276,6 +285,7 @@ def store_window(core, gt, t: Tile, op: str = "TSTORE"):
     for n in gt.shape:
         numel *= n
     fix = "make the GlobalTensor cover the tile's valid rows/cols (or SetValid the tile to the GM window)"
+    _layout_first(core, op, gt, t)
     if gt.layout is TileLayout.NZ:
         raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid region is "
                          f"{vr}x{vc}; pto-isa stores to an NZ tensor of exactly the valid shape "

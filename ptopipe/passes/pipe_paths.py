@@ -307,7 +307,7 @@ class Explorer:
             bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
                                     self.lane)
             if bad is not None:
-                self.report_on(p, "gm_bounds", op, bad[0] + on(p), bad[2], details=bad[1])
+                self.report_on(p, "gm_bounds", op, bad[0] + on(p) + _window_of(op), bad[2], details=bad[1])
             return
         what = op.name
         fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
@@ -338,7 +338,7 @@ class Explorer:
             self.range_fails.setdefault(id(op), (
                 "gm_bounds", op, f"access out of bounds: offsets [{', '.join(texts)}] + window "
                 f"[{', '.join(map(str, window))}] exceed {name!r} of shape [{', '.join(map(str, shape))}]"
-                f"{on(p)}", fix, values))
+                f"{on(p)}{_window_of(op)}", fix, values))
             return
         if bad is not True and bad[1] is not None:
             # it needs a scalar parameter past what the tensor holds: a limit the kernel
@@ -346,12 +346,12 @@ class Explorer:
             self.not_affine.setdefault(id(op),
                 f"the {what} at {line(op)} accesses GM out of bounds when {values} (offsets "
                 f"[{', '.join(texts)}] + window [{', '.join(map(str, window))}] exceed {name!r} of "
-                f"shape [{', '.join(map(str, shape))}]); " + self._declare_fix(bad[1]))
+                f"shape [{', '.join(map(str, shape))}]{_window_of(op)}); " + self._declare_fix(bad[1]))
             return
         self.report_on(p, "gm_bounds", op,
                        f"access out of bounds: offsets [{', '.join(texts)}] + window "
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
-                       f"[{', '.join(map(str, shape))}]{on(p)}", fix, values=values)
+                       f"[{', '.join(map(str, shape))}]{on(p)}{_window_of(op)}", fix, values=values)
 
     def _declare_fix(self, names) -> str:
         """How to bound the scalar parameters ``names`` the GM bounds need: the launch's
@@ -874,3 +874,10 @@ def _sibling_branches(a, b) -> bool:
     """Are ops ``a`` and ``b`` in different branches of one ``pl.if``?"""
     ba, bb = _branches(a), _branches(b)
     return any(k in bb and bb[k] != r for k, r in ba.items())
+
+
+def _window_of(op) -> str:
+    """``; its window: the pto.partition_view at line N`` for a ``.pto`` load / store whose
+    window a partition view made (``Loc.window``), else nothing."""
+    w = getattr(op.loc, "window", None)
+    return f"; its window: the pto.partition_view at line {w.line}" if w is not None else ""

@@ -493,3 +493,56 @@ def test_a_file_setting_its_own_events_says_it_ran_in_the_auto_mode(tmp_path, ca
         assert cli_main(cmd) == 0
         out, err = capsys.readouterr()
         assert "events of its own" not in out + err
+
+
+ACC = "!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=1024, pad=0>"
+LEFT = MAT.replace("loc=mat", "loc=left")
+RIGHT = MAT.replace("loc=mat", "loc=right").replace("blayout=col_major, slayout=row_major",
+                                                    "blayout=row_major, slayout=col_major")
+PV = "!pto.partition_tensor_view<16x16xf32>"
+#: a kindless function whose Cube section matmuls only under two nested i1 conditions (the
+#: form of ptoas's nested-if sync-motion guard): the second TMOV and the TMATMUL are each
+#: under their own scf.if
+NESTED_GUARD = """module attributes {pto.target_arch = "a3"} {
+  func.func @guarded(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>, %cond0: i1, %cond1: i1) {
+    pto.section.cube {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+""" + "".join(f"""      %{n}v = pto.make_tensor_view %{n}, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+      %{n}p = pto.partition_view %{n}v, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> {PV}
+""" for n in ("a", "b", "out")) + f"""      %am = pto.alloc_tile : {MAT}
+      %bm = pto.alloc_tile : {MAT}
+      %al = pto.alloc_tile : {LEFT}
+      %br = pto.alloc_tile : {RIGHT}
+      %acc = pto.alloc_tile : {ACC}
+      pto.tload ins(%ap : {PV}) outs(%am : {MAT})
+      pto.tload ins(%bp : {PV}) outs(%bm : {MAT})
+      pto.tmov ins(%bm : {MAT}) outs(%br : {RIGHT})
+      scf.if %cond0 {{
+        pto.tmov ins(%am : {MAT}) outs(%al : {LEFT})
+        scf.if %cond1 {{
+          pto.tmatmul ins(%al, %br : {LEFT}, {RIGHT}) outs(%acc : {ACC})
+          pto.tstore ins(%acc : {ACC}) outs(%outp : {PV})
+        }}
+      }}
+    }}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("cond0,cond1", [("true", "true"), ("true", "false"), ("false", "true")])
+def test_nested_i1_guards_take_true_and_false_on_the_command_line(tmp_path, capsys, cond0, cond1):
+    """``--input c=true`` / ``=false`` give an i1 parameter its value as MLIR spells it; the
+    matmul runs only when both nested conditions hold, and nothing else reaches the output."""
+    f = write(tmp_path, NESTED_GUARD)
+    a, b = X, X.T / 16
+    for n, v in (("a", a), ("b", b), ("out", np.zeros_like(X))):
+        np.save(tmp_path / f"{n}.npy", v)
+    args = ["run", f, *(f"--input={n}={tmp_path / (n + '.npy')}" for n in ("a", "b", "out")),
+            f"--input=cond0={cond0}", f"--input=cond1={cond1}", f"--output=out={tmp_path / 'got.npy'}"]
+    assert cli_main(args) == 0, capsys.readouterr()
+    want = a @ b if (cond0, cond1) == ("true", "true") else np.zeros_like(X)
+    np.testing.assert_allclose(np.load(tmp_path / "got.npy").reshape(16, 16), want, rtol=1e-5)

@@ -199,6 +199,31 @@ def test_tiles_at_overlapping_explicit_addresses_alias_and_are_named():
     assert note.startswith(f"<pto>:{line_of(text, 'outs(%b')}:") and "%a [0, 1024)" in note
 
 
+def test_tiles_live_together_past_their_memory_are_an_error_naming_them_at_the_allocation():
+    """Two 128 KiB UB buffers live at once on A2A3 (192 KiB of UB; ptoas: "vec overflow"): the
+    second allocation is the error, naming the first and the bytes it holds - not an address
+    the file never wrote."""
+    gm, ub = "memref<128x256xf32, #pto.address_space<gm>>", "memref<128x256xf32, #pto.address_space<vec>>"
+    text = f"""module {{
+  func.func @crowded(%x: {gm}, %y: {gm}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %a = memref.alloc() : {ub}
+    %b = memref.alloc() : {ub}
+    pto.tload ins(%x : {gm}) outs(%a : {ub})
+    pto.texp ins(%a : {ub}) outs(%b : {ub})
+    pto.tadd ins(%a, %b : {ub}, {ub}) outs(%b : {ub})
+    pto.tstore ins(%b : {ub}) outs(%y : {gm})
+    return
+  }}
+}}
+"""
+    x = np.zeros((128, 256), np.float32)
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text, inputs=dict(x=x, y=x), platform="a2a3")
+    assert e.value.where == f"<pto>:{line_of(text, '%b = memref.alloc')}:5", e.value.where
+    assert "%b: a Vec tile of 131,072 bytes has no room in UB (196,608 bytes on a2a3)" in e.value.what
+    assert "%a (131,072 bytes at 0x0)" in e.value.what, e.value.what
+
+
 def test_the_same_buffer_under_two_names_is_no_overlap():
     text = vector_kernel(f"""    %a0 = arith.constant 0 : i64
     %a = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}
@@ -483,6 +508,43 @@ def test_subset_window_valid_region_and_refusals():
         run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)))
     assert "pto.subset 8x16 at (8, 8) leaves" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
+
+
+@pytest.mark.parametrize("window,warned", [
+    ("[%c0, %col] sizes [16, 8]", True),        # part of the columns, 16 rows: rows 8 apart
+    ("[%row, %c0] sizes [8, 16]", False),       # whole rows: the window
+    ("[%row, %col] sizes [1, 8]", False),       # one row: the window
+])
+def test_a_subset_of_part_of_a_row_major_tiles_columns_is_a_warning_at_it(window, warned):
+    """ptoas 0.27 lowers ``pto.subset`` to a Tile of the window's shape at its first element,
+    rows as far apart as its own columns: the two column halves of a 16x16 tile, each scaled in
+    a loop, scale the first 8 rows twice and the rest never - what the device computes, and a
+    warning at the subset that it is not the window (once, not per trip)."""
+    rows, cols = (16, 8) if "[16, 8]" in window else (8, 16) if "[8, 16]" in window else (1, 8)
+    part = vec_t(rows, cols)
+    body = f"""    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %three = arith.constant 3.0 : f32
+    scf.for %h = %c0 to %c2 step %c1 {{
+      %col = arith.muli %h, %c8 : index
+      %row = arith.muli %h, %c8 : index
+      %p = pto.subset %t{window} : {vec_t(16, 16)}
+      pto.tmuls ins(%p, %three : {part}, f32) outs(%p : {part})
+    }}
+"""
+    text = vector_kernel(IO + body + STORE)
+    res = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    got = np.asarray(res.outputs["y"]).reshape(16, 16)
+    hits = [w for w in res.warnings if "pto.subset" in w]
+    if not warned:
+        assert not hits, hits
+        return
+    assert len(hits) == 1 and f"<pto>:{line_of(text, '%p = pto.subset')}:" in hits[0], hits
+    assert "takes 8 of the 16 columns" in hits[0] and "its rows 8 elements apart" in hits[0], hits[0]
+    flat, scale = X.reshape(-1).copy(), np.ones(256, np.float32)
+    scale[0:128] *= 3                # the first "half": elements 0..127, the first 8 rows
+    scale[8:136] *= 3                # the second: elements 8..135
+    np.testing.assert_allclose(got.reshape(-1), flat * scale, rtol=1e-6)
 
 
 def test_tmov_fp_into_ub_is_a5_only():
@@ -1770,3 +1832,60 @@ def test_a_tile_scalar_op_given_an_index_is_refused_at_its_type():
         run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
     line = line_of(text, "pto.tmuls")
     assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(', index)') + 3}"
+
+
+def test_a_split_v2c_push_past_its_slot_names_the_tile_both_vector_cores_make():
+    """On A5 each Vector core pushes its 8x16 NZ half into the Cube's one L1 slot: the slot holds
+    the 16x16 tile the two halves make (1024 bytes), so a 512-byte slot is too small - said in
+    those words at the push (the run's check; the static one says it first in a `check`)."""
+    nz8 = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+    mat = "!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+    text = f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func private @cube() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %z = arith.constant 0 : i32
+    %ring = pto.reserve_buffer {{name = "v2c", size = 4096, location = #pto.address_space<mat>, auto = true}} -> i32
+    pto.aic_initialize_pipe {{dir_mask = 2, slot_size = 512}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %ring : i32)
+    %m = pto.tpop_from_aiv {{split = 1}} -> {mat}
+    pto.tfree_from_aiv {{split = 1}}
+    return
+  }}
+  func.func private @vector() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %z = arith.constant 0 : i32
+    %one = arith.constant 1.0 : f32
+    %imp = pto.import_reserved_buffer {{name = "v2c", peer_func = @cube}} -> i32
+    pto.aiv_initialize_pipe {{dir_mask = 2, slot_size = 512}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %imp : i32)
+    %t = pto.alloc_tile : {vec_t(8, 16)}
+    %n = pto.alloc_tile : {nz8}
+    pto.texpands ins(%one : f32) outs(%t : {vec_t(8, 16)})
+    pto.tmov ins(%t : {vec_t(8, 16)}) outs(%n : {nz8})
+    pto.tpush_to_aic(%n : {nz8}) {{split = 1}}
+    return
+  }}
+}}
+"""
+    with pytest.raises(PtoPipeError) as e:
+        run_pto(text=text, func="cube+vector", platform="a5")
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tpush_to_aic')}:"), e.value.where
+    assert ("(512 bytes; the slot holds the 16x16 tile both Vector cores' TILE_UP_DOWN parts make, 1024 bytes) "
+            "does not fit SlotSize 512") in e.value.what, e.value.what
+
+
+def test_a_load_past_its_argument_names_the_partition_view_of_its_window():
+    """A loop one block too long: the load past the argument is the error at its line, and it
+    names the pto.partition_view that made the window with the offsets of that trip."""
+    body = f"""    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c3 = arith.constant 3 : index
+    %u = pto.alloc_tile : {vec_t(8, 16)}
+    scf.for %k = %c0 to %c3 step %c1 {{
+      %row = arith.muli %k, %c8 : index
+      %wp = pto.partition_view %xv, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+      pto.tload ins(%wp : !pto.partition_tensor_view<8x16xf32>) outs(%u : {vec_t(8, 16)})
+    }}
+"""
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tload ins(%wp')}:"), e.value.where
+    assert (f"its window: the pto.partition_view %wp at <pto>:{line_of(text, '%wp = pto.partition_view')}:7, "
+            "offsets [16, 0] sizes [8, 16] of a view of shape [16, 16]") in str(e.value), str(e.value)

@@ -193,3 +193,22 @@ def test_a_vector_function_reading_its_sub_block_runs_on_both_lanes_and_aiv1_con
     assert any(what.startswith("AIV1 constructs DIR_C2V pipe FlagID 0 (peers AIV0), whose one Vector lane is AIV0")
                and str(loc).endswith(f":{init}:5") for what, loc in leaks), leaks
     assert [p["lanes"] for p in res.result.summary.pipes] == [1]
+
+
+def test_a_static_bounds_error_names_the_partition_view_of_the_window():
+    """check --static: a load whose window leaves its tensor is the error at the load, and it
+    names the line of the pto.partition_view where the offsets are written."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from test_pto_exec import IO, STORE, line_of, vec_t, vector_kernel
+    body = f"""    %c8 = arith.constant 8 : index
+    %wp = pto.partition_view %yv, offsets = [%c16, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+    %u = pto.alloc_tile : {vec_t(8, 16)}
+    pto.tload ins(%wp : !pto.partition_tensor_view<8x16xf32>) outs(%u : {vec_t(8, 16)})
+"""
+    text = vector_kernel(IO + body + STORE, attrs=" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+    with pytest.raises(CompileError) as e:
+        load_pto("w.pto", "a2a3", "spec", text=text)
+    assert e.value.where == f"w.pto:{line_of(text, 'pto.tload ins(%wp')}:5", e.value.where
+    assert e.value.what == ("access out of bounds: offsets [16, 0] + window [8, 16] exceed 'y' of shape [16, 16]; "
+                            f"its window: the pto.partition_view at line {line_of(text, '%wp = pto.partition_view')}")

@@ -746,8 +746,10 @@ def test_a_call_passing_a_constant_past_the_tensor_is_the_error_at_the_access():
     load = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tload" in ln)
     assert e.value.where == f"rows.pto:{load}:5"
     call = next(i for i, ln in enumerate(text.splitlines(), 1) if "@rows(%x, %c25)" in ln)
+    part = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.partition_view" in ln)
     assert e.value.what == ("access out of bounds: offsets [25, 0] + window [8, 16] exceed 'x' of shape "
-                            f"[32, 16] (in the call at line {call})")
+                            f"[32, 16] (in the call at line {call}); its window: the pto.partition_view at "
+                            f"line {part}")
 
 
 def test_a_called_kernels_parameter_passed_an_entry_parameter_takes_the_entrys_range(tmp_path, capsys):

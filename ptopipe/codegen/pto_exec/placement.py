@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ...arch.vocab import TILE_SPACE, TileType
-from ...errors import CompileError
+from ...errors import CompileError, MemoryConflictError
 from ...ir.core import gc_paused
 from .program import Func, Program, int_attr, int_constants, space_attr, str_attr
 from ...errors import with_article
@@ -24,7 +24,10 @@ class Layout:
     reserves: dict = field(default_factory=dict)       # (func, name) -> (addr, size, loc)
     sites: dict = field(default_factory=dict)          # id(stmt) -> addr
     tops: dict = field(default_factory=dict)           # (core kind, TileType) -> next free byte
-    active: dict = field(default_factory=dict)         # (core kind, TileType) -> [(lo, hi, last use)]
+    active: dict = field(default_factory=dict)         # (core kind, TileType) -> [(lo, hi, last use, name)]
+    #: id(stmt) of a site the first fit put past the end of its memory -> (the memory's size,
+    #: [(name, lo, hi)] of the tiles and reserves below it): :func:`crowded_error`
+    crowded: dict = field(default_factory=dict)
 
 
 def _align(n: int, a: int = TILE_ALIGN) -> int:
@@ -78,9 +81,13 @@ def _plan_layout(prog: Program, platform) -> Layout:
                 lay.reserves[(f.name, name)] = (addr, size, loc)
                 fixed.setdefault(key, []).append((addr, addr + size))
                 lay.tops[key] = max(lay.tops.get(key, 0), _align(addr + size))
+    reserve_names = {}
+    for (_, name), (addr, size, loc) in lay.reserves.items():
+        reserve_names[(addr, addr + size)] = f"pto.reserve_buffer {name!r}"
     for f in prog.funcs.values():
         kind = f.kind or "?"
         order, ranges = live_ranges(f, prog)
+        names = None
         arena = {}                                   # (kind, loc) -> the top of this function's tiles
         active = lay.active
         for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
@@ -91,7 +98,7 @@ def _plan_layout(prog: Program, platform) -> Layout:
             # starts is dead for every later one too, and leaves the list for good
             live = active.get(key)
             live = active[key] = [x for x in live if x[2] >= lo] if live else []
-            taken = [(a, b) for a, b, _ in live]
+            taken = [(a, b) for a, b, _, _ in live]
             taken += fixed.get(key, ())
             taken.sort()
             addr = lay.tops.get(key, 0)
@@ -100,12 +107,43 @@ def _plan_layout(prog: Program, platform) -> Layout:
                     continue
                 addr = max(addr, _align(b))
             lay.sites[s] = addr
-            live.append((addr, addr + nbytes, hi))
+            if names is None:
+                names = {id(x): x.results[0] for x in f.statements() if x.name in ALLOCS and x.results}
+            size = platform.mem_sizes.get(TILE_SPACE[spec.loc]) if spec.loc in TILE_SPACE else None
+            if size and addr + nbytes > size and addr > 0:
+                below = [(n, a, b) for a, b, _, n in live] + \
+                        [(reserve_names.get((a, b), "a reserve_buffer"), a, b) for a, b in fixed.get(key, ())]
+                lay.crowded[s] = (size, sorted(below, key=lambda x: x[1]), lay.tops.get(key, 0))
+            live.append((addr, addr + nbytes, hi, names.get(s, "?")))
             arena[key] = max(arena.get(key, 0), addr + nbytes)
         for key, top in arena.items():               # the next function's arena starts above
             lay.tops[key] = max(lay.tops.get(key, 0), _align(top))
         lay.active.clear()
     return lay
+
+
+def crowded_error(lay: Layout, s, spec, where: str, platform) -> MemoryConflictError | None:
+    """The error of alloc site ``s`` (a ``spec`` tile without ``addr``) when the first fit put
+    it past the end of its memory: the tiles live with it (and the reserves) leave no room -
+    named with the bytes each takes, where the run would otherwise name only the address it
+    could not give (ptoas's PlanMemory places the file for the device; its own limit for some
+    memories, a scaling buffer's, is larger than the buffer the core has)."""
+    got = lay.crowded.get(id(s))
+    if got is None:
+        return None
+    size, below, base = got
+    space = TILE_SPACE[spec.loc].value
+    held = sum(b - a for _, a, b in below)
+    listed = ", ".join(f"{n} ({b - a:,} bytes at {a:#x})" for n, a, b in below)
+    earlier = f"; this function's tiles start at {base:#x}, above the functions placed before it" if base else ""
+    return MemoryConflictError(
+        f"{s.results[0] if s.results else s.name}: {with_article(spec.loc.value)} tile of {spec.nbytes:,} bytes has no room in "
+        f"{space} ({size:,} bytes on {platform.name}): the buffers live at the same time take {held:,} "
+        f"bytes - {listed}{earlier} (the run places tiles without addr first fit by liveness, as ptoas's "
+        "PlanMemory does)",
+        where=where,
+        fix="use smaller tiles, or keep fewer of them live at once (a tile's memory is reused after its "
+            "last use)")
 
 
 def tiles_larger_than_memory(prog: Program, platform) -> list:

@@ -15,7 +15,7 @@ from ...isa.ops import SCALAR_FIRST as ISA_SCALAR_FIRST
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.dtypes import short_name
-from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
+from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layout_refused, gm_nz_inferred, row_major_strides
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
 from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
@@ -23,7 +23,8 @@ from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS
                           missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
                           ptoas_location_refusal, read_atomic_type)
 from ..pto_tree import Stmt, split_top
-from .program import catalogue_name, res_type
+from .placement import crowded_error
+from .program import catalogue_name, int_constants, res_type
 from .types import ELEMENT, ROUND, MultiSpec, TileSpec
 from .values import Elements, MultiTile, View
 
@@ -51,7 +52,47 @@ def h_view(ex, fr, s):
         if layout is None:
             raise ex.perr(lay[2], f"tensor view layout {lay[2].text!r} is not supported",
                           "use #pto.layout<nd>, <dn> or <nz>")
-    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text, layout)
+    strides = tuple(int(x) for x in strides)
+    if _static_view(ex, fr, s, ty):
+        layout = _inferred_layout(ex, s, lay, layout, shape, strides, np.dtype(ty[1]).itemsize)
+    return View(ptr, ty[1], tuple(shape), strides, vs[0].text, layout)
+
+
+def _static_view(ex, fr, s, ty) -> bool:
+    """Whether ptoas knows a ``pto.make_tensor_view``'s shape and strides statically (each a
+    dimension of its type or an ``arith.constant``), as its InferPTOLayout needs to read a
+    layout off them (read once per statement)."""
+    got = ex.decoded.get(id(s))
+    if got is None:
+        consts = int_constants(fr.f)
+
+        def known(toks):
+            return all(t.kind == "word" or t.text in consts for t in toks if t.kind in ("value", "word"))
+        dims = [t for t in (s.attr("shape") or [])[1:-1] if t.kind in ("value", "word")]
+        typed = ty[2] if len(ty) > 2 and ty[2] is not None else ()
+        shape_ok = all(t.kind == "word" or t.text in consts or (i < len(typed) and typed[i] is not None)
+                       for i, t in enumerate(dims))
+        got = ex.decoded[id(s)] = shape_ok and known((s.attr("strides") or [])[1:-1])
+    return got
+
+
+def _inferred_layout(ex, s, lay, given, shape, strides, itemsize):
+    """A static view's layout as ptoas's InferPTOLayout gives it: NZ for the shapes it reads
+    as NZ (:func:`~ptopipe.arch.vocab.gm_nz_inferred`: its C++ GlobalTensor is then
+    ``Layout::NZ``, which pto-isa moves into NZ tiles only), else ``given`` (None: the move's
+    tile decides between ND and DN, ``GlobalTensor.layout_for``).  A ``{layout = ..}`` that
+    contradicts the shape and strides is ptoas's "layout mismatch" refusal, a ParseError at
+    the attribute."""
+    if given is None:
+        return isa.TileLayout.NZ if gm_nz_inferred(shape, strides, itemsize) else None
+    other = gm_layout_refused(shape, strides, itemsize, given)
+    if other is not None:
+        raise ex.perr(lay[2], f"the view's layout {given.name} contradicts its shape {list(shape)} and strides "
+                              f"{list(strides)}, which ptoas reads as {other.name} (ptoas: \"layout mismatch: "
+                              f"user-specified layout={given.name.lower()} but inferred={other.name.lower()}\")",
+                      f"write {{layout = #pto.layout<{other.name.lower()}>}} or leave the layout out (ptoas "
+                      "infers it), or give the strides of the layout meant")
+    return given
 
 
 def _window_words(s, key: str) -> list:
@@ -163,6 +204,10 @@ def h_alloc(ex, fr, s):
         same = folded(ex, fr, s)
         if same is not None:
             return same
+    elif not a and ex.layout.crowded:
+        crowded = crowded_error(ex.layout, s, spec, ex.where(s), ex.core.cluster.platform)
+        if crowded is not None:
+            raise crowded
     return tile_of(ex, s, spec, addr, fr)
 
 
@@ -238,7 +283,7 @@ def h_set_validshape(ex, fr, s):
 def h_io(ex, fr, s):
     io = ex.decoded.get(id(s))
     if io is None:
-        io = ex.decoded[id(s)] = _io_form(ex, s)
+        io = ex.decoded[id(s)] = _io_form(ex, s, fr)
     load, src, dst, pre, kw, lay = io
     src, dst = ex.val(fr, src), ex.val(fr, dst)
     if lay is not None:
@@ -246,18 +291,44 @@ def h_io(ex, fr, s):
             src = _laid_out(src, lay)
         else:
             dst = _laid_out(dst, lay)
-    if load:
-        return isa.TLOAD(dst, src)
-    # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
-    if pre:
-        kw = dict(kw, pre_quant=ex.ival(fr, pre[0]))
-    return isa.TSTORE(dst, src, **kw)
+    try:
+        if load:
+            return isa.TLOAD(dst, src)
+        # ptoas's TSTORE<TileData, GlobalData, AtomicType, ReluPreMode>(dst, src[, preQuantScalar])
+        if pre:
+            kw = dict(kw, pre_quant=ex.ival(fr, pre[0]))
+        return isa.TSTORE(dst, src, **kw)
+    except MemoryConflictError as e:
+        if getattr(e, "argument", None) is not None:        # past its run argument (GlobalTensor)
+            _name_the_window(ex, fr, io[1] if load else io[2], e)
+        raise
 
 
-def _io_form(ex, s) -> tuple:
+def _name_the_window(ex, fr, tok, e: MemoryConflictError) -> None:
+    """Add to ``e`` (a load / store past its argument) the ``pto.partition_view`` that made the
+    GM operand ``tok``, with the offsets and sizes it had: where the window was written, the
+    access being where it is used."""
+    part = next((x for x in fr.f.statements() if x.name == "pto.partition_view" and tok.text in x.results), None)
+    if part is None:
+        return
+    view = fr.env.get(part.values()[0].text) if part.values() else None
+    offs, sizes = (_window_words(part, k) for k in ("offsets", "sizes"))
+    try:
+        offs = [t if t.__class__ is int else ex.ival(fr, t) for t in offs]
+        sizes = [t if t.__class__ is int else ex.ival(fr, t) for t in sizes]
+    except PtoPipeError:
+        return
+    shape = f" of a view of shape {list(view.shape)}" if isinstance(view, View) else ""
+    e.add_detail(f"its window: the pto.partition_view {tok.text} at {ex.where(part)}, offsets {offs} sizes "
+                 f"{sizes}{shape}")
+
+
+def _io_form(ex, s, fr) -> tuple:
     """What :func:`h_io` reads off a ``pto.tload`` / ``pto.tstore``, once: whether it loads,
     its source's and destination's tokens, a store's pre-quant scalar tokens and keywords, and
-    the GM operand's layout its ``{layout = #pto.layout<..>}`` names (None: none)."""
+    the GM operand's layout its ``{layout = #pto.layout<..>}`` names (None: none), else the NZ
+    layout ptoas's InferPTOLayout reads off a static GM ``memref`` parameter of that shape
+    (:func:`~ptopipe.arch.vocab.gm_nz_inferred`)."""
     ins, outs = s.group("ins"), s.group("outs")
     if ins is None or outs is None:
         raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
@@ -268,6 +339,12 @@ def _io_form(ex, s) -> tuple:
         layout = _GM_LAYOUT.get(lay[2].text)
         if layout is None:
             raise ex.perr(lay[2], f"{s.name} layout {lay[2].text!r} is not supported", "use #pto.layout<nd>, <dn> or <nz>")
+    if layout is None:
+        gm = (src if s.name == "pto.tload" else dst).text
+        ty = next((ty for name, ty, _ in fr.f.params if name == gm), None)
+        if isinstance(ty, tuple) and ty[0] == "memref" and isinstance(ty[1], np.dtype) and None not in ty[2] \
+                and gm_nz_inferred(ty[2], row_major_strides(ty[2]), ty[1].itemsize):
+            layout = isa.TileLayout.NZ
     if s.name == "pto.tload":
         return True, src, dst, (), {}, layout
     kw = _relu_kwargs(ex, s)
@@ -770,11 +847,33 @@ def h_subset(ex, fr, s):
         raise ex.err(s, f"pto.subset of the {layout.name} tile {src.describe()}: a boxed "
                         f"{'column' if col_major else 'row'}-major subset keeps its full "
                         f"{'rows' if col_major else 'columns'}", "take whole rows / columns of it")
+    if not layout.fractal and ((cols < src.cols and rows > 1) if not col_major else (rows < src.rows and cols > 1)):
+        _strideless_subset(ex, s, src, rows, cols, col_major)
     off = c * src.rows + r if col_major else r * src.cols + c
     vr = max(0, min(rows, src.valid_rows - r % src.valid_rows)) if src.valid_rows else 0
     vc = max(0, min(cols, src.valid_cols - c % src.valid_cols)) if src.valid_cols else 0
     return isa.Tile(src.loc, src.dtype, rows, cols, layout=layout, valid_rows=vr, valid_cols=vc,
                     addr=src.addr + off * src.item, name=s.results[0] if s.results else None)
+
+
+def _strideless_subset(ex, s, src, rows: int, cols: int, col_major: bool) -> None:
+    """A warning at a ``pto.subset`` that takes part of the rows of a row-major tile (part of
+    the columns of a column-major one) and more than one row (column): ptoas 0.27's C++ for it
+    is a ``Tile<.., rows, cols, ..>`` at the window's first element, whose rows are its own
+    ``cols`` elements apart (pto-isa's RowStride), not the source's - the window PTOAS's IR
+    manual describes ("a strided view") is not what the device computes on, past its first row
+    (column).  The run computes what that C++ computes."""
+    if col_major:
+        what, n, whole = "rows of the column-major", src.rows, f"sizes [{src.rows}, C]"
+        part = f"its columns {rows} elements apart (its own rows), not the source's {src.rows}"
+    else:
+        what, n, whole = "columns of the row-major", src.cols, f"sizes [R, {src.cols}]"
+        part = f"its rows {cols} elements apart (its own columns), not the source's {src.cols}"
+    ex.warn(f"{ex.where(s)}: pto.subset {rows}x{cols} takes {cols if not col_major else rows} of the {n} {what} "
+            f"tile {src.describe()}: ptoas's C++ makes it a {rows}x{cols} Tile at the window's first element, "
+            f"{part}, so past its first {'column' if col_major else 'row'} it is not the window (the run "
+            f"computes what that C++ computes) - take whole {'columns' if col_major else 'rows'} ({whole}) or "
+            f"one {'column' if col_major else 'row'} at a time, or keep the parts in tiles of their own")
 
 
 def _bracket_after(ex, fr, s, at: int) -> list:

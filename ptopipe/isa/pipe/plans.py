@@ -89,7 +89,8 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
     if held[0] * held[1] * item > ch.slot_size:
         raise ProtocolError(
             f"TPUSH of {tile.describe()} ({nbytes} bytes"
-            + (f", {full[0]}x{full[1]} slot layout" if full != (rows, cols) else "")
+            + (f"; the slot holds the {full[0]}x{full[1]} tile both Vector cores' {split.name} parts make, "
+               f"{full[0] * full[1] * item} bytes" if full != (rows, cols) else "")
             + (f", {held[0]}x{held[1]} = {held[0] * held[1] * item} bytes in each Vector core's slot"
                if held != full else "")
             + f") does not fit SlotSize {ch.slot_size} of {ch.name}",
