@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from ..arch.vocab import TileSplitAxis
+from ..arch.vocab import TileLayout, TileSplitAxis
 from ..errors import API_INPUTS, INPUT, RANGE, CompileError, ConfigError, Given, ParseError, PtoPipeError, user_line, with_article
 from ..ir.vocab import FunctionKind
 from ..ir.types import ScalarType, int_range
@@ -25,7 +25,7 @@ from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, T
 from ..sim.pipesync import PTO_EVENTS
 from .pto_exec.types import check_input_fits
 from .pto_reader import read_pto
-from .pto_syntax import INT_DTYPES, PTO_OP, refuse_spmd_inputs, run_line_platform
+from .pto_syntax import BLAYOUT_NAMES, INT_DTYPES, PTO_OP, SLAYOUT_NAMES, refuse_spmd_inputs, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
@@ -121,7 +121,19 @@ _PTO_PHRASES = (
     (re.compile(r"\bpipe_barrier\((PIPE_\w+)\)"), lambda m: f"pto.barrier #pto.pipe<{m.group(1)}>"),
     (re.compile(r"\bpl\.matmul_acc\(acc, a, b, init_cond=\((.*?)\)\)"),
      lambda m: f"an scf.if on ({m.group(1)}) picking pto.tmatmul, else pto.tmatmul.acc"),
+    (re.compile(r"\bdeclare the (Left|Right|Acc) tile without a layout \(the default is (\w+)\) or with "
+                r"layout=TileLayout\.\w+"), lambda m: _cube_tile_type(m.group(1), m.group(2))),
 )
+
+
+def _cube_tile_type(loc: str, layout: str) -> str:
+    """A fix's "declare the Left tile with layout ZZ" as a .pto declares one: the tile_buf's
+    blayout / slayout (a memref in left / right / acc is ptoas's row-major NoneBox tile)."""
+    lay = TileLayout[layout]
+    a5 = ", on A5 blayout=col_major (NZ)" if loc == "Left" else ""
+    return (f"declare the {loc} tile as a !pto.tile_buf<loc={loc.lower()}, ..., "
+            f"blayout={BLAYOUT_NAMES[lay.blayout]}, slayout={SLAYOUT_NAMES[lay.slayout]}> ({layout}{a5}; a memref "
+            f"in {loc.lower()} is ptoas's row-major tile)")
 
 
 def pto_words(text: str | None) -> str | None:

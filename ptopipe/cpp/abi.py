@@ -871,6 +871,15 @@ class Dispatcher:
                             f"points to {want} elements: the kernel would read its bytes as {want}",
                             where=label, fix=fix)
                     words.append(me.fake(v.ptr.addr))
+                elif kind == "c":       # a pto::MrgSortExecutedNumList by value: a copy of 4 counts
+                    if not isinstance(v, isa.GlobalTensor) or v.dtype.kind not in "iu" or v.dtype.itemsize != 2 \
+                            or v.nbytes != 8:
+                        got = (f"an array of {v.nbytes // v.dtype.itemsize} {v.dtype}" if isinstance(v, isa.GlobalTensor)
+                               else type(v).__name__)
+                        raise ConfigError(f"{label}: parameter {name!r} is a pto::MrgSortExecutedNumList (four 16-bit "
+                                          f"counts, taken by value), got {got}", where=label,
+                                          fix=f"pass a numpy array of 4 int16 / uint16 values for {name!r}")
+                    words.append(me.fake(v.ptr.addr))
                 elif kind == "f":
                     words.append(struct.unpack("<q", struct.pack("<d", float(v)))[0])
                 else:

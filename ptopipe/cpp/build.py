@@ -1250,10 +1250,13 @@ _BY_VALUE = re.compile(r"from_word(?:\(int64_t\) \[with P = |<)([^;\]>]+?)(?:;|\
 
 def _parameter_error(path: str, roles: dict, ptype: str, text: str, diag: str) -> CompileError:
     """A kernel takes a parameter of type ``ptype`` that is no pointer, integer or float (a struct
-    by value: ptoas's ``pto::MrgSortExecutedNumList`` of a .pto ``vector<4xi16>`` parameter):
-    the error at the kernel, naming the parameter."""
+    by value other than ``pto::MrgSortExecutedNumList``, which ptoas makes of a .pto
+    ``vector<4xi16>`` parameter and the run passes an array's four counts to): the error at the
+    kernel, naming the parameter."""
     fns = functions(text)
     word = re.findall(r"\w+", ptype)[-1] if re.findall(r"\w+", ptype) else ptype
+    passes = ("ptopipe passes a kernel arrays (to its pointer parameters and to a pto::MrgSortExecutedNumList "
+              "taken by value), integers and floats")
     for role, name in roles.items():
         f = fns.get(base_name(name))
         if f is None:
@@ -1261,12 +1264,10 @@ def _parameter_error(path: str, roles: dict, ptype: str, text: str, diag: str) -
         for pname, decl in zip(f.params, f.decls or ()):
             if re.search(r"\b" + re.escape(word) + r"\b", decl) and "*" not in decl and "&" not in decl:
                 return CompileError(f"the {SIDE_NAMES[role]} kernel {name} takes its parameter {pname} as a {ptype} "
-                                    "by value: ptopipe passes a kernel arrays (to its pointer parameters), integers "
-                                    "and floats", where=f"{shown_path(path)}:{f.line}",
+                                    f"by value: {passes}", where=f"{shown_path(path)}:{f.line}",
                                     details="\n".join(diag.strip().splitlines()[:12]),
                                     fix=f"take {pname} by pointer (__gm__ {word} *) or as an integer / float")
-    return CompileError(f"a kernel of {shown_path(path)} takes a {ptype} by value: ptopipe passes a kernel arrays "
-                        "(to its pointer parameters), integers and floats", where=shown_path(path),
+    return CompileError(f"a kernel of {shown_path(path)} takes a {ptype} by value: {passes}", where=shown_path(path),
                         details="\n".join(diag.strip().splitlines()[:12]),
                         fix="take it by pointer or as an integer / float")
 

@@ -14,7 +14,7 @@ import pytest
 
 from ptopipe.cpp import run_cpp
 from ptopipe.cpp.build import device_macros, find_kernels, side_macros
-from ptopipe.errors import CompileError, DeadlockError, KernelError
+from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 
@@ -134,18 +134,31 @@ def test_a_side_whose_section_is_compiled_in_and_did_nothing_is_a_warning(cpp_ca
 
 
 @needs_cxx
-def test_a_kernel_parameter_passed_by_value_as_a_struct_is_refused_at_the_kernel(cpp_cache, tmp_path):
+def test_a_merge_sort_count_list_parameter_taken_by_value(cpp_cache, tmp_path):
     """ptoas lowers a .pto ``vector<4xi16>`` parameter to a ``pto::MrgSortExecutedNumList`` taken by
-    value, which no argument ptopipe passes can be: a CompileError at the kernel naming the
+    value: it takes an array of four 16-bit counts, which the kernel gets a copy of (what it writes
+    stays in the kernel); any other struct by value is a CompileError at the kernel naming the
     parameter, not the entry header's static_assert."""
     f = tmp_path / "k.cpp"
     f.write_text("#include \"pto/pto-inst.hpp\"\nusing namespace pto;\n\n"
-                 "__global__ AICORE void sort_vec(__gm__ float* v1, pto::MrgSortExecutedNumList v2) {\n  return;\n}\n")
+                 "__global__ AICORE void sort_vec(__gm__ float* v1, pto::MrgSortExecutedNumList v2) {\n"
+                 "  Tile<TileType::Vec, float, 1, 8> t;\n  TASSIGN(t, 0);\n"
+                 "  TEXPANDS(t, float(v2.mrgSortList0 + 10 * v2.mrgSortList3));\n  v2.mrgSortList0 = 7;\n"
+                 "  GlobalTensor<float, Shape<1, 1, 1, 1, 8>, Stride<8, 8, 8, 8, 1>> g(v1);\n  TSTORE(g, t);\n}\n")
+    counts = np.array([3, 1, 2, 4], np.int16)
+    res = run_cpp(str(f), dict(v1=np.zeros(8, np.float32), v2=counts))
+    np.testing.assert_array_equal(res["v1"], np.full(8, 43, np.float32))
+    np.testing.assert_array_equal(res["v2"], [3, 1, 2, 4])
+    with pytest.raises(ConfigError) as e:
+        run_cpp(str(f), dict(v1=np.zeros(8, np.float32), v2=np.zeros(4, np.int32)))
+    assert "parameter 'v2' is a pto::MrgSortExecutedNumList (four 16-bit counts, taken by value), got an array " \
+           "of 4 int32" in e.value.what
+    f.write_text("#include \"pto/pto-inst.hpp\"\nusing namespace pto;\nstruct Pair { int32_t a, b; };\n\n"
+                 "__global__ AICORE void pair_vec(__gm__ float* v1, Pair v2) {\n  return;\n}\n")
     with pytest.raises(CompileError) as e:
         run_cpp(str(f), dict(v1=np.zeros(8, np.float32), v2=0))
-    assert e.value.what.startswith("the AIV (Vector) kernel sort_vec takes its parameter v2 as a "
-                                   "pto::MrgSortExecutedNumList by value")
-    assert e.value.where.endswith("k.cpp:4")
+    assert e.value.what.startswith("the AIV (Vector) kernel pair_vec takes its parameter v2 as a Pair by value")
+    assert e.value.where.endswith("k.cpp:5")
 
 
 def _line(path: str, text: str) -> int:

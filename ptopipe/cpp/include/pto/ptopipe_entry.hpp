@@ -213,6 +213,12 @@ template <typename P> P from_word(int64_t w)
 {
     if constexpr (std::is_pointer_v<P>) {
         return reinterpret_cast<P>(static_cast<uintptr_t>(w));
+    } else if constexpr (std::is_same_v<P, pto::MrgSortExecutedNumList>) {
+        // by value (ptoas's C++ of a .pto vector<4xi16> parameter): a copy of the four 16-bit
+        // counts of the array the run passes
+        P v;
+        std::memcpy(&v, reinterpret_cast<const void *>(static_cast<uintptr_t>(w)), sizeof v);
+        return v;
     } else if constexpr (std::is_floating_point_v<P> || std::is_same_v<P, half> || std::is_same_v<P, bfloat16_t>) {
         double d;
         std::memcpy(&d, &w, 8);
@@ -226,6 +232,7 @@ template <typename P> P from_word(int64_t w)
 template <typename P> constexpr char kind_of()
 {
     if constexpr (std::is_pointer_v<P>) return 'p';
+    else if constexpr (std::is_same_v<P, pto::MrgSortExecutedNumList>) return 'c';
     else if constexpr (std::is_floating_point_v<P> || std::is_same_v<P, half> || std::is_same_v<P, bfloat16_t>) return 'f';
     else return 'i';
 }
