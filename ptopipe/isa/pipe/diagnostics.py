@@ -669,7 +669,10 @@ def unpaired_frees(cluster) -> list:
                     f"a slot never freed on {elsewhere}"
             n = side.self_freed
             if side.tfrees < n:
-                loc = side.popped[-(n - side.tfrees)][2] if n - side.tfrees <= len(side.popped) else None
+                # the first TPOP left unpaired (TFREE j pairs TPOP j), or, past the pops the run
+                # remembers (``ops._POPPED_MAX``), the oldest remembered: unpaired too
+                popped = side.popped
+                loc = popped[-min(n - side.tfrees, len(popped))][2] if popped else None
                 out.append((f"{n - side.tfrees} of {n} TPOPs of {ch.name} on "
                             f"{side.core.name} have no TFREE: {where}", loc))
             elif side.extra_free is not None:
