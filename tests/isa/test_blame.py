@@ -252,7 +252,7 @@ def test_a_producer_that_stopped_is_named_with_its_count_and_last_push(platform,
     assert e.what.startswith("deadlock: AIC returned after pushing 4 tile(s) to C2V pipe FlagID 0 (peers AIV0) (last "
                              f"TPUSH at tests/isa/blame_producers.py:{line_of(identity_cube, 'PUSH')}), but AIV0 pops "
                              f"more: its pop #4 at tests/isa/test_blame.py:{line_of(one_over, 'OVER')}"), e.what
-    assert "AIC pushed 4, AIV0 popped 4" in e.fix, e.fix
+    assert "AIC pushed 4 to C2V pipe FlagID 0 (peers AIV0), AIV0 popped 4" in e.fix, e.fix
 
 
 @pytest.mark.parametrize("platform,protocol", BOTH)

@@ -137,10 +137,10 @@ def _stopped_producer(ch, core, prod):
     cause = (f"{prod.name} returned after pushing {pside.pushed} tile(s) to {ch.name} ({last}), but "
              f"{core.name} pops more: its pop #{cside.index} at {core.where()} waits for a tile {prod.name} "
              "would have pushed")
-    fix = (f"{core.name} waits for a tile from {prod.name}, whose kernel returned: make {core.name} pop exactly "
-           f"the tiles {prod.name} pushes to {ch.name} - compare the trip counts of the loops on every core and "
-           f"both Vector lanes (a lane-dependent trip count or an early return?); {prod.name} pushed "
-           f"{pside.pushed}, {core.name} popped {cside.index}")
+    fix = (f"{core.name} waits for a tile from {prod.name}, whose kernel returned: check that the number of "
+           "TPOPs matches the number of TPUSHes on every core and both Vector lanes (a lane-dependent trip "
+           f"count or an early return?); {prod.name} pushed {pside.pushed} to {ch.name}, {core.name} popped "
+           f"{cside.index}")
     return {"cause": cause, "fix": fix, "where": str(core.where()),
             "finding": {"kind": "producer_stopped", "core": prod.name, "pipe": ch.name, "where": str(loc),
                         "pushes": pside.pushed, "waiter": core.name, "pops": cside.index}}
