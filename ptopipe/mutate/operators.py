@@ -179,14 +179,21 @@ def _bound(stmt: ast.AST) -> set:
 
 
 def _vector_kernels(tree: ast.AST) -> set:
-    """Names of the functions given as a ``Scenario``'s Vector kernel (``aiv``)."""
+    """Names of the functions given as a ``Scenario``'s Vector kernel (``aiv``): in a
+    ``Scenario(...)`` call or a factory of one (``scenario(name, cube, vector, ...)``, the
+    examples' helper), by position or ``aiv=``; any other call's ``aiv=`` (``ptopipe.run``)."""
     out = set()
     for node in ast.walk(tree):
-        if _name(node) == "Scenario":
+        name = _name(node)
+        if name is not None and name.lower().endswith("scenario"):
             aiv = _arg(node, 2, "aiv")          # a function, or (function, None) for one lane
-            for n in (aiv.elts if isinstance(aiv, ast.Tuple) else [aiv]):
-                if isinstance(n, ast.Name):
-                    out.add(n.id)
+        elif isinstance(node, ast.Call):
+            aiv = next((k.value for k in node.keywords if k.arg == "aiv"), None)
+        else:
+            continue
+        for n in (aiv.elts if isinstance(aiv, ast.Tuple) else [aiv] if aiv is not None else []):
+            if isinstance(n, ast.Name):
+                out.add(n.id)
     return out
 
 

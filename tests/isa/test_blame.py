@@ -230,6 +230,31 @@ def test_a_consumer_that_stops_early_heads_the_deadlock(platform, protocol, tile
     assert "blame_producers.py" in e.what            # the blocked push is named, after the consumer
 
 
+def one_over(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    for i in range(tiles + 1):                                  # one TPOP more than the Cube pushes
+        TPOP(pipe, t)                                           # OVER
+        TMULS(o, t, 2.0)
+        TFREE(pipe)
+        TSTORE(GlobalTensor(out.data() + min(i, tiles - 1) * T * T, (T, T)), o)
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_a_producer_that_stopped_is_named_with_its_count_and_last_push(platform, protocol):
+    """The deadlock is at the TPOP that waits; its cause names the producer that returned, how
+    many tiles it pushed and its last TPUSH (the other trip count to compare)."""
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(identity_cube, (one_over, None), _args(4), platform=platform, protocol=protocol)
+    e = ei.value
+    assert e.where.endswith(f"test_blame.py:{line_of(one_over, 'OVER')}"), e.where
+    assert e.what.startswith("deadlock: AIC returned after pushing 4 tile(s) to C2V pipe FlagID 0 (peers AIV0) (last "
+                             f"TPUSH at tests/isa/blame_producers.py:{line_of(identity_cube, 'PUSH')}), but AIV0 pops "
+                             f"more: its pop #4 at tests/isa/test_blame.py:{line_of(one_over, 'OVER')}"), e.what
+    assert "AIC pushed 4 to C2V pipe FlagID 0 (peers AIV0), AIV0 popped 4" in e.fix, e.fix
+
+
 @pytest.mark.parametrize("platform,protocol", BOTH)
 def test_a_tile_left_unpopped_names_the_consumers_count_and_last_pop(platform, protocol):
     """The leak is at the push nobody popped, and says how far the consumer got and where: the

@@ -3,6 +3,8 @@ operator makes - its kind, line and change - and that a mutant differs from the 
 where it says, with every other line where it was."""
 import textwrap
 
+import pytest
+
 from ptopipe.mutate import HOOK, Mutation, mutants
 
 SOURCE = textwrap.dedent('''\
@@ -47,6 +49,18 @@ EXPECTED = [
     (19, "drop-set", "set_flag(PIPE_V, PIPE_MTE3, 0) -> pass"),
     (19, "dup-set", "set_flag(PIPE_V, PIPE_MTE3, 0) twice"),
 ]
+
+
+@pytest.mark.parametrize("built", [
+    'scenario("k", cube, (vector, None), "a doc")',     # a factory of the file (examples/misuse/_common.py)
+    'make_scenario("k", aic=cube, aiv=vector)',         # a factory given the kernels by keyword
+])
+def test_the_vector_kernel_of_a_scenario_built_by_a_factory_is_mutated_on_vector_core_0(built):
+    """A pipe of the Vector kernel mutated "on the Cube" would never run mutated: an
+    equivalent mutant, reported as a survivor the checks cannot see."""
+    found = mutants(SOURCE.replace('Scenario("k", cube, vector, None, None, {})', built))
+    sides = {(m.line, m.name): m.change.rpartition(" on ")[2] for m in found if m.name == "flag-id"}
+    assert sides == {(5, "flag-id"): "the Cube", (12, "flag-id"): "Vector core 0"}, sides
 
 
 def _diff(a: str, b: str) -> dict:

@@ -71,7 +71,7 @@ def deadlock_cause(cluster, blocked):
     if found:
         return found
     for c, _w, ch, signal, other in waits:
-        found = _free_culprit(ch, c, other) if signal == "free" else None
+        found = _free_culprit(ch, c, other) if signal == "free" else _stopped_producer(ch, c, other)
         if found:
             return found
     return None
@@ -111,6 +111,39 @@ def _stopped_consumer(ch, core, cons, pside, cside):
             "finding": {"kind": "consumer_stopped", "core": cons.name, "pipe": ch.name, "where": str(loc),
                         "pops": cside.index, "frees": cside.freed, "waiter": core.name, "pushes": i}}
 
+
+
+def _last_push(side, ch):
+    """The line of producer ``side``'s latest TPUSH of ``ch``, else where it bound the pipe."""
+    if side.pushed and side.slots:
+        for sl in side.slots[(side.pushed - 1) % ch.slot_num]:
+            if sl.push_loc is not None:
+                return sl.push_loc
+    return side.bound_at
+
+
+def _stopped_producer(ch, core, prod):
+    """``core``'s TPOP waits for a tile from ``prod``, whose kernel returned after pushing
+    fewer tiles than ``core`` pops (a slot TALLOCed and never pushed is the fallback hint's):
+    the two trip counts to compare, with the producer's last TPUSH.  The report stays at the
+    TPOP that waits - the extra pop, or the pop of a tile the producer should have pushed."""
+    if prod.state is not CoreState.DONE:
+        return None
+    pside, cside = ch.sides.get(prod.index), ch.sides.get(core.index)
+    if pside is None or cside is None or pside.role != "producer" or pside.pending_alloc:
+        return None
+    loc = _last_push(pside, ch)
+    last = f"last TPUSH at {loc}" if pside.pushed else f"it bound the pipe at {loc} and pushed none"
+    cause = (f"{prod.name} returned after pushing {pside.pushed} tile(s) to {ch.name} ({last}), but "
+             f"{core.name} pops more: its pop #{cside.index} at {core.where()} waits for a tile {prod.name} "
+             "would have pushed")
+    fix = (f"{core.name} waits for a tile from {prod.name}, whose kernel returned: check that the number of "
+           "TPOPs matches the number of TPUSHes on every core and both Vector lanes (a lane-dependent trip "
+           f"count or an early return?); {prod.name} pushed {pside.pushed} to {ch.name}, {core.name} popped "
+           f"{cside.index}")
+    return {"cause": cause, "fix": fix, "where": str(core.where()),
+            "finding": {"kind": "producer_stopped", "core": prod.name, "pipe": ch.name, "where": str(loc),
+                        "pushes": pside.pushed, "waiter": core.name, "pops": cside.index}}
 
 
 def _lanes(items) -> list:
@@ -669,7 +702,10 @@ def unpaired_frees(cluster) -> list:
                     f"a slot never freed on {elsewhere}"
             n = side.self_freed
             if side.tfrees < n:
-                loc = side.popped[-(n - side.tfrees)][2] if n - side.tfrees <= len(side.popped) else None
+                # the first TPOP left unpaired (TFREE j pairs TPOP j), or, past the pops the run
+                # remembers (``ops._POPPED_MAX``), the oldest remembered: unpaired too
+                popped = side.popped
+                loc = popped[-min(n - side.tfrees, len(popped))][2] if popped else None
                 out.append((f"{n - side.tfrees} of {n} TPOPs of {ch.name} on "
                             f"{side.core.name} have no TFREE: {where}", loc))
             elif side.extra_free is not None:
