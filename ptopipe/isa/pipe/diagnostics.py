@@ -112,7 +112,6 @@ def _stopped_consumer(ch, core, cons, pside, cside):
                         "pops": cside.index, "frees": cside.freed, "waiter": core.name, "pushes": i}}
 
 
-
 def _last_push(side, ch):
     """The line of producer ``side``'s latest TPUSH of ``ch``, else where it bound the pipe."""
     if side.pushed and side.slots:
