@@ -94,14 +94,25 @@ def report_only_on_stdout(args):
 
 def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     """``parser.parse_args(argv)``, except that arguments no option takes are refused by the
-    subcommand's parser (its usage, not the top level's) with the options they resemble."""
+    subcommand's parser (its usage, not the top level's) with the options they resemble; a
+    command's option given before the command word is said to go after it (with a value,
+    ``--platform a5 run``, the top level would read the value as the command)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    subs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+    at = next((k for k, w in enumerate(words) if w in subs), None)
+    if at:
+        top = {o for a in parser._actions for o in a.option_strings}
+        known = {o for a in subs[words[at]]._actions for o in a.option_strings}
+        moved = [w.split("=", 1)[0] for w in words[:at] if w.startswith("-") and w not in top
+                 and w.split("=", 1)[0] in known]
+        if moved:
+            parser.error(f"{' '.join(moved)} is {words[at]}'s: put it after '{words[at]}' "
+                         f"(ptopipe {words[at]} ... {' '.join(words[:at])})")
     args, extras = parser.parse_known_args(argv)
     if not extras:
         return args
     command = getattr(args, "command", None)
-    sub = next((a.choices.get(command) for a in parser._actions
-                if isinstance(a, argparse._SubParsersAction)), None) if command else None
-    words = list(sys.argv[1:] if argv is None else argv)
+    sub = subs.get(command) if command else None
     before = words[:words.index(command)] if command in words else []
     if sub is None or any(x in before for x in extras):    # (given before the command word)
         known = [o for a in (sub._actions if sub else ()) for o in a.option_strings]

@@ -153,9 +153,13 @@ def test_a_misspelled_option_is_refused_by_its_command_with_the_option_it_resemb
     assert "unrecognized arguments: --platfrom a5; --platfrom: did you mean --platform?" in err
 
 
-def test_a_commands_option_given_before_the_command_word_is_said_to_go_after_it(capsys):
+@pytest.mark.parametrize("before", [["--werror"], ["--platform", "a5"], ["--timeout=5"]])
+def test_a_commands_option_given_before_the_command_word_is_said_to_go_after_it(capsys, before):
+    # (with a value, the top level would take the value for the command word: "invalid choice: 'a5'")
     with pytest.raises(SystemExit) as e:
-        cli_main(["--werror", "run", S1])
+        cli_main([*before, "run", S1])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "usage: ptopipe [-h]" in err and "--werror is run's: put it after 'run'" in err and "did you mean" not in err
+    name = before[0].split("=")[0]
+    assert "usage: ptopipe [-h]" in err and f"{name} is run's: put it after 'run'" in err, err
+    assert "did you mean" not in err and "invalid choice" not in err
