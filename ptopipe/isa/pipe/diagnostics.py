@@ -77,12 +77,15 @@ def deadlock_cause(cluster, blocked):
     return None
 
 
-def _last_pop(side, ch):
-    """The line of ``side``'s latest TPOP of ``ch``, else where it bound the pipe."""
-    if side.index:
-        for sl in side.slots[(side.index - 1) % ch.slot_num] if side.slots else ():
-            if sl.pop_loc is not None:
-                return sl.pop_loc
+def _last_at(side, ch, pop: bool = True):
+    """The line of ``side``'s latest TPOP (``pop``) or TPUSH of ``ch``, else where it bound
+    the pipe."""
+    n = side.index if pop else side.pushed
+    if n and side.slots:
+        for sl in side.slots[(n - 1) % ch.slot_num]:
+            loc = sl.pop_loc if pop else sl.push_loc
+            if loc is not None:
+                return loc
     return side.bound_at
 
 
@@ -98,7 +101,7 @@ def _stopped_consumer(ch, core, cons, pside, cside):
                  "for that free")
         fix = ch.model.held_fix(loc, ch)
     else:
-        loc = _last_pop(cside, ch)
+        loc = _last_at(cside, ch)
         last = f"last TPOP at {loc}" if cside.index else f"it bound the pipe at {loc} and popped none"
         cause = (f"{cons.name} returned after popping {cside.index} tile(s) of {ch.name} ({last}), "
                  f"but {core.name} pushes more: its push #{i} at {core.where()} waits for a slot {cons.name} "
@@ -112,15 +115,6 @@ def _stopped_consumer(ch, core, cons, pside, cside):
                         "pops": cside.index, "frees": cside.freed, "waiter": core.name, "pushes": i}}
 
 
-def _last_push(side, ch):
-    """The line of producer ``side``'s latest TPUSH of ``ch``, else where it bound the pipe."""
-    if side.pushed and side.slots:
-        for sl in side.slots[(side.pushed - 1) % ch.slot_num]:
-            if sl.push_loc is not None:
-                return sl.push_loc
-    return side.bound_at
-
-
 def _stopped_producer(ch, core, prod):
     """``core``'s TPOP waits for a tile from ``prod``, whose kernel returned after pushing
     fewer tiles than ``core`` pops (a slot TALLOCed and never pushed is the fallback hint's):
@@ -131,7 +125,7 @@ def _stopped_producer(ch, core, prod):
     pside, cside = ch.sides.get(prod.index), ch.sides.get(core.index)
     if pside is None or cside is None or pside.role != "producer" or pside.pending_alloc:
         return None
-    loc = _last_push(pside, ch)
+    loc = _last_at(pside, ch, pop=False)
     last = f"last TPUSH at {loc}" if pside.pushed else f"it bound the pipe at {loc} and pushed none"
     cause = (f"{prod.name} returned after pushing {pside.pushed} tile(s) to {ch.name} ({last}), but "
              f"{core.name} pops more: its pop #{cside.index} at {core.where()} waits for a tile {prod.name} "
@@ -679,7 +673,7 @@ def _unpopped_why(cluster, ch, lane, core) -> str:
     prod = cluster.aic if ch.way == C2V else cluster.aiv(lane)
     pside = ch.sides.get(prod.index)
     pushed = f" of the {pside.pushed} {prod.name} pushed" if pside is not None else ""
-    last = f"last TPOP at {_last_pop(side, ch)}" if side.index else f"it bound the pipe at {side.bound_at}"
+    last = f"last TPOP at {_last_at(side, ch)}" if side.index else f"it bound the pipe at {side.bound_at}"
     return f" ({who} popped {side.index}{pushed}; {last})"
 
 
