@@ -193,11 +193,13 @@ def read_npy(file: str, option: str) -> np.ndarray:
         return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
     try:
         st = os.stat(file)
-        data = _piped(file, st.st_dev, st.st_ino) if stat.S_ISFIFO(st.st_mode) else None
-        if data is None:
+        if stat.S_ISFIFO(st.st_mode):
+            data = _piped(file, st.st_dev, st.st_ino)
+            head = data[:64]
+        else:
+            data = None
             with open(file, "rb") as f:
                 head = f.read(64)
-        head = head if data is None else data[:64]
     except OSError as e:
         raise bad(e.strerror or str(e), "give the path of a .npy file") from None
     if not head.startswith(_NPY_MAGIC):
