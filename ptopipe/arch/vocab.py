@@ -165,6 +165,11 @@ def row_major_strides(shape) -> tuple:
     return tuple(reversed(st))
 
 
+def _five(dims) -> tuple:
+    """``dims`` right-aligned to pto-isa's five GM dimensions (1 before them)."""
+    return (1,) * (5 - len(dims)) + tuple(dims)
+
+
 def gm_nz_inferred(shape, strides, itemsize: int) -> bool:
     """Whether ptoas's InferPTOLayout gives a GM tensor of this static ``shape`` and element
     ``strides`` (a ``make_tensor_view`` with constant shape and strides, or a static GM
@@ -174,8 +179,7 @@ def gm_nz_inferred(shape, strides, itemsize: int) -> bool:
     A 2-D tensor never is (its d2 is 1)."""
     if not 0 < len(shape) <= 5 or len(strides) != len(shape):
         return False
-    sh = (1,) * (5 - len(shape)) + tuple(shape)
-    st = (1,) * (5 - len(strides)) + tuple(strides)
+    sh, st = _five(shape), _five(strides)
     return sh[2] == 16 and sh[2] * sh[3] * itemsize == 512 and st[4] == 1 and st[3] == sh[4]
 
 
@@ -196,8 +200,7 @@ def gm_layout_refused(shape, strides, itemsize: int, given: TileLayout) -> TileL
     A view both ND and DN describe (a row or column vector) takes either of them as given."""
     if gm_nz_inferred(shape, strides, itemsize):
         return None if given is TileLayout.NZ else TileLayout.NZ
-    sh = (1,) * (5 - len(shape)) + tuple(shape)
-    st = (1,) * (5 - len(strides)) + tuple(strides)
+    sh, st = _five(shape), _five(strides)
     nd, dn = minor_layouts(sh[3], sh[4], st[3], st[4])
     if nd and dn:
         if given in (TileLayout.ND, TileLayout.DN):
