@@ -111,6 +111,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core),
                           fix="give peers=(0, 1) (both Vector cores, the default) or peers=(0,) (AIV0 alone)")
     ways = _ways(direction)
+    unused = _unused_consumer_buf(core, direction, ways, c2v_consumer_buf, v2c_consumer_buf)
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
         if cfg.fifo is not None or not (cfg.stray_ok or is_cpp(core.where())):
             raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
@@ -156,7 +157,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
                               fix=fix + _device_note(cluster, model, cfg))
         consumer_buf = c2v_consumer_buf if way == C2V else v2c_consumer_buf
         base = model.ring_base(gm_addr, k, n, cfg.slot_size) if in_gm else consumer_buf
-        handle.channels[way] = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
+        handle.channels[way] = ch = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
+        if unused is not None:
+            ch.unused_buf = unused
     if model.slot_state_replay and handle.channels[ways[0]].sim_ring is None:
         ring = SharedRing(f"{'DIR_BOTH ' if both else ''}pipe FlagID {cfg.flag_id}", n, both, C2V in ways)
         for way in ways:
@@ -276,6 +279,28 @@ def _check_whole_numbers(core, cfg: TPipe, c2v_consumer_buf, v2c_consumer_buf) -
         if isinstance(v, (bool, float, str, np.floating)):
             raise ConfigError(f"pipe {what} address {v!r} is not an integer byte address", where=_loc(core),
                               fix="give the ring's local address as a whole number of bytes, e.g. 0x10000")
+
+
+def _unused_consumer_buf(core, direction, ways, c2v_buf, v2c_buf) -> tuple | None:
+    """Warn (once per construction site) of a consumer buffer address given for a direction the
+    pipe does not have: pto-isa's TPipe constructor takes both and ignores it, so the ring of
+    the direction the pipe has sits at the other argument - at 0, over the kernel's own tiles,
+    when a V2C pipe is given its L1 ring base as ``c2v_consumer_buf`` and 0 as
+    ``v2c_consumer_buf``.  (The same address in both is common and harmless.)  Returns (the
+    argument, its address, the argument that places the ring) for the pipe's channel, or None."""
+    for way, buf, arg, other, used in ((C2V, c2v_buf, "c2v_consumer_buf", "v2c_consumer_buf", v2c_buf),
+                                       (V2C, v2c_buf, "v2c_consumer_buf", "c2v_consumer_buf", c2v_buf)):
+        if way in ways or not isinstance(buf, numbers.Integral) or not buf or used:
+            continue
+        what = (f"{direction.name} pipe given {arg}={buf:#x}, which a {direction.name} pipe does not use "
+                f"(it has no {way} ring): its {other} (0) is the "
+                f"consumer's buffer (its ring on A5, its staging ring where the ring is in GM) - pass the "
+                f"address as {other}, and 0 as {arg}")
+        here = _loc(core)
+        if (what, here) not in core.cluster.warnings:
+            core.cluster.warnings.append((what, here))
+        return arg, buf, other
+    return None
 
 
 def _idle_staging(core, ch, cfg: TPipe, n: int) -> None:

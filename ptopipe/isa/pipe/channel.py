@@ -159,6 +159,10 @@ class Channel:
     lane0_at: str | None = None
     # the lanes of ``cfg.sim_lanes`` whose start-up free credits are posted (binding._startup_credits)
     credited: set = field(default_factory=set)
+    # the consumer buffer address its TPipe was given for a direction the pipe does not have
+    # (binding._unused_consumer_buf), for the diagnosis of a tile in the ring: None, else
+    # (argument, address, the argument that places this ring)
+    unused_buf: tuple | None = None
 
     def __post_init__(self):
         m = self.model
