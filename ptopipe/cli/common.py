@@ -103,6 +103,14 @@ OUTPUT_OPTIONS = {"output": "--output", "junit": "--junit", "report": "--report"
                   "plot": "--plot"}
 #: the commands whose outputs get each variant's name under --variant all (trace.py's ``_out``)
 _PER_VARIANT = ("run", "trace")
+#: the path that names stdout (``compile -o -``)
+STDOUT = "-"
+#: the (command, option) pairs whose output ``-`` sends to stdout: the output is what the
+#: command prints without the option; every other command prints its own report there
+_TO_STDOUT = {("compile", "output")}
+#: what each output option writes, for the refusal of ``-`` (:func:`_refuse_stdout`)
+_WRITES = {"output": "the arrays", "junit": "the JUnit XML", "report": "the HTML report",
+           "png": "the PNG swimlane", "plot": "the plot"}
 
 
 def check_outputs(args) -> None:
@@ -121,6 +129,10 @@ def check_outputs(args) -> None:
                 _, sep, path = value.partition("=")
                 if not sep:
                     continue            # (the option's own parsing says what is wrong with it)
+            if path == STDOUT:
+                if (getattr(args, "command", None), dest) not in _TO_STDOUT:
+                    raise _refuse_stdout(args, dest, option, value)
+                continue
             real = os.path.realpath(path)
             source = next((f for f in inputs if os.path.exists(path) and os.path.samefile(path, f)), None)
             if source is not None:
@@ -144,6 +156,19 @@ def check_outputs(args) -> None:
             except ConfigError as e:
                 e.where = e.where or f"option {option}"
                 raise
+
+
+def _refuse_stdout(args, dest: str, option: str, value: str) -> ConfigError:
+    """The error of ``option value`` naming stdout (``-``) where the command does not write
+    that output there: its stdout carries the command's own report, and a file named ``-``
+    is not what anyone writing ``-`` means."""
+    command = getattr(args, "command", None) or "the command"
+    what = "the Chrome trace" if (command, dest) == ("trace", "output") else _WRITES.get(dest, "its output")
+    example = value[:-1] + "FILE" if value.endswith(STDOUT) else "FILE"
+    return ConfigError(f"{option} {value}: {command} does not write {what} to stdout (its stdout is the "
+                       "command's own report)", where=f"option {option}",
+                       fix=f"name a file: {option} {example} (./- for a file named '-'); only compile -o - "
+                           "writes its result to stdout")
 
 
 def _other_parameters_input(args, value: str, path: str) -> tuple | None:
