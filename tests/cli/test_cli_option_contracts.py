@@ -196,3 +196,21 @@ def test_compile_output_dash_is_stdout(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "-").exists()
     assert cli_main(["compile", DSL, "--emit", "pto"]) == 0
     assert printed == capsys.readouterr().out and "pto.tpush" in printed
+
+
+@pytest.mark.parametrize("options,named", [
+    (["--schedules", "50", "--seed", "3"], "--schedules, --seed"),
+    (["--schedules", "20"], "--schedules"),              # (the default, given: still not used)
+    (["--explore", "pct", "--depth", "2"], "--explore, --depth"),
+    (["--data-seed", "1", "--launches", "2", "--until-cycle", "100"], "--data-seed, --launches, --until-cycle"),
+    (["--replay", "pct:7:3:120"], "--replay"),
+])
+def test_check_static_refuses_the_options_of_a_run(options, named, capsys):
+    # they were silently ignored: a PASS that looked like it honoured --schedules 50
+    assert cli_main(["check", "--static", DSL, *options]) == 1
+    out = capsys.readouterr()
+    assert out.err.splitlines() == [
+        f"error: ConfigError: {named}: check --static does not run the kernel, so no schedule, input data "
+        "or run option applies", f"  at option {options[0]}",
+        f"  fix: drop {named}, or drop --static to run the kernel under explored schedules"], out.err
+    assert out.out == ""
