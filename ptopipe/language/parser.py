@@ -812,8 +812,14 @@ class FunctionParser:
             if isinstance(node.op, ast.UAdd):
                 return v
             op = "-" if isinstance(node.op, ast.USub) else "not" if isinstance(node.op, ast.Not) else None
+            if isinstance(node.op, ast.Invert) and _is_const(v) and type(v.op.value) is int:
+                if _fresh_const(v):             # (~ has no scalar op: taken on an int constant only)
+                    v.op.erase()
+                return self.constant(~v.op.value, node)
             if op is None:
-                raise self.err(node, "unsupported unary operator")
+                raise self.err(node, f"unsupported unary operator {ast.unparse(node)}",
+                               "kernels take - and not on scalars, ~ on integer constants (folded while "
+                               "reading), - on tiles (pl.neg)")
             if isinstance(v.type, TileValueType) and op == "-":
                 return self.make_call("neg", node, {"a": v}, {}, {})
             if not isinstance(v.type, ScalarType):
@@ -894,6 +900,9 @@ class FunctionParser:
                 val = _PY[op](lhs.op.value, rhs.op.value)
             except ZeroDivisionError:
                 raise self.err(node, "division by zero in a constant expression") from None
+            except TypeError:                   # (1.5 | 2)
+                raise self.err(node, f"operator {op} on {lhs.op.value!r} and {rhs.op.value!r}",
+                               f"{op} takes integer constants") from None
             rhs.op.erase()
             lhs.op.erase()
             return self.constant(val, node)
