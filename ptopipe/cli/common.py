@@ -192,6 +192,18 @@ def _input_files(args) -> list:
     return [f for f in files if f and os.path.isfile(f)]
 
 
+def command_inputs(args):
+    """The command's ``--input`` values (:class:`~ptopipe.driver.pto.Inputs`), each file read
+    once - at the first use, so that a refusal of the option comes first - and the same
+    arrays handed to every later use (the static check's scalars, the run, a rerun, a check's
+    workers): a pipe (``--input x=/dev/stdin``) gives its bytes once."""
+    loaded = getattr(args, "inputs_read", None)
+    if loaded is None:
+        from ..driver.pto import read_inputs
+        loaded = args.inputs_read = read_inputs(getattr(args, "input", None))
+    return loaded
+
+
 _PTO_ONLY_FIX = {
     "input": "drop --input: a .py kernel's arguments are what its make_args returns for the variant "
              "(--variant) and data seed (--seed)",

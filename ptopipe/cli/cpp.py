@@ -13,7 +13,8 @@ import os
 from ..driver import cpp
 from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
-from .common import block_note, blocks_ran, launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
+from .common import (block_note, blocks_ran, command_inputs, launch_kwargs, summary_warnings, sync_kwargs,
+                     werror_note, werror_verdict, write_outputs)
 
 
 def add_arguments(p) -> None:
@@ -43,7 +44,7 @@ def _run(args, after=None, **extra):
     options, its notes printed first.  Returns (outputs, summary)."""
     _notes(args)
     return cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                        getattr(args, "input", None), args.platform or "a2a3", after,
+                        command_inputs(args), args.platform or "a2a3", after,
                         protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
                         **extra)
 
@@ -56,7 +57,7 @@ def _protocol_hint(args, e) -> None:
         return
     try:
         cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                     getattr(args, "input", None), args.platform or "a2a3", protocol="pto-isa",
+                     command_inputs(args), args.platform or "a2a3", protocol="pto-isa",
                      **bounds.run_kwargs(args), **sync_kwargs(args))
     except PtoPipeError:
         return
@@ -69,7 +70,7 @@ def _pto_isa_note(args, summary) -> str | None:
     """The note of a clean run (``summary``; None: a clean check) under the default protocol
     when the kernel fails under pto-isa's (:func:`ptopipe.driver.cpp.pto_isa_note`)."""
     return cpp.pto_isa_note(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                            getattr(args, "input", None), args.platform or "a2a3",
+                            command_inputs(args), args.platform or "a2a3",
                             protocol=args.protocol, checks=not getattr(args, "no_checks", False),
                             pipes=summary is None or bool(summary.pipes),
                             causal_clean=summary is None or getattr(args, "causal", False),
@@ -119,7 +120,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     _written_for(args)
     _notes(args)
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                                  getattr(args, "input", None), args.platform or "a2a3", check,
+                                  command_inputs(args), args.platform or "a2a3", check,
                                   getattr(args, "schedules", 0) + 2, bounds.run_kwargs(args)["timeout"])
     reports.extend(mine)
     if status == 0 and not args.json:
