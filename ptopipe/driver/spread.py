@@ -375,9 +375,7 @@ def _prefix_ends(units: list) -> list:
 
 
 def _deadline(timeout) -> tuple | None:
-    if not isinstance(timeout, Deadline):
-        return None
-    return (timeout.seconds, timeout.scope, time.time() + timeout.left())
+    return timeout.portable() if isinstance(timeout, Deadline) else None
 
 
 def run_unit(unit: Unit) -> list:
@@ -386,10 +384,7 @@ def run_unit(unit: Unit) -> list:
     job = unit.job
     kw = dict(job.run_kwargs)
     if unit.deadline is not None:
-        seconds, scope, wall = unit.deadline
-        limit = Deadline(seconds, scope=scope)
-        limit.at = time.monotonic() + (wall - time.time())
-        kw["timeout"] = limit
+        kw["timeout"] = Deadline.from_portable(unit.deadline)
     kw["scope"] = CheckScope()          # what this unit's runs share
     loaded = scenario_of(job.source)
     records = []

@@ -369,3 +369,13 @@ def test_a_timeout_cut_counts_every_schedule_the_workers_finished(failing):
                                           "failure found in them; the schedule under way then did not finish")
     else:                                   # a failure the workers found after the cut is the check's
         assert (res.passed, res.first) == (8, (failing, found))
+
+
+def test_a_pool_with_a_tick_reports_the_units_under_way_while_they_run():
+    # a pool reported only units that had ended, in their order: a long first unit hid the rest
+    calls = []
+    got = run_units(time.sleep, [0.6, 0.05, 0.05], None, workers=2, tick=0.1,
+                    progress=lambda done, total, under_way=None: calls.append((done, total, under_way)))
+    assert got == [None] * 3
+    assert any(c[2] == [0] and c[0] == 2 for c in calls), calls     # (the short ones ended first)
+    assert calls[-1][:2] == (3, 3)
