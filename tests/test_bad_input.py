@@ -785,6 +785,16 @@ def test_an_input_array_piped_in_is_read_once_and_run(tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "f.npy"))
 
 
+def test_an_output_naming_no_parameter_is_refused_before_the_run(tmp_path, capsys):
+    # it was refused after the run, which a long kernel had to finish first
+    pto = os.path.join(os.path.dirname(__file__), "pto_corpus", "v_softmax_rows_a3.pto")
+    code, out, err = _cli(["run", pto, "--output", f"outt={tmp_path / 'o.npy'}", "--report", str(tmp_path / "r.html")],
+                          capsys)
+    assert _error(err) == (f"--output 'outt={tmp_path / 'o.npy'}': expected NAME=FILE.npy with NAME a tensor "
+                           "parameter", "option --output")
+    assert code == 1 and out == "" and os.listdir(tmp_path) == []      # (no run: no report of it)
+
+
 def test_a_named_pipe_given_to_a_second_command_is_read_again(tmp_path, capsys):
     """Two commands in one process (a tool calling ``ptopipe.cli.main``) given the same named
     pipe get each the bytes written for it: the second got the first one's array back from a

@@ -401,18 +401,28 @@ def block_note(summary) -> str | None:
     return None
 
 
+def output_files(specs, names, what: str = "a tensor parameter", fix_names: str | None = None) -> dict:
+    """``{file: name}`` of the ``--output NAME=FILE.npy`` ``specs``, each NAME one of ``names``
+    (``what`` says which may be given; ``fix_names``: how the fix lists them) - a ConfigError
+    otherwise, raised before the run as well as after it: a misspelt name does not cost the run."""
+    files = {}
+    for p in specs or []:
+        name, sep, file = p.partition("=")
+        if not sep or name not in names:
+            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME {what}", where="option --output",
+                              fix=f"names: {fix_names or ', '.join(sorted(names))}")
+        files[file] = name
+    return files
+
+
 def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_names: str | None = None) -> list:
     """Write each ``--output NAME=FILE.npy`` of ``specs`` from ``outputs`` (name -> array),
     atomically; a bf16 / float8 array is saved as its raw bits.  ``what`` says which names
-    may be given.  Returns the files written."""
+    may be given (:func:`output_files`).  Returns the files written."""
     import io
     from ..report._io import write_atomic
     outs = {}
-    for p in specs or []:
-        name, sep, file = p.partition("=")
-        if not sep or name not in outputs:
-            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME {what}", where="option --output",
-                              fix=f"names: {fix_names or ', '.join(sorted(outputs))}")
+    for file, name in output_files(specs, outputs, what, fix_names).items():
         arr = outputs[name]
         if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
             arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])

@@ -13,8 +13,8 @@ import os
 from ..driver import cpp
 from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
-from .common import (block_note, blocks_ran, command_inputs, launch_kwargs, summary_warnings, sync_kwargs,
-                     werror_note, werror_verdict, write_outputs)
+from .common import (block_note, blocks_ran, command_inputs, launch_kwargs, output_files, summary_warnings,
+                     sync_kwargs, werror_note, werror_verdict, write_outputs)
 
 
 def add_arguments(p) -> None:
@@ -77,12 +77,20 @@ def _pto_isa_note(args, summary) -> str | None:
                             run_kwargs={**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args)})
 
 
+def _output_names(arrays: list) -> tuple:
+    """What ``--output`` of a C++ kernel may name (``arrays``: the array parameters given):
+    ``(what, fix_names)`` of :func:`~.common.output_files`."""
+    return "an array parameter given with --input", ", ".join(arrays) or "none (give --input arrays)"
+
+
 def run_cpp_file(args) -> int:
     _written_for(args)
     platform = args.platform or "a2a3"
     protocol = args.protocol or "spec"
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     name = os.path.basename(args.file)
+    arrays = sorted(k for k, v in command_inputs(args).arrays.items() if v.ndim)
+    output_files(getattr(args, "output", None), arrays, *_output_names(arrays))     # (before the run)
     callbacks = {}
     if reports:
         from .trace import child_reports, write_reports
@@ -93,8 +101,7 @@ def run_cpp_file(args) -> int:
     except (DeadlockError, LeakError, ProtocolError) as e:
         _protocol_hint(args, e)
         raise
-    outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
-                         ", ".join(sorted(outputs)) or "none (give --input arrays)")
+    outs = write_outputs(outputs, getattr(args, "output", None), *_output_names(sorted(outputs)))
     quiet = getattr(args, "quiet", False)
     warned = summary_warnings(summary)              # (the summary below shows them, unless --quiet)
     failed, verdict = werror_verdict(args, warned if quiet else (), () if quiet else warned)

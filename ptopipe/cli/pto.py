@@ -13,7 +13,8 @@ from ..driver import pto
 from ..errors import ConfigError, PtoPipeError
 from . import bounds
 from .common import (block_note, blocks_ran, command_inputs, engine_note, launch_kwargs, scalar_ranges,
-                     summary_warnings, werror_note, werror_verdict, write_outputs)
+                     output_files, summary_warnings, werror_note, werror_verdict,
+                     write_outputs)
 
 
 def _launch_options(args) -> tuple:
@@ -118,6 +119,7 @@ def _file_sync(args) -> tuple:
 
 def _run_one(args, pl, protocol, static) -> int:
     from ..isa import run as run_kernels
+    output_files(getattr(args, "output", None), [k for k, v in pl.args.items() if hasattr(v, "shape")])
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     sync, note = _file_sync(args)
     if note and not getattr(args, "quiet", False):
