@@ -785,6 +785,25 @@ def test_an_input_array_piped_in_is_read_once_and_run(tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "f.npy"))
 
 
+def test_an_input_named_dash_is_the_standard_input(tmp_path, capsys, monkeypatch):
+    # `--input x=-` was "cannot load -: No such file or directory", though `-o -` is stdout
+    import io
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    saved = io.BytesIO()
+    np.save(saved, x)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(saved.getvalue())))
+    code, out, err = _cli(["run", pto, "--input", "x=-", "--output", f"out={tmp_path / 'd.npy'}"], capsys)
+    assert code == 0 and "PASS" in out, err
+    np.save(tmp_path / "x.npy", x)
+    assert _cli(["run", pto, "--input", f"x={tmp_path / 'x.npy'}", "--output", f"out={tmp_path / 'f.npy'}"],
+                capsys)[0] == 0
+    assert np.array_equal(np.load(tmp_path / "d.npy"), np.load(tmp_path / "f.npy"))
+    code, _, err = _cli(["run", pto, "--input", "x=-", "--input", "b=-"], capsys)
+    assert _error(err) == ("--input b=-: the standard input is another parameter's already (it gives its "
+                           "bytes once)", "option --input")
+
+
 def test_an_output_naming_no_parameter_is_refused_before_the_run(tmp_path, capsys):
     # it was refused after the run, which a long kernel had to finish first
     pto = os.path.join(os.path.dirname(__file__), "pto_corpus", "v_softmax_rows_a3.pto")

@@ -16,6 +16,7 @@ import io
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,10 +103,19 @@ def as_inputs(inputs) -> Inputs:
     return inputs if isinstance(inputs, Inputs) else read_inputs(inputs)
 
 
+#: the ``--input`` file that is the standard input
+STDIN = "-"
+
+
 def read_inputs(pairs) -> Inputs:
-    """``name=file.npy`` / ``name=NUMBER`` pairs as :class:`Inputs`, each file read once,
-    unchecked but for a name given twice (a ConfigError)."""
+    """``name=file.npy`` / ``name=NUMBER`` pairs as :class:`Inputs`, each file read once (``-``:
+    the standard input, for one name only), unchecked but for a name given twice (a ConfigError)."""
     given, literals = {}, set()
+    dashes = [p for p in pairs or [] if p.partition("=")[2] == STDIN]
+    if len(dashes) > 1:                 # (before anything is read)
+        raise ConfigError(f"--input {dashes[1]}: the standard input is another parameter's already "
+                          "(it gives its bytes once)", where="option --input",
+                          fix="give one parameter '-' and the others files (a pipe each: <(...))")
     for p in pairs or []:
         name, sep, file = p.partition("=")
         if not sep or not name or not file:
@@ -205,12 +215,16 @@ def read_npy(file: str, option: str) -> np.ndarray:
     """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
     that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
     a ConfigError saying what the file is instead.  A pipe (``/dev/stdin``, ``<(...)``) is
-    read whole: it gives its bytes once, and the head read to judge them is part of them."""
+    read whole: it gives its bytes once, and the head read to judge them is part of them;
+    ``-`` is the standard input (``./-``: a file named ``-``)."""
     def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
-        return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
+        return ConfigError(f"cannot load {file}{' (stdin)' if file == STDIN else ''}: {why}",
+                           where=f"option {option}", fix=fix)
     try:
-        st = os.stat(file)
-        if stat.S_ISFIFO(st.st_mode):
+        if file == STDIN:
+            data = sys.stdin.buffer.read()
+            head = data[:64]
+        elif stat.S_ISFIFO(os.stat(file).st_mode):
             with open(file, "rb") as f:
                 data = f.read()
             head = data[:64]
