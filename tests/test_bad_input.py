@@ -785,6 +785,65 @@ def test_an_input_array_piped_in_is_read_once_and_run(tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "f.npy"))
 
 
+def test_an_input_named_dash_is_the_standard_input(tmp_path, capsys, monkeypatch):
+    # `--input x=-` was "cannot load -: No such file or directory", though `-o -` is stdout
+    import io
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    saved = io.BytesIO()
+    np.save(saved, x)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(saved.getvalue())))
+    code, out, err = _cli(["run", pto, "--input", "x=-", "--output", f"out={tmp_path / 'd.npy'}"], capsys)
+    assert code == 0 and "PASS" in out, err
+    np.save(tmp_path / "x.npy", x)
+    assert _cli(["run", pto, "--input", f"x={tmp_path / 'x.npy'}", "--output", f"out={tmp_path / 'f.npy'}"],
+                capsys)[0] == 0
+    assert np.array_equal(np.load(tmp_path / "d.npy"), np.load(tmp_path / "f.npy"))
+    code, _, err = _cli(["run", pto, "--input", "x=-", "--input", "b=-"], capsys)
+    assert _error(err) == ("--input b=-: the standard input is another parameter's already (it gives its "
+                           "bytes once)", "option --input")
+
+
+def test_an_output_naming_no_parameter_is_refused_before_the_run(tmp_path, capsys):
+    # it was refused after the run, which a long kernel had to finish first
+    pto = os.path.join(os.path.dirname(__file__), "pto_corpus", "v_softmax_rows_a3.pto")
+    code, out, err = _cli(["run", pto, "--output", f"outt={tmp_path / 'o.npy'}", "--report", str(tmp_path / "r.html")],
+                          capsys)
+    assert _error(err) == (f"--output 'outt={tmp_path / 'o.npy'}': expected NAME=FILE.npy with NAME a tensor "
+                           "parameter", "option --output")
+    assert code == 1 and out == "" and os.listdir(tmp_path) == []      # (no run: no report of it)
+
+
+def test_a_named_pipe_given_to_a_second_command_is_read_again(tmp_path, capsys):
+    """Two commands in one process (a tool calling ``ptopipe.cli.main``) given the same named
+    pipe get each the bytes written for it: the second got the first one's array back from a
+    cache of piped inputs keyed by the pipe's inode, and never opened the pipe."""
+    import io
+    import threading
+    pto = os.path.join(os.path.dirname(__file__), "pto", "both_ways_a5.pto")
+    fifo = tmp_path / "x.fifo"
+    os.mkfifo(fifo)
+    outs = []
+    for k in (1, 2):
+        saved = io.BytesIO()
+        np.save(saved, np.full((16, 16), k, np.float32))
+
+        def write(data=saved.getvalue()):
+            with open(fifo, "wb") as f:         # (blocks until a reader opens the pipe)
+                f.write(data)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        code, out, err = _cli(["run", pto, "--input", f"x={fifo}", "--output", f"out={tmp_path / f'o{k}.npy'}"],
+                              capsys)
+        writer.join(2)
+        if writer.is_alive():                   # the command never opened the pipe: let the writer go
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            writer.join(2)
+        assert code == 0 and "PASS" in out, err
+        outs.append(np.load(tmp_path / f"o{k}.npy"))
+    assert not np.array_equal(*outs)
+
+
 def test_output_through_a_symlink_to_a_read_only_file_is_refused(tmp_path, capsys):
     target = tmp_path / "keep.ir"
     target.write_text("keep me")

@@ -33,17 +33,18 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
-    p.add_argument("--schedules", type=int, default=20, help="schedules to explore (default 20)")
-    p.add_argument("--explore", default="mix", choices=MODES,
+    p.add_argument("--schedules", type=int, default=None,
+                   help=f"schedules to explore (default {RUN_DEFAULTS['schedules']})")
+    p.add_argument("--explore", default=None, choices=MODES,
                    help="how: random choices + latency/lane-skew jitter, pct (probabilistic concurrency "
                         "testing), exhaustive (every schedule within --depth deviations), mix (pct, random "
                         "and exhaustive schedules in turn) (default mix)")
     p.add_argument("--depth", type=int, default=None,
                    help="pct: bug depth (default 3); exhaustive: deviations from the default schedule (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="first schedule seed (default 0)")
     p.add_argument("--replay", default=None, metavar="SPEC",
                    help="run the default schedule and this one (as printed by a failure, e.g. pct:7:3:120)")
-    p.add_argument("--data-seed", type=int, default=0, help="input data seed (default 0)")
+    p.add_argument("--data-seed", type=int, default=None, help="input data seed (default 0)")
     p.add_argument("--no-checks", action="store_true",
                    help="run without the race, slot-reuse and leak checkers: an unordered access then "
                         "shows as the wrong result the explored schedules give (docs/schedules.md)")
@@ -58,7 +59,8 @@ def add_parser(sub) -> None:
     add_cpp_arguments(p)
     p.add_argument("--static", action="store_true",
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
-                        "on every path (VerifyPipes, docs/passes/verify-pipes.md)")
+                        "on every path (VerifyPipes, docs/passes/verify-pipes.md); the options of a "
+                        "run (--schedules, --seed, --data-seed, --launches ...) are refused with it")
     add_sync(p)
     add_werror(p)
     bounds.add_arguments(p)
@@ -71,7 +73,32 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
+#: the options only a check that runs the kernel reads (``args`` attribute -> option), refused
+#: with --static (:func:`refuse_run_options`), and the defaults of those that have one
+RUN_ONLY = {"schedules": "--schedules", "explore": "--explore", "depth": "--depth", "seed": "--seed",
+            "replay": "--replay", "data_seed": "--data-seed", "no_checks": "--no-checks", "sync": "--sync",
+            "launches": "--launches", "blocks": "--blocks", "until_cycle": "--until-cycle",
+            "run_engine": "--run-engine", "pto_func": "--func"}
+RUN_DEFAULTS = {"schedules": 20, "explore": "mix", "seed": 0, "data_seed": 0}
+
+
+def refuse_run_options(args) -> None:
+    """``check --static`` with options only a run reads: a ConfigError naming them, not a
+    proof that silently ignored them; without --static, their defaults filled in."""
+    if args.static:
+        given = [opt for dest, opt in RUN_ONLY.items() if getattr(args, dest, None) not in (None, False)]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: check --static does not run the kernel, so no schedule, "
+                              "input data or run option applies", where=f"option {given[0]}",
+                              fix=f"drop {', '.join(given)}, or drop --static to run the kernel under explored "
+                                  "schedules")
+    for dest, default in RUN_DEFAULTS.items():
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, default)
+
+
 def main(args) -> int:
+    refuse_run_options(args)
     if args.file is None or args.junit:   # several paths, or a directory: a kernel library
         from .library import check_library
         return check_library(args, _check_file)

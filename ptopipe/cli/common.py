@@ -103,6 +103,14 @@ OUTPUT_OPTIONS = {"output": "--output", "junit": "--junit", "report": "--report"
                   "plot": "--plot"}
 #: the commands whose outputs get each variant's name under --variant all (trace.py's ``_out``)
 _PER_VARIANT = ("run", "trace")
+#: the path that names stdout (``compile -o -``)
+STDOUT = "-"
+#: the (command, option) pairs whose output ``-`` sends to stdout: the output is what the
+#: command prints without the option; every other command prints its own report there
+_TO_STDOUT = {("compile", "output")}
+#: what each output option writes, for the refusal of ``-`` (:func:`_refuse_stdout`)
+_WRITES = {"output": "the arrays", "junit": "the JUnit XML", "report": "the HTML report",
+           "png": "the PNG swimlane", "plot": "the plot"}
 
 
 def check_outputs(args) -> None:
@@ -121,6 +129,10 @@ def check_outputs(args) -> None:
                 _, sep, path = value.partition("=")
                 if not sep:
                     continue            # (the option's own parsing says what is wrong with it)
+            if path == STDOUT:
+                if (getattr(args, "command", None), dest) not in _TO_STDOUT:
+                    raise _refuse_stdout(args, dest, option, value)
+                continue
             real = os.path.realpath(path)
             source = next((f for f in inputs if os.path.exists(path) and os.path.samefile(path, f)), None)
             if source is not None:
@@ -146,6 +158,19 @@ def check_outputs(args) -> None:
                 raise
 
 
+def _refuse_stdout(args, dest: str, option: str, value: str) -> ConfigError:
+    """The error of ``option value`` naming stdout (``-``) where the command does not write
+    that output there: its stdout carries the command's own report, and a file named ``-``
+    is not what anyone writing ``-`` means."""
+    command = getattr(args, "command", None) or "the command"
+    what = "the Chrome trace" if (command, dest) == ("trace", "output") else _WRITES.get(dest, "its output")
+    example = value[:-1] + "FILE" if value.endswith(STDOUT) else "FILE"
+    return ConfigError(f"{option} {value}: {command} does not write {what} to stdout (its stdout is the "
+                       "command's own report)", where=f"option {option}",
+                       fix=f"name a file: {option} {example} (./- for a file named '-'); only compile -o - "
+                           "writes its result to stdout")
+
+
 def _other_parameters_input(args, value: str, path: str) -> tuple | None:
     """``(name, file)`` of the ``--input NAME=FILE`` that ``--output value`` (writing ``path``)
     would overwrite for another parameter than its own, else None."""
@@ -165,6 +190,18 @@ def _input_files(args) -> list:
     is a choice; another parameter's is not, :func:`_other_parameters_input`)."""
     files = [getattr(args, "file", None), *(getattr(args, "paths", None) or ())]
     return [f for f in files if f and os.path.isfile(f)]
+
+
+def command_inputs(args):
+    """The command's ``--input`` values (:class:`~ptopipe.driver.pto.Inputs`), each file read
+    once - at the first use, so that a refusal of the option comes first - and the same
+    arrays handed to every later use (the static check's scalars, the run, a rerun, a check's
+    workers): a pipe (``--input x=/dev/stdin``) gives its bytes once."""
+    loaded = getattr(args, "inputs_read", None)
+    if loaded is None:
+        from ..driver.pto import read_inputs
+        loaded = args.inputs_read = read_inputs(getattr(args, "input", None))
+    return loaded
 
 
 _PTO_ONLY_FIX = {
@@ -364,18 +401,28 @@ def block_note(summary) -> str | None:
     return None
 
 
+def output_files(specs, names, what: str = "a tensor parameter", fix_names: str | None = None) -> dict:
+    """``{file: name}`` of the ``--output NAME=FILE.npy`` ``specs``, each NAME one of ``names``
+    (``what`` says which may be given; ``fix_names``: how the fix lists them) - a ConfigError
+    otherwise, raised before the run as well as after it: a misspelt name does not cost the run."""
+    files = {}
+    for p in specs or []:
+        name, sep, file = p.partition("=")
+        if not sep or name not in names:
+            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME {what}", where="option --output",
+                              fix=f"names: {fix_names or ', '.join(sorted(names))}")
+        files[file] = name
+    return files
+
+
 def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_names: str | None = None) -> list:
     """Write each ``--output NAME=FILE.npy`` of ``specs`` from ``outputs`` (name -> array),
     atomically; a bf16 / float8 array is saved as its raw bits.  ``what`` says which names
-    may be given.  Returns the files written."""
+    may be given (:func:`output_files`).  Returns the files written."""
     import io
     from ..report._io import write_atomic
     outs = {}
-    for p in specs or []:
-        name, sep, file = p.partition("=")
-        if not sep or name not in outputs:
-            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME {what}", where="option --output",
-                              fix=f"names: {fix_names or ', '.join(sorted(outputs))}")
+    for file, name in output_files(specs, outputs, what, fix_names).items():
         arr = outputs[name]
         if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
             arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])

@@ -14,7 +14,7 @@ from ..driver.programs import programs_of
 from ..errors import ConfigError
 from ..ir import print_ir, to_source
 from ..passes.remarks import Remarks
-from .common import add_platform, PROTOCOL_HELP, protocol_option
+from .common import STDOUT, add_platform, PROTOCOL_HELP, protocol_option
 
 
 def add_parser(sub) -> None:
@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
                    help="print the result as op IR text (default), as pl DSL source, as PTO-AS "
                         "(.pto, docs/pto.md) or as pto-isa C++ (docs/cpp.md)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
-                   help="write the result to FILE (atomically) instead of stdout")
+                   help="write the result to FILE (atomically) instead of stdout (-: stdout)")
     p.add_argument("--remarks", nargs="?", const="missed", default=None, choices=["missed", "all"],
                    help="print each pass's optimization remarks on a DSL file's programs to "
                         "stderr, at their source line: "
@@ -77,6 +77,8 @@ def _emit(kind: str, op, platform: str, protocol: str) -> str:
 def main(args) -> int:
     from ..passes import compile_program, unverified_pipeline
     out = getattr(args, "output", None)    # (a bad -o, or the input file, failed before: check_outputs)
+    if out == STDOUT:
+        out = None
     # the C++ and the .pto (ptoas's input) are device code: pto-isa's TPipe runs them
     protocol = args.protocol or ("pto-isa" if args.emit in DEVICE_EMITS else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes

@@ -13,7 +13,8 @@ import os
 from ..driver import cpp
 from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
-from .common import block_note, blocks_ran, launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
+from .common import (block_note, blocks_ran, command_inputs, launch_kwargs, output_files, summary_warnings,
+                     sync_kwargs, werror_note, werror_verdict, write_outputs)
 
 
 def add_arguments(p) -> None:
@@ -43,7 +44,7 @@ def _run(args, after=None, **extra):
     options, its notes printed first.  Returns (outputs, summary)."""
     _notes(args)
     return cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                        getattr(args, "input", None), args.platform or "a2a3", after,
+                        command_inputs(args), args.platform or "a2a3", after,
                         protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
                         **extra)
 
@@ -56,7 +57,7 @@ def _protocol_hint(args, e) -> None:
         return
     try:
         cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                     getattr(args, "input", None), args.platform or "a2a3", protocol="pto-isa",
+                     command_inputs(args), args.platform or "a2a3", protocol="pto-isa",
                      **bounds.run_kwargs(args), **sync_kwargs(args))
     except PtoPipeError:
         return
@@ -69,11 +70,17 @@ def _pto_isa_note(args, summary) -> str | None:
     """The note of a clean run (``summary``; None: a clean check) under the default protocol
     when the kernel fails under pto-isa's (:func:`ptopipe.driver.cpp.pto_isa_note`)."""
     return cpp.pto_isa_note(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                            getattr(args, "input", None), args.platform or "a2a3",
+                            command_inputs(args), args.platform or "a2a3",
                             protocol=args.protocol, checks=not getattr(args, "no_checks", False),
                             pipes=summary is None or bool(summary.pipes),
                             causal_clean=summary is None or getattr(args, "causal", False),
                             run_kwargs={**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args)})
+
+
+def _output_names(arrays: list) -> tuple:
+    """What ``--output`` of a C++ kernel may name (``arrays``: the array parameters given):
+    ``(what, fix_names)`` of :func:`~.common.output_files`."""
+    return "an array parameter given with --input", ", ".join(arrays) or "none (give --input arrays)"
 
 
 def run_cpp_file(args) -> int:
@@ -82,6 +89,8 @@ def run_cpp_file(args) -> int:
     protocol = args.protocol or "spec"
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     name = os.path.basename(args.file)
+    arrays = sorted(k for k, v in command_inputs(args).arrays.items() if v.ndim)
+    output_files(getattr(args, "output", None), arrays, *_output_names(arrays))     # (before the run)
     callbacks = {}
     if reports:
         from .trace import child_reports, write_reports
@@ -92,8 +101,7 @@ def run_cpp_file(args) -> int:
     except (DeadlockError, LeakError, ProtocolError) as e:
         _protocol_hint(args, e)
         raise
-    outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
-                         ", ".join(sorted(outputs)) or "none (give --input arrays)")
+    outs = write_outputs(outputs, getattr(args, "output", None), *_output_names(sorted(outputs)))
     quiet = getattr(args, "quiet", False)
     warned = summary_warnings(summary)              # (the summary below shows them, unless --quiet)
     failed, verdict = werror_verdict(args, warned if quiet else (), () if quiet else warned)
@@ -119,7 +127,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     _written_for(args)
     _notes(args)
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                                  getattr(args, "input", None), args.platform or "a2a3", check,
+                                  command_inputs(args), args.platform or "a2a3", check,
                                   getattr(args, "schedules", 0) + 2, bounds.run_kwargs(args)["timeout"])
     reports.extend(mine)
     if status == 0 and not args.json:

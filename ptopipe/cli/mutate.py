@@ -1,17 +1,21 @@
 """``ptopipe mutate FILE``: checker coverage of a kernel - every protocol mutant of its
 source run through the same checks as ``ptopipe check`` (every variant by default), a table
 of what was caught where and by what, the survivors listed; ``--json`` for tools;
-``--fail-under PCT`` makes a coverage below PCT the exit status 1."""
+``--fail-under PCT`` makes a coverage below PCT the exit status 1.  ``--timeout`` bounds the
+whole command, as ``run``'s and ``check``'s do (:mod:`.bounds`); the progress line names the
+run under way (the kernel's own check first, then each mutant's)."""
 from __future__ import annotations
 
 import json
 import os
 
 from ..errors import ConfigError
-from ..mutate import SURVIVED, Job, coverage
+from ..mutate import NOT_CHECKED, SURVIVED, Job, coverage
+from ..sim.bounds import DEFAULT_TIMEOUT
 from ..isa.explore import MODES
 from .common import add_platform, PROTOCOL_HELP, add_engine_arguments, add_run_engine, protocol_option
 from ..driver.loader import check_kernel_file
+from . import bounds
 from .progress import Progress
 
 
@@ -32,8 +36,12 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
     add_engine_arguments(p)
     add_run_engine(p, "the default schedule of a mutant shows that every schedule gives its result")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="wall-clock bound of each run of a mutant (default 60)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="wall-clock bound of the whole command, as run's and check's: the kernel's own "
+                        "check and every mutant's runs together; the mutants it stops are listed as not "
+                        "checked, not counted, and the exit status is 1 (default: no bound on the command, "
+                        f"{DEFAULT_TIMEOUT:g} s on each run - a mutant whose run passes it is caught by the "
+                        "BudgetError)")
     p.add_argument("--fail-under", type=float, default=None, metavar="PCT",
                    help="exit status 1 when fewer than PCT %% of the mutants are caught")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
@@ -53,13 +61,14 @@ def main(args) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise ConfigError(f"--fail-under {args.fail_under} is not a percentage",
                           where="option --fail-under", fix="give a number from 0 to 100")
-    job = Job(args.file, args.variant, args.platform, args.protocol,
-              args.schedules, args.seed, args.explore, args.timeout, args.run_engine)
+    limit = bounds.run_kwargs(args)["timeout"]          # (the command's Deadline, or None)
+    job = Job(args.file, args.variant, args.platform, args.protocol, args.schedules, args.seed,
+              args.explore, None, args.run_engine, limit.portable() if limit is not None else None)
     bar = Progress(f"mutants of {os.path.basename(args.file)}", 1)
 
-    def progress(done, total):
-        bar.total = total
-        bar.step(done)
+    def progress(done, total, note=""):
+        bar.total = max(total, 1)
+        bar.step(done, note)
     try:
         cov = coverage(job, args.workers, progress, args.engine, args.address)
     finally:
@@ -71,7 +80,7 @@ def main(args) -> int:
         print(format_coverage(cov, () if cov.verdicts else _kernels_elsewhere(args.file)))
     if args.fail_under is not None and (not cov.counted or 100 * cov.ratio < args.fail_under):
         return 1                        # (no mutant: nothing measured, no coverage to pass)
-    return 0
+    return int(bool(cov.not_checked))   # (--timeout left some unmeasured)
 
 
 def _kernels_elsewhere(path: str) -> list:
@@ -105,7 +114,9 @@ def format_coverage(cov, elsewhere=()) -> str:
     rows = [("line", "mutation", "change", "verdict", "finding")]
     for v in cov.verdicts:
         found = ""
-        if v.status != SURVIVED:
+        if v.status == NOT_CHECKED:
+            found = "--timeout ran out before its checks finished"
+        elif v.status != SURVIVED:
             at = f" at {v.where}" if v.where else ""
             found = f"{v.error}{at} ({v.by}{f', variant {v.variant}' if v.variant else ''})"
         rows.append((str(v.mutant.line), v.mutant.name, v.mutant.change, v.status, found))
@@ -115,10 +126,12 @@ def format_coverage(cov, elsewhere=()) -> str:
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths + [0])).rstrip())
     survivors = [v for v in cov.verdicts if v.status == SURVIVED]
-    invalid = len(cov.verdicts) - cov.counted
+    invalid = len(cov.verdicts) - cov.counted - cov.not_checked
     lines.append(f"caught {cov.caught} of {cov.counted} mutants ({100 * cov.ratio:.0f} %)"
                  + (f"; {invalid} more broke the kernel's Python (invalid: a name used before it is "
-                    "bound, a syntax error - no kernel, not counted)" if invalid else ""))
+                    "bound, a syntax error - no kernel, not counted)" if invalid else "")
+                 + (f"; {cov.not_checked} not checked: --timeout ran out before their checks finished "
+                    "(not counted; raise --timeout to measure them)" if cov.not_checked else ""))
     for v in survivors:
         lines.append(f"  survived: {v.mutant.label} - a mistake these checks would not notice "
                      "(docs/mutate.md, \"Survivors, explained\": equivalent mutants and checks worth adding)")

@@ -4,6 +4,7 @@ so a long ``check`` / ``sweep`` is never silent.  Quiet for work that ends befor
 line is due."""
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 
@@ -11,7 +12,9 @@ EVERY = 5.0            # seconds between progress lines off a terminal
 
 
 class Progress:
-    """``step(done)`` as work completes; ``close()`` when it ends."""
+    """``step(done, note)`` as work completes (``note``: what is under way, if anything to
+    say - the bar shows the elapsed time too, so that a long step is seen to go on); ``close()``
+    when it ends."""
 
     def __init__(self, label: str, total: int, stream=None, every: float = EVERY, clock=time.monotonic):
         self.label, self.total = label, max(int(total), 1)
@@ -21,13 +24,15 @@ class Progress:
         self.start = self.last = clock()
         self.drawn = False
 
-    def step(self, done: int) -> None:
+    def step(self, done: int, note: str = "") -> None:
         now = self.clock()
         if self.tty:
             width = 24
             filled = int(width * min(done, self.total) / self.total)
-            self.stream.write(f"\r  {self.label}: [{'#' * filled}{'.' * (width - filled)}] "
-                              f"{done}/{self.total}\033[K")
+            line = (f"  {self.label}: [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}"
+                    + (f", {now - self.start:.0f} s; {note}" if note else ""))
+            cols = shutil.get_terminal_size((100, 24)).columns - 1      # (a wrapped line is not redrawn)
+            self.stream.write(f"\r{line[:cols]}\033[K")
             self.stream.flush()
             self.drawn = True
         elif now - self.last >= self.every:
@@ -35,7 +40,8 @@ class Progress:
             elapsed = now - self.start
             eta = elapsed / done * (self.total - done) if done else None
             self.stream.write(f"  {self.label}: {done}/{self.total} done, {elapsed:.0f} s"
-                              + (f", about {eta:.0f} s left" if eta is not None else "") + "\n")
+                              + (f", about {eta:.0f} s left" if eta is not None else "")
+                              + (f"; {note}" if note else "") + "\n")
             self.stream.flush()
 
     def close(self) -> None:

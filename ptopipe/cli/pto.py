@@ -12,7 +12,8 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError, PtoPipeError
 from . import bounds
-from .common import (block_note, blocks_ran, engine_note, launch_kwargs, scalar_ranges, summary_warnings, werror_note, werror_verdict,
+from .common import (block_note, blocks_ran, command_inputs, engine_note, launch_kwargs, scalar_ranges,
+                     output_files, summary_warnings, werror_note, werror_verdict,
                      write_outputs)
 
 
@@ -20,7 +21,7 @@ def _launch_options(args) -> tuple:
     """``(inputs, func, platform, protocol, data seed, ranges)``: the options of ``args``
     that :func:`ptopipe.driver.pto.launches` takes."""
     seed = getattr(args, "data_seed", None)
-    return (getattr(args, "input", None), getattr(args, "pto_func", None), getattr(args, "platform", None),
+    return (command_inputs(args), getattr(args, "pto_func", None), getattr(args, "platform", None),
             getattr(args, "protocol", None) or "spec", seed if seed is not None else getattr(args, "seed", None),
             scalar_ranges(args))
 
@@ -59,16 +60,11 @@ def pto_scenarios(args) -> list:
 
 def pto_sources(args, count: int) -> list:
     """How a worker process loads each of the ``count`` pairs :func:`pto_scenarios` gave
-    (:func:`ptopipe.driver.pto.scenario_at`): the file and the input files by absolute path."""
+    (:func:`ptopipe.driver.pto.scenario_at`): the file by absolute path, the input arrays
+    as this process read them."""
     inputs, func, platform, protocol, seed, ranges = _launch_options(args)
-    inputs = tuple(_absolute(item) for item in inputs or ())
     return [(pto.scenario_at, os.path.abspath(args.file), inputs, func, platform, protocol, seed,
              tuple(sorted(ranges.items())), k) for k in range(count)]
-
-
-def _absolute(item: str) -> str:
-    name, eq, value = item.partition("=")
-    return f"{name}={os.path.abspath(value)}" if eq and os.path.isfile(value) else item
 
 
 _VERDICT = {"verified": ("PASS", "1;32", 0), "nothing to verify": ("PASS", "1;32", 0),
@@ -83,7 +79,7 @@ def static_pto(args) -> int:
     from ..passes.verify_pipes import NOT_PROVEN, not_proven
     from ..driver.check import fails_under_werror
     v = pto.static_verdict(args.file, getattr(args, "platform", None), getattr(args, "protocol", None) or "spec",
-                           getattr(args, "input", None), scalar_ranges(args))
+                           command_inputs(args), scalar_ranges(args))
     word, paint, rc = _VERDICT[v["status"]]
     warnings = v["warnings"]
     if getattr(args, "json", False):
@@ -123,6 +119,7 @@ def _file_sync(args) -> tuple:
 
 def _run_one(args, pl, protocol, static) -> int:
     from ..isa import run as run_kernels
+    output_files(getattr(args, "output", None), [k for k, v in pl.args.items() if hasattr(v, "shape")])
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     sync, note = _file_sync(args)
     if note and not getattr(args, "quiet", False):

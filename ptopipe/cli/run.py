@@ -49,7 +49,7 @@ def add_parser(sub) -> None:
                    help="(.pto / .cpp files) the array of a kernel parameter (a .npy file), or a scalar "
                         "parameter's value (a .npy file or a number: n=5, x=-1.5); a bf16 / float8 "
                         "parameter takes np.save of an ml_dtypes array or of its bits (x.view(np.uint16)); "
-                        "repeatable")
+                        "FILE - is the standard input; repeatable")
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="(.pto / .cpp files) write a tensor parameter's final contents (a bf16 / float8 "
                         "tensor as its bits: np.load(f).view(ml_dtypes.bfloat16); the file is a valid "

@@ -4,17 +4,19 @@ without running them.  The
 programs are the file's ``pl.program(...)`` values and, per scenario
 variant, what its ``KernelSet`` builders make of the variant's arguments.  Prints every
 finding like the dynamic checkers print an error (what, where, fix), or a PASS line per
-program; exit code 1 on a finding."""
+program, its warnings (a leak harmless under the protocol judged) above it; exit code 1 on
+a finding, or on a warning under ``--werror`` (as for a ``.pto`` file and a run)."""
 from __future__ import annotations
 
 import sys
 
 from ..arch.platform import get_platform
-from ..errors import RANGE, refuse_unknown_parameters
+from ..driver.check import fails_under_werror
+from ..errors import RANGE, refuse_unknown_parameters, shown_locations
 from ..driver.programs import int_params, programs, verify
 from ..passes.static_check import FAILED, PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN
 from ..passes.verify_pipes import NOT_PROVEN, not_proven
-from .common import scalar_ranges, target
+from .common import scalar_ranges, target, werror_note
 from .errors import color, report_exception
 
 
@@ -43,12 +45,13 @@ def main(args) -> int:
         reports.append({"program": label, "platform": plat.name, "status": state,
                         "findings": [e.to_dict() for e in found], "warnings": warnings,
                         "not_proven": reasons})
-        status |= state != PROVEN
+        others = [w for w in warnings if w not in (f"{NOT_PROVEN}: {r}" for r in reasons)]
+        failed = state == PROVEN and not found and fails_under_werror(others, getattr(args, "werror", False))
+        status |= state != PROVEN or failed
         if args.json:
             continue
-        for w in warnings:
-            if w not in (f"{NOT_PROVEN}: {r}" for r in reasons):
-                print(f"  note: {w}", file=sys.stderr)
+        for w in others:
+            print(f"warning: {shown_locations(w)}", file=sys.stderr)
         params = int_params(prog)
         given = f" (and exactly with {', '.join(f'{k}={v}' for k, v in scalars.items())}, the variant's)" \
             if scalars and params else ""
@@ -60,10 +63,11 @@ def main(args) -> int:
                   f"values: {'; '.join(reasons)}{given and ' - no error found' + given}")
             continue
         if not found:
-            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {on}: VerifyPipes (static, "
+            word = color("FAIL", "1;31", sys.stdout) if failed else color("PASS", "1;32", sys.stdout)
+            print(f"{word} {label} on {on}: VerifyPipes (static, "
                   f"{which}{given}) found no cross-core protocol error or GM access out of bounds, "
                   "and the compiler's checks passed; data races between cores, intra-core events and "
-                  "the numbers are the run's to check (`ptopipe check`)")
+                  "the numbers are the run's to check (`ptopipe check`)" + werror_note(failed, others))
             continue
         print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {on}: the static checks found "
               f"{len(found)} error(s) without running", flush=True)

@@ -162,12 +162,19 @@ def variant_report(name: str, variant: str, platform: str, protocol: str, res: E
 TIMEOUT = "Timeout"
 
 
+def command_timeout(err: BaseException) -> dict | None:
+    """The finding of ``err`` that says the command's ``--timeout`` stopped it (its limit,
+    where, the core), else None."""
+    bound = next((f for f in getattr(err, "findings", ()) if f.get("bound") == "timeout"), None)
+    return bound if bound is not None and bound.get("scope") == "command" else None
+
+
 def out_of_time(err: BaseException, passed: int, library: bool = False) -> str | None:
     """What to say of ``err`` when it is the command's ``--timeout`` running out after
     ``passed`` passing schedules (or before the variant started; in a ``library``, also in
     its default schedule), else None."""
-    bound = next((f for f in getattr(err, "findings", ()) if f.get("bound") == "timeout"), None)
-    if bound is None or bound.get("scope") != "command":
+    bound = command_timeout(err)
+    if bound is None:
         return None
     limit = f"--timeout {bound['limit']:g} s"
     at = f" (stopped at {bound['where']})" if bound.get("where") else ""

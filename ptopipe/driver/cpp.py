@@ -13,15 +13,16 @@ import numpy as np
 
 from ..errors import BudgetError, ConfigError, DataRaceError, PtoPipeError, refuse_unknown_parameters
 from ..sim.bounds import Deadline
-from .pto import as_declared, load_inputs
+from .pto import Inputs, as_declared, as_inputs
 
 
-def inputs(pairs, kernels) -> dict:
-    """``NAME=FILE.npy|NAME=NUMBER`` pairs as the arguments of the C++ :class:`~ptopipe.cpp.build.Kernels`
+def inputs(given: "Inputs | None", kernels) -> dict:
+    """The ``--input`` values (:class:`~ptopipe.driver.pto.Inputs`, read by the command) as the
+    arguments of the C++ :class:`~ptopipe.cpp.build.Kernels`
     ``kernels``: a name none of them has is refused, as a .pto kernel's is (a typo would go unused);
     an array for a pointer to bf16 / float8 elements may be saved as numpy saves them (void, or
     the unsigned bits: :func:`ptopipe.driver.pto.as_declared`)."""
-    given = load_inputs(pairs)
+    given = as_inputs(given).arrays
     refuse_unknown_parameters(given, {p for f in kernels.roles.values() for p in f.params})
     declared = {}
     for fn in kernels.roles.values():
@@ -77,10 +78,10 @@ def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None, 
                             (BUFFER_TOKENS_NOTE, k.buffer_tokens and sync is None)) if on]
 
 
-def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
+def run_file(path: str, aic: str | None, aiv: str | None, given: "Inputs | None", platform: str = "a2a3",
              after=None, failed=None, silent: bool = False, **run_kwargs) -> tuple:
     """The C++ kernels of ``path`` (``aic`` / ``aiv``: their function names, else found) run
-    with the ``pairs``' arguments in a child process (``run_kwargs``: ``ptopipe.run``'s);
+    with the ``given`` inputs as arguments in a child process (``run_kwargs``: ``ptopipe.run``'s);
     ``after(result)`` runs there too (it writes what needs the whole run: traces, reports),
     and ``failed(error)`` when the run raises a PtoPipeError (its ``run_cluster`` holds the
     run up to the error; only the child has it), before the error comes back here; ``silent``:
@@ -93,7 +94,7 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     kernels = find_kernels(path, aic, aiv, platform)
     if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
         run_kwargs.setdefault("sync", "manual")
-    kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
+    kargs = inputs(given, kernels)                  # (refused before the build: it takes seconds)
     refuse_missing_parameters(kargs, kernels)
     libs, bridge_lib = build(kernels, platform), bridge()
 
@@ -122,7 +123,7 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     return outputs, summary
 
 
-def pto_isa_note(path: str, aic: str | None, aiv: str | None, pairs, platform: str, *,
+def pto_isa_note(path: str, aic: str | None, aiv: str | None, given: "Inputs | None", platform: str, *,
                  protocol: str | None, checks: bool, pipes: bool, causal_clean: bool,
                  run_kwargs: dict) -> str | None:
     """The note for a clean run or check of the C++ kernels of ``path`` under the default
@@ -138,7 +139,7 @@ def pto_isa_note(path: str, aic: str | None, aiv: str | None, pairs, platform: s
     found = {}
     for proto in ("pto-isa",) if causal_clean else ("pto-isa", "spec"):
         try:
-            run_file(path, aic, aiv, pairs, platform, protocol=proto, causal=True, silent=True, **run_kwargs)
+            run_file(path, aic, aiv, given, platform, protocol=proto, causal=True, silent=True, **run_kwargs)
         except BudgetError:             # out of time or instructions: no finding
             return None
         except PtoPipeError as e:
@@ -155,7 +156,7 @@ def pto_isa_note(path: str, aic: str | None, aiv: str | None, pairs, platform: s
             "(`check --protocol pto-isa`, or `run --protocol pto-isa --causal`, with the same inputs reports it)")
 
 
-def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str, check, runs: int,
+def check_file(path: str, aic: str | None, aiv: str | None, given: "Inputs | None", platform: str, check, runs: int,
                timeout: float | None = None):
     """``check(scenario, warnings)`` of the C++ kernels of ``path`` as a Scenario with no golden
     (the checkers judge) and the build's warnings (``"file:line:col: what"``), in a child
@@ -166,7 +167,7 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.scenario import Scenario
     kernels = find_kernels(path, aic, aiv, platform)
-    kargs = inputs(pairs, kernels)                  # (refused before the build: it takes seconds)
+    kargs = inputs(given, kernels)                  # (refused before the build: it takes seconds)
     refuse_missing_parameters(kargs, kernels)
     libs, bridge_lib = build(kernels, platform), bridge()
     warned = [f"{where}: {what}" for what, where in build_warnings(libs, kernels)]     # (run warnings' form)

@@ -19,7 +19,7 @@ import contextlib
 import os
 import signal
 import socket
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from ..errors import ConfigError
@@ -29,10 +29,12 @@ RETRIES = 1            # a unit whose worker died runs once more before it is re
 
 
 def run_units(fn, units: list, on_lost, engine: str = "local", address: str | None = None,
-              workers: int | None = None, progress=None) -> list:
+              workers: int | None = None, progress=None, tick: float | None = None) -> list:
     """``[fn(u) for u in units]`` on ``engine`` (``address``: the Ray cluster's; ``workers``:
     the local pool's size, default the machine's cores); ``progress(done, total)`` as units
-    end."""
+    end.  With ``tick`` (seconds), a local pool also calls it every ``tick`` seconds while
+    units run, as ``progress(done, total, under_way)`` - the indices of the units its
+    workers run - so that a long unit is followed, not silent."""
     engine = engine or "local"
     check_address(engine, address)
     if engine == "ray":
@@ -41,14 +43,21 @@ def run_units(fn, units: list, on_lost, engine: str = "local", address: str | No
     if workers < 1:
         raise ConfigError(f"--workers {workers} must be at least 1", where="option --workers",
                           fix="e.g. --workers 2")
-    if workers == 1 or len(units) <= 1:
+    if in_process(engine, workers, len(units)):
         out = []
         for k, u in enumerate(units):
             out.append(fn(u))
             if progress is not None:
                 progress(k + 1, len(units))
         return out
-    return _pool(fn, units, on_lost, min(workers, len(units)), progress)
+    return _pool(fn, units, on_lost, min(workers, len(units)), progress, tick)
+
+
+def in_process(engine: str | None, workers: int | None, count: int) -> bool:
+    """Whether :func:`run_units` runs ``count`` units in this process, one after the other:
+    on the local engine with one worker (``workers``; None: the machine's cores), or for a
+    single unit."""
+    return (engine or "local") != "ray" and ((workers or os.cpu_count() or 1) == 1 or count <= 1)
 
 
 def check_address(engine: str | None, address: str | None) -> None:
@@ -59,21 +68,30 @@ def check_address(engine: str | None, address: str | None) -> None:
                           where="option --address", fix="add --engine ray, or drop --address")
 
 
-def _pool(fn, units, on_lost, workers, progress) -> list:
+def _pool(fn, units, on_lost, workers, progress, tick=None) -> list:
     results: dict = {}
     broken = []
     pool, futures = _started(fn, units, workers)
+    index = {fut: k for k, fut in enumerate(futures)}
     try:
-        for k, fut in enumerate(futures):
-            try:
-                results[k] = fut.result()
-            except BrokenProcessPool:
-                # a worker died, and every unit still in the pool with it: each is tried
-                # again alone, so that only the one that kills its worker is reported lost
-                broken.append(k)
+        pending = set(futures)
+        while pending:              # (results as units end, whichever ends first)
+            done, pending = wait(pending, timeout=tick, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=index.get):
+                try:
+                    results[index[fut]] = fut.result()
+                except BrokenProcessPool:
+                    # a worker died, and every unit still in the pool with it: each is tried
+                    # again alone, so that only the one that kills its worker is reported lost
+                    broken.append(index[fut])
+            if progress is None or not (done or tick):
                 continue
-            if progress is not None:
+            if tick is None:
                 progress(len(results), len(units))
+            else:
+                # (the pool marks queued units running too: the earliest are the workers')
+                progress(len(results), len(units), sorted(index[f] for f in pending if f.running())[:workers])
+        broken.sort()
         pool.shutdown()
         for k in broken:
             for attempt in range(RETRIES + 1):

@@ -1,6 +1,7 @@
-"""``.pto`` kernels as commands take them: the ``--input`` values (``.npy`` files and numbers)
-checked against a kernel's parameters, the launches of its functions with those inputs, the
-kernel as Scenarios for ``check``, and the verdict of ``check --static`` on it.
+"""``.pto`` kernels as commands take them: the ``--input`` values (``.npy`` files and numbers,
+read once by the command: :func:`read_inputs`) checked against a kernel's parameters, the
+launches of its functions with those inputs, the kernel as Scenarios for ``check``, and the
+verdict of ``check --static`` on it.
 
 The file is read and verified statically by :mod:`ptopipe.codegen.pto_load` (the reader, the
 lanes ptoas gives its pipes, the static passes and the checks PTO-AS adds), exactly as
@@ -10,11 +11,13 @@ checkers judge)."""
 from __future__ import annotations
 
 import codecs
-import functools
+import hashlib
 import io
 import os
 import re
 import stat
+import sys
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -76,11 +79,43 @@ def as_declared(v: np.ndarray, want) -> np.ndarray:
     return v
 
 
-def load_inputs(pairs, literals: set | None = None) -> dict:
-    """``name=file.npy`` / ``name=NUMBER`` pairs -> ``{name: array}`` as saved, a number as a 0-d
-    array (int64 or float64; the parameter's type decides its value's type), unchecked but for
-    a name given twice (a ConfigError); the names given a number are added to ``literals``."""
-    given = {}
+@dataclass(frozen=True)
+class Inputs:
+    """A command's ``--input`` values, each file read once (a pipe, ``--input x=/dev/stdin``,
+    gives its bytes once, and the command uses them more than once: the static check's
+    scalars, the run, a rerun, a worker's schedules): ``arrays`` name -> array as saved, a
+    number as a 0-d array (int64 or float64; the parameter's type decides its value's type),
+    and the names given as numbers (``numbers``).  Equal and hashed by ``digest``, of the
+    names and arrays: a worker process that loads a kernel from them keeps one load per
+    content (:func:`ptopipe.driver.spread.scenario_of`)."""
+    arrays: dict = field(default_factory=dict, compare=False)
+    numbers: frozenset = frozenset()
+    digest: str = ""
+
+    def scalars(self) -> dict:
+        """The integer scalars: what VerifyPipes may take a trip count to be."""
+        return {k: v.item() for k, v in self.arrays.items() if v.ndim == 0 and v.dtype.kind in "iu"}
+
+
+def as_inputs(inputs) -> Inputs:
+    """``inputs`` as :class:`Inputs`: read from ``NAME=FILE.npy|NAME=NUMBER`` pairs
+    (:func:`read_inputs`), or as they are (read by the command already); None: none given."""
+    return inputs if isinstance(inputs, Inputs) else read_inputs(inputs)
+
+
+#: the ``--input`` file that is the standard input
+STDIN = "-"
+
+
+def read_inputs(pairs) -> Inputs:
+    """``name=file.npy`` / ``name=NUMBER`` pairs as :class:`Inputs`, each file read once (``-``:
+    the standard input, for one name only), unchecked but for a name given twice (a ConfigError)."""
+    given, literals = {}, set()
+    dashes = [p for p in pairs or [] if p.partition("=")[2] == STDIN]
+    if len(dashes) > 1:                 # (before anything is read)
+        raise ConfigError(f"--input {dashes[1]}: the standard input is another parameter's already "
+                          "(it gives its bytes once)", where="option --input",
+                          fix="give one parameter '-' and the others files (a pipe each: <(...))")
     for p in pairs or []:
         name, sep, file = p.partition("=")
         if not sep or not name or not file:
@@ -100,9 +135,13 @@ def load_inputs(pairs, literals: set | None = None) -> dict:
             raise ConfigError(f"--input {name}={file}: the number does not fit 64 bits", where="option --input",
                               fix="give a scalar parameter a value its type holds")
         given[name] = arr
-        if literals is not None:
-            literals.add(name)
-    return given
+        literals.add(name)
+    digest = hashlib.sha256()
+    for name, arr in sorted(given.items()):
+        arr.flags.writeable = False     # (shared by every use: none may change what the next one sees)
+        digest.update(f"{name}={arr.dtype.str}{arr.shape};".encode())
+        digest.update(np.ascontiguousarray(arr).view(np.uint8).data if arr.size else b"")
+    return Inputs(given, frozenset(literals), digest.hexdigest())
 
 
 def refuse_number_for_tensor(prog, funcs, literals: set) -> None:
@@ -117,15 +156,11 @@ def refuse_number_for_tensor(prog, funcs, literals: set) -> None:
                                       fix=f"give an array: --input {name[1:]}=FILE.npy (numpy.save)")
 
 
-def scalar_inputs(pairs) -> dict:
-    """The integer scalars among ``--input`` pairs: what VerifyPipes may take a trip count to be."""
-    return {k: v.item() for k, v in load_inputs(pairs).items() if v.ndim == 0 and v.dtype.kind in "iu"}
-
-
-def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
-    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters; a
-    tensor without one is zeros when ``zero_fill`` or its name is in ``fill`` (an output)."""
-    given = load_inputs(pairs)
+def make_inputs(op, inputs, zero_fill: bool, fill=()) -> dict:
+    """``inputs`` (:func:`as_inputs`: ``name=file.npy`` pairs, or :class:`Inputs`) -> the run's
+    arguments, checked against the parameters; a tensor without one is zeros when
+    ``zero_fill`` or its name is in ``fill`` (an output)."""
+    given = as_inputs(inputs).arrays
     args = {}
     params = _entry_params(op)
     names = {a.name for a in params}
@@ -176,25 +211,22 @@ _NPY_MAGIC = b"\x93NUMPY"
 _SAVE_FIX = "write it with numpy.save(path, array) (a numeric array)"
 
 
-@functools.lru_cache(maxsize=16)
-def _piped(file: str, device: int, inode: int) -> bytes:
-    """The bytes of the pipe ``file`` (``/dev/stdin``, ``<(...)``; its device and inode: a later
-    pipe on the same descriptor is another), read once: the command reads its inputs more than
-    once (the static check's scalars, then the run), and a pipe gives its bytes once."""
-    with open(file, "rb") as f:
-        return f.read()
-
-
 def read_npy(file: str, option: str) -> np.ndarray:
     """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
     that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
-    a ConfigError saying what the file is instead."""
+    a ConfigError saying what the file is instead.  A pipe (``/dev/stdin``, ``<(...)``) is
+    read whole: it gives its bytes once, and the head read to judge them is part of them;
+    ``-`` is the standard input (``./-``: a file named ``-``)."""
     def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
-        return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
+        return ConfigError(f"cannot load {file}{' (stdin)' if file == STDIN else ''}: {why}",
+                           where=f"option {option}", fix=fix)
     try:
-        st = os.stat(file)
-        if stat.S_ISFIFO(st.st_mode):
-            data = _piped(file, st.st_dev, st.st_ino)
+        if file == STDIN:
+            data = sys.stdin.buffer.read()
+            head = data[:64]
+        elif stat.S_ISFIFO(os.stat(file).st_mode):
+            with open(file, "rb") as f:
+                data = f.read()
             head = data[:64]
         else:
             data = None
@@ -227,7 +259,7 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
              protocol: str = "spec", data_seed: int = 0, one: bool = False,
              ranges: dict | None = None) -> tuple:
     """``(launches, warnings)``: the executor's kernels and arguments for the ``.pto`` file
-    ``path`` with the ``inputs`` (``NAME=FILE.npy|NUMBER`` pairs), one per function run -
+    ``path`` with the ``inputs`` (:class:`Inputs`, or the pairs to read), one per function run -
     ``func``, else the entry, else each function nothing calls (``one``: a single one is
     needed, e.g. to write its outputs) - and the warnings of the static verifier (which
     proves the other integer scalars within ``ranges``, name -> (lo, hi), where declared)."""
@@ -240,9 +272,9 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
         raise ConfigError(f"{path} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
                           "pto.entry: --output needs one", where="option --output",
                           fix="choose the function with --func NAME")
-    literals = set()
-    given = load_inputs(inputs, literals)
-    refuse_number_for_tensor(prog, funcs, literals)
+    loaded = as_inputs(inputs)
+    given = loaded.arrays
+    refuse_number_for_tensor(prog, funcs, loaded.numbers)
     params = {f: {p[0][1:] for part in f.split("+") for p in prog.funcs[part].params} for f in funcs}
     known = set().union(*params.values()) if params else set()
     refuse_unknown_parameters(given, known)
@@ -253,7 +285,7 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
         out.append(prepare(path, inputs=mine, platform=platform, func=f, data_seed=data_seed or 0, given=INPUT))
     # the static verifier after the inputs are checked: a trip count its parameter cannot
     # hold is refused before VerifyPipes counts that many iterations
-    warnings, skipped = static_findings(path, platform, protocol, scalar_inputs(inputs), ranges=ranges)
+    warnings, skipped = static_findings(path, platform, protocol, loaded.scalars(), ranges=ranges)
     for pl in out if skipped else ():
         pl.notes.insert(0, skipped_note(skipped))
     return out, list(warnings)
@@ -324,14 +356,14 @@ def file_sync(path: str, sync: str | None) -> tuple:
     return None, (auto_events_note(s.where(path), s.name) if s is not None else None)
 
 
-def scenario_at(path: str, inputs: tuple, func: str | None, platform: str | None, protocol: str,
+def scenario_at(path: str, inputs: Inputs, func: str | None, platform: str | None, protocol: str,
                 data_seed: int, ranges: tuple, index: int) -> tuple:
     """The ``index``-th ``(Scenario, run warnings)`` pair of :func:`scenarios` of the .pto
-    file ``path`` launched with these options (:func:`launches`' arguments; ``inputs`` and
-    ``ranges`` as tuples): how a worker process loads the kernel of a check it runs
+    file ``path`` launched with these options (:func:`launches`' arguments; ``inputs`` the
+    arrays the command read, not their files - a pipe was read once, in the command - and
+    ``ranges`` as a tuple): how a worker process loads the kernel of a check it runs
     schedules of."""
-    launched, _ = launches(path, list(inputs) or None, func, platform, protocol, data_seed,
-                           ranges=dict(ranges))
+    launched, _ = launches(path, inputs, func, platform, protocol, data_seed, ranges=dict(ranges))
     return scenarios(path, launched, protocol)[index]
 
 
@@ -348,10 +380,11 @@ _NOTHING = ("no cross-core pipes, nothing to verify statically (`ptopipe check` 
 
 def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, ranges=None) -> dict:
     """``check --static`` of the .pto file ``path``: the reader and the static passes, nothing
-    run.  The ``inputs``' integer values are the launch's (as ``run`` takes them): verified
-    exactly; the other integer scalars for every value (or within ``ranges``).  The verdict:
-    ``{"program", "platform", "protocol", "status"`` (verified, nothing to verify, not
-    proven, not verified, failed)``, "warnings", "detail", "found"}`` (the findings of a
+    run.  The ``inputs``' (:class:`Inputs`, or the pairs to read) integer values are the
+    launch's (as ``run`` takes them): verified exactly; the other integer scalars for every
+    value (or within ``ranges``).  The verdict: ``{"program", "platform", "protocol",
+    "status"`` (verified, nothing to verify, not proven, not verified, failed)``,
+    "warnings", "detail", "found"}`` (the findings of a
     failed one)."""
     from ..codegen.pto_load import load_pto
     from ..codegen.pto_exec import read_program, read_text
@@ -361,9 +394,10 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
     from ..passes.verify_pipes import not_proven
     platform = platform or run_line_platform(read_text(path))
-    scalars = scalar_inputs(inputs)
+    loaded = as_inputs(inputs)
+    scalars = loaded.scalars()
     ranges = ranges or {}
-    _refuse_unknown_names(path, inputs, ranges)
+    _refuse_unknown_names(path, loaded, ranges)
     name = os.path.basename(path)
 
     def verdict(plat, status, warnings, text, found=()):
@@ -414,13 +448,13 @@ def _tiles_larger_than_memory(path: str, platform) -> list:
     return tiles_larger_than_memory(read_program(read_text(path), path), get_platform(platform))
 
 
-def _refuse_unknown_names(path: str, inputs, ranges: dict) -> None:
+def _refuse_unknown_names(path: str, inputs: Inputs, ranges: dict) -> None:
     """``--input`` / ``--range`` names the functions that would run (as ``run`` takes them)
     do not have: a ConfigError, not a proof about a parameter that is not there."""
     from ..codegen.pto_exec import read_program, read_text, top_functions
     prog = read_program(read_text(path), path)
     known = {p[0][1:] for f in top_functions(prog) for part in f.split("+") for p in prog.funcs[part].params}
-    refuse_unknown_parameters(load_inputs(inputs), known)
+    refuse_unknown_parameters(inputs.arrays, known)
     refuse_unknown_parameters(ranges, known, RANGE)
 
 

@@ -45,7 +45,7 @@ import time
 from typing import NamedTuple
 
 from ..errors import PtoPipeError, user_frame
-from .check import as_run
+from .check import as_run, command_timeout
 from ..isa.explore import (MIX, CheckScope, ExploreResult, ScheduleSpec, checked_depth, explore_default,
                            explore_rest, failure_key, interleave, run_explored, stream, stream_depth)
 from ..sim.bounds import Deadline
@@ -293,6 +293,33 @@ class _Plan:
             else:
                 out.failures.append((failure_key(rec.spec), rec.error))
         out.complete = complete and not out.failures
+        if out.failures and command_timeout(out.first[1]) is not None:
+            return self._past_the_timeout(out, {r.spec for r in serial}, run_warnings)
+        return out
+
+    def _past_the_timeout(self, out: ExploreResult, serial: set, run_warnings: list) -> ExploreResult:
+        """``out``, whose serial order the command's --timeout cut at a schedule that did not
+        finish, with the runs the workers finished beyond that cut (``serial``: the specs
+        counted already): each that passed is a schedule checked, and the first that failed
+        is the check's failure - found, though the serial run would have met it later, if at all."""
+        later = [r for r in self.ran.values() if r.spec not in serial
+                 and not (r.error is not None and command_timeout(r.error) is not None)]
+        for rec in later:
+            if rec.stops:
+                continue
+            run_warnings.extend(rec.warnings)
+            out.runs += 1
+            out.passed += 1
+            out.digests.add(rec.digest)
+        failed = next((r for r in later if r.stops), None)
+        if failed is None:
+            return out
+        out.runs += 1
+        if failed.raised is not None:           # (a kernel's own exception: reported as the serial order does)
+            res = ExploreResult(runs=out.runs, passed=out.passed, mode=out.mode, digests=out.digests)
+            res.failures.append((getattr(failed.raised, "ptopipe_schedule", None), failed.raised))
+            return res
+        out.failures = [(failure_key(failed.spec), failed.error)]
         return out
 
 
@@ -348,9 +375,7 @@ def _prefix_ends(units: list) -> list:
 
 
 def _deadline(timeout) -> tuple | None:
-    if not isinstance(timeout, Deadline):
-        return None
-    return (timeout.seconds, timeout.scope, time.time() + timeout.left())
+    return timeout.portable() if isinstance(timeout, Deadline) else None
 
 
 def run_unit(unit: Unit) -> list:
@@ -359,10 +384,7 @@ def run_unit(unit: Unit) -> list:
     job = unit.job
     kw = dict(job.run_kwargs)
     if unit.deadline is not None:
-        seconds, scope, wall = unit.deadline
-        limit = Deadline(seconds, scope=scope)
-        limit.at = time.monotonic() + (wall - time.time())
-        kw["timeout"] = limit
+        kw["timeout"] = Deadline.from_portable(unit.deadline)
     kw["scope"] = CheckScope()          # what this unit's runs share
     loaded = scenario_of(job.source)
     records = []

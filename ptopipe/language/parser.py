@@ -5,7 +5,8 @@ SSA form.  Each function becomes a ``pl.func`` op; expressions are flattened int
 they are read, in evaluation order, into the block being built.  A value assigned to a name
 carries that name as its hint (made unique per function: ``x``, ``x_1``, ...); a nested
 expression's value has none.  Constant expressions fold at compile time (a folded operand's
-op is erased), and an ``if`` on a constant keeps only the taken branch.
+op is erased; ``**`` ``^`` ``<<`` ``>>``, which no scalar op computes, are taken on constants
+only), and an ``if`` on a constant keeps only the taken branch.
 
 Names that are not kernel values are compile-time constants looked up in the kernel's
 globals and closure (ints, floats - numpy scalars as the numbers they hold -, ``pl``
@@ -62,6 +63,13 @@ _TILE_OP_FOR = {ast.Pow: "pl.pow(a, b) / pl.pows(a, s)", ast.Mod: "pl.rem(a, b) 
                 ast.BitAnd: "pl.and_(a, b) / pl.ands(a, s)", ast.BitXor: "pl.xor(a, b) / pl.xors(a, s)",
                 ast.LShift: "pl.shl(a, b) / pl.shls(a, s)", ast.RShift: "pl.shr(a, b) / pl.shrs(a, s)",
                 ast.MatMult: "pl.matmul(a, b) on a Left and a Right tile (pl.move them there)"}
+# the Python operators a kernel takes on constants only, folded while reading (``10**12``,
+# ``1 << 20``): no scalar op computes them at run time
+_CONSTANT_ONLY = {ast.Pow: ("**", operator.pow), ast.BitXor: ("^", operator.xor),
+                  ast.LShift: ("<<", operator.lshift), ast.RShift: (">>", operator.rshift)}
+# the most bits a folded ``**`` / ``<<`` may make (a typo such as 10**10**10 would take the
+# machine's memory and hours, not give a kernel constant)
+_FOLD_BITS = 4096
 _TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
              "/": ("div", "divs")}
 _UNSUPPORTED = {
@@ -168,6 +176,12 @@ def _fresh_const(v) -> bool:
     expression), not yet used nor named: constant expressions fold only such values, and
     the typing rules see its value."""
     return v.__class__ is OpResult and v.name is None and v.op.__class__ is ConstOp
+
+
+def _is_const(v) -> bool:
+    """``v`` is a constant's value (a literal, a module or closure number, a folded
+    expression), named or not."""
+    return v.__class__ is OpResult and v.op.__class__ is ConstOp
 
 
 def _plain(v):
@@ -798,8 +812,14 @@ class FunctionParser:
             if isinstance(node.op, ast.UAdd):
                 return v
             op = "-" if isinstance(node.op, ast.USub) else "not" if isinstance(node.op, ast.Not) else None
+            if isinstance(node.op, ast.Invert) and _is_const(v) and type(v.op.value) is int:
+                if _fresh_const(v):             # (~ has no scalar op: taken on an int constant only)
+                    v.op.erase()
+                return self.constant(~v.op.value, node)
             if op is None:
-                raise self.err(node, "unsupported unary operator")
+                raise self.err(node, f"unsupported unary operator {ast.unparse(node)}",
+                               "kernels take - and not on scalars, ~ on integer constants (folded while "
+                               "reading), - on tiles (pl.neg)")
             if isinstance(v.type, TileValueType) and op == "-":
                 return self.make_call("neg", node, {"a": v}, {}, {})
             if not isinstance(v.type, ScalarType):
@@ -880,6 +900,9 @@ class FunctionParser:
                 val = _PY[op](lhs.op.value, rhs.op.value)
             except ZeroDivisionError:
                 raise self.err(node, "division by zero in a constant expression") from None
+            except TypeError:                   # (1.5 | 2)
+                raise self.err(node, f"operator {op} on {lhs.op.value!r} and {rhs.op.value!r}",
+                               f"{op} takes integer constants") from None
             rhs.op.erase()
             lhs.op.erase()
             return self.constant(val, node)
@@ -892,10 +915,13 @@ class FunctionParser:
         op = _SCALAR_OPS.get(type(astop))
         tl, tr = isinstance(lhs.type, TileValueType), isinstance(rhs.type, TileValueType)
         if op is None:
+            if type(astop) in _CONSTANT_ONLY and not (tl or tr) and _is_const(lhs) and _is_const(rhs):
+                return self.fold_constant(node, astop, lhs, rhs)
             ops = _TILE_OP_FOR.get(type(astop))
             raise self.err(node, f"operator {type(astop).__name__} is not supported",
                            f"call the pl op: {ops}" if ops and (tl or tr) else
-                           "kernels take + - * / // % | & on scalars and + - * / on tiles")
+                           "kernels take + - * / // % | & on scalars and + - * / on tiles; ** ^ << >> "
+                           "on constants (literals, module or closure numbers), folded while reading")
         if tl or tr:
             if op not in _TILE_BIN:
                 ops = _TILE_OP_FOR.get(type(astop))
@@ -909,6 +935,34 @@ class FunctionParser:
                 return self.make_call(scal_op, node, {"a": lhs, "scalar": rhs}, {}, {})
             raise self.err(node, "put the tile first: tile op scalar", "e.g. x + 1.0, not 1.0 + x")
         return self.scalar_binop(node, op, lhs, rhs)
+
+    def fold_constant(self, node, astop, lhs, rhs):
+        """``lhs astop rhs`` of two constants, for an operator no scalar op computes
+        (:data:`_CONSTANT_ONLY`): the constant it gives, as if written as a literal; the
+        operands' ops erased when nothing else uses them."""
+        sym, fn = _CONSTANT_ONLY[type(astop)]
+        a, b = lhs.op.value, rhs.op.value
+        if not all(_is_number(x) for x in (a, b)) or (sym != "**" and not all(type(x) in (int, bool) for x in (a, b))):
+            raise self.err(node, f"operator {sym} on {a!r} and {b!r}",
+                           f"{sym} takes integer constants" if sym != "**" else "** takes number constants")
+        if type(a) is int and type(b) is int and b > 0 and (
+                b > _FOLD_BITS if sym == "<<" else sym == "**" and abs(a) > 1 and b * (abs(a).bit_length() - 1) > _FOLD_BITS):
+            raise self.err(node, f"the constant {ast.unparse(node)} has more than {_FOLD_BITS} bits",
+                           "no kernel value is that large: check the expression")
+        try:
+            val = fn(a, b)
+        except ZeroDivisionError:
+            raise self.err(node, "division by zero in a constant expression") from None
+        except OverflowError:
+            raise self.err(node, f"the constant expression {ast.unparse(node)} overflows a float",
+                           "no kernel value is that large: check the expression") from None
+        except ValueError as e:             # (a negative shift count)
+            raise self.err(node, f"the constant expression {ast.unparse(node)} has no value: {e}",
+                           "shift by a count >= 0") from None
+        for x in (rhs, lhs):
+            if _fresh_const(x):
+                x.op.erase()
+        return self.constant(val, node)
 
     def call(self, node: ast.Call):
         obj = self.lookup_ns(node.func)

@@ -7,19 +7,27 @@ The kernel itself must pass the same checks first (else every mutant would look 
 The mutants run on the driver's engine (a local process pool, or a Ray cluster): a mutant
 that crashes its worker twice is reported as caught by that, and the others go on.  Results
 come back in the mutants' order whatever the engine does, so a report is the same every time.
+
+A command's ``--timeout`` (:attr:`Job.deadline`) bounds the whole of it, as ``check``'s does:
+the kernel's own check and every mutant's runs share one wall-clock moment; a mutant it stops
+is ``not checked`` - neither caught nor survived, and not counted.
 """
 from __future__ import annotations
 
 import linecache
 from dataclasses import dataclass, field
 
+from ..driver.check import command_timeout
 from ..driver.loader import load_scenarios
-from ..driver.engine import run_units
+from ..driver.engine import in_process, run_units
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import explore
+from ..sim.bounds import Deadline, expired_before
 from .operators import HOOK, Mutant, MutantHooks, mutants
 
-CAUGHT, SURVIVED, INVALID = "caught", "survived", "invalid"
+CAUGHT, SURVIVED, INVALID, NOT_CHECKED = "caught", "survived", "invalid", "not checked"
+#: seconds between the progress calls of a long mutant (a pool's mutants: the engine's tick)
+TICK = 1.0
 #: a kernel's own exceptions that say its Python broke (a name used before it is bound, a
 #: syntax error), not that a check found its protocol mistake: such a mutant is no kernel at
 #: all (e.g. a TPOP moved above the Tile(...) it pops into), and coverage does not count it
@@ -30,7 +38,8 @@ _BROKEN_PYTHON = (NameError, SyntaxError)
 class Verdict:
     """What the checks made of one mutant."""
     mutant: Mutant
-    status: str                  # CAUGHT, SURVIVED or INVALID (its Python broke: not counted)
+    status: str                  # CAUGHT, SURVIVED, INVALID (its Python broke) or NOT_CHECKED
+                                 # (the command's --timeout stopped it): the last two not counted
     by: str | None = None        # "the default schedule", "schedule pct:3:2:40", "loading the file"
     error: str | None = None     # the error's class
     where: str | None = None     # the error's file:line
@@ -60,8 +69,13 @@ class Coverage:
 
     @property
     def counted(self) -> int:
-        """The mutants coverage counts: every one but the INVALID (no kernel at all)."""
-        return sum(v.status != INVALID for v in self.verdicts)
+        """The mutants coverage counts: every one but the INVALID (no kernel at all) and those
+        the command's --timeout left NOT_CHECKED."""
+        return sum(v.status not in (INVALID, NOT_CHECKED) for v in self.verdicts)
+
+    @property
+    def not_checked(self) -> int:
+        return sum(v.status == NOT_CHECKED for v in self.verdicts)
 
     @property
     def ratio(self) -> float:
@@ -71,15 +85,17 @@ class Coverage:
         return {"file": self.path, "variant": self.variant, "platform": self.platform,
                 "protocol": self.protocol, "schedules": self.schedules,
                 "mutants": len(self.verdicts), "caught": self.caught,
-                "invalid": len(self.verdicts) - self.counted,
+                "invalid": sum(v.status == INVALID for v in self.verdicts), "not_checked": self.not_checked,
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
 @dataclass(frozen=True)
 class Job:
     """The checks to run on a kernel file: ``variant`` None: every variant the kernel declares; the
-    rest as ``ptopipe check`` takes them; ``timeout`` bounds each run (seconds of wall
-    clock, None: no bound); ``run_engine`` is the runs' engine (None: $PTOPIPE_ENGINE)."""
+    rest as ``ptopipe check`` takes them; ``timeout`` bounds each run (seconds of wall clock, as
+    ``ptopipe.run``'s; None: its default); ``deadline``: a command's --timeout over everything the
+    coverage runs (:meth:`~ptopipe.sim.bounds.Deadline.portable` form, for every worker), which
+    then bounds the runs instead; ``run_engine`` is the runs' engine (None: $PTOPIPE_ENGINE)."""
     path: str
     variant: "str | None" = None
     platform: "str | None" = None
@@ -89,6 +105,11 @@ class Job:
     mode: str = "mix"
     timeout: "float | None" = 60.0
     run_engine: "str | None" = None
+    deadline: "tuple | None" = None
+
+    def bound(self):
+        """What bounds each run: the command's Deadline, else the seconds of ``timeout``."""
+        return Deadline.from_portable(self.deadline) if self.deadline is not None else self.timeout
 
 
 def _is_dsl(source: str) -> bool:
@@ -98,13 +119,26 @@ def _is_dsl(source: str) -> bool:
 def coverage(job: Job, workers: int = 1, progress=None, engine: str = "local",
              address: str | None = None) -> Coverage:
     """Every mutant of ``job.path`` checked on ``engine`` (:func:`ptopipe.driver.engine.run_units`:
-    ``workers`` local processes, or a Ray cluster at ``address``); ``progress(done, total)``
-    as mutants end."""
+    ``workers`` local processes, or a Ray cluster at ``address``).  ``progress(done, total,
+    note)`` as the work goes, at least every :data:`TICK` seconds while a run or a pool's
+    mutant is under way: ``done`` of the ``total`` mutants checked, ``note`` what is under way
+    (the kernel's own check first, with its run; the mutants in the pool; here, the mutant and
+    its run)."""
     with open(job.path, encoding="utf-8") as f:
         source = f.read()
-    base, platform, protocol, cause = _checks(job, source)
+    try:
+        found = mutants(source, dsl=_is_dsl(source))
+    except SyntaxError:
+        found = None                    # (the kernel's own check below says what is wrong)
+    total = len(found or ())
+
+    def own(variant, done, runs):
+        progress(0, total, f"the kernel's own check first: {_run_note(variant, done, runs)}")
+    base, platform, protocol, cause = _checks(job, source, own if progress is not None else None)
     if base is not None:
-        _status, by, error, where, what, variant = base
+        status, by, error, where, what, variant = base
+        if status == NOT_CHECKED:
+            raise cause                 # (the command's --timeout, in the kernel's own check)
         # the error's own fix (fix the syntax, the variants there are, ...) comes first
         own = getattr(cause, "fix", None)
         raise ConfigError(f"{job.path} fails its own checks before any mutation: {error} under "
@@ -112,11 +146,32 @@ def coverage(job: Job, workers: int = 1, progress=None, engine: str = "local",
                           fix=(f"{own} (mutation needs a kernel that passes `ptopipe check` with the "
                                "same options)") if own else
                               "mutate a kernel that passes `ptopipe check` with the same options")
-    found = mutants(source, dsl=_is_dsl(source))
+    found = mutants(source, dsl=_is_dsl(source)) if found is None else found
     cov = Coverage(job.path, job.variant or "all", platform, protocol, job.schedules)
+    if in_process(engine, workers, total):
+        for k, m in enumerate(found):
+            def runs(variant, done, n, k=k, m=m):
+                progress(k, total, f"{_short(m)}: {_run_note(variant, done, n)}")
+            cov.verdicts.append(check_mutant(job, m, runs if progress is not None else None))
+        if progress is not None:
+            progress(total, total, "")
+        return cov
+
+    def pooled(done, n, under_way=()):
+        labels = [_short(found[k]) for k in under_way]
+        progress(done, n, f"under way: {', '.join(labels)}" if labels else "")
     cov.verdicts = run_units(_check_unit, [(job, m) for m in found], _lost, engine, address,
-                             workers, progress)
+                             workers, pooled if progress is not None else None, tick=TICK)
     return cov
+
+
+def _short(m: Mutant) -> str:
+    """A mutant as a progress line names it: its line and mutation."""
+    return f"line {m.line} {m.name}"
+
+
+def _run_note(variant, done: int, runs: int) -> str:
+    return f"variant {variant}, run {done + 1} of {runs}"
 
 
 def _check_unit(unit: tuple) -> Verdict:
@@ -129,16 +184,23 @@ def _lost(unit: tuple, error: BaseException) -> Verdict:
                    str(error).splitlines()[0] if str(error) else "")
 
 
-def check_mutant(job: Job, m: Mutant) -> Verdict:
-    """The checks of ``job`` on mutant ``m``: CAUGHT with the first finding, or SURVIVED."""
-    found = _checks(job, m.source)[0]
+def check_mutant(job: Job, m: Mutant, progress=None) -> Verdict:
+    """The checks of ``job`` on mutant ``m``: CAUGHT with the first finding, SURVIVED, or
+    NOT_CHECKED when the command's --timeout stopped them; ``progress(variant, done, runs)``
+    before each run."""
+    found = _checks(job, m.source, progress)[0]
     return Verdict(m, SURVIVED) if found is None else Verdict(m, *found)
 
 
-def _checks(job: Job, source: str) -> tuple:
+def _checks(job: Job, source: str, progress=None) -> tuple:
     """``(finding, platform, protocol, exception)`` of the checks on the kernel text ``source``:
     the finding ``(status, by, error, where, what, variant)`` and the exception it is of, or
-    None and None when every check passed."""
+    None and None when every check passed; ``progress(variant, done, runs)`` before each run.
+    Past the command's deadline nothing runs, not even the file's import: NOT_CHECKED."""
+    bound = job.bound()
+    if isinstance(bound, Deadline) and bound.passed():
+        e = expired_before(bound, "these checks")
+        return _finding("the command's --timeout", None, e), job.platform, job.protocol, e
     path = job.path                     # (the file name its code objects carry)
     old = linecache.cache.get(path)
     # the DSL front end reads a function's source through linecache: it must see this text
@@ -153,10 +215,11 @@ def _checks(job: Job, source: str) -> tuple:
             platform = job.platform or sc.platform or "a2a3"
             protocol = job.protocol or sc.protocol or "spec"
             for v in ([job.variant] if job.variant else list(sc.variants)):
+                step = None if progress is None else (lambda done, runs, v=v: progress(v, done, runs))
                 try:
                     res = explore(sc, schedules=job.schedules, seed=job.seed, variant=v,
                                   platform=platform, protocol=protocol, mode=job.mode,
-                                  timeout=job.timeout, engine=job.run_engine)
+                                  timeout=bound, engine=job.run_engine, progress=step)
                 except Exception as e:      # noqa: BLE001 - a kernel's own exception is a finding too
                     return _finding("the default schedule", v, e), platform, protocol, e
                 if not res.ok:
@@ -177,6 +240,7 @@ def _finding(by: str, variant, e: BaseException) -> tuple:
     else:
         f = user_frame(e)
         where, what = (f"{f.filename}:{f.lineno}" if f else None), str(e)
-    status = INVALID if isinstance(e, _BROKEN_PYTHON) else CAUGHT
+    status = NOT_CHECKED if command_timeout(e) is not None else INVALID if isinstance(e, _BROKEN_PYTHON) \
+        else CAUGHT
     return (status, by, type(e).__name__, str(where) if where else None,
             str(what).splitlines()[0] if what else "", variant)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..errors import shown_locations, shown_where
 from ..ir.vocab import Loc
 
 
@@ -38,9 +39,11 @@ class Remark:
     message: str
 
     def render(self) -> str:
-        """``file:line:col: remark: [pass] kind: message`` (``<unknown>`` without a location)."""
-        where = str(self.loc) if self.loc is not None else "<unknown>"
-        return f"{where}: remark: [{self.pass_name}] {self.kind.value}: {self.message}"
+        """``file:line:col: remark: [pass] kind: message`` (``<unknown>`` without a location),
+        the file as an error's text shows it (:func:`~ptopipe.errors.shown_where`: relative
+        below the working directory); ``loc`` keeps the path as located, for tools."""
+        where = shown_where(str(self.loc)) if self.loc is not None else "<unknown>"
+        return f"{where}: remark: [{self.pass_name}] {self.kind.value}: {shown_locations(self.message)}"
 
     def __str__(self) -> str:
         return self.render()

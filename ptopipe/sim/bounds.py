@@ -66,6 +66,20 @@ class Deadline:
         """Seconds until it passes (0 once it has; inf: no bound)."""
         return max(0.0, self.at - time.monotonic())
 
+    def portable(self) -> tuple:
+        """The deadline as another process - on another machine too (a Ray worker) - makes it
+        again (:meth:`from_portable`): its seconds, scope and wall-clock moment
+        (``time.time()``; the monotonic clock is this machine's)."""
+        return (self.seconds, self.scope, time.time() + self.left())
+
+    @classmethod
+    def from_portable(cls, form: tuple) -> "Deadline":
+        """The Deadline :meth:`portable` gave ``form`` of, at the same wall-clock moment."""
+        seconds, scope, wall = form
+        limit = cls(seconds, scope=scope)
+        limit.at = time.monotonic() + (wall - time.time())
+        return limit
+
     @property
     def fix(self) -> str:
         if self.scope == "command":

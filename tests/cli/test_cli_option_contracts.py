@@ -163,3 +163,54 @@ def test_a_commands_option_given_before_the_command_word_is_said_to_go_after_it(
     name = before[0].split("=")[0]
     assert "usage: ptopipe [-h]" in err and f"{name} is run's: put it after 'run'" in err, err
     assert "did you mean" not in err and "invalid choice" not in err
+
+
+@pytest.mark.parametrize("argv,option,what", [
+    (["trace", "{boom}", "-o", "-"], "--output -", "trace does not write the Chrome trace"),
+    (["trace", "{boom}", "--report", "-"], "--report -", "trace does not write the HTML report"),
+    (["run", "{boom}", "--report", "-"], "--report -", "run does not write the HTML report"),
+    (["run", "{boom}", "--png", "-"], "--png -", "run does not write the PNG swimlane"),
+    (["run", "{pto}", "--output", "out=-"], "--output out=-", "run does not write the arrays"),
+    (["check", "{boom}", "--junit", "-"], "--junit -", "check does not write the JUnit XML"),
+    (["sweep", "{boom}", "--param", "depth=1,2", "--plot", "-"], "--plot -", "sweep does not write the plot"),
+])
+def test_an_output_named_dash_is_refused_where_stdout_is_the_commands_report(argv, option, what, tmp_path,
+                                                                              capsys, monkeypatch):
+    # `-o -` wrote a file named '-' in the working directory
+    monkeypatch.chdir(tmp_path)
+    boom = tmp_path / "boom.py"
+    boom.write_text("raise RuntimeError('the kernel file was loaded')\nSCENARIO = None\n")
+    pto = os.path.join(ROOT, "tests", "pto_corpus", "v_softmax_rows_a3.pto")
+    assert cli_main([a.format(boom=boom, pto=pto) for a in argv]) == 1
+    out = capsys.readouterr()
+    name = option.split()[0]
+    assert out.err.splitlines()[:2] == [f"error: ConfigError: {option}: {what} to stdout (its stdout is the "
+                                        "command's own report)", f"  at option {name}"], out.err
+    assert out.out == "" and not (tmp_path / "-").exists()
+
+
+def test_compile_output_dash_is_stdout(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["compile", DSL, "--emit", "pto", "-o", "-"]) == 0
+    printed = capsys.readouterr().out
+    assert not (tmp_path / "-").exists()
+    assert cli_main(["compile", DSL, "--emit", "pto"]) == 0
+    assert printed == capsys.readouterr().out and "pto.tpush" in printed
+
+
+@pytest.mark.parametrize("options,named", [
+    (["--schedules", "50", "--seed", "3"], "--schedules, --seed"),
+    (["--schedules", "20"], "--schedules"),              # (the default, given: still not used)
+    (["--explore", "pct", "--depth", "2"], "--explore, --depth"),
+    (["--data-seed", "1", "--launches", "2", "--until-cycle", "100"], "--data-seed, --launches, --until-cycle"),
+    (["--replay", "pct:7:3:120"], "--replay"),
+])
+def test_check_static_refuses_the_options_of_a_run(options, named, capsys):
+    # they were silently ignored: a PASS that looked like it honoured --schedules 50
+    assert cli_main(["check", "--static", DSL, *options]) == 1
+    out = capsys.readouterr()
+    assert out.err.splitlines() == [
+        f"error: ConfigError: {named}: check --static does not run the kernel, so no schedule, input data "
+        "or run option applies", f"  at option {options[0]}",
+        f"  fix: drop {named}, or drop --static to run the kernel under explored schedules"], out.err
+    assert out.out == ""

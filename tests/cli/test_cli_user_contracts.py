@@ -64,6 +64,21 @@ def test_static_check_warnings_fail_under_werror_and_count_in_the_library_summar
     assert "1 passed with warnings" in capsys.readouterr().out
 
 
+def test_a_dsl_kernels_static_warnings_are_warnings_and_fail_under_werror(tmp_path, capsys, monkeypatch):
+    # (a DSL file's were printed as notes, at the absolute path, and --werror let them pass)
+    with open(os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"), encoding="utf-8") as f:
+        src = f.read()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text(src.replace("            pl.TFREE(pipe_buf)\n", ""))
+    pop = next(k for k, line in enumerate(src.splitlines(), 1) if "pl.TPOP(" in line)
+    assert cli_main(["check", "--static", "k.py", "--protocol", "pto-isa"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(e.startswith(f"warning: k.py:{pop}:13: the TPOP at line {pop} ") for e in err), err
+    assert cli_main(["check", "--static", "k.py", "--protocol", "pto-isa", "--werror"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL ") and out.rstrip().endswith("1 warning(s), errors under --werror"), out
+
+
 @pytest.mark.parametrize("kernel,option", [
     ("tests/pto/c2v_split_a3.pto", ["--input", "zz=5"]),
     ("tests/pto/c2v_split_a3.pto", ["--range", "zz=1..5"]),

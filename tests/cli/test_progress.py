@@ -47,3 +47,17 @@ def test_on_a_terminal_a_bar_redrawn_in_place_and_cleared():
     assert out.getvalue().startswith("\r  sweep: [" + "#" * 12 + "." * 12 + "] 2/4")
     p.close()
     assert out.getvalue().endswith("\r\033[K")
+
+
+def test_a_note_says_what_is_under_way_and_the_bar_the_time_it_has_taken():
+    # a long unit of work (a mutant, the kernel's own check) showed no sign of life
+    out, clock = io.StringIO(), Clock()
+    p = Progress("mutants", 4, stream=out, every=5.0, clock=clock)
+    clock.t = 6.0
+    p.step(0, "line 44 reorder: variant default, run 7 of 21")
+    assert out.getvalue() == "  mutants: 0/4 done, 6 s; line 44 reorder: variant default, run 7 of 21\n"
+    tty = Tty()
+    p = Progress("mutants", 4, stream=tty, clock=clock)
+    clock.t = 9.0
+    p.step(1, "under way: line 44 reorder")
+    assert tty.getvalue().startswith("\r  mutants: [" + "#" * 6 + "." * 18 + "] 1/4, 3 s; under way: line 44 reorder")

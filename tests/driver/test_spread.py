@@ -19,7 +19,7 @@ from ptopipe.cli.errors import report_exception
 from ptopipe.driver import spread
 from ptopipe.driver.check import explore_variant
 from ptopipe.driver.loader import load_scenarios, scenario_at
-from ptopipe.errors import BudgetError, PtoPipeError
+from ptopipe.errors import BudgetError, DeadlockError, PtoPipeError
 from ptopipe.isa import explore as explore_module
 from ptopipe.isa.explore import ScheduleSpec, explore
 from ptopipe.sim.bounds import Deadline
@@ -341,3 +341,41 @@ def test_an_interrupted_check_says_how_many_schedules_had_finished(monkeypatch):
     code, _, err = _cli(["check", S1, "--schedules", "5", "--workers", "1"])
     assert code == 130
     assert err.splitlines()[-1] == "interrupted: 3 of 6 schedules of default had finished"
+
+
+def _timed_out():
+    return BudgetError("the command did not finish within --timeout 3 s of wall-clock time",
+                       findings=[{"bound": "timeout", "scope": "command", "limit": 3.0, "core": "AIC"}])
+
+
+@pytest.mark.parametrize("failing", [None, 6])
+def test_a_timeout_cut_counts_every_schedule_the_workers_finished(failing):
+    # a parallel check stopped by --timeout reported only the unbroken prefix of passes in the
+    # serial order (here 1 + 2), though the workers had finished most schedules after the cut
+    from ptopipe.driver.check import variant_report
+    from ptopipe.isa.explore import ExploreResult
+    plan = spread._Plan("random", 10, 0, 1)
+    found = DeadlockError("deadlock", where="k.py:3")
+
+    def record(seed):
+        error = _timed_out() if seed in (2, 9) else found if seed == failing else None
+        return spread.Record(ScheduleSpec("random", seed), 100 + seed, 5, None, error, None, "", "")
+    plan.add([record(s) for s in range(10)])
+    res = plan.result(ExploreResult(runs=1, passed=1, mode="random"), [])
+    if failing is None:
+        assert (res.runs, res.passed, res.distinct) == (10, 9, 9)       # (the default + 8; random:2 stopped)
+        rep = variant_report("k", "default", "a2a3", "spec", res)
+        assert rep["failure"]["what"] == ("not finished: --timeout 3 s ran out after 9 passing schedule(s), no "
+                                          "failure found in them; the schedule under way then did not finish")
+    else:                                   # a failure the workers found after the cut is the check's
+        assert (res.passed, res.first) == (8, (failing, found))
+
+
+def test_a_pool_with_a_tick_reports_the_units_under_way_while_they_run():
+    # a pool reported only units that had ended, in their order: a long first unit hid the rest
+    calls = []
+    got = run_units(time.sleep, [0.6, 0.05, 0.05], None, workers=2, tick=0.1,
+                    progress=lambda done, total, under_way=None: calls.append((done, total, under_way)))
+    assert got == [None] * 3
+    assert any(c[2] == [0] and c[0] == 2 for c in calls), calls     # (the short ones ended first)
+    assert calls[-1][:2] == (3, 3)

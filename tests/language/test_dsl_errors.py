@@ -675,3 +675,37 @@ def test_an_operator_a_tile_lacks_names_the_pl_op(name, fix):
     with pytest.raises(CompileError) as ei:
         pl.parse(text, filename="o.py")
     assert ei.value.fix.startswith(fix), ei.value
+
+
+def test_constant_powers_shifts_and_xor_fold_as_their_literal():
+    # `pl.range(10**12)` was "operator Pow is not supported": ** ^ << >> ~ have no scalar op, so
+    # on constants (literals, module numbers, a named constant) they fold while reading
+    @pl.aiv
+    def k(x: pl.Tensor[[32, 16], pl.f32]):
+        n = 3
+        for i in pl.range(10**12):
+            pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], x)
+        for j in pl.range(2**n, 1 << 4, ~-2):
+            pl.store(pl.load(x, [0, 0], [256 >> 4 ^ 0x30 ^ 0x30, 16]), [0, 0], x)
+    loops = [o for o in k.ir.walk() if o.name == "pl.for"]
+    assert [[b.op.value for b in loop.operands[:3]] for loop in loops] == [[0, 10**12, 1], [8, 16, 1]]
+    assert not any(o.name.startswith("arith.") for o in k.ir.walk())
+
+
+@pytest.mark.parametrize("expr, what, fix", [
+    ("10 ** 10 ** 10", "the constant 10 ** 10 ** 10 has more than 4096 bits", "no kernel value is that large"),
+    ("1 << -1", "the constant expression 1 << -1 has no value: negative shift count", "shift by a count >= 0"),
+    ("1.5 ^ 2", "operator ^ on 1.5 and 2", "^ takes integer constants"),
+    ("1.5 | 2", "operator | on 1.5 and 2", "| takes integer constants"),      # (a raw TypeError before)
+    ("~1.5", "unsupported unary operator ~1.5", "kernels take - and not on scalars, ~ on integer constants"),
+    ("0 ** -1", "division by zero in a constant expression", None),
+    ("n ** 2", "operator Pow is not supported", "kernels take + - * / // % | & on scalars and + - * / on "
+     "tiles; ** ^ << >> on constants (literals, module or closure numbers), folded while reading"),
+])
+def test_a_constant_operator_that_cannot_fold_is_an_error_at_its_column(expr, what, fix):
+    text = HEAD + f"@pl.aiv\ndef k(x: pl.Tensor[[16, 16], pl.f32], n: pl.Scalar[pl.index]):\n" \
+                  f"    for i in pl.range({expr}):\n        pass\n"
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="c.py")
+    assert (ei.value.what, ei.value.where) == (what, "c.py:5:23"), ei.value
+    assert ei.value.fix == fix or ei.value.fix.startswith(fix)

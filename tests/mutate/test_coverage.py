@@ -20,14 +20,56 @@ def _line(path, needle):
     return k
 
 
+#: what coverage's progress said while s1_coverage ran: (done, total, note)
+NOTES = []
+
+
 @pytest.fixture(scope="module")
 def s1_coverage():
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        return coverage(Job(S1, variant="default", schedules=2))
+        return coverage(Job(S1, variant="default", schedules=2),
+                        progress=lambda done, total, note="": NOTES.append((done, total, note)))
     finally:
         os.chdir(cwd)
+
+
+def test_progress_names_the_run_under_way_of_the_kernels_own_check_then_of_each_mutant(s1_coverage):
+    # it said only how many mutants had ended: nothing during the kernel's own check, nor
+    # during a long mutant
+    n = len(s1_coverage.verdicts)
+    assert NOTES[:3] == [(0, n, f"the kernel's own check first: variant default, run {k} of 3") for k in (1, 2, 3)]
+    first = s1_coverage.verdicts[0].mutant
+    assert NOTES[3] == (0, n, f"line {first.line} {first.name}: variant default, run 1 of 3")
+    assert NOTES[-1] == (n, n, "")
+    assert [d for d, _, _ in NOTES] == sorted(d for d, _, _ in NOTES)
+
+
+def test_past_the_commands_timeout_a_mutant_is_not_checked_and_not_counted():
+    from ptopipe.mutate import NOT_CHECKED, Coverage
+    from ptopipe.sim.bounds import Deadline
+    limit = Deadline(1.0, scope="command").portable()
+    late = Job(os.path.join(ROOT, S1), variant="default", schedules=0, deadline=limit[:2] + (limit[2] - 2,))
+    m = mutants(open(late.path, encoding="utf-8").read())[0]
+    v = check_mutant(late, m)
+    assert (v.status, v.error) == (NOT_CHECKED, "BudgetError") and "--timeout 1 s" in v.what
+    cov = Coverage(S1, "default", "a2a3", "spec", 0, [v, check_mutant(Job(late.path, variant="default",
+                                                                          schedules=0), m)])
+    assert (cov.caught, cov.counted, cov.not_checked, cov.to_dict()["not_checked"]) == (1, 1, 1, 1)
+
+
+def test_mutates_timeout_bounds_the_whole_command_as_checks_does(capsys):
+    # it bounded each run: a kernel whose runs it cut was refused as failing its own checks
+    from ptopipe.cli import build_parser
+    assert cli_main(["mutate", os.path.join(ROOT, S1), "--variant", "default", "--schedules", "0",
+                     "--timeout", "0.001", "--workers", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: BudgetError: the command did not finish within --timeout 0.001 s of "
+                          "wall-clock time"), err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["mutate", "--help"])
+    assert "wall-clock bound of the whole command, as run's and check's" in " ".join(capsys.readouterr().out.split())
 
 
 def test_every_mutant_of_s1_is_caught_at_the_line_of_its_finding(s1_coverage):

@@ -109,6 +109,17 @@ def test_compile_remarks_say_what_each_pass_left_alone(kernels, capsys):
     assert _remarks(capsys, kernels, "--remarks") == [f"{kernels}:{line}" for line in MISSED]
 
 
+@pytest.mark.parametrize("cwd, given, shown", [
+    ("", "examples/dsl/s1_cv_split.py", "examples/dsl/s1_cv_split.py"),
+    ("examples", "../examples/dsl/s1_cv_split.py", "dsl/s1_cv_split.py"),        # (as an error shows it)
+])
+def test_remarks_name_the_file_as_the_user_gave_it(cwd, given, shown, capsys, monkeypatch):
+    # they printed the absolute path (/.../examples/../examples/dsl/...) where errors print it relative
+    monkeypatch.chdir(ROOT / cwd)
+    err = _remarks(capsys, given, "--remarks")
+    assert err and all(e.startswith(f"{shown}:") for e in err), err
+
+
 def test_no_remarks_unless_asked(kernels, capsys):
     assert _remarks(capsys, kernels) == []
 
