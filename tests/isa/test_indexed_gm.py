@@ -228,6 +228,24 @@ def test_a5_row_reads_a_packed_table_and_consecutive_indices():
     assert "holds the indices 8 elements apart" in str(ei.value) and ei.value.where.endswith(f":{line_of(wide, 'WIDE')}")
 
 
+def test_the_a2a3_nz_path_is_refused_naming_what_is_modelled():
+    """pto-isa's A2A3 NZ pairing (a Layout::NZ table with an NZ Vec tile) is not modelled: either
+    half of it is a KernelError at the line saying so."""
+    table = np.zeros((16, 16), np.float32)
+    nz = dict(layout=TileLayout.NZ)
+
+    def k(table):
+        ti = Tile(TileType.Vec, int32, 1, 16, addr=0x0)
+        d = Tile(TileType.Vec, float32, 16, 16, addr=0x1000, **nz)
+        MGATHER(d, GlobalTensor(table.data(), (1, 2, 1, 16, 8), layout=TileLayout.NZ), ti)    # NZ
+    for tile_layout, words in ((TileLayout.NZ, "dst Vec tile float32 16x16 NZ"), (TileLayout.ND, "the table")):
+        nz["layout"] = tile_layout
+        with pytest.raises(KernelError) as ei:
+            ptopipe.run(aiv=(k, None), args=dict(table=table), platform="a2a3")
+        assert words in str(ei.value) and "A2A3 NZ path" in str(ei.value) and "not modelled" in str(ei.value)
+        assert ei.value.where.endswith(f":{line_of(k, 'NZ')}")
+
+
 def test_a_table_past_its_argument_is_an_out_of_bounds_access():
     """Clamp keeps an index within the table's rows - a table declared with more rows than its
     argument holds reads past it: the bytes the index picks, refused at the line."""
