@@ -64,14 +64,15 @@ _FRACTAL_ROWS, _C0_BYTES = 16, 32
 def _enum(core, name: str, cls, value, what: str):
     """``value`` as a member of ``cls`` (one of another enum - a ScatterOOB given to MGATHER -
     is an error, not its number read as ``cls``'s)."""
+    members = ", ".join(f"{cls.__name__}.{m.name}" for m in cls)
     if isinstance(value, Enum) and not isinstance(value, cls):
         raise _err(core, f"{name}: {what}={value!r} is {with_article(type(value).__name__)}; {name} takes "
-                         f"{with_article(cls.__name__)} there", f"pass one of {', '.join(f'{cls.__name__}.{m.name}' for m in cls)}")
+                         f"{with_article(cls.__name__)} there", f"pass one of {members}")
     try:
         return cls(value)
     except ValueError:
         raise _err(core, f"{name}: {what}={value!r} is not {with_article(cls.__name__)}",
-                   f"pass one of {', '.join(f'{cls.__name__}.{m.name}' for m in cls)}") from None
+                   f"pass one of {members}") from None
 
 
 def _begin(name: str, events, sched_kind):
@@ -561,9 +562,9 @@ def _gather_via_scratch(core, dst: Tile, table, scratch, raw, cap, oob, at) -> E
     zeros, then each gathered element), MTE2 moves it into the Mat tile."""
     scratch = _tensor(core, "MGATHER", scratch, "scratch")
     if scratch.dtype != dst.dtype:
-        raise _err(core, f"MGATHER: the scratch tensor {scratch.describe()} is {scratch.dtype.name} but {dst.describe()} "
-                         f"is {dst.dtype.name} (\"GM->L1 scratch must be a GM GlobalTensor with element type matching "
-                         "the destination\")", "declare the scratch with the tile's element type")
+        raise _err(core, f"MGATHER: the scratch tensor {scratch.describe()} is {scratch.dtype.name} but "
+                         f"{dst.describe()} is {dst.dtype.name} (\"GM->L1 scratch must be a GM GlobalTensor with "
+                         "element type matching the destination\")", "declare the scratch with the tile's element type")
     n = dst.rows * dst.cols
     item = dst.item
     c0 = _C0_BYTES // item

@@ -712,8 +712,9 @@ def _indexed_coalesce(ex, s, form, name: str, dsts, srcs) -> dict:
     after the rules of ptoas's verifier (PTO.cpp MGatherOp / MScatterOp::verify, skipped for memref
     operands as ptoas skips them): A5 only, an i32 index tile of the data's rows."""
     if len(dsts) != 1 or len(srcs) != 2:
-        raise ex.perr(s.tok, f"{s.name} takes {'ins(%mem, %idx) outs(%dst)' if name == 'MGATHER' else 'ins(%src, %idx) outs(%mem)'}"
-                             f", got {len(srcs)} in ins and {len(dsts)} in outs", "write the op as ptoas prints it")
+        spelled = "ins(%mem, %idx) outs(%dst)" if name == "MGATHER" else "ins(%src, %idx) outs(%mem)"
+        raise ex.perr(s.tok, f"{s.name} takes {spelled}, got {len(srcs)} in ins and {len(dsts)} in outs",
+                      "write the op as ptoas prints it")
     data, idx = (dsts[0], srcs[1]) if name == "MGATHER" else (srcs[0], srcs[1])
     role = "dst" if name == "MGATHER" else "src"
     if not (isinstance(data, isa.Tile) and isinstance(idx, isa.Tile)):
@@ -727,7 +728,8 @@ def _indexed_coalesce(ex, s, form, name: str, dsts, srcs) -> dict:
         elif idx.dtype != np.dtype(np.int32):
             refused = ("expects idx element type to be signless i32", "declare the index tile i32")
         elif idx.rows != data.rows:
-            refused = (f"expects {role} and idx static row dimensions to match", f"give the index tile the {role}'s rows")
+            refused = (f"expects {role} and idx static row dimensions to match",
+                       f"give the index tile the {role}'s rows")
         elif indexed_coalesce(data.cols, idx.cols) is None:
             refused = (f"expects idx cols to be 1 or equal to {role} cols",
                        f"give the index tile {data.cols} columns (one index per element) or 1 (one per row)")
