@@ -44,7 +44,8 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import TCVT_PAIRS, CmpMode, CustomPad, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
+from .vocab import (TCVT_PAIRS, CmpMode, CustomPad, MaskPattern, PadValue, PipeUnit, PlatformID, ScatterAtomicOp,
+                    TileLayout, TileType)
 from ..errors import with_article
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
@@ -1022,6 +1023,88 @@ def gather_blocks(src_bytes, offsets, d):
     d[...] = picked.reshape(rows, blocks * 32).view(d.dtype)
 
 
+
+# -- MGATHER / MSCATTER: GM rows or elements at the addresses an index tile holds ---------------
+def remap_indices(raw: np.ndarray, cap: int, oob: str) -> "tuple[np.ndarray, np.ndarray]":
+    """``(safe, kept)`` of the indices ``raw`` (uint32: the device reads an index as one, so a
+    negative int32 is past any table) into a table of ``cap`` rows (Row) or elements (Elem)
+    under the out-of-bounds mode named ``oob`` (a ``GatherOOB`` / ``ScatterOOB`` member's name),
+    as pto-isa's mgather_remap / mscatter_remap: Clamp ``min(i, cap - 1)``, Wrap ``i % cap``,
+    Zero / Skip keep only ``i < cap`` (the rest read zeros / write nothing), Undefined keeps
+    every index as it is (the ISA refuses one past the table before)."""
+    i = raw.astype(np.int64)
+    if oob == "Clamp":
+        return np.minimum(i, cap - 1), np.ones(i.shape, bool)
+    if oob == "Wrap":
+        return i % cap, np.ones(i.shape, bool)
+    if oob in ("Zero", "Skip"):
+        kept = i < cap
+        return np.where(kept, i, 0), kept
+    return i, np.ones(i.shape, bool)
+
+
+def gather_at(flat, offs, kept, d) -> None:
+    """``d[r, c] = flat[offs[r, c]]`` where ``kept``, else 0 (MGATHER: ``flat`` is GM seen as the
+    table's element type, ``offs`` the element each destination element reads)."""
+    v = flat[np.where(kept, offs, 0)]
+    v[~kept] = 0
+    d[...] = v
+
+
+def scatter_at(flat, offs, kept, s, atomic) -> None:
+    """``flat[offs[r, c]] (op)= s[r, c]`` where ``kept``, in row-major order (MSCATTER): a plain
+    store keeps the last write to an element (A2A3's in-order walk, A5's Conflict::Last), an
+    atomic op (``ScatterAtomicOp``) combines every write in the table's dtype."""
+    o, v = offs[kept], s[kept]
+    if atomic == ScatterAtomicOp.Add:
+        np.add.at(flat, o, v)
+    elif atomic == ScatterAtomicOp.Max:
+        np.maximum.at(flat, o, v)
+    elif atomic == ScatterAtomicOp.Min:
+        np.minimum.at(flat, o, v)
+    else:
+        _, last = np.unique(o[::-1], return_index=True)    # each element's last write
+        pick = o.size - 1 - last
+        flat[o[pick]] = v[pick]
+
+
+#: MGATHER / MSCATTER's data dtypes: a2a3 MGather.hpp IsValidMGatherDType, MScatter.hpp
+#: IsValidMScatterDType (the 1-, 2- and 4-byte types); a5 MGather.hpp IsValidGatherDType,
+#: MScatter.hpp IsValidScatterDType (also the 8-bit floats)
+_INDEXED = types("i8 u8 i16 uint16 i32 u32 f16 bf16 f32", a5="+ fp8_e4m3 fp8_e5m2")
+#: their index dtypes (every platform's MGatherCheck / MScatterCheck)
+INDEXED_INDEX = (dt.int32, dt.uint32)
+#: MSCATTER's atomic ops: the table dtypes each combines in (a2a3 IsValidMScatterAtomic: Add of
+#: signed types only, no Max / Min; a5 IsValidScatterAtomic)
+SCATTER_ATOMIC = {ScatterAtomicOp.Add: types("i8 i16 i32 f16 bf16 f32", a5="i32 u32 f16 bf16 f32"),
+                  ScatterAtomicOp.Max: types("", a5="i32 u32 f32"),
+                  ScatterAtomicOp.Min: types("", a5="i32 u32 f32")}
+#: the pipes each platform's MGATHER / MSCATTER of a Vec tile runs on, by (op, Coalesce name):
+#: (the pipe reading the index tile and running the walk, the pipe moving the data, the event
+#: pairs the library makes before the walk, those it makes after the move).  A2A3: the scalar
+#: unit walks the indices, Row moves each row by DMA (MTE2 / MTE3), Elem moves each element
+#: itself, each with its PtoSetWaitFlag chains (a2a3 MGather.hpp MGatherRowImpl /
+#: MGatherElemImpl, MScatter.hpp MScatterRowImpl / MScatterElemImpl); A5: a SIMT launch on the
+#: vector pipe, no event of its own (a5 MGather.hpp / MScatter.hpp; pto-isa's event.hpp maps
+#: MGATHER_VEC and MSCATTER to PIPE_V)
+_S, _VP, _MTE2, _MTE3 = PipeUnit.S, PipeUnit.V, PipeUnit.MTE2, PipeUnit.MTE3
+INDEXED_PIPES = {
+    _A2A3: {("MGATHER", "Row"): (_S, _MTE2, ((_VP, _S), (_MTE3, _S)),
+                                 ((_S, _MTE2), (_MTE2, _VP), (_MTE2, _MTE3), (_S, _VP), (_S, _MTE3))),
+            ("MGATHER", "Elem"): (_S, _S, ((_VP, _S), (_MTE3, _S), (_MTE2, _S)), ((_S, _VP), (_S, _MTE2), (_S, _MTE3))),
+            ("MSCATTER", "Row"): (_S, _MTE3, ((_VP, _S), (_MTE2, _S)),
+                                  ((_MTE3, _S), (_S, _VP), (_S, _MTE2), (_MTE3, _VP), (_MTE3, _MTE2))),
+            ("MSCATTER", "Elem"): (_S, _S, ((_VP, _S), (_MTE2, _S), (_MTE3, _S)),
+                                   ((_S, _VP), (_S, _MTE2), (_S, _MTE3)))},
+    _A5: {k: (_VP, _VP, (), ()) for k in (("MGATHER", "Row"), ("MGATHER", "Elem"), ("MSCATTER", "Row"),
+                                        ("MSCATTER", "Elem"))},
+}
+#: the GM -> L1 row gather into a Mat tile, on either platform: the Cube's scalar unit reads
+#: each index from GM and issues the row's MTE2 move, then an S -> MTE2 event (a2a3 / a5
+#: MGather.hpp MGatherGm2L1RowImpl; the element gather's steps are isa.indexed's)
+for _p in INDEXED_PIPES:
+    INDEXED_PIPES[_p][("MGATHER", "L1")] = (_S, _MTE2, (), ((_S, _MTE2),))
+
 # -- the instructions ---------------------------------------------------------------------------
 _V, _M = PipeUnit.V, PipeUnit.M
 _S1, _S2, _S4, _E2 = (1, 12, 14), (2, 14, 18), (4, 14, 18), (2, 14, 17)
@@ -1435,6 +1518,18 @@ _DEFS = (
           doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
     OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4, dsl="dequant",
           doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
+    # -- indexed GM gather / scatter
+    OpDef("MGATHER", "MGATHER", None, gather_at, _INDEXED,
+          doc="GM rows (Coalesce::Row: dst[r, :] = table[idx[r], :]) or elements (Coalesce::Elem: dst[r, c] = "
+              "table.flat[idx[r, c]]) into a Vec tile at the indices of a Vec int32 / uint32 tile, an index past the "
+              "table as GatherOOB says (Undefined: an error; Clamp, Wrap, Zero); A2A3: the scalar unit and MTE2, A5: "
+              "the vector pipe (MGATHER)"),
+    OpDef("MSCATTER", "MSCATTER", None, scatter_at, _INDEXED,
+          doc="a Vec tile's rows (Coalesce::Row: table[idx[r], :] = src[r, :]) or elements (Coalesce::Elem: "
+              "table.flat[idx[r, c]] = src[r, c]) into GM at the indices of a Vec int32 / uint32 tile, combined by "
+              "ScatterAtomicOp (None: the last write stays; Add; A5: Max, Min), an index past the table as ScatterOOB "
+              "says (Undefined: an error; Skip, Clamp, Wrap); A2A3: the scalar unit and MTE3, A5: the vector pipe "
+              "(MSCATTER)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
     OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,

@@ -580,6 +580,61 @@ class AtomicType(IntEnum):
     AtomicAdd = 1
 
 
+class Coalesce(IntEnum):
+    """pto-isa's ``Coalesce`` of ``MGATHER`` / ``MSCATTER`` (type.hpp): whole table rows by a
+    1-D index per tile row (Row: ``dst[r, :] = table[idx[r], :]``), or one element of the flat
+    table per tile element (Elem: ``dst[r, c] = table[idx[r, c]]``).  The device's default is
+    Row (pto-isa's CPU simulator walks element-wise whatever the mode)."""
+    Row = 0
+    Elem = 1
+
+
+class GatherOOB(IntEnum):
+    """pto-isa's ``GatherOOB`` of ``MGATHER``: what an index at or past the table's capacity
+    (its rows, Row; its elements, Elem) reads - nothing defined (Undefined: the caller
+    guarantees every index is in range), the last one (Clamp), the index modulo the capacity
+    (Wrap), or zeros (Zero)."""
+    Undefined = 0
+    Clamp = 1
+    Wrap = 2
+    Zero = 3
+
+
+# (made by name: pto-isa's first enumerator is ``None``, a word Python's class syntax refuses)
+ScatterAtomicOp = IntEnum("ScatterAtomicOp", [("None", 0), ("Add", 1), ("Max", 2), ("Min", 3)],
+                          module=__name__, qualname="ScatterAtomicOp")
+ScatterAtomicOp.__doc__ = (
+    "pto-isa's ``ScatterAtomicOp`` of ``MSCATTER``: a plain store (``None``, spelled "
+    "``ScatterAtomicOp['None']`` or ``ScatterAtomicOp(0)`` in Python), or one that adds into (Add) / "
+    "keeps the larger (Max) / the smaller (Min) of the table's element and the source's.")
+
+
+class ScatterOOB(IntEnum):
+    """pto-isa's ``ScatterOOB`` of ``MSCATTER``: what an index at or past the table's capacity
+    writes - nothing defined (Undefined), nothing (Skip), the last row / element (Clamp), the
+    index modulo the capacity (Wrap)."""
+    Undefined = 0
+    Skip = 1
+    Clamp = 2
+    Wrap = 3
+
+
+class ScatterConflict(IntEnum):
+    """pto-isa's ``ScatterConflict`` of A5's ``MSCATTER`` (A2A3 has none: its scatter runs in
+    order, the last write wins): which of several writes to one destination stays when no
+    atomic op combines them - the source position latest in row-major order (Last), or
+    whichever the warp scheduler lets (Default)."""
+    Last = 0
+    Default = 1
+
+
+class GatherExec(IntEnum):
+    """pto-isa's ``GatherExec`` of A5's GM -> L1 element gather: the Cube's scalar unit
+    (Scalar) or a SIMT launch on the Vector core handing off to the Cube (Simt)."""
+    Scalar = 0
+    Simt = 1
+
+
 class ReluPreMode(IntEnum):
     """pto-isa's ``ReluPreMode``: the fixpipe's ReLU after its conversion (the *_FP ops)."""
     NoRelu = 0

@@ -65,6 +65,8 @@ UNEXPRESSED = {
     "pto.alloc_multi_tile": "multi-slot tile regions (one buffer whose slots a loop selects)",
     "pto.multi_tile_get": "multi-slot tile regions (one buffer whose slots a loop selects)",
     "pto.syncall": "all-core barriers (SYNCALL orders every core's accesses; VerifyPipes proves rings only)",
+    "pto.mgather": "indexed GM reads (MGATHER reads the table rows / elements an index tile's values pick)",
+    "pto.mscatter": "indexed GM writes (MSCATTER writes the table rows / elements an index tile's values pick)",
 }
 
 

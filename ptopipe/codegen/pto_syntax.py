@@ -21,8 +21,9 @@ import numpy as np
 
 from ..arch import get_platform
 from ..arch.dtypes import bfloat16, float8_e4m3, float8_e5m2
-from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
-                          default_layout, static_shape, tile_shape_error)
+from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, Coalesce, GatherOOB, ScatterAtomicOp, ScatterOOB,
+                          SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType, default_layout, static_shape,
+                          tile_shape_error)
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES, OPS as IR_OPS
 from ..ir.types import MemorySpace, TileValueType
@@ -403,6 +404,35 @@ def atomic_type_attr(kind) -> str:
     of ``AtomicType`` ``kind`` ends with ('' for a plain store)."""
     kind = AtomicType(kind)
     return "" if kind is AtomicType.AtomicNone else f" {{atomicType = #pto<atomic_type {ATOMIC_TYPE_WORDS[kind]}>}}"
+
+
+#: the mode attributes of ``pto.mgather`` / ``pto.mscatter`` (ptoas's PTOAttrs.td: ``{gatherOob =
+#: #pto<gather_oob clamp>}``, ``{scatterAtomicOp = #pto<scatter_atomic_op add>, scatterOob =
+#: #pto<scatter_oob skip>}``; the words are the enumerators in lower case): key -> (mnemonic,
+#: enum, the ISA's keyword)
+INDEXED_ATTRS = {"gatherOob": ("gather_oob", GatherOOB, "oob"),
+                 "scatterAtomicOp": ("scatter_atomic_op", ScatterAtomicOp, "atomic"),
+                 "scatterOob": ("scatter_oob", ScatterOOB, "oob")}
+
+
+def read_indexed_attr(key: str, text: str):
+    """The member an ``INDEXED_ATTRS`` attribute's value names (its tokens' texts joined with
+    spaces: ``#pto < gather_oob clamp >``), else None."""
+    mnemonic, enum, _ = INDEXED_ATTRS[key]
+    words = text.replace("<", " ").replace(">", " ").split()
+    if len(words) != 3 or words[0] != "#pto" or words[1] != mnemonic:
+        return None
+    return next((m for m in enum if m.name.lower() == words[2]), None)
+
+
+def indexed_coalesce(data_cols: int, index_cols: int):
+    """The Coalesce a ``pto.mgather`` / ``pto.mscatter`` means, from its tiles' static columns:
+    ptoas 0.27 has no Coalesce attribute (its C++ calls ``MGATHER(dst, mem, idx)``: the device's
+    Row, the CPU simulator's element walk); its verifier takes an index tile of the data's columns
+    (one index per element: Elem) or of one column (one per row: Row); None for any other."""
+    if index_cols == data_cols:
+        return Coalesce.Elem
+    return Coalesce.Row if index_cols == 1 else None
 
 
 def read_atomic_type(text: str):

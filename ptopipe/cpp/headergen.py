@@ -78,6 +78,9 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("ScatterAxis", V.ScatterAxis, "pto", True), ("AtomicType", V.AtomicType, "pto", True),
          ("Direction", V.Direction, "pto", False), ("SaturationMode", V.SaturationMode, "pto", True),
          ("SyncCoreType", V.SyncCoreType, "pto", True), ("SyncAllMode", V.SyncAllMode, "pto", True),
+         ("Coalesce", V.Coalesce, "pto", True), ("GatherOOB", V.GatherOOB, "pto", True),
+         ("ScatterAtomicOp", V.ScatterAtomicOp, "pto", True), ("ScatterOOB", V.ScatterOOB, "pto", True),
+         ("ScatterConflict", V.ScatterConflict, "pto", True), ("GatherExec", V.GatherExec, "pto", True),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 
@@ -221,6 +224,27 @@ def _phase(extra_t: str = "", extra_p: str = "", forward: tuple = ("c", "a", "b"
                 + extra_t, _MM_PARAMS + extra_p, forward)
 
 
+_MG = "typename TileDst, typename GlobalData, typename TileInd"
+_MG_AT = "TileDst &dst, GlobalData &src, TileInd &indexes"
+_MG_L1 = "typename TileDst, typename GlobalData, typename GlobalIdx, typename GlobalScratch"
+_MG_L1_AT = "TileDst &dst, GlobalData &src, GlobalIdx &indexes, GlobalScratch &scratch"
+_MS = "typename GlobalData, typename TileSrc, typename TileInd"
+_MS_AT = "GlobalData &dst, TileSrc &src, TileInd &indexes"
+_SIMT_WHY = ("ptopipe models the Cube's scalar executor of the GM -> L1 element gather (GatherExec::Scalar); "
+             "GatherExec::Simt gathers on the Vector core (a SIMT launch) and hands off to the Cube through an "
+             "intra-block flag, which it does not model: leave the executor out (the scalar one gathers the same)")
+
+
+def _scatter(modes: tuple) -> Form:
+    """pto-isa's ``MSCATTER<Mode[, Atomic[, Oob[, Conflict]]]>(dst, src, indexes)``: ``modes`` the
+    (template parameter, Python keyword) pairs it spells."""
+    return Form(", ".join(f"{t} {p}" for t, p, _ in modes) + ", " + _MS, _MS_AT,
+                ("dst", "src", "indexes") + tuple(f"kw:{kw}={p}" for _, p, kw in modes))
+
+
+_SCATTER_MODES = (("Coalesce", "Mode", "coalesce"), ("ScatterAtomicOp", "Atomic", "atomic"),
+                  ("ScatterOOB", "Oob", "oob"), ("ScatterConflict", "Conflict", "conflict"))
+
 #: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
 #: ptopipe's ISA models; each is also callable without them (the plain forms)
 MODE_FORMS = {
@@ -344,6 +368,20 @@ MODE_FORMS = {
     "TRANDOM": (Form("uint16_t Rounds = 10, typename DstTile", "DstTile &dst, TRandomKey &key, TRandomCounter &counter",
                      ("dst", "key[0]", "key[1]", "counter[0]", "counter[1]", "counter[2]", "counter[3]",
                       "kw:rounds=Rounds"), "Rounds == 7 || Rounds == 10", "pto-isa runs 7 or 10 rounds (Rounds)"),),
+    # MGATHER<Coalesce[, GatherOOB]>(dst, table, idx): into a Vec tile, or (a Mat tile) from GM rows
+    # with the indices in GM; with a GM scratch tensor the GM -> L1 element gather (A5 also names
+    # its executor, GatherExec)
+    "MGATHER": (Form("Coalesce CMode, " + _MG, _MG_AT, ("dst", "src", "indexes", "kw:coalesce=CMode")),
+                Form("Coalesce CMode, GatherOOB Mode, " + _MG, _MG_AT,
+                     ("dst", "src", "indexes", "kw:coalesce=CMode", "kw:oob=Mode")),
+                Form("Coalesce CMode, " + _MG_L1, _MG_L1_AT, ("dst", "src", "indexes", "scratch", "kw:coalesce=CMode")),
+                Form("Coalesce CMode, GatherOOB Mode, " + _MG_L1, _MG_L1_AT,
+                     ("dst", "src", "indexes", "scratch", "kw:coalesce=CMode", "kw:oob=Mode")),
+                Form("Coalesce CMode, GatherOOB Mode, GatherExec Exec, " + _MG_L1, _MG_L1_AT,
+                     ("dst", "src", "indexes", "scratch", "kw:coalesce=CMode", "kw:oob=Mode"),
+                     "Exec == GatherExec::Scalar", _SIMT_WHY)),
+    # MSCATTER<Coalesce[, ScatterAtomicOp[, ScatterOOB[, ScatterConflict (A5)]]]>(table, src, idx)
+    "MSCATTER": tuple(_scatter(_SCATTER_MODES[:n]) for n in range(1, 5)),
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
                      ("dst", "src", "fp", "kw:relu_mode=reluMode")),),
     "TEXTRACT_FP": (Form(_FP, _FP_AT, ("dst", "src", "fp", "indexRow", "indexCol", "kw:relu_mode=reluMode")),),

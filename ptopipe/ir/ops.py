@@ -992,6 +992,11 @@ NO_DSL_FORM = {
                 "emit TRESHAPE for row views themselves)",
     "TSUBVIEW": "a view of another tile's storage; a DSL value owns its storage",
     "TPRINT": _NO_RESULT, "TTRAP": _NO_RESULT, "TPREFETCH": _NO_RESULT,
+    "MGATHER": "reads GM at the rows / elements an index tile's values pick: a DSL tensor is read by a window "
+               "(pl.load), and its Coalesce / GatherOOB modes are compile-time attributes no operand form of "
+               "the op table carries (see _ISA_ATTRS_OF_FORM)",
+    "MSCATTER": _NO_RESULT + "; it writes GM at the rows / elements an index tile's values pick (a DSL tensor is "
+                "written by a window, pl.store)",
 }
 _op("get_subblockid", [], _subblock, NO_TILE, doc="this Vector core's sub-block (0/1)")
 

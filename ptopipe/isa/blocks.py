@@ -7,8 +7,8 @@ and nothing orders one block's GM accesses with another's; ptopipe runs them one
 another on one GM.  So GM bytes one block writes and another block reads or writes are a
 race whatever order the simulator ran them in - except two writes of identical bytes, which
 cannot change the result (the "work done twice" warning of :mod:`ptopipe.sim.race`), and two
-atomic adds, which commute (:data:`~ptopipe.sim.race.ATOMIC_ADD`; an add and a plain access
-are a race).
+atomic adds (maxima, minima), which commute (:data:`~ptopipe.sim.race.ATOMIC_ADD`; an add and
+a plain access are a race).
 
 Each block's checker (:class:`BlockChecks`, or :class:`BlockWriteRecorder` with
 ``record_writes``) keeps the exact GM regions its cores accessed, once per region and kind
@@ -24,16 +24,19 @@ from bisect import bisect_right
 import numpy as np
 
 from ..errors import DataRaceError
-from ..sim.race import ATOMIC_ADD, ATOMIC_WHY, atomic_fix, clipped_ranges, loc_text
+from ..sim.race import ATOMIC_KINDS, atomic_fix, atomic_why, clipped_ranges, loc_text
 from .checks import KernelChecks, WriteRecorder
 
 #: how to keep the blocks of a launch apart, for every report of a cross-block race
 BLOCK_FIX = ("give each block its own GM range: offset the block's tensors by get_block_idx() (e.g. "
              "rows [b * n / get_block_num(), (b + 1) * n / get_block_num()) for b = get_block_idx()), "
              "and its GM_SLOT_BUFFER too")
-#: the kind of an atomic add (:data:`~ptopipe.sim.race.ATOMIC_ADD`) in ``block_regions``' keys: a
-#: write (truthy), kept apart from a plain write of the same region
+#: the kind of an atomic add (:data:`~ptopipe.sim.race.ATOMIC_ADD`), maximum or minimum in
+#: ``block_regions``' keys: a write (truthy), kept apart from a plain write of the same region
 ADD = 2
+_CODES = dict(zip(ATOMIC_KINDS, (ADD, ADD + 1, ADD + 2)))
+#: key code -> the atomic op's name
+_ATOMIC_OP = {code: kind.op for kind, code in _CODES.items()}
 
 
 class _BlockRecording:
@@ -51,7 +54,7 @@ class _BlockRecording:
                pipe=None, work=None) -> bool:
         if mem is self.cluster.gm:
             key = (lo, hi, rows if rows.__class__ is not list else tuple(rows),
-                   ADD if write is ATOMIC_ADD else write)
+                   _CODES.get(write.__class__, write))
             if key not in self.block_regions:
                 self.block_regions[key] = (rows, core.name, op, where, label, ring)
         return super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe, work)
@@ -118,8 +121,8 @@ def written(cluster) -> "Written | None":
 
 def _describe(block: int, nblocks: int, rec, write, lo: int, hi: int) -> dict:
     rows, core, op, where, label, ring = rec
-    if write == ADD:
-        op += " (atomic add)"
+    if write in _ATOMIC_OP:
+        op += f" (atomic {_ATOMIC_OP[write]})"
     if isinstance(label, tuple):
         gt, ptr = label[:2]           # (gt, ptr, occurrence, ...): sim.race gm_label
         label = gt.describe(ptr)
@@ -159,8 +162,8 @@ def cross_block_races(clusters: list, writes: list) -> list:
                 continue
             first, later = (other, it) if other[2] < it[2] else (it, other)
             a, b = max(first[0], later[0]), min(first[1], later[1])
-            if first[3] == ADD or later[3] == ADD:
-                if first[3] == later[3]:        # two atomic adds: they commute
+            if first[3] in _ATOMIC_OP or later[3] in _ATOMIC_OP:
+                if first[3] == later[3]:        # two atomic adds (maxes, mins): they commute
                     continue
                 raise _race(n, later, first, a, b)
             if first[3] and later[3] and np.array_equal(writes[first[2]].bytes(a, b),
@@ -182,10 +185,13 @@ def _race(n: int, cur, prev, lo: int, hi: int) -> DataRaceError:
     why = ("nothing orders one block's GM accesses with another's (ptopipe runs the blocks one after "
            "another, the device at once)")
     fix = BLOCK_FIX
-    if ADD in (cur[3], prev[3]):
-        plain = b if cur[3] == ADD else a
-        why += "; " + ATOMIC_WHY
-        fix = atomic_fix(f"block {plain['block']}'s {plain['op']} at {plain['where']}", blocks=True)
+    if cur[3] in _ATOMIC_OP or prev[3] in _ATOMIC_OP:
+        plain, kind = (b, cur[3]) if cur[3] in _ATOMIC_OP else (a, prev[3])
+        if cur[3] in _ATOMIC_OP and prev[3] in _ATOMIC_OP:       # two atomic ops of different kinds
+            plain, kind = a, prev[3]
+        why += "; " + atomic_why(_ATOMIC_OP[kind])
+        fix = atomic_fix(f"block {plain['block']}'s {plain['op']} at {plain['where']}", blocks=True,
+                         op=_ATOMIC_OP[kind])
     return DataRaceError(
         f"data race ({kind}) on GM between blocks: block {a['block']} {a['core']} {a['op']} and block "
         f"{b['block']} {b['core']} {b['op']} touch the same bytes, and the {n} blocks of a launch run at "

@@ -171,6 +171,16 @@ class KernelChecks(HappensBefore):
         return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, self.gm_label(core, gt, p, op, where),
                            None, end, pipe, work)
 
+    def gm_indexed(self, core, gt, region, write: bool, op: str, end=None, pipe=None, work=None) -> bool:
+        p = gt.ptr
+        if p.__class__ is SlotPtr and p.slot.gen != p.gen:
+            raise _use_after_free(core, gt, op, p.slot, p.gen, p.pipe)
+        if self._views:
+            vs = self._views.get(core.index)
+            if vs:
+                self._view_access(core, gt, vs, write, op, region)
+        return super().gm_indexed(core, gt, region, write, op, end, pipe, work)
+
     def acc_read(self, core, op: str, c_in) -> None:
         """Matmul ``op`` of ``core`` accumulates onto Acc tile ``c_in``, which some instruction of
         this launch must have written (isa.unwritten): L0C is not cleared at a launch, so on the
@@ -213,11 +223,11 @@ class KernelChecks(HappensBefore):
                 v.pushed = loc
                 return
 
-    def _view_access(self, core, gt, views: list, write: bool, op: str) -> None:
-        """An access of ``core`` through ``gt`` to the bytes of a slot view it had: a popped
-        slot's after its TFREE is a use after free, a TALLOCed slot's write after its TPUSH a
-        write into a slot the consumer may be reading."""
-        reg = None
+    def _view_access(self, core, gt, views: list, write: bool, op: str, reg=None) -> None:
+        """An access of ``core`` through ``gt`` (``reg``: of the bytes of it an indexed op picks,
+        else all of them) to the bytes of a slot view it had: a popped slot's after its TFREE is
+        a use after free, a TALLOCed slot's write after its TPUSH a write into a slot the
+        consumer may be reading."""
         for v in views:
             if v.others:                    # a split TALLOC's: the other lanes' parts of the slot
                 if reg is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..arch.catalogue import OPS, ROWS_FROM_DST, platform_label
+from ..arch.catalogue import INDEXED_PIPES, OPS, ROWS_FROM_DST, platform_label
 from ..arch.dtypes import short_name
 from ..arch.platform import PlatformID
 from ..arch.vocab import TCVT_PAIRS
@@ -42,6 +42,18 @@ def _dtypes(op) -> str:
     return f"A2A3: {', '.join(a2) or '-'}; A5: {', '.join(a5) or '-'}"
 
 
+def _pipe(op) -> str:
+    """The pipe column: the op's pipe; per platform for MGATHER / MSCATTER (the pipes of their
+    Vec forms, ``catalogue.INDEXED_PIPES``); else routed by its operands."""
+    if op.pipe is not None:
+        return op.pipe.name
+    per = [(p, sorted({x for (name, form), (walk, move, _, _) in forms.items() if name == op.name and form != "L1"
+                       for x in (walk, move)})) for p, forms in INDEXED_PIPES.items()]
+    if any(pipes for _, pipes in per):
+        return "; ".join(f"{platform_label(p)}: {', '.join(x.name for x in pipes)}" for p, pipes in per)
+    return "by operands"
+
+
 def _cost(op) -> str:
     if op.cost is None:
         return "by path / bytes" if op.pipe is None or op.form in ("load", "store", "move", "extract") \
@@ -67,7 +79,7 @@ def page() -> str:
     for op in OPS.values():
         pto = pto_op_name(op.name)
         dsl = f"`pl.{op.dsl}`" if op.dsl else f"none: {NO_DSL_FORM[op.name]}".replace("|", "\\|")
-        pipe = op.pipe.name if op.pipe is not None else "by operands"
+        pipe = _pipe(op)
         what = " ".join(op.doc.split()).replace("|", "\\|")
         rows_on = [p for p, names in ROWS_FROM_DST.items() if op.name in names]
         if rows_on:

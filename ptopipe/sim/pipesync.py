@@ -306,10 +306,11 @@ class PipeSync:
         else:
             b.reads[pipe] = rec
 
-    def gm_note(self, gt, write: bool, op: str) -> None:
+    def gm_note(self, gt, write: bool, op: str, region=None) -> None:
         """A TLOAD / TSTORE of this core is about to issue (with the checkers on): its GM
-        bytes are checked against the other pipes' GM accesses when it does."""
-        reg = gm_region(gt)
+        bytes (``region``: those of ``gt`` an MGATHER / MSCATTER's indices pick, else all of
+        them) are checked against the other pipes' GM accesses when it does."""
+        reg = gm_region(gt) if region is None else region
         if reg is not None:
             self.gm_next = (reg, write, op, gt.describe)
 

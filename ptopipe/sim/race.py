@@ -8,7 +8,8 @@ iff ``e <= c.vclock[k]`` - so races are judged by the order the protocol guarant
 not by the order the simulator happened to run the cores.
 
 An atomic-add store's access is a write of kind :data:`ATOMIC_ADD`: two of them commute (no
-race whatever their order), one and a plain access of the same bytes race unless ordered.
+race whatever their order), one and a plain access of the same bytes race unless ordered; so
+do atomic maxima and minima (:data:`ATOMIC_MAX`, :data:`ATOMIC_MIN`), each with its own kind.
 
 Accesses are recorded per memory (GM, or one core's local memory for rings that live in
 a consumer's UB/L1) in 4 KiB pages.  A record covers exact bytes: a contiguous range, or
@@ -40,31 +41,57 @@ _IN_FLIGHT = "in flight"
 
 
 class _AtomicAdd(int):
-    """The kind of an atomic-add store's access (``write`` of :meth:`HappensBefore.access`):
-    a write - equal to True, so it indexes the write buckets and is truthy wherever a write
-    is - told apart by identity (``is ATOMIC_ADD``) only where two accesses overlap."""
+    """The kind of an atomic store's access (``write`` of :meth:`HappensBefore.access`): a
+    write - equal to True, so it indexes the write buckets and is truthy wherever a write is -
+    told apart by identity (``is ATOMIC_ADD``) only where two accesses overlap.  ``op`` names
+    what it does to the bytes (its subclasses: the other atomic ops)."""
     __slots__ = ()
+    op = "add"
 
     def __repr__(self) -> str:
-        return "ATOMIC_ADD"
+        return f"ATOMIC_{self.op.upper()}"
 
 
-#: an atomic add of a tile into GM (pto-isa's ``TSTORE<..., AtomicType::AtomicAdd>``): adds of
-#: several cores to the same bytes commute, so two are no race; an add and a plain read or
-#: write of the bytes that happens-before does not order are one (the read may see a partial
-#: sum, the write lose the adds or be added to)
+class _AtomicMax(_AtomicAdd):
+    __slots__ = ()
+    op = "max"
+
+
+class _AtomicMin(_AtomicAdd):
+    __slots__ = ()
+    op = "min"
+
+
+#: an atomic add of a tile into GM (pto-isa's ``TSTORE<..., AtomicType::AtomicAdd>``, an
+#: ``MSCATTER<..., ScatterAtomicOp::Add>``): adds of several cores to the same bytes commute,
+#: so two are no race; an add and a plain read or write of the bytes that happens-before does
+#: not order are one (the read may see a partial sum, the write lose the adds or be added to)
 ATOMIC_ADD = _AtomicAdd(1)
+#: an atomic maximum / minimum into GM (A5's ``MSCATTER<..., ScatterAtomicOp::Max / Min>``):
+#: two of one kind commute as two adds do; a max and a min, or either and an add, do not
+ATOMIC_MAX = _AtomicMax(1)
+ATOMIC_MIN = _AtomicMin(1)
+#: the classes of the atomic kinds (``write.__class__ in ATOMIC_KINDS``: an atomic access)
+ATOMIC_KINDS = (_AtomicAdd, _AtomicMax, _AtomicMin)
 ATOMIC_WHY = ("atomic adds commute only with each other: a plain read of the bytes not ordered with an add "
               "may see a partial sum, a plain write may drop the adds or be added to")
 
 
-def atomic_fix(plain: str, blocks: bool = False) -> str:
-    """The fix of a race between atomic adds and a plain access (``plain``: who makes it; ``blocks``:
+def atomic_why(op: str) -> str:
+    """Why an atomic ``op`` ('add', 'max', 'min') and an access of another kind race."""
+    if op == "add":
+        return ATOMIC_WHY
+    return (f"atomic {op}s commute only with each other: a plain read of the bytes not ordered with one may "
+            f"see a partial result, a plain write or another atomic op may be overtaken by it or undo it")
+
+
+def atomic_fix(plain: str, blocks: bool = False, op: str = "add") -> str:
+    """The fix of a race between atomic ``op``s and a plain access (``plain``: who makes it; ``blocks``:
     of different blocks of a launch, which nothing inside the launch orders)."""
     how = (f"move {plain} to a later launch (the blocks of one launch run at the same time)" if blocks else
-           f"order {plain} after every atomic add (the adding cores SET a flag after their adds, or all "
+           f"order {plain} after every atomic {op} (the cores making them SET a flag after them, or all "
            "reach a SYNCALL, and the other side WAITs for it)")
-    return f"{how}, or make it an atomic add too"
+    return f"{how}, or make it an atomic {op} too"
 
 
 def loc_text(where) -> str:
@@ -379,6 +406,15 @@ class HappensBefore:
         return self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end,
                            pipe, work)
 
+    def gm_indexed(self, core, gt, region, write: bool, op: str, end=None, pipe=None, work=None) -> bool:
+        """An MGATHER (read) / MSCATTER (write) through table ``gt`` of the exact bytes its
+        indices pick (``region``: ``(lo, hi, rows)``, :func:`region_of_ranges`) on ``pipe``,
+        complete at cycle ``end``; as :meth:`gm_access`."""
+        where = self.where(core, 2)
+        label = self.gm_label(core, gt, gt.ptr, op, where)
+        return self.access(core, self.cluster.gm, region[0], region[1], region[2], write, op, where, label, None,
+                           end, pipe, work)
+
     def gm_label(self, core, gt, ptr, op: str, where) -> tuple:
         """The label of a GM access through ``gt`` at ``ptr``: ``(gt, ptr, n)``, the ``n``-th
         access of instruction ``op`` at ``where`` on ``core``.  The count is per source
@@ -413,8 +449,8 @@ class HappensBefore:
         epoch = vc[c]
         rec = (lo, hi, rows, c, epoch, write, op, where, label, ring)
         key = (lo, hi, rows if rows.__class__ is not list else tuple(rows))   # ranges: a list
-        if write is ATOMIC_ADD:         # kept beside a plain write of the region, not replacing it
-            key += (ATOMIC_ADD,)
+        if write.__class__ in ATOMIC_KINDS:     # kept beside a plain write of the region, not replacing it
+            key += (write,)
         pages = self.mems.get(id(mem))
         if pages is None:
             pages = self.mems[id(mem)] = {}
@@ -434,9 +470,9 @@ class HappensBefore:
                         continue
                     for r in bucket[1].values():
                         if r[4] > vc[k] and r[0] < hi and lo < r[1] and overlap(lo, hi, rows, r[0], r[1], r[2]):
-                            if r[5] is ATOMIC_ADD or write is ATOMIC_ADD:
-                                if r[5] is write:           # two atomic adds: they commute
-                                    self._either_order(core, r, "atomic-add into")
+                            if r[5].__class__ in ATOMIC_KINDS or write.__class__ in ATOMIC_KINDS:
+                                if r[5] is write:           # two atomic adds (maxes, mins): they commute
+                                    self._either_order(core, r, f"atomic-{write.op} into")
                                     continue
                                 raise self.race(core, mem, rec, r)
                             if work is None or not r[5]:
@@ -593,10 +629,11 @@ class HappensBefore:
                 reused = label[3:5]         # (epoch, occurrence) of the write it replaced
             label = gt.describe(ptr)
         nbytes = sum(b - a for a, b in clipped_ranges(lo, hi, rows, lo, hi))
-        if write is ATOMIC_ADD:
-            op += " (atomic add)"
+        atomic = write.__class__ in ATOMIC_KINDS
+        if atomic:
+            op += f" (atomic {write.op})"
         return {"core": self.cores[c].name, "op": op, "access": "write" if write else "read",
-                "atomic": write is ATOMIC_ADD,
+                "atomic": write.op if atomic else False,
                 "where": loc_text(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
                 "strided": rows is not None, "epoch": epoch, "ring": ring, "nth": nth, "reused": reused,
                 "object": label if label or ring is None else f"slot {ring[1]} of {ring[0]}"}
@@ -628,8 +665,10 @@ class HappensBefore:
             what, why, fix = war(mem.label, lo, hi)
         if atomic:
             plain = b if a["atomic"] else a
-            why.append(ATOMIC_WHY)
-            fix = atomic_fix(f"{plain['core']}'s {plain['op']} at {line_of(plain['where'])}")
+            if a["atomic"] and b["atomic"]:             # two atomic ops of different kinds: b's is the one
+                plain, atomic = a, b["atomic"]
+            why.append(atomic_why(atomic))
+            fix = atomic_fix(f"{plain['core']}'s {plain['op']} at {line_of(plain['where'])}", op=atomic)
         if a["where"] == b["where"] and a["access"] == "write" and a["core"].startswith("AIV") \
                 and b["core"].startswith("AIV"):
             fix = (f"both Vector cores run this {a['op']} on the same bytes: give each its own part "

@@ -18,10 +18,10 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layout_refused, gm_nz_inferred, row_major_strides
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
-                          ROW_REDUCTIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
-                          missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
-                          ptoas_location_refusal, read_atomic_type)
+from ..pto_syntax import (FILL_PADS, INDEXED_ATTRS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES,
+                          PTOAS_LOCATIONS, ROW_REDUCTIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
+                          a5_scratch_refusal, indexed_coalesce, missing_scratch_refusal, ptoas_dst_refusal,
+                          ptoas_element_refusal, ptoas_location_refusal, read_atomic_type, read_indexed_attr)
 from ..pto_tree import Stmt, split_top
 from .placement import crowded_error
 from .program import catalogue_name, int_constants, res_type
@@ -462,6 +462,18 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
         out["exhausted"] = v[0].text == "true"
     if name in _FP_OPS or name == "TMOV":      # the fixpipe's ReLU
         out.update(_relu_kwargs(ex, s))
+    if name in ("MGATHER", "MSCATTER"):        # gatherOob / scatterAtomicOp / scatterOob
+        for key, (mnemonic, enum, kw) in INDEXED_ATTRS.items():
+            v = s.attr(key)
+            if not v:
+                continue
+            text = " ".join(t.text for t in v)
+            member = read_indexed_attr(key, text)
+            if member is None:
+                raise ex.perr(v[0], f"{key} {text} is not {'an' if enum.__name__[0] in 'AEIOU' else 'a'} "
+                                    f"{enum.__name__}", f"use #pto<{mnemonic} "
+                                                        f"{'|'.join(m.name.lower() for m in enum)}>")
+            out[kw] = member
     v = s.attr("maskPattern")
     if v:
         ins = s.group("ins") or []
@@ -660,10 +672,10 @@ def op_catalogue(ex, fr, s):
     dsts = [val(fr, t) for t in form.outs]
     dsts = [d.executed() if isinstance(d, Elements) else d for d in dsts]   # TMRGSORT's counts
     srcs = [val(fr, t) for t in form.ins]
-    name, quant = form.name, {}
+    name, more = form.name, {}
     if name == "TMOV":
         name = _tmov_form(ex, s, srcs)
-        quant = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
+        more = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
     if form.arch_verified:
         _ptoas_arch_rules(ex, s, srcs, dsts)
     if s.name == "pto.tci":
@@ -676,6 +688,8 @@ def op_catalogue(ex, fr, s):
         form.layouts_seen = True
         if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5" and form.arch_verified:
             _a5_matmul_layouts(ex, s)
+    if name in ("MGATHER", "MSCATTER"):
+        more = _indexed_coalesce(ex, s, form, name, dsts, srcs)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
@@ -689,7 +703,50 @@ def op_catalogue(ex, fr, s):
         return _scalar_first(ex, s, name, *operands)
     if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
         operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
-    return getattr(isa, name)(*operands, *form.attr_args, **form.kwargs(ex, s, name), **quant)
+    return getattr(isa, name)(*operands, *form.attr_args, **form.kwargs(ex, s, name), **more)
+
+
+def _indexed_coalesce(ex, s, form, name: str, dsts, srcs) -> dict:
+    """``{"coalesce": ...}`` of a ``pto.mgather ins(%mem, %idx) outs(%dst)`` / ``pto.mscatter ins(%src,
+    %idx) outs(%mem)``: the Coalesce its tiles' shapes mean (:func:`~ptopipe.codegen.pto_syntax.indexed_coalesce`),
+    after the rules of ptoas's verifier (PTO.cpp MGatherOp / MScatterOp::verify, skipped for memref
+    operands as ptoas skips them): A5 only, an i32 index tile of the data's rows."""
+    if len(dsts) != 1 or len(srcs) != 2:
+        spelled = "ins(%mem, %idx) outs(%dst)" if name == "MGATHER" else "ins(%src, %idx) outs(%mem)"
+        raise ex.perr(s.tok, f"{s.name} takes {spelled}, got {len(srcs)} in ins and {len(dsts)} in outs",
+                      "write the op as ptoas prints it")
+    data, idx = (dsts[0], srcs[1]) if name == "MGATHER" else (srcs[0], srcs[1])
+    role = "dst" if name == "MGATHER" else "src"
+    if not (isinstance(data, isa.Tile) and isinstance(idx, isa.Tile)):
+        raise ex.perr(s.tok, f"{s.name}'s {role} and idx are tile buffers (its GM operand is the table)",
+                      f"pass the table as a pto.partition_view and the {role} and the indices as tiles")
+    if form.arch_verified:
+        refused = None
+        if ex.core.cluster.platform.name != "a5":
+            refused = (f"{s.name} is only supported on A5 targets", f"run the file on A5 (pto.target_arch = \"a5\"); "
+                       f"pto-isa's C++ {name} runs on A2A3 too")
+        elif idx.dtype != np.dtype(np.int32):
+            refused = ("expects idx element type to be signless i32", "declare the index tile i32")
+        elif idx.rows != data.rows:
+            refused = (f"expects {role} and idx static row dimensions to match",
+                       f"give the index tile the {role}'s rows")
+        elif indexed_coalesce(data.cols, idx.cols) is None:
+            refused = (f"expects idx cols to be 1 or equal to {role} cols",
+                       f"give the index tile {data.cols} columns (one index per element) or 1 (one per row)")
+        if refused:
+            raise ParseError(f"ptoas refuses this {s.name} ('{s.name}' op {refused[0]})", where=ex.where(s),
+                             fix=refused[1])
+    coalesce = indexed_coalesce(data.cols, idx.cols)
+    if coalesce is None:
+        raise ex.perr(s.tok, f"{s.name}: the index tile has {idx.cols} columns, neither the {role}'s {data.cols} (one "
+                             "index per element) nor 1 (one per row)", "give the index tile one of those widths")
+    modes = [k for k in INDEXED_ATTRS if s.attr(k)]
+    if modes:
+        ex.warn(f"{ex.where(s)}: ptoas 0.27 drops {s.name}'s {' and '.join(modes)} (its PTOViewToMemref pass rebuilds "
+                f"the op without its attributes): the C++ it writes calls {name} without them - the Undefined "
+                f"out-of-bounds mode{'' if name == 'MGATHER' else ' and no atomic op'} on the device; ptopipe runs the "
+                "op as the file writes it")
+    return {"coalesce": coalesce}
 
 
 def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:

@@ -1632,19 +1632,6 @@ struct Refused {
     }
 
 namespace pto {
-// MGATHER / MSCATTER (pto_instr.hpp) and their modes (type.hpp)
-enum class Coalesce : uint8_t { Row = 0, Elem = 1 };
-enum class GatherOOB : uint8_t { Undefined = 0, Clamp = 1, Wrap = 2, Zero = 3 };
-enum class ScatterAtomicOp : uint8_t { None = 0, Add = 1, Max = 2, Min = 3 };
-enum class ScatterOOB : uint8_t { Undefined = 0, Skip = 1, Clamp = 2, Wrap = 3 };
-enum class ScatterConflict : uint8_t { Last = 0, Default = 1 };
-#define PTOPIPE_NO_INDEXED_GM                                                                            \
-    "ptopipe does not model pto-isa's indexed GM gather / scatter: TLOAD / TSTORE move whole GM views, " \
-    "TGATHER / TSCATTER / TGATHERB gather inside a tile"
-PTOPIPE_REFUSED(MGATHER, PTOPIPE_NO_INDEXED_GM)
-PTOPIPE_REFUSED(MSCATTER, PTOPIPE_NO_INDEXED_GM)
-#undef PTOPIPE_NO_INDEXED_GM
-
 // custom pad values (constants.hpp): PadValue::CustomBase | the fill's bits, which TFILLPAD reads
 // in the tile's element type (the low 16 / 8 bits for a 2- / 1-byte type)
 constexpr PadValue custom_pad(uint32_t bits)
