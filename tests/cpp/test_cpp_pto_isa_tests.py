@@ -51,6 +51,56 @@ def test_a_function_template_kernel_runs_as_the_instantiation_named(cpp_cache):
     assert find_kernels(KERNEL, aiv=INSTANCE).aiv.elements == [np.dtype(np.float32)] * 2 + [None]
 
 
+SCALARS = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, int64_t l, int8_t s, bool f)
+{
+    Tile<TileType::Vec, int32_t, 1, 8> t;
+    TASSIGN(t, 0x0);
+    TEXPANDS(t, 0);
+    t.SetValue(0, int32_t(u >> 16));
+    t.SetValue(1, int32_t(l >> 32));
+    t.SetValue(2, int32_t(s));
+    t.SetValue(3, int32_t(f));
+    GlobalTensor<int32_t, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>> g(out);
+    TSTORE(g, t);
+}
+"""
+
+
+@needs_cxx
+def test_a_scalar_its_parameter_type_cannot_hold_is_refused(cpp_cache, tmp_path):
+    """Each integer parameter takes the values of its C type, up to its limits (a uint32 up to
+    2**32 - 1, an int64 beyond 32 bits); a value the type cannot hold - which the conversion would
+    turn into another (-1 into 4294967295) and run clean on - is a ConfigError naming the
+    parameter, its type and the values it holds."""
+    p = tmp_path / "scalars.cpp"
+    p.write_text(SCALARS)
+    args = dict(out=np.zeros(8, np.int32), u=2**32 - 1, l=2**40, s=-128, f=1)
+    np.testing.assert_array_equal(run_cpp(str(p), args, aiv="vec_scalars")["out"][:4], [2**16 - 1, 2**8, -128, 1])
+    for name, v, ctype, span in (("u", -1, "uint32_t", "from 0 to 4294967295"),
+                                 ("s", 128, "int8_t", "from -128 to 127")):
+        with pytest.raises(ConfigError) as ei:
+            run_cpp(str(p), dict(args, **{name: v}), aiv="vec_scalars")
+        e = ei.value
+        assert f"parameter {name!r} is {ctype}, which cannot hold {v}" in e.what, e.what
+        assert e.where == "scalars.cpp:3 vec_scalars" and span in e.fix
+
+
+def test_integer_parameter_words_by_their_c_type():
+    """Each integer kind the headers report (ptopipe_entry.hpp ``int_kind``) takes the values of
+    its C type: unsigned ones no negative value, a uint64 beyond int64 as its bit pattern, a
+    bool any integer (C++ converts it)."""
+    from ptopipe.cpp.abi import int_word
+    assert int_word("k", "m", "I", 2**32 - 1) == 2**32 - 1
+    assert int_word("k", "m", "L", 2**64 - 1) == -1
+    assert int_word("k", "f", "b", 7) == 7
+    assert int_word("k", "s", "a", -128) == -128
+    for kind, v in (("I", -1), ("a", 128), ("H", 1 << 16), ("l", 1 << 63)):
+        with pytest.raises(ConfigError):
+            int_word("k", "m", kind, v)
+
+
 def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
     """A function template is no kernel until its arguments are spelled: naming it alone, with
     the wrong number of arguments, or naming a plain function with some, is a ConfigError at the
