@@ -462,7 +462,10 @@ REFUSED = [
     ("RecordEvent e = TADDS(v, v, 1.0f); TSYNC(e);", "an instruction's RecordEvent is no wait event"),
     # TRANDOM runs 7 or 10 rounds (pto-isa's A5 TRandom static_asserts it)
     ("TRandomKey key = {1, 2}; TRandomCounter ctr = {}; TRANDOM<8>(v, key, ctr);",
-     "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)")]
+     "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)"),
+    # TCI writes one row (pto-isa's TCI static_asserts Rows == 1), even where the kernel never runs it
+    ("using Ramp = Tile<TileType::Vec, int32_t, 2, 16>; Ramp r; TCI<Ramp, int32_t, 0>(r, 5);",
+     "TCI: pto-isa generates the sequence along one row")]
 
 
 @needs_cxx
