@@ -17,7 +17,7 @@ import pytest
 import ptopipe
 from ptopipe.cpp import run_cpp
 from ptopipe.cpp.build import find_kernels, without_launch_syntax
-from ptopipe.errors import CompileError, ConfigError
+from ptopipe.errors import CompileError, ConfigError, KernelError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
@@ -85,6 +85,34 @@ def test_a_scalar_its_parameter_type_cannot_hold_is_refused(cpp_cache, tmp_path)
         e = ei.value
         assert f"parameter {name!r} is {ctype}, which cannot hold {v}" in e.what, e.what
         assert e.where == "scalars.cpp:3 vec_scalars" and span in e.fix
+
+
+NO_POINTER = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec_nowhere(__gm__ float *out)
+{
+    using G = GlobalTensor<float, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>>;
+    Tile<TileType::Vec, float, 1, 8> t;
+    TASSIGN(t, 0x0);
+    TEXPANDS(t, 1.0f);
+    G g;
+    TSTORE(g, t);
+}
+"""
+
+
+@needs_cxx
+def test_a_global_tensor_constructed_without_a_pointer_is_fixed_in_cpp(cpp_cache, tmp_path):
+    """A GlobalTensor constructed without a pointer has no GM address: the store through it is a
+    KernelError at its line whose fix is spelt in C++ (construct it from a __gm__ pointer), not
+    in the Python ISA's ``x.data()``."""
+    p = tmp_path / "nowhere.cpp"
+    p.write_text(NO_POINTER)
+    with pytest.raises(KernelError) as ei:
+        run_cpp(str(p), dict(out=np.zeros(8, np.float32)), aiv="vec_nowhere")
+    e = ei.value
+    assert "has no GM address yet" in e.what and e.where.endswith("nowhere.cpp:10"), e
+    assert "GlobalTensor<T, Shape<...>, Stride<...>> g(ptr + offset)" in e.fix and ".data()" not in e.fix, e.fix
 
 
 def test_integer_parameter_words_by_their_c_type():
