@@ -17,7 +17,7 @@ import pytest
 import ptopipe
 from ptopipe.cpp import run_cpp
 from ptopipe.cpp.build import find_kernels, without_launch_syntax
-from ptopipe.errors import CompileError, ConfigError, KernelError
+from ptopipe.errors import CompileError, ConfigError, KernelError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
@@ -87,7 +87,8 @@ def test_a_scalar_its_parameter_type_cannot_hold_is_refused(cpp_cache, tmp_path)
         assert e.where == "scalars.cpp:3 vec_scalars" and span in e.fix
 
 
-NO_POINTER = """#include <pto/pto-inst.hpp>
+#: kernels whose errors' fixes must be spelt in C++
+CPP_FIXES = """#include <pto/pto-inst.hpp>
 using namespace pto;
 extern "C" __global__ AICORE void vec_nowhere(__gm__ float *out)
 {
@@ -98,21 +99,53 @@ extern "C" __global__ AICORE void vec_nowhere(__gm__ float *out)
     G g;
     TSTORE(g, t);
 }
+extern "C" __global__ AICORE void vec_unbound(__gm__ float *out)
+{
+    Tile<TileType::Vec, float, 1, 8> t;
+    if (out != nullptr) {
+        TEXPANDS(t, 1.0f);
+    }
+}
+extern "C" __global__ AICORE void vec_pop_mat(__gm__ float *out)
+{
+    using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 32 * 4, 2>;
+    Pipe pipe(nullptr, 0x0, 0);
+    Tile<TileType::Mat, float, 8, 32> m;
+    TPOP<Pipe, Tile<TileType::Mat, float, 8, 32>, TileSplitAxis::TILE_UP_DOWN>(pipe, m);
+}
+extern "C" __global__ AICORE void cube_push(__gm__ float *out)
+{
+    using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 32 * 4, 2>;
+    Pipe pipe(nullptr, 0x0, 0);
+    TileAcc<float, 16, 32> acc;
+    TASSIGN(acc, 0x0);
+    TPUSH<Pipe, TileAcc<float, 16, 32>, TileSplitAxis::TILE_UP_DOWN>(pipe, acc);
+}
 """
 
 
 @needs_cxx
-def test_a_global_tensor_constructed_without_a_pointer_is_fixed_in_cpp(cpp_cache, tmp_path):
-    """A GlobalTensor constructed without a pointer has no GM address: the store through it is a
-    KernelError at its line whose fix is spelt in C++ (construct it from a __gm__ pointer), not
-    in the Python ISA's ``x.data()``."""
-    p = tmp_path / "nowhere.cpp"
-    p.write_text(NO_POINTER)
-    with pytest.raises(KernelError) as ei:
-        run_cpp(str(p), dict(out=np.zeros(8, np.float32)), aiv="vec_nowhere")
+@pytest.mark.parametrize("kernel, cls, at, what, fix", [
+    ("vec_nowhere", KernelError, "TSTORE(g, t)", "has no GM address yet",
+     "GlobalTensor<T, Shape<...>, Stride<...>> g(ptr + offset)"),
+    ("vec_unbound", KernelError, "TEXPANDS(t, 1.0f);\n    }", "has no address", "bind it with TASSIGN(tile, addr) before use"),
+    ("vec_pop_mat", ProtocolError, "TPOP<", "the consumer tile must be Vec", "pop into a Tile<TileType::Vec, T, Rows, Cols>"),
+])
+def test_errors_at_a_cpp_line_spell_their_fix_in_cpp(cpp_cache, tmp_path, kernel, cls, at, what, fix):
+    """An error at a C++ kernel's line spells its fix in pto-isa's C++ - construct a GlobalTensor
+    from a __gm__ pointer, declare a ``Tile<TileType::Vec, ...>`` - never in the Python ISA's
+    (``x.data()``, ``Tile(TileType.Vec, ...)``, ``Tile(..., addr=...)``)."""
+    p = tmp_path / "fixes.cpp"
+    p.write_text(CPP_FIXES)
+    with pytest.raises(cls) as ei:
+        run_cpp(str(p), dict(out=np.zeros(8, np.float32)), aiv=kernel, platform="a5",
+                aic="cube_push" if kernel == "vec_pop_mat" else None)
     e = ei.value
-    assert "has no GM address yet" in e.what and e.where.endswith("nowhere.cpp:10"), e
-    assert "GlobalTensor<T, Shape<...>, Stride<...>> g(ptr + offset)" in e.fix and ".data()" not in e.fix, e.fix
+    line = CPP_FIXES[:CPP_FIXES.index(at)].count("\n") + 1
+    assert what in e.what and e.where.endswith(f"fixes.cpp:{line}"), e
+    assert fix in e.fix, e.fix
+    for python in (".data()", "Tile(", "addr="):
+        assert python not in e.fix, e.fix
 
 
 def test_integer_parameter_words_by_their_c_type():
