@@ -465,7 +465,10 @@ REFUSED = [
      "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)"),
     # TCI writes one row (pto-isa's TCI static_asserts Rows == 1), even where the kernel never runs it
     ("using Ramp = Tile<TileType::Vec, int32_t, 2, 16>; Ramp r; TCI<Ramp, int32_t, 0>(r, 5);",
-     "TCI: pto-isa generates the sequence along one row")]
+     "TCI: pto-isa generates the sequence along one row"),
+    # pto-isa's right MX scale tile: ColMajor blocks of ColMajor fractals, not modelled
+    ("TileRightScale<float8_e8m0_t, 4, 16> rs; (void)rs;",
+     "TileRightScale: pto-isa's right MX scale tile is ColMajor blocks of ColMajor 32-byte fractals")]
 
 
 @needs_cxx

@@ -285,15 +285,17 @@ MX = os.path.join(os.path.dirname(KERNEL), "mx_matmul_a5.cpp")
 def test_mx_matmuls_of_fp8_tiles_in_their_five_and_six_operand_forms(cpp_cache):
     """A5's TMATMUL_MX(c, a, a_scale, b, b_scale), its accumulating (c_out, c_in, a, ...) form and
     TGEMV_MX, on float8_e4m3_t operands and float8_e8m0_t scale tiles (the C++ ptoas writes for
-    pto.tmatmul.mx / .acc, pto.tgemv.mx): fp8 GM arrays load into fp8 tiles, and the products are
-    the Python ISA's, summed as pto-isa's CPU model sums."""
+    pto.tmatmul.mx / .acc, pto.tgemv.mx; the left scales also in pto-isa's TileLeftScale alias): fp8
+    GM arrays load into fp8 tiles, and the products are the Python ISA's, summed as pto-isa's CPU
+    model sums."""
     from test_mx_ops import data, golden
     a, sa, b, sb = data(np.random.default_rng(2), float8_e4m3, float8_e4m3)
     z = np.zeros((16, 16), np.float32)
-    o = run_cpp(MX, dict(a=a, b=b, sa=sa, sb=sb, c=z, c2=z.copy(), row=np.zeros((1, 16), np.float32)),
+    o = run_cpp(MX, dict(a=a, b=b, sa=sa, sb=sb, c=z, c2=z.copy(), row=np.zeros((1, 16), np.float32), c3=z.copy()),
                 platform="a5").outputs
     want = golden(a, sa, b, sb)
     np.testing.assert_array_equal(o["c"], want)
+    np.testing.assert_array_equal(o["c3"], want)            # (the left scales in a TileLeftScale)
     np.testing.assert_array_equal(o["c2"], want + want)
     np.testing.assert_array_equal(o["row"][0], want[0])
 

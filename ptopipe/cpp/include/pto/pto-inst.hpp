@@ -532,6 +532,29 @@ using TileRightCompact = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileAccCompact = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
                             SLayout::RowMajor, 1024, PadValue::Null, CompactMode::Normal>;
+// ... and A5's MX block-scale tiles (TMATMUL_MX's a_scale / b_scale) in 32-byte fractals: the left
+// scales RowMajor blocks of RowMajor fractals (ZZ)
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeftScale = Tile<TileType::ScaleLeft, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
+                           SLayout::RowMajor, 32>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeftScaleCompact = Tile<TileType::ScaleLeft, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_,
+                                  ColValid_, SLayout::RowMajor, 32, PadValue::Null, CompactMode::Normal>;
+// pto-isa's TileRightScale is ColMajor blocks of ColMajor fractals, a tile layout ptopipe does not
+// model (its Mat staging tile and the MX GM layout that loads it neither): a file naming it builds,
+// and its use is a static_assert saying what ptopipe runs instead
+template <typename Element_, int Rows_, int Cols_, int RowValid_, int ColValid_> struct RightScaleUnmodelled {
+    static_assert(sizeof(Element_) == 0,
+                  "TileRightScale: pto-isa's right MX scale tile is ColMajor blocks of ColMajor 32-byte fractals, "
+                  "a layout ptopipe does not model; declare the right scales row-major, Tile<TileType::ScaleRight, "
+                  "float8_e8m0_t, Rows, Cols, BLayout::RowMajor, RowValid, ColValid> (Cols whole 32-byte rows), and "
+                  "TMOV them there from a row-major Mat tile");
+    using type = Tile<TileType::ScaleRight, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
+};
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileRightScale = typename RightScaleUnmodelled<Element_, Rows_, Cols_, RowValid_, ColValid_>::type;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileRightScaleCompact = typename RightScaleUnmodelled<Element_, Rows_, Cols_, RowValid_, ColValid_>::type;
 // ptopipe's own shorthands, not pto-isa's: a kernel that uses them does not build with pto-isa
 // (the build reports each use as a warning at the kernel's line, ptopipe.cpp.build)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
