@@ -457,6 +457,8 @@ REFUSED = [
     ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
      "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
     ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
+    ("Tile<TileType::Scaling, uint64_t, 1, 16> fb; SET_QUANT_VECTOR(fb);",
+     "SET_QUANT_VECTOR: ptopipe does not model the fixpipe's quantisation"),
     # an instruction's RecordEvent is no wait event (pto-isa's has no Wait(): only an Event<Src, Dst> is)
     ("auto e = TADDS(v, v, 1.0f); TADDS(v, v, 2.0f, e);", "an instruction's RecordEvent is no wait event"),
     ("RecordEvent e = TADDS(v, v, 1.0f); TSYNC(e);", "an instruction's RecordEvent is no wait event"),

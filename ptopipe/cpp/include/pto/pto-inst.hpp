@@ -1340,6 +1340,16 @@ template <typename OutType, typename... E> inline RecordEvent SET_QUANT_SCALAR(f
                   "preQuantScalar) quantises an Acc tile with its scalar");
     return RecordEvent();
 }
+// ... and its quantisation vector (a Scaling tile's words, pto_instr.hpp): not modelled with it either
+template <typename FpTileData, typename... E> inline RecordEvent SET_QUANT_VECTOR(FpTileData &, E &...)
+{
+    static_assert(::ptopipe::unmodelled<FpTileData>::value,
+                  "SET_QUANT_VECTOR: ptopipe does not model the fixpipe's quantisation registers (the "
+                  "converting TPUSH<Pipe, Tile, FixpipeParams<...>> reads them): TMOV<Dst, Src, FpTile, "
+                  "AccToVecMode::...>(dst, src, fp) / TMOV_FP(dst, src, fp) quantise an Acc tile with a Scaling tile's "
+                  "words");
+    return RecordEvent();
+}
 
 template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
