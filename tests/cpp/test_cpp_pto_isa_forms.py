@@ -314,6 +314,21 @@ static_assert(M::DataFiFo::fifoDepth == 4 && M::DataFiFo::fifoPeriod == 2, "");
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+@needs_cxx
+def test_tile_strides_and_helper_declarations_as_pto_isa_names_them(tmp_path):
+    """A Tile's RowStride / ColStride (pto_tile.hpp: the element distance between the rows and
+    the columns of its blocks) and pto-isa's PTO_INLINE (type.hpp), with which its kernels
+    declare their helpers (``AICORE PTO_INLINE void ...``)."""
+    r = compile_only(tmp_path, """
+using V = Tile<TileType::Vec, float, 8, 32>;
+using Col = Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor, 8, 1>;
+static_assert(V::RowStride == 32 && V::ColStride == 1 && Col::RowStride == 1 && Col::ColStride == 16, "");
+template <typename T> AICORE PTO_INLINE int row_offset(int r) { return r * T::RowStride; }
+static_assert(sizeof(row_offset<V>(1)) == sizeof(int), "");
+""")
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 GET_SET = os.path.join(os.path.dirname(KERNEL), "get_set_value.cpp")
 
 

@@ -44,6 +44,8 @@
 #define __biasbuf__
 #define PTO_INST inline
 #define PTO_INTERNAL inline
+// pto-isa's type.hpp: a kernel's helpers are declared AICORE PTO_INLINE (its own headers' PTO_INTERNAL)
+#define PTO_INLINE inline
 // the rounding macros pto-isa's headers define (npu/a5/TSort32.hpp) and its test kernels use
 #define PTO_CEIL(x, y) ((((x) + (y) - 1) / (y)) * (y))
 #define PTO_DIV_ROUNDUP(x, y) ((((x) + (y) - 1) / (y)))
@@ -436,6 +438,9 @@ struct Tile {
     static constexpr CompactMode Compact = Compact_;
     static constexpr bool isRowMajor = BLayout_ == BLayout::RowMajor;
     static constexpr int Numel = Rows_ * Cols_;
+    // pto_tile.hpp: the element distance between rows / columns of the tile's blocks
+    static constexpr int RowStride = BLayout_ == BLayout::RowMajor ? Cols_ : 1;
+    static constexpr int ColStride = BLayout_ == BLayout::RowMajor ? 1 : Rows_;
     static_assert(Rows_ > 0 && Cols_ > 0, "Tile: Rows and Cols are positive");
     static_assert(RowValid_ <= Rows_ && ColValid_ <= Cols_, "Tile: the valid shape fits the tile");
     static_assert(::ptopipe::tile_shape_ok<Loc_, Element_, Rows_, Cols_, BLayout_, SLayout_, Fractal_>(),
