@@ -53,7 +53,7 @@ def test_a_function_template_kernel_runs_as_the_instantiation_named(cpp_cache):
 
 SCALARS = """#include <pto/pto-inst.hpp>
 using namespace pto;
-extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, int64_t l, int8_t s, bool f)
+extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, int64_t l, int8_t s, bool f, half h)
 {
     Tile<TileType::Vec, int32_t, 1, 8> t;
     TASSIGN(t, 0x0);
@@ -62,6 +62,7 @@ extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, i
     t.SetValue(1, int32_t(l >> 32));
     t.SetValue(2, int32_t(s));
     t.SetValue(3, int32_t(f));
+    t.SetValue(4, int32_t(float(h)));
     GlobalTensor<int32_t, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>> g(out);
     TSTORE(g, t);
 }
@@ -70,20 +71,23 @@ extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, i
 
 @needs_cxx
 def test_a_scalar_its_parameter_type_cannot_hold_is_refused(cpp_cache, tmp_path):
-    """Each integer parameter takes the values of its C type, up to its limits (a uint32 up to
-    2**32 - 1, an int64 beyond 32 bits); a value the type cannot hold - which the conversion would
-    turn into another (-1 into 4294967295) and run clean on - is a ConfigError naming the
-    parameter, its type and the values it holds."""
+    """Each scalar parameter takes the values of its C type, up to its limits (a uint32 up to
+    2**32 - 1, an int64 beyond 32 bits, a half up to 65504); a value the type cannot hold - which
+    the conversion would turn into another (-1 into 4294967295, 70000 into a half's infinity) and
+    run clean on - is a ConfigError naming the parameter, its type and the values it holds."""
     p = tmp_path / "scalars.cpp"
     p.write_text(SCALARS)
-    args = dict(out=np.zeros(8, np.int32), u=2**32 - 1, l=2**40, s=-128, f=1)
-    np.testing.assert_array_equal(run_cpp(str(p), args, aiv="vec_scalars")["out"][:4], [2**16 - 1, 2**8, -128, 1])
-    for name, v, ctype, span in (("u", -1, "uint32_t", "from 0 to 4294967295"),
-                                 ("s", 128, "int8_t", "from -128 to 127")):
+    args = dict(out=np.zeros(8, np.int32), u=2**32 - 1, l=2**40, s=-128, f=1, h=65504.0)
+    np.testing.assert_array_equal(run_cpp(str(p), args, aiv="vec_scalars")["out"][:5],
+                                  [2**16 - 1, 2**8, -128, 1, 65504])
+    for name, v, what, span in (("u", -1, "is uint32_t, which cannot hold -1", "from 0 to 4294967295"),
+                                ("s", 128, "is int8_t, which cannot hold 128", "from -128 to 127"),
+                                ("h", 70000.0, "is half, whose largest value is 65504: 70000 would reach the kernel "
+                                               "as an infinity", "within +-65504")):
         with pytest.raises(ConfigError) as ei:
             run_cpp(str(p), dict(args, **{name: v}), aiv="vec_scalars")
         e = ei.value
-        assert f"parameter {name!r} is {ctype}, which cannot hold {v}" in e.what, e.what
+        assert f"parameter {name!r} {what}" in e.what, e.what
         assert e.where == "scalars.cpp:3 vec_scalars" and span in e.fix
 
 

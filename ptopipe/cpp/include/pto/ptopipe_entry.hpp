@@ -239,11 +239,16 @@ template <typename P> constexpr char int_kind()
     else return sizeof(P) == 1 ? 'A' : sizeof(P) == 2 ? 'H' : sizeof(P) == 4 ? 'I' : 'L';
 }
 
+// ... and a floating-point parameter's its type (abi.FLOAT_KINDS): a finite value beyond its range is
+// refused, not turned into an infinity
 template <typename P> constexpr char kind_of()
 {
     if constexpr (std::is_pointer_v<P>) return 'p';
     else if constexpr (std::is_same_v<P, pto::MrgSortExecutedNumList>) return 'c';
-    else if constexpr (std::is_floating_point_v<P> || std::is_same_v<P, half> || std::is_same_v<P, bfloat16_t>) return 'f';
+    else if constexpr (std::is_same_v<P, half>) return 'e';
+    else if constexpr (std::is_same_v<P, bfloat16_t>) return 'B';
+    else if constexpr (std::is_same_v<P, float>) return 'f';
+    else if constexpr (std::is_floating_point_v<P>) return 'd';
     else return int_kind<P>();
 }
 
