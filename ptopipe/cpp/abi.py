@@ -43,9 +43,10 @@ import struct
 from functools import partial
 
 import greenlet
+import ml_dtypes
 import numpy as np
 
-from ..arch.dtypes import as_dtype
+from ..arch.dtypes import as_dtype, bfloat16
 from ..arch.vocab import CUSTOM_PAD_BASE, GM_LAYOUTS, CustomPad, Direction
 from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
@@ -91,6 +92,54 @@ _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS, _PADS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout,
                                                                           isa.PadValue))
 _PAD_TABLE = next(k for k, e in enumerate(enums()) if e[1] is isa.PadValue)
+#: an integer kernel parameter's kind letter (ptopipe_entry.hpp ``int_kind``): its C type, and the
+#: values it holds (None: any - a bool takes every integer, as C++ converts one)
+INT_KINDS = {"b": ("bool", None), "a": ("int8_t", (-1 << 7, (1 << 7) - 1)), "h": ("int16_t", (-1 << 15, (1 << 15) - 1)),
+             "i": ("int32_t", (-1 << 31, (1 << 31) - 1)), "l": ("int64_t", (-1 << 63, (1 << 63) - 1)),
+             "A": ("uint8_t", (0, (1 << 8) - 1)), "H": ("uint16_t", (0, (1 << 16) - 1)),
+             "I": ("uint32_t", (0, (1 << 32) - 1)), "L": ("uint64_t", (0, (1 << 64) - 1))}
+
+
+#: a floating-point kernel parameter's kind letter (ptopipe_entry.hpp ``kind_of``): its C type and numpy dtype
+FLOAT_KINDS = {"e": ("half", np.dtype(np.float16)), "B": ("bfloat16_t", bfloat16), "f": ("float", np.dtype(np.float32)),
+               "d": ("double", np.dtype(np.float64))}
+
+
+def float_word(label: str, name: str, kind: str, v) -> int:
+    """The argument word of floating-point parameter ``name`` of kind ``kind`` (:data:`FLOAT_KINDS`)
+    for the value ``v`` (a double's bits): a finite value beyond its type's largest is a ConfigError,
+    as the conversion would make it an infinity (``scale=70000`` for a ``half scale``)."""
+    if isinstance(v, isa.GlobalTensor):
+        raise ConfigError(f"{label}: parameter {name!r} is a number, got {v!r}", where=label,
+                          fix=f"pass a number for {name!r}")
+    v = float(v)
+    ctype, dtype = FLOAT_KINDS.get(kind, ("double", np.dtype(np.float64)))
+    top = float(ml_dtypes.finfo(dtype).max)
+    if abs(v) > top and abs(v) != float("inf"):
+        raise ConfigError(f"{label}: parameter {name!r} is {ctype}, whose largest value is {top:g}: {v:g} would reach "
+                          "the kernel as an infinity", where=label,
+                          fix=f"pass a value within +-{top:g} for {name!r}, or declare the parameter with a wider type")
+    return struct.unpack("<q", struct.pack("<d", v))[0]
+
+
+def int_word(label: str, name: str, kind: str, v) -> int:
+    """The argument word of integer parameter ``name`` of kind ``kind`` (:data:`INT_KINDS`) for
+    the value ``v``: a value its C type cannot hold is a ConfigError, as the conversion would
+    change it (``n=4294967299`` for an ``int n`` would run with n = 3); a uint64 above int64's
+    range goes as its bit pattern."""
+    if isinstance(v, isa.GlobalTensor) or isinstance(v, float) and not float(v).is_integer():
+        raise ConfigError(f"{label}: parameter {name!r} is an integer, got {v!r}",
+                          where=label, fix=f"pass an integer for {name!r}")
+    v = int(v)
+    ctype, span = INT_KINDS.get(kind, ("int64_t", None))
+    if span is not None and not span[0] <= v <= span[1]:
+        raise ConfigError(f"{label}: parameter {name!r} is {ctype}, which cannot hold {v}: the kernel would "
+                          f"run with another value", where=label,
+                          fix=f"pass a value from {span[0]} to {span[1]} for {name!r}, or declare the parameter "
+                              "with a wider type")
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
 _WORDS = {}
 
 
@@ -880,13 +929,10 @@ class Dispatcher:
                                           f"counts, taken by value), got {got}", where=label,
                                           fix=f"pass a numpy array of 4 int16 / uint16 values for {name!r}")
                     words.append(me.fake(v.ptr.addr))
-                elif kind == "f":
-                    words.append(struct.unpack("<q", struct.pack("<d", float(v)))[0])
+                elif kind in FLOAT_KINDS:
+                    words.append(float_word(label, name, kind, v))
                 else:
-                    if isinstance(v, isa.GlobalTensor) or isinstance(v, float) and not float(v).is_integer():
-                        raise ConfigError(f"{label}: parameter {name!r} is an integer, got {v!r}",
-                                          where=label, fix=f"pass an integer for {name!r}")
-                    words.append(int(v))
+                    words.append(int_word(label, name, kind, v))
             if start_file is not None:      # (shared words 4 and 5: the libraries' call site)
                 me.shared[4], me.shared[5] = ctypes.addressof(start_file), start_line
             if stop_at is not None:

@@ -146,6 +146,10 @@ _DESCENDING = "descending == 0 || descending == 1"
 _CI_SAME_TYPE = ("std::is_same<typename TileData::DType, T>::value",
                  "the start's type T must be dst's element type (pto-isa: 'Fix: TCI expect src and dst same "
                  "datatype'); write TCI<TileData, typename TileData::DType, descending>(dst, start)")
+#: ... and the tile is one row (npu/a2a3/TCI.hpp 'Fix: TCI expect tile row is 1', npu/a5/Tci.hpp, cpu/TCI.hpp)
+_CI_ONE_ROW = ("TileData::Rows == 1",
+               "pto-isa generates the sequence along one row: declare dst with Rows == 1 (pto-isa: 'Fix: TCI "
+               "expect tile row is 1'), and TCOLEXPAND that row for more")
 _D2 = "typename TileDataDst, typename TileDataSrc"
 _D3 = "typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1"
 _P2 = "TileDataDst &dst, TileDataSrc &src"
@@ -282,10 +286,10 @@ MODE_FORMS = {
                    "DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp",
                    ("dst", "base", "exp", "tmp", "kw:algorithm=PrecisionType")),),
     "TCI": (Form("typename TileData, typename T, int descending", "TileData &dst, T start",
-                 ("dst", "start", "kw:descending=descending"), _DESCENDING, more=(_CI_SAME_TYPE,)),
+                 ("dst", "start", "kw:descending=descending"), _DESCENDING, more=(_CI_SAME_TYPE, _CI_ONE_ROW)),
             Form("typename TileData, typename TileDataTmp, typename T, int descending",
                  "TileData &dst, T start, TileDataTmp &tmp", ("dst", "start", "tmp", "kw:descending=descending"),
-                 _DESCENDING, more=(_CI_SAME_TYPE,))),
+                 _DESCENDING, more=(_CI_SAME_TYPE, _CI_ONE_ROW))),
     "TTRI": (Form("typename TileData, int isUpperOrLower", "TileData &dst, int diagonal",
                   ("dst", "diagonal", "isUpperOrLower")),),
     # TFILLPAD<TFillPadMode::X>(dst, src): the mode picks the catalogue's TFILLPAD, _INPLACE or _EXPAND

@@ -437,9 +437,30 @@ def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> 
                        where=where, fix="a kernel must not call exit(); return from it")
 
 
+#: a crash that is no bad memory access: what it was, for its message, and the fix.  pto-isa's
+#: DEBUG_CHECK traps with __builtin_trap(): SIGILL on x86-64, SIGTRAP on AArch64
+_TRAPPED = (": a trap - a failed DEBUG_CHECK (PTO_ASSERT in a _DEBUG build; the [PTO][ASSERT] lines printed "
+            "above name its condition), a __builtin_trap(), or a trap the compiler put where the C++ is "
+            "undefined (a function returning a value that reaches its end without one)",
+            "the condition checked at that line does not hold for this run: fix the kernel or its arguments")
+_SIGNAL_CAUSES = {
+    signal.SIGFPE: (": an integer division or remainder by zero (or of its type's most negative value by -1)",
+                    "check the divisor of the integer division at that line (C++ leaves the result undefined, "
+                    "the host traps)"),
+    signal.SIGILL: _TRAPPED,
+    signal.SIGTRAP: _TRAPPED,
+    signal.SIGABRT: (": an abort - a failed assert(), a C++ exception nothing caught, std::abort(), or the C "
+                     "library finding its heap corrupted (a write past an array's end)",
+                     "the process's own message, printed above the error, says which"),
+}
+
+
 def _fault_cause(sig: int, fault) -> tuple:
     """(what a crash's memory access was, for its message; the fix) from the signal and the
-    handler's ``fault`` report (pc, the address the access faulted at, its si_code; None: none)."""
+    handler's ``fault`` report (pc, the address the access faulted at, its si_code; None: none);
+    a crash of another kind than a memory access (:data:`_SIGNAL_CAUSES`): what it was."""
+    if sig in _SIGNAL_CAUSES:
+        return _SIGNAL_CAUSES[sig]
     from .gmview import ARG_MASK, GM_BASE, GM_END
     addr, code = (fault[1], fault[2]) if fault and sig in (signal.SIGSEGV, signal.SIGBUS) else (-1, 0)
     if GM_BASE <= addr < GM_END:

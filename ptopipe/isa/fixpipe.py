@@ -18,7 +18,7 @@ from .context import current_core
 from .events import Event, new_event
 from .ops import _add_into, _err, _gm_tile_view, _sync, arr, atomic_add, queue_checked_write, store_window
 from .tensor import GlobalTensor
-from .tile import Tile, TileType
+from .tile import Tile, TileType, spell_tile
 from ..sim.trace import TileArgs
 
 _KERNEL = OPS["TMOV_FP"].kernel
@@ -39,7 +39,8 @@ def _check(core, name: str, src: Tile, dst_dtype, fp: Tile, cols: int, what: str
     if fp.loc is not TileType.Scaling:
         raise _err(core, f"{name}'s fp operand is {fp.describe()}; pto-isa takes a TileType.Scaling tile "
                          "(the fixpipe buffer) of uint64 quantisation words, one per column",
-                   "declare fp as Tile(TileType.Scaling, uint64, 1, N) and TMOV it there from a Mat tile")
+                   f"declare fp as {spell_tile(core.where(), TileType.Scaling, 'uint64, 1, N', 'uint64_t, 1, N')} "
+                   "and TMOV it there from a Mat tile")
     start = first * fp.item
     if start + cols * FP_PARAM.itemsize > fp.nbytes:
         raise _err(core, f"{name}: {fp.describe()} holds {fp.nbytes} bytes; the {cols} columns {what} need "

@@ -19,7 +19,7 @@ from ..sim.trace import MatmulArgs
 from .context import current_core, named
 from .events import Event, new_event
 from .ops import _acc_read, _err, _gemv_check, _mm_layouts, _same_shape, _sync, arr
-from .tile import TASSIGN, Tile, TileLayout, TileType
+from .tile import TASSIGN, Tile, TileLayout, TileType, spell_tile
 from ..errors import with_article
 
 _NAMES = ", ".join(d.name for d in MX_INPUTS)
@@ -29,9 +29,10 @@ def _scale(core, op: str, role: str, t: Tile, loc: TileType, rows: int, cols: in
     s = arr(t, core, f"{op} {role}")
     if t.loc is not loc or t.dtype != MX_SCALE:
         raise _err(core, f"{op}: {role} is {t.describe()}; pto-isa takes {with_article(loc.value)} tile of {MX_SCALE.name} "
-                         f"block scales (Tile{'Left' if loc is TileType.ScaleLeft else 'Right'}Scale<float8_e8m0_t, "
-                         "...>)", f"declare {role} as Tile(TileType.{loc.value}, float8_e8m0, {rows}, {cols}) and TMOV "
-                                  "it there from a Mat tile")
+                         f"block scales ({'TileLeftScale<' if loc is TileType.ScaleLeft else 'Tile<TileType::ScaleRight, '}"
+                         "float8_e8m0_t, ...>)", f"declare {role} as "
+                                  f"{spell_tile(core.where(), loc, f'float8_e8m0, {rows}, {cols}', f'float8_e8m0_t, {rows}, {cols}')}"
+                                  " and TMOV it there from a Mat tile")
     if s.shape[0] < rows or s.shape[1] < cols:
         raise _err(core, f"{op}: {role}'s valid region {s.shape[0]}x{s.shape[1]} has no scale for each block "
                          f"of {MX_GROUP}: it needs {rows}x{cols}", f"give {role} a {rows}x{cols} valid region")
@@ -92,7 +93,8 @@ def _mx(op: str, gemv: bool):
             Bi = arr(bias, core, f"{op} bias")
             if bias.loc is not TileType.Bias or bias.dtype.name != "float32" or Bi.shape[1] != n:
                 raise _err(core, f"{op}: bias is {bias.describe()}; pto-isa takes a float32 Bias tile of one row "
-                                 f"and {n} columns", "declare the bias Tile(TileType.Bias, float32, 1, N)")
+                                 f"and {n} columns",
+                           f"declare the bias {spell_tile(core.where(), TileType.Bias, 'float32, 1, N', 'float, 1, N')}")
         if c_in is not None:
             _acc_read(core, op, c_in)
         core.pending.append((kernel, A, sa._valid[:m, :groups], B, sb._valid[:groups, :n], Ci, Bi, C))

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import GM_LAYOUTS, TileLayout, gm_layout, row_major_strides
-from ..sim.location import user_loc
+from ..sim.location import is_cpp, user_loc
 from .context import here, site
 
 
@@ -256,10 +256,14 @@ class GlobalTensor:
     def unassigned(self, use: str) -> KernelError:
         """The error of ``use`` (an instruction, or ``data()``) meeting this tensor before a
         TALLOC / TPOP gave it a GM address (on the device: an access through a null pointer)."""
+        where = site()
+        build = ("construct it from a __gm__ pointer, GlobalTensor<T, Shape<...>, Stride<...>> g(ptr + offset) "
+                 "(a GlobalTensor constructed without one points nowhere)" if is_cpp(where) else
+                 "build the tensor from a pointer (GlobalTensor(x.data() + n, shape))")
         return KernelError(f"{use}: {self.describe()} has no GM address yet - no TALLOC (producer) "
-                           "or TPOP (consumer) has assigned it a ring slot", where=site(),
+                           "or TPOP (consumer) has assigned it a ring slot", where=where,
                            fix="move the TALLOC (producer) / TPOP (consumer) that assigns the slot above "
-                               "this use; or build the tensor from a pointer (GlobalTensor(x.data() + n, shape))")
+                               f"this use; or {build}")
 
     def _as_number(self, *_):
         """A GlobalTensor used as a number (``M // 16``, ``range(M)``): an argument the run

@@ -32,7 +32,7 @@ from ..errors import KernelError
 from .context import current_core, here, site
 from .regions import register_tile
 from ..sim.determinacy import unseen
-from ..sim.location import is_internal
+from ..sim.location import is_cpp, is_internal
 from .tensor import GlobalTensor, GMPtr, element_type
 from ..errors import with_article
 
@@ -197,11 +197,12 @@ class Tile:
     def _need(self) -> None:
         if self.addr is None:
             earlier = " in this run (it was bound in an earlier run)" if self.core is not None else ""
+            where = str(current_core().where())
             raise KernelError(
-                f"{self.describe()} has no address{earlier}",
-                where=str(current_core().where()),
-                fix="bind it with TASSIGN(tile, addr) (or Tile(..., addr=...)) before use - ptopipe does not "
-                    "place tiles itself, as pto-isa's auto mode (__PTO_AUTO__) and its CPU simulator do")
+                f"{self.describe()} has no address{earlier}", where=where,
+                fix=f"bind it with TASSIGN(tile, addr){'' if is_cpp(where) else ' (or Tile(..., addr=...))'} "
+                    "before use - ptopipe does not place tiles itself, as pto-isa's auto mode (__PTO_AUTO__) and "
+                    "its CPU simulator do")
 
     @property
     def full(self) -> np.ndarray:
@@ -259,6 +260,15 @@ class Tile:
 
     def __repr__(self) -> str:
         return f"<{self.describe()}>"
+
+
+def spell_tile(where, loc: TileType, py_args: str, cpp_args: str) -> str:
+    """A tile of ``loc`` as a fix text at ``where`` declares it: pto-isa's ``Tile<TileType::Mat,
+    cpp_args>`` at a line of a C++ kernel, the Python ISA's ``Tile(TileType.Mat, py_args)``
+    elsewhere (the element type spelt in each: ``float`` / ``float32``)."""
+    if is_cpp(where):
+        return f"Tile<TileType::{loc.value}, {cpp_args}>"
+    return f"Tile(TileType.{loc.value}, {py_args})"
 
 
 def _describe(loc, name, dtype, rows, cols, layout, addr, mem) -> str:

@@ -429,10 +429,10 @@ class ProtocolModel:
         """TFREEs (of each consumer lane) before push ``i`` may write its slot."""
         return max(0, i - ch.slot_num + 1)
 
-    def withheld_credit(self, ch, i: int, freed: int, consumer: str) -> tuple | None:
+    def withheld_credit(self, ch, i: int, freed: int, consumer: str, cpp: bool = False) -> tuple | None:
         """(cause, fix) when a producer blocked at push ``i`` still waits although
         ``consumer`` made ``freed`` TFREEs - enough for a slot, but not for this protocol's
-        notification; None otherwise."""
+        notification; None otherwise (``cpp``: the fix is spelt for a pto-isa C++ kernel)."""
         return None
 
     def held_fix(self, loc, ch=None) -> str:
@@ -674,7 +674,9 @@ class PtoIsaModel(ProtocolModel):
             return 0
         return ((i - n) // sp + 1) * sp       # notification w = (i - n) // sp + 1, at TFREE w * sp
 
-    def withheld_credit(self, ch, i, freed, consumer):
+    def withheld_credit(self, ch, i, freed, consumer, cpp: bool = False):
+        # (a pto-isa C++ TPipe takes no SyncPeriod - it follows from SlotNum -: there the fix
+        # names the TMPipe, which frees on every release)
         n, sp = ch.slot_num, ch.sync_period
         need = self.frees_needed(ch, i)
         if sp <= 1 or freed >= need or freed < ProtocolModel.frees_needed(self, ch, i):
@@ -688,8 +690,9 @@ class PtoIsaModel(ProtocolModel):
                  f"({freed % sp} TFREE(s) not yet notified) - a slot is free, the producer is not told")
         fix = (f"{consumer} has freed {freed % sp} slot(s) since its last notification, but pto-isa notifies "
                f"only every {sp} TFREEs (SyncPeriod): free earlier (hold at most SlotNum - SyncPeriod = "
-               f"{n - sp} popped tiles when popping the next), deepen the ring, or give the pipe "
-               "sync_period=1 (a pto-isa TMPipe frees on every release)")
+               f"{n - sp} popped tiles when popping the next), deepen the ring, or "
+               + ("drive it with a TMPipe, which frees on every release (a TPipe's SyncPeriod follows from its "
+                  "SlotNum)" if cpp else "give the pipe sync_period=1 (a pto-isa TMPipe frees on every release)"))
         return cause, fix
 
     def held_fix(self, loc, ch=None):

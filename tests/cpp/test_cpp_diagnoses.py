@@ -11,7 +11,7 @@ import pytest
 
 from ptopipe import isa
 from ptopipe.cpp import run_cpp
-from ptopipe.errors import ConfigError, ProtocolError
+from ptopipe.errors import ConfigError, DeadlockError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
@@ -515,3 +515,62 @@ def test_an_error_in_a_helper_names_the_kernel_lines_that_called_it(cpp_cache):
     at = os.path.relpath(kernel(name))
     assert ei.value.where == (f"{at}:{line_of(name, 'TADD(')} (called from {at}:{line_of(name, 'addInto(d, a);')}, "
                               f"from {at}:{line_of(name, 'twice(big, a);')})"), ei.value.where
+
+
+#: M28 in C++ (a pto-isa TPipe of 4 slots on A5): the Vector cores hold four popped tiles, free one
+#: and pop a fifth - fine under spec, a deadlock under pto-isa, whose SyncPeriod (2) withholds the credit
+HOLD_FOUR = """#include <pto/pto-inst.hpp>
+using namespace pto;
+using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 16 * 4, 4, 4>;
+using V = Tile<TileType::Vec, float, 8, 16>;
+extern "C" __global__ AICORE void cube_push(__gm__ float *x)
+{
+    Pipe pipe(nullptr, 0x0, 0);
+    Tile<TileType::Mat, float, 16, 16> m;
+    TileLeft<float, 16, 16> a;
+    TileRight<float, 16, 16> b;
+    TileAcc<float, 16, 16> acc;
+    TASSIGN(m, 0x0);
+    TASSIGN(a, 0x0);
+    TASSIGN(b, 0x0);
+    TASSIGN(acc, 0x0);
+    GlobalTensor<float, Shape<1, 1, 1, 16, 16>, Stride<1, 1, 1, 16, 1>> g(x);
+    TLOAD(m, g);
+    TMOV(a, m);
+    TMOV(b, m);
+    TMATMUL(acc, a, b);
+    for (int i = 0; i < 5; ++i) {
+        TPUSH<Pipe, TileAcc<float, 16, 16>, TileSplitAxis::TILE_UP_DOWN>(pipe, acc);
+    }
+}
+extern "C" __global__ AICORE void vec_hold(__gm__ float *x)
+{
+    Pipe pipe(nullptr, 0x0, 0);
+    V t0, t1, t2, t3, t4;
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t0);
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t1);
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t2);
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t3);
+    TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t4);
+    for (int i = 0; i < 4; ++i) {
+        TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);
+    }
+}
+"""
+
+
+@needs_cxx
+def test_a_credit_syncperiod_withholds_is_fixed_in_cpp_terms(cpp_cache, tmp_path):
+    """The deadlock of a credit pto-isa's SyncPeriod withholds names the arithmetic, and its fix
+    is one a C++ kernel can take: a pto-isa TPipe takes no SyncPeriod (it follows from SlotNum),
+    so the fix names the TMPipe, which frees on every release - not the Python ISA's
+    ``sync_period=1``."""
+    p = tmp_path / "hold_four.cpp"
+    p.write_text(HOLD_FOUR)
+    args = dict(x=np.ones((16, 16), np.float32))
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(str(p), args, aic="cube_push", aiv="vec_hold", platform="a5", protocol="pto-isa")
+    e = ei.value
+    assert "the free credit is withheld by pto-isa's SyncPeriod" in str(e), str(e)
+    assert "drive it with a TMPipe, which frees on every release" in e.fix and "sync_period=" not in e.fix, e.fix

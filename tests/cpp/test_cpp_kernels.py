@@ -409,6 +409,14 @@ def test_a_crash_report_names_what_the_faulting_access_was():
     assert reading.where == "k.cpp:9" and "reading an operand of the instruction at this line" in reading.what
     bare = _crash_error(status, "", False, 1, "the C++ kernel k.cpp")
     assert bare.what == "the C++ kernel k.cpp crashed with SIGSEGV before its first instruction"
+    # a crash that is no memory access says what it was, not how __gm__ pointers work
+    for sig, what, fix in ((signal.SIGFPE, "integer division or remainder by zero", "divisor"),
+                           (signal.SIGILL, "a failed DEBUG_CHECK", "does not hold for this run"),
+                           (signal.SIGTRAP, "a failed DEBUG_CHECK", "does not hold for this run"),
+                           (signal.SIGABRT, "a failed assert(), a C++ exception nothing caught", "printed above")):
+        e = _crash_error(status, f"PTOPIPE-CRASH {int(sig)} 7 0 0 0 k.cpp\n", False, 1, "the C++ kernel k.cpp")
+        assert e.where == "k.cpp:7" and what in e.what and fix in e.fix, (sig, e)
+        assert "__gm__" not in e.fix and "data()" not in e.fix, (sig, e.fix)
 
 
 @needs_cxx

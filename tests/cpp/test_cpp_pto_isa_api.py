@@ -457,12 +457,20 @@ REFUSED = [
     ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
      "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
     ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
+    ("Tile<TileType::Scaling, uint64_t, 1, 16> fb; SET_QUANT_VECTOR(fb);",
+     "SET_QUANT_VECTOR: ptopipe does not model the fixpipe's quantisation"),
     # an instruction's RecordEvent is no wait event (pto-isa's has no Wait(): only an Event<Src, Dst> is)
     ("auto e = TADDS(v, v, 1.0f); TADDS(v, v, 2.0f, e);", "an instruction's RecordEvent is no wait event"),
     ("RecordEvent e = TADDS(v, v, 1.0f); TSYNC(e);", "an instruction's RecordEvent is no wait event"),
     # TRANDOM runs 7 or 10 rounds (pto-isa's A5 TRandom static_asserts it)
     ("TRandomKey key = {1, 2}; TRandomCounter ctr = {}; TRANDOM<8>(v, key, ctr);",
-     "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)")]
+     "TRANDOM: pto-isa runs 7 or 10 rounds (Rounds)"),
+    # TCI writes one row (pto-isa's TCI static_asserts Rows == 1), even where the kernel never runs it
+    ("using Ramp = Tile<TileType::Vec, int32_t, 2, 16>; Ramp r; TCI<Ramp, int32_t, 0>(r, 5);",
+     "TCI: pto-isa generates the sequence along one row"),
+    # pto-isa's right MX scale tile: ColMajor blocks of ColMajor fractals, not modelled
+    ("TileRightScale<float8_e8m0_t, 4, 16> rs; (void)rs;",
+     "TileRightScale: pto-isa's right MX scale tile is ColMajor blocks of ColMajor 32-byte fractals")]
 
 
 @needs_cxx

@@ -285,15 +285,17 @@ MX = os.path.join(os.path.dirname(KERNEL), "mx_matmul_a5.cpp")
 def test_mx_matmuls_of_fp8_tiles_in_their_five_and_six_operand_forms(cpp_cache):
     """A5's TMATMUL_MX(c, a, a_scale, b, b_scale), its accumulating (c_out, c_in, a, ...) form and
     TGEMV_MX, on float8_e4m3_t operands and float8_e8m0_t scale tiles (the C++ ptoas writes for
-    pto.tmatmul.mx / .acc, pto.tgemv.mx): fp8 GM arrays load into fp8 tiles, and the products are
-    the Python ISA's, summed as pto-isa's CPU model sums."""
+    pto.tmatmul.mx / .acc, pto.tgemv.mx; the left scales also in pto-isa's TileLeftScale alias): fp8
+    GM arrays load into fp8 tiles, and the products are the Python ISA's, summed as pto-isa's CPU
+    model sums."""
     from test_mx_ops import data, golden
     a, sa, b, sb = data(np.random.default_rng(2), float8_e4m3, float8_e4m3)
     z = np.zeros((16, 16), np.float32)
-    o = run_cpp(MX, dict(a=a, b=b, sa=sa, sb=sb, c=z, c2=z.copy(), row=np.zeros((1, 16), np.float32)),
+    o = run_cpp(MX, dict(a=a, b=b, sa=sa, sb=sb, c=z, c2=z.copy(), row=np.zeros((1, 16), np.float32), c3=z.copy()),
                 platform="a5").outputs
     want = golden(a, sa, b, sb)
     np.testing.assert_array_equal(o["c"], want)
+    np.testing.assert_array_equal(o["c3"], want)            # (the left scales in a TileLeftScale)
     np.testing.assert_array_equal(o["c2"], want + want)
     np.testing.assert_array_equal(o["row"][0], want[0])
 
@@ -308,6 +310,21 @@ static_assert(P::RingFiFo::SLOT_NUM == 8 && P::RingFiFo::SLOT_SIZE == 1024 && P:
 using V = Tile<TileType::Vec, float, 8, 32>;
 using M = TMPipe<0, FIFOType::GM_FIFO, 4, 2, TileAcc<float, 16, 32>, V>;
 static_assert(M::DataFiFo::fifoDepth == 4 && M::DataFiFo::fifoPeriod == 2, "");
+""")
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+@needs_cxx
+def test_tile_strides_and_helper_declarations_as_pto_isa_names_them(tmp_path):
+    """A Tile's RowStride / ColStride (pto_tile.hpp: the element distance between the rows and
+    the columns of its blocks) and pto-isa's PTO_INLINE (type.hpp), with which its kernels
+    declare their helpers (``AICORE PTO_INLINE void ...``)."""
+    r = compile_only(tmp_path, """
+using V = Tile<TileType::Vec, float, 8, 32>;
+using Col = Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor, 8, 1>;
+static_assert(V::RowStride == 32 && V::ColStride == 1 && Col::RowStride == 1 && Col::ColStride == 16, "");
+template <typename T> AICORE PTO_INLINE int row_offset(int r) { return r * T::RowStride; }
+static_assert(sizeof(row_offset<V>(1)) == sizeof(int), "");
 """)
     assert r.returncode == 0, r.stderr[-2000:]
 

@@ -17,7 +17,7 @@ import pytest
 import ptopipe
 from ptopipe.cpp import run_cpp
 from ptopipe.cpp.build import find_kernels, without_launch_syntax
-from ptopipe.errors import CompileError, ConfigError
+from ptopipe.errors import CompileError, ConfigError, KernelError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
@@ -49,6 +49,121 @@ def test_a_function_template_kernel_runs_as_the_instantiation_named(cpp_cache):
     want[:ROWS] = 2 * a["src"][:ROWS]
     np.testing.assert_array_equal(r["out"], want)
     assert find_kernels(KERNEL, aiv=INSTANCE).aiv.elements == [np.dtype(np.float32)] * 2 + [None]
+
+
+SCALARS = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, int64_t l, int8_t s, bool f, half h)
+{
+    Tile<TileType::Vec, int32_t, 1, 8> t;
+    TASSIGN(t, 0x0);
+    TEXPANDS(t, 0);
+    t.SetValue(0, int32_t(u >> 16));
+    t.SetValue(1, int32_t(l >> 32));
+    t.SetValue(2, int32_t(s));
+    t.SetValue(3, int32_t(f));
+    t.SetValue(4, int32_t(float(h)));
+    GlobalTensor<int32_t, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>> g(out);
+    TSTORE(g, t);
+}
+"""
+
+
+@needs_cxx
+def test_a_scalar_its_parameter_type_cannot_hold_is_refused(cpp_cache, tmp_path):
+    """Each scalar parameter takes the values of its C type, up to its limits (a uint32 up to
+    2**32 - 1, an int64 beyond 32 bits, a half up to 65504); a value the type cannot hold - which
+    the conversion would turn into another (-1 into 4294967295, 70000 into a half's infinity) and
+    run clean on - is a ConfigError naming the parameter, its type and the values it holds."""
+    p = tmp_path / "scalars.cpp"
+    p.write_text(SCALARS)
+    args = dict(out=np.zeros(8, np.int32), u=2**32 - 1, l=2**40, s=-128, f=1, h=65504.0)
+    np.testing.assert_array_equal(run_cpp(str(p), args, aiv="vec_scalars")["out"][:5],
+                                  [2**16 - 1, 2**8, -128, 1, 65504])
+    for name, v, what, span in (("u", -1, "is uint32_t, which cannot hold -1", "from 0 to 4294967295"),
+                                ("s", 128, "is int8_t, which cannot hold 128", "from -128 to 127"),
+                                ("h", 70000.0, "is half, whose largest value is 65504: 70000 would reach the kernel "
+                                               "as an infinity", "within +-65504")):
+        with pytest.raises(ConfigError) as ei:
+            run_cpp(str(p), dict(args, **{name: v}), aiv="vec_scalars")
+        e = ei.value
+        assert f"parameter {name!r} {what}" in e.what, e.what
+        assert e.where == "scalars.cpp:3 vec_scalars" and span in e.fix
+
+
+#: kernels whose errors' fixes must be spelt in C++
+CPP_FIXES = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec_nowhere(__gm__ float *out)
+{
+    using G = GlobalTensor<float, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>>;
+    Tile<TileType::Vec, float, 1, 8> t;
+    TASSIGN(t, 0x0);
+    TEXPANDS(t, 1.0f);
+    G g;
+    TSTORE(g, t);
+}
+extern "C" __global__ AICORE void vec_unbound(__gm__ float *out)
+{
+    Tile<TileType::Vec, float, 1, 8> t;
+    if (out != nullptr) {
+        TEXPANDS(t, 1.0f);
+    }
+}
+extern "C" __global__ AICORE void vec_pop_mat(__gm__ float *out)
+{
+    using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 32 * 4, 2>;
+    Pipe pipe(nullptr, 0x0, 0);
+    Tile<TileType::Mat, float, 8, 32> m;
+    TPOP<Pipe, Tile<TileType::Mat, float, 8, 32>, TileSplitAxis::TILE_UP_DOWN>(pipe, m);
+}
+extern "C" __global__ AICORE void cube_push(__gm__ float *out)
+{
+    using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 32 * 4, 2>;
+    Pipe pipe(nullptr, 0x0, 0);
+    TileAcc<float, 16, 32> acc;
+    TASSIGN(acc, 0x0);
+    TPUSH<Pipe, TileAcc<float, 16, 32>, TileSplitAxis::TILE_UP_DOWN>(pipe, acc);
+}
+"""
+
+
+@needs_cxx
+@pytest.mark.parametrize("kernel, cls, at, what, fix", [
+    ("vec_nowhere", KernelError, "TSTORE(g, t)", "has no GM address yet",
+     "GlobalTensor<T, Shape<...>, Stride<...>> g(ptr + offset)"),
+    ("vec_unbound", KernelError, "TEXPANDS(t, 1.0f);\n    }", "has no address", "bind it with TASSIGN(tile, addr) before use"),
+    ("vec_pop_mat", ProtocolError, "TPOP<", "the consumer tile must be Vec", "pop into a Tile<TileType::Vec, T, Rows, Cols>"),
+])
+def test_errors_at_a_cpp_line_spell_their_fix_in_cpp(cpp_cache, tmp_path, kernel, cls, at, what, fix):
+    """An error at a C++ kernel's line spells its fix in pto-isa's C++ - construct a GlobalTensor
+    from a __gm__ pointer, declare a ``Tile<TileType::Vec, ...>`` - never in the Python ISA's
+    (``x.data()``, ``Tile(TileType.Vec, ...)``, ``Tile(..., addr=...)``)."""
+    p = tmp_path / "fixes.cpp"
+    p.write_text(CPP_FIXES)
+    with pytest.raises(cls) as ei:
+        run_cpp(str(p), dict(out=np.zeros(8, np.float32)), aiv=kernel, platform="a5",
+                aic="cube_push" if kernel == "vec_pop_mat" else None)
+    e = ei.value
+    line = CPP_FIXES[:CPP_FIXES.index(at)].count("\n") + 1
+    assert what in e.what and e.where.endswith(f"fixes.cpp:{line}"), e
+    assert fix in e.fix, e.fix
+    for python in (".data()", "Tile(", "addr="):
+        assert python not in e.fix, e.fix
+
+
+def test_integer_parameter_words_by_their_c_type():
+    """Each integer kind the headers report (ptopipe_entry.hpp ``int_kind``) takes the values of
+    its C type: unsigned ones no negative value, a uint64 beyond int64 as its bit pattern, a
+    bool any integer (C++ converts it)."""
+    from ptopipe.cpp.abi import int_word
+    assert int_word("k", "m", "I", 2**32 - 1) == 2**32 - 1
+    assert int_word("k", "m", "L", 2**64 - 1) == -1
+    assert int_word("k", "f", "b", 7) == 7
+    assert int_word("k", "s", "a", -128) == -128
+    for kind, v in (("I", -1), ("a", 128), ("H", 1 << 16), ("l", 1 << 63)):
+        with pytest.raises(ConfigError):
+            int_word("k", "m", kind, v)
 
 
 def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):

@@ -234,7 +234,7 @@ def _withheld_on(pch, prod, cons):
     pside, cside = pch.sides.get(prod.index), pch.sides.get(cons.index)
     if pside is None or cside is None or cside.role != "consumer":
         return None
-    return pch.model.withheld_credit(pch, pside.pushed, cside.freed, cons.name)
+    return pch.model.withheld_credit(pch, pside.pushed, cside.freed, cons.name, cpp=is_cpp(cons.where()))
 
 
 def _full_cycle(waits):
@@ -393,7 +393,7 @@ def _free_culprit(ch, core, cons):
     i = pside.pushed
     if cons.state is CoreState.DONE:      # no notification rule makes a returned consumer pop more
         return _stopped_consumer(ch, core, cons, pside, cside)
-    withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
+    withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name, cpp=is_cpp(cons.where()))
     skipped = _skipped_free(cside, cons) if withheld else None
     if skipped is not None:
         loc, steady = skipped

@@ -12,7 +12,7 @@ import numpy as np
 from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
-from ..tile import Tile, TileType
+from ..tile import Tile, TileType, spell_tile
 from ...protocol.geometry import (ODD_SPLITS, a_layout, full_shape, layout_fix, odd_pop_problem, pop_split_fits,
                                  odd_split_problem, part_rows, part_shape, pop_converts, share_problem, slot_layout,
                                  slot_shape, split_push_problem)
@@ -143,8 +143,9 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
 def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     want = TileType.Vec if ch.way == C2V else TileType.Mat
     if tile.loc is not want:
+        where = _loc(core)
         raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
-                            where=_loc(core), fix=f"pop into a Tile(TileType.{want.value}, ...): the "
+                            where=where, fix=f"pop into a {spell_tile(where, want, '...', 'T, Rows, Cols')}: the "
                             f"{'Vector' if want is TileType.Vec else 'Cube'} core's side of the {ch.way} ring")
     rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
     if ch.way == V2C:

@@ -1,6 +1,7 @@
 // A5's MX matmuls as pto-isa declares them (pto_instr.hpp): fp8 e4m3 operands with e8m0 block scales,
 // one per 32 values of K, in ScaleLeft / ScaleRight tiles; TMATMUL_MX(c, a, a_scale, b, b_scale),
-// its accumulating form TMATMUL_MX(c_out, c_in, a, a_scale, b, b_scale) and TGEMV_MX's one row.
+// its accumulating form TMATMUL_MX(c_out, c_in, a, a_scale, b, b_scale) and TGEMV_MX's one row; the
+// left scales also in pto-isa's TileLeftScale (32-byte RowMajor fractals), moved from the same Mat tile.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -19,7 +20,7 @@ using ScaleR = Tile<TileType::ScaleRight, float8_e8m0_t, G, 32, BLayout::RowMajo
 
 extern "C" __global__ AICORE void mx_matmul(__gm__ float8_e4m3_t *a, __gm__ float8_e4m3_t *b,
                                             __gm__ float8_e8m0_t *sa, __gm__ float8_e8m0_t *sb,
-                                            __gm__ float *c, __gm__ float *c2, __gm__ float *row)
+                                            __gm__ float *c, __gm__ float *c2, __gm__ float *row, __gm__ float *c3)
 {
     Tile<TileType::Mat, float8_e4m3_t, M, K> am;
     Tile<TileType::Mat, float8_e4m3_t, K, N + 16, BLayout::RowMajor, K, N> bm;
@@ -30,8 +31,9 @@ extern "C" __global__ AICORE void mx_matmul(__gm__ float8_e4m3_t *a, __gm__ floa
     TileLeft<float8_e4m3_t, 16, K, 1, K> l1;            // TGEMV_MX's one row of a
     TileRight<float8_e4m3_t, K, N> r;
     ScaleL ls;
+    TileLeftScale<float8_e8m0_t, M, G> ls2;
     ScaleR rs;
-    TileAcc<float, M, N> acc, acc2;
+    TileAcc<float, M, N> acc, acc2, acc3;
     TileAcc<float, 16, N, 1, N> acc1;
     TASSIGN(am, 0x0);
     TASSIGN(bm, 0x1000);
@@ -42,10 +44,12 @@ extern "C" __global__ AICORE void mx_matmul(__gm__ float8_e4m3_t *a, __gm__ floa
     TASSIGN(l1, 0x1000);
     TASSIGN(r, 0x0);
     TASSIGN(ls, 0x0);
+    TASSIGN(ls2, 0x200);
     TASSIGN(rs, 0x0);
     TASSIGN(acc, 0x0);
     TASSIGN(acc2, 0x400);
     TASSIGN(acc1, 0x800);
+    TASSIGN(acc3, 0xC00);
     GA ga(a);
     GA1 ga1(a);
     GB gb(b);
@@ -61,12 +65,15 @@ extern "C" __global__ AICORE void mx_matmul(__gm__ float8_e4m3_t *a, __gm__ floa
     TMOV(r, bm);
     TMOV(ls, sam);
     TMOV(rs, sbm);
+    TMOV(ls2, sam);
     TMATMUL_MX(acc, l, ls, r, rs);
     TMATMUL_MX(acc2, acc, l, ls, r, rs);                 // acc2 = acc + a @ b
     TGEMV_MX(acc1, l1, ls, r, rs);                       // a's first row @ b
-    GOut gc(c), gc2(c2);
+    TMATMUL_MX(acc3, l, ls2, r, rs);
+    GOut gc(c), gc2(c2), gc3(c3);
     GRow grow(row);
     TSTORE(gc, acc);
     TSTORE(gc2, acc2);
     TSTORE(grow, acc1);
+    TSTORE(gc3, acc3);
 }

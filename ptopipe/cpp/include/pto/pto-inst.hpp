@@ -44,6 +44,8 @@
 #define __biasbuf__
 #define PTO_INST inline
 #define PTO_INTERNAL inline
+// pto-isa's type.hpp: a kernel's helpers are declared AICORE PTO_INLINE (its own headers' PTO_INTERNAL)
+#define PTO_INLINE inline
 // the rounding macros pto-isa's headers define (npu/a5/TSort32.hpp) and its test kernels use
 #define PTO_CEIL(x, y) ((((x) + (y) - 1) / (y)) * (y))
 #define PTO_DIV_ROUNDUP(x, y) ((((x) + (y) - 1) / (y)))
@@ -436,6 +438,9 @@ struct Tile {
     static constexpr CompactMode Compact = Compact_;
     static constexpr bool isRowMajor = BLayout_ == BLayout::RowMajor;
     static constexpr int Numel = Rows_ * Cols_;
+    // pto_tile.hpp: the element distance between rows / columns of the tile's blocks
+    static constexpr int RowStride = BLayout_ == BLayout::RowMajor ? Cols_ : 1;
+    static constexpr int ColStride = BLayout_ == BLayout::RowMajor ? 1 : Rows_;
     static_assert(Rows_ > 0 && Cols_ > 0, "Tile: Rows and Cols are positive");
     static_assert(RowValid_ <= Rows_ && ColValid_ <= Cols_, "Tile: the valid shape fits the tile");
     static_assert(::ptopipe::tile_shape_ok<Loc_, Element_, Rows_, Cols_, BLayout_, SLayout_, Fractal_>(),
@@ -532,6 +537,29 @@ using TileRightCompact = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileAccCompact = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
                             SLayout::RowMajor, 1024, PadValue::Null, CompactMode::Normal>;
+// ... and A5's MX block-scale tiles (TMATMUL_MX's a_scale / b_scale) in 32-byte fractals: the left
+// scales RowMajor blocks of RowMajor fractals (ZZ)
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeftScale = Tile<TileType::ScaleLeft, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
+                           SLayout::RowMajor, 32>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeftScaleCompact = Tile<TileType::ScaleLeft, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_,
+                                  ColValid_, SLayout::RowMajor, 32, PadValue::Null, CompactMode::Normal>;
+// pto-isa's TileRightScale is ColMajor blocks of ColMajor fractals, a tile layout ptopipe does not
+// model (its Mat staging tile and the MX GM layout that loads it neither): a file naming it builds,
+// and its use is a static_assert saying what ptopipe runs instead
+template <typename Element_, int Rows_, int Cols_, int RowValid_, int ColValid_> struct RightScaleUnmodelled {
+    static_assert(sizeof(Element_) == 0,
+                  "TileRightScale: pto-isa's right MX scale tile is ColMajor blocks of ColMajor 32-byte fractals, "
+                  "a layout ptopipe does not model; declare the right scales row-major, Tile<TileType::ScaleRight, "
+                  "float8_e8m0_t, Rows, Cols, BLayout::RowMajor, RowValid, ColValid> (Cols whole 32-byte rows), and "
+                  "TMOV them there from a row-major Mat tile");
+    using type = Tile<TileType::ScaleRight, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
+};
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileRightScale = typename RightScaleUnmodelled<Element_, Rows_, Cols_, RowValid_, ColValid_>::type;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileRightScaleCompact = typename RightScaleUnmodelled<Element_, Rows_, Cols_, RowValid_, ColValid_>::type;
 // ptopipe's own shorthands, not pto-isa's: a kernel that uses them does not build with pto-isa
 // (the build reports each use as a warning at the kernel's line, ptopipe.cpp.build)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
@@ -1315,6 +1343,16 @@ template <typename OutType, typename... E> inline RecordEvent SET_QUANT_SCALAR(f
                   "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation registers (the "
                   "converting TPUSH<Pipe, Tile, FixpipeParams<...>> reads them): TMOV<Dst, Src, reluMode>(dst, src, "
                   "preQuantScalar) quantises an Acc tile with its scalar");
+    return RecordEvent();
+}
+// ... and its quantisation vector (a Scaling tile's words, pto_instr.hpp): not modelled with it either
+template <typename FpTileData, typename... E> inline RecordEvent SET_QUANT_VECTOR(FpTileData &, E &...)
+{
+    static_assert(::ptopipe::unmodelled<FpTileData>::value,
+                  "SET_QUANT_VECTOR: ptopipe does not model the fixpipe's quantisation registers (the "
+                  "converting TPUSH<Pipe, Tile, FixpipeParams<...>> reads them): TMOV<Dst, Src, FpTile, "
+                  "AccToVecMode::...>(dst, src, fp) / TMOV_FP(dst, src, fp) quantise an Acc tile with a Scaling tile's "
+                  "words");
     return RecordEvent();
 }
 

@@ -229,12 +229,27 @@ template <typename P> P from_word(int64_t w)
     }
 }
 
+// an integer parameter's kind says its width and signedness (abi.INT_KINDS): a value the run
+// passes that the type cannot hold is refused there, not wrapped by the conversion in from_word
+template <typename P> constexpr char int_kind()
+{
+    if constexpr (std::is_enum_v<P>) return int_kind<std::underlying_type_t<P>>();
+    else if constexpr (std::is_same_v<P, bool>) return 'b';
+    else if constexpr (std::is_signed_v<P>) return sizeof(P) == 1 ? 'a' : sizeof(P) == 2 ? 'h' : sizeof(P) == 4 ? 'i' : 'l';
+    else return sizeof(P) == 1 ? 'A' : sizeof(P) == 2 ? 'H' : sizeof(P) == 4 ? 'I' : 'L';
+}
+
+// ... and a floating-point parameter's its type (abi.FLOAT_KINDS): a finite value beyond its range is
+// refused, not turned into an infinity
 template <typename P> constexpr char kind_of()
 {
     if constexpr (std::is_pointer_v<P>) return 'p';
     else if constexpr (std::is_same_v<P, pto::MrgSortExecutedNumList>) return 'c';
-    else if constexpr (std::is_floating_point_v<P> || std::is_same_v<P, half> || std::is_same_v<P, bfloat16_t>) return 'f';
-    else return 'i';
+    else if constexpr (std::is_same_v<P, half>) return 'e';
+    else if constexpr (std::is_same_v<P, bfloat16_t>) return 'B';
+    else if constexpr (std::is_same_v<P, float>) return 'f';
+    else if constexpr (std::is_floating_point_v<P>) return 'd';
+    else return int_kind<P>();
 }
 
 template <typename... P, size_t... I>

@@ -1,5 +1,6 @@
 // pto-isa's include/pto/common/debug.h: DEBUG_CHECK(condition, message) stops the kernel where the
-// condition fails - here a SIGTRAP, which the runner reports at this kernel line - and PTO_ASSERT is
+// condition fails - here __builtin_trap(): SIGILL on x86-64, SIGTRAP on AArch64, which the runner
+// reports at this kernel line as a failed check - and PTO_ASSERT is
 // DEBUG_CHECK in a _DEBUG build, else nothing, as in pto-isa.
 #ifndef PTOPIPE_COMMON_DEBUG_H
 #define PTOPIPE_COMMON_DEBUG_H
