@@ -234,6 +234,10 @@ FREE_ORDER = "ptopipe.free_order"
 #: on the ``arith.cmpi`` whose result guards a two-lane TILE_NO_SPLIT AIV kernel's data ops
 #: (``scf.if`` it: AIV0 only); the IR says the same by the kernel's split
 DATA_LANE_MARK = "ptopipe.data_lane"
+#: on the ``arith.subf %a, %nb`` (``%nb = arith.negf %b``) that spells the IR's float scalar
+#: ``a + b``: ptoas 0.27 lowers no ``arith.addf`` ("failed to legalize operation 'arith.addf'"),
+#: and ``a - (-b)`` is ``a + b`` exactly; the reader reads the pair back as the add
+FLOAT_ADD_MARK = "ptopipe.float_add"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
 #: sources (PTOAS PTOOps.td, the ops with a ``$tmp`` operand): required by the row
