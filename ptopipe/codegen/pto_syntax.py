@@ -282,6 +282,7 @@ _F16_F32 = frozenset(np.dtype(t) for t in (np.float16, np.float32))
 _A5_ARITH = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
                                             np.float32))
 _A5_MUL = _A5_ARITH - {np.dtype(np.int8), np.dtype(np.uint8)}
+_NOT_MEMREF = "ins/outs are not memref yet: its lowering takes a float scalar only, so the element type must be "
 _EXTRACT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.float16, np.float32)) | {bfloat16}
 PTOAS_ELEMENT_TYPES = {
     **{f"pto.{op}": {"a2a3": (_W8_16, f"expects A2/A3 {op} element type to be i8/i16")}
@@ -290,7 +291,11 @@ PTOAS_ELEMENT_TYPES = {
     "pto.trecip": {None: (_F16_F32, "expects element type to be f16 or f32")},
     "pto.tabs": {None: (_F16_F32, "expects element type to be f16 or f32")},
     **{f"pto.{op}": {"a5": (_A5_ARITH, f"expects A5 {op} element type to be i32/i16/i8/f16/f32")}
-       for op in ("tsub", "tmax", "tmin", "tmaxs")},
+       for op in ("tsub", "tmax", "tmin")},
+    # (PTOViewToMemref.cpp rebuilds tmaxs / tmins with a FloatType scalar only, and an integer
+    # tile's scalar is of its integer type: their verifiers take integer tiles, the pass does not)
+    **{f"pto.{op}": {"a2a3": (_F16_F32 | {bfloat16}, _NOT_MEMREF + "f16/bf16/f32"),
+                     "a5": (_F16_F32, _NOT_MEMREF + "f16/f32")} for op in ("tmaxs", "tmins")},
     "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
     "pto.tcmps": {"a5": (_A5_ARITH, "expects A5 tcmps input element type to be i8/i16/i32/f16/f32")},
     "pto.tcmp": {"a5": (_A5_ARITH | {bfloat16},

@@ -441,6 +441,35 @@ def test_ptoas_element_type_refusals_are_noted(platform, tmp_path):
         assert (r.returncode == 0) == (platform == "a5"), r.stderr[-2000:]
 
 
+@pl.aiv
+def int_clamp(x: pl.Tensor[[16, 32], pl.i32], y: pl.Tensor[[16, 32], pl.i32]):
+    if pl.get_subblockid() == 0:
+        pl.store(pl.mins(pl.maxs(pl.load(x, [0, 0], [16, 32]), -3), 5), [0, 0], y)     # <- clamp
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_integer_scalar_max_and_min_are_noted_as_ptoas_refuses_them(platform, tmp_path):
+    """pto-isa's TMAXS / TMINS take integer tiles and ptoas's verifiers do too, but its
+    PTOViewToMemref pass rebuilds them with a float scalar only ("ins/outs are not memref yet"):
+    the written file says ptoas rejects it, at the DSL line, and the run is numpy's."""
+    from markers import line_of
+    prog = pl.program(idle_i32, int_clamp, name="int_clamp")
+    notes = []
+    text = write_pto(compile_program(prog, platform), platform, notes)
+    x = np.arange(16 * 32, dtype=np.int32).reshape(16, 32) % 13 - 6
+    res = dsl_run(prog, dict(x=x, y=np.zeros_like(x)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["y"], np.clip(x, -3, 5))
+    assert [w.split(":")[0] for w, _ in notes] == [f"pto.t{o}s of int32 tiles on {platform.upper()}" for o in ("max", "min")]
+    assert all("not memref yet" in w for w, _ in notes), notes
+    assert {int(where.split(":")[-2]) for _, where in notes} == {line_of(int_clamp.pyfunc, "<- clamp")}
+    if PTOAS:
+        pto = tmp_path / "int_clamp.pto"
+        pto.write_text(text)
+        r = subprocess.run([PTOAS, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(pto), "-o",
+                            str(tmp_path / "out.cpp")], capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and "not memref yet" in r.stderr, r.stderr[-2000:]
+
+
 @pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("name", sorted(CASES))
