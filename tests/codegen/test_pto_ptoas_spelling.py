@@ -381,6 +381,61 @@ def test_buffers_an_op_carries_are_its_values_in_declaration_order():
     assert written_acc == ["acc", "acc_out", "acc_1"], written_acc      # one name per value
 
 
+@pl.aic
+def _acc_if(a: pl.Tensor[[16, 64], pl.f32], b: pl.Tensor[[64, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32],
+            flag: pl.Scalar[pl.i32]):
+    a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    acc = pl.matmul(a0, b0)
+    if flag > 0:
+        a1 = pl.move(pl.load(a, [0, 32], [16, 32], space=pl.Mat), space=pl.Left)
+        b1 = pl.move(pl.load(b, [32, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul_acc(acc, a1, b1)
+    pl.store(acc, [0, 0], out)
+
+
+@pl.aiv
+def _vec_if(x: pl.Tensor[[16, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32], flag: pl.Scalar[pl.i32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    if flag > 0:
+        t = pl.add(t, t)
+    else:
+        pl.store(pl.exp(t), [0, 0], out)
+    pl.store(t, [0, 0], out)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("kernel", [_acc_if, _vec_if])
+def test_a_tile_a_branch_passes_through_is_made_in_the_results_buffer(kernel, platform, tmp_path):
+    """``if flag: acc = pl.matmul_acc(acc, ...)`` passes ``acc`` through the else branch: the
+    op making ``acc`` writes it into the if's result buffer, and the then branch accumulates
+    there - no move of it into that buffer, which for an accumulator is a ``pto.tmov`` from Acc
+    to Acc that neither ptoas ("expects a supported tmov address-space pair") nor pto-isa has.
+    The file reads back to the program and runs to its numbers on either branch."""
+    import numpy as np
+    from ptopipe.runtime import run as dsl_run
+    prog = pl.program(kernel, name="passes")
+    op = compile_program(prog, platform)
+    text = write_pto(op, platform)
+    assert "{ptopipe.carry}" not in text, text
+    assert first_difference(op, _reread(text, platform)) is None
+    rng = np.random.default_rng(2)
+    args = {p: rng.integers(-3, 4, s).astype(np.float32) for p, s in
+            (dict(a=(16, 64), b=(64, 32), x=(16, 32))).items() if p in kernel.pyfunc.__code__.co_varnames}
+    for flag in (0, 1):
+        want = dsl_run(prog, dict(args, out=np.zeros((16, 32), np.float32), flag=flag),
+                       platform=platform).outputs["out"]
+        got = ptopipe.run_pto(text=text, inputs=dict(args, flag=flag), platform=platform).outputs["out"]
+        np.testing.assert_array_equal(got, want)
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        f = tmp_path / "k.pto"
+        f.write_text(text)
+        r = subprocess.run([ptoas, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(f), "-o",
+                            str(tmp_path / "k.cpp")], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 # -- Left tiles -------------------------------------------------------------------------------------
 def test_a5_left_tiles_are_col_major_as_in_ptoas_and_pto_isa():
     _, a5 = written("examples/mixed/s1_cv_split.py", "a5")
