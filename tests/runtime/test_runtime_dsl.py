@@ -273,6 +273,24 @@ def test_an_argument_of_the_wrong_kind_and_an_empty_program_say_what_to_pass():
     assert ei.value.fix == "pass the @pl kernels: pl.program(cube, vector)" and ei.value.where
 
 
+def test_a_pl_kernel_given_as_a_cores_function_is_refused_where_it_is_given():
+    """A @pl kernel is compiled from its source, not called: given to a Scenario or ptopipe.run
+    as a core's function it is a ConfigError at that line naming the KernelSet to use, not a
+    "called from plain Python" error with no place when the run calls it."""
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        ptopipe.Scenario("k", None, _lone_add, lambda rng: dict(x=x, y=x), lambda args: {})  # <- scenario
+    assert ei.value.what == ("scenario 'k': aiv is the @pl.aiv kernel '_lone_add', which ptopipe compiles from "
+                             "its source: a run takes the program's kernels from a KernelSet")
+    assert "KernelSet(pl.program(_lone_add, ...))" in ei.value.fix
+    from markers import line_of
+    assert ei.value.where == f"{__file__}:{line_of(test_a_pl_kernel_given_as_a_cores_function_is_refused_where_it_is_given, '<- scenario')}"
+    for aic, aiv in ((_lone_add, None), (None, (_lone_add, None))):
+        with pytest.raises(ptopipe.ConfigError) as ei:
+            ptopipe.run(aic=aic, aiv=aiv, args=dict(x=x, y=x))
+        assert "the @pl.aiv kernel '_lone_add', which ptopipe compiles from its source" in ei.value.what
+
+
 def test_kernels_returns_callables_for_ptopipe_run():
     prog = pl.program(short_cube, greedy_vec, name="k")
     aic, aiv = kernels(prog)
