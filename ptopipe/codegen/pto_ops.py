@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
+from ..ir.opdefs import ARITH_UNARY_OP, SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
 from ..ir.ops import ISA_NAMES
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
@@ -272,7 +272,7 @@ def h_arith(r, fs, opt, results, loc):
     if FLOAT_ADD_MARK in marks:
         # the writer's float a + b, spelled a - (-b) for ptoas: the add of a and b
         d = getattr(xs[-1], "op", None)
-        if opt.text != "arith.subf" or len(xs) != 2 or d is None or d.name != "arith.neg":
+        if opt.text != "arith.subf" or len(xs) != 2 or d is None or d.name != ARITH_UNARY_OP["-"]:
             raise c.error(f"{{{FLOAT_ADD_MARK}}} marks an arith.subf of a value and an arith.negf", opt)
         negated, xs = d, [xs[0], d.operands[0]]
     if pred is not None:
