@@ -494,13 +494,17 @@ class _Writer:
             # and an MLIR arith op takes operands of its one type - the integers are cast first
             t = ScalarType("index")
         floats = [v.type for v in xs if v.type.dtype in FLOATS]
-        if floats or op.results[0].type.dtype in FLOATS and k not in CMP:
+        rt = op.results[0].type
+        if floats or rt.dtype in FLOATS and k not in CMP:
             # a float op (one float operand, or `/` of integers): MLIR's float ops take floats
-            # of one type - an integer operand (a loop variable, an i32 parameter) is
-            # converted first, as the IR computes it (scalar_result_type)
-            t = floats[0] if floats else op.results[0].type
-            names = [st[v] if v.type.dtype in FLOATS else self.int_as_float(v, st[v], t.dtype, st, ind)
-                     for v in xs]
+            # of one type - an integer operand (a loop variable, an i32 parameter) or a float
+            # of another width (an f16 parameter met by an f32) is converted first, to the
+            # result's type (a comparison: its widest operand's), as the IR computes it
+            # (scalar_result_type)
+            t = rt if k not in CMP and rt.dtype in FLOATS else max(floats, key=lambda f: itemsize(f.dtype))
+            names = [st[v] if v.type == t else
+                     self.float_scalar(v, st[v], t.dtype, st, ind) if v.type.dtype in FLOATS else
+                     self.int_as_float(v, st[v], t.dtype, st, ind) for v in xs]
         else:
             names = [self._index(v, st, ind) if t.dtype == "index" else st[v] for v in xs]
         fl = t.dtype in FLOATS
@@ -811,9 +815,10 @@ class _Writer:
 
     def float_scalar(self, v, name: str, want: str, st: _Func, ind: str) -> str:
         """Float scalar ``v`` (spelled ``name``) converted to a ``want`` float with
-        ``arith.truncf`` / ``arith.extf``, for an op whose ptoas verifier wants the scalar in its
+        ``arith.truncf`` / ``arith.extf``: for an op whose ptoas verifier wants the scalar in its
         tile's type (texpands: "expects scalar type == dst element type"; pto-isa converts it
-        there all the same, and the reader reads the conversion as ``v`` itself)."""
+        there all the same), or a float op meeting a float of another width (MLIR's float ops
+        take one type).  The reader reads the conversion as ``v`` itself."""
         x = st.fresh(f"{v.name or 'c'}_{want}")
         wider = itemsize(want) > itemsize(v.type.dtype)
         self.line(ind, f"{x} = {'arith.extf' if wider else 'arith.truncf'} {name} : "

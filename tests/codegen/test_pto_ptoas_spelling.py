@@ -552,11 +552,12 @@ def test_an_i32_scalar_met_by_an_index_is_cast_to_index_first(platform):
 
 
 @pl.aiv
-def _float_scalars(x: pl.Tensor[[32, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], n: pl.Scalar[pl.i32]):
+def _float_scalars(x: pl.Tensor[[32, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], n: pl.Scalar[pl.i32],
+                   h: pl.Scalar[pl.f16]):
     for i in pl.range(2):
         a = pl.load(x, [i * 16, 0], [16, 32])
         s = i * 0.5 + 1.0                   # index * f32, f32 + f32
-        u = n * 0.5 + s / 2 + i / 4         # i32 * f32, f32 / index, index / index
+        u = n * 0.5 + s / 2 + i / 4 - h * 2.0   # i32 * f32, f32 / index, index / index, f16 * f32
         if s > i:                           # f32 > index
             a = pl.muls(a, 0.25 * i)
         pl.store(pl.adds(pl.adds(a, s), u), [i * 16, 0], y)
@@ -566,7 +567,8 @@ def _float_scalars(x: pl.Tensor[[32, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32
 def test_float_scalar_arithmetic_is_spelled_in_floats_ptoas_lowers(platform, tmp_path):
     """A float scalar op meeting an integer (a loop variable, an i32 parameter; ``/`` of two
     integers) converts the integer first - MLIR's float ops take floats (ptoas: "use of value '%i'
-    expects different type than prior uses: 'f32' vs 'index'") - and a float ``a + b`` is
+    expects different type than prior uses: 'f32' vs 'index'"), as is an f16 met by an f32 -
+    and a float ``a + b`` is
     ``a - (-b)``: ptoas 0.27 lowers no ``arith.addf`` ("failed to legalize operation
     'arith.addf'").  The file reads back to the program and runs to its numbers."""
     import numpy as np
@@ -574,9 +576,9 @@ def test_float_scalar_arithmetic_is_spelled_in_floats_ptoas_lowers(platform, tmp
     op = compile_program(pl.program(_float_scalars, name="float_scalars"), platform)
     text = write_pto(op, platform)
     assert "arith.addf" not in text, text
-    types = dict(re.findall(r"(%[\w.]+): (i32|index)\b", text))
+    types = dict(re.findall(r"(%[\w.]+): (i32|index|f16)\b", text))
     types.update(re.findall(r"(%[\w.]+) = arith\.constant [-\d.e]+ : (\w+)", text))
-    types.update(re.findall(r"(%[\w.]+) = arith\.(?:index_cast|sitofp|negf) %[\w.]+ : (?:\w+ to )?(\w+)", text))
+    types.update(re.findall(r"(%[\w.]+) = arith\.(?:index_cast|sitofp|negf|extf) %[\w.]+ : (?:\w+ to )?(\w+)", text))
     types.update(re.findall(r"(%[\w.]+) = arith\.\w+f (?:\w+, )?%[\w.]+, %[\w.]+(?: \{[\w.]+\})? : (\w+)", text))
     types.update({"%i": "index"})
     floats = re.findall(r"= arith\.(\w+f) (?:\w+, )?(%[\w.]+), (%[\w.]+)(?: \{[\w.]+\})? : (\w+)", text)
@@ -585,9 +587,9 @@ def test_float_scalar_arithmetic_is_spelled_in_floats_ptoas_lowers(platform, tmp
         assert types[a] == types[b] == ty == "f32", (name, a, types.get(a), b, types.get(b), ty)
     assert first_difference(op, _reread(text, platform)) is None
     x = np.random.default_rng(5).standard_normal((32, 32)).astype(np.float32)
-    want = dsl_run(pl.program(_float_scalars, name="float_scalars"), dict(x=x, y=np.zeros_like(x), n=3),
+    want = dsl_run(pl.program(_float_scalars, name="float_scalars"), dict(x=x, y=np.zeros_like(x), n=3, h=1.5),
                    platform=platform).outputs["y"]
-    got = ptopipe.run_pto(text=text, inputs=dict(x=x, n=3), platform=platform).outputs["y"]
+    got = ptopipe.run_pto(text=text, inputs=dict(x=x, n=3, h=1.5), platform=platform).outputs["y"]
     np.testing.assert_array_equal(got, want)
     ptoas = os.environ.get("PTOAS")
     if ptoas:
