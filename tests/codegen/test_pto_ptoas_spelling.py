@@ -560,7 +560,7 @@ def _float_scalars(x: pl.Tensor[[32, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32
         u = n * 0.5 + s / 2 + i / 4 - h * 2.0   # i32 * f32, f32 / index, index / index, f16 * f32
         if s > i:                           # f32 > index
             a = pl.muls(a, 0.25 * i)
-        pl.store(pl.adds(pl.adds(a, s), u), [i * 16, 0], y)
+        pl.store(pl.adds(pl.adds(pl.adds(a, s), u), h * i), [i * 16, 0], y)     # f16 * index: an f16
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
@@ -584,7 +584,8 @@ def test_float_scalar_arithmetic_is_spelled_in_floats_ptoas_lowers(platform, tmp
     floats = re.findall(r"= arith\.(\w+f) (?:\w+, )?(%[\w.]+), (%[\w.]+)(?: \{[\w.]+\})? : (\w+)", text)
     assert len(floats) >= 8, text
     for name, a, b, ty in floats:
-        assert types[a] == types[b] == ty == "f32", (name, a, types.get(a), b, types.get(b), ty)
+        assert types[a] == types[b] == ty in ("f32", "f16"), (name, a, types.get(a), b, types.get(b), ty)
+    assert re.search(r"= arith\.mulf %h, %\w+ : f16\n", text), text
     assert first_difference(op, _reread(text, platform)) is None
     x = np.random.default_rng(5).standard_normal((32, 32)).astype(np.float32)
     want = dsl_run(pl.program(_float_scalars, name="float_scalars"), dict(x=x, y=np.zeros_like(x), n=3, h=1.5),
