@@ -151,12 +151,44 @@ def _plan_if(iff, targets: dict, p) -> bool:
              for j in js}
     for j in js:
         p.home[iff.results[j]] = where[j][0]
+    first = iff
+    pos = {op: i for i, op in enumerate(iff.parent)}
+    for j in fresh:             # a value a branch passes through lives in the result's buffer
+        x = _passed_through(iff, j, p, pos)
+        if x is not None:
+            p.home[x] = where[j][0]
+            where[j] = (where[j][0], x)
+            first = x.op if pos[x.op] < pos[first] else first
     if fresh:
-        p.declare.setdefault(iff, []).extend(where[j][0] for j in fresh)
+        p.declare.setdefault(first, []).extend(where[j][0] for j in fresh)
     for region in iff.regions:
         b = region.blocks[0]
         _adopt(b, [(b.last.operands[j], where[j][0], where[j][1]) for j in js], p)
     return ok
+
+
+def _passed_through(iff, j, p, pos):
+    """The tile that a branch of ``iff`` yields unchanged as result ``j`` (``if c: acc =
+    pl.matmul_acc(acc, ...)``) when its own op, just before, may write it into the result's
+    buffer - it is read nowhere after the ``if`` and yielded by no other result - else None.
+    A move into the result's buffer would copy it: a ``pto.tmov`` from Acc to Acc, or Left to
+    Left, is no instruction ptoas or pto-isa has."""
+    block = iff.parent
+    xs = {r.blocks[0].last.operands[j] for r in iff.regions}
+    outer = [x for x in xs if getattr(x, "op", None) is not None and x.op.parent is block]
+    if len(outer) != 1:
+        return None
+    x = outer[0]
+    if x in p.home or not writes_result(x.op):
+        return None
+    yields = {r.blocks[0].last for r in iff.regions}
+    for u in x.uses:
+        t = _top(u.owner, block)
+        if t is None or pos[t] > pos[iff]:
+            return None
+        if u.owner in yields and any(k != j for k, v in enumerate(u.owner.operands) if v is x):
+            return None             # (yielded as another result too)
+    return x
 
 
 def _adopt(block, pairs, p) -> None:

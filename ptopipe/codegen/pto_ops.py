@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
+from ..ir.opdefs import ARITH_UNARY_OP, SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type, unary_result_type
 from ..ir.ops import ISA_NAMES
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
-from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, LOWERED_DIVISIONS,
+from .pto_syntax import (ARITH_OF, CEILDIV, CMP_OF, DATA_LANE_MARK, FLOAT_ADD_MARK, FLOATS, INT_DTYPES, LOGIC, LOWERED_DIVISIONS,
                          MLIR_DTYPE, float_of_literal, int_bits, ptr_type)
 from .pto_exec.scalar_ops import int_op
 from .pto_exec.types import ScalarT, wrap
@@ -268,8 +268,17 @@ def h_arith(r, fs, opt, results, loc):
     for t, x in zip(toks, xs):
         if not isinstance(x.type, ScalarType):
             raise c.error(f"{t.text} is {with_article(describe(x.type))}, not a scalar", t)
+    negated = None
+    if FLOAT_ADD_MARK in marks:
+        # the writer's float a + b, spelled a - (-b) for ptoas: the add of a and b
+        d = getattr(xs[-1], "op", None)
+        if opt.text != "arith.subf" or len(xs) != 2 or d is None or d.name != ARITH_UNARY_OP["-"]:
+            raise c.error(f"{{{FLOAT_ADD_MARK}}} marks an arith.subf of a value and an arith.negf", opt)
+        negated, xs = d, [xs[0], d.operands[0]]
     if pred is not None:
         k = pred
+    elif negated is not None:
+        k = "add"
     elif opt.text in LOGIC.values() and xs[0].type == BOOL:
         k = "and" if opt.text == "arith.andi" else "or"
     else:
@@ -281,7 +290,8 @@ def h_arith(r, fs, opt, results, loc):
         rt = BOOL if k == "not" else xs[0].type
     else:
         rt = scalar_result_type(_SYM[k], xs[0].type, xs[1].type)
-    shown = xs[0].type if pred is not None else rt
+    # (a comparison is of its operands' common type: an integer met by a float is converted)
+    shown = scalar_result_type("+", xs[0].type, xs[1].type) if pred is not None else rt
     # an index and an integer type agree: the reader types ptoas's i64 ``get_subblock_idx``
     # (and index_casts) as index, and integer scalars are exact Python ints in the run
     index_int = declared.kind == "scalar" and "index" in (declared.dtype, shown.dtype) \
@@ -300,6 +310,8 @@ def h_arith(r, fs, opt, results, loc):
         value = _division(r, fs, opt, toks[1], xs, int_bits(declared.dtype), loc, _hint(name))
     else:
         value = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)]).results[0]
+    if negated is not None and not negated.results[0].uses:
+        negated.erase()         # (the negation existed only to spell the add)
     r.define(fs, rtok, name, value)
 
 
@@ -501,14 +513,26 @@ def h_number_cast(r, fs, opt, results, loc):
     """``%y = arith.trunci %x : i64 to i32`` (or ``arith.sitofp %x : i64 to f32``) of an index
     cast to i64 (which :func:`h_index_cast` reads as the index itself): the writer's cast of an
     index scalar operand to the number type ptoas takes there (INT_SCALAR_OPERAND,
-    NUMBER_SCALAR_OPS; texpands' float tile's own type) - %y names the same IR value.  The value
-    IR has no other truncation or conversion."""
+    NUMBER_SCALAR_OPS; texpands' float tile's own type) - %y names the same IR value.  So does
+    ``arith.truncf`` / ``arith.extf`` of a float scalar (the writer's texpands scalar in its f16
+    tile's type: pto-isa converts it to the tile's type all the same).  The value IR has no
+    other truncation or conversion."""
     x, _t, src, dst = _cast(r, fs, opt, results, "the converted value")
-    to = FLOATS if opt.text == "arith.sitofp" else INT_DTYPES
-    if not (src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in to
-            and isinstance(x.type, ScalarType) and x.type.dtype == "index"):
-        raise r.c.error(f"{opt.text}: the value IR reads only the conversion of an index cast to i64 (a "
-                        "scalar operand's cast)", opt)
+    if opt.text in ("arith.truncf", "arith.extf"):
+        ok = src.kind == dst.kind == "scalar" and src.dtype in FLOATS and dst.dtype in FLOATS \
+            and isinstance(x.type, ScalarType) and x.type.dtype == src.dtype
+        what = "a float scalar (a tile-scalar op's operand in its tile's type)"
+    elif opt.text == "arith.sitofp" and isinstance(x.type, ScalarType) and x.type.dtype == src.dtype != "index":
+        # a sized integer (an i32 parameter) made the float of a float scalar op
+        ok = src.kind == dst.kind == "scalar" and src.dtype in INT_DTYPES and dst.dtype in FLOATS
+        what = "an integer scalar"
+    else:
+        to = FLOATS if opt.text == "arith.sitofp" else INT_DTYPES
+        ok = src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in to \
+            and isinstance(x.type, ScalarType) and x.type.dtype == "index"
+        what = "an index cast to i64 (a scalar operand's cast)"
+    if not ok:
+        raise r.c.error(f"{opt.text}: the value IR reads only the conversion of {what}", opt)
     rt, name = results[0]
     r.define(fs, rt, name, x)
 

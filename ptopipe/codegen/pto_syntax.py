@@ -235,6 +235,10 @@ FREE_ORDER = "ptopipe.free_order"
 #: on the ``arith.cmpi`` whose result guards a two-lane TILE_NO_SPLIT AIV kernel's data ops
 #: (``scf.if`` it: AIV0 only); the IR says the same by the kernel's split
 DATA_LANE_MARK = "ptopipe.data_lane"
+#: on the ``arith.subf %a, %nb`` (``%nb = arith.negf %b``) that spells the IR's float scalar
+#: ``a + b``: ptoas 0.27 lowers no ``arith.addf`` ("failed to legalize operation 'arith.addf'"),
+#: and ``a - (-b)`` is ``a + b`` exactly; the reader reads the pair back as the add
+FLOAT_ADD_MARK = "ptopipe.float_add"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
 #: sources (PTOAS PTOOps.td, the ops with a ``$tmp`` operand): required by the row
@@ -279,6 +283,7 @@ _F16_F32 = frozenset(np.dtype(t) for t in (np.float16, np.float32))
 _A5_ARITH = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
                                             np.float32))
 _A5_MUL = _A5_ARITH - {np.dtype(np.int8), np.dtype(np.uint8)}
+_NOT_MEMREF = "ins/outs are not memref yet: its lowering takes a float scalar only, so the element type must be "
 _EXTRACT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.float16, np.float32)) | {bfloat16}
 PTOAS_ELEMENT_TYPES = {
     **{f"pto.{op}": {"a2a3": (_W8_16, f"expects A2/A3 {op} element type to be i8/i16")}
@@ -287,7 +292,11 @@ PTOAS_ELEMENT_TYPES = {
     "pto.trecip": {None: (_F16_F32, "expects element type to be f16 or f32")},
     "pto.tabs": {None: (_F16_F32, "expects element type to be f16 or f32")},
     **{f"pto.{op}": {"a5": (_A5_ARITH, f"expects A5 {op} element type to be i32/i16/i8/f16/f32")}
-       for op in ("tsub", "tmax", "tmin", "tmaxs")},
+       for op in ("tsub", "tmax", "tmin")},
+    # (PTOViewToMemref.cpp rebuilds tmaxs / tmins with a FloatType scalar only, and an integer
+    # tile's scalar is of its integer type: their verifiers take integer tiles, the pass does not)
+    **{f"pto.{op}": {"a2a3": (_F16_F32 | {bfloat16}, _NOT_MEMREF + "f16/bf16/f32"),
+                     "a5": (_F16_F32, _NOT_MEMREF + "f16/f32")} for op in ("tmaxs", "tmins")},
     "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
     "pto.tcmps": {"a5": (_A5_ARITH, "expects A5 tcmps input element type to be i8/i16/i32/f16/f32")},
     "pto.tcmp": {"a5": (_A5_ARITH | {bfloat16},

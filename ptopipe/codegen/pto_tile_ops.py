@@ -334,6 +334,8 @@ def generic_tile_op(r, fs, opt, results, loc):
         cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
             and (pt.dtype in INT_DTYPES or opt.text == "pto.texpands" and pt.dtype in FLOATS) \
             and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
+        cast_index = cast_index or (opt.text == "pto.texpands" and pt.kind == "scalar" and pt.dtype in FLOATS
+                                    and isinstance(v.type, ScalarType) and v.type.dtype in FLOATS)
         if not cast_index:
             _check_type(r, t, v, pt)
         xs.append(v)

@@ -43,7 +43,7 @@ from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_win
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize, np_dtype
 from .pto_buffers import Buf, BufferPlan, plan_buffers
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, FLOOR_MOD, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, FLOOR_MOD, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, FLOAT_ADD_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, scalar_cast_type, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, ptoas_element_refusal, float_literal,
@@ -493,8 +493,21 @@ class _Writer:
             # index (a constant, a loop variable): the IR's result is index (scalar_result_type),
             # and an MLIR arith op takes operands of its one type - the integers are cast first
             t = ScalarType("index")
+        floats = [v.type for v in xs if v.type.dtype in FLOATS]
+        rt = op.results[0].type
+        if floats or rt.dtype in FLOATS and k not in CMP:
+            # a float op (one float operand, or `/` of integers): MLIR's float ops take floats
+            # of one type - an integer operand (a loop variable, an i32 parameter) or a float
+            # of another width (an f16 parameter met by an f32) is converted first, to the
+            # result's type (a comparison: its widest operand's), as the IR computes it
+            # (scalar_result_type)
+            t = rt if k not in CMP and rt.dtype in FLOATS else max(floats, key=lambda f: itemsize(f.dtype))
+            names = [st[v] if v.type == t else
+                     self.float_scalar(v, st[v], t.dtype, st, ind) if v.type.dtype in FLOATS else
+                     self.int_as_float(v, st[v], t.dtype, st, ind) for v in xs]
+        else:
+            names = [self._index(v, st, ind) if t.dtype == "index" else st[v] for v in xs]
         fl = t.dtype in FLOATS
-        names = [self._index(v, st, ind) if t.dtype == "index" else st[v] for v in xs]
         args = ", ".join(names)
         res = st.bind(op.results[0])
         if k in CMP:
@@ -509,6 +522,14 @@ class _Writer:
             q, p = st.fresh(None), st.fresh(None)
             for out, o, xy in zip((q, p, res), FLOOR_MOD, (f"{a}, {b}", f"{q}, {b}", f"{a}, {p}")):
                 self.line(ind, f"{out} = {o} {xy} : {ty}")
+            return
+        elif k == "add" and fl:
+            # ptoas lowers no arith.addf: a - (-b), marked for the reader (FLOAT_ADD_MARK)
+            a, b = names
+            nb = st.fresh(None)
+            ty = self.ty(op.results[0].type)
+            self.line(ind, f"{nb} = arith.negf {b} : {ty}")
+            self.line(ind, f"{res} = arith.subf {a}, {nb} {{{FLOAT_ADD_MARK}}} : {ty}")
             return
         else:
             name = ARITH[k][1 if fl else 0] or ARITH[k][0] or ARITH[k][1]
@@ -743,15 +764,10 @@ class _Writer:
         if want is not None:
             for k, v in enumerate(op.operands):
                 if isinstance(v.type, ScalarType) and v.type.dtype == "index":
-                    # via i64: ptoas's C++ emitter takes an index_cast to i64 (an index is an
-                    # int64_t there) and refuses one to a narrower type ("unsupported operation")
-                    x = st.fresh(f"{v.name or 'n'}_i64")
-                    self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to i64")
-                    if want != "i64":
-                        x64, x = x, st.fresh(f"{v.name or 'n'}_{want}")
-                        cast = "arith.sitofp" if want in FLOATS else "arith.trunci"
-                        self.line(ind, f"{x} = {cast} {x64} : i64 to {MLIR_DTYPE[want]}")
-                    ins[k], tys[k] = x, MLIR_DTYPE[want]
+                    ins[k], tys[k] = self.index_as(v, ins[k], want, st, ind), MLIR_DTYPE[want]
+                elif want in FLOATS and isinstance(v.type, ScalarType) and v.type.dtype in FLOATS \
+                        and v.type.dtype != want:
+                    ins[k], tys[k] = self.float_scalar(v, ins[k], want, st, ind), MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
             stype = scratch_type(op.name[3:], op.operands[0].type)
             tmp, tt = st.fresh("tmp"), self.ty(stype)
@@ -774,6 +790,40 @@ class _Writer:
                    for k in ISA_ATTRS.get(op.name[3:], ()))
         at = "".join(f" {{{key} = {text}}}" for key, text in spelled if text is not None)
         self.line(ind, f"{name} ins({', '.join(ins)}{at} : {', '.join(tys)}) outs({res} : {rty})")
+
+    def index_as(self, v, name: str, want: str, st: _Func, ind: str) -> str:
+        """Index scalar ``v`` (spelled ``name``) as a ``want`` number: via i64 - ptoas's C++
+        emitter takes an index_cast to i64 (an index is an int64_t there) and refuses one to a
+        narrower type ("unsupported operation") - then ``arith.trunci`` / ``arith.sitofp``
+        (the reader reads the chain as ``v`` itself)."""
+        x = st.fresh(f"{v.name or 'n'}_i64")
+        self.line(ind, f"{x} = arith.index_cast {name} : index to i64")
+        if want != "i64":
+            x64, x = x, st.fresh(f"{v.name or 'n'}_{want}")
+            cast = "arith.sitofp" if want in FLOATS else "arith.trunci"
+            self.line(ind, f"{x} = {cast} {x64} : i64 to {MLIR_DTYPE[want]}")
+        return x
+
+    def int_as_float(self, v, name: str, want: str, st: _Func, ind: str) -> str:
+        """Integer scalar ``v`` (spelled ``name``) converted to float type ``want``: an index
+        through i64 (:meth:`index_as`), a sized integer (an i32 parameter) by ``arith.sitofp``."""
+        if v.type.dtype == "index":
+            return self.index_as(v, name, want, st, ind)
+        x = st.fresh(f"{v.name or 'n'}_{want}")
+        self.line(ind, f"{x} = arith.sitofp {name} : {MLIR_DTYPE[v.type.dtype]} to {MLIR_DTYPE[want]}")
+        return x
+
+    def float_scalar(self, v, name: str, want: str, st: _Func, ind: str) -> str:
+        """Float scalar ``v`` (spelled ``name``) converted to a ``want`` float with
+        ``arith.truncf`` / ``arith.extf``: for an op whose ptoas verifier wants the scalar in its
+        tile's type (texpands: "expects scalar type == dst element type"; pto-isa converts it
+        there all the same), or a float op meeting a float of another width (MLIR's float ops
+        take one type).  The reader reads the conversion as ``v`` itself."""
+        x = st.fresh(f"{v.name or 'c'}_{want}")
+        wider = itemsize(want) > itemsize(v.type.dtype)
+        self.line(ind, f"{x} = {'arith.extf' if wider else 'arith.truncf'} {name} : "
+                       f"{MLIR_DTYPE[v.type.dtype]} to {MLIR_DTYPE[want]}")
+        return x
 
     def row_view(self, name: str, t: TileValueType, ind: str, st: _Func) -> str:
         """``%v = pto.treshape %name``: the ND [1, R] row view of DN column ``name``."""

@@ -355,6 +355,23 @@ def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
     return (what, "reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
 
 
+def tiles_past(lay: "FunctionLayout", space: str, have: int) -> list:
+    """``[(tile op, addr)]`` of the tiles ``lay`` places (partly) past the ``have`` bytes of
+    memory ``space``, by address: the ones that do not fit, each where the kernel defines it."""
+    return sorted(((op, addr) for op, (mem, addr) in lay.tiles.items()
+                   if mem == space and addr + op.results[0].type.footprint > have),
+                  key=lambda t: t[1])
+
+
+def tiles_past_details(over: list, details: str, where=lambda op: op.loc) -> str:
+    """``details`` of a :func:`tiles_fit_problem` with the tiles that do not fit (``over``,
+    :func:`tiles_past`) listed: name, bytes, address and the line defining each (``where(op)``,
+    as the error's own place is written)."""
+    return details + ("; the tiles that do not fit:" if over else "") + "".join(
+        f"\n  {op.results[0].name or op.name}: {op.results[0].type.footprint} bytes at "
+        f"{addr:#x}, defined at {where(op)}" for op, addr in over)
+
+
 def tiles_fit_problem(fn_name: str, space: str, peak: int, owner: str,
                       have: int, usable: int | None = None) -> tuple | None:
     """``(what, details, fix)`` when the tiles of ``fn_name`` live at one time (the

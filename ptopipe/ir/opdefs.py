@@ -59,14 +59,18 @@ _BOOL_RESULT = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 
 def scalar_result_type(op: str, lhs: ScalarType, rhs: ScalarType) -> ScalarType:
     """The type of scalar ``lhs op rhs``: bool for comparisons and and/or, f32 for ``/``,
-    else the common type (f32 if either side is f32, else index)."""
+    else the common type: a float side's (f32 for two floats of different types: an f16
+    times an index is an f16, not an index), else index."""
     if op in _BOOL_RESULT:
         return BOOL
     if op == "/":
         return ScalarType("f32")
     if lhs == rhs:
         return lhs
-    return ScalarType("f32") if "f32" in (lhs.dtype, rhs.dtype) else INDEX
+    floats = [t for t in (lhs, rhs) if t.dtype in FLOAT_DTYPES]
+    if len(floats) == 1:
+        return floats[0]
+    return ScalarType("f32") if floats else INDEX
 
 
 def unary_result_type(op: str, t: ScalarType) -> ScalarType:

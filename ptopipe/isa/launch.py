@@ -75,19 +75,26 @@ def kernels_problem(aic, aiv) -> "tuple[str, str] | None":
     is a callable or None (that core runs nothing); ``aiv`` one kernel (both Vector cores run
     it) or a pair ``(aiv0, aiv1)`` - or None when nothing is (``run`` and ``Scenario`` ask)."""
     fix = "pass the kernel function (or None for a core that runs nothing)"
-    if aic is not None and not callable(aic):
-        return f"aic is {aic!r}, not a kernel function", fix
+
+    def problem(what: str, k):
+        if k is None:
+            return None
+        if not callable(k):
+            return f"{what} is {k!r}, not a kernel function", fix
+        # a callable that is no kernel function says so (a @pl kernel: compiled from its source)
+        said = getattr(k, "not_a_kernel_function", None)
+        return (f"{what} is {said[0]}", said[1]) if said else None
+
+    bad = problem("aic", aic)
+    if bad:
+        return bad
     if isinstance(aiv, (tuple, list)):
         if not 1 <= len(aiv) <= 2:
             return (f"aiv takes one kernel or a pair (aiv0, aiv1), got {len(aiv)}",
                     "pass aiv=vector (both Vector cores run it) or aiv=(vector0, vector1); a cluster has "
                     "two Vector cores")
-        for i, k in enumerate(aiv):
-            if k is not None and not callable(k):
-                return f"aiv[{i}] is {k!r}, not a kernel function", fix
-    elif aiv is not None and not callable(aiv):
-        return f"aiv is {aiv!r}, not a kernel function", fix
-    return None
+        return next((b for b in (problem(f"aiv[{i}]", k) for i, k in enumerate(aiv)) if b), None)
+    return problem("aiv", aiv)
 
 
 def lone_vector_lanes(reads_subblock: bool, call: str,

@@ -39,6 +39,16 @@ class DSLFunction:
     def kind(self) -> FunctionKind:
         return self.ir.kind
 
+    @property
+    def not_a_kernel_function(self) -> tuple:
+        """(what, fix) for a run given this kernel as a core's function
+        (:func:`ptopipe.isa.launch.kernels_problem`): the runtime runs its program."""
+        deco = {"aic": "@pl.aic", "aiv": "@pl.aiv"}.get(self.kind.value, "@pl.incore")
+        return (f"the {deco} kernel {self.__name__!r}, which ptopipe compiles from its source: a run "
+                "takes the program's kernels from a KernelSet",
+                f"from ptopipe.runtime import KernelSet; ks = KernelSet(pl.program({self.__name__}, ...)) "
+                "and pass ks.aic, ks.aiv (KernelSet(build) for a builder of the run's parameters)")
+
     def __call__(self, *a, **k):
         raise CompileError(f"kernel {self.__name__} was called from plain Python",
                            fix="build a program with pl.program(...) and run it with "

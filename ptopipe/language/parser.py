@@ -906,6 +906,14 @@ class FunctionParser:
             rhs.op.erase()
             lhs.op.erase()
             return self.constant(val, node)
+        if op in ("//", "%") and any(x.type.dtype in FLOAT_DTYPES for x in (lhs, rhs)):
+            # Python's flooring // and % of floats: MLIR's arith has no such op (arith.remf is
+            # C's fmod, which differs for negative operands) and the C++ kernel computes in
+            # integers - the compiled kernel would not compute what this run computes
+            raise self.err(node, f"operator {op} on a float scalar: the compiled kernel has no floor division or modulo of floats "
+                                 "(PTO-AS's arith.remf is C's fmod, pto-isa C++ computes // and % in integers)",
+                           "compute it in integers (index scalars: loop variables, pl.Scalar[pl.index] "
+                           "arguments), or before the kernel is built (a closure constant)")
         if rtype is None:
             rtype = scalar_result_type(op, lhs.type, rhs.type)
         return self.emit(Operation(ARITH_OP[op], (lhs, rhs), [rtype], {}, (), self.loc(node),

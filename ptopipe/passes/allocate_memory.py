@@ -18,7 +18,7 @@ implicit UB scratch, ``Platform.tile_space``); a literal reserve overlapping ano
 from __future__ import annotations
 
 from ..arch import MemSpace
-from ..ir.layout import allocate_function, tiles_fit_problem
+from ..ir.layout import allocate_function, tiles_fit_problem, tiles_past, tiles_past_details
 from ..ir.opdefs import ReserveBufferOp, own_events
 from ..ir.vocab import AUTO
 from .util import error, func_name, functions, platform_of
@@ -53,17 +53,6 @@ def run(program, ctx):
             usable = plat.tile_space(MemSpace(space))
             bad = tiles_fit_problem(func_name(f), space, peak, plat.name, have, usable)
             if bad is not None:
-                over = _tiles_past(lay, space, usable)
-                details = bad[1] + ("; the tiles that do not fit:" if over else "") + "".join(
-                    f"\n  {op.results[0].name or op.name}: {op.results[0].type.footprint} bytes at "
-                    f"{addr:#x}, defined at {op.loc}" for op, addr in over)
-                raise error(bad[0], over[0][0] if over else f, bad[2], details=details)
+                over = tiles_past(lay, space, usable)
+                raise error(bad[0], over[0][0] if over else f, bad[2], details=tiles_past_details(over, bad[1]))
     return program
-
-
-def _tiles_past(lay, space: str, have: int) -> list:
-    """``[(tile op, addr)]`` of the tiles placed (partly) past the ``have`` bytes of memory
-    ``space``, by address: the ones that do not fit, each where the kernel defines it."""
-    return sorted(((op, addr) for op, (mem, addr) in lay.tiles.items()
-                   if mem == space and addr + op.results[0].type.footprint > have),
-                  key=lambda t: t[1])

@@ -31,7 +31,8 @@ from ..ir.types import FLOAT_DTYPES, TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..sim.pipesync import PTO_EVENTS, EventWords
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
-from ..ir.layout import gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem
+from ..ir.layout import (gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem,
+                         tiles_past, tiles_past_details)
 from ..ir.pipe_config import local_slot_num
 from .closures import Compiler, FunctionReturn, run_steps, shown_name, valid_of
 
@@ -208,10 +209,12 @@ class Interpreter:
         """The tiles live at one time (AllocateMemoryAddr's peak) must fit each memory."""
         for space, peak in self.layout.peak.items():
             mem = self.core.memory(MemSpace(space), lambda: f"the tiles of {self.name}")
-            bad = tiles_fit_problem(self.name, space, peak, self.core.name, mem.size,
-                                    self.core.cluster.platform.tile_space(MemSpace(space)))
-            if bad is not None:
-                raise ConfigError(bad[0], where=str(self.where(self.fn)), details=bad[1], fix=bad[2])
+            usable = self.core.cluster.platform.tile_space(MemSpace(space))
+            bad = tiles_fit_problem(self.name, space, peak, self.core.name, mem.size, usable)
+            if bad is not None:         # at the first tile that does not fit, as AllocateMemoryAddr says
+                over = tiles_past(self.layout, space, min(mem.size, usable))
+                raise ConfigError(bad[0], where=str(self.where(over[0][0] if over else self.fn)),
+                                  details=tiles_past_details(over, bad[1], self.where), fix=bad[2])
 
     def check_ring_size(self, r, slot_num: int, slot_size: int, c, staged: int | None) -> None:
         bad = None if r is None else ring_size_problem(r.buffer_name, r.size, slot_num, slot_size, staged)

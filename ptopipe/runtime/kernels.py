@@ -16,10 +16,10 @@ from ..errors import ConfigError, PtoPipeError
 from ..ir.core import Operation
 from ..ir.vocab import FunctionKind
 from ..isa import current_core
-from ..isa.launch import run as isa_run
+from ..isa.launch import lone_vector_lanes, run as isa_run
 from .interp import Interpreter
 from ..ir.layout import allocate_program
-from ..ir.opdefs import INITIALIZE_PIPE, FuncOp, ProgramOp
+from ..ir.opdefs import INITIALIZE_PIPE, FuncOp, GetSubblockIdOp, ProgramOp
 from ..ir.pipe_config import pipe_config_mismatches
 
 
@@ -81,6 +81,19 @@ class _Compiled:
         self._pipes_checked.add(platform.name)
         for m in pipe_config_mismatches(self.ops, platform):
             raise ConfigError(m.what, where=str(m.culprit.init.loc), details=m.details, fix=m.fix)
+
+    def aiv0_only(self) -> bool:
+        """Does the program's Vector kernel run on AIV0 alone: a hand-written ``@pl.aiv``
+        kernel with no Cube kernel beside it that does not read ``pl.get_subblockid()`` (a
+        Vector-only launch, :func:`~ptopipe.isa.launch.lone_vector_lanes`, as its ``.pto``
+        and C++ run)?  A compiled mixed function's Vector kernel is split between the cores
+        or replays empty on lane 1 (TILE_NO_SPLIT): both run it."""
+        funcs = _functions(self.ops)
+        if self.compiled_from_mixed or any(f.kind is FunctionKind.AIC for f in funcs):
+            return False
+        aiv = [f for f in funcs if f.kind is FunctionKind.AIV]
+        reads = any(o.is_a(GetSubblockIdOp) for f in aiv for o in f.walk())
+        return lone_vector_lanes(reads, "pl.get_subblockid()")[0] == 1
 
     def function(self, kind: FunctionKind):
         """The one ``pl.func`` op of ``kind`` (None when a compiled mixed function needed
@@ -241,6 +254,8 @@ class KernelSet:
             cluster = current_core().cluster
             comp.check_run(cluster)
             fn = comp.function(kind)
+            if kind is FunctionKind.AIV and current_core().subblock == 1 and comp.aiv0_only():
+                return                  # a Vector-only launch: one Vector core
             if fn is not None:
                 _one_block(fn, cluster.context.blocks)
                 Interpreter(fn, comp.layouts[fn.sym_name]).run(args)

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-import ptopipe  # noqa: F401  (installs the mixed compiler)
+import ptopipe  # (also installs the mixed compiler)
 import ptopipe.language as pl
 from ptopipe.driver.programs import programs_of
 from ptopipe.driver.loader import load_module
@@ -381,6 +381,61 @@ def test_buffers_an_op_carries_are_its_values_in_declaration_order():
     assert written_acc == ["acc", "acc_out", "acc_1"], written_acc      # one name per value
 
 
+@pl.aic
+def _acc_if(a: pl.Tensor[[16, 64], pl.f32], b: pl.Tensor[[64, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32],
+            flag: pl.Scalar[pl.i32]):
+    a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    acc = pl.matmul(a0, b0)
+    if flag > 0:
+        a1 = pl.move(pl.load(a, [0, 32], [16, 32], space=pl.Mat), space=pl.Left)
+        b1 = pl.move(pl.load(b, [32, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul_acc(acc, a1, b1)
+    pl.store(acc, [0, 0], out)
+
+
+@pl.aiv
+def _vec_if(x: pl.Tensor[[16, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32], flag: pl.Scalar[pl.i32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    if flag > 0:
+        t = pl.add(t, t)
+    else:
+        pl.store(pl.exp(t), [0, 0], out)
+    pl.store(t, [0, 0], out)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("kernel", [_acc_if, _vec_if])
+def test_a_tile_a_branch_passes_through_is_made_in_the_results_buffer(kernel, platform, tmp_path):
+    """``if flag: acc = pl.matmul_acc(acc, ...)`` passes ``acc`` through the else branch: the
+    op making ``acc`` writes it into the if's result buffer, and the then branch accumulates
+    there - no move of it into that buffer, which for an accumulator is a ``pto.tmov`` from Acc
+    to Acc that neither ptoas ("expects a supported tmov address-space pair") nor pto-isa has.
+    The file reads back to the program and runs to its numbers on either branch."""
+    import numpy as np
+    from ptopipe.runtime import run as dsl_run
+    prog = pl.program(kernel, name="passes")
+    op = compile_program(prog, platform)
+    text = write_pto(op, platform)
+    assert "{ptopipe.carry}" not in text, text
+    assert first_difference(op, _reread(text, platform)) is None
+    rng = np.random.default_rng(2)
+    args = {p: rng.integers(-3, 4, s).astype(np.float32) for p, s in
+            (dict(a=(16, 64), b=(64, 32), x=(16, 32))).items() if p in kernel.pyfunc.__code__.co_varnames}
+    for flag in (0, 1):
+        want = dsl_run(prog, dict(args, out=np.zeros((16, 32), np.float32), flag=flag),
+                       platform=platform).outputs["out"]
+        got = ptopipe.run_pto(text=text, inputs=dict(args, flag=flag), platform=platform).outputs["out"]
+        np.testing.assert_array_equal(got, want)
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        f = tmp_path / "k.pto"
+        f.write_text(text)
+        r = subprocess.run([ptoas, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(f), "-o",
+                            str(tmp_path / "k.cpp")], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 # -- Left tiles -------------------------------------------------------------------------------------
 def test_a5_left_tiles_are_col_major_as_in_ptoas_and_pto_isa():
     _, a5 = written("examples/mixed/s1_cv_split.py", "a5")
@@ -494,6 +549,56 @@ def test_an_i32_scalar_met_by_an_index_is_cast_to_index_first(platform):
         got = ptopipe.run(None, (aiv, None), dict(x=x, out=np.zeros((64, 32), np.float32), n=n),
                           platform=platform).outputs["out"]
         np.testing.assert_array_equal(got, want)
+
+
+@pl.aiv
+def _float_scalars(x: pl.Tensor[[32, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], n: pl.Scalar[pl.i32],
+                   h: pl.Scalar[pl.f16]):
+    for i in pl.range(2):
+        a = pl.load(x, [i * 16, 0], [16, 32])
+        s = i * 0.5 + 1.0                   # index * f32, f32 + f32
+        u = n * 0.5 + s / 2 + i / 4 - h * 2.0   # i32 * f32, f32 / index, index / index, f16 * f32
+        if s > i:                           # f32 > index
+            a = pl.muls(a, 0.25 * i)
+        pl.store(pl.adds(pl.adds(pl.adds(a, s), u), h * i), [i * 16, 0], y)     # f16 * index: an f16
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_float_scalar_arithmetic_is_spelled_in_floats_ptoas_lowers(platform, tmp_path):
+    """A float scalar op meeting an integer (a loop variable, an i32 parameter; ``/`` of two
+    integers) converts the integer first - MLIR's float ops take floats (ptoas: "use of value '%i'
+    expects different type than prior uses: 'f32' vs 'index'"), as is an f16 met by an f32 -
+    and a float ``a + b`` is
+    ``a - (-b)``: ptoas 0.27 lowers no ``arith.addf`` ("failed to legalize operation
+    'arith.addf'").  The file reads back to the program and runs to its numbers."""
+    import numpy as np
+    from ptopipe.runtime import run as dsl_run
+    op = compile_program(pl.program(_float_scalars, name="float_scalars"), platform)
+    text = write_pto(op, platform)
+    assert "arith.addf" not in text, text
+    types = dict(re.findall(r"(%[\w.]+): (i32|index|f16)\b", text))
+    types.update(re.findall(r"(%[\w.]+) = arith\.constant [-\d.e]+ : (\w+)", text))
+    types.update(re.findall(r"(%[\w.]+) = arith\.(?:index_cast|sitofp|negf|extf) %[\w.]+ : (?:\w+ to )?(\w+)", text))
+    types.update(re.findall(r"(%[\w.]+) = arith\.\w+f (?:\w+, )?%[\w.]+, %[\w.]+(?: \{[\w.]+\})? : (\w+)", text))
+    types.update({"%i": "index"})
+    floats = re.findall(r"= arith\.(\w+f) (?:\w+, )?(%[\w.]+), (%[\w.]+)(?: \{[\w.]+\})? : (\w+)", text)
+    assert len(floats) >= 8, text
+    for name, a, b, ty in floats:
+        assert types[a] == types[b] == ty in ("f32", "f16"), (name, a, types.get(a), b, types.get(b), ty)
+    assert re.search(r"= arith\.mulf %h, %\w+ : f16\n", text), text
+    assert first_difference(op, _reread(text, platform)) is None
+    x = np.random.default_rng(5).standard_normal((32, 32)).astype(np.float32)
+    want = dsl_run(pl.program(_float_scalars, name="float_scalars"), dict(x=x, y=np.zeros_like(x), n=3, h=1.5),
+                   platform=platform).outputs["y"]
+    got = ptopipe.run_pto(text=text, inputs=dict(x=x, n=3, h=1.5), platform=platform).outputs["y"]
+    np.testing.assert_array_equal(got, want)
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        f = tmp_path / "s.pto"
+        f.write_text(text)
+        r = subprocess.run([ptoas, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(f), "-o",
+                            str(tmp_path / "s.cpp")], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
 
 
 def _mask_kernel(mask_rows, mask_cols):

@@ -33,6 +33,20 @@ def k(x: pl.Tensor[[16, 32], pl.f32]):
     t = pl.load(x, [0, 0], [16, 32])
     u = @@t % 2.0
 ''',
+    # Python's flooring // and % of float scalars: nothing the compiled kernel computes
+    "float_scalar_floordiv": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32], a: pl.Scalar[pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.adds(t, @@a // 2.0), [0, 0], x)
+''',
+    "float_scalar_mod_of_an_index": '''
+@pl.aiv
+def k(x: pl.Tensor[[64, 32], pl.f32]):
+    for i in pl.range(4):
+        t = pl.load(x, [i * 16, 0], [16, 32])
+        pl.store(pl.muls(t, @@i % 1.5), [i * 16, 0], x)
+''',
     # a carried value whose type the body changes: named by its source name, not its SSA hint
     "carried_type_change": '''
 @pl.aiv

@@ -193,6 +193,22 @@ def int_bitwise(x: pl.Tensor[[16, 32], pl.i32], y: pl.Tensor[[16, 32], pl.i32]):
         pl.store(pl.xors(pl.ors(pl.ands(a, 12), 1), 5), [0, 0], y)
 
 
+@pl.aiv
+def half_fill(h: pl.Tensor[[16, 32], pl.f16], y: pl.Tensor[[32, 32], pl.f16]):
+    if pl.get_subblockid() == 0:
+        a = pl.load(h, [0, 0], [16, 32])
+        for i in pl.range(2):
+            # an f32 scalar (a literal, a value computed in the loop) filling f16 tiles
+            b = pl.mul(pl.full([16, 32], pl.f16, -0.5), pl.full([16, 32], pl.f16, i * 0.5 + 1.0))
+            pl.store(pl.add(a, b), [i * 16, 0], y)
+
+
+def _half_fill(rng):
+    h = rng.integers(-8, 9, (16, 32)).astype(np.float16)
+    return dict(x=np.zeros((16, 32), np.float32), h=h), dict(y=np.concatenate([h - np.float16(0.5),
+                                                                               h - np.float16(0.75)]))
+
+
 def _compares(rng):
     x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
     return dict(x=x, z=z), dict(y=np.minimum(x, z), w=np.where(x >= 0.5, x, z), v=z,
@@ -288,6 +304,7 @@ CASES = {
                                                          "col_argmin"), 0),
     "layout": (layout, _layout, ("concat", "transpose"), 0),
     "compares": (compares, _compares, ("cmp", "cmps", "select", "selects"), 0),
+    "half_fill": (half_fill, _half_fill, ("full",), 0),
     "generators": (generators, _generators, ("arange", "tri"), 0),
     "sorting": (sorting, _sorting, ("sort32",), 0),
     "relu_convert": (relu_convert, _relu_convert, ("add_relu_conv", "sub_relu_conv"), 1e-6),
@@ -422,6 +439,35 @@ def test_ptoas_element_type_refusals_are_noted(platform, tmp_path):
         r = subprocess.run([PTOAS, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(pto), "-o",
                             str(tmp_path / "out.cpp")], capture_output=True, text=True, timeout=300)
         assert (r.returncode == 0) == (platform == "a5"), r.stderr[-2000:]
+
+
+@pl.aiv
+def int_clamp(x: pl.Tensor[[16, 32], pl.i32], y: pl.Tensor[[16, 32], pl.i32]):
+    if pl.get_subblockid() == 0:
+        pl.store(pl.mins(pl.maxs(pl.load(x, [0, 0], [16, 32]), -3), 5), [0, 0], y)     # <- clamp
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_integer_scalar_max_and_min_are_noted_as_ptoas_refuses_them(platform, tmp_path):
+    """pto-isa's TMAXS / TMINS take integer tiles and ptoas's verifiers do too, but its
+    PTOViewToMemref pass rebuilds them with a float scalar only ("ins/outs are not memref yet"):
+    the written file says ptoas rejects it, at the DSL line, and the run is numpy's."""
+    from markers import line_of
+    prog = pl.program(idle_i32, int_clamp, name="int_clamp")
+    notes = []
+    text = write_pto(compile_program(prog, platform), platform, notes)
+    x = np.arange(16 * 32, dtype=np.int32).reshape(16, 32) % 13 - 6
+    res = dsl_run(prog, dict(x=x, y=np.zeros_like(x)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["y"], np.clip(x, -3, 5))
+    assert [w.split(":")[0] for w, _ in notes] == [f"pto.t{o}s of int32 tiles on {platform.upper()}" for o in ("max", "min")]
+    assert all("not memref yet" in w for w, _ in notes), notes
+    assert {int(where.split(":")[-2]) for _, where in notes} == {line_of(int_clamp.pyfunc, "<- clamp")}
+    if PTOAS:
+        pto = tmp_path / "int_clamp.pto"
+        pto.write_text(text)
+        r = subprocess.run([PTOAS, f"--pto-arch={'a5' if platform == 'a5' else 'a3'}", str(pto), "-o",
+                            str(tmp_path / "out.cpp")], capture_output=True, text=True, timeout=300)
+        assert r.returncode != 0 and "not memref yet" in r.stderr, r.stderr[-2000:]
 
 
 @pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
@@ -599,6 +645,18 @@ def test_integer_scalar_operands_ptoas_wants_typed_are_cast_and_read_back():
     assert re.search(r"pto\.tci ins\(%\w+ \{descending = true\} : i32\)", text), text
     assert text.count("descending") == 1, text                          # (false: ptoas's default)
     assert re.search(r"pto\.ttri ins\(%\w+ \{upperOrLower = 1 : i32\} : i32\)", text), text
+
+
+def test_a_float_scalar_filling_a_half_tile_is_given_in_the_tiles_type():
+    """ptoas's texpands wants its scalar in its tile's type ("expects scalar type == dst element
+    type"): the writer converts an f32 scalar - a literal or a computed value - to f16 there, and
+    the reader reads the conversion back as the value itself (the program reads back equal)."""
+    _, text, notes, *_ = _written("half_fill", "a2a3")
+    assert notes == []
+    fills = re.findall(r"pto\.texpands ins\((%\w+) : (\w+)\)", text)
+    assert len(fills) == 2 and all(t == "f16" for _, t in fills), fills
+    for x, _ in fills:
+        assert re.search(rf"{x} = arith.truncf %\w+ : f32 to f16\n", text), text
 
 
 def test_an_atomic_store_is_spelled_by_both_writers():

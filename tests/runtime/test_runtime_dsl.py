@@ -10,6 +10,8 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe.ir.opdefs import ForOp
 from ptopipe import DeadlockError, PtoPipeError
+from ptopipe.codegen import write_pto
+from ptopipe.passes import compile_program
 from ptopipe.runtime import kernels, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -271,6 +273,24 @@ def test_an_argument_of_the_wrong_kind_and_an_empty_program_say_what_to_pass():
     assert ei.value.fix == "pass the @pl kernels: pl.program(cube, vector)" and ei.value.where
 
 
+def test_a_pl_kernel_given_as_a_cores_function_is_refused_where_it_is_given():
+    """A @pl kernel is compiled from its source, not called: given to a Scenario or ptopipe.run
+    as a core's function it is a ConfigError at that line naming the KernelSet to use, not a
+    "called from plain Python" error with no place when the run calls it."""
+    x = np.ones((16, 32), np.float32)
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        ptopipe.Scenario("k", None, _lone_add, lambda rng: dict(x=x, y=x), lambda args: {})  # <- scenario
+    assert ei.value.what == ("scenario 'k': aiv is the @pl.aiv kernel '_lone_add', which ptopipe compiles from "
+                             "its source: a run takes the program's kernels from a KernelSet")
+    assert "KernelSet(pl.program(_lone_add, ...))" in ei.value.fix
+    from markers import line_of
+    assert ei.value.where == f"{__file__}:{line_of(test_a_pl_kernel_given_as_a_cores_function_is_refused_where_it_is_given, '<- scenario')}"
+    for aic, aiv in ((_lone_add, None), (None, (_lone_add, None))):
+        with pytest.raises(ptopipe.ConfigError) as ei:
+            ptopipe.run(aic=aic, aiv=aiv, args=dict(x=x, y=x))
+        assert "the @pl.aiv kernel '_lone_add', which ptopipe compiles from its source" in ei.value.what
+
+
 def test_kernels_returns_callables_for_ptopipe_run():
     prog = pl.program(short_cube, greedy_vec, name="k")
     aic, aiv = kernels(prog)
@@ -331,3 +351,31 @@ def test_an_exception_of_the_kernel_builder_is_told_as_the_builders_not_a_cores(
     err = capsys.readouterr().err
     assert "error: ValueError: no kernel for n=5" in err and f"at {k}:8" in err, err
     assert "raised by the kernel builder build(n=5)" in err and "dsl_aic" not in err, err
+
+
+@pl.aiv
+def _lone_add(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f32]):
+    pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], y, atomic=pl.ATOMIC_ADD)
+
+
+@pl.aiv
+def _lone_halves(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f32]):
+    r = pl.get_subblockid() * 8
+    pl.store(pl.load(x, [r, 0], [8, 32]), [r, 0], y, atomic=pl.ATOMIC_ADD)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_lone_vector_kernel_runs_on_aiv0_unless_it_reads_its_subblock(platform):
+    """A hand-written @pl.aiv kernel with no Cube kernel beside it is a Vector-only launch: it
+    runs on AIV0 alone (isa.launch.lone_vector_lanes), as its .pto and C++ run - both Vector
+    cores running it added x into y twice - unless it reads pl.get_subblockid() (each core
+    then takes its half)."""
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    for kernel, aiv1 in ((_lone_add, 0), (_lone_halves, 2)):
+        prog = pl.program(kernel, name="lone")
+        res = run(prog, dict(x=x, y=np.ones_like(x)), platform=platform)
+        np.testing.assert_array_equal(res.outputs["y"], x + 1)
+        assert res.summary.cores["AIV1"]["instructions"] == aiv1
+        text = write_pto(compile_program(prog, platform), platform)
+        got = ptopipe.run_pto(text=text, inputs=dict(x=x, y=np.ones_like(x)), platform=platform)
+        np.testing.assert_array_equal(got.outputs["y"], x + 1)

@@ -64,9 +64,15 @@ def both_lanes_store(x: pl.Tensor[[R, C], pl.f32], out: pl.Tensor[[R, C], pl.f32
     pl.store(t, [0, 0], out)
 
 
+@pl.aic
+def cube_beside(x: pl.Tensor[[R, C], pl.f32]):
+    pass
+
+
 def test_the_dsl_advice_is_what_a_dsl_kernel_can_write():
+    # (a Cube kernel beside it: both Vector cores run it - alone it is a Vector-only launch, AIV0's)
     x = np.arange(R * C, dtype=np.float32).reshape(R, C)
-    res = dsl_run(pl.program(both_lanes_store, name="both"), dict(x=x, out=np.zeros_like(x)))
+    res = dsl_run(pl.program(cube_beside, both_lanes_store, name="both"), dict(x=x, out=np.zeros_like(x)))
     (w, _), = _twice(res)
     assert "under `if pl.get_subblockid() == 0:` in an @pl.aiv function" in w, w
     assert "in a mixed @pl.incore function, give it a split (split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT)" in w
