@@ -19,7 +19,7 @@ import sys
 
 from ..sim.location import is_cpp, is_internal, is_pto
 from ..sim.pipesync import event_words
-from ..sim.porder import GM_PIPES
+from ..sim.porder import GM_PIPES, SlotReads
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from .regions import placed_at
@@ -108,12 +108,21 @@ class KernelChecks(HappensBefore):
             r[1][g] = (end, name, core.where())
         return slot_read
 
-    def free_unordered(self, core, ch, tag: int, tile, order, free_loc) -> None:
+    def watch_slot_reads(self, core) -> None:
+        """``core`` pops from a ring whose free SET follows only its own pipe: without the
+        causal order (which records them itself) record the reads of its popped tiles on GM
+        pipes from now on (:class:`~ptopipe.sim.porder.SlotReads`), for :meth:`free_unordered`."""
+        if core.porder is None and "slot_reads" not in core.isa:
+            core.isa["slot_reads"] = SlotReads(core, self._slot_reader(core))
+
+    def free_unordered(self, core, ch, tag: int, tile, order, free_loc, at: int) -> None:
         """A TFREE of ``tile`` (bound to slot ``tag`` of local ring ``ch``) whose free SET
         carries ``order`` (its pipe's vector, sim.porder) and follows nothing else
         (``ch.free_after_readers`` False): a read of the slot on a GM pipe not ordered
         before that pipe is recorded as still in flight, so the SET does not order it and a
-        producer write after the SET races it."""
+        producer write after the SET races it.  Without the causal order (``order`` None: a
+        plain run) a read is ordered when it has completed by the SET's cycle ``at``, as the
+        race checker judges every SET there (HappensBefore.on_set)."""
         b = tile.binding
         if b is None:
             return
@@ -121,7 +130,8 @@ class KernelChecks(HappensBefore):
         r = slot.reads
         if r is None or r[0] != gen or slot.gen != gen:
             return
-        late = [(end, g, name, where) for g, (end, name, where) in r[1].items() if order[g] < end]
+        late = [(end, g, name, where) for g, (end, name, where) in r[1].items()
+                if (order[g] if order is not None else at) < end]
         if not late:
             return
         end, g, name, where = max(late, key=lambda x: x[0])

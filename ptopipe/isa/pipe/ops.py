@@ -227,6 +227,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
     else:                                          # consumer-local ring: zero-copy binding
+        if not ch.free_after_readers:
+            chk = core.cluster.checker
+            if chk is not None:                    # (what its TFREE's SET may not wait for)
+                chk.watch_slot_reads(core)
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
@@ -454,13 +458,15 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
         here = _here(core)
         chk.ring_access(core, ch, tag, False, "TFREE", here, held_obj.rows, held_obj.cols,
                         held_obj.item, 0)
-        if not ch.free_after_readers and core.porder is not None:
-            # the free SET follows its pipe's work only: a read of the slot on another pipe
-            # (a TSTORE on MTE3) not ordered before it is still in flight when it is sent
-            chk.free_unordered(core, ch, tag, held_obj, core.porder.hb[ch.free_pipe], here)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(ch.free_pipe, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
+    if chk is not None and not ch.in_gm and held_obj.__class__ is Tile and not ch.free_after_readers:
+        # the free SET follows its pipe's work only: a read of the slot on another pipe
+        # (a TSTORE on MTE3) not ordered before it is still in flight when it is sent
+        po = core.porder
+        chk.free_unordered(core, ch, tag, held_obj, po.hb[ch.free_pipe] if po is not None else None, here,
+                           core.clock if core.clock > end else end)
     release(core, ch, side, tag, read_end, held_obj, end, every)
     if chk is not None:
         # the generation this TFREE ended and its line, for a use-after-free report (only

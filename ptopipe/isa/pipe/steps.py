@@ -131,11 +131,12 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
     at = core.clock if core.clock > issued else issued
     po = core.porder          # (the race checker: what happens before the free SET)
     order = po.last if po is not None else None
-    # (the simulated time of the SET waits for the slot's readers in every model; what the
-    # SET orders - the race checker's causal order - follows the model's free)
+    # (the SET is an instruction on the free's pipe: its simulated time waits for the slot's
+    # readers on other pipes only where the model's free does - pto-isa's sends it from that
+    # pipe, with a TSTORE of the popped tile still running: KernelChecks.free_unordered)
     after = ch.free_after_readers
     if obj.__class__ is Tile:
-        if obj.read_end > at:
+        if after and obj.read_end > at:
             at = obj.read_end
         if po is not None and after:    # after the popped tile's readers
             order = join(order, obj.hbu)
