@@ -22,6 +22,7 @@ from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES, SlotReads
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
+from .pipe.diagnostics import released_by
 from .regions import placed_at
 from .unwritten import UnwrittenReads
 from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, two_lanes_fix_pto
@@ -617,12 +618,12 @@ def _use_after_free(core, gt, op: str, sl, gen: int, pipe: str) -> ProtocolError
     released since."""
     here = str(core.where())
     by = sl.free_loc if sl.free_gen == gen and sl.free_loc else None
-    freed = f" by the TFREE at {by}" if by else " (TFREE)"
+    cause, why, order_fix = released_by(sl, gen, op)
     return ProtocolError(
         f"use after free: {op} through {gt.describe()} touches slot {sl.tag} of {pipe}, "
-        f"which was released{freed} since it was popped", where=here,
+        f"which was {cause or 'released (TFREE)'} since it was popped{why}", where=here,
         details=f"popped at {sl.pop_loc}" if sl.pop_loc else None,
-        fix=(f"move the {op} before the TFREE at {by}" if by else f"move the {op} before the TFREE")
+        fix=(order_fix or (f"move the {op} before the TFREE at {by}" if by else f"move the {op} before the TFREE"))
             + ": finish every TLOAD/TSTORE on the popped slot before TFREE (the producer may refill it after)",
         findings=[{"kind": "use_after_free", "slot": sl.tag, "pipe": pipe, "op": op,
                    "where": here, "popped_at": str(sl.pop_loc)}])

@@ -44,6 +44,21 @@ def _kernels(mode):
         pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
         g = GlobalTensor(float32, (T, T))
         t = Tile(TileType.Vec, float32, T, T, addr=0)
+        if mode.startswith("free_newer"):        # two views held, the newer one named first
+            a, b = GlobalTensor(float32, (T, T)), GlobalTensor(float32, (T, T))
+            TPOP(pipe, a)                                     # POP-A
+            TPOP(pipe, b)                                     # POP-B
+            if mode == "free_newer_after_reads":
+                TLOAD(t, a)
+                TSTORE(GlobalTensor(out.data(), (T, T)), t)
+            TLOAD(t, b)
+            TSTORE(GlobalTensor(out.data() + T * T, (T, T)), t)
+            TFREE(pipe, b)                                    # FREE-B
+            if mode == "free_newer_first":
+                TLOAD(t, a)                                   # READ-A
+                TSTORE(GlobalTensor(out.data(), (T, T)), t)
+            TFREE(pipe, a)
+            return
         for i in range(TILES):
             TPOP(pipe, g)
             if mode != "load_after_free":
@@ -75,6 +90,30 @@ def test_a_load_of_a_freed_slot_through_any_pointer_is_a_use_after_free(platform
     assert e.what.startswith("use after free") and "slot 0" in e.what, e
     assert e.where.endswith(f":{line_of(_kernels, 'LATE-LOAD')}"), e.where
     assert e.fix.startswith("move the TLOAD before the TFREE at "), e.fix
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_tfree_naming_the_newer_view_releases_the_older_one(platform, protocol):
+    """A TFREE releases the oldest held slot whatever GlobalTensor it names (pto-isa's
+    ``TFREE(pipe, gmTensor)`` ignores the tensor): freeing the newer view first releases the
+    older one, so the first access in conflict is the later read of the older view - reported
+    there, naming the TFREE, the view it named and the fix (free in pop order)."""
+    with pytest.raises(ProtocolError) as ei:
+        _run("free_newer_first", platform, protocol)
+    e = ei.value
+    line = lambda tag: f":{line_of(_kernels, tag)}"     # noqa: E731
+    assert e.what.startswith("use after free") and "slot 0" in e.what, e
+    assert e.where.endswith(line("READ-A")), e.where
+    assert "released by the TFREE at " in e.what and line("FREE-B") in e.what, e.what
+    assert "that TFREE names the view popped at " in e.what and f"{line('POP-B')} (slot 1)" in e.what, e.what
+    assert e.fix.startswith("free the popped views in the order they were popped"), e.fix
+    assert line("POP-A") in e.fix, e.fix
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_views_freed_in_any_order_after_their_reads_are_clean(platform, protocol):
+    x, res = _run("free_newer_after_reads", platform, protocol)
+    np.testing.assert_array_equal(res.outputs["out"], x)
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)

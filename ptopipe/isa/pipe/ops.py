@@ -23,7 +23,7 @@ from ..regions import forget_tile, popped_into, reserve, ring_wrote
 from ..tensor import GlobalTensor
 from ..tile import Tile, _describe, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
-from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
+from .flows import SlotPtr, pop_address, pop_ctrl, push_commit, push_ctrl
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import (_args, _here, _loc, check_nosplit_lanes, mark_written, not_a_pipe_fix, producer_record,
@@ -439,7 +439,7 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
     if unsplit and split is None and ch.model.unsplit_free is not None and obj is None and ch.cfg.fifo is None:
         every = _unsplit_free(core, ch, side)
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
-        _free_popped(core, ch, side, split)
+        _free_popped(core, ch, side, split, obj)
         if ch.tfree_frees:                 # pto-isa A5: TFREE_IMPL(pipe) notifies again
             return _free_again(core, ch, side, every)
         end = core.issue_s(PipeUnit.S, 0, "TFREE",
@@ -472,11 +472,14 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
         # the generation this TFREE ended and its line, for a use-after-free report (only
         # with the checkers on: the hot path without them stays as it was)
         here = _here(core)
+        names = None if obj is None or obj is held_obj else \
+            _names_another(obj, [(h[0], h[2], h[1], h[6]) for h in side.held], side.slots)
         for sl in side.slots[tag]:
             sl.free_gen = sl.gen - 1
             sl.free_loc = here
+            sl.free_names = names
         if stage is not None:
-            _end_stage(stage, here)
+            _end_stage(stage, here, names)
     elif stage is not None:
         _end_stage(stage, None)
     if ch.sim_ring is not None:       # (C++'s TFREE(pipe) is TFREE<Pipe, TILE_NO_SPLIT>)
@@ -489,17 +492,37 @@ TPOPDONE = TFREE
 _POPPED_MAX = 64            # tile TPOPs remembered for their no-op TFREEs (beyond: unpaired)
 
 
-def _end_stage(stage, loc) -> None:
+def _names_another(obj, held, slots=None) -> tuple | None:
+    """``(tag, TPOP line)`` of the pop still held (``held``: ``(tag, TPOP line, popped object,
+    staging binding)`` of each, oldest first; ``slots``: the side's slots by tag) that the view
+    or tile ``obj`` a TFREE names belongs to, when that TFREE released an older one (its pop is
+    no longer in ``held``): a TFREE releases the oldest held slot whatever it names (pto-isa's
+    ``TFREE(pipe, gmTensor)`` reads only its type), so a kernel that frees a newer view first
+    has released an older one it may still read
+    (:func:`~ptopipe.isa.pipe.diagnostics.released_by`)."""
+    p = getattr(obj, "ptr", None)
+    in_slot = p.slot if p.__class__ is SlotPtr else None
+    bound = obj.binding[0] if obj.__class__ is Tile and obj.binding is not None else None
+    for tag, loc, x, stage in held:
+        if x is obj or (in_slot is not None and slots is not None and in_slot in slots[tag]) or \
+                (bound is not None and ((stage is not None and stage[0] is bound)
+                                        or (slots is not None and bound in slots[tag]))):
+            return tag, loc
+    return None
+
+
+def _end_stage(stage, loc, names=None) -> None:
     """TFREE ends the life of a popped tile's staging copy (A2A3 GM rings): reading it
-    afterwards is a use after free, as reading a zero-copy tile is on A5."""
+    afterwards is a use after free, as reading a zero-copy tile is on A5 (``names``: the
+    other pop that TFREE named, :func:`_names_another`)."""
     s, gen = stage
     if s.gen == gen:
         s.gen = gen + 1
         if loc is not None:
-            s.free_gen, s.free_loc = gen, loc
+            s.free_gen, s.free_loc, s.free_names = gen, loc, names
 
 
-def _free_popped(core, ch: Channel, side: Side, split) -> None:
+def _free_popped(core, ch: Channel, side: Side, split, obj=None) -> None:
     """The TFREE of a tile TPOP that already freed its slot (pto-isa, GM ring): the device
     does nothing, but the TFREE still pairs with its TPOP - its split must be the TPOP's,
     and the staged copy of the tile ends here."""
@@ -517,7 +540,10 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     if split is not None and parse_split(split) != pop_split:
         _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
     if stage is not None:      # the kernel line: call_site <- _free_popped <- TFREE <- kernel
-        _end_stage(stage, (core.loc_override or call_site(3)) if core.cluster.checker is not None else None)
+        checked = core.cluster.checker is not None
+        names = _names_another(obj, [(None, p[2], None, p[3]) for p in popped]) \
+            if checked and obj is not None else None
+        _end_stage(stage, (core.loc_override or call_site(3)) if checked else None, names)
 
 
 def _unsplit_free(core, ch: Channel, side: Side) -> bool:
