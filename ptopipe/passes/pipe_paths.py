@@ -158,12 +158,13 @@ class Explorer:
         self._running: list = []
         self._first: dict = {}             # the loop variable of a first iteration -> its start
 
-    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None) -> None:
+    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None, at=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
-        variables (the finding's values are solved from them, unless ``values`` gives them)."""
+        variables (the finding's values are solved from them, unless ``values`` gives them;
+        ``at``: where to report it, when not at ``op``)."""
         facts = {**dict.fromkeys(self._running, True), **p.facts} if self._running else p.facts
         self.report(kind, op, msg, fix, pop, facts=facts, ranges=self.ranges, values=values,
-                    details=details)
+                    details=details, at=at)
 
     def loop_info(self, op) -> tuple:
         """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
@@ -307,7 +308,8 @@ class Explorer:
             bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
                                     self.lane)
             if bad is not None:
-                self.report_on(p, "gm_bounds", op, bad[0] + on(p) + _window_of(op), bad[2], details=bad[1])
+                at, where = _negative_at(op, any(o < 0 for o in offs))
+                self.report_on(p, "gm_bounds", op, bad[0] + on(p) + where, bad[2], details=bad[1], at=at)
             return
         what = op.name
         fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
@@ -328,6 +330,8 @@ class Explorer:
                 bad = self._outside(a, w, n, p, op)
         if bad is None:
             return
+        at, where = _negative_at(op, bad[-1] if bad.__class__ is tuple else bad)
+        bad = bad[:-1] if bad.__class__ is tuple else True
         values = None if bad is True else bad[0]
         declared = bad is not True and bad[1] is not None and all(
             self.declared.get(("param", n), (None, None))[1] is not None for n in bad[1])
@@ -338,7 +342,7 @@ class Explorer:
             self.range_fails.setdefault(id(op), (
                 "gm_bounds", op, f"access out of bounds: offsets [{', '.join(texts)}] + window "
                 f"[{', '.join(map(str, window))}] exceed {name!r} of shape [{', '.join(map(str, shape))}]"
-                f"{on(p)}{_window_of(op)}", fix, values))
+                f"{on(p)}{where}", fix, values, at))
             return
         if bad is not True and bad[1] is not None:
             # it needs a scalar parameter past what the tensor holds: a limit the kernel
@@ -351,7 +355,7 @@ class Explorer:
         self.report_on(p, "gm_bounds", op,
                        f"access out of bounds: offsets [{', '.join(texts)}] + window "
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
-                       f"[{', '.join(map(str, shape))}]{on(p)}{_window_of(op)}", fix, values=values)
+                       f"[{', '.join(map(str, shape))}]{on(p)}{where}", fix, values=values, at=at)
 
     def _declare_fix(self, names) -> str:
         """How to bound the scalar parameters ``names`` the GM bounds need: the launch's
@@ -365,16 +369,17 @@ class Explorer:
 
     def _outside(self, a, w: int, n: int, p: Path, op):
         """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``
-        allows; True when it is outside (constant), else ``(the failing values in words,
-        the scalar parameters they name, or None)``."""
+        allows; else whether the offset is negative there (a constant one: True or False) or
+        ``(the failing values in words, the scalar parameters they name or None, whether the
+        offset is negative at them)``."""
         if a.is_const():
-            return True if a.const < 0 or a.const + w > n else None
+            return (a.const < 0) if a.const < 0 or a.const + w > n else None
         cons, unhandled = constraints({**dict.fromkeys(self._running, True), **p.facts}, self.ranges)
-        for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
+        for negative, bad in ((True, (a.scale(-1) - const(1), ">=")), (False, (a + const(w - n - 1), ">="))):
             verdict, wit = decide(cons + [bad], self.ranges)
             if verdict == "sat" and not unhandled:
                 names = [var_name(k) for k in wit if k[0] == "param"]
-                return witness_text(wit), names or None
+                return witness_text(wit), names or None, negative
             if verdict != "unsat":
                 free = sorted({var_name(v) for e, _ in cons + [bad] for v, _ in e.vars
                                if v[0] == "param" and v not in self.declared})
@@ -874,6 +879,18 @@ def _sibling_branches(a, b) -> bool:
     """Are ops ``a`` and ``b`` in different branches of one ``pl.if``?"""
     ba, bb = _branches(a), _branches(b)
     return any(k in bb and bb[k] != r for k, r in ba.items())
+
+
+def _negative_at(op, negative: bool) -> tuple:
+    """``(where to report, what to add)`` for a GM window of ``op`` out of bounds: an offset
+    that is negative is wrong where the offsets are written, so a ``.pto`` load / store whose
+    window a partition view made reports it at that ``pto.partition_view`` (``Loc.window``),
+    as the run refuses its negative offsets there, naming the load / store; else at ``op``,
+    naming the partition view (:func:`_window_of`)."""
+    w = getattr(op.loc, "window", None)
+    if negative and w is not None:
+        return w, f"; negative offsets: this pto.partition_view makes the window of the {op.name} at {line(op)}"
+    return None, _window_of(op)
 
 
 def _window_of(op) -> str:

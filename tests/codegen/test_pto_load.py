@@ -195,6 +195,38 @@ def test_a_vector_function_reading_its_sub_block_runs_on_both_lanes_and_aiv1_con
     assert [p["lanes"] for p in res.result.summary.pipes] == [1]
 
 
+@pytest.mark.parametrize("form", ["folded", "loop"])
+def test_a_static_negative_offset_is_reported_at_its_partition_view(form):
+    """check --static: a negative offset, folded from arithmetic (a constant one is refused by
+    the reader), is wrong where the offsets are written - reported at the pto.partition_view
+    (``Loc.window``), as the run refuses it there, naming the load whose window it makes; a
+    window past the tensor's end stays at the load (above)."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from test_pto_exec import IO, STORE, line_of, vec_t, vector_kernel
+    if form == "folded":
+        offs = "    %c8 = arith.constant 8 : index\n    %r = arith.subi %c0, %c8 : index\n"
+        ranges, want = None, "offsets [-8, 0] + window [8, 16] exceed 'y' of shape [16, 16]"
+    else:                       # in a loop of unknown trip count: at i = 0, whenever it runs
+        offs = ("    %c8 = arith.constant 8 : index\n    %n = arith.index_cast %np : i32 to index\n"
+                "    scf.for %i = %c0 to %n step %c1 {\n    %i8 = arith.muli %i, %c8 : index\n"
+                "    %r = arith.subi %i8, %c8 : index\n")
+        ranges, want = {"np": (0, 2)}, "offsets [8*i - 8, 0] + window [8, 16] exceed 'y' of shape [16, 16]"
+    body = offs + f"""    %wp = pto.partition_view %yv, offsets = [%r, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+    %u = pto.alloc_tile : {vec_t(8, 16)}
+    pto.tload ins(%wp : !pto.partition_tensor_view<8x16xf32>) outs(%u : {vec_t(8, 16)})
+""" + ("    }\n" if form == "loop" else "")
+    params = "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>" + (", %np: i32" if form == "loop" else "")
+    text = vector_kernel(IO + body + STORE, params=params,
+                         attrs=" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+    with pytest.raises(CompileError) as e:
+        load_pto("w.pto", "a2a3", "spec", text=text, ranges=ranges)
+    assert e.value.where == f"w.pto:{line_of(text, '%wp = pto.partition_view')}:5", e.value.where
+    assert e.value.what.startswith("access out of bounds: " + want), e.value.what
+    assert (f"negative offsets: this pto.partition_view makes the window of the pto.tload at line "
+            f"{line_of(text, 'pto.tload ins(%wp')}") in e.value.what, e.value.what
+
+
 def test_a_static_bounds_error_names_the_partition_view_of_the_window():
     """check --static: a load whose window leaves its tensor is the error at the load, and it
     names the line of the pto.partition_view where the offsets are written."""
