@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from itertools import count
 
+from ..arch.vocab import C2V, V2C, Direction
 from ..ir.opdefs import (CROSS_CORE_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp,
                          GetSubblockIdOp, IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.first_step import SCALAR_FNS, UNARY_FNS
@@ -44,6 +45,7 @@ from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import ScalarType, TensorType, int_range
 from ..ir.vocab import FunctionKind
+from ..protocol.geometry import free_split_problem
 from .symbolic import (Count, affine, condition, const, constraints, decide, derived, invariant, magnitude, show,
                        unknowns,
                        var_name,
@@ -470,10 +472,12 @@ class Explorer:
         if d not in p.cross and _sibling_branches(s.op, op):
             p.cross[d] = (op, s)                      # for the leak report: the culprit branch
         split = op.split
-        if split is not None and split != s.split:
+        why = None if split is None or split == s.split else \
+            free_split_problem(V2C if d[0] == Direction.DIR_V2C else C2V, s.split, split)
+        if why is not None:
             self.report_on(p, "split_mismatch", op,
                         f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
-                        f"frees used {split_name(s.split)}{on(p)}",
+                        f"frees used {split_name(s.split)}{on(p)}: {why}",
                         f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none", s.op)
         obj = p.env.get(op.obj) if len(op.operands) > 1 else None
         if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:

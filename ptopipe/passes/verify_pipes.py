@@ -13,7 +13,9 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   (SLOT_NUM from the ``*_initialize_pipe`` op, else the platform's seed 003 default);
 * no popped tile (or TALLOCed slot) is used after its TFREE (TPUSH), following copies,
   loop-carried values and if-results;
-* a TFREE's ``split=`` equals its TPOP's; a TFREE naming a tile frees that tile's slot;
+* a TFREE's ``split=`` frees the lanes its TPOP took (:func:`~ptopipe.protocol.geometry.free_split_problem`:
+  the Cube's TFREE of a V2C slot tells TILE_NO_SPLIT from a split); a TFREE naming a tile
+  frees that tile's slot;
 * no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
   nothing;
 * every load / store's GM window lies within its tensor's static shape;

@@ -13,6 +13,7 @@ from operator import setitem
 from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
+from ...protocol.geometry import free_split_problem
 from ...sim import schedule as _sched
 from ...sim.location import call_site
 from ...sim.trace import RingArgs
@@ -451,7 +452,7 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
                             details=f"{side.index} popped, {side.freed} freed",
                             fix="call TFREE exactly once after each TPOP")
     if split is not None and split != side.held[0][5]:
-        _free_split_mismatch(core, ch, side, split)
+        _free_split_mismatch(core, ch, side, split)     # (raises where the device frees otherwise)
     tag, held_obj, _loc0, read_end, _dst, _split, stage = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
@@ -595,10 +596,16 @@ def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
 
 
 def _split_error(core, ch: Channel, split, pop_split, pop_loc, tag) -> None:
+    """A TFREE given ``split`` of a slot its TPOP popped with ``pop_split``: an error where the
+    device's free then releases another lane set than the TPOP took
+    (:func:`~ptopipe.protocol.geometry.free_split_problem`), else nothing."""
+    why = free_split_problem(ch.way, pop_split, split)
+    if why is None:
+        return
     here = _loc(core)
     slot = f"slot {tag} of {ch.name}" if tag is not None else f"the tile of {ch.name}"
     raise ProtocolError(
         f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of {slot} "
-        f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc})",
+        f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc}): {why}",
         where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}",
-        fix="give TFREE the split of its TPOP (or none)")
+        fix=f"give TFREE the split of its TPOP ({TileSplitAxis(pop_split).name}), or none")
