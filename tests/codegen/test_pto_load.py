@@ -148,13 +148,18 @@ def test_a_tfree_without_split_frees_with_its_tpops_split_on_every_path():
         got = run_pto("f.pto", text=bare, platform="a5", static=static)
         np.testing.assert_array_equal(got.outputs["out"], want)
         assert not any("AIV0" in n and "whole tiles" in n for n in got.notes)
-    # a split that differs is the run's error, naming the TPOP where the op starts (its
-    # result), as every other .pto position does
-    wrong = text.replace("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}", 1)
+    # another split of the same kind frees alike (pto-isa's free tells no split from split only)
+    other = text.replace("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}", 1)
+    np.testing.assert_array_equal(run_pto("f.pto", text=other, platform="a5", static=False).outputs["out"], want)
+    # a Cube TFREE without split of a split TPOP is the run's error, naming the TPOP where the op
+    # starts (its result), as every other .pto position does
+    both = (ROOT / "tests" / "pto_corpus" / "x_both_split1_a5.pto").read_text()
+    wrong = both.replace("pto.tfree_from_aiv {split = 1}", "pto.tfree_from_aiv {split = 0}", 1)
     with pytest.raises(ProtocolError) as e:
         run_pto("f.pto", text=wrong, platform="a5", static=False)
-    ln = _line(wrong, "%t0 = pto.tpop_from_aic")
-    assert f"(TPOP at f.pto:{ln}:{wrong.splitlines()[ln - 1].index('%t0') + 1})" in e.value.what
+    ln = _line(wrong, "= pto.tpop_from_aiv")
+    col = wrong.splitlines()[ln - 1].index("%") + 1
+    assert f"(TPOP at f.pto:{ln}:{col})" in e.value.what, e.value.what
 
 
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
