@@ -41,7 +41,7 @@ from ..ir.opdefs import (CROSS_CORE_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttr
                          GetSubblockIdOp, IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.first_step import SCALAR_FNS, UNARY_FNS
 from ..ir.layout import gm_window_problem
-from ..ir.ops import store_window
+from ..ir.ops import gm_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import ScalarType, TensorType, int_range
 from ..ir.vocab import FunctionKind
@@ -291,11 +291,8 @@ class Explorer:
         t = op.tensor.type
         if not isinstance(t, TensorType) or not all(type(n) is int for n in t.shape):
             return
-        shape, store = tuple(t.shape), op.__class__ is StoreOp
-        if store:
-            window = store_window(shape, op.tile.type.shape)
-        else:
-            window = tuple(op.attributes["shape"])
+        shape = tuple(t.shape)
+        window = gm_window(op)
         offs = [p.env.get(v) for v in op.offsets]
         if len(offs) != len(shape) or len(window) != len(shape):
             return                          # a rank mismatch: the typing rule's error
