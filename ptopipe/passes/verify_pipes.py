@@ -14,8 +14,9 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * no popped tile (or TALLOCed slot) is used after its TFREE (TPUSH), following copies,
   loop-carried values and if-results;
 * a TFREE's ``split=`` frees the lanes its TPOP took (:func:`~ptopipe.protocol.geometry.free_split_problem`:
-  the Cube's TFREE of a V2C slot tells TILE_NO_SPLIT from a split); a TFREE naming a tile
-  frees that tile's slot;
+  the Cube's TFREE of a V2C slot tells TILE_NO_SPLIT from a split); a TFREE frees the oldest
+  held slot whatever tile it names (so a tile read after a TFREE naming a newer one is a use
+  after free, reported at that read, as the run reports it);
 * no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
   nothing;
 * every load / store's GM window lies within its tensor's static shape;
