@@ -168,6 +168,68 @@ def test_a_globaltensor_tfree_signals_so_a_race_report_does_not_call_it_a_no_op(
     assert "signals nothing" not in e.fix, e.fix
 
 
+def _write_back_kernels(sync: bool):
+    """AIV0 writes each popped tile back into its slot (a TSTORE on MTE3) right before TFREE: pto-isa's
+    free is one set on PIPE_MTE2 (Consumer::free), which does not wait for the store, so the
+    Cube's TSTORE into the slot the free hands back races it - unless an event orders the store
+    first (``sync``).  Four tiles through two slots: pushes come back to each slot."""
+    def cube(x, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(4):
+            TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)                                       # REFILL
+            TPUSH(pipe, g)
+
+    def vector(out, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        for i in range(4):
+            TPOP(pipe, g)
+            TLOAD(t, g)
+            TSTORE(g, t)                                       # WRITE-BACK
+            if sync:
+                set_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID0)
+                wait_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID0)
+            TFREE(pipe, g)
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)
+    return cube, vector
+
+
+def _write_back_args():
+    x = np.arange(4 * T * T, dtype=np.float32).reshape(4 * T, T)
+    return dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_write_into_a_popped_slot_before_a_pto_isa_tfree_races_the_refill(platform, causal):
+    """``run`` agrees with ``check``: the free SET is sent when MTE2 reaches the TFREE (its simulated
+    time does not wait for the MTE3 store either, as on the device), so the store has not
+    completed by it and the Cube's refill of the slot is the first access in conflict."""
+    cube, vector = _write_back_kernels(False)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, (vector, None), _write_back_args(), platform=platform, protocol="pto-isa",
+                    causal=causal)
+    e = ei.value
+    assert e.where.endswith(f":{line_of(_write_back_kernels, 'REFILL')}"), e.where
+    assert f":{line_of(_write_back_kernels, 'WRITE-BACK')}" in e.details, e.details
+    assert "PIPE_MTE3" in e.details and "make AIV0's signal wait for its TSTORE" in e.fix, e.fix
+
+
+@pytest.mark.parametrize("platform,protocol,sync", [("a2a3", "spec", False), ("a5", "spec", False),
+                                                    ("a2a3", "pto-isa", True), ("a5", "pto-isa", True)])
+def test_a_write_into_a_popped_slot_ordered_before_the_free_is_clean(platform, protocol, sync):
+    """spec's free follows every access of the slot; under pto-isa an MTE3 -> MTE2 event orders it."""
+    cube, vector = _write_back_kernels(sync)
+    args = _write_back_args()
+    res = ptopipe.run(cube, (vector, None), args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], args["x"])
+
+
 def _misfit_vector(out, fifo):
     """Each lane pops a T x T/2 column half (a LEFT_RIGHT part) of the slot, but says UP_DOWN, as
     the push did: AIV1's view starts half a slot in and its rows, at the slot's row stride, run

@@ -140,11 +140,13 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
             at = obj.read_end
         if po is not None and after:    # after the popped tile's readers
             order = join(order, obj.hbu)
-    elif obj is not None:     # the address flow: the slot was read / written through GM views
-        pf = core.pipe_free   # by TLOADs / TSTOREs: signal after they complete (as push_commit)
-        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])
-        if po is not None and after:
+    elif obj is not None and after:     # the address flow: the slot was read / written through
+        pf = core.pipe_free               # GM views by TLOADs / TSTOREs: signal after they complete
+        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])      # (as push_commit)
+        if po is not None:
             order = join(join(order, po.hb[PipeUnit.MTE2]), po.hb[PipeUnit.MTE3])
+    # (else the SET follows its own pipe's work only - ``issued`` - as pto-isa's Consumer::free: a
+    # TSTORE into a popped GM slot still running on MTE3 is not covered by it, in run and check)
     if read_end is not None and read_end > at:
         at = read_end
     k = side.freed
