@@ -220,8 +220,8 @@ class SlotReads:
     end, name)`` is called for every read on GM pipe ``g`` of a tile bound to a ring slot
     (``tile.binding``), so that the TFREE can tell which of them are still running when its
     SET is sent (judged there by completion times).  Installed by the race checker on a core's
-    first TPOP from such a ring (``core.slot_reads``): it wraps the core's reading ``issue*``
-    methods, as PipeOrder does."""
+    first TPOP from such a ring (``KernelChecks.watch_slot_reads``): it wraps the core's reading
+    ``issue*`` methods, as PipeOrder does."""
 
     def __init__(self, core, slot_read):
         self.slot_read = slot_read

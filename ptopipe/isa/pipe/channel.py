@@ -36,7 +36,8 @@ class Slot:
         self.pop_loc = None
         self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line
         self.free_loc = None
-        self.free_names = None  # the held slot that TFREE named, when not this one (isa.pipe.ops)
+        # (tag, TPOP line) of the other held pop that TFREE named, when it named one (isa.pipe.ops)
+        self.free_names = None
         # reads of a tile bound zero-copy to this slot on a GM pipe (MTE2 / MTE3 / FIX), as
         # (generation, GM pipe entry, end cycle, op, line) - the race checker's, for a free
         # SET that does not wait for them (ProtocolModel.free_after_readers)

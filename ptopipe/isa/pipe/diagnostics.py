@@ -622,14 +622,13 @@ def slot_use_after_free(tile, core) -> ProtocolError:
                  "away) a popped tile before popping a smaller one") if bug is not None else None)
     # a staging slot's pop_loc is its latest TPOP's: this tile's if that TPOP made generation gen
     mine = not staged or slot.pop_gen == gen
+    # the TFREE that ended this tile's life, when known (a later reuse may have followed)
     cause, why, order_fix = released_by(slot, gen, "read", "tile")
-    if cause is not None:
-        pass                    # the TFREE that ended this tile's life (a later reuse may have followed)
-    elif staged:
+    if cause is None and staged:
         # the latest TPOP staged onto these bytes is the one that overwrote the copy
         cause = f"reused by the later TPOP at {slot.pop_loc}" if slot.pop_loc and not mine else \
             "reused by a later TPOP"
-    else:
+    elif cause is None:
         cause = "released (TFREE) or reused"
     popped = f"popped at {slot.pop_loc}" if slot.pop_loc and mine else None
     view = core.isa.get("ring_views", {}).get(id(tile))
