@@ -203,8 +203,13 @@ def gm_matrix(window, layout: "TileLayout | None") -> tuple:
     """``(rows, cols)`` a tile move sees of a GM ``window`` (its sizes, in the tensor's dims) in
     ``layout`` (None / ND: rows of the last dim) - the tile shape pto-isa's TLOAD / TSTORE
     asserts."""
-    w = _five(window)
-    rows_of, cols_of = GM_SPLITS.get(layout, ((0, 1, 2, 3), (4,)))
+    split = GM_SPLITS.get(layout)
+    if split is None:                   # ND, of any rank
+        rows = 1
+        for n in window[:-1]:
+            rows *= n
+        return rows, window[-1]
+    w, (rows_of, cols_of) = _five(window), split
     rows = cols = 1
     for k in rows_of:
         rows *= w[k]
