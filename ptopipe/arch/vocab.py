@@ -193,6 +193,48 @@ def minor_layouts(rows: int, cols: int, row_stride: int, col_stride: int) -> tup
     return nd, dn
 
 
+#: per GM layout other than ND: (the five dims that make a tile move's rows, those that make its
+#: columns), each outer first (pto-isa's TLOAD / TSTORE: a DN tensor is d3 rows of d0*d1*d2*d4
+#: columns, an NZ one d2*d3 rows of d0*d1*d4 columns; ND: d0*d1*d2*d3 rows of d4)
+GM_SPLITS = {TileLayout.DN: ((3,), (0, 1, 2, 4)), TileLayout.NZ: ((2, 3), (0, 1, 4))}
+
+
+def gm_matrix(window, layout: "TileLayout | None") -> tuple:
+    """``(rows, cols)`` a tile move sees of a GM ``window`` (its sizes, in the tensor's dims) in
+    ``layout`` (None / ND: rows of the last dim) - the tile shape pto-isa's TLOAD / TSTORE
+    asserts."""
+    split = GM_SPLITS.get(layout)
+    if split is None:                   # ND, of any rank
+        rows = 1
+        for n in window[:-1]:
+            rows *= n
+        return rows, window[-1]
+    w, (rows_of, cols_of) = _five(window), split
+    rows = cols = 1
+    for k in rows_of:
+        rows *= w[k]
+    for k in cols_of:
+        cols *= w[k]
+    return rows, cols
+
+
+def gm_layout_inferred(shape, strides, itemsize: int) -> "TileLayout | None":
+    """The layout ptoas's InferPTOLayout gives a GM tensor of static ``shape`` / ``strides``
+    when a move's tile cannot change it: NZ (:func:`gm_nz_inferred`), DN when only DN
+    describes its last two dims (columns ``d3`` apart, unit row stride), ND when only ND does;
+    None for a row or column vector, which either describes (the move's tile then decides,
+    :func:`gm_layout`)."""
+    if gm_nz_inferred(shape, strides, itemsize):
+        return TileLayout.NZ
+    if not 0 < len(shape) <= 5 or len(strides) != len(shape):
+        return None
+    sh, st = _five(shape), _five(strides)
+    nd, dn = minor_layouts(sh[3], sh[4], st[3], st[4])
+    if nd and dn:
+        return None
+    return TileLayout.DN if dn else TileLayout.ND
+
+
 def gm_layout_refused(shape, strides, itemsize: int, given: TileLayout) -> TileLayout | None:
     """The layout ptoas's InferPTOLayout reads off a static GM tensor of ``shape`` / ``strides``
     when it differs from the ``{layout = #pto.layout<..>}`` the file ``given`` it - ptoas then

@@ -26,7 +26,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
                          CreateOp, GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
-from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type, store_window
+from ..ir.ops import ISA_ATTRS, gm_layout_of, gm_window, scratch_index, scratch_type
 from . import cpp_types as T
 from .cpp_origin import mark
 
@@ -384,8 +384,8 @@ class KernelWriter:
         g = operand_groups(spec, op.operands)
         if op.is_a(StoreOp):
             tile, tensor = op.tile, op.tensor
-            lines, gm = self.window(tensor, g["offsets"], store_window(tensor.type.shape, tile.type.shape), op, ind,
-                                    tile)
+            _nd_window(op)
+            lines, gm = self.window(tensor, g["offsets"], gm_window(op), op, ind, tile)
             if op.attributes.get("atomic", 0):      # pto-isa's TSTORE<TileData, GlobalData, AtomicType>
                 head = f"TSTORE<{self.vtype(tile)}, decltype({gm}), AtomicType::{AtomicType(op.attributes['atomic']).name}>"
             else:
@@ -400,6 +400,7 @@ class KernelWriter:
         r = op.results[0]
         dst, pre = self.define(r, op, ind)
         if op.is_a(LoadOp):
+            _nd_window(op)
             lines, gm = self.window(op.tensor, op.offsets, op.shape, op, ind, r)
             return pre + lines + [f"{ind}TLOAD({dst}, {gm});"]
         args, tiles = [], [r]
@@ -512,3 +513,12 @@ class KernelWriter:
             out += [f"{ind}}} else {{"] + body
         return out + [f"{ind}}}"]
 
+
+def _nd_window(op) -> None:
+    """A load / store of a ``.pto`` DN / NZ view (``gm_layout_of``): the value IR keeps no
+    strides, so the C++ writer would write its GlobalTensor row-major - refused at the op."""
+    lay = gm_layout_of(op)
+    if lay is not None:
+        raise err(f"{op.name} of a {lay.name} GM window: the value IR keeps a tensor's shape, not its strides, so "
+                  "the C++ writer cannot write its GlobalTensor", op,
+                  "let ptoas write the C++ of the .pto file (ptoas --pto-arch=a3|a5 FILE.pto -o FILE.cpp)")

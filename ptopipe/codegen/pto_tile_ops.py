@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..arch.vocab import TileLayout, gm_layout_inferred, gm_layout_refused
 from ..errors import CompileError, ParseError
 from ..ir.opdefs import OperandView, operand_groups
-from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
+from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index, store_window
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, itemsize
 from ..ir.vocab import Loc
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
@@ -24,19 +25,22 @@ from ..errors import with_article
 
 
 class View:
-    """A ``pto.make_tensor_view`` of a tensor parameter."""
-    __slots__ = ("tensor",)
+    """A ``pto.make_tensor_view`` of a tensor parameter, and its GM layout where a move sees
+    it as DN or NZ (its ``{layout = ..}``, or what ptoas infers from its constant shape and
+    strides; None: ND - the IR's tensors are row-major)."""
+    __slots__ = ("tensor", "layout")
 
-    def __init__(self, tensor):
-        self.tensor = tensor
+    def __init__(self, tensor, layout=None):
+        self.tensor, self.layout = tensor, layout
 
 
 class Part:
-    """A ``pto.partition_view``: the tensor, the offset values and the window shape."""
-    __slots__ = ("tensor", "offsets", "shape", "tok")
+    """A ``pto.partition_view``: the tensor, the offset values, the window shape and the
+    view's GM layout (:class:`View`)."""
+    __slots__ = ("tensor", "offsets", "shape", "tok", "layout")
 
-    def __init__(self, tensor, offsets, shape, tok):
-        self.tensor, self.offsets, self.shape, self.tok = tensor, offsets, shape, tok
+    def __init__(self, tensor, offsets, shape, tok, layout=None):
+        self.tensor, self.offsets, self.shape, self.tok, self.layout = tensor, offsets, shape, tok, layout
 
 
 def _keyed_list(r, fs, key):
@@ -80,12 +84,12 @@ def h_view(r, fs, opt, results, loc):
         raise c.error(f"{pt.text} is not a !pto.ptr parameter of this kernel", pt)
     shape_t = _keyed_list(r, fs, "shape")
     strides_t = _keyed_list(r, fs, "strides")
-    if c.at("{"):                       # ``{layout = #pto.layout<nd>}``: the IR's views are ND
-        lay = c.enum_attr(c.attr_dict(), "layout", "#pto.layout", ("nd", None))
-        if lay[0] != "nd":
-            raise c.error(f"a {lay[0]} tensor view is not expressible in the static verifier's IR "
-                          "(its views are dense row-major)", lay[1] or opt,
-                          "`ptopipe run` / `ptopipe check` run the file with buffer semantics")
+    lay = None
+    if c.at("{"):                       # ``{layout = #pto.layout<nd | dn | nz>}``
+        lay = c.enum_attr(c.attr_dict(), "layout", "#pto.layout", None)
+        if lay is not None and lay[0] not in _GM_LAYOUT:
+            raise c.error(f"tensor view layout {lay[0]!r} is not supported", lay[1] or opt,
+                          "use #pto.layout<nd>, <dn> or <nz>")
     c.expect(":", "before the view type")
     vt = c.peek()
     ty = c.type_()
@@ -100,8 +104,10 @@ def h_view(r, fs, opt, results, loc):
         e = c.error(f"the pto.make_tensor_view of {pt.text} has a negative size: shape {list(shape)}", opt,
                     "give every dimension a size >= 0")
         raise CompileError(e.what, where=e.where, fix=e.fix)
-    for t in shape_t + strides_t:
+    for t in shape_t:
         read(r, fs, t)
+    strides = [fs.const_values.get(read(r, fs, t)) for t in strides_t]
+    layout = _view_layout(c, lay, tuple(shape), strides, itemsize(ty.dtype))
     want = TensorType(tuple(shape), ty.dtype)
     if p in fs.untyped:
         if p.type.dtype != ty.dtype:
@@ -111,7 +117,35 @@ def h_view(r, fs, opt, results, loc):
     elif p.type != want:
         raise c.error(f"{pt.text} already has a view of another shape", pt)
     rt, name = results[0]
-    r.define(fs, rt, name, View(p))
+    r.define(fs, rt, name, View(p, layout))
+
+
+#: a tensor view's ``#pto.layout<..>``: pto-isa's GlobalTensor Layout
+_GM_LAYOUT = {"nd": TileLayout.ND, "dn": TileLayout.DN, "nz": TileLayout.NZ}
+
+
+def _view_layout(c, lay, shape: tuple, strides: list, item: int) -> TileLayout | None:
+    """The GM layout a move sees a view in, as the run reads it (``pto_exec.tile_ops``): the
+    ``{layout = ..}`` given (``lay``: (name, token)), else what ptoas's InferPTOLayout reads off
+    constant shape and strides (:func:`~ptopipe.arch.vocab.gm_layout_inferred`); None for ND
+    (and for a row / column vector, or strides known only at run time: ND for the IR).  A
+    layout the shape and strides contradict is ptoas's "layout mismatch": a CompileError at
+    the attribute, the file being wrong."""
+    static = None not in shape and None not in strides and len(strides) == len(shape)
+    given = _GM_LAYOUT[lay[0]] if lay is not None else None
+    if static:
+        if given is None:
+            given = gm_layout_inferred(shape, strides, item)
+        else:
+            other = gm_layout_refused(shape, strides, item, given)
+            if other is not None:
+                e = c.error(f"the view's layout {given.name} contradicts its shape {list(shape)} and strides "
+                            f"{list(strides)}, which ptoas reads as {other.name} (ptoas: \"layout mismatch: "
+                            f"user-specified layout={given.name.lower()} but inferred={other.name.lower()}\")",
+                            lay[1], f"write {{layout = #pto.layout<{other.name.lower()}>}} or leave the layout out "
+                                    "(ptoas infers it), or give the strides of the layout meant")
+                raise CompileError(e.what, where=e.where, fix=e.fix)
+    return given if given in (TileLayout.DN, TileLayout.NZ) else None
 
 
 def _tensor_of(r, fs, tok):
@@ -164,7 +198,8 @@ def h_partition(r, fs, opt, results, loc):
             raise c.error(f"partition size {t.text} = {v} differs from the result type's {dim}", t,
                           "make the sizes and the !pto.partition_tensor_view shape agree")
     rt, name = results[0]
-    r.define(fs, rt, name, Part(ten, offs, tuple(shape), rt))
+    _, src = lookup(r, fs, vt)
+    r.define(fs, rt, name, Part(ten, offs, tuple(shape), rt, getattr(src, "layout", None)))
 
 
 def h_alloc(r, fs, opt, results, loc):
@@ -227,11 +262,13 @@ def h_tload(r, fs, opt, results, loc):
     if not isinstance(part, Part):
         raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
     tok, tt = _outs_tile(r, fs, outs, opt)
-    if tuple(part.shape) != tt.shape and len(part.shape) == 2:
+    if tuple(part.shape) != tt.shape and len(part.shape) == 2 and part.layout is None:
         raise r.c.error(f"type mismatch: the view is {part.shape}, the tile {tt.shape}", tok)
     tt = TileValueType(tt.shape, tt.dtype, tt.space)        # TLOAD gives the default layout
-    op = emit(r, fs, LoadOp.name, [part.tensor] + part.offsets, [tt],
-              {"shape": tuple(part.shape), "space": tt.space}, _windowed(loc, part), [tok.text[1:]])
+    attrs = {"shape": tuple(part.shape), "space": tt.space}
+    if part.layout is not None:         # a DN / NZ view: a move sees its window so (ir.ops.gm_window)
+        attrs["gm_layout"] = part.layout
+    op = emit(r, fs, LoadOp.name, [part.tensor] + part.offsets, [tt], attrs, _windowed(loc, part), [tok.text[1:]])
     write(r, fs, tok, op.results[0])
 
 
@@ -248,7 +285,7 @@ def h_tstore(r, fs, opt, results, loc):
     if not isinstance(part, Part):
         raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
     shape = getattr(tile.type, "shape", None)
-    if len(part.shape) == 2 and shape is not None and tuple(part.shape) != tuple(shape):
+    if len(part.shape) == 2 and shape is not None and tuple(part.shape) != tuple(shape) and part.layout is None:
         raise r.c.error(f"type mismatch: the view is {tuple(part.shape)}, the tile {tuple(shape)}: "
                         "the store would write the whole tile", pv_t,
                         "store into a partition view of the tile's shape (ptopipe reads v_row=? / "
@@ -263,6 +300,11 @@ def h_tstore(r, fs, opt, results, loc):
             raise r.c.error(f"atomicType {text} is not an atomic type", t,
                             "use #pto<atomic_type atomic_add> (or atomic_none, a plain store)")
         attrs["atomic"] = int(kind)
+    if part.layout is not None:         # a DN / NZ view: a move sees its window so (ir.ops.gm_window)
+        attrs["gm_layout"] = part.layout
+    if part.layout is not None or (shape is not None and tuple(part.shape) != store_window(part.tensor.type.shape,
+                                                                                             tuple(shape))):
+        attrs["window"] = tuple(part.shape)     # the view's window, not the tile's (ir.ops.gm_window)
     emit(r, fs, StoreOp.name, [tile] + part.offsets + [part.tensor], [], attrs, _windowed(loc, part))
 
 

@@ -39,7 +39,7 @@ from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier,
                          CallOp, ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp, own_events)
-from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_window
+from ..ir.ops import C2V, ISA_ATTRS, V2C, gm_layout_of, gm_window, scratch_index, scratch_type
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType, itemsize, np_dtype
 from .pto_buffers import Buf, BufferPlan, plan_buffers
@@ -309,7 +309,7 @@ class _Writer:
             if op.is_a(LoadOp):
                 need.update(op.shape)
             elif op.is_a(StoreOp):
-                need.update(store_window(op.tensor.type.shape, op.tile.type.shape))
+                need.update(gm_window(op))
         for n in sorted(need):
             st.cints[n] = st.fresh(f"c{n}")
             self.line(ind, f"{st.cints[n]} = arith.constant {n} : index")
@@ -711,11 +711,13 @@ class _Writer:
     def load_store(self, op, st: _Func, ind: str) -> None:
         load = op.is_a(LoadOp)
         ten, offs = op.tensor, op.offsets
-        if load:
-            shape = op.shape
-        else:                   # the window in the tensor's rank (a 1-D tensor: [C])
+        lay = gm_layout_of(op)
+        if lay is not None:     # (the value IR keeps no strides to write the view with)
+            raise _err(f"{op.name} of a {lay.name} GM window: the value IR keeps a tensor's shape, not its "
+                       "strides, so the .pto writer cannot write its view", op)
+        if not load:
             tile = op.tile
-            shape = store_window(ten.type.shape, tile.type.shape)
+        shape = gm_window(op)   # the window in the tensor's rank (a 1-D tensor's store: [C])
         pv = st.fresh("pv")
         ptype = f"!pto.partition_tensor_view<{'x'.join(map(str, shape))}x{MLIR_DTYPE[ten.type.dtype]}>"
         self.line(ind, f"{pv} = pto.partition_view {self._view_of(st, ten)}, offsets = "

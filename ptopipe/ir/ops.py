@@ -23,7 +23,7 @@ from ..arch.catalogue import MASK_DTYPES as _MASK_NP
 from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_COLS, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
-from ..arch.vocab import AtomicType, CmpMode, Direction, TileLayout, TileSplitAxis
+from ..arch.vocab import AtomicType, CmpMode, Direction, TileLayout, TileSplitAxis, gm_matrix
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
@@ -358,10 +358,32 @@ def _load(kind, a, at):
     if space not in LOAD_DST:
         raise OpError(f"load into {with_article(space.value)} tile: GM loads go to Vec (UB) or Mat (L1)",
                       "load into pl.Mat, then pl.move(x, space=pl.Left)", "space")
+    lay = at.get("gm_layout")
+    if lay is not None:                 # a .pto view's DN / NZ window (see gm_window)
+        return TileValueType(gm_matrix(shape, lay), t.dtype, space)
     rows = 1
     for s in shape[:-1]:
         rows *= s
     return TileValueType((rows, shape[-1]), t.dtype, space)
+
+
+def gm_window(op) -> tuple:
+    """The GM window of a load / store op, in its tensor's dims: a load's ``shape``; a store's
+    ``window`` when it has one (a ``.pto`` store into a ``pto.partition_view``: the view's sizes,
+    set by the value-IR reader), else the tile's :func:`store_window`.  Either may carry a
+    ``gm_layout`` (a ``.pto`` view's DN / NZ layout, :func:`gm_layout_of`): a tile move then
+    sees the window as pto-isa's TLOAD / TSTORE do (:func:`~ptopipe.arch.vocab.gm_matrix`)."""
+    at = op.attributes
+    w = at.get("window") or at.get("shape")
+    if w is not None:
+        return tuple(w)
+    return store_window(op.tensor.type.shape, op.tile.type.shape)
+
+
+def gm_layout_of(op) -> TileLayout | None:
+    """The GM layout of a load / store's window: DN or NZ for a ``.pto`` view of that layout
+    (the value-IR reader's ``gm_layout``), else None (ND: the IR's tensors are dense row-major)."""
+    return op.attributes.get("gm_layout")
 
 
 def store_window(tensor_shape, tile_shape) -> tuple:
@@ -385,6 +407,43 @@ def _store(kind, a, at):
     if tile.dtype != t.dtype and tile.space is not CONVERTS_FROM:
         raise OpError(f"store: tile is {tile.dtype} but the tensor is {t.dtype}",
                       "only Acc tiles convert on store; pl.cast(x, dtype) first", "tile")
+    window = at.get("window")
+    if window is not None:              # a .pto partition view's sizes (see gm_window)
+        _store_window_fits(tile, t, tuple(window), at.get("gm_layout"))
+    else:
+        _store_fits(tile, t)
+    atomic = at.get("atomic")
+    if atomic is not None and atomic not in set(AtomicType):
+        raise OpError(f"store: atomic is {atomic!r}; 0 stores, 1 adds the tile into the tensor",
+                      "pass atomic=pl.ATOMIC_ADD (or leave it out: a plain store)", "atomic")
+    if atomic == AtomicType.AtomicAdd and np_dtype(t.dtype) not in ATOMIC_ADD_DTYPES:
+        raise OpError(f"store: an atomic add into a {t.dtype} tensor; the atomic unit adds "
+                      f"{', '.join(short_name(d) for d in ATOMIC_ADD_DTYPES)} in GM",
+                      "add in one of those dtypes, or store the reduced result from one core", "atomic")
+    return NONE
+
+
+def _store_window_fits(tile, t, window: tuple, layout) -> None:
+    """A store into the GM ``window`` of tensor ``t`` (in ``layout``): one extent per dimension,
+    each within it, moving the tile's shape (pto-isa's TSTORE asserts the GM shape is the
+    tile's)."""
+    if len(window) != len(t.shape):
+        raise OpError(f"store: a window of {len(window)} dims into a {len(t.shape)}-D tensor",
+                      "give one extent per tensor dimension", "window")
+    for w, n in zip(window, t.shape):
+        if w <= 0 or w > n:
+            raise OpError(f"store: extent {w} does not fit tensor dimension {n}",
+                          f"store a window within the {'x'.join(map(str, t.shape))} tensor", "window")
+    moved = gm_matrix(window, layout)
+    if moved != tuple(tile.shape):
+        how = f" ({layout.name})" if layout is not None else ""
+        raise OpError(f"store: a {tile.shape[0]}x{tile.shape[1]} tile into the window {list(window)}{how}, "
+                      f"which a store moves as {moved[0]}x{moved[1]}",
+                      "store a tile of the window's shape", "tile")
+
+
+def _store_fits(tile, t) -> None:
+    """A ``pl.store`` of ``tile`` into tensor ``t``: its window (:func:`store_window`) fits."""
     inner = t.shape[-1]
     outer = 1
     for s in t.shape[:-1]:
@@ -403,15 +462,6 @@ def _store(kind, a, at):
                       f"store it in parts of at most {t.shape[-2]} rows, one per index of the leading "
                       "dimensions (a load of a window with several of them gives their rows one after "
                       "another)", "tile")
-    atomic = at.get("atomic")
-    if atomic is not None and atomic not in set(AtomicType):
-        raise OpError(f"store: atomic is {atomic!r}; 0 stores, 1 adds the tile into the tensor",
-                      "pass atomic=pl.ATOMIC_ADD (or leave it out: a plain store)", "atomic")
-    if atomic == AtomicType.AtomicAdd and np_dtype(t.dtype) not in ATOMIC_ADD_DTYPES:
-        raise OpError(f"store: an atomic add into a {t.dtype} tensor; the atomic unit adds "
-                      f"{', '.join(short_name(d) for d in ATOMIC_ADD_DTYPES)} in GM",
-                      "add in one of those dtypes, or store the reduced result from one core", "atomic")
-    return NONE
 
 
 #: the moves that cross from one core to the other in a mixed (InCore) function: each is a

@@ -19,9 +19,10 @@ import sys
 
 from ..sim.location import is_cpp, is_internal, is_pto
 from ..sim.pipesync import event_words
-from ..sim.porder import GM_PIPES
+from ..sim.porder import GM_PIPES, SlotReads
 from ..sim.race import HappensBefore, changes_shared, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
+from .pipe.diagnostics import released_by
 from .regions import placed_at
 from .unwritten import UnwrittenReads
 from ..protocol.geometry import ONE_LANE, ONE_LANE_CPP, two_lanes_fix_pto
@@ -108,12 +109,21 @@ class KernelChecks(HappensBefore):
             r[1][g] = (end, name, core.where())
         return slot_read
 
-    def free_unordered(self, core, ch, tag: int, tile, order, free_loc) -> None:
+    def watch_slot_reads(self, core) -> None:
+        """``core`` pops from a ring whose free SET follows only its own pipe: without the
+        causal order (which records them itself) record the reads of its popped tiles on GM
+        pipes from now on (:class:`~ptopipe.sim.porder.SlotReads`), for :meth:`free_unordered`."""
+        if core.porder is None and "slot_reads" not in core.isa:
+            core.isa["slot_reads"] = SlotReads(core, self._slot_reader(core))
+
+    def free_unordered(self, core, ch, tag: int, tile, order, free_loc, at: int) -> None:
         """A TFREE of ``tile`` (bound to slot ``tag`` of local ring ``ch``) whose free SET
         carries ``order`` (its pipe's vector, sim.porder) and follows nothing else
         (``ch.free_after_readers`` False): a read of the slot on a GM pipe not ordered
         before that pipe is recorded as still in flight, so the SET does not order it and a
-        producer write after the SET races it."""
+        producer write after the SET races it.  Without the causal order (``order`` None: a
+        plain run) a read is ordered when it has completed by the SET's cycle ``at``, as the
+        race checker judges every SET there (HappensBefore.on_set)."""
         b = tile.binding
         if b is None:
             return
@@ -121,7 +131,8 @@ class KernelChecks(HappensBefore):
         r = slot.reads
         if r is None or r[0] != gen or slot.gen != gen:
             return
-        late = [(end, g, name, where) for g, (end, name, where) in r[1].items() if order[g] < end]
+        late = [(end, g, name, where) for g, (end, name, where) in r[1].items()
+                if (order[g] if order is not None else at) < end]
         if not late:
             return
         end, g, name, where = max(late, key=lambda x: x[0])
@@ -618,12 +629,12 @@ def _use_after_free(core, gt, op: str, sl, gen: int, pipe: str) -> ProtocolError
     released since."""
     here = str(core.where())
     by = sl.free_loc if sl.free_gen == gen and sl.free_loc else None
-    freed = f" by the TFREE at {by}" if by else " (TFREE)"
+    cause, why, order_fix = released_by(sl, gen, op)
     return ProtocolError(
         f"use after free: {op} through {gt.describe()} touches slot {sl.tag} of {pipe}, "
-        f"which was released{freed} since it was popped", where=here,
+        f"which was {cause or 'released (TFREE)'} since it was popped{why}", where=here,
         details=f"popped at {sl.pop_loc}" if sl.pop_loc else None,
-        fix=(f"move the {op} before the TFREE at {by}" if by else f"move the {op} before the TFREE")
+        fix=(order_fix or (f"move the {op} before the TFREE at {by}" if by else f"move the {op} before the TFREE"))
             + ": finish every TLOAD/TSTORE on the popped slot before TFREE (the producer may refill it after)",
         findings=[{"kind": "use_after_free", "slot": sl.tag, "pipe": pipe, "op": op,
                    "where": here, "popped_at": str(sl.pop_loc)}])

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
-from ..arch.vocab import GM_LAYOUTS, TileLayout, gm_layout, row_major_strides
+from ..arch.vocab import GM_LAYOUTS, GM_SPLITS, TileLayout, gm_layout, row_major_strides
 from ..sim.location import is_cpp, user_loc
 from .context import here, site
 
@@ -156,11 +156,6 @@ def _geom2(shape, stride, item):
     return (rows, cols), (rstride * item, stride[4] * item), extent
 
 
-#: per GM layout other than ND: (the dims of the rows, the dims of the columns), each outer
-#: first, and the order that puts the tile matrix's split axes back in the tensor's dim order
-_SPLITS = {TileLayout.DN: ((3,), (0, 1, 2, 4)), TileLayout.NZ: ((2, 3), (0, 1, 4))}
-
-
 def _derive(shape, stride, item: int, layout=TileLayout.ND) -> tuple:
     """What a GlobalTensor derives from its shape, stride (None: row-major) and element
     size: the padded 5-D shape and stride, rows, cols, ``(rows, cols)`` (the matrix tile
@@ -179,7 +174,7 @@ def _derive(shape, stride, item: int, layout=TileLayout.ND) -> tuple:
                           fix="give every dimension of more than one element a stride >= 0: pto-isa's TLOAD / "
                               "TSTORE move rows with unsigned DMA gaps, so a view that walks GM backwards is none "
                               "they can move - reverse the data in a tile instead")
-    split = _SPLITS.get(layout)
+    split = GM_SPLITS.get(layout)
     if split is not None and any(s[k] != 1 for k in split[1][:-1]):
         # a DN / NZ tensor whose column dims other than d4 are not all 1: not a 2-D view (as
         # an ND one whose outer dims do not merge, the tile side is split instead: tile5)
@@ -304,7 +299,7 @@ class GlobalTensor:
         """The tile side of a move whose GM side is the 5-D view (``matrix()`` of a tensor that
         is not a 2-D view): the rows x cols matrix ``m`` as a view in this tensor's dim order
         (its layout says which dims the rows and the columns are made of)."""
-        split = _SPLITS.get(self.layout)
+        split = GM_SPLITS.get(self.layout)
         if split is None:
             return m.reshape(self.shape)
         s = self.shape

@@ -36,14 +36,16 @@ from __future__ import annotations
 
 from itertools import count
 
+from ..arch.vocab import C2V, V2C, Direction
 from ..ir.opdefs import (CROSS_CORE_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttrOp, CallOp, ConstOp, CopyOp, ForOp,
                          GetSubblockIdOp, IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.first_step import SCALAR_FNS, UNARY_FNS
 from ..ir.layout import gm_window_problem
-from ..ir.ops import store_window
+from ..ir.ops import gm_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import ScalarType, TensorType, int_range
 from ..ir.vocab import FunctionKind
+from ..protocol.geometry import free_split_problem
 from .symbolic import (Count, affine, condition, const, constraints, decide, derived, invariant, magnitude, show,
                        unknowns,
                        var_name,
@@ -158,12 +160,13 @@ class Explorer:
         self._running: list = []
         self._first: dict = {}             # the loop variable of a first iteration -> its start
 
-    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None) -> None:
+    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None, at=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
-        variables (the finding's values are solved from them, unless ``values`` gives them)."""
+        variables (the finding's values are solved from them, unless ``values`` gives them;
+        ``at``: where to report it, when not at ``op``)."""
         facts = {**dict.fromkeys(self._running, True), **p.facts} if self._running else p.facts
         self.report(kind, op, msg, fix, pop, facts=facts, ranges=self.ranges, values=values,
-                    details=details)
+                    details=details, at=at)
 
     def loop_info(self, op) -> tuple:
         """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
@@ -243,14 +246,19 @@ class Explorer:
         for v in (op.operands if operands is None else operands):
             s = env.get(v)
             if s.__class__ is Slot and s.uid in dead:
-                end_op, end_where, what = dead[s.uid]
+                end_op, end_where, what, *named = dead[s.uid]
                 if op.is_a(TFree) and what in ("TFREE", STAGED):
                     continue      # a second TFREE naming the object: counted as a TFREE
                 nm = f"%{v.name}" if v.name else "a value"
                 src = "popped" if s.kind == "pop" else "TALLOCed"
+                named = named[0] if named else None
+                why = (f"; that TFREE names {named[0]} (TPOP{pop_site(named[1])}), but a TFREE frees the oldest "
+                       "held slot, whatever it names" if named else "")
                 self.report_on(p, "use_after_free", op,
                             f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
-                            f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
+                            f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}{why}",
+                            f"TFREE the popped slots in the order they were popped, or move the TFREE at "
+                            f"{line(end_op)} after the last use of {nm}" if named else
                             f"move the {what} after the last use of {nm}" if what == "TFREE" else
                             f"read {nm} before more TPOPs of its ring than its staging slots (LocalSlotNum), "
                             "or raise local_slot_num" if what == STAGED else
@@ -288,11 +296,8 @@ class Explorer:
         t = op.tensor.type
         if not isinstance(t, TensorType) or not all(type(n) is int for n in t.shape):
             return
-        shape, store = tuple(t.shape), op.__class__ is StoreOp
-        if store:
-            window = store_window(shape, op.tile.type.shape)
-        else:
-            window = tuple(op.attributes["shape"])
+        shape = tuple(t.shape)
+        window = gm_window(op)
         offs = [p.env.get(v) for v in op.offsets]
         if len(offs) != len(shape) or len(window) != len(shape):
             return                          # a rank mismatch: the typing rule's error
@@ -307,7 +312,8 @@ class Explorer:
             bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
                                     self.lane)
             if bad is not None:
-                self.report_on(p, "gm_bounds", op, bad[0] + on(p) + _window_of(op), bad[2], details=bad[1])
+                at, where = _negative_at(op, any(o < 0 for o in offs))
+                self.report_on(p, "gm_bounds", op, bad[0] + on(p) + where, bad[2], details=bad[1], at=at)
             return
         what = op.name
         fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
@@ -328,6 +334,8 @@ class Explorer:
                 bad = self._outside(a, w, n, p, op)
         if bad is None:
             return
+        at, where = _negative_at(op, bad[-1] if bad.__class__ is tuple else bad)
+        bad = bad[:-1] if bad.__class__ is tuple else True
         values = None if bad is True else bad[0]
         declared = bad is not True and bad[1] is not None and all(
             self.declared.get(("param", n), (None, None))[1] is not None for n in bad[1])
@@ -338,7 +346,7 @@ class Explorer:
             self.range_fails.setdefault(id(op), (
                 "gm_bounds", op, f"access out of bounds: offsets [{', '.join(texts)}] + window "
                 f"[{', '.join(map(str, window))}] exceed {name!r} of shape [{', '.join(map(str, shape))}]"
-                f"{on(p)}{_window_of(op)}", fix, values))
+                f"{on(p)}{where}", fix, values, at))
             return
         if bad is not True and bad[1] is not None:
             # it needs a scalar parameter past what the tensor holds: a limit the kernel
@@ -351,7 +359,7 @@ class Explorer:
         self.report_on(p, "gm_bounds", op,
                        f"access out of bounds: offsets [{', '.join(texts)}] + window "
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
-                       f"[{', '.join(map(str, shape))}]{on(p)}{_window_of(op)}", fix, values=values)
+                       f"[{', '.join(map(str, shape))}]{on(p)}{where}", fix, values=values, at=at)
 
     def _declare_fix(self, names) -> str:
         """How to bound the scalar parameters ``names`` the GM bounds need: the launch's
@@ -365,16 +373,17 @@ class Explorer:
 
     def _outside(self, a, w: int, n: int, p: Path, op):
         """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``
-        allows; True when it is outside (constant), else ``(the failing values in words,
-        the scalar parameters they name, or None)``."""
+        allows; else whether the offset is negative there (a constant one: True or False) or
+        ``(the failing values in words, the scalar parameters they name or None, whether the
+        offset is negative at them)``."""
         if a.is_const():
-            return True if a.const < 0 or a.const + w > n else None
+            return (a.const < 0) if a.const < 0 or a.const + w > n else None
         cons, unhandled = constraints({**dict.fromkeys(self._running, True), **p.facts}, self.ranges)
-        for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
+        for negative, bad in ((True, (a.scale(-1) - const(1), ">=")), (False, (a + const(w - n - 1), ">="))):
             verdict, wit = decide(cons + [bad], self.ranges)
             if verdict == "sat" and not unhandled:
                 names = [var_name(k) for k in wit if k[0] == "param"]
-                return witness_text(wit), names or None
+                return witness_text(wit), names or None, negative
             if verdict != "unsat":
                 free = sorted({var_name(v) for e, _ in cons + [bad] for v, _ in e.vars
                                if v[0] == "param" and v not in self.declared})
@@ -465,18 +474,20 @@ class Explorer:
         if d not in p.cross and _sibling_branches(s.op, op):
             p.cross[d] = (op, s)                      # for the leak report: the culprit branch
         split = op.split
-        if split is not None and split != s.split:
+        why = None if split is None or split == s.split else \
+            free_split_problem(V2C if d[0] == Direction.DIR_V2C else C2V, s.split, split)
+        if why is not None:
             self.report_on(p, "split_mismatch", op,
                         f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
-                        f"frees used {split_name(s.split)}{on(p)}",
+                        f"frees used {split_name(s.split)}{on(p)}: {why}",
                         f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none", s.op)
+        # a TFREE naming a newer popped slot still frees the oldest (pto-isa's TFREE does not read
+        # what it names): harmless when both are read before both TFREEs, as the run and the
+        # device have it; a later use of the older one is the finding, saying so (check_uses)
         obj = p.env.get(op.obj) if len(op.operands) > 1 else None
-        if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
-            self.report_on(p, "free_order", op,
-                        f"TFREE names %{op.obj.name} (TPOP{pop_site(obj)}) but frees the oldest "
-                        f"held slot, from the TPOP{pop_site(s)}{on(p)}",
-                        "TFREE the popped slots in the order they were popped")
-        p.dead[s.uid] = (op, p.where(), "TFREE")
+        named = (f"%{op.obj.name}", obj) if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead \
+            else None
+        p.dead[s.uid] = (op, p.where(), "TFREE", named)
 
     def tpush(self, op, p: Path) -> None:
         d = ring_of(op)
@@ -874,6 +885,18 @@ def _sibling_branches(a, b) -> bool:
     """Are ops ``a`` and ``b`` in different branches of one ``pl.if``?"""
     ba, bb = _branches(a), _branches(b)
     return any(k in bb and bb[k] != r for k, r in ba.items())
+
+
+def _negative_at(op, negative: bool) -> tuple:
+    """``(where to report, what to add)`` for a GM window of ``op`` out of bounds: an offset
+    that is negative is wrong where the offsets are written, so a ``.pto`` load / store whose
+    window a partition view made reports it at that ``pto.partition_view`` (``Loc.window``),
+    as the run refuses its negative offsets there, naming the load / store; else at ``op``,
+    naming the partition view (:func:`_window_of`)."""
+    w = getattr(op.loc, "window", None)
+    if negative and w is not None:
+        return w, f"; negative offsets: this pto.partition_view makes the window of the {op.name} at {line(op)}"
+    return None, _window_of(op)
 
 
 def _window_of(op) -> str:

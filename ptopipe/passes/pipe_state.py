@@ -133,7 +133,9 @@ class Path:
         self.env, self.facts = {}, {}
         self.loops, self.iters, self.branches = (), (), ()
         self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
-        self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
+        # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH"[, what a TFREE named instead:
+        # (its name, its Slot) when it named a newer popped slot, else None])
+        self.dead: dict = {}
         self.events: dict = {}        # direction -> list of Events (copied on fork)
         self.yielded = None
         # direction -> (TFREE, the popped Slot it freed) the first time a TFREE frees a slot

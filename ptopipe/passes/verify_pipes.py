@@ -13,7 +13,10 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   (SLOT_NUM from the ``*_initialize_pipe`` op, else the platform's seed 003 default);
 * no popped tile (or TALLOCed slot) is used after its TFREE (TPUSH), following copies,
   loop-carried values and if-results;
-* a TFREE's ``split=`` equals its TPOP's; a TFREE naming a tile frees that tile's slot;
+* a TFREE's ``split=`` frees the lanes its TPOP took (:func:`~ptopipe.protocol.geometry.free_split_problem`:
+  the Cube's TFREE of a V2C slot tells TILE_NO_SPLIT from a split); a TFREE frees the oldest
+  held slot whatever tile it names (so a tile read after a TFREE naming a newer one is a use
+  after free, reported at that read, as the run reports it);
 * no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
   nothing;
 * every load / store's GM window lies within its tensor's static shape;
@@ -321,11 +324,12 @@ class _Verifier:
         self.unproven_ops: set = set()  # id(op) of the ops whose bounds are not proven
 
     def finding(self, kind, op, msg, fix, pop=None, facts=None, ranges=None, values=None,
-                details=None) -> None:
-        """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about) on a
-        path whose ``facts`` (condition symbol -> truth; ``ranges``: its loop variables'
-        bounds) are solved for the values of the unknowns it happens with: a path no values
-        take is no finding; ``values`` (words) are given when already known."""
+                details=None, at=None) -> None:
+        """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about; ``at``:
+        the Loc to report it at, when not ``op``'s) on a path whose ``facts`` (condition symbol
+        -> truth; ``ranges``: its loop variables' bounds) are solved for the values of the
+        unknowns it happens with: a path no values take is no finding; ``values`` (words) are
+        given when already known."""
         key = (kind, id(op))
         if key in self.seen:
             return
@@ -355,8 +359,8 @@ class _Verifier:
         if values:
             msg = f"{msg} (fails when {values})"
         lines = [d for d in (details, f"failing values: {values}" if values else None) if d]
-        e = CompileError(msg, where=str(op.loc) if op is not None and op.loc else None, fix=fix,
-                         details="\n".join(lines) or None)
+        at = at if at is not None else op.loc if op is not None else None
+        e = CompileError(msg, where=str(at) if at else None, fix=fix, details="\n".join(lines) or None)
         e.kind, e.op, e.pop, e.values = kind, op, pop, values
         self.findings.append(e)
 
@@ -457,8 +461,8 @@ class _Verifier:
             self.free_order(fn, explored.get(fn.sym_name))
         self.cross(funcs, explored)
         if not self.findings:
-            for kind, op, what, fix, values in range_fails:
-                self.finding(kind, op, what, fix, values=values)
+            for kind, op, what, fix, values, at in range_fails:
+                self.finding(kind, op, what, fix, values=values, at=at)
         return _culprit_first(self.findings)
 
     def free_order(self, fn, explored=None) -> None:

@@ -34,6 +34,24 @@ ODD_SPLITS = frozenset((_UP_DOWN_ODD, _LEFT_RIGHT_ODD))
 EVEN_SPLIT = {_UP_DOWN_ODD: _UP_DOWN, _LEFT_RIGHT_ODD: _LEFT_RIGHT}
 
 
+def free_split_problem(way: str, pop_split, free_split) -> str | None:
+    """Why a TFREE given ``free_split`` does not release, on the device, the slot of a ``way``
+    ring its TPOP popped with ``pop_split`` (None: it does).  pto-isa's ``Consumer::free<Split>``
+    tells only TILE_NO_SPLIT from a split, and only in the Cube's free of a V2C ring: A5's
+    ``setIntraBlockBySplit`` sets AIV0's flag and, for any split, AIV1's (id + 16) too; a Vector
+    core's free is one set of its own flag whatever the split (A2A3: every free is a
+    ``CV_CORES_SYNC``).  So which split a TFREE names (UP_DOWN, LEFT_RIGHT, an _ODD one) never
+    matters, and NO_SPLIT against a split only in the Cube's TFREE - reported on every platform
+    and protocol, as the same kernel hangs or leaves a credit on A5."""
+    if way != V2C or (free_split == 0) == (pop_split == 0):
+        return None
+    if free_split == 0:
+        return ("the Cube's TILE_NO_SPLIT free credits AIV0's flag alone (pto-isa's setIntraBlockBySplit), so "
+                "AIV1, which pushed its part of the split tile, never gets the slot back")
+    return ("the Cube's split free credits AIV1's flag too (pto-isa's setIntraBlockBySplit: id + 16), a lane "
+            "the TILE_NO_SPLIT transfer leaves out: a credit no push of AIV1 waits for")
+
+
 def lane_extent(split, sub: int, n: int) -> int:
     """Lane ``sub``'s share of a whole extent ``n`` on the split axis: half (even splits),
     ``n//2 + 1`` for AIV0 and ``n//2`` for AIV1 (odd splits), all of it (NO_SPLIT)."""

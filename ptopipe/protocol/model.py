@@ -26,6 +26,7 @@ from functools import lru_cache
 from ..arch import PipeUnit
 from ..arch.catalogue import PUSH_PIPE
 from ..arch.vocab import C2V, Direction, FIFOType, Protocol, TileSplitAxis, TileType
+from .geometry import free_split_problem
 from .versions import bugs_at, parse as parse_protocol
 
 #: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
@@ -316,7 +317,7 @@ class ProtocolModel:
             return (f"{self.name}'s TFREE(pipe) is TFREE<Pipe, TileSplitAxis::{d.name}>(pipe) (cpu/TPop.hpp): "
                     f"AIV1 frees nothing for a no-split free, so the {pop.name} slot AIV1 popped is never "
                     "released", f"give TFREE the split of its TPOP: {spelled}")
-        if ch.way == C2V or (pop is not TileSplitAxis.TILE_NO_SPLIT and d is not TileSplitAxis.TILE_NO_SPLIT):
+        if free_split_problem(ch.way, pop, d) is None:
             return None         # a Vector consumer's free sets one flag, whatever the split
         return (f"pto-isa on {self.platform.upper()} frees with Consumer::free's default split, "
                 f"{d.name}, when TFREE has none (TFREE_IMPL<Pipe>(pipe)); the Cube's {d.name} free also "

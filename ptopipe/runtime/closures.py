@@ -446,7 +446,24 @@ class Compiler:
             return o
         return offs
 
+    def _unrunnable_window(self, op):
+        """A load / store of a ``.pto`` DN / NZ view (``irops.gm_layout_of``): the value IR's
+        tensors are dense row-major (no strides), so it runs no such window - a KernelError at
+        the op when it executes (``ptopipe run`` of the .pto runs it with the view's strides)."""
+        lay = irops.gm_layout_of(op)
+        if lay is None:
+            return None
+        where = str(self.it.where(op))
+        return _raiser(lambda: KernelError(
+            f"{op.name} of a {lay.name} GM window: the value IR keeps a tensor's shape, not its strides, and "
+            "runs only row-major (ND) tensors", where=where,
+            fix="run the .pto file itself (ptopipe run FILE.pto / run_pto), which moves the view with its "
+                "layout and strides; the value IR verifies it statically"))
+
     def load(self, op):
+        bad = self._unrunnable_window(op)
+        if bad is not None:
+            return bad
         out = partial(self.it.dest_tile, op)
         view = self.view(op.tensor.type, op.attributes["shape"], op)
         src, offs = self.get(op.tensor), self.offsets(op.offsets, self.seen.get(op))
@@ -459,8 +476,11 @@ class Compiler:
         return load
 
     def store(self, op):
+        bad = self._unrunnable_window(op)
+        if bad is not None:
+            return bad
         ttype = op.tensor.type
-        view = self.view(ttype, irops.store_window(ttype.shape, op.tile.type.shape), op)
+        view = self.view(ttype, irops.gm_window(op), op)
         tile_f, offs_f = self.get(op.tile), self.offsets(op.offsets, self.seen.get(op))
         gt_f = self.get(op.tensor)
         atomic = op.attributes.get("atomic", 0)

@@ -154,6 +154,4 @@ def _binary(sym: str, operands, forms: dict):
 
 
 def _window(op) -> tuple:
-    if op.__class__ is LoadOp:
-        return tuple(op.attributes["shape"])
-    return tuple(irops.store_window(op.tensor.type.shape, op.tile.type.shape))
+    return irops.gm_window(op)

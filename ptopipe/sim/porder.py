@@ -212,3 +212,52 @@ class PipeOrder:
         for h in self.hb:
             m = h if m is None else (min(m[0], h[0]), min(m[1], h[1]), min(m[2], h[2]))
         return m
+
+
+class SlotReads:
+    """Without the causal order (a plain ``run``: ``core.porder`` None), the one part of
+    :class:`PipeOrder` a free SET that follows only its own pipe needs: ``slot_read(tile, g,
+    end, name)`` is called for every read on GM pipe ``g`` of a tile bound to a ring slot
+    (``tile.binding``), so that the TFREE can tell which of them are still running when its
+    SET is sent (judged there by completion times).  Installed by the race checker on a core's
+    first TPOP from such a ring (``KernelChecks.watch_slot_reads``): it wraps the core's reading
+    ``issue*`` methods, as PipeOrder does."""
+
+    def __init__(self, core, slot_read):
+        self.slot_read = slot_read
+        self._issue, self._r = core.issue, core.issue_r
+        self._rw, self._rrw = core.issue_rw, core.issue_rrw
+        core.issue, core.issue_r = self.issue, self.issue_r
+        core.issue_rw, core.issue_rrw = self.issue_rw, self.issue_rrw
+
+    def issue_r(self, pipe, cost, s, name, args=None) -> int:
+        end = self._r(pipe, cost, s, name, args)
+        g = SLOT[pipe]
+        if g is not None and s.binding is not None:
+            self.slot_read(s, g, end, name)
+        return end
+
+    def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
+        end = self._rw(pipe, cost, s, d, name, args)
+        g = SLOT[pipe]
+        if g is not None and s.binding is not None:
+            self.slot_read(s, g, end, name)
+        return end
+
+    def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
+        end = self._rrw(pipe, cost, s0, s1, d, name, args)
+        g = SLOT[pipe]
+        if g is not None:
+            for s in (s0, s1):
+                if s.binding is not None:
+                    self.slot_read(s, g, end, name)
+        return end
+
+    def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
+        start, end = self._issue(pipe, cost, srcs, dsts, name, args)
+        g = SLOT[pipe]
+        if g is not None:
+            for s in srcs:
+                if getattr(s, "binding", None) is not None:
+                    self.slot_read(s, g, end, name)
+        return start, end

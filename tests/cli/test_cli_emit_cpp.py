@@ -151,10 +151,10 @@ def test_no_verify_writes_a_kernel_the_static_proof_refuses(tmp_path, capsys):
     k.write_text("from dsl_misuse import m25_free_split\nPROGRAM = m25_free_split()\n")
     out = tmp_path / "k.cpp"
     assert cli_main(["compile", str(k), "--emit", "cpp", "-o", str(out)]) == 1
-    assert "TFREE gives split TILE_UP_DOWN" in capsys.readouterr().err and not out.exists()
+    assert "TFREE gives split TILE_NO_SPLIT" in capsys.readouterr().err and not out.exists()
     assert cli_main(["compile", str(k), "--emit", "cpp", "--no-verify", "-o", str(out)]) == 0
     (free,) = [ln for ln in out.read_text().splitlines() if "TFREE<" in ln]
-    assert "TileSplitAxis::TILE_UP_DOWN>(pipe);" in free and "dsl_misuse.py:" in free
+    assert "TileSplitAxis::TILE_NO_SPLIT>(pipe);" in free and "dsl_misuse.py:" in free
     pto = os.path.join(ROOT, "tests", "pto", "nosplit_c2v_a5.pto")
     assert cli_main(["compile", pto, "--emit", "cpp", "--no-verify"]) == 1
     assert "--no-verify is for DSL kernel files" in capsys.readouterr().err

@@ -86,14 +86,14 @@ def test_static_reads_views_with_a_layout_attribute_and_tprint(tmp_path, capsys)
 
 
 def test_static_on_a_file_its_ir_cannot_express(tmp_path, capsys):
-    """A DN view (here a column-major one of the output, unused) is not in the value IR: a
-    pipe-less file passes (nothing cross-core to prove), a file with pipes is NOT VERIFIED
-    (exit 1) and says what and where; `check` runs both."""
+    """A tile view (``pto.subset`` of an unused tile) is not in the value IR: a pipe-less file
+    passes (nothing cross-core to prove), a file with pipes is NOT VERIFIED (exit 1) and says
+    what and where; `check` runs both."""
     ov = "%ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] :"
     text = cube_vector_pair(1, "a3")
     k = text.index(ov)
-    text = (text[:k] + "%dv = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c1, %c16] "
-            "{layout = #pto.layout<dn>} : !pto.tensor_view<?x?xf32>\n    " + text[k:])
+    text = (text[:k] + f"%sv = pto.alloc_tile : {vec_t(16, 16)}\n    %dv = pto.subset %sv[%c0, %c0] sizes [8, 16] : "
+            f"{vec_t(16, 16)}\n    " + text[k:])
     f = write(tmp_path, text)
     assert cli_main(["check", "--static", f]) == 1
     out = capsys.readouterr().out
@@ -104,8 +104,8 @@ def test_static_on_a_file_its_ir_cannot_express(tmp_path, capsys):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c16 = arith.constant 16 : index
-    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c1, %c16] {{layout = #pto.layout<dn>}} : !pto.tensor_view<?x?xf32>
     %t = pto.alloc_tile : {vec_t(16, 16)}
+    %q = pto.subset %t[%c0, %c0] sizes [8, 16] : {vec_t(16, 16)}
     return
   }}
 }}

@@ -449,12 +449,19 @@ def _load(text, platform="a2a3"):
     return load_pto("u.pto", platform, "spec", text=text)
 
 
-def test_tfree_split_differs_from_its_tpop():
-    text = _sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}")
+def test_a_cube_tfree_without_split_of_a_split_tpop():
+    """pto-isa's Cube frees a V2C slot on AIV0's flag alone for split 0 (setIntraBlockBySplit):
+    AIV1 never gets its half back.  Another split than the TPOP's, or any split in a Vector
+    core's TFREE, frees alike on the device and is accepted, by ptoas too."""
+    both = (ROOT / "tests" / "pto_corpus" / "x_both_split1_a3.pto").read_text()
+    text = _sub("pto.tfree_from_aiv {split = 1}", "pto.tfree_from_aiv {split = 0}", text=both)
     with pytest.raises(CompileError) as e:
         _load(text)
-    assert "split" in e.value.what
-    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tfree_from_aic')}:")
+    assert "TFREE gives split TILE_NO_SPLIT" in e.value.what and "used TILE_UP_DOWN" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(both, 'pto.tfree_from_aiv')}:")
+    _load(_sub("pto.tfree_from_aiv {split = 1}", "pto.tfree_from_aiv {split = 2}", text=both))
+    _load(_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}"))
+    _load(_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 0}"))
 
 
 def test_missing_tfree():

@@ -159,8 +159,9 @@ def test_remsi_of_a_negative_loop_value_is_judged_as_the_run_computes_it(tmp_pat
     bad.write_text(text)
     assert cli_main(["check", "--static", str(bad)]) == 1
     err = capsys.readouterr().err
-    load = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tload" in ln)
+    # a negative offset: at the pto.partition_view that writes it, naming the load (as the run)
+    part = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.partition_view %x" in ln)
     assert "access out of bounds: offsets [-16, 0] + window [16, 16] exceed 'x' of shape [48, 16] " \
-           "(in iteration 1 (i=0)" in err and f"bad.pto:{load}:7" in err, err
+           "(in iteration 1 (i=0)" in err and f"bad.pto:{part}:7" in err, err
     with pytest.raises(ptopipe.errors.PtoPipeError, match=r"offsets \[-16, 0\]"):
         ptopipe.run_pto(str(bad), static=False, inputs=dict(x=x, out=np.zeros_like(x)))

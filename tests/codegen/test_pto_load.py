@@ -148,13 +148,18 @@ def test_a_tfree_without_split_frees_with_its_tpops_split_on_every_path():
         got = run_pto("f.pto", text=bare, platform="a5", static=static)
         np.testing.assert_array_equal(got.outputs["out"], want)
         assert not any("AIV0" in n and "whole tiles" in n for n in got.notes)
-    # a split that differs is the run's error, naming the TPOP where the op starts (its
-    # result), as every other .pto position does
-    wrong = text.replace("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}", 1)
+    # another split of the same kind frees alike (pto-isa's free tells no split from split only)
+    other = text.replace("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}", 1)
+    np.testing.assert_array_equal(run_pto("f.pto", text=other, platform="a5", static=False).outputs["out"], want)
+    # a Cube TFREE without split of a split TPOP is the run's error, naming the TPOP where the op
+    # starts (its result), as every other .pto position does
+    both = (ROOT / "tests" / "pto_corpus" / "x_both_split1_a5.pto").read_text()
+    wrong = both.replace("pto.tfree_from_aiv {split = 1}", "pto.tfree_from_aiv {split = 0}", 1)
     with pytest.raises(ProtocolError) as e:
         run_pto("f.pto", text=wrong, platform="a5", static=False)
-    ln = _line(wrong, "%t0 = pto.tpop_from_aic")
-    assert f"(TPOP at f.pto:{ln}:{wrong.splitlines()[ln - 1].index('%t0') + 1})" in e.value.what
+    ln = _line(wrong, "= pto.tpop_from_aiv")
+    col = wrong.splitlines()[ln - 1].index("%") + 1
+    assert f"(TPOP at f.pto:{ln}:{col})" in e.value.what, e.value.what
 
 
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
@@ -195,6 +200,38 @@ def test_a_vector_function_reading_its_sub_block_runs_on_both_lanes_and_aiv1_con
     assert [p["lanes"] for p in res.result.summary.pipes] == [1]
 
 
+@pytest.mark.parametrize("form", ["folded", "loop"])
+def test_a_static_negative_offset_is_reported_at_its_partition_view(form):
+    """check --static: a negative offset, folded from arithmetic (a constant one is refused by
+    the reader), is wrong where the offsets are written - reported at the pto.partition_view
+    (``Loc.window``), as the run refuses it there, naming the load whose window it makes; a
+    window past the tensor's end stays at the load (above)."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from test_pto_exec import IO, STORE, line_of, vec_t, vector_kernel
+    if form == "folded":
+        offs = "    %c8 = arith.constant 8 : index\n    %r = arith.subi %c0, %c8 : index\n"
+        ranges, want = None, "offsets [-8, 0] + window [8, 16] exceed 'y' of shape [16, 16]"
+    else:                       # in a loop of unknown trip count: at i = 0, whenever it runs
+        offs = ("    %c8 = arith.constant 8 : index\n    %n = arith.index_cast %np : i32 to index\n"
+                "    scf.for %i = %c0 to %n step %c1 {\n    %i8 = arith.muli %i, %c8 : index\n"
+                "    %r = arith.subi %i8, %c8 : index\n")
+        ranges, want = {"np": (0, 2)}, "offsets [8*i - 8, 0] + window [8, 16] exceed 'y' of shape [16, 16]"
+    body = offs + f"""    %wp = pto.partition_view %yv, offsets = [%r, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+    %u = pto.alloc_tile : {vec_t(8, 16)}
+    pto.tload ins(%wp : !pto.partition_tensor_view<8x16xf32>) outs(%u : {vec_t(8, 16)})
+""" + ("    }\n" if form == "loop" else "")
+    params = "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>" + (", %np: i32" if form == "loop" else "")
+    text = vector_kernel(IO + body + STORE, params=params,
+                         attrs=" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+    with pytest.raises(CompileError) as e:
+        load_pto("w.pto", "a2a3", "spec", text=text, ranges=ranges)
+    assert e.value.where == f"w.pto:{line_of(text, '%wp = pto.partition_view')}:5", e.value.where
+    assert e.value.what.startswith("access out of bounds: " + want), e.value.what
+    assert (f"negative offsets: this pto.partition_view makes the window of the pto.tload at line "
+            f"{line_of(text, 'pto.tload ins(%wp')}") in e.value.what, e.value.what
+
+
 def test_a_static_bounds_error_names_the_partition_view_of_the_window():
     """check --static: a load whose window leaves its tensor is the error at the load, and it
     names the line of the pto.partition_view where the offsets are written."""
@@ -212,3 +249,91 @@ def test_a_static_bounds_error_names_the_partition_view_of_the_window():
     assert e.value.where == f"w.pto:{line_of(text, 'pto.tload ins(%wp')}:5", e.value.where
     assert e.value.what == ("access out of bounds: offsets [16, 0] + window [8, 16] exceed 'y' of shape [16, 16]; "
                             f"its window: the pto.partition_view at line {line_of(text, '%wp = pto.partition_view')}")
+
+
+# -- GM layouts: a DN / NZ view is read as the run and ptoas read it ----------------------------
+_NZ_TILE = ("!pto.tile_buf<loc=mat, dtype=f16, rows=256, cols=16, v_row=256, v_col=16, blayout=col_major, "
+            "slayout=row_major, fractal=512, pad=0>")
+
+
+def _with_nz_view(row: str) -> str:
+    """tests/pto/c2v_split_a3.pto whose Cube kernel also loads a 16x16x16 f16 tensor ``nz``
+    (ptoas infers NZ from its shape and strides: a 256x16 tile) at offsets [row, 0, 0] and stores
+    it back - the window the old value IR refused as ND ([1, 256, 16] of a 16x16x16 tensor)."""
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    text = text.replace("%gm_slot_buffer: !pto.ptr<f32>) attributes {pto.entry}",
+                        "%gm_slot_buffer: !pto.ptr<f32>, %nz: !pto.ptr<f16>) attributes {pto.entry}")
+    text = text.replace("func.call @cube(%a, %b, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>) "
+                        "-> ()", "func.call @cube(%a, %b, %gm_slot_buffer, %nz) : (!pto.ptr<f32>, !pto.ptr<f32>, "
+                        "!pto.ptr<f32>, !pto.ptr<f16>) -> ()")
+    text = text.replace("@cube(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %gm_slot_buffer: !pto.ptr<f32>)",
+                        "@cube(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %gm_slot_buffer: !pto.ptr<f32>, "
+                        "%nz: !pto.ptr<f16>)")
+    anchor = "    %b_mat = pto.alloc_tile"
+    nz = f"""    %c256 = arith.constant 256 : index
+    %nzv = pto.make_tensor_view %nz, shape = [%c16, %c16, %c16], strides = [%c256, %c16, %c1] : !pto.tensor_view<?x?x?xf16>
+    %nzp = pto.partition_view %nzv, offsets = [{row}, %c0, %c0], sizes = [%c16, %c16, %c16] : !pto.tensor_view<?x?x?xf16> -> !pto.partition_tensor_view<16x16x16xf16>
+    %nzt = pto.alloc_tile : {_NZ_TILE}
+    pto.tload ins(%nzp : !pto.partition_tensor_view<16x16x16xf16>) outs(%nzt : {_NZ_TILE})
+    pto.tstore ins(%nzt : {_NZ_TILE}) outs(%nzp : !pto.partition_tensor_view<16x16x16xf16>)
+"""
+    assert text.count(anchor) == 1
+    return text.replace(anchor, nz + anchor)
+
+
+def test_the_static_verifier_reads_an_nz_view_as_the_run_does(tmp_path, capsys):
+    """A file with pipes and an NZ view: check --static proves it (the value IR used to read the
+    view as ND, refuse the store's window and say NOT VERIFIED), and a window past the tensor is
+    its error at the load, naming the partition view - as the run reports it."""
+    from ptopipe.cli import main as cli_main
+    ok, bad = tmp_path / "nz_a3.pto", tmp_path / "nz_oob_a3.pto"
+    ok.write_text(_with_nz_view("%c0"))
+    bad.write_text(_with_nz_view("%c1"))
+    assert cli_main(["check", "--static", str(ok)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert cli_main(["check", "--static", str(bad)]) == 1
+    err = capsys.readouterr().err
+    text = bad.read_text()
+    assert (f"access out of bounds: offsets [1, 0, 0] + window [16, 16, 16] exceed 'nz' of shape [16, 16, 16]; "
+            f"its window: the pto.partition_view at line {_line(text, '%nzp = pto.partition_view')}") in err, err
+    assert f"nz_oob_a3.pto:{_line(text, 'pto.tload ins(%nzp')}:5" in err, err
+    x = np.arange(16 ** 3, dtype=np.float16).reshape(16, 16, 16)
+    r = run_pto(str(ok), inputs=dict(nz=x))
+    np.testing.assert_array_equal(r.outputs["nz"], x)
+
+
+_DN3 = """module {
+  func.func @dn3(%src: !pto.ptr<f32>, %dst: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %c128 = arith.constant 128 : index
+    %f = arith.constant 2.0 : f32
+    %sv = pto.make_tensor_view %src, shape = [%c2, %c16, %c8], strides = [%c128, %c1, %c16]LAYOUT : !pto.tensor_view<?x?x?xf32>
+    %dv = pto.make_tensor_view %dst, shape = [%c2, %c16, %c8], strides = [%c128, %c1, %c16]LAYOUT : !pto.tensor_view<?x?x?xf32>
+    %sp = pto.partition_view %sv, offsets = [%c0, %c0, %c0], sizes = [%c2, %c16, %c8] : !pto.tensor_view<?x?x?xf32> -> !pto.partition_tensor_view<2x16x8xf32>
+    %dp = pto.partition_view %dv, offsets = [%c0, %c0, %c0], sizes = [%c2, %c16, %c8] : !pto.tensor_view<?x?x?xf32> -> !pto.partition_tensor_view<2x16x8xf32>
+    %t = pto.alloc_tile : TILE
+    %u = pto.alloc_tile : TILE
+    pto.tload ins(%sp : !pto.partition_tensor_view<2x16x8xf32>) outs(%t : TILE)
+    pto.tmuls ins(%t, %f : TILE, f32) outs(%u : TILE)
+    pto.tstore ins(%u : TILE) outs(%dp : !pto.partition_tensor_view<2x16x8xf32>)
+    return
+  }
+}
+""".replace("TILE", "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, "
+                    "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("layout", ["", " {layout = #pto.layout<dn>}"])
+def test_a_3d_dn_view_moves_as_ptoas_infers_it(layout):
+    """A 2x16x8 view with unit row stride is DN whether written or not (ptoas infers
+    ``Layout::DN``: a move sees 16 rows of 2*8 columns): the run used to read the unwritten one
+    as ND, 32x8, and refuse the 16x16 tile; the static verifier refused both."""
+    text = _DN3.replace("LAYOUT", layout)
+    load_pto("dn.pto", "a2a3", "spec", text=text)
+    x = np.arange(256, dtype=np.float32)
+    r = run_pto("dn.pto", text=text, inputs=dict(src=x, dst=np.zeros_like(x)))
+    np.testing.assert_array_equal(r.outputs["dst"], 2 * x)

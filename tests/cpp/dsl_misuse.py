@@ -224,18 +224,28 @@ def m15_rebind_in_loop():
 
 
 def m25_free_split():
-    """M25: LEFT_RIGHT halves popped, released with TFREE(split=UP_DOWN)."""
+    """M25: each lane pushes its UP_DOWN half (V2C); the Cube pops the whole tile and releases it
+    with TFREE(split=TILE_NO_SPLIT): pto-isa's Cube frees a no-split tile on AIV0's flag alone."""
+    @pl.aic
+    def cube(x: pl.Tensor[[2 * T, T], pl.f32], out: pl.Tensor[[2 * N * T, T], pl.f32],
+             fifo: pl.Tensor[[FIFO], pl.u8]):
+        buf = pl.reserve_buffer(name="v2c", size=4 * SLOT, base=pl.AUTO)
+        pl.aic_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base, slot_num=4)
+        r = pl.move(pl.load(x, [0, 0], [T, T], space=pl.Mat), space=pl.Right)
+        for i in pl.range(N):
+            t = pl.TPOP(buf, pl.Tile[[T, T], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)
+            left = pl.move(t, space=pl.Left)
+            pl.TFREE(buf, split=pl.TILE_NO_SPLIT)     # <- where
+            pl.store(pl.matmul(left, r), [i * T, 0], out)
+
     @pl.aiv
-    def vector(out: pl.Tensor[[2 * N * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
-        buf = pl.reserve_buffer(name="c2v", size=4 * SLOT, base=pl.AUTO)
-        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0, slot_num=4)
+    def vector(x: pl.Tensor[[2 * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
+        peer = pl.import_peer_buffer(name="v2c", peer_func=cube)
+        pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=peer.base, slot_num=4)
         sub = pl.get_subblockid()
         for i in pl.range(N):
-            t = pl.TPOP(buf, pl.Tile[[T, H], pl.f32, pl.Vec], split=pl.TILE_LEFT_RIGHT)
-            o = pl.muls(t, 2.0)
-            pl.TFREE(buf, split=pl.TILE_UP_DOWN)       # <- where
-            pl.store(o, [i * T, sub * H], out)
-    return pl.program(_c2v_cube(vector, split=pl.TILE_LEFT_RIGHT), vector, name="dsl_m25_free_split")
+            pl.TPUSH(pl.load(x, [sub * H, 0], [H, T]), peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name="dsl_m25_free_split")
 
 
 def m29_prefetch_before_wait():

@@ -44,6 +44,21 @@ def _kernels(mode):
         pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
         g = GlobalTensor(float32, (T, T))
         t = Tile(TileType.Vec, float32, T, T, addr=0)
+        if mode.startswith("free_newer"):        # two views held, the newer one named first
+            a, b = GlobalTensor(float32, (T, T)), GlobalTensor(float32, (T, T))
+            TPOP(pipe, a)                                     # POP-A
+            TPOP(pipe, b)                                     # POP-B
+            if mode == "free_newer_after_reads":
+                TLOAD(t, a)
+                TSTORE(GlobalTensor(out.data(), (T, T)), t)
+            TLOAD(t, b)
+            TSTORE(GlobalTensor(out.data() + T * T, (T, T)), t)
+            TFREE(pipe, b)                                    # FREE-B
+            if mode == "free_newer_first":
+                TLOAD(t, a)                                   # READ-A
+                TSTORE(GlobalTensor(out.data(), (T, T)), t)
+            TFREE(pipe, a)
+            return
         for i in range(TILES):
             TPOP(pipe, g)
             if mode != "load_after_free":
@@ -75,6 +90,30 @@ def test_a_load_of_a_freed_slot_through_any_pointer_is_a_use_after_free(platform
     assert e.what.startswith("use after free") and "slot 0" in e.what, e
     assert e.where.endswith(f":{line_of(_kernels, 'LATE-LOAD')}"), e.where
     assert e.fix.startswith("move the TLOAD before the TFREE at "), e.fix
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_tfree_naming_the_newer_view_releases_the_older_one(platform, protocol):
+    """A TFREE releases the oldest held slot whatever GlobalTensor it names (pto-isa's
+    ``TFREE(pipe, gmTensor)`` ignores the tensor): freeing the newer view first releases the
+    older one, so the first access in conflict is the later read of the older view - reported
+    there, naming the TFREE, the view it named and the fix (free in pop order)."""
+    with pytest.raises(ProtocolError) as ei:
+        _run("free_newer_first", platform, protocol)
+    e = ei.value
+    line = lambda tag: f":{line_of(_kernels, tag)}"     # noqa: E731
+    assert e.what.startswith("use after free") and "slot 0" in e.what, e
+    assert e.where.endswith(line("READ-A")), e.where
+    assert "released by the TFREE at " in e.what and line("FREE-B") in e.what, e.what
+    assert "that TFREE names the view popped at " in e.what and f"{line('POP-B')} (slot 1)" in e.what, e.what
+    assert e.fix.startswith("free the popped views in the order they were popped"), e.fix
+    assert line("POP-A") in e.fix, e.fix
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_views_freed_in_any_order_after_their_reads_are_clean(platform, protocol):
+    x, res = _run("free_newer_after_reads", platform, protocol)
+    np.testing.assert_array_equal(res.outputs["out"], x)
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
@@ -127,6 +166,68 @@ def test_a_globaltensor_tfree_signals_so_a_race_report_does_not_call_it_a_no_op(
     e = ei.value
     assert e.where.endswith(f":{line_of(_late_mark_kernels, 'MARK-READ')}"), e
     assert "signals nothing" not in e.fix, e.fix
+
+
+def _write_back_kernels(sync: bool):
+    """AIV0 writes each popped tile back into its slot (a TSTORE on MTE3) right before TFREE: pto-isa's
+    free is one set on PIPE_MTE2 (Consumer::free), which does not wait for the store, so the
+    Cube's TSTORE into the slot the free hands back races it - unless an event orders the store
+    first (``sync``).  Four tiles through two slots: pushes come back to each slot."""
+    def cube(x, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(4):
+            TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)                                       # REFILL
+            TPUSH(pipe, g)
+
+    def vector(out, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        for i in range(4):
+            TPOP(pipe, g)
+            TLOAD(t, g)
+            TSTORE(g, t)                                       # WRITE-BACK
+            if sync:
+                set_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID0)
+                wait_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID0)
+            TFREE(pipe, g)
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)
+    return cube, vector
+
+
+def _write_back_args():
+    x = np.arange(4 * T * T, dtype=np.float32).reshape(4 * T, T)
+    return dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_write_into_a_popped_slot_before_a_pto_isa_tfree_races_the_refill(platform, causal):
+    """``run`` agrees with ``check``: the free SET is sent when MTE2 reaches the TFREE (its simulated
+    time does not wait for the MTE3 store either, as on the device), so the store has not
+    completed by it and the Cube's refill of the slot is the first access in conflict."""
+    cube, vector = _write_back_kernels(False)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, (vector, None), _write_back_args(), platform=platform, protocol="pto-isa",
+                    causal=causal)
+    e = ei.value
+    assert e.where.endswith(f":{line_of(_write_back_kernels, 'REFILL')}"), e.where
+    assert f":{line_of(_write_back_kernels, 'WRITE-BACK')}" in e.details, e.details
+    assert "PIPE_MTE3" in e.details and "make AIV0's signal wait for its TSTORE" in e.fix, e.fix
+
+
+@pytest.mark.parametrize("platform,protocol,sync", [("a2a3", "spec", False), ("a5", "spec", False),
+                                                    ("a2a3", "pto-isa", True), ("a5", "pto-isa", True)])
+def test_a_write_into_a_popped_slot_ordered_before_the_free_is_clean(platform, protocol, sync):
+    """spec's free follows every access of the slot; under pto-isa an MTE3 -> MTE2 event orders it."""
+    cube, vector = _write_back_kernels(sync)
+    args = _write_back_args()
+    res = ptopipe.run(cube, (vector, None), args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], args["x"])
 
 
 def _misfit_vector(out, fifo):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import DataRaceError
+from ptopipe.errors import DataRaceError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.explore import explore
 from markers import line_of
@@ -100,12 +100,26 @@ def test_a5_pto_isa_free_does_not_wait_for_a_store_of_the_slot():
     assert "set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)" in e.fix
 
 
+def test_a_plain_run_finds_the_free_that_does_not_wait_for_a_store():
+    """``run`` without the causal order agrees with ``check``: the free SET is sent from PIPE_V
+    when the V pipe reaches it, with the TSTORE still running on MTE3 (its simulated time does
+    not wait for the store, as on the device), so the store has not completed by the SET."""
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, (vector_store_then_free, None), _args(), platform="a5", protocol="pto-isa")
+    e = ei.value
+    assert e.where.endswith(f":{line_of(vector_store_then_free, 'FREE')}"), e.where
+    assert "signals the free from PIPE_V without waiting for PIPE_MTE3" in e.what
+    assert f":{line_of(vector_store_then_free, 'STORE')} (on PIPE_MTE3" in e.details
+
+
+@pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("vector", [vector_store_then_free, vector_store_synced])
-def test_a_free_under_a_store_warns_when_no_push_comes_back_to_its_slot(vector):
+def test_a_free_under_a_store_warns_when_no_push_comes_back_to_its_slot(vector, causal):
     """As many tiles as slots: no push reuses a slot, so nothing races in this run - the
-    kernel is still wrong for a longer one, and the run says so at its TFREE."""
+    kernel is still wrong for a longer one, and the run says so at its TFREE (a plain run
+    too)."""
     args = dict(_args(), tiles=2)
-    res = ptopipe.run(cube, (vector, None), args, platform="a5", protocol="pto-isa", causal=True)
+    res = ptopipe.run(cube, (vector, None), args, platform="a5", protocol="pto-isa", causal=causal)
     warned = [(w, where) for w, where in res.summary.leaks if "no push came back to the slot" in w]
     if vector is vector_store_synced:
         assert not warned
@@ -166,11 +180,17 @@ def _v2c_args():
                 tiles=TILES)
 
 
-def test_a5_pto_isa_v2c_free_from_mte1_does_not_wait_for_a_store_of_the_l1_slot():
+@pytest.mark.parametrize("how", ["check", "run"])
+def test_a5_pto_isa_v2c_free_from_mte1_does_not_wait_for_a_store_of_the_l1_slot(how):
     broken = c_consumer(False)
-    ex = explore((broken, (v_producer, None)), schedules=2, platform="a5", protocol="pto-isa",
-                 args=_v2c_args())
-    (_, e), = ex.failures
+    if how == "check":
+        ex = explore((broken, (v_producer, None)), schedules=2, platform="a5", protocol="pto-isa",
+                     args=_v2c_args())
+        (_, e), = ex.failures
+    else:
+        with pytest.raises(PtoPipeError) as ei:
+            ptopipe.run(broken, (v_producer, None), _v2c_args(), platform="a5", protocol="pto-isa")
+        e = ei.value
     assert isinstance(e, DataRaceError), e
     assert e.where.endswith(f":{line_of(broken, 'MFREE')}"), e.where
     assert "from PIPE_MTE1 without waiting for PIPE_MTE3" in e.what

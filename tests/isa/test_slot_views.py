@@ -114,6 +114,18 @@ def store_view_then_free(out, fifo, tiles):
         TFREE(pipe)                                                  # VFREE
 
 
+def free_newer_tile_first(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    older, newer = Tile(TileType.Vec, float32, T, T), Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    TPOP(pipe, older)                               # POP-OLDER
+    TPOP(pipe, newer)                               # POP-NEWER
+    TFREE(pipe, newer)                              # FREE-NEWER
+    TMULS(o, older, 1.0)                            # READ-OLDER
+    TSTORE(GlobalTensor(out.data(), (H, T)), o)
+    TFREE(pipe, older)
+
+
 def _args():
     a = np.arange(TILES * T * T, dtype=np.float32).reshape(TILES * T, T) / 7
     return dict(a=a, eye=np.eye(T, dtype=np.float32), out=np.zeros((TILES * H, T), np.float32),
@@ -141,6 +153,23 @@ def test_a_view_read_after_the_free_is_a_use_after_free_at_the_read(platform, pr
     assert e.where.endswith(f":{line_of(halves_after_free, 'READ')}"), e.where
     assert "TFREE at " in e.details and f":{line_of(halves_after_free, 'FREE')}" in e.details
     assert f":{line_of(halves_after_free, 'VIEW')}" not in e.where
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_a_tfree_naming_the_newer_tile_releases_the_older_one(platform, protocol):
+    """A TFREE releases the oldest held slot, whatever tile it names: the read of the older
+    tile after it is the use after free, and the report says which tile that TFREE named."""
+    k = free_newer_tile_first
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, (k, None), dict(_args(), tiles=2), platform=platform, protocol=protocol)
+    e = ei.value
+    assert "use after free" in e.what and e.where.endswith(f":{line_of(k, 'READ-OLDER')}"), e
+    assert (f"test_slot_views.py:{line_of(k, 'FREE-NEWER')} since it was popped; that TFREE names the tile "
+            "popped at ") in e.what, e.what
+    assert f":{line_of(k, 'POP-NEWER')}" in e.what, e.what
+    assert e.fix.startswith("free the popped tiles in the order they were popped (first a TFREE for the tile "
+                            "popped at "), e.fix
+    assert f":{line_of(k, 'POP-OLDER')}" in e.fix, e.fix
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

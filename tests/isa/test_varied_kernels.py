@@ -1067,13 +1067,42 @@ def b16_vec(fifo):
     pipe = _gm_pipe(fifo)
 
 
-# B17: TPOP UP_DOWN, TFREE with LEFT_RIGHT (a 16-column Acc splits UP_DOWN on every platform:
-#      A5's LEFT_RIGHT push of an Acc takes a multiple of 32 columns).
-def b17_vec(fifo, out):
+# B17: V2C, each AIV pushes its UP_DOWN half; the Cube pops UP_DOWN and frees TILE_NO_SPLIT:
+#      pto-isa's Cube free of a no-split tile credits AIV0 alone (A5 setIntraBlockBySplit).
+def b17_cube(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    TPOP(pipe, t, TILE_UP_DOWN)
+    TFREE(pipe, TILE_NO_SPLIT)  # free-split
+
+
+def b17_vec(x, fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    h = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    TLOAD(h, gt(x, get_subblockid() * (T // 2) * T, (T // 2, T)))
+    TPUSH(pipe, h, TILE_UP_DOWN)
+
+
+def other_split_free_vec(fifo, out):
+    """TPOP UP_DOWN, TFREE LEFT_RIGHT: pto-isa's free tells no split from split only, and a
+    Vector core's free is one set of its own flag whatever the split - correct everywhere (a
+    16-column Acc splits UP_DOWN on every platform: A5's LEFT_RIGHT push of an Acc takes a
+    multiple of 32 columns)."""
     pipe = _c2v(fifo, peers=(0, 1))
     t = Tile(TileType.Vec, float32, T // 2, T)
+    o = Tile(TileType.Vec, float32, T // 2, T, addr=0)
     TPOP(pipe, t, TILE_UP_DOWN)
-    TFREE(pipe, TILE_LEFT_RIGHT)  # free-split
+    TADDS(o, t, 0.0)
+    TFREE(pipe, TILE_LEFT_RIGHT)
+    TSTORE(gt(out, get_subblockid() * (T // 2) * T, (T // 2, T)), o)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_tfree_of_another_split_than_its_tpop_runs(platform, protocol, no_hang):
+    a = _args()
+    res = ptopipe.run(_producer(1, TILE_UP_DOWN, (0, 1)), other_split_free_vec, a, platform=platform,
+                      protocol=protocol, timeout=20)
+    np.testing.assert_array_equal(res.outputs["out"], a["x"])
 
 
 # B18: a scalar an int8 tile cannot hold.
@@ -1154,8 +1183,7 @@ BROKEN = {
     "b14_int8_f32_acc": (KernelError, b14_cube, "int8-f32acc", b14_cube, None, {}),
     "b15_double_tfree": (ProtocolError, b15_vec, "double-free", _producer(1), (b15_vec, None), {}),
     "b16_talloc_never_pushed": (LeakError, b16_cube, "talloc-leak", b16_cube, (b16_vec, None), {}),
-    "b17_free_split": (ProtocolError, b17_vec, "free-split", _producer(1, TILE_UP_DOWN, (0, 1)),
-                       b17_vec, {}),
+    "b17_free_split": (ProtocolError, b17_cube, "free-split", b17_cube, b17_vec, {}),
     "b18_int8_scalar": (KernelError, b18_vec, "int8-scalar", None, (b18_vec, None), {}),
     "b20_pop_dtype": (ProtocolError, b20_vec, "wrong-dtype", _producer(1), (b20_vec, None), {}),
     "b21_tsync_spin": (BudgetError, b21_vec, "tsync-spin", None, (b21_vec, None), dict(max_instructions=5000)),
@@ -1168,7 +1196,7 @@ BROKEN = {
 CLEAN_ON = {
     # pto-isa's A2A3 tile TPOP frees the GM slot inside TPOP and its TFREE is a no-op, so
     # neither a missing TFREE nor a second TFREE changes anything on that target.  (A TFREE
-    # with the wrong split still names the wrong TPOP there: b17 is reported everywhere.)
+    # freeing a split tile as TILE_NO_SPLIT is reported everywhere, b17: the kernel hangs on A5.)
     "b1_no_tfree": {("a2a3", "pto-isa")},
     "b15_double_tfree": {("a2a3", "pto-isa")},
     # pto-isa flags are FlagID (ready, AIC->AIV) and FlagID+1 (free, AIV->AIC): FlagIDs 0 and

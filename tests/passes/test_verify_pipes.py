@@ -230,18 +230,10 @@ def split_free(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], 
         part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
         o = pl.muls(part, 2.0)
         if i == 3:
-            pl.TFREE(buf, split=pl.TILE_LEFT_RIGHT)                                # BAD-SPLIT
+            pl.TFREE(buf, split=pl.TILE_LEFT_RIGHT)            # another split: released alike
         else:
             pl.TFREE(buf, split=pl.TILE_UP_DOWN)
         pl.store(o, [i * TM + sub * HR, 0], out)
-
-
-def test_a_tfree_split_other_than_its_tpops_is_found_in_the_iteration_it_happens():
-    err = only(c2v_cube(split_free), split_free)
-    assert_at(err, split_free, "BAD-SPLIT", "pl.TFREE")
-    assert "TFREE gives split TILE_LEFT_RIGHT but the TPOP at line" in err.what
-    assert "used TILE_UP_DOWN" in err.what and "iteration 4 (i=3)" in err.what
-    assert "split=TILE_UP_DOWN" in err.fix
 
 
 def _c2v_args(n=4, depth=4):
@@ -251,11 +243,37 @@ def _c2v_args(n=4, depth=4):
                 out=np.zeros((n * TM, N), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT))
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_tfree_naming_another_split_than_its_tpop_is_clean(platform):
+    """pto-isa's free tells no split from split only, and only in the Cube's free: a Vector
+    TFREE naming LEFT_RIGHT for an UP_DOWN pop releases the slot as its TPOP's would - the
+    verifier and the run let it through."""
+    assert findings(c2v_cube(split_free), split_free, platform=platform) == []
+    dsl_run(program(c2v_cube(split_free), split_free, name="sm"), _c2v_args(), platform=platform)
+
+
+def test_a_cube_tfree_without_split_of_a_split_pop_is_found_in_the_iteration_it_happens():
+    cub, vec = both_ways(4, 4, cube_free_split=pl.TILE_NO_SPLIT)
+    err = only(cub, vec)
+    assert_at(err, cub, "CUBE-FREE", "pl.TFREE")
+    assert f"TFREE gives split TILE_NO_SPLIT but the TPOP at line {line_of(cub.pyfunc, 'CUBE-POP')}" in err.what
+    assert "used TILE_UP_DOWN" in err.what and "iteration 1 (i=0)" in err.what
+    assert "credits AIV0's flag alone" in err.what
+    assert "split=TILE_UP_DOWN" in err.fix
+
+
+def _both_args():
+    rng = np.random.default_rng(0)
+    return dict(x=rng.integers(-3, 4, (8 * TM, N)).astype(np.float32), out=np.zeros((8 * TM, N), np.float32),
+                w=rng.integers(-3, 4, (N, N)).astype(np.float32), w2=rng.integers(-3, 4, (N, N)).astype(np.float32),
+                fifo=ptopipe.gm_buffer(8 * SLOT))
+
+
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")])
 def test_the_split_mismatch_the_verifier_finds_is_also_a_runtime_protocol_error(platform, protocol):
-    with pytest.raises(PtoPipeError, match="TFREE .* gives split TILE_LEFT_RIGHT"):
-        dsl_run(program(c2v_cube(split_free), split_free, name="sm"), _c2v_args(),
-                platform=platform, protocol=protocol)
+    cub, vec = both_ways(4, 4, cube_free_split=pl.TILE_NO_SPLIT)
+    with pytest.raises(PtoPipeError, match="TFREE .* gives split TILE_NO_SPLIT"):
+        dsl_run(pl.program(cub, vec, name="sm"), _both_args(), platform=platform, protocol=protocol)
 
 
 # -- push / pop count mismatch ----------------------------------------------------------------
@@ -293,10 +311,12 @@ def test_a_push_never_popped_is_found_at_the_extra_tpush():
 
 
 # -- V2C both ways: FIFO order of types, a push/pop count on the Cube side ---------------------
-def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN, pop_rows=TM):
+def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN, pop_rows=TM,
+              cube_free_split=pl.TILE_UP_DOWN):
     """Vector pushes ``pushes`` halves (V2C, UP_DOWN), the Cube pops ``cube_pops`` 16x32
     (``pop_rows`` x 32 the first of each pair) Mat tiles (every second one of dtype ``second_dtype``) and sends each back (C2V, pushed
-    with ``back_split``; the Vector cores pop UP_DOWN halves)."""
+    with ``back_split``; the Vector cores pop UP_DOWN halves); the Cube frees the first of each
+    pair with ``cube_free_split``."""
     @pl.aiv
     def vec(x: pl.Tensor[[8 * TM, N], pl.f32], out: pl.Tensor[[8 * TM, N], pl.f32],
             fifo: pl.Tensor[[8 * SLOT], pl.u8]):
@@ -325,7 +345,7 @@ def both_ways(pushes, cube_pops, second_dtype=pl.f32, back_split=pl.TILE_UP_DOWN
         for i in pl.range(cube_pops // 2):
             t0 = pl.TPOP(v2c, pl.Tile[[pop_rows, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)  # CUBE-POP
             l0 = pl.move(t0, space=pl.Left)
-            pl.TFREE(v2c)
+            pl.TFREE(v2c, split=cube_free_split)                                  # CUBE-FREE
             pl.TPUSH(pl.matmul(l0, w0), c2v, split=back_split)                    # BACK-PUSH
             t1 = pl.TPOP(v2c, pl.Tile[[TM, N], second_dtype, pl.Mat], split=pl.TILE_UP_DOWN)  # POP-2
             l1 = pl.move(t1, space=pl.Left)
@@ -903,17 +923,47 @@ def free_order(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], 
         pl.store(s, [i * TM + sub * HR, 0], out)
 
 
+@pl.aiv
+def free_order_then_read(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(2):
+        x = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        y = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                               # POP-Y
+        s = pl.muls(y, 2.0)
+        pl.TFREE(buf, y)                                                           # FREE-Y
+        s = pl.add(s, x)                                                           # READ-X
+        pl.TFREE(buf, x)
+        pl.store(s, [i * TM + sub * HR, 0], out)
+
+
 def test_a_tfree_with_no_held_slot_is_found_after_the_loop():
     err = only(c2v_cube(extra_free), extra_free)
     assert_at(err, extra_free, "EXTRA", "pl.TFREE")
     assert err.what == "TFREE of the C2V ring with no popped slot held"
 
 
-def test_a_tfree_naming_a_younger_tile_than_the_oldest_held_is_found():
-    err = only(c2v_cube(free_order), free_order)
-    assert_at(err, free_order, "ORDER", "pl.TFREE")
-    assert "TFREE names %y" in err.what and "but frees the oldest held slot" in err.what
-    assert "in the order they were popped" in err.fix
+def test_a_tfree_naming_a_younger_tile_is_clean_when_both_are_read_before_it():
+    """A TFREE frees the oldest held slot whatever it names (pto-isa's TFREE does not read its
+    operand): freeing %y then %x once both are read is what the device and the run do - clean."""
+    assert findings(c2v_cube(free_order), free_order) == []
+    dsl_run(program(c2v_cube(free_order), free_order, name="fo"), _c2v_args())
+
+
+def test_a_read_of_the_older_tile_after_a_tfree_naming_the_younger_is_the_use_after_free():
+    """The first access in conflict is the later read of %x, whose slot that TFREE released: the
+    finding is there, as the run reports it, saying which tile the TFREE named."""
+    k = free_order_then_read
+    err = only(c2v_cube(k), k)
+    assert_at(err, k, "READ-X", "pl.add")
+    assert f"uses %x (popped by the TPOP at line {line_of(k.pyfunc, 'POP-Y') - 1}" in err.what, err.what
+    assert f"after its TFREE at line {line_of(k.pyfunc, 'FREE-Y')}" in err.what, err.what
+    assert f"that TFREE names %y (TPOP at line {line_of(k.pyfunc, 'POP-Y')}" in err.what, err.what
+    assert err.fix.startswith("TFREE the popped slots in the order they were popped"), err.fix
+    with pytest.raises(PtoPipeError, match="use after free"):
+        dsl_run(program(c2v_cube(k), k, name="for"), _c2v_args())
 
 
 @pl.aiv

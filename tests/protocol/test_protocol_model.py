@@ -372,7 +372,10 @@ def _split_pair(way, push_split, pop_split, platform, free_split=None):
             TPUSH(pipe, Tile(TileType.Acc, float32, 16, 32, addr=0), push_split)  # push
         else:
             TPOP(pipe, Tile(TileType.Mat, float32, 16, 32), pop_split)  # pop
-            TFREE(pipe)
+            if free_split is None:
+                TFREE(pipe)
+            else:
+                TFREE(pipe, free_split)  # cube-free
 
     def vec(fifo):
         if get_subblockid() not in peers:
@@ -473,14 +476,28 @@ def test_matching_split_modes_pass(platform):
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
-def test_tfree_split_must_match_its_tpop(platform):
-    cube, vec = _split_pair("C2V", TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=TILE_LEFT_RIGHT)
+def test_a_cube_tfree_must_tell_no_split_from_split_as_its_tpop(platform):
+    """pto-isa's Cube free of a V2C slot sets AIV1's flag too for a split, AIV0's alone for
+    TILE_NO_SPLIT (``setIntraBlockBySplit``): a TILE_NO_SPLIT TFREE of a split TPOP is an
+    error at the TFREE naming the TPOP (on A2A3 too: the same kernel hangs on A5)."""
+    cube, vec = _split_pair("V2C", TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=TILE_NO_SPLIT)
     with pytest.raises(ptopipe.ProtocolError, match="TFREE") as ei:
         ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
     err = ei.value
-    pop, free = f"{HERE}:{line_of(vec, 'pop')}", f"{HERE}:{line_of(vec, 'free')}"
+    pop, free = f"{HERE}:{line_of(cube, 'pop')}", f"{HERE}:{line_of(cube, 'cube-free')}"
     assert err.where.endswith(free)
-    assert pop in str(err) and "TILE_LEFT_RIGHT" in str(err) and "TILE_UP_DOWN" in str(err)
+    assert pop in str(err) and "TILE_NO_SPLIT" in str(err) and "TILE_UP_DOWN" in str(err)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("way,free_split", [("C2V", TILE_LEFT_RIGHT), ("C2V", TILE_NO_SPLIT),
+                                            ("V2C", TILE_LEFT_RIGHT)])
+def test_a_tfree_of_a_split_pto_isa_does_not_tell_apart_runs(platform, way, free_split):
+    """pto-isa's free tells no split from split only, and only in the Cube's free: another
+    split of the same kind, or any split in a Vector core's free, releases the slot alike."""
+    cube, vec = _split_pair(way, TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=free_split)
+    res = ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+    assert [p["tiles"] for p in res.summary.pipes] == [1]
 
 
 def _pops_frees(frees: int):

@@ -15,7 +15,8 @@ from ...isa.ops import SCALAR_FIRST as ISA_SCALAR_FIRST
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.dtypes import short_name
-from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layout_refused, gm_nz_inferred, row_major_strides
+from ...arch.vocab import (CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layout_inferred, gm_layout_refused,
+                            gm_nz_inferred, row_major_strides)
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
 from ..pto_syntax import (FILL_PADS, INDEXED_ATTRS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES,
@@ -79,12 +80,15 @@ def _static_view(ex, fr, s, ty) -> bool:
 def _inferred_layout(ex, s, lay, given, shape, strides, itemsize):
     """A static view's layout as ptoas's InferPTOLayout gives it: NZ for the shapes it reads
     as NZ (:func:`~ptopipe.arch.vocab.gm_nz_inferred`: its C++ GlobalTensor is then
-    ``Layout::NZ``, which pto-isa moves into NZ tiles only), else ``given`` (None: the move's
-    tile decides between ND and DN, ``GlobalTensor.layout_for``).  A ``{layout = ..}`` that
-    contradicts the shape and strides is ptoas's "layout mismatch" refusal, a ParseError at
-    the attribute."""
+    ``Layout::NZ``, which pto-isa moves into NZ tiles only), DN where only DN describes its last
+    two dims (``Layout::DN``: a move sees d3 rows of d0*d1*d2*d4 columns, a 3-D view too),
+    else ``given`` (None: ND, or a row / column vector whose move's tile decides between ND and
+    DN, ``GlobalTensor.layout_for``) - :func:`~ptopipe.arch.vocab.gm_layout_inferred`.  A
+    ``{layout = ..}`` that contradicts the shape and strides is ptoas's "layout mismatch"
+    refusal, a ParseError at the attribute."""
     if given is None:
-        return isa.TileLayout.NZ if gm_nz_inferred(shape, strides, itemsize) else None
+        inferred = gm_layout_inferred(shape, strides, itemsize)
+        return inferred if inferred is not isa.TileLayout.ND else None
     other = gm_layout_refused(shape, strides, itemsize, given)
     if other is not None:
         raise ex.perr(lay[2], f"the view's layout {given.name} contradicts its shape {list(shape)} and strides "

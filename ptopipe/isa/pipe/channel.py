@@ -22,7 +22,7 @@ from ...protocol.model import ProtocolModel
 class Slot:
     """One ring slot as seen by one consumer peer."""
     __slots__ = ("tag", "gen", "state", "layout", "push_split", "push_loc", "pop_loc", "free_gen", "free_loc",
-                 "reads")
+                 "free_names", "reads")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
     counter_fields = ("gen", "free_gen", "pop_gen")
 
@@ -36,6 +36,8 @@ class Slot:
         self.pop_loc = None
         self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line
         self.free_loc = None
+        # (tag, TPOP line) of the other held pop that TFREE named, when it named one (isa.pipe.ops)
+        self.free_names = None
         # reads of a tile bound zero-copy to this slot on a GM pipe (MTE2 / MTE3 / FIX), as
         # (generation, GM pipe entry, end cycle, op, line) - the race checker's, for a free
         # SET that does not wait for them (ProtocolModel.free_after_readers)

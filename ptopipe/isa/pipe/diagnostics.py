@@ -573,6 +573,28 @@ def held_slot_at(core, space, lo: int, hi: int):
     return None
 
 
+def released_by(slot, gen: int, op: str, what: str = "view") -> tuple:
+    """``(cause, why, fix)`` of ``op`` using ``slot`` popped at generation ``gen`` after its
+    release: ``cause`` names the TFREE that released it (None: not known); when that TFREE named
+    another held slot's ``what`` (``Slot.free_names``: a popped "view" or "tile"), ``why`` says
+    why it released this one and ``fix`` frees in pop order (else both are empty / None)."""
+    if slot.free_gen != gen or slot.free_loc is None:
+        return None, "", None
+    by = slot.free_loc
+    names = slot.free_names
+    if names is None:
+        return f"released by the TFREE at {by}", "", None
+    tag, popped = names
+    return (f"released by the TFREE at {by}",
+            f"; that TFREE names the {what} popped at {popped}" + (f" (slot {tag})" if tag is not None else "")
+            + ", but a TFREE releases the oldest "
+            "slot held, whatever it names"
+            + (" (pto-isa's TFREE(pipe, gmTensor) uses the tensor only to pick the overload)" if what == "view"
+               else ""),
+            f"free the popped {what}s in the order they were popped (first a TFREE for the {what} popped at "
+            f"{slot.pop_loc}, then one for {popped}), or move the {op} before the TFREE at {by}")
+
+
 def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
     staged = slot.__class__.__name__ == "StageSlot"
@@ -600,14 +622,13 @@ def slot_use_after_free(tile, core) -> ProtocolError:
                  "away) a popped tile before popping a smaller one") if bug is not None else None)
     # a staging slot's pop_loc is its latest TPOP's: this tile's if that TPOP made generation gen
     mine = not staged or slot.pop_gen == gen
-    if slot.free_gen == gen and slot.free_loc is not None:
-        # the TFREE that ended this tile's life (a later reuse may have followed)
-        cause = f"released by the TFREE at {slot.free_loc}"
-    elif staged:
+    # the TFREE that ended this tile's life, when known (a later reuse may have followed)
+    cause, why, order_fix = released_by(slot, gen, "read", "tile")
+    if cause is None and staged:
         # the latest TPOP staged onto these bytes is the one that overwrote the copy
         cause = f"reused by the later TPOP at {slot.pop_loc}" if slot.pop_loc and not mine else \
             "reused by a later TPOP"
-    else:
+    elif cause is None:
         cause = "released (TFREE) or reused"
     popped = f"popped at {slot.pop_loc}" if slot.pop_loc and mine else None
     view = core.isa.get("ring_views", {}).get(id(tile))
@@ -620,13 +641,14 @@ def slot_use_after_free(tile, core) -> ProtocolError:
                   "or give the ring another consumer buffer (TPipe(...)(gm, c2v_consumer_buf, "
                   "v2c_consumer_buf): 0 by default)")
     return ProtocolError(
-        f"use after free: {tile.describe()} holds {what}, {cause} since it was popped",
+        f"use after free: {tile.describe()} holds {what}, {cause} since it was popped{why}",
         where=str(core.where()),
         details="\n".join(x for x in (popped, f"TFREE at {slot.free_loc}" if slot.free_gen == gen
                                        and slot.free_loc is not None else None, placed) if x) or None,
         # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
         # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
-        fix=("finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
+        fix=order_fix if order_fix is not None else
+            ("finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
              "place: LocalSlotNum bounds the popped tiles held at once; declare more with the 5th TPipe "
              "parameter, or local_slot_num= on pl.*_initialize_pipe), or copy it (TMOV) to a tile "
              "of your own") if staged else

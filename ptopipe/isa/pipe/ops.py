@@ -13,6 +13,7 @@ from operator import setitem
 from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
+from ...protocol.geometry import free_split_problem
 from ...sim import schedule as _sched
 from ...sim.location import call_site
 from ...sim.trace import RingArgs
@@ -23,7 +24,7 @@ from ..regions import forget_tile, popped_into, reserve, ring_wrote
 from ..tensor import GlobalTensor
 from ..tile import Tile, _describe, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
-from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
+from .flows import SlotPtr, pop_address, pop_ctrl, push_commit, push_ctrl
 from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import (_args, _here, _loc, check_nosplit_lanes, mark_written, not_a_pipe_fix, producer_record,
@@ -227,6 +228,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
     else:                                          # consumer-local ring: zero-copy binding
+        if not ch.free_after_readers:
+            chk = core.cluster.checker
+            if chk is not None:                    # (what its TFREE's SET may not wait for)
+                chk.watch_slot_reads(core)
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
@@ -435,7 +440,7 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
     if unsplit and split is None and ch.model.unsplit_free is not None and obj is None and ch.cfg.fifo is None:
         every = _unsplit_free(core, ch, side)
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
-        _free_popped(core, ch, side, split)
+        _free_popped(core, ch, side, split, obj)
         if ch.tfree_frees:                 # pto-isa A5: TFREE_IMPL(pipe) notifies again
             return _free_again(core, ch, side, every)
         end = core.issue_s(PipeUnit.S, 0, "TFREE",
@@ -447,30 +452,35 @@ def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
                             details=f"{side.index} popped, {side.freed} freed",
                             fix="call TFREE exactly once after each TPOP")
     if split is not None and split != side.held[0][5]:
-        _free_split_mismatch(core, ch, side, split)
+        _free_split_mismatch(core, ch, side, split)     # (raises where the device frees otherwise)
     tag, held_obj, _loc0, read_end, _dst, _split, stage = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
         here = _here(core)
         chk.ring_access(core, ch, tag, False, "TFREE", here, held_obj.rows, held_obj.cols,
                         held_obj.item, 0)
-        if not ch.free_after_readers and core.porder is not None:
-            # the free SET follows its pipe's work only: a read of the slot on another pipe
-            # (a TSTORE on MTE3) not ordered before it is still in flight when it is sent
-            chk.free_unordered(core, ch, tag, held_obj, core.porder.hb[ch.free_pipe], here)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(ch.free_pipe, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
+    if chk is not None and not ch.in_gm and held_obj.__class__ is Tile and not ch.free_after_readers:
+        # the free SET follows its pipe's work only: a read of the slot on another pipe
+        # (a TSTORE on MTE3) not ordered before it is still in flight when it is sent
+        po = core.porder
+        chk.free_unordered(core, ch, tag, held_obj, po.hb[ch.free_pipe] if po is not None else None, here,
+                           core.clock if core.clock > end else end)
     release(core, ch, side, tag, read_end, held_obj, end, every)
     if chk is not None:
         # the generation this TFREE ended and its line, for a use-after-free report (only
         # with the checkers on: the hot path without them stays as it was)
         here = _here(core)
+        names = None if obj is None or obj is held_obj else \
+            _names_another(obj, [(h[0], h[2], h[1], h[6]) for h in side.held], side.slots)
         for sl in side.slots[tag]:
             sl.free_gen = sl.gen - 1
             sl.free_loc = here
+            sl.free_names = names
         if stage is not None:
-            _end_stage(stage, here)
+            _end_stage(stage, here, names)
     elif stage is not None:
         _end_stage(stage, None)
     if ch.sim_ring is not None:       # (C++'s TFREE(pipe) is TFREE<Pipe, TILE_NO_SPLIT>)
@@ -483,17 +493,37 @@ TPOPDONE = TFREE
 _POPPED_MAX = 64            # tile TPOPs remembered for their no-op TFREEs (beyond: unpaired)
 
 
-def _end_stage(stage, loc) -> None:
+def _names_another(obj, held, slots=None) -> tuple | None:
+    """``(tag, TPOP line)`` of the pop still held (``held``: ``(tag, TPOP line, popped object,
+    staging binding)`` of each, oldest first; ``slots``: the side's slots by tag) that the view
+    or tile ``obj`` a TFREE names belongs to, when that TFREE released an older one (its pop is
+    no longer in ``held``): a TFREE releases the oldest held slot whatever it names (pto-isa's
+    ``TFREE(pipe, gmTensor)`` reads only its type), so a kernel that frees a newer view first
+    has released an older one it may still read
+    (:func:`~ptopipe.isa.pipe.diagnostics.released_by`)."""
+    p = getattr(obj, "ptr", None)
+    in_slot = p.slot if p.__class__ is SlotPtr else None
+    bound = obj.binding[0] if obj.__class__ is Tile and obj.binding is not None else None
+    for tag, loc, x, stage in held:
+        if x is obj or (in_slot is not None and slots is not None and in_slot in slots[tag]) or \
+                (bound is not None and ((stage is not None and stage[0] is bound)
+                                        or (slots is not None and bound in slots[tag]))):
+            return tag, loc
+    return None
+
+
+def _end_stage(stage, loc, names=None) -> None:
     """TFREE ends the life of a popped tile's staging copy (A2A3 GM rings): reading it
-    afterwards is a use after free, as reading a zero-copy tile is on A5."""
+    afterwards is a use after free, as reading a zero-copy tile is on A5 (``names``: the
+    other pop that TFREE named, :func:`_names_another`)."""
     s, gen = stage
     if s.gen == gen:
         s.gen = gen + 1
         if loc is not None:
-            s.free_gen, s.free_loc = gen, loc
+            s.free_gen, s.free_loc, s.free_names = gen, loc, names
 
 
-def _free_popped(core, ch: Channel, side: Side, split) -> None:
+def _free_popped(core, ch: Channel, side: Side, split, obj=None) -> None:
     """The TFREE of a tile TPOP that already freed its slot (pto-isa, GM ring): the device
     does nothing, but the TFREE still pairs with its TPOP - its split must be the TPOP's,
     and the staged copy of the tile ends here."""
@@ -511,7 +541,10 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     if split is not None and parse_split(split) != pop_split:
         _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
     if stage is not None:      # the kernel line: call_site <- _free_popped <- TFREE <- kernel
-        _end_stage(stage, (core.loc_override or call_site(3)) if core.cluster.checker is not None else None)
+        checked = core.cluster.checker is not None
+        names = _names_another(obj, [(None, p[2], None, p[3]) for p in popped]) \
+            if checked and obj is not None else None
+        _end_stage(stage, (core.loc_override or call_site(3)) if checked else None, names)
 
 
 def _unsplit_free(core, ch: Channel, side: Side) -> bool:
@@ -563,10 +596,16 @@ def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
 
 
 def _split_error(core, ch: Channel, split, pop_split, pop_loc, tag) -> None:
+    """A TFREE given ``split`` of a slot its TPOP popped with ``pop_split``: an error where the
+    device's free then releases another lane set than the TPOP took
+    (:func:`~ptopipe.protocol.geometry.free_split_problem`), else nothing."""
+    why = free_split_problem(ch.way, pop_split, split)
+    if why is None:
+        return
     here = _loc(core)
     slot = f"slot {tag} of {ch.name}" if tag is not None else f"the tile of {ch.name}"
     raise ProtocolError(
         f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of {slot} "
-        f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc})",
+        f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc}): {why}",
         where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}",
-        fix="give TFREE the split of its TPOP (or none)")
+        fix=f"give TFREE the split of its TPOP ({TileSplitAxis(pop_split).name}), or none")

@@ -131,19 +131,22 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
     at = core.clock if core.clock > issued else issued
     po = core.porder          # (the race checker: what happens before the free SET)
     order = po.last if po is not None else None
-    # (the simulated time of the SET waits for the slot's readers in every model; what the
-    # SET orders - the race checker's causal order - follows the model's free)
+    # (the SET is an instruction on the free's pipe: its simulated time waits for the slot's
+    # readers on other pipes only where the model's free does - pto-isa's sends it from that
+    # pipe, with a TSTORE of the popped tile still running: KernelChecks.free_unordered)
     after = ch.free_after_readers
     if obj.__class__ is Tile:
-        if obj.read_end > at:
+        if after and obj.read_end > at:
             at = obj.read_end
         if po is not None and after:    # after the popped tile's readers
             order = join(order, obj.hbu)
-    elif obj is not None:     # the address flow: the slot was read / written through GM views
-        pf = core.pipe_free   # by TLOADs / TSTOREs: signal after they complete (as push_commit)
-        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])
-        if po is not None and after:
+    elif obj is not None and after:     # the address flow: the slot was read / written through
+        pf = core.pipe_free               # GM views by TLOADs / TSTOREs: signal after they complete
+        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])      # (as push_commit)
+        if po is not None:
             order = join(join(order, po.hb[PipeUnit.MTE2]), po.hb[PipeUnit.MTE3])
+    # (else the SET follows its own pipe's work only - ``issued`` - as pto-isa's Consumer::free: a
+    # TSTORE into a popped GM slot still running on MTE3 is not covered by it, in run and check)
     if read_end is not None and read_end > at:
         at = read_end
     k = side.freed
