@@ -264,3 +264,30 @@ def test_the_two_ends_of_a_pipe_moving_tiles_differently_are_refused(tmp_path):
     _ptoas_refuses(text, tmp_path, "conflicting pipe split usage across peer pipe init ops")
     read_program(_pushed_and_popped(1, 1), "k.pto")
     read_program(_pushed_and_popped(0, 0), "k.pto")
+
+
+@pytest.mark.parametrize("form", ["no kind", "section", "other kind"])
+def test_a_frontend_pipe_op_outside_its_kind_of_kernel_is_refused_at_it(tmp_path, form):
+    """ptoas takes the frontend pipe ops only in a function whose pto.kernel_kind is the kernel
+    they name: a Cube function without one - its body in a pto.section.cube too - or marked
+    vector is a ParseError at the init, before anything runs."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+    cube = "  func.func @cube() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {"
+    body = text.split(cube + "\n")[1].split("    return\n  }\n", 1)[0]
+    if form == "no kind":
+        text = text.replace(cube, "  func.func @cube() {")
+    elif form == "section":
+        text = text.replace(cube + "\n" + body, "  func.func @cube() {\n    pto.section.cube {\n" + body + "    }\n")
+    else:
+        text = text.replace(cube, cube.replace("<cube>", "<vector>"))
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.aic_initialize_pipe" in ln)
+    col = text.splitlines()[line - 1].index("pto.aic_initialize_pipe") + 1
+    assert ei.value.where == f"k.pto:{line}:{col}"
+    has = "@cube is a vector kernel" if form == "other kind" else "@cube has no pto.kernel_kind"
+    assert ei.value.what.startswith(f"pto.aic_initialize_pipe belongs in a cube kernel, but {has}"), ei.value.what
+    assert "(ptoas: 'pto.aic_initialize_pipe' op must be inside a cube kernel function)" in ei.value.what
+    if form != "other kind":
+        assert "pto.kernel_kind = #pto.kernel_kind<cube>" in ei.value.fix and "pto.initialize_l2l_pipe" in ei.value.fix
+    _ptoas_refuses(text, tmp_path, "'pto.aic_initialize_pipe' op must be inside a cube kernel function")

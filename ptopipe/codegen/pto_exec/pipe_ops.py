@@ -218,25 +218,56 @@ def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
     return pv
 
 
-#: the core a directional pipe op belongs on: ``tpush_to_aiv`` / ``tpop_from_aiv`` /
-#: ``tfree_from_aiv`` are the Cube's, the ``*_aic`` ones a Vector core's
-_OP_CORE = {"pto.tpush_to_aiv": "cube", "pto.tpop_from_aiv": "cube", "pto.tfree_from_aiv": "cube",
-            "pto.tpush_to_aic": "vector", "pto.tpop_from_aic": "vector", "pto.tfree_from_aic": "vector"}
+#: the kernel a frontend pipe op belongs in: ``pto.aic_initialize_pipe``, ``tpush_to_aiv`` /
+#: ``tpop_from_aiv`` / ``tfree_from_aiv`` the Cube's, the ``aiv`` / ``*_aic`` ones a Vector
+#: kernel's - a function whose ``pto.kernel_kind`` says so (:func:`check_frontend_kernel`)
+FRONTEND_OP_KIND = {"pto.aic_initialize_pipe": "cube", "pto.tpush_to_aiv": "cube", "pto.tpop_from_aiv": "cube",
+                    "pto.tfree_from_aiv": "cube", "pto.aiv_initialize_pipe": "vector",
+                    "pto.tpush_to_aic": "vector", "pto.tpop_from_aic": "vector", "pto.tfree_from_aic": "vector"}
 
 
 def way_of(ex, s, producer: bool) -> Direction:
-    """The ring this core produces into (the Cube: C2V) or consumes from, checking that a
-    directional op (``tpush_to_aiv``...) is on the core it names."""
+    """The ring this core produces into (the Cube: C2V) or consumes from (a frontend op is on
+    the core it names: :func:`check_frontend_kernel` read it so)."""
     cube = ex.core_name == "aic"
-    want = _OP_CORE.get(s.name)
-    if want is not None and (want == "cube") != cube:
-        side = "the Cube" if want == "cube" else "a Vector core"
-        # ptoas's verifier refuses it in any function but a ``want`` kernel: the file does not build
-        raise ex.perr(s.tok, f"{s.name} is {side}'s op, but it runs on {ex.core.name} (ptoas: "
-                             f"'{s.name}' op must be inside a {want} kernel function)",
-                      f"move it into the {want} kernel (pto.kernel_kind = #pto.kernel_kind<{want}>); "
-                      "this side's op names the other core (tpush_to_aic / tpop_from_aiv ...)")
     return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
+
+
+def check_frontend_kernel(f, path: str) -> None:
+    """ptoas's verifier of the frontend pipe ops, a ParseError at the op before anything runs:
+    each is in a function whose ``pto.kernel_kind`` is the kernel the op names
+    (:data:`FRONTEND_OP_KIND`; "'pto.aic_initialize_pipe' op must be inside a cube kernel
+    function" - a ``pto.section.cube`` in a function without one does not do: the sections take
+    the lower-level pipe ops), and a function initialises each frontend pipe id once ("requires
+    unique initialize_pipe id in function"; ptoas 0.27 takes one init per function)."""
+    first = {}
+    for s in f.statements():
+        want = FRONTEND_OP_KIND.get(s.name)
+        if want is None:
+            continue
+        where = f"{path}:{s.tok.line}:{s.tok.col}"
+        if f.kind != want:
+            has = (f"@{f.name} is a {f.kind} kernel" if f.kind else
+                   f"@{f.name} has no pto.kernel_kind (a pto.section.{want} does not make it a {want} kernel)")
+            fix = (f"move it into the {want} kernel: this side's op names the other core (tpush_to_aic / "
+                   f"tpop_from_aiv ...)" if f.kind else
+                   f"give @{f.name} attributes {{pto.kernel_kind = #pto.kernel_kind<{want}>}}, or, in a "
+                   f"pto.section.{want}, set the pipe up with the lower-level ops (pto.initialize_l2l_pipe / "
+                   f"pto.initialize_l2g2l_pipe, pto.tpush / pto.tpop / pto.tfree), which a section takes")
+            raise ParseError(f"{s.name} belongs in a {want} kernel, but {has} (ptoas: '{s.name}' op must be "
+                             f"inside a {want} kernel function)", where=where, fix=fix)
+        if s.name in FRONTEND_INITS:
+            pid = frontend_id(s)
+            before = first.setdefault(pid, s)
+            if before is not s:
+                raise ParseError(
+                    f"a second {s.name} of pipe id = {pid} in @{f.name} (the first at {before.tok.line}:"
+                    f"{before.tok.col}): its pushes, pops and frees name their pipe by id, so they cannot tell "
+                    "the two apart (ptoas: \"requires unique initialize_pipe id in function\"; 0.27: \"requires "
+                    "at most one matching initialize_pipe op per function\")", where=where,
+                    fix="initialise each pipe once; a second pipe of the function needs an id = N of its own, "
+                        "named on its tpush / tpop / tfree (a newer ptoas), or a pto.initialize_l2l_pipe / "
+                        "pto.initialize_l2g2l_pipe (ptoas 0.27)")
 
 
 def _slot_tensor(ex, s, spec) -> "isa.GlobalTensor | None":

@@ -14,7 +14,7 @@ from .executor import HANDLERS
 from .headers import check_header
 from .op_checks import Constants, check_op
 from .pipe_pairs import check_pipe_pairs
-from .pipe_ops import check_nosplit_splits, check_pipe_directions, check_split_kinds
+from .pipe_ops import check_frontend_kernel, check_nosplit_splits, check_pipe_directions, check_split_kinds
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
@@ -72,6 +72,7 @@ def _read_program(text: str, path: str) -> Program:
         _check_scopes(f, types)
         _check_returns(f, types)
         _check_yields(f, types)
+        check_frontend_kernel(f, path)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
     check_pipe_pairs(funcs, path)
