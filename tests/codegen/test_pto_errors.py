@@ -1644,8 +1644,8 @@ def test_a_ring_op_of_the_other_core_is_refused_at_it(tmp_path, capsys, cmd):
     text = (ROOT / "tests" / "pto_corpus" / "x_v2c_split1_a3.pto").read_text()
     text = _edit(text, "    pto.tfree_from_aiv {split = 1}", "    pto.tfree_from_aic {split = 1}")
     _refused_at(tmp_path, capsys, text, "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic",
-                "pto.tfree_from_aic is a Vector core's op, but it runs on AIC (ptoas: 'pto.tfree_from_aic' op must "
-                "be inside a vector kernel function)", cmd=cmd)
+                "pto.tfree_from_aic belongs in a vector kernel, but @srm_cube is a cube kernel (ptoas: "
+                "'pto.tfree_from_aic' op must be inside a vector kernel function)", cmd=cmd)
 
 
 _COL16 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
