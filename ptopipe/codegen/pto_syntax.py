@@ -426,18 +426,36 @@ NUMBER_SCALAR_OPS = frozenset({
     "pto.tmaxs", "pto.tmins", "pto.tmuls", "pto.tors", "pto.trems", "pto.tsels", "pto.tshls", "pto.tshrs",
     "pto.tsubs", "pto.tsubsc", "pto.txors"})
 _SIGNLESS = {"u8": "i8", "u32": "i32"}
+#: the tile-scalar ops whose scalar ptoas 0.27 lowers only as a float (its PTOViewToMemref pass
+#: refuses an integer one: "ins/outs are not memref yet"), whatever the tile's element type:
+#: pto-isa's TMAXS / TMINS convert the scalar to it
+FLOAT_SCALAR_OPS = frozenset({"pto.tmaxs", "pto.tmins"})
+
+
+def float_scalar_refusal(op: str, scalar_type: str) -> tuple | None:
+    """``(what, fix)`` of ``op`` (:data:`FLOAT_SCALAR_OPS`) given a scalar of MLIR type
+    ``scalar_type`` that is not a float, else None."""
+    if op not in FLOAT_SCALAR_OPS or scalar_type in FLOATS:
+        return None
+    return (f"{op}'s scalar is {scalar_type}: ptoas 0.27 lowers {op} only with a float scalar (it refuses this "
+            "one: \"ins/outs are not memref yet\")",
+            f"give the scalar as a float (arith.constant 3.0 : f32, or arith.sitofp %n : {scalar_type} to f32): "
+            "pto-isa converts it to the tile's element type")
 
 
 def scalar_cast_type(op: str, tile_dtype: str) -> str | None:
-    """The integer type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
+    """The type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
     the destination of tci, the source of the others - of IR dtype ``tile_dtype``): ``op``'s
     :data:`INT_SCALAR_OPERAND`; for :data:`NUMBER_SCALAR_OPS` the tile's integer type (signless),
     or i32 for a float tile (pto-isa converts the scalar to the tile's type) - texpands' float
     tile's own type, as its verifier wants the scalar ("expects scalar type == dst element
-    type"; the writer converts with ``arith.sitofp``); None where ``op`` takes an index as it is."""
+    type"; the writer converts with ``arith.sitofp``), and a float for :data:`FLOAT_SCALAR_OPS`
+    (the tile's float type, else f32); None where ``op`` takes an index as it is."""
     want = INT_SCALAR_OPERAND.get(op)
     if want is not None:
         return tile_dtype if want == "dst" else want
+    if op in FLOAT_SCALAR_OPS:
+        return tile_dtype if tile_dtype in FLOATS else "f32"
     if op not in NUMBER_SCALAR_OPS:
         return None
     if tile_dtype in INT_DTYPES and tile_dtype != "index":

@@ -3,8 +3,10 @@ written, read back and, after the platform passes, structurally equal to the com
 program; the re-read program runs on the simulated cluster (both platforms, both
 protocols) and matches numpy; hand-written files in tests/pto run and match numpy."""
 import importlib.util
+import os
 import pathlib
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -734,3 +736,33 @@ def test_a_second_popped_tile_of_a_type_is_a_tile_of_its_own(platform):
     args, want = two_held_args(np.random.default_rng(4))
     res = ptopipe.run_pto(text=text, inputs=args, protocol="pto-isa")
     np.testing.assert_array_equal(res.outputs["out"], want)
+
+
+@pl.aiv
+def _max_min_int_scalars(x: pl.Tensor[[16, 16], pl.i32], y: pl.Tensor[[16, 16], pl.i32],
+                         z: pl.Tensor[[16, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32]):
+    pl.store(pl.maxs(pl.load(x, [0, 0], [16, 16]), 3), [0, 0], y)
+    for i in pl.range(2):
+        pl.store(pl.mins(pl.load(z, [0, 0], [16, 16]), i), [0, 0], w)
+
+
+def test_max_and_min_with_an_integer_scalar_are_written_with_a_float_one(tmp_path):
+    """ptoas 0.27 lowers pto.tmaxs / pto.tmins only with a float scalar (an i32 one: "ins/outs are
+    not memref yet"), on an int tile too: the writer converts the index scalar with arith.sitofp,
+    and the file runs to numpy's numbers."""
+    text = write_pto(compile_program(pl.program(_idle, _max_min_int_scalars, name="mm"), "a2a3"))
+    for op in ("pto.tmaxs", "pto.tmins"):
+        line = next(ln for ln in text.splitlines() if op in ln)
+        assert re.search(r"ins\(%\w+, %(\w+) : !pto\.tile_buf<[^>]*>, f32\)", line), line
+    assert text.count("arith.sitofp") == 2
+    rng = np.random.default_rng(0)
+    x, z = rng.integers(-5, 6, (16, 16)).astype(np.int32), rng.uniform(-2, 2, (16, 16)).astype(np.float32)
+    res = ptopipe.run_pto(text=text, inputs=dict(x=x, y=np.zeros_like(x), z=z, w=np.zeros_like(z)))
+    np.testing.assert_array_equal(res.outputs["y"], np.maximum(x, 3))
+    np.testing.assert_array_equal(res.outputs["w"], np.minimum(z, 1))
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        (tmp_path / "k.pto").write_text(text)
+        r = subprocess.run([ptoas, "--pto-arch=a3", str(tmp_path / "k.pto"), "-o", str(tmp_path / "k.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]

@@ -1834,6 +1834,26 @@ def test_a_tile_scalar_op_given_an_index_is_refused_at_its_type():
     assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(', index)') + 3}"
 
 
+@pytest.mark.parametrize("op,scalar,dtype", [("pto.tmaxs", "%k = arith.constant 3 : i32", "i32"),
+                                              ("pto.tmins", "%k = arith.constant 3 : i16", "i16"),
+                                              ("pto.tmaxs", "%k = arith.constant 3 : index", "index")])
+def test_a_max_or_min_with_an_integer_scalar_is_refused_at_its_type(op, scalar, dtype):
+    """ptoas 0.27 lowers ``pto.tmaxs`` / ``pto.tmins`` only with a float scalar (its
+    PTOViewToMemref: "ins/outs are not memref yet"), whatever the tile holds: an integer one is
+    a ParseError at the scalar's type, not a run that passes; a float one runs."""
+    body = f"    {scalar}\n    {op} ins(%t, %k : {vec_t(16, 16)}, {dtype}) outs(%t : {vec_t(16, 16)})\n"
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError, match=f"{op}'s scalar is {dtype}: ptoas 0.27 lowers {op} only with a float "
+                                         "scalar") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    line = line_of(text, op)
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(f', {dtype})') + 3}"
+    assert "arith.sitofp" in e.value.fix
+    fine = text.replace(scalar, "%k = arith.constant 3.0 : f32").replace(f", {dtype}) outs", ", f32) outs")
+    r = run_pto(text=fine, inputs=dict(x=X, y=np.zeros_like(X)))
+    np.testing.assert_array_equal(r.outputs["y"].reshape(X.shape), (np.maximum if op == "pto.tmaxs" else np.minimum)(X, 3))
+
+
 def test_a_split_v2c_push_past_its_slot_names_the_tile_both_vector_cores_make():
     """On A5 each Vector core pushes its 8x16 NZ half into the Cube's one L1 slot: the slot holds
     the 16x16 tile the two halves make (1024 bytes), so a 512-byte slot is too small - said in

@@ -18,9 +18,9 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layout_refused, gm_nz_inferred, row_major_strides
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (FILL_PADS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
+from ..pto_syntax import (FILL_PADS, FLOAT_SCALAR_OPS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
                           ROW_REDUCTIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
-                          missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
+                          float_scalar_refusal, missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
                           ptoas_location_refusal, read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .placement import crowded_error
@@ -715,14 +715,21 @@ def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
 def _number_scalar(ex, s, ins) -> None:
     """A ParseError at a tile-scalar op whose scalar is declared ``index``: ptoas's operand is a
     number (:data:`NUMBER_SCALAR_OPS`; "operand #1 must be numeric (integer/float), but got
-    'index'") - cast it first, as ptopipe's writer does."""
+    'index'") - cast it first, as ptopipe's writer does; and at a :data:`FLOAT_SCALAR_OPS` op
+    whose scalar is not a float, which ptoas 0.27 does not lower."""
     parts = split_top(ins or [], (":",))
     for k, ty in enumerate(split_top(parts[-1]) if len(parts) > 1 else []):
         if len(ty) == 1 and ty[0].text == "index":
+            if s.name in FLOAT_SCALAR_OPS:
+                raise ex.perr(ty[0], *float_scalar_refusal(s.name, "index"))
             raise ex.perr(ty[0], f"{s.name}'s scalar is an index: ptoas refuses it ('{s.name}' op operand #{k} must "
                                  "be numeric (integer/float), but got 'index')",
                           "cast it first: %n = arith.index_cast %i : index to i32 (the tile's integer type; an "
                           "integer scalar of a float tile converts)")
+        if len(ty) == 1 and ty[0].kind == "word" and k > 0:
+            refused = float_scalar_refusal(s.name, ty[0].text)
+            if refused:
+                raise ex.perr(ty[0], *refused)
 
 
 def _ptoas_dst(ex, s) -> None:
