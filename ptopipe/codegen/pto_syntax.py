@@ -301,6 +301,31 @@ PTOAS_ELEMENT_TYPES = {
                             "expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 family type")},
 }
 
+#: ops ptoas's verifier refuses with one SSA value in two operand places (PTOAS PTO.cpp: "expects
+#: src and dst to use different storage"): op -> (the platform it refuses it on, None: every one;
+#: how many leading ``ins`` operands must differ from each other and from the destination)
+PTOAS_DISTINCT_OPERANDS = {"pto.tands": (None, 1), "pto.tors": (None, 1), "pto.txors": (None, 1),
+                           "pto.trecip": ("a2a3", 1), "pto.tprelu": ("a2a3", 3)}
+
+
+def ptoas_storage_refusal(op: str, platform: str, ins: list, outs: list) -> tuple | None:
+    """``(what, fix)`` where ``op`` (:data:`PTOAS_DISTINCT_OPERANDS`) on ``platform`` names one
+    value twice among its first ``ins`` operands and its destination (``ins`` / ``outs``: the
+    operands' SSA names), else None."""
+    rule = PTOAS_DISTINCT_OPERANDS.get(op)
+    if rule is None or rule[0] not in (None, platform) or not outs:
+        return None
+    names = list(ins[:rule[1]]) + [outs[0]]
+    twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
+    if twice is None:
+        return None
+    where = "" if rule[0] is None else " on A2/A3"
+    words = ("src0, src1, tmp, and dst" if rule[1] == 3 else "src and dst")
+    return (f"{op} names {twice} twice (in place): ptoas refuses it{where} (\"expects {'A3 ' if rule[0] else ''}"
+            f"{'trecip ' if op == 'pto.trecip' else ''}{words} to use different storage\")",
+            "write the result to a tile of its own (another pto.alloc_tile) and read it from there")
+
+
 #: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:
 #: op -> {platform: (source locations, destination locations, ptoas's words)}; its A5 rules of
 #: these ops between Vec tiles are :func:`ptoas_location_refusal`'s

@@ -766,3 +766,38 @@ def test_max_and_min_with_an_integer_scalar_are_written_with_a_float_one(tmp_pat
         r = subprocess.run([ptoas, "--pto-arch=a3", str(tmp_path / "k.pto"), "-o", str(tmp_path / "k.cpp")],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+
+
+@pl.aiv
+def _carried_ors_recip(x: pl.Tensor[[16, 16], pl.i16], y: pl.Tensor[[16, 16], pl.i16],
+                       z: pl.Tensor[[16, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 16])
+    for i in pl.range(2):
+        t = pl.ors(t, 1)
+    pl.store(t, [0, 0], y)
+    f = pl.load(z, [0, 0], [16, 16])
+    for i in pl.range(2):
+        f = pl.recip(f)
+    pl.store(f, [0, 0], w)
+
+
+def test_a_carried_tile_of_an_op_ptoas_wants_out_of_place_is_moved_in(tmp_path):
+    """A loop carrying t = ors(t, 1) (recip likewise, which A2/A3 wants out of place): the op
+    writes a tile of its own and a carry move puts it in the loop's buffer - ptoas refuses
+    pto.tors / trecip with one value as source and destination."""
+    text = write_pto(compile_program(pl.program(_idle, _carried_ors_recip, name="cr"), "a2a3"))
+    for op in ("pto.tors", "pto.trecip"):
+        line = next(ln for ln in text.splitlines() if op in ln)
+        src, dst = re.search(r"ins\((%\w+)", line).group(1), re.search(r"outs\((%\w+)", line).group(1)
+        assert src != dst, line
+    rng = np.random.default_rng(0)
+    x, z = rng.integers(-9, 9, (16, 16)).astype(np.int16), rng.uniform(0.5, 2, (16, 16)).astype(np.float32)
+    res = ptopipe.run_pto(text=text, inputs=dict(x=x, y=np.zeros_like(x), z=z, w=np.zeros_like(z)))
+    np.testing.assert_array_equal(res.outputs["y"], x | 1)
+    np.testing.assert_allclose(res.outputs["w"], z, rtol=1e-5)
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:
+        (tmp_path / "k.pto").write_text(text)
+        r = subprocess.run([ptoas, "--pto-arch=a3", str(tmp_path / "k.pto"), "-o", str(tmp_path / "k.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]

@@ -1854,6 +1854,31 @@ def test_a_max_or_min_with_an_integer_scalar_is_refused_at_its_type(op, scalar, 
     np.testing.assert_array_equal(r.outputs["y"].reshape(X.shape), (np.maximum if op == "pto.tmaxs" else np.minimum)(X, 3))
 
 
+@pytest.mark.parametrize("op,platform,refused", [("pto.tands", "a2a3", True), ("pto.tors", "a5", True),
+                                                 ("pto.tands", "a5", True), ("pto.trecip", "a2a3", True),
+                                                 ("pto.trecip", "a5", False)])
+def test_an_op_ptoas_wants_out_of_place_is_refused_in_place(op, platform, refused):
+    """ptoas's verifier refuses pto.tands / tors / txors (and, on A2/A3, pto.trecip) whose
+    destination is its source ("expects src and dst to use different storage"): a ParseError at
+    the destination; an A5 trecip in place runs."""
+    i16 = vec_t(16, 16, "i16")
+    if op == "pto.trecip":
+        body = f"    {op} ins(%t : {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})\n"
+    else:
+        body = (f"    %k = arith.constant 3 : i16\n    %m = pto.alloc_tile : {i16}\n"
+                f"    pto.texpands ins(%k : i16) outs(%m : {i16})\n    {op} ins(%m, %k : {i16}, i16) outs(%m : {i16})\n")
+    text = vector_kernel(IO + body + STORE)
+    if not refused:
+        r = run_pto(text=text, platform=platform, inputs=dict(x=X + 1, y=np.zeros_like(X)))
+        np.testing.assert_allclose(r.outputs["y"].reshape(X.shape), 1 / (X + 1), rtol=1e-6)
+        return
+    with pytest.raises(ParseError, match="twice .in place.: ptoas refuses it") as e:
+        run_pto(text=text, platform=platform, inputs=dict(x=X + 1, y=np.zeros_like(X)))
+    line = line_of(text, op)
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index('outs(%') + 6}"
+    assert "use different storage" in e.value.what and "a tile of its own" in e.value.fix
+
+
 def test_a_split_v2c_push_past_its_slot_names_the_tile_both_vector_cores_make():
     """On A5 each Vector core pushes its 8x16 NZ half into the Cube's one L1 slot: the slot holds
     the 16x16 tile the two halves make (1024 bytes), so a 512-byte slot is too small - said in

@@ -18,10 +18,11 @@ from ...arch.dtypes import short_name
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layout_refused, gm_nz_inferred, row_major_strides
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (FILL_PADS, FLOAT_SCALAR_OPS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
+from ..pto_syntax import (FILL_PADS, FLOAT_SCALAR_OPS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_DISTINCT_OPERANDS,
+                          PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS,
                           ROW_REDUCTIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
                           float_scalar_refusal, missing_scratch_refusal, ptoas_dst_refusal, ptoas_element_refusal,
-                          ptoas_location_refusal, read_atomic_type)
+                          ptoas_location_refusal, ptoas_storage_refusal, read_atomic_type)
 from ..pto_tree import Stmt, split_top
 from .placement import crowded_error
 from .program import catalogue_name, int_constants, res_type
@@ -588,6 +589,11 @@ class _Form:
             _ptoas_dst(ex, s)
         if s.name in NUMBER_SCALAR_OPS:
             _number_scalar(ex, s, ins)
+        if s.name in PTOAS_DISTINCT_OPERANDS and not _memref_operand(ins, outs):
+            refused = ptoas_storage_refusal(s.name, ex.core.cluster.platform.name,
+                                            [t.text for t in self.ins], [t.text for t in self.outs])
+            if refused:
+                raise ex.perr(self.outs[0], *refused)
         if s.name == "pto.tgather" and len(self.outs) == 1 and len(self.ins) == 2 and not s.attr("maskPattern"):
             raise ex.perr(s.tok, "pto.tgather's index form without its tmp: ptoas refuses it ('pto.tgather' op "
                                  "index-form tgather expects both indices and tmp)",
