@@ -510,6 +510,38 @@ def test_subset_window_valid_region_and_refusals():
     assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
 
 
+@pytest.mark.parametrize("window,used,defined", [
+    ("[%c8, %c0] sizes [8, 16]", (16, 16, 16, 16), "rows=8, v_row=8"),    # the source's type
+    ("[%c0, %c8] sizes [16, 16]", (16, 16, 16, 16), "v_col=8"),           # ptoas: valid 16 - 8 columns
+    ("[%row, %c0] sizes [8, 16]", (8, 16, 8, 16), "v_row=?"),            # an offset no constant: valid ?
+    ("[%c8, %c0] sizes [8, 16]", (8, 16, 8, 16), None),                  # as ptoas infers it: runs
+])
+def test_a_subset_used_as_another_type_than_ptoas_infers_is_refused_at_the_use(window, used, defined):
+    """ptoas gives ``%s = pto.subset %t[r, c] sizes [R, C]`` the type of its source with R x C
+    rows x cols and, per dimension, the valid min(size, v - offset mod v) for a constant offset and
+    a static valid v of the source, else ``?`` (SubsetOp::inferReturnTypes); a use naming another
+    type is "use of value expects different type than prior uses" - a ParseError at the use."""
+    r, c, vr, vc = used
+    ty = vec_t(r, c).replace(f"v_row={r}", f"v_row={vr}").replace(f"v_col={c}", f"v_col={vc}")
+    body = f"""    %two = arith.constant 2.0 : f32
+    %c8 = arith.constant 8 : index
+    %row = arith.muli %c8, %c1 : index
+    %s = pto.subset %t{window} : {vec_t(16, 16)}
+    %d = pto.alloc_tile : {ty}
+    pto.tmuls ins(%s, %two : {ty}, f32) outs(%d : {ty})
+"""
+    text = vector_kernel(IO + body + STORE)
+    if defined is None:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+        return
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    line = line_of(text, "pto.tmuls")
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index('%s,') + 1}"
+    assert e.value.what.startswith("%s is used here as a tile with ") and f"but {defined} is what its " \
+        f"definition (line {line_of(text, '%s = pto.subset')}) makes it" in e.value.what, e.value.what
+
+
 @pytest.mark.parametrize("window,warned", [
     ("[%c0, %col] sizes [16, 8]", True),        # part of the columns, 16 rows: rows 8 apart
     ("[%row, %c0] sizes [8, 16]", False),       # whole rows: the window
@@ -519,9 +551,14 @@ def test_a_subset_of_part_of_a_row_major_tiles_columns_is_a_warning_at_it(window
     """ptoas 0.27 lowers ``pto.subset`` to a Tile of the window's shape at its first element,
     rows as far apart as its own columns: the two column halves of a 16x16 tile, each scaled in
     a loop, scale the first 8 rows twice and the rest never - what the device computes, and a
-    warning at the subset that it is not the window (once, not per trip)."""
+    warning at the subset that it is not the window (once, not per trip).  The window's type
+    has ``?`` for a valid dimension at an offset that is no constant, as ptoas infers it."""
     rows, cols = (16, 8) if "[16, 8]" in window else (8, 16) if "[8, 16]" in window else (1, 8)
     part = vec_t(rows, cols)
+    if "%row" in window:
+        part = part.replace(f"v_row={rows}", "v_row=?")
+    if "%col" in window:
+        part = part.replace(f"v_col={cols}", "v_col=?")
     body = f"""    %c2 = arith.constant 2 : index
     %c8 = arith.constant 8 : index
     %three = arith.constant 3.0 : f32

@@ -372,6 +372,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
     defined = {p[0]: (p[2].line, p[2].col) for p in f.params}  # name -> its definition (line, col), in text order
     typed = UseTypes(types)                  # and the type it gives the value, where it says one
+    consts = Constants(f).values             # (the offsets of a pto.subset, for the type it infers)
     for name, _, tok in f.params:
         typed.define(name, _type_text(_param_type_toks(f, name)), tok.line, tok.col)
 
@@ -419,7 +420,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                         if r in defined:
                             define(r, line, col)          # (the redefinition's error)
                         defined[r] = (line, col)
-                    for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
+                    for r, col, ty in zip(s.results, s.result_cols, result_types(s, consts)):
                         typed.define(r, ty, line, col)
                     mine.extend(s.results)
         visible.difference_update(added)
