@@ -234,13 +234,22 @@ def way_of(ex, s, producer: bool) -> Direction:
     return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
 
 
+#: the ring a frontend push / pop / free moves tiles on
+_FRONTEND_WAY = {"pto.tpush_to_aiv": Direction.DIR_C2V, "pto.tpop_from_aic": Direction.DIR_C2V,
+                 "pto.tfree_from_aic": Direction.DIR_C2V, "pto.tpush_to_aic": Direction.DIR_V2C,
+                 "pto.tpop_from_aiv": Direction.DIR_V2C, "pto.tfree_from_aiv": Direction.DIR_V2C}
+
+
 def check_frontend_kernel(f, path: str) -> None:
     """ptoas's verifier of the frontend pipe ops, a ParseError at the op before anything runs:
     each is in a function whose ``pto.kernel_kind`` is the kernel the op names
     (:data:`FRONTEND_OP_KIND`; "'pto.aic_initialize_pipe' op must be inside a cube kernel
     function" - a ``pto.section.cube`` in a function without one does not do: the sections take
-    the lower-level pipe ops), and a function initialises each frontend pipe id once ("requires
-    unique initialize_pipe id in function"; ptoas 0.27 takes one init per function)."""
+    the lower-level pipe ops), a function initialises each frontend pipe id once ("requires
+    unique initialize_pipe id in function"; ptoas 0.27 takes one init per function), and a
+    push / pop / free follows an init of its pipe id whose ``dir_mask`` enables its ring
+    (PTOLowerFrontendPipeOps: "requires a frontend initialize_pipe op in the same function",
+    "requires the dominating initialize_pipe op to enable V2C")."""
     first = {}
     for s in f.statements():
         want = FRONTEND_OP_KIND.get(s.name)
@@ -269,6 +278,24 @@ def check_frontend_kernel(f, path: str) -> None:
                     fix="initialise each pipe once; a second pipe of the function needs an id = N of its own, "
                         "named on its tpush / tpop / tfree (a newer ptoas), or a pto.initialize_l2l_pipe / "
                         "pto.initialize_l2g2l_pipe (ptoas 0.27)")
+            continue
+        way, pid = _FRONTEND_WAY[s.name], frontend_id(s)
+        init = first.get(pid)
+        if init is None:
+            named = f" id = {pid}" if pid else ""
+            raise ParseError(f"{s.name} comes before any frontend pipe init{named} of @{f.name} (ptoas: '{s.name}' op "
+                             "requires a frontend initialize_pipe op in the same function)", where=where,
+                             fix=f"initialise the pipe ({'pto.aic' if want == 'cube' else 'pto.aiv'}_initialize_pipe"
+                                 f"{' {id = %d, ...}' % pid if pid else ''}) in @{f.name} before its pushes and pops")
+        mask = init.attr("dir_mask")
+        mask = int(mask[0].text) if mask and mask[0].text.isdigit() else None
+        if mask is not None and not mask & int(way):
+            w = way.name[4:]
+            raise ParseError(f"{s.name} moves a tile {w}, but the pipe init at {init.tok.line}:{init.tok.col} says "
+                             f"dir_mask = {mask} ({_WAY.get(mask & 3, mask)}) (ptoas: '{s.name}' op requires the "
+                             f"dominating initialize_pipe op to enable {w})", where=where,
+                             fix=f"give the pipe both ways (dir_mask = 3 on its init and its peer's, each with its "
+                                 f"consumer buffer) or move the tile on a pipe of the {w} direction")
 
 
 def _slot_tensor(ex, s, spec) -> "isa.GlobalTensor | None":
