@@ -339,3 +339,34 @@ def test_a_tile_carried_in_scf_for_iter_args_is_a_warning_at_the_iter_arg(tmp_pa
     np.testing.assert_array_equal(r.outputs["y"].reshape(16, 16), x + 3)
     assert any("carries the tile %a in iter_args" in w for w in r.warnings), r.warnings
     _ptoas_refuses(text, tmp_path, "ins/outs are not memref yet")
+
+
+_VEC_T = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("form", ["off the init's direction", "before the init"])
+def test_a_frontend_op_on_a_ring_no_init_before_it_enables_is_refused_at_it(tmp_path, form):
+    """A Vector tpush_to_aic (V2C) with the function's only init saying dir_mask = 1 (C2V), or a
+    tpop_from_aic ahead of the init: ptoas's frontend-pipe lowering refuses the op - a ParseError
+    at it, not a KernelError when it runs."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+    init = "    pto.aiv_initialize_pipe {dir_mask = 1"
+    if form == "before the init":
+        op = f"    %p = pto.tpop_from_aic {{split = 0}} -> {_VEC_T}\n"
+        text = text.replace(init, op + init)
+        words = "'pto.tpop_from_aic' op requires a dominating frontend initialize_pipe op"
+    else:
+        op = f"    %t = pto.alloc_tile : {_VEC_T}\n    pto.tpush_to_aic(%t : {_VEC_T}) {{split = 0}}\n"
+        text = text.replace("    return\n  }\n}", op + "    return\n  }\n}")
+        words = "'pto.tpush_to_aic' op requires the dominating initialize_pipe op to enable V2C"
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    name = "pto.tpop_from_aic" if form == "before the init" else "pto.tpush_to_aic"
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if name in ln)
+    assert ei.value.where == f"k.pto:{line}:{text.splitlines()[line - 1].index(name) + 1}"
+    assert f"(ptoas: {words})" in ei.value.what, ei.value.what
+    if form != "before the init":
+        assert ei.value.what.startswith("pto.tpush_to_aic moves a tile V2C, but the pipe init at 11:5 says "
+                                        "dir_mask = 1 (C2V)"), ei.value.what
+    _ptoas_refuses(text, tmp_path, words)

@@ -245,11 +245,8 @@ def check_frontend_kernel(f, path: str) -> None:
     each is in a function whose ``pto.kernel_kind`` is the kernel the op names
     (:data:`FRONTEND_OP_KIND`; "'pto.aic_initialize_pipe' op must be inside a cube kernel
     function" - a ``pto.section.cube`` in a function without one does not do: the sections take
-    the lower-level pipe ops), a function initialises each frontend pipe id once ("requires
-    unique initialize_pipe id in function"; ptoas 0.27 takes one init per function), and a
-    push / pop / free follows an init of its pipe id whose ``dir_mask`` enables its ring
-    (PTOLowerFrontendPipeOps: "requires a frontend initialize_pipe op in the same function",
-    "requires the dominating initialize_pipe op to enable V2C")."""
+    the lower-level pipe ops), and a function initialises each frontend pipe id once ("requires
+    unique initialize_pipe id in function"; ptoas 0.27 takes one init per function)."""
     first = {}
     for s in f.statements():
         want = FRONTEND_OP_KIND.get(s.name)
@@ -278,15 +275,42 @@ def check_frontend_kernel(f, path: str) -> None:
                     fix="initialise each pipe once; a second pipe of the function needs an id = N of its own, "
                         "named on its tpush / tpop / tfree (a newer ptoas), or a pto.initialize_l2l_pipe / "
                         "pto.initialize_l2g2l_pipe (ptoas 0.27)")
+
+
+def check_frontend_rings(f, path: str) -> None:
+    """A frontend push / pop / free of ``f`` follows an init of its pipe id whose ``dir_mask``
+    enables its ring, as ptoas lowers them (PTOLowerFrontendPipeOps: "requires a frontend
+    initialize_pipe op in the same function", "requires the dominating initialize_pipe op to
+    enable V2C"): else a ParseError at the op.  (After :func:`check_pipe_directions`: two ends
+    that disagree on the direction are said so first.)"""
+    first, lower = {}, False
+    later = {frontend_id(s): s for s in f.statements() if s.name in FRONTEND_INITS}
+    for s in f.statements():
+        if s.name in FRONTEND_INITS:
+            first.setdefault(frontend_id(s), s)
             continue
-        way, pid = _FRONTEND_WAY[s.name], frontend_id(s)
+        # (ptopipe's writer names a lower-level ring with the frontend ops in its address flow,
+        # which ptoas has no ops for: such a function is the run's to check)
+        lower = lower or s.name in INIT_OPS
+        way = _FRONTEND_WAY.get(s.name)
+        if way is None:
+            continue
+        pid = frontend_id(s)
         init = first.get(pid)
+        if init is None and lower:
+            continue
+        where = f"{path}:{s.tok.line}:{s.tok.col}"
         if init is None:
             named = f" id = {pid}" if pid else ""
-            raise ParseError(f"{s.name} comes before any frontend pipe init{named} of @{f.name} (ptoas: '{s.name}' op "
-                             "requires a frontend initialize_pipe op in the same function)", where=where,
-                             fix=f"initialise the pipe ({'pto.aic' if want == 'cube' else 'pto.aiv'}_initialize_pipe"
-                                 f"{' {id = %d, ...}' % pid if pid else ''}) in @{f.name} before its pushes and pops")
+            side = "pto.aic" if FRONTEND_OP_KIND[s.name] == "cube" else "pto.aiv"
+            after = later.get(pid)
+            what = (f"{s.name} comes before the pipe's init at {after.tok.line}:{after.tok.col} (ptoas: '{s.name}' op "
+                    "requires a dominating frontend initialize_pipe op)" if after is not None else
+                    f"{s.name} has no frontend pipe init{named} in @{f.name} (ptoas: '{s.name}' op requires a "
+                    "frontend initialize_pipe op in the same function)")
+            raise ParseError(what, where=where,
+                             fix=f"initialise the pipe ({side}_initialize_pipe{' {id = %d, ...}' % pid if pid else ''}) "
+                                 f"in @{f.name} before its pushes and pops")
         mask = init.attr("dir_mask")
         mask = int(mask[0].text) if mask and mask[0].text.isdigit() else None
         if mask is not None and not mask & int(way):

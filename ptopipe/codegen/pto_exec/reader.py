@@ -14,7 +14,8 @@ from .executor import HANDLERS
 from .headers import check_header
 from .op_checks import Constants, check_op
 from .pipe_pairs import check_pipe_pairs
-from .pipe_ops import check_frontend_kernel, check_nosplit_splits, check_pipe_directions, check_split_kinds
+from .pipe_ops import (check_frontend_kernel, check_frontend_rings, check_nosplit_splits, check_pipe_directions,
+                       check_split_kinds)
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
@@ -80,6 +81,8 @@ def _read_program(text: str, path: str) -> Program:
     _check_entry_results(funcs, types)
     prog = Program(path, funcs, arch, types)
     check_pipe_directions(prog, funcs)     # (every function, as ptoas: run, check and --static alike)
+    for f in funcs.values():
+        check_frontend_rings(f, path)
     return prog
 
 
