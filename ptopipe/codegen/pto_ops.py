@@ -504,9 +504,12 @@ def h_number_cast(r, fs, opt, results, loc):
     NUMBER_SCALAR_OPS; texpands' float tile's own type) - %y names the same IR value.  The value
     IR has no other truncation or conversion."""
     x, _t, src, dst = _cast(r, fs, opt, results, "the converted value")
-    to = FLOATS if opt.text == "arith.sitofp" else INT_DTYPES
-    if not (src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in to
-            and isinstance(x.type, ScalarType) and x.type.dtype == "index"):
+    to = FLOATS if opt.text in ("arith.sitofp", "arith.uitofp") else INT_DTYPES
+    index_cast = src.dtype == "i64" and isinstance(x.type, ScalarType) and x.type.dtype == "index"
+    # (and the float the writer makes of an integer scalar of pto.tmaxs / tmins: FLOAT_SCALAR_OPS)
+    int_to_float = to is FLOATS and isinstance(x.type, ScalarType) and x.type.dtype == src.dtype \
+        and x.type.dtype in INT_DTYPES
+    if not (src.kind == dst.kind == "scalar" and dst.dtype in to and (index_cast or int_to_float)):
         raise r.c.error(f"{opt.text}: the value IR reads only the conversion of an index cast to i64 (a "
                         "scalar operand's cast)", opt)
     rt, name = results[0]

@@ -17,7 +17,7 @@ from ..ir.vocab import Loc
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (MASK_MAKERS, RowView, wider_mask, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, FLOATS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
+from .pto_syntax import (CARRY, EVENT_IDS, FLOATS, FLOAT_SCALAR_OPS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
                          IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
                          a5_scratch_refusal, missing_scratch_refusal, read_atomic_type)
 from ..errors import with_article
@@ -334,6 +334,8 @@ def generic_tile_op(r, fs, opt, results, loc):
         cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
             and (pt.dtype in INT_DTYPES or opt.text == "pto.texpands" and pt.dtype in FLOATS) \
             and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
+        cast_index = cast_index or opt.text in FLOAT_SCALAR_OPS and pt.kind == "scalar" and pt.dtype in FLOATS \
+            and isinstance(v.type, ScalarType) and v.type.dtype in INT_DTYPES  # (its float one of an integer)
         if not cast_index:
             _check_type(r, t, v, pt)
         xs.append(v)

@@ -749,8 +749,11 @@ def _max_min_int_scalars(x: pl.Tensor[[16, 16], pl.i32], y: pl.Tensor[[16, 16], 
 def test_max_and_min_with_an_integer_scalar_are_written_with_a_float_one(tmp_path):
     """ptoas 0.27 lowers pto.tmaxs / pto.tmins only with a float scalar (an i32 one: "ins/outs are
     not memref yet"), on an int tile too: the writer converts the index scalar with arith.sitofp,
-    and the file runs to numpy's numbers."""
-    text = write_pto(compile_program(pl.program(_idle, _max_min_int_scalars, name="mm"), "a2a3"))
+    the file reads back to the program and runs to numpy's numbers."""
+    op = compile_program(pl.program(_idle, _max_min_int_scalars, name="mm"), "a2a3")
+    text = write_pto(op)
+    back = _reread(op, "a2a3")
+    assert structural_equal(op, back), first_difference(op, back)
     for op in ("pto.tmaxs", "pto.tmins"):
         line = next(ln for ln in text.splitlines() if op in ln)
         assert re.search(r"ins\(%\w+, %(\w+) : !pto\.tile_buf<[^>]*>, f32\)", line), line
