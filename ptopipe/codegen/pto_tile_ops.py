@@ -332,8 +332,8 @@ def generic_tile_op(r, fs, opt, results, loc):
     for t, pt in ins:
         v = read(r, fs, t)
         cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
-            and (pt.dtype in INT_DTYPES or opt.text == "pto.texpands" and pt.dtype in FLOATS) \
-            and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
+            and (pt.dtype in INT_DTYPES or opt.text in NUMBER_SCALAR_OPS and pt.dtype in FLOATS) \
+            and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # a cast of an index
         cast_index = cast_index or opt.text in FLOAT_SCALAR_OPS and pt.kind == "scalar" and pt.dtype in FLOATS \
             and isinstance(v.type, ScalarType) and v.type.dtype in INT_DTYPES  # (its float one of an integer)
         if not cast_index:
