@@ -248,6 +248,11 @@ def h_tstore(r, fs, opt, results, loc):
     if not isinstance(part, Part):
         raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
     shape = getattr(tile.type, "shape", None)
+    if len(part.shape) == 2 and shape is not None and tuple(part.shape) == tuple(shape)[::-1] \
+            and getattr(tile.type, "is_column", False):     # (ins_outs named the row view's column)
+        raise r.c.error(f"a store of the {shape[0]}x1 column {tt.text} (or of a pto.treshape row view of it, which "
+                        f"the value IR keeps as the column) into a 1x{shape[0]} window: the value IR has no such "
+                        "store", tt)
     if len(part.shape) == 2 and shape is not None and tuple(part.shape) != tuple(shape):
         raise r.c.error(f"type mismatch: the view is {tuple(part.shape)}, the tile {tuple(shape)}: "
                         "the store would write the whole tile", pv_t,

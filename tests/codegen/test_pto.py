@@ -804,3 +804,39 @@ def test_a_carried_tile_of_an_op_ptoas_wants_out_of_place_is_moved_in(tmp_path):
         r = subprocess.run([ptoas, "--pto-arch=a3", str(tmp_path / "k.pto"), "-o", str(tmp_path / "k.cpp")],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+
+
+_COL32 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=32, cols=1, v_row=32, v_col=1, blayout=col_major, slayout=none_box, "
+          "fractal=512, pad=0>")
+_ROW32 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=32, v_row=1, v_col=32, blayout=row_major, slayout=none_box, "
+          "fractal=512, pad=0>")
+
+
+def test_a_stored_row_view_is_not_read_as_a_type_mismatch():
+    """``%r = pto.treshape %col`` stored into a 1x32 window: the value IR keeps the row view as its
+    column and has no such store - the static reader says that (its NOT VERIFIED reason), not
+    "type mismatch: the view is (1, 32), the tile (32, 1)", which blamed a file ptoas accepts."""
+    text = f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %xv = pto.make_tensor_view %x, shape = [%c32, %c1], strides = [%c1, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c1, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c32, %c1] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<32x1xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c1, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x32xf32>
+    %col = pto.alloc_tile : {_COL32}
+    pto.tload ins(%xp : !pto.partition_tensor_view<32x1xf32>) outs(%col : {_COL32})
+    %row = pto.treshape %col : {_COL32} -> {_ROW32}
+    pto.tstore ins(%row : {_ROW32}) outs(%yp : !pto.partition_tensor_view<1x32xf32>)
+    return
+  }}
+}}
+"""
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "k.pto")
+    assert e.value.what == ("a store of the 32x1 column %col (or of a pto.treshape row view of it, which the value "
+                            "IR keeps as the column) into a 1x32 window: the value IR has no such store"), e.value.what
+    x = np.arange(32, dtype=np.float32).reshape(32, 1)
+    res = ptopipe.run_pto(text=text, inputs=dict(x=x, y=np.zeros((1, 32), np.float32)))
+    np.testing.assert_array_equal(res.outputs["y"], x.reshape(1, 32))
