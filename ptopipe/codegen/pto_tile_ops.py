@@ -17,7 +17,7 @@ from ..ir.vocab import Loc
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (MASK_MAKERS, RowView, wider_mask, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, FLOATS, FLOAT_SCALAR_OPS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
+from .pto_syntax import (CARRY, EVENT_IDS, FLOATS, FREE_ORDER, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, NUMBER_SCALAR_OPS,
                          IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
                          a5_scratch_refusal, missing_scratch_refusal, read_atomic_type)
 from ..errors import with_article
@@ -339,8 +339,10 @@ def generic_tile_op(r, fs, opt, results, loc):
         cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
             and (pt.dtype in INT_DTYPES or opt.text in NUMBER_SCALAR_OPS and pt.dtype in FLOATS) \
             and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # a cast of an index
-        cast_index = cast_index or opt.text in FLOAT_SCALAR_OPS and pt.kind == "scalar" and pt.dtype in FLOATS \
-            and isinstance(v.type, ScalarType) and v.type.dtype in INT_DTYPES  # (its float one of an integer)
+        # (a float made of an integer scalar - arith.sitofp, which the value IR reads as the integer -
+        # where a tile-scalar op takes a float: the writer's scalar of tmaxs / tmins, a counter as f32)
+        cast_index = cast_index or opt.text in NUMBER_SCALAR_OPS and pt.kind == "scalar" and pt.dtype in FLOATS \
+            and isinstance(v.type, ScalarType) and v.type.dtype in INT_DTYPES
         if not cast_index:
             _check_type(r, t, v, pt)
         xs.append(v)

@@ -840,3 +840,39 @@ def test_a_stored_row_view_is_not_read_as_a_type_mismatch():
     x = np.arange(32, dtype=np.float32).reshape(32, 1)
     res = ptopipe.run_pto(text=text, inputs=dict(x=x, y=np.zeros((1, 32), np.float32)))
     np.testing.assert_array_equal(res.outputs["y"], x.reshape(1, 32))
+
+
+_VEC16 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("made", [
+    "    %k64 = arith.index_cast %c16 : index to i64\n    %kf = arith.sitofp %k64 : i64 to f32\n",   # an index as f32
+    "    %k = arith.constant 16 : i32\n    %kf = arith.sitofp %k : i32 to f32\n",                    # an i32 as f32
+])
+def test_a_float_scalar_made_of_an_integer_reads_into_the_value_ir(made):
+    """``tmuls ins(%t, %kf : T, f32)`` with %kf an arith.sitofp of an integer (a loop index or a
+    counter as a float): the static reader reads %kf as that integer, as the writer's casts (it
+    was "type mismatch: %kf is an index scalar, the op says f32", a file it could not verify)."""
+    text = f"""module attributes {{pto.target_arch = "a3"}} {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : {_VEC16}
+    %u = pto.alloc_tile : {_VEC16}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {_VEC16})
+{made}    pto.tmuls ins(%t, %kf : {_VEC16}, f32) outs(%u : {_VEC16})
+    pto.tstore ins(%u : {_VEC16}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }}
+}}
+"""
+    op = read_pto(text, "k.pto")
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    res = run(op, dict(x=x, y=np.zeros_like(x)), platform="a2a3")
+    np.testing.assert_array_equal(res.outputs["y"], 16 * x)
