@@ -9,7 +9,8 @@ anything runs - each a ParseError at the op (or the piece), saying what ptoas sa
   constant offsets are negative or, with its sizes, leave its source's static shape;
 * a pipe init's ``dir_mask`` naming no direction;
 * a ``pto.tstore`` of a tile whose static valid shape holds another number of elements than its
-  static partition view.
+  static partition view (:func:`check_store_count`, after the uses' types: ptoas's parser refuses
+  a use of another type before its verifier sees the store).
 """
 from __future__ import annotations
 
@@ -74,8 +75,6 @@ def check_op(s, types: TypeReader, consts: "Constants") -> None:
         check_partition_sizes(s, types, consts)
     elif "initialize" in name and "pipe" in name:
         check_dir_mask(s, types)
-    elif name == "pto.tstore":
-        check_store_count(s, types)
 
 
 class Constants:

@@ -12,7 +12,7 @@ from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
 from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
 from .headers import check_header
-from .op_checks import Constants, check_op
+from .op_checks import Constants, check_op, check_store_count
 from .pipe_pairs import check_pipe_pairs
 from .pipe_ops import (check_frontend_kernel, check_frontend_rings, check_nosplit_splits, check_pipe_directions,
                        check_split_kinds)
@@ -71,6 +71,9 @@ def _read_program(text: str, path: str) -> Program:
     for f in funcs.values():
         sites[f.name] = _check_ops(f, funcs, types, suspects, near)
         _check_scopes(f, types)
+        for s in f.statements():
+            if s.name == "pto.tstore":
+                check_store_count(s, types)
         _check_returns(f, types)
         _check_yields(f, types)
         check_frontend_kernel(f, path)
