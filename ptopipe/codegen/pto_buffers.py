@@ -208,7 +208,7 @@ def _adopt(block, pairs, p) -> None:
               and (prev is None or not _used_after(prev, block, pos, pos[d])))
         if ok and d.is_a(IfOp):
             ifs.setdefault(d, {})[v.index] = (buf, prev)
-        elif ok and writes_result(d):
+        elif ok and writes_result(d) and not _refused_in_place(d, buf, p):
             p.home[v] = buf
         else:
             p.copies.setdefault(y, []).append((v, buf))
@@ -216,6 +216,15 @@ def _adopt(block, pairs, p) -> None:
         if not _plan_if(d, targets, p):
             p.copies.setdefault(y, []).extend((d.results[j], b) for j, (b, _) in targets.items())
     _stage(y, p, block)
+
+
+def _refused_in_place(d, buf, p) -> bool:
+    """Would ``d``, writing ``buf``, read ``buf`` too where ptoas's verifier wants its operands
+    apart (:data:`~.pto_syntax.PTOAS_DISTINCT_OPERANDS`, on any platform: "expects src and dst
+    to use different storage")?  Its result is then moved in."""
+    from .pto_syntax import PTO_OP, PTOAS_DISTINCT_OPERANDS
+    rule = PTOAS_DISTINCT_OPERANDS.get(PTO_OP.get(d.name[3:]))
+    return rule is not None and any(p.home.get(v) is buf for v in d.operands[:rule[1]])
 
 
 def _stage(op, p, block) -> None:

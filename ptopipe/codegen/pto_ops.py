@@ -522,12 +522,14 @@ def h_number_cast(r, fs, opt, results, loc):
         ok = src.kind == dst.kind == "scalar" and src.dtype in FLOATS and dst.dtype in FLOATS \
             and isinstance(x.type, ScalarType) and x.type.dtype == src.dtype
         what = "a float scalar (a tile-scalar op's operand in its tile's type)"
-    elif opt.text == "arith.sitofp" and isinstance(x.type, ScalarType) and x.type.dtype == src.dtype != "index":
-        # a sized integer (an i32 parameter) made the float of a float scalar op
+    elif opt.text in ("arith.sitofp", "arith.uitofp") and isinstance(x.type, ScalarType) \
+            and x.type.dtype == src.dtype != "index":
+        # a sized integer (an i32 parameter) made the float of a float scalar op, or the float
+        # scalar of pto.tmaxs / tmins (FLOAT_SCALAR_OPS)
         ok = src.kind == dst.kind == "scalar" and src.dtype in INT_DTYPES and dst.dtype in FLOATS
         what = "an integer scalar"
     else:
-        to = FLOATS if opt.text == "arith.sitofp" else INT_DTYPES
+        to = FLOATS if opt.text in ("arith.sitofp", "arith.uitofp") else INT_DTYPES
         ok = src.kind == dst.kind == "scalar" and src.dtype == "i64" and dst.dtype in to \
             and isinstance(x.type, ScalarType) and x.type.dtype == "index"
         what = "an index cast to i64 (a scalar operand's cast)"

@@ -44,7 +44,8 @@ UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothi
 HANDLERS = {
     "arith.constant": h_constant, "arith.select": h_select, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
     "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
-    "arith.trunci": h_number_cast, "arith.sitofp": h_number_cast, "arith.truncf": h_number_cast, "arith.extf": h_number_cast,
+    "arith.trunci": h_number_cast, "arith.sitofp": h_number_cast, "arith.uitofp": h_number_cast,
+    "arith.truncf": h_number_cast, "arith.extf": h_number_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
     "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape, "pto.set_validshape": h_set_validshape,

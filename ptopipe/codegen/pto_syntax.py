@@ -283,7 +283,6 @@ _F16_F32 = frozenset(np.dtype(t) for t in (np.float16, np.float32))
 _A5_ARITH = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16,
                                             np.float32))
 _A5_MUL = _A5_ARITH - {np.dtype(np.int8), np.dtype(np.uint8)}
-_NOT_MEMREF = "ins/outs are not memref yet: its lowering takes a float scalar only, so the element type must be "
 _EXTRACT = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.float16, np.float32)) | {bfloat16}
 PTOAS_ELEMENT_TYPES = {
     **{f"pto.{op}": {"a2a3": (_W8_16, f"expects A2/A3 {op} element type to be i8/i16")}
@@ -292,11 +291,7 @@ PTOAS_ELEMENT_TYPES = {
     "pto.trecip": {None: (_F16_F32, "expects element type to be f16 or f32")},
     "pto.tabs": {None: (_F16_F32, "expects element type to be f16 or f32")},
     **{f"pto.{op}": {"a5": (_A5_ARITH, f"expects A5 {op} element type to be i32/i16/i8/f16/f32")}
-       for op in ("tsub", "tmax", "tmin")},
-    # (PTOViewToMemref.cpp rebuilds tmaxs / tmins with a FloatType scalar only, and an integer
-    # tile's scalar is of its integer type: their verifiers take integer tiles, the pass does not)
-    **{f"pto.{op}": {"a2a3": (_F16_F32 | {bfloat16}, _NOT_MEMREF + "f16/bf16/f32"),
-                     "a5": (_F16_F32, _NOT_MEMREF + "f16/f32")} for op in ("tmaxs", "tmins")},
+       for op in ("tsub", "tmax", "tmin", "tmaxs")},
     "pto.tmul": {"a5": (_A5_MUL, "expects A5 tmul element type to be i32/i16/f16/f32")},
     "pto.tcmps": {"a5": (_A5_ARITH, "expects A5 tcmps input element type to be i8/i16/i32/f16/f32")},
     "pto.tcmp": {"a5": (_A5_ARITH | {bfloat16},
@@ -310,6 +305,31 @@ PTOAS_ELEMENT_TYPES = {
                      "a5": (_EXTRACT | {float8_e4m3, float8_e5m2},
                             "expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 family type")},
 }
+
+#: ops ptoas's verifier refuses with one SSA value in two operand places (PTOAS PTO.cpp: "expects
+#: src and dst to use different storage"): op -> (the platform it refuses it on, None: every one;
+#: how many leading ``ins`` operands must differ from each other and from the destination)
+PTOAS_DISTINCT_OPERANDS = {"pto.tands": (None, 1), "pto.tors": (None, 1), "pto.txors": (None, 1),
+                           "pto.trecip": ("a2a3", 1), "pto.tprelu": ("a2a3", 3)}
+
+
+def ptoas_storage_refusal(op: str, platform: str, ins: list, outs: list) -> tuple | None:
+    """``(what, fix)`` where ``op`` (:data:`PTOAS_DISTINCT_OPERANDS`) on ``platform`` names one
+    value twice among its first ``ins`` operands and its destination (``ins`` / ``outs``: the
+    operands' SSA names), else None."""
+    rule = PTOAS_DISTINCT_OPERANDS.get(op)
+    if rule is None or rule[0] not in (None, platform) or not outs:
+        return None
+    names = list(ins[:rule[1]]) + [outs[0]]
+    twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
+    if twice is None:
+        return None
+    where = "" if rule[0] is None else " on A2/A3"
+    words = ("src0, src1, tmp, and dst" if rule[1] == 3 else "src and dst")
+    return (f"{op} names {twice} twice (in place): ptoas refuses it{where} (\"expects {'A3 ' if rule[0] else ''}"
+            f"{'trecip ' if op == 'pto.trecip' else ''}{words} to use different storage\")",
+            "write the result to a tile of its own (another pto.alloc_tile) and read it from there")
+
 
 #: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:
 #: op -> {platform: (source locations, destination locations, ptoas's words)}; its A5 rules of
@@ -465,18 +485,36 @@ NUMBER_SCALAR_OPS = frozenset({
     "pto.tmaxs", "pto.tmins", "pto.tmuls", "pto.tors", "pto.trems", "pto.tsels", "pto.tshls", "pto.tshrs",
     "pto.tsubs", "pto.tsubsc", "pto.txors"})
 _SIGNLESS = {"u8": "i8", "u32": "i32"}
+#: the tile-scalar ops whose scalar ptoas 0.27 lowers only as a float (its PTOViewToMemref pass
+#: refuses an integer one: "ins/outs are not memref yet"), whatever the tile's element type:
+#: pto-isa's TMAXS / TMINS convert the scalar to it
+FLOAT_SCALAR_OPS = frozenset({"pto.tmaxs", "pto.tmins"})
+
+
+def float_scalar_refusal(op: str, scalar_type: str) -> tuple | None:
+    """``(what, fix)`` of ``op`` (:data:`FLOAT_SCALAR_OPS`) given a scalar of MLIR type
+    ``scalar_type`` that is not a float, else None."""
+    if op not in FLOAT_SCALAR_OPS or scalar_type in FLOATS:
+        return None
+    return (f"{op}'s scalar is {scalar_type}: ptoas 0.27 lowers {op} only with a float scalar (it refuses this "
+            "one: \"ins/outs are not memref yet\")",
+            f"give the scalar as a float (arith.constant 3.0 : f32, or arith.sitofp %n : {scalar_type} to f32): "
+            "pto-isa converts it to the tile's element type")
 
 
 def scalar_cast_type(op: str, tile_dtype: str) -> str | None:
-    """The integer type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
+    """The type the writer casts an ``index`` scalar operand of ``op`` to (its tile -
     the destination of tci, the source of the others - of IR dtype ``tile_dtype``): ``op``'s
     :data:`INT_SCALAR_OPERAND`; for :data:`NUMBER_SCALAR_OPS` the tile's integer type (signless),
     or i32 for a float tile (pto-isa converts the scalar to the tile's type) - texpands' float
     tile's own type, as its verifier wants the scalar ("expects scalar type == dst element
-    type"; the writer converts with ``arith.sitofp``); None where ``op`` takes an index as it is."""
+    type"; the writer converts with ``arith.sitofp``), and a float for :data:`FLOAT_SCALAR_OPS`
+    (the tile's float type, else f32); None where ``op`` takes an index as it is."""
     want = INT_SCALAR_OPERAND.get(op)
     if want is not None:
         return tile_dtype if want == "dst" else want
+    if op in FLOAT_SCALAR_OPS:
+        return tile_dtype if tile_dtype in FLOATS else "f32"
     if op not in NUMBER_SCALAR_OPS:
         return None
     if tile_dtype in INT_DTYPES and tile_dtype != "index":

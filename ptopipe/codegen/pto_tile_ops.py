@@ -285,6 +285,11 @@ def h_tstore(r, fs, opt, results, loc):
     if not isinstance(part, Part):
         raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
     shape = getattr(tile.type, "shape", None)
+    if len(part.shape) == 2 and shape is not None and tuple(part.shape) == tuple(shape)[::-1] \
+            and part.layout is None and getattr(tile.type, "is_column", False):   # (ins_outs named the row view's column)
+        raise r.c.error(f"a store of the {shape[0]}x1 column {tt.text} (or of a pto.treshape row view of it, which "
+                        f"the value IR keeps as the column) into a 1x{shape[0]} window: the value IR has no such "
+                        "store", tt)
     if len(part.shape) == 2 and shape is not None and tuple(part.shape) != tuple(shape) and part.layout is None:
         raise r.c.error(f"type mismatch: the view is {tuple(part.shape)}, the tile {tuple(shape)}: "
                         "the store would write the whole tile", pv_t,
@@ -374,8 +379,13 @@ def generic_tile_op(r, fs, opt, results, loc):
     for t, pt in ins:
         v = read(r, fs, t)
         cast_index = (opt.text in INT_SCALAR_OPERAND or opt.text in NUMBER_SCALAR_OPS) and pt.kind == "scalar" \
-            and (pt.dtype in INT_DTYPES or opt.text == "pto.texpands" and pt.dtype in FLOATS) \
-            and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
+            and (pt.dtype in INT_DTYPES or opt.text in NUMBER_SCALAR_OPS and pt.dtype in FLOATS) \
+            and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # a cast of an index
+        # (a float made of an integer scalar - arith.sitofp, which the value IR reads as the integer -
+        # where a tile-scalar op takes a float: the writer's scalar of tmaxs / tmins, a counter as f32)
+        cast_index = cast_index or opt.text in NUMBER_SCALAR_OPS and pt.kind == "scalar" and pt.dtype in FLOATS \
+            and isinstance(v.type, ScalarType) and v.type.dtype in INT_DTYPES
+        # (texpands' float scalar in its tile's type: arith.truncf / extf, read as the value itself)
         cast_index = cast_index or (opt.text == "pto.texpands" and pt.kind == "scalar" and pt.dtype in FLOATS
                                     and isinstance(v.type, ScalarType) and v.type.dtype in FLOATS)
         if not cast_index:

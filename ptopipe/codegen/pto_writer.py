@@ -45,7 +45,7 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, FLOOR_MOD, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, FLOAT_ADD_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, scalar_cast_type, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, FLOAT_SCALAR_OPS, scalar_cast_type, FREE_ORDER, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, ptoas_element_refusal, float_literal,
                          atomic_type_attr, ptr_type, tile_buf)
 from ..errors import with_article
@@ -770,6 +770,12 @@ class _Writer:
                 elif want in FLOATS and isinstance(v.type, ScalarType) and v.type.dtype in FLOATS \
                         and v.type.dtype != want:
                     ins[k], tys[k] = self.float_scalar(v, ins[k], want, st, ind), MLIR_DTYPE[want]
+                elif name in FLOAT_SCALAR_OPS and isinstance(v.type, ScalarType) and v.type.dtype not in FLOATS:
+                    # an integer scalar ptoas takes only as a float here (FLOAT_SCALAR_OPS)
+                    x = st.fresh(f"{v.name or 'n'}_{want}")
+                    cast = "arith.uitofp" if v.type.dtype in ("u8", "u32", "bool") else "arith.sitofp"
+                    self.line(ind, f"{x} = {cast} {ins[k]} : {MLIR_DTYPE[v.type.dtype]} to {MLIR_DTYPE[want]}")
+                    ins[k], tys[k] = x, MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
             stype = scratch_type(op.name[3:], op.operands[0].type)
             tmp, tt = st.fresh("tmp"), self.ty(stype)

@@ -29,6 +29,7 @@ def _kernel(body: str) -> str:
     %c2048 = arith.constant 2048 : i64
     %i0 = arith.constant 0 : index
     %i1 = arith.constant 1 : index
+    %i8 = arith.constant 8 : index
     %i16 = arith.constant 16 : index
     %n = arith.constant 4 : index
     %av = pto.make_tensor_view %a, shape = [%i16, %i16], strides = [%i16, %i1] : !pto.tensor_view<?x?xf32>
@@ -37,6 +38,7 @@ def _kernel(body: str) -> str:
     %pa = pto.partition_view %av, offsets = [%i0, %i0], sizes = [%i16, %i16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
     %pb = pto.partition_view %bv, offsets = [%i0, %i0], sizes = [%i16, %i16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
     %po = pto.partition_view %ov, offsets = [%i0, %i0], sizes = [%i16, %i16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %ph = pto.partition_view %ov, offsets = [%i0, %i0], sizes = [%i8, %i16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
 {body}
     return
   }}
@@ -60,6 +62,10 @@ def _add(x, y, d, ty=ND):
 
 
 def _store(t, ty=ND):
+    """(a HALF tile into %ph, the 8x16 view of the output: ptoas stores a tile's valid elements
+    into a view of as many)"""
+    if ty == HALF:
+        return f"    pto.tstore ins({t} : {ty}) outs(%ph : !pto.partition_tensor_view<8x16xf32>)"
     return f"    pto.tstore ins({t} : {ty}) outs(%po : {PV})"
 
 

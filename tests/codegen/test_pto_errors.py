@@ -1069,6 +1069,25 @@ def test_a_value_used_as_another_type_than_its_definition_gives_it_is_refused_at
     _refused_at(tmp_path, capsys, text, needle, token, what)
 
 
+@pytest.mark.parametrize("cmd", [("run",), ("check", "--static")])
+def test_a_store_into_a_view_of_another_element_count_is_refused_at_it(tmp_path, capsys, cmd):
+    """A 16x64 tile stored into a 16x32 partition view (types consistent): ptoas's TSTORE verifier
+    wants the view's static element count to be the tile's valid one - a ParseError at the store,
+    where the run stored the valid region with a warning."""
+    text = _edit(SOFTMAX, "%p_pv = pto.partition_view %p_view, offsets = [%c0, %c0], sizes = [%c16, %c64] : "
+                          "!pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>",
+                 "%p_pv = pto.partition_view %p_view, offsets = [%c0, %c0], sizes = [%c16, %c32] : "
+                 "!pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x32xf32>")
+    text = _edit(_edit(text, "outs(%p_pv : !pto.partition_tensor_view<16x64xf32>)",
+                       "outs(%p_pv : !pto.partition_tensor_view<16x32xf32>)"),
+                 "    %c64 = arith.constant 64 : index\n", "    %c64 = arith.constant 64 : index\n"
+                 "    %c32 = arith.constant 32 : index\n")
+    _refused_at(tmp_path, capsys, text, "pto.tstore ins(%probs", "pto.tstore",
+                "pto.tstore of a tile of valid shape 16x64 (1024 elements) into a partition view of 16x32 (512): "
+                "ptoas refuses it (\"expects dst static element count (512) to match src valid_shape static element "
+                "count (1024)\")", cmd=cmd)
+
+
 def test_a_use_type_slip_is_refused_by_check_and_check_static_alike(tmp_path, capsys):
     text = _edit(PIPES, "%half = pto.tpop_from_aic {split = 2} -> !pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, "
                         "v_row=16, v_col=16", "%half = pto.tpop_from_aic {split = 2} -> !pto.tile_buf<loc=vec, dtype=f32, "
@@ -1651,8 +1670,8 @@ def test_a_ring_op_of_the_other_core_is_refused_at_it(tmp_path, capsys, cmd):
     text = (ROOT / "tests" / "pto_corpus" / "x_v2c_split1_a3.pto").read_text()
     text = _edit(text, "    pto.tfree_from_aiv {split = 1}", "    pto.tfree_from_aic {split = 1}")
     _refused_at(tmp_path, capsys, text, "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic",
-                "pto.tfree_from_aic is a Vector core's op, but it runs on AIC (ptoas: 'pto.tfree_from_aic' op must "
-                "be inside a vector kernel function)", cmd=cmd)
+                "pto.tfree_from_aic belongs in a vector kernel, but @srm_cube is a cube kernel (ptoas: "
+                "'pto.tfree_from_aic' op must be inside a vector kernel function)", cmd=cmd)
 
 
 _COL16 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "

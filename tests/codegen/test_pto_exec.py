@@ -510,6 +510,38 @@ def test_subset_window_valid_region_and_refusals():
     assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
 
 
+@pytest.mark.parametrize("window,used,defined", [
+    ("[%c8, %c0] sizes [8, 16]", (16, 16, 16, 16), "rows=8, v_row=8"),    # the source's type
+    ("[%c0, %c8] sizes [16, 16]", (16, 16, 16, 16), "v_col=8"),           # ptoas: valid 16 - 8 columns
+    ("[%row, %c0] sizes [8, 16]", (8, 16, 8, 16), "v_row=?"),            # an offset no constant: valid ?
+    ("[%c8, %c0] sizes [8, 16]", (8, 16, 8, 16), None),                  # as ptoas infers it: runs
+])
+def test_a_subset_used_as_another_type_than_ptoas_infers_is_refused_at_the_use(window, used, defined):
+    """ptoas gives ``%s = pto.subset %t[r, c] sizes [R, C]`` the type of its source with R x C
+    rows x cols and, per dimension, the valid min(size, v - offset mod v) for a constant offset and
+    a static valid v of the source, else ``?`` (SubsetOp::inferReturnTypes); a use naming another
+    type is "use of value expects different type than prior uses" - a ParseError at the use."""
+    r, c, vr, vc = used
+    ty = vec_t(r, c).replace(f"v_row={r}", f"v_row={vr}").replace(f"v_col={c}", f"v_col={vc}")
+    body = f"""    %two = arith.constant 2.0 : f32
+    %c8 = arith.constant 8 : index
+    %row = arith.muli %c8, %c1 : index
+    %s = pto.subset %t{window} : {vec_t(16, 16)}
+    %d = pto.alloc_tile : {ty}
+    pto.tmuls ins(%s, %two : {ty}, f32) outs(%d : {ty})
+"""
+    text = vector_kernel(IO + body + STORE)
+    if defined is None:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+        return
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    line = line_of(text, "pto.tmuls")
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index('%s,') + 1}"
+    assert e.value.what.startswith("%s is used here as a tile with ") and f"but {defined} is what its " \
+        f"definition (line {line_of(text, '%s = pto.subset')}) makes it" in e.value.what, e.value.what
+
+
 @pytest.mark.parametrize("window,warned", [
     ("[%c0, %col] sizes [16, 8]", True),        # part of the columns, 16 rows: rows 8 apart
     ("[%row, %c0] sizes [8, 16]", False),       # whole rows: the window
@@ -519,9 +551,14 @@ def test_a_subset_of_part_of_a_row_major_tiles_columns_is_a_warning_at_it(window
     """ptoas 0.27 lowers ``pto.subset`` to a Tile of the window's shape at its first element,
     rows as far apart as its own columns: the two column halves of a 16x16 tile, each scaled in
     a loop, scale the first 8 rows twice and the rest never - what the device computes, and a
-    warning at the subset that it is not the window (once, not per trip)."""
+    warning at the subset that it is not the window (once, not per trip).  The window's type
+    has ``?`` for a valid dimension at an offset that is no constant, as ptoas infers it."""
     rows, cols = (16, 8) if "[16, 8]" in window else (8, 16) if "[8, 16]" in window else (1, 8)
     part = vec_t(rows, cols)
+    if "%row" in window:
+        part = part.replace(f"v_row={rows}", "v_row=?")
+    if "%col" in window:
+        part = part.replace(f"v_col={cols}", "v_col=?")
     body = f"""    %c2 = arith.constant 2 : index
     %c8 = arith.constant 8 : index
     %three = arith.constant 3.0 : f32
@@ -1832,6 +1869,51 @@ def test_a_tile_scalar_op_given_an_index_is_refused_at_its_type():
         run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
     line = line_of(text, "pto.tmuls")
     assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(', index)') + 3}"
+
+
+@pytest.mark.parametrize("op,scalar,dtype", [("pto.tmaxs", "%k = arith.constant 3 : i32", "i32"),
+                                              ("pto.tmins", "%k = arith.constant 3 : i16", "i16"),
+                                              ("pto.tmaxs", "%k = arith.constant 3 : index", "index")])
+def test_a_max_or_min_with_an_integer_scalar_is_refused_at_its_type(op, scalar, dtype):
+    """ptoas 0.27 lowers ``pto.tmaxs`` / ``pto.tmins`` only with a float scalar (its
+    PTOViewToMemref: "ins/outs are not memref yet"), whatever the tile holds: an integer one is
+    a ParseError at the scalar's type, not a run that passes; a float one runs."""
+    body = f"    {scalar}\n    {op} ins(%t, %k : {vec_t(16, 16)}, {dtype}) outs(%t : {vec_t(16, 16)})\n"
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError, match=f"{op}'s scalar is {dtype}: ptoas 0.27 lowers {op} only with a float "
+                                         "scalar") as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    line = line_of(text, op)
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index(f', {dtype})') + 3}"
+    assert "arith.sitofp" in e.value.fix
+    fine = text.replace(scalar, "%k = arith.constant 3.0 : f32").replace(f", {dtype}) outs", ", f32) outs")
+    r = run_pto(text=fine, inputs=dict(x=X, y=np.zeros_like(X)))
+    np.testing.assert_array_equal(r.outputs["y"].reshape(X.shape), (np.maximum if op == "pto.tmaxs" else np.minimum)(X, 3))
+
+
+@pytest.mark.parametrize("op,platform,refused", [("pto.tands", "a2a3", True), ("pto.tors", "a5", True),
+                                                 ("pto.tands", "a5", True), ("pto.trecip", "a2a3", True),
+                                                 ("pto.trecip", "a5", False)])
+def test_an_op_ptoas_wants_out_of_place_is_refused_in_place(op, platform, refused):
+    """ptoas's verifier refuses pto.tands / tors / txors (and, on A2/A3, pto.trecip) whose
+    destination is its source ("expects src and dst to use different storage"): a ParseError at
+    the destination; an A5 trecip in place runs."""
+    i16 = vec_t(16, 16, "i16")
+    if op == "pto.trecip":
+        body = f"    {op} ins(%t : {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})\n"
+    else:
+        body = (f"    %k = arith.constant 3 : i16\n    %m = pto.alloc_tile : {i16}\n"
+                f"    pto.texpands ins(%k : i16) outs(%m : {i16})\n    {op} ins(%m, %k : {i16}, i16) outs(%m : {i16})\n")
+    text = vector_kernel(IO + body + STORE)
+    if not refused:
+        r = run_pto(text=text, platform=platform, inputs=dict(x=X + 1, y=np.zeros_like(X)))
+        np.testing.assert_allclose(r.outputs["y"].reshape(X.shape), 1 / (X + 1), rtol=1e-6)
+        return
+    with pytest.raises(ParseError, match="twice .in place.: ptoas refuses it") as e:
+        run_pto(text=text, platform=platform, inputs=dict(x=X + 1, y=np.zeros_like(X)))
+    line = line_of(text, op)
+    assert e.value.where == f"<pto>:{line}:{text.splitlines()[line - 1].index('outs(%') + 6}"
+    assert "use different storage" in e.value.what and "a tile of its own" in e.value.fix
 
 
 def test_a_split_v2c_push_past_its_slot_names_the_tile_both_vector_cores_make():

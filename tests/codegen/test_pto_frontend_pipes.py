@@ -165,11 +165,13 @@ def test_the_id_warning_says_the_bundled_ptoas_refuses_it_and_a_newer_accepts_it
                               "a newer ptoas (pypto writes for 0.54) accepts it"), mine[0]
 
 
-def test_two_pipes_of_one_id_in_a_function_are_a_config_error_at_the_second():
+def test_two_pipes_of_one_id_in_a_function_are_a_parse_error_at_the_second():
+    """ptoas refuses the file ("requires unique initialize_pipe id in function"): before anything runs."""
     text = two_v2c_pipes("a5").replace("pto.aiv_initialize_pipe {id = 1", "pto.aiv_initialize_pipe {id = 0")
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(ParseError) as e:
         run_pto(text=text, inputs=dict(XY, out=np.zeros((16, 16), np.float32)))
-    assert "a second V2C pipe named id = 0 in @two_aiv" in e.value.what
+    assert e.value.what.startswith(f"a second pto.aiv_initialize_pipe of pipe id = 0 in @two_aiv (the first at "
+                                   f"{line_of(text, 'v2c_consumer_buf = %i0')}:5)"), e.value.what
     assert e.value.where == f"<pto>:{line_of(text, 'v2c_consumer_buf = %i1')}:5"
 
 

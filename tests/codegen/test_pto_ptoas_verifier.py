@@ -264,3 +264,109 @@ def test_the_two_ends_of_a_pipe_moving_tiles_differently_are_refused(tmp_path):
     _ptoas_refuses(text, tmp_path, "conflicting pipe split usage across peer pipe init ops")
     read_program(_pushed_and_popped(1, 1), "k.pto")
     read_program(_pushed_and_popped(0, 0), "k.pto")
+
+
+@pytest.mark.parametrize("form", ["no kind", "section", "other kind"])
+def test_a_frontend_pipe_op_outside_its_kind_of_kernel_is_refused_at_it(tmp_path, form):
+    """ptoas takes the frontend pipe ops only in a function whose pto.kernel_kind is the kernel
+    they name: a Cube function without one - its body in a pto.section.cube too - or marked
+    vector is a ParseError at the init, before anything runs."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+    cube = "  func.func @cube() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {"
+    body = text.split(cube + "\n")[1].split("    return\n  }\n", 1)[0]
+    if form == "no kind":
+        text = text.replace(cube, "  func.func @cube() {")
+    elif form == "section":
+        text = text.replace(cube + "\n" + body, "  func.func @cube() {\n    pto.section.cube {\n" + body + "    }\n")
+    else:
+        text = text.replace(cube, cube.replace("<cube>", "<vector>"))
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.aic_initialize_pipe" in ln)
+    col = text.splitlines()[line - 1].index("pto.aic_initialize_pipe") + 1
+    assert ei.value.where == f"k.pto:{line}:{col}"
+    has = "@cube is a vector kernel" if form == "other kind" else "@cube has no pto.kernel_kind"
+    assert ei.value.what.startswith(f"pto.aic_initialize_pipe belongs in a cube kernel, but {has}"), ei.value.what
+    assert "(ptoas: 'pto.aic_initialize_pipe' op must be inside a cube kernel function)" in ei.value.what
+    if form != "other kind":
+        assert "pto.kernel_kind = #pto.kernel_kind<cube>" in ei.value.fix and "pto.initialize_l2l_pipe" in ei.value.fix
+    _ptoas_refuses(text, tmp_path, "'pto.aic_initialize_pipe' op must be inside a cube kernel function")
+
+
+_CARRY = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c16 = arith.constant 16 : index
+    %one = arith.constant 1.000000e+00 : f32
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : T
+    %u = pto.alloc_tile : T
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : T)
+    %f, %g = scf.for %i = %c0 to %c3 step %c1 iter_args(%a = %t, %b = %u) -> (T, T) {
+      pto.tadds ins(%a, %one : T, f32) outs(%b : T)
+      scf.yield %b, %a : T, T
+    }
+    pto.tstore ins(%f : T) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }
+}
+""".replace("T", "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+                 "slayout=none_box, fractal=512, pad=0>")
+
+
+def test_a_tile_carried_in_scf_for_iter_args_is_a_warning_at_the_iter_arg(tmp_path):
+    """ptoas 0.27 does not lower an scf.for carrying a !pto.tile_buf in iter_args (its memref
+    conversion leaves the loop's types): a warning at the iter_arg, and the run computes what
+    the loop says (three swaps of +1: x + 3)."""
+    import numpy as np
+    import ptopipe
+    from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
+    text = _CARRY
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "iter_args" in ln)
+    col = text.splitlines()[line - 1].index("%a = %t") + 1
+    mine = ptoas_refusals(read_program(text, "k.pto"))
+    assert mine == [f"k.pto:{line}:{col}: ptoas 0.27 refuses this scf.for: it carries the tile %a in iter_args "
+                    "(\"'scf.for' op 0-th init and 0-th region iter_arg have different type\", or \"ins/outs are not "
+                    "memref yet\" at an op of the carried tile); ptopipe runs it as written - for the device keep the "
+                    "tile in one pto.alloc_tile that the body writes in place (outs(%t)), as pypto does"], mine
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    r = ptopipe.run_pto(text=text, inputs=dict(x=x, y=np.zeros_like(x)))
+    np.testing.assert_array_equal(r.outputs["y"].reshape(16, 16), x + 3)
+    assert any("carries the tile %a in iter_args" in w for w in r.warnings), r.warnings
+    _ptoas_refuses(text, tmp_path, "ins/outs are not memref yet")
+
+
+_VEC_T = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("form", ["off the init's direction", "before the init"])
+def test_a_frontend_op_on_a_ring_no_init_before_it_enables_is_refused_at_it(tmp_path, form):
+    """A Vector tpush_to_aic (V2C) with the function's only init saying dir_mask = 1 (C2V), or a
+    tpop_from_aic ahead of the init: ptoas's frontend-pipe lowering refuses the op - a ParseError
+    at it, not a KernelError when it runs."""
+    text = _FRONTEND.replace("EXTRA", "").replace("RES", "8192")
+    init = "    pto.aiv_initialize_pipe {dir_mask = 1"
+    if form == "before the init":
+        op = f"    %p = pto.tpop_from_aic {{split = 0}} -> {_VEC_T}\n"
+        text = text.replace(init, op + init)
+        words = "'pto.tpop_from_aic' op requires a dominating frontend initialize_pipe op"
+    else:
+        op = f"    %t = pto.alloc_tile : {_VEC_T}\n    pto.tpush_to_aic(%t : {_VEC_T}) {{split = 0}}\n"
+        text = text.replace("    return\n  }\n}", op + "    return\n  }\n}")
+        words = "'pto.tpush_to_aic' op requires the dominating initialize_pipe op to enable V2C"
+    with pytest.raises(ParseError) as ei:
+        read_program(text, "k.pto")
+    name = "pto.tpop_from_aic" if form == "before the init" else "pto.tpush_to_aic"
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if name in ln)
+    assert ei.value.where == f"k.pto:{line}:{text.splitlines()[line - 1].index(name) + 1}"
+    assert f"(ptoas: {words})" in ei.value.what, ei.value.what
+    if form != "before the init":
+        assert ei.value.what.startswith("pto.tpush_to_aic moves a tile V2C, but the pipe init at 11:5 says "
+                                        "dir_mask = 1 (C2V)"), ei.value.what
+    _ptoas_refuses(text, tmp_path, words)

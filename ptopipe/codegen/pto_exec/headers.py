@@ -189,3 +189,28 @@ class _Header:
             self.type_("'->'")
             after = "the result types"
         self.body(after)
+
+
+def tile_carry_refusals(prog) -> list:
+    """Warnings, at the iter_arg, for the ``scf.for`` loops of ``prog`` that carry a
+    ``!pto.tile_buf`` in their ``iter_args``: ptoas 0.27 does not lower such a loop (its memref
+    conversion leaves the loop's tile types: "'scf.for' op 0-th init and 0-th region iter_arg
+    have different type", or "ins/outs are not memref yet" at the first op of the carried tile),
+    while ptopipe runs it as written.  pypto and ptopipe's writer keep a carried tile in one
+    ``pto.alloc_tile`` that the body writes in place."""
+    out = []
+    for f in prog.funcs.values():
+        for s in f.statements():
+            if s.name != "scf.for":
+                continue
+            h = for_header(s, prog.path)
+            tiles = [a for (a, _), t in zip(h.iter_args, h.result_types) if t.startswith("!pto.tile_buf")]
+            if tiles:
+                a = tiles[0]
+                out.append(f"{prog.path}:{a.line}:{a.col}: ptoas 0.27 refuses this scf.for: it carries the tile "
+                           f"{a.text} in iter_args (\"'scf.for' op 0-th init and 0-th region iter_arg have different "
+                           "type\", or \"ins/outs are not memref yet\" at an op of the carried tile); ptopipe runs it "
+                           "as written - for the device keep the tile in one pto.alloc_tile that the body writes in "
+                           "place (outs(%t)), as pypto does")
+    return out
+

@@ -7,7 +7,10 @@ anything runs - each a ParseError at the op (or the piece), saying what ptoas sa
   operands where its type's ``v_row`` / ``v_col`` is static (or none where it is ``?``);
 * a ``pto.partition_view`` whose constant sizes are not its result type's shape, or whose
   constant offsets are negative or, with its sizes, leave its source's static shape;
-* a pipe init's ``dir_mask`` naming no direction.
+* a pipe init's ``dir_mask`` naming no direction;
+* a ``pto.tstore`` of a tile whose static valid shape holds another number of elements than its
+  static partition view (:func:`check_store_count`, after the uses' types: ptoas's parser refuses
+  a use of another type before its verifier sees the store).
 """
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ import re
 from collections import Counter
 
 from ...arch.vocab import PLAIN_DIRECTION
-from ...errors import with_article
+from ...errors import ParseError, with_article
+from ..pto_tree import split_top
 from .program import Func, int_constants
-from .types import TypeReader
+from .types import TileSpec, TypeReader
 
 #: the ops whose result type is a tile they make
 _TILE_MAKERS = frozenset(("pto.alloc_tile", "pto.declare_tile", "pto.tpop_from_aic", "pto.tpop_from_aiv"))
@@ -196,3 +200,39 @@ def check_dir_mask(s, types: TypeReader) -> None:
         accepted = ", ".join(str(d) for d in sorted(DIR_MASKS))
         raise types.err(f"{s.name}: dir_mask = {v[0].text} names no direction (it takes one of {accepted})", v[0],
                         fix="give 1 (C2V), 2 (V2C) or 3 (both); 5 / 6 / 7: the same with the ring in GM")
+
+
+def _group_types(s, key: str) -> list:
+    """The type token lists of ``s``'s ``key(... : T, ...)`` group ([] without one)."""
+    parts = split_top(s.group(key) or [], (":",))
+    return split_top(parts[-1]) if len(parts) > 1 else []
+
+
+def check_store_count(s, types: TypeReader) -> None:
+    """ptoas's TSTORE verifier: a ``!pto.tile_buf`` stored into a ``!pto.partition_tensor_view``,
+    both of a static shape (the tile's valid shape), moves as many elements as the view holds
+    ("expects dst static element count (256) to match src valid_shape static element count
+    (128)"; pto-isa's NPU TSTORE asserts the valid region is the view's shape) - a ParseError at
+    the op, where the run would store the valid region and warn."""
+    src, dst = _group_types(s, "ins"), _group_types(s, "outs")
+    if not src or len(dst) != 1:
+        return
+    try:
+        tile, part = types.parse(src[0]), types.parse(dst[0])
+    except ParseError:
+        return                                  # (the op reports a bad type where it runs)
+    if not isinstance(tile, TileSpec) or not (isinstance(part, tuple) and part[0] == "part"):
+        return
+    shape = part[2]
+    if tile.v_rows is None or tile.v_cols is None or not shape or None in shape:
+        return
+    have, want = tile.v_rows * tile.v_cols, 1
+    for d in shape:
+        want *= d
+    if have != want:
+        raise types.err(f"pto.tstore of a tile of valid shape {tile.v_rows}x{tile.v_cols} ({have} elements) into a "
+                        f"partition view of {'x'.join(map(str, shape))} ({want}): ptoas refuses it (\"expects dst "
+                        f"static element count ({want}) to match src valid_shape static element count ({have})\")",
+                        s.tok, fix="store into a partition view of the tile's valid shape (its sizes = [v_row, "
+                                   "v_col]), or give the tile the view's valid shape")
+

@@ -10,6 +10,7 @@ from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
+from .headers import tile_carry_refusals
 from .program import int_attr, res_type, str_attr, whole_tile_lanes
 from .tile_ops import folded, tile_of
 from .types import TileSpec
@@ -218,25 +219,107 @@ def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
     return pv
 
 
-#: the core a directional pipe op belongs on: ``tpush_to_aiv`` / ``tpop_from_aiv`` /
-#: ``tfree_from_aiv`` are the Cube's, the ``*_aic`` ones a Vector core's
-_OP_CORE = {"pto.tpush_to_aiv": "cube", "pto.tpop_from_aiv": "cube", "pto.tfree_from_aiv": "cube",
-            "pto.tpush_to_aic": "vector", "pto.tpop_from_aic": "vector", "pto.tfree_from_aic": "vector"}
+#: the kernel a frontend pipe op belongs in: ``pto.aic_initialize_pipe``, ``tpush_to_aiv`` /
+#: ``tpop_from_aiv`` / ``tfree_from_aiv`` the Cube's, the ``aiv`` / ``*_aic`` ones a Vector
+#: kernel's - a function whose ``pto.kernel_kind`` says so (:func:`check_frontend_kernel`)
+FRONTEND_OP_KIND = {"pto.aic_initialize_pipe": "cube", "pto.tpush_to_aiv": "cube", "pto.tpop_from_aiv": "cube",
+                    "pto.tfree_from_aiv": "cube", "pto.aiv_initialize_pipe": "vector",
+                    "pto.tpush_to_aic": "vector", "pto.tpop_from_aic": "vector", "pto.tfree_from_aic": "vector"}
 
 
 def way_of(ex, s, producer: bool) -> Direction:
-    """The ring this core produces into (the Cube: C2V) or consumes from, checking that a
-    directional op (``tpush_to_aiv``...) is on the core it names."""
+    """The ring this core produces into (the Cube: C2V) or consumes from (a frontend op is on
+    the core it names: :func:`check_frontend_kernel` read it so)."""
     cube = ex.core_name == "aic"
-    want = _OP_CORE.get(s.name)
-    if want is not None and (want == "cube") != cube:
-        side = "the Cube" if want == "cube" else "a Vector core"
-        # ptoas's verifier refuses it in any function but a ``want`` kernel: the file does not build
-        raise ex.perr(s.tok, f"{s.name} is {side}'s op, but it runs on {ex.core.name} (ptoas: "
-                             f"'{s.name}' op must be inside a {want} kernel function)",
-                      f"move it into the {want} kernel (pto.kernel_kind = #pto.kernel_kind<{want}>); "
-                      "this side's op names the other core (tpush_to_aic / tpop_from_aiv ...)")
     return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
+
+
+#: the ring a frontend push / pop / free moves tiles on
+_FRONTEND_WAY = {"pto.tpush_to_aiv": Direction.DIR_C2V, "pto.tpop_from_aic": Direction.DIR_C2V,
+                 "pto.tfree_from_aic": Direction.DIR_C2V, "pto.tpush_to_aic": Direction.DIR_V2C,
+                 "pto.tpop_from_aiv": Direction.DIR_V2C, "pto.tfree_from_aiv": Direction.DIR_V2C}
+
+
+def check_frontend_kernel(f, path: str) -> None:
+    """ptoas's verifier of the frontend pipe ops, a ParseError at the op before anything runs:
+    each is in a function whose ``pto.kernel_kind`` is the kernel the op names
+    (:data:`FRONTEND_OP_KIND`; "'pto.aic_initialize_pipe' op must be inside a cube kernel
+    function" - a ``pto.section.cube`` in a function without one does not do: the sections take
+    the lower-level pipe ops), and a function initialises each frontend pipe id once ("requires
+    unique initialize_pipe id in function"; ptoas 0.27 takes one init per function)."""
+    first = {}
+    for s in f.statements():
+        want = FRONTEND_OP_KIND.get(s.name)
+        if want is None:
+            continue
+        where = f"{path}:{s.tok.line}:{s.tok.col}"
+        if f.kind != want:
+            has = (f"@{f.name} is a {f.kind} kernel" if f.kind else
+                   f"@{f.name} has no pto.kernel_kind (a pto.section.{want} does not make it a {want} kernel)")
+            fix = (f"move it into the {want} kernel: this side's op names the other core (tpush_to_aic / "
+                   f"tpop_from_aiv ...)" if f.kind else
+                   f"give @{f.name} attributes {{pto.kernel_kind = #pto.kernel_kind<{want}>}}, or, in a "
+                   f"pto.section.{want}, set the pipe up with the lower-level ops (pto.initialize_l2l_pipe / "
+                   f"pto.initialize_l2g2l_pipe, pto.tpush / pto.tpop / pto.tfree), which a section takes")
+            raise ParseError(f"{s.name} belongs in a {want} kernel, but {has} (ptoas: '{s.name}' op must be "
+                             f"inside a {want} kernel function)", where=where, fix=fix)
+        if s.name in FRONTEND_INITS:
+            pid = frontend_id(s)
+            before = first.setdefault(pid, s)
+            if before is not s:
+                raise ParseError(
+                    f"a second {s.name} of pipe id = {pid} in @{f.name} (the first at {before.tok.line}:"
+                    f"{before.tok.col}): its pushes, pops and frees name their pipe by id, so they cannot tell "
+                    "the two apart (ptoas: \"requires unique initialize_pipe id in function\"; 0.27: \"requires "
+                    "at most one matching initialize_pipe op per function\")", where=where,
+                    fix="initialise each pipe once; a second pipe of the function needs an id = N of its own, "
+                        "named on its tpush / tpop / tfree (a newer ptoas), or a pto.initialize_l2l_pipe / "
+                        "pto.initialize_l2g2l_pipe (ptoas 0.27)")
+
+
+def check_frontend_rings(f, path: str) -> None:
+    """A frontend push / pop / free of ``f`` follows an init of its pipe id whose ``dir_mask``
+    enables its ring, as ptoas lowers them (PTOLowerFrontendPipeOps: "requires a frontend
+    initialize_pipe op in the same function", "requires the dominating initialize_pipe op to
+    enable V2C"): else a ParseError at the op.  (After :func:`check_pipe_directions`: two ends
+    that disagree on the direction are said so first.)"""
+    first, lower = {}, False
+    later = {frontend_id(s): s for s in f.statements() if s.name in FRONTEND_INITS}
+    for s in f.statements():
+        if s.name in FRONTEND_INITS:
+            first.setdefault(frontend_id(s), s)
+            continue
+        # (ptopipe's writer names a lower-level ring with the frontend ops in its address flow,
+        # which ptoas has no ops for: such a function is the run's to check)
+        lower = lower or s.name in INIT_OPS
+        way = _FRONTEND_WAY.get(s.name)
+        if way is None:
+            continue
+        pid = frontend_id(s)
+        init = first.get(pid)
+        if init is None and lower:
+            continue
+        where = f"{path}:{s.tok.line}:{s.tok.col}"
+        if init is None:
+            named = f" id = {pid}" if pid else ""
+            side = "pto.aic" if FRONTEND_OP_KIND[s.name] == "cube" else "pto.aiv"
+            after = later.get(pid)
+            what = (f"{s.name} comes before the pipe's init at {after.tok.line}:{after.tok.col} (ptoas: '{s.name}' op "
+                    "requires a dominating frontend initialize_pipe op)" if after is not None else
+                    f"{s.name} has no frontend pipe init{named} in @{f.name} (ptoas: '{s.name}' op requires a "
+                    "frontend initialize_pipe op in the same function)")
+            raise ParseError(what, where=where,
+                             fix=f"initialise the pipe ({side}_initialize_pipe{' {id = %d, ...}' % pid if pid else ''}) "
+                                 f"in @{f.name} before its pushes and pops")
+        mask = init.attr("dir_mask")
+        mask = int(mask[0].text) if mask and mask[0].text.isdigit() else None
+        if mask is not None and not mask & int(way):
+            w = way.name[4:]
+            raise ParseError(f"{s.name} moves a tile {w}, but the pipe init at {init.tok.line}:{init.tok.col} says "
+                             f"dir_mask = {mask} ({_WAY.get(mask & 3, mask)}) (ptoas: '{s.name}' op requires the "
+                             f"dominating initialize_pipe op to enable {w})", where=where,
+                             fix=f"give the pipe both ways (dir_mask = 3 on its init and its peer's, each with its "
+                                 f"consumer buffer) or move the tile on a pipe of the {w} direction")
 
 
 def _slot_tensor(ex, s, spec) -> "isa.GlobalTensor | None":
@@ -399,7 +482,8 @@ def ptoas_refusals(prog) -> list:
     bundled 0.27 says "expected 'dir_mask'" or the like), or ptopipe's own spelling of a
     ring ptoas cannot build that way -, a slot_num other than
     :data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS` or a local_slot_num outside 1..slot_num
-    (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``)."""
+    (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``); and, after them,
+    the loops ptoas 0.27 does not lower (:func:`~.headers.tile_carry_refusals`)."""
     out = []
     for f in prog.funcs.values():
         for s in f.statements():
@@ -445,7 +529,7 @@ def ptoas_refusals(prog) -> list:
                     t = ls[0]
                     out.append(f"{prog.path}:{t.line}:{t.col}: ptoas refuses local_slot_num = {t.text} on "
                                f"{s.name} (it expects 1..slot_num = {k}); ptopipe runs it as written")
-    return out
+    return out + tile_carry_refusals(prog)
 
 
 #: the ops that name a split, and those of them that name their pipe by its handle

@@ -12,9 +12,10 @@ from ..pto_tree import Block, odd_end, parse_tree, split_top, suspect_lines
 from .attributes import ATTRIBUTE_KEYS, check_misspelled, misspelled, written_keys
 from .executor import HANDLERS
 from .headers import check_header
-from .op_checks import Constants, check_op
+from .op_checks import Constants, check_op, check_store_count
 from .pipe_pairs import check_pipe_pairs
-from .pipe_ops import check_nosplit_splits, check_pipe_directions, check_split_kinds
+from .pipe_ops import (check_frontend_kernel, check_frontend_rings, check_nosplit_splits, check_pipe_directions,
+                       check_split_kinds)
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, known_ops, malformed, read_func
 from .types import TypeReader
 from .use_types import UseTypes, introduced as introduced_types, results as result_types
@@ -70,8 +71,12 @@ def _read_program(text: str, path: str) -> Program:
     for f in funcs.values():
         sites[f.name] = _check_ops(f, funcs, types, suspects, near)
         _check_scopes(f, types)
+        for s in f.statements():
+            if s.name == "pto.tstore":
+                check_store_count(s, types)
         _check_returns(f, types)
         _check_yields(f, types)
+        check_frontend_kernel(f, path)
         check_nosplit_splits(f, path)
         check_split_kinds(f, path)
     check_pipe_pairs(funcs, path)
@@ -79,6 +84,8 @@ def _read_program(text: str, path: str) -> Program:
     _check_entry_results(funcs, types)
     prog = Program(path, funcs, arch, types)
     check_pipe_directions(prog, funcs)     # (every function, as ptoas: run, check and --static alike)
+    for f in funcs.values():
+        check_frontend_rings(f, path)
     return prog
 
 
@@ -371,6 +378,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
     defined = {p[0]: (p[2].line, p[2].col) for p in f.params}  # name -> its definition (line, col), in text order
     typed = UseTypes(types)                  # and the type it gives the value, where it says one
+    consts = Constants(f).values             # (the offsets of a pto.subset, for the type it infers)
     for name, _, tok in f.params:
         typed.define(name, _type_text(_param_type_toks(f, name)), tok.line, tok.col)
 
@@ -418,7 +426,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                         if r in defined:
                             define(r, line, col)          # (the redefinition's error)
                         defined[r] = (line, col)
-                    for r, col, ty in zip(s.results, s.result_cols, result_types(s)):
+                    for r, col, ty in zip(s.results, s.result_cols, result_types(s, consts)):
                         typed.define(r, ty, line, col)
                     mine.extend(s.results)
         visible.difference_update(added)

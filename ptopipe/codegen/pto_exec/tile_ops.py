@@ -19,10 +19,12 @@ from ...arch.vocab import (CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layou
                             gm_nz_inferred, row_major_strides)
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
-from ..pto_syntax import (FILL_PADS, INDEXED_ATTRS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS, PTOAS_ELEMENT_TYPES,
-                          PTOAS_LOCATIONS, ROW_REDUCTIONS, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED,
-                          a5_scratch_refusal, indexed_coalesce, missing_scratch_refusal, ptoas_dst_refusal,
-                          ptoas_element_refusal, ptoas_location_refusal, read_atomic_type, read_indexed_attr)
+from ..pto_syntax import (FILL_PADS, FLOAT_SCALAR_OPS, INDEXED_ATTRS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS,
+                          PTOAS_DISTINCT_OPERANDS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, ROW_REDUCTIONS,
+                          SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
+                          float_scalar_refusal, indexed_coalesce, missing_scratch_refusal, ptoas_dst_refusal,
+                          ptoas_element_refusal, ptoas_location_refusal, ptoas_storage_refusal, read_atomic_type,
+                          read_indexed_attr)
 from ..pto_tree import Stmt, split_top
 from .placement import crowded_error
 from .program import catalogue_name, int_constants, res_type
@@ -604,6 +606,11 @@ class _Form:
             _ptoas_dst(ex, s)
         if s.name in NUMBER_SCALAR_OPS:
             _number_scalar(ex, s, ins)
+        if s.name in PTOAS_DISTINCT_OPERANDS and not _memref_operand(ins, outs):
+            refused = ptoas_storage_refusal(s.name, ex.core.cluster.platform.name,
+                                            [t.text for t in self.ins], [t.text for t in self.outs])
+            if refused:
+                raise ex.perr(self.outs[0], *refused)
         if s.name == "pto.tgather" and len(self.outs) == 1 and len(self.ins) == 2 and not s.attr("maskPattern"):
             raise ex.perr(s.tok, "pto.tgather's index form without its tmp: ptoas refuses it ('pto.tgather' op "
                                  "index-form tgather expects both indices and tmp)",
@@ -776,14 +783,21 @@ def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
 def _number_scalar(ex, s, ins) -> None:
     """A ParseError at a tile-scalar op whose scalar is declared ``index``: ptoas's operand is a
     number (:data:`NUMBER_SCALAR_OPS`; "operand #1 must be numeric (integer/float), but got
-    'index'") - cast it first, as ptopipe's writer does."""
+    'index'") - cast it first, as ptopipe's writer does; and at a :data:`FLOAT_SCALAR_OPS` op
+    whose scalar is not a float, which ptoas 0.27 does not lower."""
     parts = split_top(ins or [], (":",))
     for k, ty in enumerate(split_top(parts[-1]) if len(parts) > 1 else []):
         if len(ty) == 1 and ty[0].text == "index":
+            if s.name in FLOAT_SCALAR_OPS:
+                raise ex.perr(ty[0], *float_scalar_refusal(s.name, "index"))
             raise ex.perr(ty[0], f"{s.name}'s scalar is an index: ptoas refuses it ('{s.name}' op operand #{k} must "
                                  "be numeric (integer/float), but got 'index')",
                           "cast it first: %n = arith.index_cast %i : index to i32 (the tile's integer type; an "
                           "integer scalar of a float tile converts)")
+        if len(ty) == 1 and ty[0].kind == "word" and k > 0:
+            refused = float_scalar_refusal(s.name, ty[0].text)
+            if refused:
+                raise ex.perr(ty[0], *refused)
 
 
 def _ptoas_dst(ex, s) -> None:

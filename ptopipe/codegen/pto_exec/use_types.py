@@ -275,12 +275,47 @@ def introduced(s) -> dict:
     return dict.fromkeys(_INTRODUCED.findall(s.text())) if s.regions else {}
 
 
-def results(s) -> list:
-    """The type texts of ``s``'s results, in order, where its text says them (else [])."""
+#: ``%src[%r, %c] sizes [R, C] : <source type>`` (a ``pto.subset``'s text)
+_SUBSET = re.compile(rf"^\s*({_V})\s*\[\s*([^\],\s]+)\s*,\s*([^\]\s]+)\s*\]\s*sizes\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]"
+                     rf"\s*:\s*({_T})\s*$")
+_DIM = re.compile(r"\b(rows|cols|v_row|v_col)=([^,>]+)")
+
+
+def subset_result(text: str, consts: dict) -> str | None:
+    """The type ptoas gives ``%v = pto.subset`` of ``text`` (PTOAS ``SubsetOp::inferReturnTypes``):
+    its source's long-form type with ``rows`` / ``cols`` the sizes and each valid dimension
+    ``min(size, pv - off mod pv)`` for a static source valid dimension ``pv`` and a constant
+    offset (``consts``: the function's integer constants by name), else ``?``; None for a
+    source type of another form (not compared)."""
+    m = _SUBSET.match(text)
+    if m is None or not m.group(6).startswith("!pto.tile_buf<loc="):
+        return None
+    src = dict(_DIM.findall(m.group(6)))
+    if len(src) != 4:
+        return None
+    new = {"rows": m.group(4), "cols": m.group(5)}
+    for key, off_text, size in (("v_row", m.group(2), int(m.group(4))), ("v_col", m.group(3), int(m.group(5)))):
+        pv = src[key].strip()
+        off = consts.get(off_text, int(off_text) if off_text.lstrip("-").isdigit() else None)
+        if not pv.isdigit() or off is None:
+            new[key] = "?"
+        else:
+            pv = int(pv)
+            new[key] = str(min(size, pv - off % pv if pv > 0 else 0))
+    return _DIM.sub(lambda d: f"{d.group(1)}={new[d.group(1)]}", m.group(6))
+
+
+def results(s, consts: dict | None = None) -> list:
+    """The type texts of ``s``'s results, in order, where its text says them (else [];
+    ``consts``: the function's integer constants, for the type a ``pto.subset`` infers - without
+    them it is not read)."""
     n, name = len(s.results), s.name
     if not n:
         return []
     text = s.text()
+    if name == "pto.subset":
+        got = subset_result(text, consts) if consts is not None and n == 1 else None
+        return [got] if got else []
     if name == "scf.for":
         tys = list(for_header(s, s.filename).result_types)
         return tys if len(tys) == n else []
