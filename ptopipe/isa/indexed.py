@@ -355,28 +355,9 @@ def _gather(core, dst: Tile, d: np.ndarray, table: GlobalTensor, raw, cap, pitch
             form: str, space="UB", walked: bool = False) -> Event:
     """The GM side of a gather into ``d`` (dst's valid array) from the checked indices ``raw``
     (read from ``srcs``, or already by the walk ``walked``), as ``(MGATHER, form)`` runs."""
-    rows, cols = d.shape
-    if cap == 0:
-        raise _err(core, f"MGATHER: the table {table.describe()} has no {'rows' if pitch is not None else 'elements'}",
-                   "give the table the shape of the data it holds")
-    if oob is GatherOOB.Undefined:
-        _undefined_index(core, "MGATHER", raw, cap, coalesce, at)
-    safe, kept = remap_indices(raw, cap, oob.name)
+    flat, offs, kept_all, units, region = _targets(core, "MGATHER", table, raw, cap, pitch, d.shape, coalesce, oob,
+                                                   oob is GatherOOB.Undefined, at)
     item = table.dtype.itemsize
-    base = table.ptr.addr
-    flat, b0 = _flat(core.cluster.gm, base, table.dtype)
-    if pitch is not None:                       # rows: `cols` adjacent elements from row idx * pitch
-        starts = safe * pitch
-        ranges = _ranges(base, item, starts[kept], cols)
-        offs = b0 + starts[:, None] + np.arange(cols)
-        kept_all = np.broadcast_to(kept[:, None], (rows, cols))
-        units = rows
-    else:
-        ranges = _ranges(base, item, safe[kept], 1)
-        offs, kept_all, units = b0 + safe, kept, rows * cols
-    rng_at = _range_at(kept, at)
-    _in_bounds(core, "MGATHER", table, ranges, rng_at)
-    region = region_of_ranges(ranges)
     work = (_GATHER.kernel, flat, offs, kept_all, d)
     moved = int(np.count_nonzero(kept_all)) * item
     costs = core.costs
@@ -384,6 +365,36 @@ def _gather(core, dst: Tile, d: np.ndarray, table: GlobalTensor, raw, cap, pitch
                  costs.move("GM", space, moved), d.shape, dst.dtype)
     core.pending.append(work)
     return new_event(("MGATHER", core, end))
+
+
+def _targets(core, op: str, table: GlobalTensor, raw, cap: int, pitch, shape: tuple, coalesce, oob, undefined: bool,
+             at) -> tuple:
+    """The GM elements an MGATHER / MSCATTER (``op``) of a ``shape`` tile moves, from the checked
+    indices ``raw`` (``at`` says where each sits) into a table of ``cap`` rows (``pitch``
+    elements apart) or elements (``pitch`` None), after the OOB mode ``oob`` (``undefined``:
+    an index past the table is an error) remaps them: ``(flat, offs, kept, units, region)`` -
+    the table's GM as a flat array of its element type, each tile element's offset into it,
+    which ones move, the scalar unit's steps (a row or an element each) and the bytes' region
+    for the checkers.  A range past the table's argument is a MemoryConflictError."""
+    rows, cols = shape
+    if cap == 0:
+        raise _err(core, f"{op}: the table {table.describe()} has no {'rows' if pitch is not None else 'elements'}",
+                   "give the table the shape of the data it holds")
+    if undefined:
+        _undefined_index(core, op, raw, cap, coalesce, at)
+    safe, kept = remap_indices(raw, cap, oob.name)
+    item, base = table.dtype.itemsize, table.ptr.addr
+    flat, b0 = _flat(core.cluster.gm, base, table.dtype)
+    if pitch is not None:                       # rows: `cols` adjacent elements from row idx * pitch
+        starts = safe * pitch
+        ranges = _ranges(base, item, starts[kept], cols)
+        offs = b0 + starts[:, None] + np.arange(cols)
+        kept_all, units = np.broadcast_to(kept[:, None], (rows, cols)), rows
+    else:
+        ranges = _ranges(base, item, safe[kept], 1)
+        offs, kept_all, units = b0 + safe, kept, rows * cols
+    _in_bounds(core, op, table, ranges, _range_at(kept, at))
+    return flat, offs, kept_all, units, region_of_ranges(ranges)
 
 
 def _range_at(kept: np.ndarray, at):
@@ -432,28 +443,11 @@ def MSCATTER(table, src, indices, *events, coalesce=Coalesce.Row, atomic=Scatter
     else:
         raw = _elem_indices(core, "MSCATTER", a, (rows, cols)).astype(np.uint32)
         at = _at_elems(indices, raw)
-    if cap == 0:
-        raise _err(core, f"MSCATTER: the table {table.describe()} has no {'rows' if pitch is not None else 'elements'}",
-                   "give the table the shape of the data it holds")
-    if oob is ScatterOOB.Undefined:
-        _undefined_index(core, "MSCATTER", raw, cap, coalesce, at)
-    safe, kept = remap_indices(raw, cap, oob.name)
+    flat, offs, kept_all, units, region = _targets(core, "MSCATTER", table, raw, cap, pitch, (rows, cols), coalesce,
+                                                   oob, oob is ScatterOOB.Undefined, at)
     item = table.dtype.itemsize
-    base = table.ptr.addr
-    flat, b0 = _flat(core.cluster.gm, base, table.dtype)
-    if pitch is not None:
-        starts = safe * pitch
-        ranges = _ranges(base, item, starts[kept], cols)
-        offs = b0 + starts[:, None] + np.arange(cols)
-        kept_all = np.broadcast_to(kept[:, None], (rows, cols))
-        units = rows
-    else:
-        ranges = _ranges(base, item, safe[kept], 1)
-        offs, kept_all, units = b0 + safe, kept, rows * cols
-    _in_bounds(core, "MSCATTER", table, ranges, _range_at(kept, at))
     if atomic is ScatterAtomicOp(0) and platform is _A5 and conflict is ScatterConflict.Default:
         _conflict_warning(core, offs, kept_all, s, at, coalesce)
-    region = region_of_ranges(ranges)
     write = True if atomic is ScatterAtomicOp(0) else _KIND[atomic]
     work = (_SCATTER.kernel, flat, offs, kept_all, s, atomic)
     moved = int(np.count_nonzero(kept_all)) * item
