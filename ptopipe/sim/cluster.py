@@ -437,6 +437,12 @@ class Cluster:
                 self._next = nxt
                 self.main.switch()
 
+    def warn_once(self, what: str, where) -> None:
+        """Run warning ``what`` at ``where`` (:attr:`warnings`), once however often the run
+        meets it there."""
+        if (what, where) not in self.warnings:
+            self.warnings.append((what, where))
+
     # -- the data plane -------------------------------------------------------------------
     def sync(self) -> None:
         """Apply the queued data operations to the memories, in the order they were issued.

@@ -296,9 +296,7 @@ def _unused_consumer_buf(core, direction, ways, c2v_buf, v2c_buf) -> tuple | Non
                 f"(it has no {way} ring): its {other} (0) is the "
                 f"consumer's buffer (its ring on A5, its staging ring where the ring is in GM) - pass the "
                 f"address as {other}, and 0 as {arg}")
-        here = _loc(core)
-        if (what, here) not in core.cluster.warnings:
-            core.cluster.warnings.append((what, here))
+        core.cluster.warn_once(what, _loc(core))
         return arg, buf, other
     return None
 
@@ -315,9 +313,7 @@ def _idle_staging(core, ch, cfg: TPipe, n: int) -> None:
             f"popped tiles, so {extra} of the {total} bytes of the consumer's staging buffer "
             f"({cfg.local_slot_num} slots of SlotSize {cfg.slot_size}) are never needed - declare {word} "
             f"at most {n}")
-    here = _loc(core)
-    if (what, here) not in core.cluster.warnings:
-        core.cluster.warnings.append((what, here))
+    core.cluster.warn_once(what, _loc(core))
 
 
 def _channel_name(cfg: TPipe, way: str) -> str:
@@ -535,8 +531,7 @@ def _sync_period_unread(core, ch: Channel, cfg: TPipe, other) -> None:
             "does not read SyncPeriod, so this run passes, but under pto-isa each end applies its own: a "
             "producer waiting for a free the consumer never sends deadlocks, the other way round overwrites "
             "(--protocol pto-isa refuses the pipe) - declare the same TPipe / TMPipe on both ends")
-    if (what, here) not in core.cluster.warnings:
-        core.cluster.warnings.append((what, here))
+    core.cluster.warn_once(what, here)
 
 
 def _agree_first(core, cfg: TPipe, ways, n: int, in_gm: bool) -> None:

@@ -311,8 +311,8 @@ def _check_repop(core, tile: Tile, prev, loc) -> None:
         # TFREE at all holds nothing here, and its missing TFREEs are the warning then
         if not any(r[1] == what and r[2] == here for r in pside.repops):
             pside.repops.append((pi, what, here))
-    elif (what, here) not in core.cluster.warnings:
-        core.cluster.warnings.append((what, here))
+    else:
+        core.cluster.warn_once(what, here)
 
 
 def _zero_fill(core, side: Side, tile: Tile, loc) -> None:
