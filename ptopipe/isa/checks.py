@@ -145,12 +145,8 @@ class KernelChecks(HappensBefore):
 
     def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None, work=None) -> bool:
         p = gt.ptr
-        if p.__class__ is SlotPtr and p.slot.gen != p.gen:
-            raise _use_after_free(core, gt, op, p.slot, p.gen, p.pipe)
-        if self._views:
-            vs = self._views.get(core.index)
-            if vs:
-                self._view_access(core, gt, vs, write, op)
+        if p.__class__ is SlotPtr or self._views:      # (the hot path's common case skips the call)
+            self._through_slot(core, gt, p, write, op)
         # HappensBefore.gm_access (where, gm_region, region_of_rows), inline: the hot path of
         # every checked TLOAD / TSTORE.  The same region and location token as those give:
         # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
@@ -183,14 +179,19 @@ class KernelChecks(HappensBefore):
                            None, end, pipe, work)
 
     def gm_indexed(self, core, gt, region, write: bool, op: str, end=None, pipe=None, work=None) -> bool:
-        p = gt.ptr
+        self._through_slot(core, gt, gt.ptr, write, op, region)
+        return super().gm_indexed(core, gt, region, write, op, end, pipe, work)
+
+    def _through_slot(self, core, gt, p, write: bool, op: str, region=None) -> None:
+        """A GM access through ``gt`` (pointer ``p``; ``region``: the bytes of an indexed one)
+        of a slot freed since it was popped is a use after free; one of a popped GM view is
+        checked against the core's views (:meth:`_view_access`)."""
         if p.__class__ is SlotPtr and p.slot.gen != p.gen:
             raise _use_after_free(core, gt, op, p.slot, p.gen, p.pipe)
         if self._views:
             vs = self._views.get(core.index)
             if vs:
                 self._view_access(core, gt, vs, write, op, region)
-        return super().gm_indexed(core, gt, region, write, op, end, pipe, work)
 
     def acc_read(self, core, op: str, c_in) -> None:
         """Matmul ``op`` of ``core`` accumulates onto Acc tile ``c_in``, which some instruction of
