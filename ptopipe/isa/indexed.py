@@ -468,17 +468,12 @@ def _conflict_warning(core, offs, kept, s, at, coalesce) -> None:
     differ = same & (v[1:] != v[:-1])
     if not differ.any():
         return
-    here = core.where()
-    seen = core.isa.setdefault("mscatter_conflict_warned", set())
-    if str(here) in seen:
-        return
-    seen.add(str(here))
     unit = "row" if coalesce is Coalesce.Row else "element"
-    core.cluster.warnings.append((
+    core.cluster.warn_once(
         f"MSCATTER with ScatterConflict::Default writes different values to one table {unit}: on A5 the device keeps "
         "whichever write its warp scheduler lets last; ptopipe keeps the last in row-major order (Conflict::Last) - "
         "pass conflict=ScatterConflict.Last for that order on the device too, or give each write its own index",
-        here))
+        core.where())
 
 
 # -- GM -> L1: into an NZ Mat tile, the indices in GM ---------------------------------------------

@@ -324,21 +324,16 @@ def _device_window_warning(core, gt, t: Tile, op: str) -> None:
     packed = a2a3 and t.valid_cols != s[4] and s[3] > 1
     if rows == t.valid_rows and not packed:
         return
-    here = core.where()
-    seen = core.isa.setdefault("device_window_warned", set())
-    if str(here) in seen:
-        return
-    seen.add(str(here))
     pitch = t.valid_cols + st[3] - s[4] if a2a3 else st[3]
     does = (f"the {core.cluster.platform.name.upper()} device writes {s[3]} rows (Shape3) of {t.valid_cols} "
             f"elements{' per outer index' if rows != s[3] else ''}, {pitch} elements apart"
             + (f" - rows {t.valid_rows}.. from the tile's memory past its valid rows" if rows > t.valid_rows else ""))
-    core.cluster.warnings.append((
+    core.cluster.warn_once((
         f"{op} of the tile's valid region {t.valid_rows}x{t.valid_cols} into {gt.describe()} ({gt.rows}x{gt.cols}): "
         f"pto-isa's NPU TSTORE asserts the valid region is the GlobalTensor's shape (validCol == Shape4, validRow "
         f"== Shape0*Shape1*Shape2*Shape3) and, built without the check, moves the tensor's rows: {does}, where "
         f"ptopipe writes the valid region at the strides, as pto-isa's CPU model does - the device's numbers "
-        f"differ from these; give the GlobalTensor the valid region's shape", here))
+        f"differ from these; give the GlobalTensor the valid region's shape"), core.where(), "device window")
 
 
 def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | None = None) -> None:

@@ -219,6 +219,7 @@ class Cluster:
         # (what, where) warnings a layer above found about the kernels (a finisher's), reported
         # with the run's other warnings at kernel exit
         self.warnings = []
+        self._warned = set()         # their (text or kind, site) keys (warn_once)
         # callables(cluster, core, flag): a WAIT consumed a credit an earlier launch left
         # on the flag (``Flag.carried``; :meth:`carry_flags` puts them there)
         self.carried_hooks = []
@@ -437,10 +438,13 @@ class Cluster:
                 self._next = nxt
                 self.main.switch()
 
-    def warn_once(self, what: str, where) -> None:
+    def warn_once(self, what: str, where, kind: str | None = None) -> None:
         """Run warning ``what`` at ``where`` (:attr:`warnings`), once however often the run
-        meets it there."""
-        if (what, where) not in self.warnings:
+        meets it there (``kind``: once there for every text of that kind - a warning whose
+        text tells one occurrence's numbers)."""
+        key = (kind or what, str(where))
+        if key not in self._warned:
+            self._warned.add(key)
             self.warnings.append((what, where))
 
     # -- the data plane -------------------------------------------------------------------
