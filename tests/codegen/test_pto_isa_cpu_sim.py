@@ -246,8 +246,9 @@ SIMULATOR_STALLS = [("examples/mixed/s6_stream_both.py", "default", "a2a3"),
 
 
 #: runs of the real simulator per case: its threads interleave differently each time, and a
-#: stall ptopipe predicts shows in some runs only (3 were too few on a loaded machine)
-SIMULATOR_RUNS = 8
+#: stall ptopipe predicts shows in some runs only (3, then 8, were too few on a loaded machine;
+#: a run that ends takes well under a second, and the first hang ends the loop)
+SIMULATOR_RUNS = 20
 
 
 @needs_pto_isa
