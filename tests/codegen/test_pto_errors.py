@@ -218,6 +218,22 @@ def test_a_misspelled_operation_on_a_line_of_its_own_is_no_part_of_the_op_above(
     assert f"at {f}:{ln}:5\n" in err
 
 
+@pytest.mark.parametrize("command", [["run"], ["check", "--static"]])
+def test_a_function_without_its_return_is_refused_at_its_last_op(tmp_path, command):
+    """A body with no ``return`` (ptoas: "block with no terminator") is a ParseError at its
+    last op for the run and the static check alike - not a run of the body as if it were whole,
+    nor a PASS of a kernel without pipes, whose static check has nothing else to refuse."""
+    text = SOFTMAX.replace("    return\n", "")
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "ptopipe", *command, str(f)], capture_output=True, text=True,
+                       cwd=ROOT)
+    ln = _line(text, "pto.tstore ins(%probs")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("ParseError: function @softmax_rows does not end with 'return': its last operation, pto.tstore at "
+            f"line {ln}, is no terminator" in r.stderr and f"at {f}:{ln}:5\n" in r.stderr), r.stderr
+
+
 @pytest.mark.parametrize("old, new, fix", [
     ("module attributes", "modul attributes", "did you mean 'module'?"),
     ("scf.for %i", "scf.fro %i", "did you mean 'scf.for'?"),
