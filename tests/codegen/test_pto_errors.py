@@ -218,6 +218,32 @@ def test_a_misspelled_operation_on_a_line_of_its_own_is_no_part_of_the_op_above(
     assert f"at {f}:{ln}:5\n" in err
 
 
+SM_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=64, v_row=16, v_col=64, blayout=row_major, "
+           "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("old, new, what, at", [
+    (f"pto.texp ins(%shifted : {SM_TILE})", f"pto.texp ins(%shifted, %c0 : {SM_TILE}, index)",
+     "pto.texp takes 1 operand(s) in ins(...), got 2: %c0 is one too many", "%c0 :"),
+    (f"pto.tmuls ins(%scores, %scale : {SM_TILE}, f32)", f"pto.tmuls ins(%scores, %scale : {SM_TILE})",
+     "pto.tmuls: 2 operand(s) but 1 type(s) after their ':'", "!pto.tile_buf"),
+])
+def test_an_op_given_more_operands_or_fewer_types_than_it_takes_is_refused_at_them(tmp_path, old, new, what, at):
+    """An operand past the op's last (here an index, which the run handed the instruction as a
+    wait event: "TSYNC expects Event tokens") and an operand list with fewer types than values
+    (which ran as if the types were there) are ParseErrors at the operand / the types, as ptoas
+    refuses both - in a kernel without pipes too, whose static check has nothing to stop."""
+    text = SOFTMAX.replace(old, new)
+    assert text != SOFTMAX
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "run", str(f)], capture_output=True, text=True, cwd=ROOT)
+    ln = _line(text, new)
+    col = text.splitlines()[ln - 1].index(at, len(new.split("(")[0])) + 1
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"ParseError: {what}" in r.stderr and f"at {f}:{ln}:{col}\n" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("command", [["run"], ["check", "--static"]])
 def test_a_function_without_its_return_is_refused_at_its_last_op(tmp_path, command):
     """A body with no ``return`` (ptoas: "block with no terminator") is a ParseError at its
