@@ -26,15 +26,15 @@ def _launch_options(args) -> tuple:
             scalar_ranges(args))
 
 
-def _launches(args, tensor_outputs: bool = True) -> tuple:
+def _launches(args, tensor_outputs: bool = True, echo: bool = True) -> tuple:
     """``(launches, protocol, warnings)`` of ``args.file`` (:func:`ptopipe.driver.pto.launches`):
-    ``warnings``, the static verifier's (printed before anything runs), are what the run's
-    verdict counts with its own.  ``tensor_outputs``: ``args.output`` is ``--output
+    ``warnings``, the static verifier's (printed before anything runs, unless not ``echo``:
+    ``check`` prints them with its verdict), are what the run's verdict counts with its own.  ``tensor_outputs``: ``args.output`` is ``--output
     NAME=FILE.npy`` (a file of several functions then needs ``--func``), not trace's ``-o``."""
     inputs, func, platform, protocol, seed, ranges = _launch_options(args)
     out, warnings = pto.launches(args.file, inputs, func, platform, protocol, seed,
                                  one=tensor_outputs and bool(getattr(args, "output", None)), ranges=ranges)
-    for w in warnings:
+    for w in warnings if echo else ():
         print(f"warning: {w}", file=sys.stderr)
     return out, protocol, list(warnings)
 
@@ -48,8 +48,8 @@ def _run_warnings(static: list, pl) -> list:
 def pto_scenarios(args) -> list:
     """The .pto file of ``args`` as ``(Scenario, run warnings)`` pairs for ``check`` (the
     static verifier's warnings first among the run warnings: the check's verdict counts
-    them), the notes of its launches printed."""
-    launched, protocol, static = _launches(args)
+    them, printed with its verdict), the notes of its launches printed."""
+    launched, protocol, static = _launches(args, echo=False)
     note = _file_sync(args)[1]
     for n in ([note] if note else []) + [n for pl in launched for n in pl.notes]:
         print(f"note: {n}", file=sys.stderr)

@@ -37,9 +37,26 @@ def test_an_unknown_version_lists_the_known_ones_in_sentences(capsys):
 
 def test_range_reaches_the_static_check_in_front_of_a_pto_run(capsys):
     assert cli_main(["check", PARAMS, "--schedules", "0"]) == 0
-    assert "(--range NAME=LO..HI)" in capsys.readouterr().err
+    cap = capsys.readouterr()      # (under the verdict, once: not also on stderr before the run)
+    warned = [ln for ln in cap.out.splitlines() if ln.startswith("  warning: ")]
+    assert "(--range NAME=LO..HI)" in cap.out and len(set(warned)) == len(warned) and "warning" not in cap.err
     assert cli_main(["check", PARAMS, "--schedules", "0", "--range", "row0=0..32", "--range", "nb=0..3"]) == 0
-    assert "warning" not in capsys.readouterr().err
+    cap = capsys.readouterr()
+    assert "warning" not in cap.out + cap.err
+
+
+def test_a_failing_check_of_a_pto_prints_its_static_warnings_once_under_the_verdict():
+    """A .pto's static warnings (here ptoas 0.27's refusal of slot_num) are printed once, under
+    check's verdict - a FAIL's too - not also on stderr before the run."""
+    pto = os.path.join(ROOT, "tests", "pto", "c2v_split_a3.pto")
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "check", pto, "--until-cycle", "10"], capture_output=True,
+                       text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("FAIL c2v_split_a3.pto[default] on a2a3/spec: BudgetError under the default "
+                               "schedule, 2 warning(s):"), r.stdout
+    assert all(ln.startswith("  warning: ptoas refuses slot_num on pto.a") for ln in lines[1:3]), r.stdout
+    assert (r.stdout + r.stderr).count("ptoas refuses slot_num") == 2 and "error: BudgetError" in r.stderr
 
 
 @pytest.mark.parametrize("command", ["run", "check"])
