@@ -338,9 +338,17 @@ def test_a_misspelled_or_repeated_attribute_of_an_op_read_by_name_is_refused(tmp
     assert f"ParseError: {what}" in err and f"at {f}:{_line(text, new)}:" in err, err
 
 
+SM_COL = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
 @pytest.mark.parametrize("name, old, new, what", [
     ("c_mm_sync_flags_a3.pto", "pto.tmatmul.acc ins(%7, %5, %6 :", "pto.tmatmul.acc ins(%5, %6 :",
-     "pto.tmatmul.acc: its operands, attributes or types do not read as ptoas writes them (1 operand(s) missing)"),
+     "pto.tmatmul.acc: 2 operand(s) but 3 type(s) after their ':' (MLIR gives each operand one type; ptoas "
+     "refuses the op)"),
+    ("v_softmax_rows_a3.pto", f"pto.trowexpandsub ins(%scaled, %row_max : {SM_TILE}, {SM_COL})",
+     f"pto.trowexpandsub ins(%scaled : {SM_TILE})",
+     "pto.trowexpandsub: its operands, attributes or types do not read as ptoas writes them (1 operand(s) missing)"),
 ])
 def test_an_op_whose_pieces_do_not_read_says_what_is_missing_in_the_ops_words(tmp_path, capsys, name, old, new, what):
     text = (ROOT / "tests" / "pto_corpus" / name).read_text()
