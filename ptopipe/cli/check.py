@@ -320,8 +320,11 @@ def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
             ("the compiler refuses it", "the kernel does not compile") if isinstance(err, CompileError) else \
             ("its set-up is refused", "fix the set-up above") if isinstance(err, ConfigError) else None
         print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} "
-              + (f"before it ran: {refused[0]}" if refused else f"under {sched}{after}"),
-              flush=True)
+              + (f"before it ran: {refused[0]}" if refused else f"under {sched}{after}")
+              + (f", {len(res.warnings)} warning(s):" if res.warnings else ""))
+        for what, loc in res.warnings:          # (a .pto file's static ones too: printed here only)
+            print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
+        sys.stdout.flush()
         report_exception(err)
         replay = _replay_line(args, rep["platform"], rep["protocol"], v, seed)
         print(f"  replay: {replay}" if seed is not None else

@@ -26,14 +26,15 @@ def _launch_options(args) -> tuple:
             scalar_ranges(args))
 
 
-def _launches(args) -> tuple:
+def _launches(args, tensor_outputs: bool = True, echo: bool = True) -> tuple:
     """``(launches, protocol, warnings)`` of ``args.file`` (:func:`ptopipe.driver.pto.launches`):
-    ``warnings``, the static verifier's (printed before anything runs), are what the run's
-    verdict counts with its own."""
+    ``warnings``, the static verifier's (printed before anything runs, unless not ``echo``:
+    ``check`` prints them with its verdict), are what the run's verdict counts with its own.  ``tensor_outputs``: ``args.output`` is ``--output
+    NAME=FILE.npy`` (a file of several functions then needs ``--func``), not trace's ``-o``."""
     inputs, func, platform, protocol, seed, ranges = _launch_options(args)
     out, warnings = pto.launches(args.file, inputs, func, platform, protocol, seed,
-                                 one=bool(getattr(args, "output", None)), ranges=ranges)
-    for w in warnings:
+                                 one=tensor_outputs and bool(getattr(args, "output", None)), ranges=ranges)
+    for w in warnings if echo else ():
         print(f"warning: {w}", file=sys.stderr)
     return out, protocol, list(warnings)
 
@@ -47,8 +48,8 @@ def _run_warnings(static: list, pl) -> list:
 def pto_scenarios(args) -> list:
     """The .pto file of ``args`` as ``(Scenario, run warnings)`` pairs for ``check`` (the
     static verifier's warnings first among the run warnings: the check's verdict counts
-    them), the notes of its launches printed."""
-    launched, protocol, static = _launches(args)
+    them, printed with its verdict), the notes of its launches printed."""
+    launched, protocol, static = _launches(args, echo=False)
     note = _file_sync(args)[1]
     for n in ([note] if note else []) + [n for pl in launched for n in pl.notes]:
         print(f"note: {n}", file=sys.stderr)
@@ -108,7 +109,7 @@ def run_pto(args) -> int:
         raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
                           where="option --variant", fix="drop --variant")
     launched, protocol, static = _launches(args)
-    return max([_run_one(args, pl, protocol, static) for pl in launched], default=0)
+    return max([_run_one(args, pl, protocol, static, len(launched) > 1) for pl in launched], default=0)
 
 
 def _file_sync(args) -> tuple:
@@ -117,7 +118,9 @@ def _file_sync(args) -> tuple:
     return ({"sync": sync} if sync else {}), note
 
 
-def _run_one(args, pl, protocol, static) -> int:
+def _run_one(args, pl, protocol, static, many: bool = False) -> int:
+    """One launch of the file (``many``: one of its several top-level functions, each run in
+    turn: its reports are named by the function)."""
     from ..isa import run as run_kernels
     output_files(getattr(args, "output", None), [k for k, v in pl.args.items() if hasattr(v, "shape")])
     reports = getattr(args, "report", None) or getattr(args, "png", None)
@@ -126,6 +129,7 @@ def _run_one(args, pl, protocol, static) -> int:
         print(f"note: {note}")
     from .trace import reports_of_failed_run, write_reports
     name = os.path.basename(args.file)
+    tag = pl.func if many else None
     try:
         res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                           **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
@@ -134,10 +138,10 @@ def _run_one(args, pl, protocol, static) -> int:
     except PtoPipeError as e:
         if reports:                 # the run up to its error, as a .py kernel's (cli/run.py)
             stopped = type(e).__name__
-            reports_of_failed_run(e, lambda cl: write_reports(cl, args, name, "default", stopped))
+            reports_of_failed_run(e, lambda cl: write_reports(cl, args, name, "default", stopped, tag))
         raise
     if reports:
-        write_reports(res, args, name, "default")
+        write_reports(res, args, name, "default", tag=tag)
     outs = write_outputs(res.outputs, getattr(args, "output", None))
     quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
     warned, summary = _run_warnings(static, pl), summary_warnings(res.summary)
@@ -166,7 +170,7 @@ def trace_pto(args) -> int:
     from ..isa import run as run_kernels
     from ..report import profile
     from .trace import print_block_note, traced
-    launched, protocol, static = _launches(args)
+    launched, protocol, static = _launches(args, tensor_outputs=False)     # (-o: the trace's file)
     many, status = len(launched) > 1, 0
     for pl in launched:
         label = f"{os.path.basename(args.file)} @{pl.func}"

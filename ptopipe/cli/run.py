@@ -62,7 +62,8 @@ def add_parser(sub) -> None:
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG); with --variant all, "
-                        "one per variant: OUT.<scenario>.<variant>.html")
+                        "one per variant: OUT.<scenario>.<variant>.html (so for a file of several Scenarios, and "
+                        "OUT.<function>.html for each function of a .pto run)")
     p.add_argument("--png", default=None, metavar="OUT.png",
                    help="write the swimlane as a PNG (needs matplotlib: pip install 'ptopipe[plot]'); with "
                         "--variant all, one per variant: OUT.<scenario>.<variant>.png")
@@ -84,6 +85,9 @@ def main(args) -> int:
         return run_cpp_file(args)
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
+    def tag(sc, v):         # (a file of several Scenarios: a report each)
+        return f"{sc.name}.{v}" if len(jobs) > 1 else None
+
     def one(sc, v):
         platform, protocol = target(args, sc)
         try:
@@ -95,12 +99,12 @@ def main(args) -> int:
             if reports:
                 from .trace import reports_of_failed_run, write_reports
                 stopped = type(e).__name__
-                reports_of_failed_run(e, lambda cl: write_reports(cl, args, sc.name, v, stopped))
+                reports_of_failed_run(e, lambda cl: write_reports(cl, args, sc.name, v, stopped, tag(sc, v)))
             raise
         label = f"{sc.name}[{v}]" + (" (manual sync)" if res.cluster.manual_sync else "")
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports as write_run_reports
-            write_run_reports(res, args, sc.name, v)
+            write_run_reports(res, args, sc.name, v, tag=tag(sc, v))
         compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                          rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
                                               **bounds.run_kwargs(args), **sync_kwargs(args),

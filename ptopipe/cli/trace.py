@@ -127,14 +127,16 @@ def write_trace(run, args, label: str, tag: str, many: bool, stopped: str = "") 
         print(f"wrote {write_html(run, _out(args.report, tag, many), title)}")
 
 
-def write_reports(res, args, name: str, variant, stopped: str = "") -> None:
+def write_reports(res, args, name: str, variant, stopped: str = "", tag: str | None = None) -> None:
     """``run --report/--png``: write the HTML report and/or the PNG swimlane of one run of
     scenario (or file) ``name`` (``stopped``: why a run ended early, for its title).  A run of
     several blocks: the reports show one block's cluster (block 0's, or the block that
-    stopped), said in the title."""
+    stopped), said in the title.  ``tag``: the run's name in the file names when the command
+    makes several runs (several Scenarios of a file, functions of a .pto), as ``--variant all``
+    names them - one report each, not each over the last."""
     from ..report import write_png
-    many = args.variant == "all"
-    tag = f"{name}.{variant}" if many else variant
+    many = tag is not None or args.variant == "all"
+    tag = tag or (f"{name}.{variant}" if many else variant)
     cluster = getattr(res, "cluster", res)
     nblocks = cluster.context.blocks if hasattr(cluster, "context") else 1
     title = (f"ptopipe {name}[{variant}]" + (f" - block {cluster.block} of {nblocks}" if nblocks > 1 else "")

@@ -128,7 +128,7 @@ def read_inputs(pairs) -> Inputs:
                               fix=f"give --input {name}=... once")
         num = literal(file)
         if num is None:
-            given[name] = read_npy(file, "--input")
+            given[name] = read_npy(file, "--input", name)
             continue
         arr = np.array(num)
         if arr.dtype == object:
@@ -211,10 +211,11 @@ _NPY_MAGIC = b"\x93NUMPY"
 _SAVE_FIX = "write it with numpy.save(path, array) (a numeric array)"
 
 
-def read_npy(file: str, option: str) -> np.ndarray:
-    """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
-    that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
-    a ConfigError saying what the file is instead.  A pipe (``/dev/stdin``, ``<(...)``) is
+def read_npy(file: str, option: str, name: str | None = None) -> np.ndarray:
+    """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names for the
+    parameter ``name``; a file that is not one (text, an ``.npz`` archive, a pickled object
+    array, a truncated file) is a ConfigError saying what the file is instead, and one that
+    does not exist says that a scalar parameter takes a number there.  A pipe (``/dev/stdin``, ``<(...)``) is
     read whole: it gives its bytes once, and the head read to judge them is part of them;
     ``-`` is the standard input (``./-``: a file named ``-``)."""
     def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
@@ -233,7 +234,9 @@ def read_npy(file: str, option: str) -> np.ndarray:
             with open(file, "rb") as f:
                 head = f.read(64)
     except OSError as e:
-        raise bad(e.strerror or str(e), "give the path of a .npy file") from None
+        number = (f", or a number if {name} is a scalar parameter (--input {name}=5)"
+                  if name and isinstance(e, FileNotFoundError) else "")
+        raise bad(e.strerror or str(e), "give the path of a .npy file" + number) from None
     if not head.startswith(_NPY_MAGIC):
         if not head:
             raise bad("the file is empty")

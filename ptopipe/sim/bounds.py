@@ -142,7 +142,8 @@ def core_states(cluster, at: dict | None = None) -> str:
                          f"issue clock {c.clock})")
             continue
         where = (at or {}).get(c) or c.where()
-        lines.append(f"{c.name:5s} {what} at {where} ({n} instruction{'s' * (n != 1)}, "
+        place = f"at {where}" if where is not None else "outside its kernel's lines (ptopipe's own code)"
+        lines.append(f"{c.name:5s} {what} {place} ({n} instruction{'s' * (n != 1)}, "
                      f"issue clock {c.clock})")
     return "\n".join(lines)
 
@@ -175,8 +176,9 @@ def timed_out(cluster, limit: Deadline, at: dict | None = None) -> BudgetError:
     cores = [c for c in cluster.cores if c.state not in (CoreState.IDLE, CoreState.DONE)]
     running = [c for c in cores if c.state is CoreState.RUNNING] or cores
     where = None
-    if running:
-        where = str((at or {}).get(running[0]) or running[0].where())
+    if running:      # (no line of its kernel when the bound passed in ptopipe's own code: no place)
+        loc = (at or {}).get(running[0]) or running[0].where()
+        where = str(loc) if loc is not None else None
     return BudgetError(
         f"the {limit.scope} did not finish within {limit.name} of wall-clock time",
         where=where, details=core_states(cluster, at),

@@ -6,6 +6,8 @@ a coverage gate with nothing measured does not pass, and every output path a com
 would write is refused before the command does any work."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -35,9 +37,26 @@ def test_an_unknown_version_lists_the_known_ones_in_sentences(capsys):
 
 def test_range_reaches_the_static_check_in_front_of_a_pto_run(capsys):
     assert cli_main(["check", PARAMS, "--schedules", "0"]) == 0
-    assert "(--range NAME=LO..HI)" in capsys.readouterr().err
+    cap = capsys.readouterr()      # (under the verdict, once: not also on stderr before the run)
+    warned = [ln for ln in cap.out.splitlines() if ln.startswith("  warning: ")]
+    assert "(--range NAME=LO..HI)" in cap.out and len(set(warned)) == len(warned) and "warning" not in cap.err
     assert cli_main(["check", PARAMS, "--schedules", "0", "--range", "row0=0..32", "--range", "nb=0..3"]) == 0
-    assert "warning" not in capsys.readouterr().err
+    cap = capsys.readouterr()
+    assert "warning" not in cap.out + cap.err
+
+
+def test_a_failing_check_of_a_pto_prints_its_static_warnings_once_under_the_verdict():
+    """A .pto's static warnings (here ptoas 0.27's refusal of slot_num) are printed once, under
+    check's verdict - a FAIL's too - not also on stderr before the run."""
+    pto = os.path.join(ROOT, "tests", "pto", "c2v_split_a3.pto")
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "check", pto, "--until-cycle", "10"], capture_output=True,
+                       text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("FAIL c2v_split_a3.pto[default] on a2a3/spec: BudgetError under the default "
+                               "schedule, 2 warning(s):"), r.stdout
+    assert all(ln.startswith("  warning: ptoas refuses slot_num on pto.a") for ln in lines[1:3]), r.stdout
+    assert (r.stdout + r.stderr).count("ptoas refuses slot_num") == 2 and "error: BudgetError" in r.stderr
 
 
 @pytest.mark.parametrize("command", ["run", "check"])
@@ -70,6 +89,53 @@ def test_a_failing_runs_report_and_trace_show_it_up_to_the_error(tmp_path, capsy
     assert stop["name"] == "stopped: DeadlockError" and stop["ts"] == data["otherData"]["cycles"]
     assert data["otherData"]["stopped_by"]["error"] == "DeadlockError"
     assert "m1_no_tfree.py:" in data["otherData"]["stopped_by"]["where"]
+
+
+SOFTMAX = os.path.join(ROOT, "tests", "pto_corpus", "v_softmax_rows_a3.pto")
+TWO_SCENARIOS = '''
+import numpy as np
+import ptopipe
+from ptopipe.isa import *
+
+
+def vec(x, out):
+    t = Tile(TileType.Vec, float32, 1, 8, addr=0)
+    TLOAD(t, x)
+    TSTORE(out, t)
+
+
+def make_args(rng):
+    return dict(x=rng.standard_normal((1, 8)).astype(np.float32), out=np.zeros((1, 8), np.float32))
+
+
+SCENARIO = ptopipe.Scenario("first", None, (vec, None), make_args, lambda a: {"out": a["x"]})
+OTHER = ptopipe.Scenario("second", None, (vec, None), make_args, lambda a: {"out": a["x"]})
+'''
+
+
+@pytest.mark.parametrize("kind", ["py", "pto"])
+def test_each_run_of_a_command_writes_its_own_report(kind, tmp_path):
+    """A file of two Scenarios (or a .pto of two top-level functions, run in turn) gets a report
+    per run, named as --variant all names them - not one report each written over the last -
+    and ``trace`` of such a .pto writes a trace per function instead of refusing its ``-o``
+    as if it were ``--output NAME=FILE.npy``."""
+    if kind == "py":
+        k = tmp_path / "k.py"
+        k.write_text(TWO_SCENARIOS)
+        cmds, want = [["run", str(k), "--report", "r.html"]], ["r.first.default.html", "r.second.default.html"]
+    else:
+        text = open(SOFTMAX).read()
+        start, end = text.index("  func.func"), text.rindex("}")
+        k = tmp_path / "k.pto"
+        k.write_text(text[:end] + text[start:end].replace("@softmax_rows", "@softmax_again") + "}\n")
+        cmds = [["run", str(k), "--report", "r.html"], ["trace", str(k), "-o", "t.json", "--report", "q.html"]]
+        want = ["r.softmax_rows.html", "r.softmax_again.html", "t.softmax_rows.json", "t.softmax_again.json",
+                "q.softmax_rows.html", "q.softmax_again.html"]
+    for cmd in cmds:
+        r = subprocess.run([sys.executable, "-m", "ptopipe", *cmd], capture_output=True, text=True, cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": ROOT})
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted(want + [k.name]), os.listdir(tmp_path)
 
 
 def test_a_coverage_gate_with_no_mutant_fails(capsys):

@@ -218,6 +218,48 @@ def test_a_misspelled_operation_on_a_line_of_its_own_is_no_part_of_the_op_above(
     assert f"at {f}:{ln}:5\n" in err
 
 
+SM_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=64, v_row=16, v_col=64, blayout=row_major, "
+           "slayout=none_box, fractal=512, pad=0>")
+
+
+@pytest.mark.parametrize("old, new, what, at", [
+    (f"pto.texp ins(%shifted : {SM_TILE})", f"pto.texp ins(%shifted, %c0 : {SM_TILE}, index)",
+     "pto.texp takes 1 operand(s) in ins(...), got 2: %c0 is one too many", "%c0 :"),
+    (f"pto.tmuls ins(%scores, %scale : {SM_TILE}, f32)", f"pto.tmuls ins(%scores, %scale : {SM_TILE})",
+     "pto.tmuls: 2 operand(s) but 1 type(s) after their ':'", "!pto.tile_buf"),
+])
+def test_an_op_given_more_operands_or_fewer_types_than_it_takes_is_refused_at_them(tmp_path, old, new, what, at):
+    """An operand past the op's last (here an index, which the run handed the instruction as a
+    wait event: "TSYNC expects Event tokens") and an operand list with fewer types than values
+    (which ran as if the types were there) are ParseErrors at the operand / the types, as ptoas
+    refuses both - in a kernel without pipes too, whose static check has nothing to stop."""
+    text = SOFTMAX.replace(old, new)
+    assert text != SOFTMAX
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "run", str(f)], capture_output=True, text=True, cwd=ROOT)
+    ln = _line(text, new)
+    col = text.splitlines()[ln - 1].index(at, len(new.split("(")[0])) + 1
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"ParseError: {what}" in r.stderr and f"at {f}:{ln}:{col}\n" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", [["run"], ["check", "--static"]])
+def test_a_function_without_its_return_is_refused_at_its_last_op(tmp_path, command):
+    """A body with no ``return`` (ptoas: "block with no terminator") is a ParseError at its
+    last op for the run and the static check alike - not a run of the body as if it were whole,
+    nor a PASS of a kernel without pipes, whose static check has nothing else to refuse."""
+    text = SOFTMAX.replace("    return\n", "")
+    f = tmp_path / "bad.pto"
+    f.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "ptopipe", *command, str(f)], capture_output=True, text=True,
+                       cwd=ROOT)
+    ln = _line(text, "pto.tstore ins(%probs")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("ParseError: function @softmax_rows does not end with 'return': its last operation, pto.tstore at "
+            f"line {ln}, is no terminator" in r.stderr and f"at {f}:{ln}:5\n" in r.stderr), r.stderr
+
+
 @pytest.mark.parametrize("old, new, fix", [
     ("module attributes", "modul attributes", "did you mean 'module'?"),
     ("scf.for %i", "scf.fro %i", "did you mean 'scf.for'?"),
@@ -296,9 +338,17 @@ def test_a_misspelled_or_repeated_attribute_of_an_op_read_by_name_is_refused(tmp
     assert f"ParseError: {what}" in err and f"at {f}:{_line(text, new)}:" in err, err
 
 
+SM_COL = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
+          "slayout=none_box, fractal=512, pad=0>")
+
+
 @pytest.mark.parametrize("name, old, new, what", [
     ("c_mm_sync_flags_a3.pto", "pto.tmatmul.acc ins(%7, %5, %6 :", "pto.tmatmul.acc ins(%5, %6 :",
-     "pto.tmatmul.acc: its operands, attributes or types do not read as ptoas writes them (1 operand(s) missing)"),
+     "pto.tmatmul.acc: 2 operand(s) but 3 type(s) after their ':' (MLIR gives each operand one type; ptoas "
+     "refuses the op)"),
+    ("v_softmax_rows_a3.pto", f"pto.trowexpandsub ins(%scaled, %row_max : {SM_TILE}, {SM_COL})",
+     f"pto.trowexpandsub ins(%scaled : {SM_TILE})",
+     "pto.trowexpandsub: its operands, attributes or types do not read as ptoas writes them (1 operand(s) missing)"),
 ])
 def test_an_op_whose_pieces_do_not_read_says_what_is_missing_in_the_ops_words(tmp_path, capsys, name, old, new, what):
     text = (ROOT / "tests" / "pto_corpus" / name).read_text()

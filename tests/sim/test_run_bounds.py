@@ -532,3 +532,15 @@ def test_cli_timeout_bounds_every_run_of_the_command_together(kernel_file, capsy
     assert "FAIL" not in out and "BudgetError" not in out, out
     assert f"sleepy_kernel.py:{_marker_line('SLOW')}" in out and "Traceback" not in out, out
     assert "run it alone: ptopipe check" in out and "--replay" in out, out
+
+
+def test_a_timeout_that_stops_no_kernel_line_names_no_place():
+    """The bound can pass while a running core is in ptopipe's own code (between launches, in a
+    loaded machine): no kernel line then, and the error says so - not ``at None``."""
+    from greenlet import greenlet
+    from ptopipe.sim.core import CoreState
+    cl = Cluster("a2a3")
+    cl.aiv0.state = CoreState.RUNNING
+    err = greenlet(bounds.timed_out).switch(cl, bounds.Deadline(0.25))   # (no kernel frame above it)
+    assert err.where is None and "None" not in str(err), str(err)
+    assert "AIV0  running outside its kernel's lines (ptopipe's own code) (0 instructions" in err.details

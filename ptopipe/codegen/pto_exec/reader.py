@@ -309,7 +309,10 @@ def _result_types(f: Func) -> list:
 def _check_returns(f: Func, types: TypeReader) -> None:
     """Each ``return`` of ``f`` gives one value per result of ``f``, of its type (ptoas:
     "'func.return' op has 1 operands, but enclosing function returns 0"): else a ParseError
-    at the return."""
+    at the return.  A body of one block ends with its ``return`` (ptoas: "block with no
+    terminator"): else a ParseError at its last op - the run would otherwise run the body
+    as if it were complete."""
+    _check_terminator(f, types)
     want = None
     for s in f.body:
         if s.name != "return":
@@ -326,6 +329,20 @@ def _check_returns(f: Func, types: TypeReader) -> None:
             if not UseTypes(types).same(g, w):
                 raise types.err(f"return gives {g} as value {k}, but result {k} of @{f.name} is {w}", s.tok,
                                 fix="return a value of the result's type")
+
+
+def _check_terminator(f: Func, types: TypeReader) -> None:
+    """The ParseError of a function whose one-block body does not end with ``return``, at
+    its last op (where ptoas reports it) or, for an empty body, at the function."""
+    regions = f.stmt.regions
+    if not regions or len(regions[0]) != 1 or (f.body and f.body[-1].name == "return"):
+        return                        # (a declaration, or a body of several blocks: not judged here)
+    last = f.body[-1] if f.body else None
+    what = (f"its last operation, {last.name} at line {last.tok.line}, is no terminator" if last is not None
+            else "its body is empty")
+    raise ParseError(f"function @{f.name} does not end with 'return': {what} (ptoas: \"block with no "
+                     "terminator\")", where=(last or f.stmt).where(types.f),
+                     fix=f"add 'return' as the last operation of @{f.name}")
 
 
 def _check_entry_results(funcs: dict, types: TypeReader) -> None:

@@ -709,6 +709,12 @@ def op_catalogue(ex, fr, s):
         extra = operands[n:]
         if all(isinstance(x, isa.Tile) for x in extra):
             operands = operands[:n]
+        elif order is None and len(dsts) < n:
+            # (a value there would reach the instruction as a wait event: "TSYNC expects Event tokens")
+            k = n - len(dsts)
+            raise ex.perr(form.ins[k], f"{s.name} takes {k} operand(s) in ins(...), got {len(form.ins)}: "
+                                       f"{form.ins[k].text} is one too many (ptoas: \"expected ':'\")",
+                          f"remove {form.ins[k].text} and its type")
     if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
             and isinstance(operands[2], isa.Tile):
         return _scalar_first(ex, s, name, *operands)

@@ -189,6 +189,31 @@ def _type_list(t: str) -> list:
     return [t]
 
 
+def group_count_slip(text: str) -> tuple | None:
+    """``(offset of the types, values, types)`` of the first ``ins(`` / ``outs(`` / leading
+    ``(`` group of ``text`` whose type list - read whole, up to the group's ``)`` - names
+    another number of types than the group has values (MLIR pairs them one to one; ptoas:
+    "expected ','" / "expected ':'"), else None.  A list not read whole here (a type this
+    module does not spell, an operand with a type of its own) is left alone."""
+    for v0, v1, t0, t1 in _groups(text):
+        m = _GROUP_VALUES.match(text, v0)
+        if m is None or m.end() != v1 + 1:
+            continue
+        n, pos = 0, t0
+        while True:
+            t = _NEXT_TYPE.match(text, pos)
+            if t is None:
+                break
+            n += 1
+            if t.group(2) != ",":
+                nvals = len(_values(text, v0, v1))
+                if t.group(2) == ")" and t.end() - 1 == t1 and n != nvals:
+                    return t0, nvals, n
+                break
+            pos = t.end()
+    return None
+
+
 def _values(text: str, start: int, end: int) -> list:
     return [(m.group(), m.start()) for m in _VALUE.finditer(text, start, end)]
 
@@ -442,6 +467,13 @@ class UseTypes:
         if name.startswith("pto.t") and _groups_as_defined(text, self.defs) or \
                 name == "pto.partition_view" and _view_as_defined(text, self.defs):
             return                    # (the common cases, decided without reading a type)
+        slip = group_count_slip(text) if name.startswith("pto.") else None
+        if slip is not None:
+            at, nvals, ntys = slip
+            line, col = s.position(at + len(text[at:]) - len(text[at:].lstrip()))
+            raise ParseError(f"{name}: {nvals} operand(s) but {ntys} type(s) after their ':' (MLIR gives each "
+                             "operand one type; ptoas refuses the op)", where=f"{self.types.f}:{line}:{col}",
+                             fix="write one type per operand, in the operands' order")
         for name, ty, at in uses(s, self.defs):
             bad = type_word_refusal(ty)
             if bad is not None:
