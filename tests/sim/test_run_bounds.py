@@ -333,11 +333,17 @@ def spins_a_while():
 
 
 def test_the_timeout_covers_all_launches_together():
-    """Each launch takes 0.1 s: a bound per launch (0.25 s) would stop none of the 40."""
-    with pytest.raises(BudgetError) as ei:
-        ptopipe.run(aiv=(spins_a_while, None), launches=40, timeout=0.25)
-    err = ei.value
-    assert "timeout=0.25 s" in err.what
+    """Each launch takes 0.1 s: a bound per launch (0.25 s) would stop none of the 40.  The
+    bound falls inside a launch's spin but for the instants between launches (ptopipe's own
+    code, which no kernel line names): on a loaded machine it may fall there, so up to three
+    runs are made for the one that names the line - each of them stops at the bound."""
+    for _ in range(3):
+        with pytest.raises(BudgetError) as ei:
+            ptopipe.run(aiv=(spins_a_while, None), launches=40, timeout=0.25)
+        err = ei.value
+        assert "timeout=0.25 s" in err.what
+        if err.where is not None:
+            break
     assert_at(err, spins_a_while, "SPIN")
     assert "of 40)" in err.details
 
