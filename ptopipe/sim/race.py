@@ -122,7 +122,8 @@ def one_lane_store(where) -> str:
         return ("e.g. under `if pl.get_subblockid() == 0:` in an @pl.aiv function; in a mixed @pl.incore "
                 "function, give it a split (split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT): each lane then "
                 "stores its part")
-    return "e.g. under get_subblockid() == 0"
+    return ("e.g. under get_subblockid() == 0; or, for a Vector kernel whose work is not split between "
+            "the lanes, run it on AIV0 alone: aiv=(kernel, None)")
 
 
 def lane_branch(where: str) -> str:

@@ -48,7 +48,9 @@ def test_both_lanes_storing_the_same_tile_is_work_done_twice_with_the_isa_advice
     res = ptopipe.run(None, _isa_vector(0), args)
     np.testing.assert_array_equal(res.outputs["out"][:2 * R], x[:2 * R])
     (w, _), = _twice(res)
-    assert w.endswith("but the work is done twice - let one core store it (e.g. under get_subblockid() == 0)"), w
+    assert w.endswith("but the work is done twice - let one core store it (e.g. under get_subblockid() == 0; or, "
+                      "for a Vector kernel whose work is not split between the lanes, run it on AIV0 alone: "
+                      "aiv=(kernel, None))"), w
 
 
 def test_overlapping_windows_of_different_iterations_are_no_warning():
@@ -76,7 +78,7 @@ def test_the_dsl_advice_is_what_a_dsl_kernel_can_write():
     (w, _), = _twice(res)
     assert "under `if pl.get_subblockid() == 0:` in an @pl.aiv function" in w, w
     assert "in a mixed @pl.incore function, give it a split (split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT)" in w
-    assert "e.g. under get_subblockid() == 0)" not in w
+    assert "e.g. under get_subblockid() == 0;" not in w and "aiv=(kernel, None)" not in w
 
 
 M, TM, N = 24, 16, 16
