@@ -241,7 +241,7 @@ class RunSummary:
             # tiles are slot fills; TPUSH/TPOP/TFREE count instructions over all cores (a C2V
             # tile is popped once per lane, a V2C tile pushed once per lane)
             lanes = p["lanes"]
-            lines.append(f"  {p['name']}: {p['tiles']} tiles pushed ({p['pushes']} TPUSH), {p['pops']} TPOP, "
+            lines.append(f"  {p['name']}: {p['tiles']} tile{'s' if p['tiles'] != 1 else ''} pushed ({p['pushes']} TPUSH), {p['pops']} TPOP, "
                          f"{p['frees']} TFREE, {lanes} lane{'s' if lanes != 1 else ''} "
                          f"(SlotNum {p['slot_num']} x {p['slot_size']} B)")
         for what, loc in self.leaks:

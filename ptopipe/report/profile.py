@@ -58,7 +58,7 @@ class RingProfile:
     lanes: int = 1            # AIV peers on the ring
 
     def counts(self) -> str:
-        return (f"{self.tiles} tiles pushed ({self.pushes} TPUSH), {self.pops} TPOP, "
+        return (f"{self.tiles} tile{'s' if self.tiles != 1 else ''} pushed ({self.pushes} TPUSH), {self.pops} TPOP, "
                 f"{self.lanes} lane{'s' if self.lanes != 1 else ''}")
 
 

@@ -195,6 +195,19 @@ def test_run_summary_and_profile_count_a_c2v_ring_alike(platform):
     assert f"{tiles} tiles pushed ({tiles} TPUSH), {2 * tiles} TPOP, 2 lanes" in profile(res).format()
 
 
+def test_one_tile_is_counted_in_the_singular():
+    def cube(fifo):
+        TPUSH(TPipe(0, DIR_C2V, 1024, 2, peers=(0,))(fifo), Tile(TileType.Acc, float32, 8, 32, addr=0))
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2, peers=(0,))(fifo)
+        TPOP(pipe, Tile(TileType.Vec, float32, 8, 32))
+        TFREE(pipe)
+    res = ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(2048)), trace=True)
+    assert "1 tile pushed (1 TPUSH), 1 TPOP, 1 TFREE, 1 lane " in res.summary.format()
+    assert "1 tile pushed (1 TPUSH), 1 TPOP, 1 lane" in profile(res).format()
+
+
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_run_summary_and_profile_count_a_v2c_ring_alike(platform):
     """V2C with two lanes: each tile is pushed in two parts (one per Vector core), popped once."""
