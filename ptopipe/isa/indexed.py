@@ -43,6 +43,7 @@ from ..arch.catalogue import INDEXED_INDEX, INDEXED_PIPES, OPS, SCATTER_ATOMIC, 
 from ..arch.vocab import Coalesce, GatherOOB, PlatformID, ScatterAtomicOp, ScatterConflict, ScatterOOB, TileLayout
 from ..errors import MemoryConflictError, with_article
 from ..sim import schedule as _sched
+from ..sim.pipesync import psync
 from ..sim.race import ATOMIC_ADD, ATOMIC_MAX, ATOMIC_MIN, region_of_ranges
 from ..sim.trace import TileArgs
 from .context import current_core
@@ -273,7 +274,10 @@ def _issue(core, name: str, form: str, gm_table, region, write, walk_srcs, move_
     events after.  ``work``: a scatter's numpy work (a write's, queued after its check).
     Returns the end cycle."""
     walk, move, before, after = _pipes(core, name, form)
-    ps = core.psync
+    # the library's own events order the core's pipes in either synchronisation mode: in auto
+    # mode too a later instruction on their dst pipe - an A2A3 address-flow TFREE on MTE2 after
+    # an MSCATTER into the popped slot - follows the op (its timing and sim.porder's order)
+    ps = psync(core) if before or after else core.psync
     chk = core.cluster.checker
     args = TileArgs(trace_shape, dtype) if core.trace is not None else None
     if ps is not None:
@@ -606,10 +610,10 @@ def _gather_via_scratch(core, dst: Tile, table, scratch, raw, cap, oob, at) -> E
     else:
         core.pending.append(stage)
     # ... flushes it (dcci, dsb) and MTE2 moves it into L1 after an S -> MTE2 event
-    if ps is not None:
-        ps.order(PipeUnit.S, PipeUnit.MTE2)
-        if ps.gm_watch:
-            ps.gm_note(scratch, False, "MGATHER", scratch_region)
+    ps = psync(core)
+    ps.order(PipeUnit.S, PipeUnit.MTE2)
+    if ps.gm_watch:
+        ps.gm_note(scratch, False, "MGATHER", scratch_region)
     args = TileArgs((dst.rows, dst.cols), dst.dtype) if core.trace is not None else None
     _, end = core.issue(PipeUnit.MTE2, costs.move("GM", "L1", n * item), (), (dst,), "MGATHER", args)
     if chk is not None:
