@@ -288,12 +288,13 @@ def _indexed_kernels(op: str):
 @pytest.mark.parametrize("platform,protocol,op", [
     ("a2a3", "pto-isa", "scatter"),     # the library's MTE3 -> MTE2 event orders it before the MTE2 free
     ("a2a3", "spec", "scatter"),
+    ("a5", "spec", "scatter"), ("a5", "spec", "gather"), ("a5", "spec", "v2c"),   # spec's signals follow them
     ("a5", "pto-isa", "scatter"), ("a5", "pto-isa", "gather"), ("a5", "pto-isa", "v2c")])
 def test_indexed_ops_on_a_slot_before_its_signal(platform, protocol, op, causal):
     """A5's MGATHER / MSCATTER run on PIPE_V, which pto-isa's free (a set on PIPE_MTE2) and record
     (a set on PIPE_MTE3) do not wait for: the other core's next access of the slot races it, in
-    run and check alike.  On A2A3 the library's own events after the op order it before the MTE2
-    free in the auto mode too (not only once the kernel has set an event of its own)."""
+    run and check alike.  spec's free and TPUSH follow every access of the slot; on A2A3 the
+    library's own events after the op order it before the MTE2 free in the auto mode too."""
     cube, vector = _indexed_kernels(op)
     x = np.arange(4 * T * T, dtype=np.float32).reshape(4 * T, T)
     args = dict(x=x, out=np.zeros_like(x), rev=np.arange(T - 1, -1, -1, dtype=np.int32).reshape(1, T),
