@@ -497,8 +497,8 @@ class KernelChecks(HappensBefore):
                               [f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
                                f"{ring['core']:5s} {ring['access']:5s} {ring['op']:6s} at {ring['where']}"]),
             fix=f"move the tile out of the ring of {pipe} (SlotNum x SlotSize from the consumer buffer): the "
-                "pipe's flags order only its own transfers, not a tile placed in its bytes" + _unused_buf_note(
-                    next((c.unused_buf for c in self.cluster.state.channels.values() if c.name == pipe), None)),
+                "pipe's flags order only its own transfers, not a tile placed in its bytes" + next(
+                    (c.unused_buf_note() for c in self.cluster.state.channels.values() if c.name == pipe), ""),
             findings=[{"kind": "tile_in_ring", "pipe": pipe, "slot": tag, "access": t, "other": ring}])
 
     def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str:
@@ -702,12 +702,3 @@ def flag_leaks(cluster) -> tuple:
                              f"(expected at most {ch.model.free_left_max})", None))
     return errors, warnings
 
-
-def _unused_buf_note(unused: tuple | None) -> str:
-    """The fix's note for a ring whose TPipe was given its address in the other direction's
-    argument (``Channel.unused_buf``)."""
-    if unused is None:
-        return ""
-    arg, buf, other = unused
-    return (f"; the pipe's {arg}={buf:#x} is unused (it has no such ring) and its {other} is the consumer's buffer: "
-            f"pass {buf:#x} as {other}")

@@ -108,7 +108,7 @@ def _landed(core, ch: Channel, dsts, loc) -> None:
             continue
         lo = view.__array_interface__["data"][0] - owner.memory(space).buf.__array_interface__["data"][0]
         hi = lo + sum((n - 1) * st for n, st in zip(view.shape, view.strides)) + view.itemsize
-        ring_wrote(owner, space, lo, hi, f"{ch.name} ring", "TPUSH", loc)
+        ring_wrote(owner, space, lo, hi, f"{ch.name} ring", "TPUSH", loc, note=ch.unused_buf_note())
 
 
 def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
@@ -207,7 +207,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                 tile.binding = (s, s.gen)
             stage = tile.binding
             if core.isa.get("tiles"):          # (a kernel that TASSIGNs tiles: they may share the bytes)
-                popped_into(core, tile, f"{ch.name} local staging", loc)
+                popped_into(core, tile, f"{ch.name} local staging", loc, ch.unused_buf_note())
         else:
             stage = None
             if tile.core is not core:
