@@ -139,7 +139,7 @@ class KernelChecks(HappensBefore):
         self._unordered_free[(ch.name, tag, core.index)] = free_loc
         if not self._latent_frees:
             self.cluster.finishers.append(self._warn_latent_frees)
-        self._latent_frees.setdefault((ch.name, loc_text(free_loc)), (core, ch, name, loc_text(where), g))
+        self._latent_frees.setdefault((ch.name, loc_text(free_loc)), (core, ch, name, loc_text(where), g, slot, gen))
         self.ring_access(core, ch, tag, False, name, where, tile.rows, tile.cols, tile.item, 0,
                          inflight=(end, g))
 
@@ -498,8 +498,8 @@ class KernelChecks(HappensBefore):
                               [f"{t['core']:5s} {t['access']:5s} {t['op']:6s} at {t['where']} (a tile placed in the ring)",
                                f"{ring['core']:5s} {ring['access']:5s} {ring['op']:6s} at {ring['where']}"]),
             fix=f"move the tile out of the ring of {pipe} (SlotNum x SlotSize from the consumer buffer): the "
-                "pipe's flags order only its own transfers, not a tile placed in its bytes" + _unused_buf_note(
-                    next((c.unused_buf for c in self.cluster.state.channels.values() if c.name == pipe), None)),
+                "pipe's flags order only its own transfers, not a tile placed in its bytes" + next(
+                    (c.unused_buf_note() for c in self.cluster.state.channels.values() if c.name == pipe), ""),
             findings=[{"kind": "tile_in_ring", "pipe": pipe, "slot": tag, "access": t, "other": ring}])
 
     def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str:
@@ -549,16 +549,23 @@ class KernelChecks(HappensBefore):
 
     def _warn_latent_frees(self, cluster) -> None:
         """A clean run's TFREEs whose SET did not wait for a read of the slot: no later push
-        overwrote the slot under the read in this run (too few pushes to come back to it), but
-        with more the producer would - the race :meth:`_unordered_free_error` reports."""
-        for (chname, free), (core, ch, op, where, g) in self._latent_frees.items():
+        overwrote the slot under the read in this run - too few pushes to come back to it, or
+        the one that came back was ordered after the read by another signal only in this run's
+        timing (a plain run judges a SET by completion times; ``check`` by the causal order) -
+        but the producer may - the race :meth:`_unordered_free_error` reports."""
+        for (chname, free), (core, ch, op, where, g, slot, gen) in self._latent_frees.items():
             rp, fp = f"PIPE_{GM_PIPES[g].name}", f"PIPE_{ch.free_pipe.name}"
             ew = event_words(core)
+            if slot.gen > gen + 1 or slot.state != "free":      # the slot was pushed again
+                run = (f"a push came back to the slot in this run, after the {op} only by this run's timing - "
+                       f"nothing orders the two on the device, where it may overwrite the slot under the {op} "
+                       "(`ptopipe check`, or `run --causal`, reports the race)")
+            else:
+                run = f"no push came back to the slot in this run, but one that does would overwrite it under the {op}"
             cluster.warnings.append((
                 f"{core.name}'s TFREE of {chname} signals the free from {fp} while its {op} at {where} "
                 f"still reads the popped tile on {rp} ({ch_protocol(cluster)}: Consumer::free is one set on "
-                f"{fp}); no push came back to the slot in this run, but one that does would overwrite it "
-                f"under the {op}; fix: {ew.call(ew.set, rp, fp, 0)} and {ew.call(ew.wait, rp, fp, 0)} "
+                f"{fp}); {run}; fix: {ew.call(ew.set, rp, fp, 0)} and {ew.call(ew.wait, rp, fp, 0)} "
                 f"(or {ew.barrier}) between the {op} and the TFREE", free))
 
     def _unordered_free_error(self, ch, tag, w: dict, r: dict, rr) -> DataRaceError:
@@ -703,12 +710,3 @@ def flag_leaks(cluster) -> tuple:
                              f"(expected at most {ch.model.free_left_max})", None))
     return errors, warnings
 
-
-def _unused_buf_note(unused: tuple | None) -> str:
-    """The fix's note for a ring whose TPipe was given its address in the other direction's
-    argument (``Channel.unused_buf``)."""
-    if unused is None:
-        return ""
-    arg, buf, other = unused
-    return (f"; the pipe's {arg}={buf:#x} is unused (it has no such ring) and its {other} is the consumer's buffer: "
-            f"pass {buf:#x} as {other}")

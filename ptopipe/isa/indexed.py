@@ -43,6 +43,8 @@ from ..arch.catalogue import INDEXED_INDEX, INDEXED_PIPES, OPS, SCATTER_ATOMIC, 
 from ..arch.vocab import Coalesce, GatherOOB, PlatformID, ScatterAtomicOp, ScatterConflict, ScatterOOB, TileLayout
 from ..errors import MemoryConflictError, with_article
 from ..sim import schedule as _sched
+from ..sim.pipesync import psync
+from ..sim.porder import SLOT
 from ..sim.race import ATOMIC_ADD, ATOMIC_MAX, ATOMIC_MIN, region_of_ranges
 from ..sim.trace import TileArgs
 from .context import current_core
@@ -261,6 +263,20 @@ def _in_bounds(core, name: str, table: GlobalTensor, ranges: list, what) -> None
     core.cluster.gm.check(lo, hi - lo, lambda: f"{name} through {table.describe()}")
 
 
+#: ``core.isa`` key: the end of the core's latest GM access on a pipe that is not a TLOAD / TSTORE
+#: pipe (``sim.porder.GM_PIPES``): an A5 MGATHER / MSCATTER on PIPE_V
+_OFF_GM_PIPES = "gm_off_gm_pipes"
+
+
+def gm_end_off_gm_pipes(core) -> int:
+    """The end cycle of ``core``'s latest GM access made on a pipe other than MTE2 / MTE3 / FIX (an
+    A5 MGATHER / MSCATTER on the vector pipe; 0: none).  A signal that follows every access of
+    a ring slot (``ProtocolModel.free_after_readers``: the address flow's TFREE and TPUSH under
+    spec) waits for it too: sim.porder orders the GM pipes' accesses only, and the race checker
+    judges the others by their end (``HappensBefore.on_set``)."""
+    return core.isa.get(_OFF_GM_PIPES, 0)
+
+
 def _pipes(core, name: str, form: str):
     return INDEXED_PIPES[core.cluster.platform.id][(name, form)]
 
@@ -273,7 +289,10 @@ def _issue(core, name: str, form: str, gm_table, region, write, walk_srcs, move_
     events after.  ``work``: a scatter's numpy work (a write's, queued after its check).
     Returns the end cycle."""
     walk, move, before, after = _pipes(core, name, form)
-    ps = core.psync
+    # the library's own events order the core's pipes in either synchronisation mode: in auto
+    # mode too a later instruction on their dst pipe - an A2A3 address-flow TFREE on MTE2 after
+    # an MSCATTER into the popped slot - follows the op (its timing and sim.porder's order)
+    ps = psync(core) if before or after else core.psync
     chk = core.cluster.checker
     args = TileArgs(trace_shape, dtype) if core.trace is not None else None
     if ps is not None:
@@ -291,6 +310,8 @@ def _issue(core, name: str, form: str, gm_table, region, write, walk_srcs, move_
     if work is not None and (chk is None or region is None):
         core.pending.append(work)
     _, end = core.issue(move, cost, srcs, tuple(dsts), name, args)
+    if region is not None and SLOT[move] is None:
+        core.isa[_OFF_GM_PIPES] = end
     if region is not None and chk is not None:
         applied = chk.gm_indexed(core, gm_table, region, write, name, end, move, (work,) if work is not None else None)
         if work is not None:
@@ -595,10 +616,10 @@ def _gather_via_scratch(core, dst: Tile, table, scratch, raw, cap, oob, at) -> E
     else:
         core.pending.append(stage)
     # ... flushes it (dcci, dsb) and MTE2 moves it into L1 after an S -> MTE2 event
-    if ps is not None:
-        ps.order(PipeUnit.S, PipeUnit.MTE2)
-        if ps.gm_watch:
-            ps.gm_note(scratch, False, "MGATHER", scratch_region)
+    ps = psync(core)
+    ps.order(PipeUnit.S, PipeUnit.MTE2)
+    if ps.gm_watch:
+        ps.gm_note(scratch, False, "MGATHER", scratch_region)
     args = TileArgs((dst.rows, dst.cols), dst.dtype) if core.trace is not None else None
     _, end = core.issue(PipeUnit.MTE2, costs.move("GM", "L1", n * item), (), (dst,), "MGATHER", args)
     if chk is not None:

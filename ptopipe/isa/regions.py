@@ -148,17 +148,20 @@ def forget_tile(core, tile) -> None:
             w.tiles.pop(id(tile), None)
 
 
-def popped_into(core, tile, label: str, where) -> None:
+def popped_into(core, tile, label: str, where, note: str = "") -> None:
     """A TPOP staged ``tile`` in ``core``'s staging ring ``label``: its own placement ends, and
-    the tiles that share the bytes it landed in no longer hold their values."""
+    the tiles that share the bytes it landed in no longer hold their values (``note``: see
+    :func:`ring_wrote`)."""
     forget_tile(core, tile)
-    ring_wrote(core, tile.space, tile.addr, tile.addr + tile.nbytes, label, "TPOP", where, tile)
+    ring_wrote(core, tile.space, tile.addr, tile.addr + tile.nbytes, label, "TPOP", where, tile, note)
 
 
-def ring_wrote(owner, space: MemSpace, lo: int, hi: int, label: str, op: str, where, exclude=None) -> None:
+def ring_wrote(owner, space: MemSpace, lo: int, hi: int, label: str, op: str, where, exclude=None,
+               note: str = "") -> None:
     """A ring write (``op`` at ``where``, ``label`` the ring) put bytes [lo, hi) into ``owner``'s
     memory ``space``: the watched tiles there (not ``exclude``, the tile the write lands in)
-    no longer hold their values."""
+    no longer hold their values.  ``note``: what the fix of a read of such a tile adds (the
+    ring's ``Channel.unused_buf_note``)."""
     w = owner.isa.get("ring_tiles")
     if w is None:
         return
@@ -166,7 +169,7 @@ def ring_wrote(owner, space: MemSpace, lo: int, hi: int, label: str, op: str, wh
     for tid, t in w.tiles.items():
         e = placed.get(tid)
         if e is not None and t is not exclude and e[3] is space and e[0] < hi and lo < e[1]:
-            w.marks[tid] = (t, label, op, str(where))
+            w.marks[tid] = (t, label, op, str(where), note)
 
 
 def watch(core) -> "RingTiles":
@@ -179,7 +182,7 @@ def watch(core) -> "RingTiles":
 
 class RingTiles:
     """The tiles of one core that share bytes with a ring or staging ring, and which of them a
-    ring write has overwritten (``marks``: id -> (tile, ring, op, line)).  It wraps the core's
+    ring write has overwritten (``marks``: id -> (tile, ring, op, line, the fix's note)).  It wraps the core's
     ``issue*`` methods (as :class:`~ptopipe.sim.porder.PipeOrder` does; only on a core with
     such tiles): an instruction reading a marked tile is reported, one writing it gives it a
     new value - after its write is checked against the ring's live data."""
@@ -267,7 +270,7 @@ class RingTiles:
 
     def _clobbered(self, tile, name: str, mark) -> MemoryConflictError:
         core = self.core
-        _t, ring, op, at = mark
+        _t, ring, op, at, note = mark
         lo, hi, desc, _sp, loc, _tile = core.isa["tiles"][id(tile)]
         desc = str(desc)                               # (rendered once: the tile as TASSIGN placed it)
         here = str(core.where())
@@ -277,7 +280,7 @@ class RingTiles:
             where=here,
             details=f"the tile was assigned at {loc}\n{op} at {at} wrote {ring} over it\n{name} at {here} reads it",
             fix=f"move the tile out of {ring}, or finish reading it before the {op} at {at} (a tile may share "
-                "a ring's bytes only while the ring does not write them)",
+                "a ring's bytes only while the ring does not write them)" + note,
             findings=[{"kind": "ring_clobber", "tile": desc, "ring": ring, "ring_write": at,
                        "read": here, "op": name}])
 
@@ -389,4 +392,4 @@ def _write_over_ring(core, tile, name: str) -> None:
                         where=str(core.where()),
                         details=f"the tile was assigned at {core.isa['tiles'][id(tile)][4]}",
                         fix=f"move the tile out of {label}, or write it only while the slot is free (after its "
-                            "TFREE, before the producer's next push into it is possible)")
+                            "TFREE, before the producer's next push into it is possible)" + ch.unused_buf_note())

@@ -70,6 +70,7 @@ from ..protocol.geometry import (ONE_LANE, two_lanes_fix_pto, a_layout, full_sha
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.slots import push_band, transfer_problems
 from ..protocol.versions import parse as parse_protocol
+from ..sim.pipesync import PTO_EVENTS
 from itertools import combinations, product
 
 from .expand_mixed import RING_NAME
@@ -472,10 +473,10 @@ class _Verifier:
         the free's, or ``pl.barrier()``, between the last such read and the TFREE - on a ring
         whose producer may reuse a slot (more pops than SLOT_NUM on some path of ``fn``'s
         ``explored`` lanes, or a count not known).  The TFREE frees the oldest slot its ring
-        holds; a pop and free in different blocks are left to the run's race checker.  Not for
-        a ``.pto`` file, whose events ptoas places (InsertSync)."""
-        if self.as_ptoas:
-            return
+        holds; a pop and free in different blocks are left to the run's race checker.  A ``.pto``
+        file too: ptoas's InsertSync orders the tile dependencies it sees, and a TFREE is none -
+        ptoas 0.27 places no event before a ``pto.tfree_from_aic`` (with --enable-insert-sync a
+        PIPE_MTE3 -> PIPE_S set after the store, waited for after the free)."""
         way = "C2V" if fn.kind is FunctionKind.AIV else "V2C"
         inits = {r: i for i in init_ops(fn) for r in i.rings}
 
@@ -528,16 +529,21 @@ class _Verifier:
             x = x.next
         for src, read in pending.items():
             what = f"pl.{read.dsl}" if getattr(read, "dsl", None) else read.name
+            if self.as_ptoas:
+                ew = PTO_EVENTS
+                fix = (f"order the read before the free: {ew.call(ew.set, src, sig, 0)} and "
+                       f"{ew.call(ew.wait, src, sig, 0)} (or {ew.barrier}) between the {what} and the TFREE")
+            else:
+                fix = (f"order the read before the free: pl.record_event(pl.{src}, pl.{sig}, 0) and "
+                       f"pl.wait_event(pl.{src}, pl.{sig}, 0) (or pl.barrier()) between the {what} and the "
+                       "TFREE (in a .pto: pto.set_flag / pto.wait_flag); a TFREE the compiler places gets "
+                       "them itself")
             self.finding("free_order", free,
                          f"this TFREE signals the free of the slot popped at {line(pop)} from {sig} without "
                          f"waiting for {src}, where the {what} at {line(read)} still reads the popped tile "
                          f"({model.name} on {self.plat.name}: the consumer's free is one signal on {sig}), "
                          "so the producer's next TPUSH may overwrite the slot under that read (a data race "
-                         "on the device)",
-                         f"order the read before the free: pl.record_event(pl.{src}, pl.{sig}, 0) and "
-                         f"pl.wait_event(pl.{src}, pl.{sig}, 0) (or pl.barrier()) between the {what} and the "
-                         "TFREE (in a .pto: pto.set_flag / pto.wait_flag); a TFREE the compiler places gets "
-                         "them itself")
+                         "on the device)", fix)
 
     def held_bounds(self) -> dict:
         """function name -> :class:`~ptopipe.ir.ops.Ring` -> the most popped slots it holds at

@@ -52,6 +52,22 @@ def free_split_problem(way: str, pop_split, free_split) -> str | None:
             "the TILE_NO_SPLIT transfer leaves out: a credit no push of AIV1 waits for")
 
 
+def free_split_fix(pop_split, unsplit_frees: bool, cpp: bool = False, pto: bool = False) -> str:
+    """The fix of a TFREE whose split :func:`free_split_problem` refuses, in the spelling of the
+    kernel's front end (``cpp`` / ``pto``: ``sim.location.is_cpp`` / ``is_pto`` of its line): the
+    TPOP's split - and a TFREE without one where that frees the TPOP's lanes too
+    (``unsplit_frees``): a Python TFREE without a split takes its TPOP's; a C++ ``TFREE(pipe)``
+    is pto-isa's own, freeing with the library's default split (``ProtocolModel.unsplit_free_error``
+    says where that fails); ptoas refuses a ``pto.tfree_from_aiv`` without its split."""
+    pop = TileSplitAxis(pop_split)
+    if pto:
+        return f"give pto.tfree_from_aiv the split of its TPOP: {{split = {pop.value}}}"
+    if cpp:
+        return (f"give TFREE the split of its TPOP: TFREE<Pipe, TileSplitAxis::{pop.name}>(pipe)"
+                + (", or none: TFREE(pipe)" if unsplit_frees else ""))
+    return f"give TFREE the split of its TPOP ({pop.name})" + (", or none" if unsplit_frees else "")
+
+
 def lane_extent(split, sub: int, n: int) -> int:
     """Lane ``sub``'s share of a whole extent ``n`` on the split axis: half (even splits),
     ``n//2 + 1`` for AIV0 and ``n//2`` for AIV1 (odd splits), all of it (NO_SPLIT)."""

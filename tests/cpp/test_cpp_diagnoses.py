@@ -70,6 +70,24 @@ extern "C" __global__ AICORE void %s(__gm__ float *x) { body<float>(x); }
 """
 
 
+@needs_cxx
+@pytest.mark.parametrize("protocol,unsplit", [("pto-isa", False), ("spec", True)])
+def test_a_cube_tfree_of_another_split_kind_is_fixed_in_cpp(cpp_cache, protocol, unsplit):
+    """The Cube frees a TILE_NO_SPLIT pop with a split (A5, a one-lane pipe): the fix gives the
+    TPOP's split in C++, and offers ``TFREE(pipe)`` only where that frees as the TPOP took -
+    under spec, not under pto-isa, whose TFREE(pipe) frees TILE_UP_DOWN, the same error."""
+    name = "v2c_nosplit_free_split.cpp"
+    x = np.ones((32, 16), np.float32)
+    args = dict(x=x, w=np.ones((16, 16), np.float32), out=np.zeros((32, 16), np.float32),
+                fifo=isa.gm_buffer(2 * 1024))
+    with pytest.raises(ProtocolError) as ei:
+        run_cpp(kernel(name), args, platform="a5", protocol=protocol)
+    err = ei.value
+    assert err.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TFREE<')}", str(err)
+    assert "TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe)" in err.fix, err.fix
+    assert ("or none: TFREE(pipe)" in err.fix) == unsplit, err.fix
+
+
 @pytest.mark.parametrize("name,code,side", [
     ("k", "Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, 0);", "aiv"),          # the code decides
     ("k", "if (get_subblockid() != 0) return;", "aiv"),

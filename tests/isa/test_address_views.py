@@ -230,6 +230,89 @@ def test_a_write_into_a_popped_slot_ordered_before_the_free_is_clean(platform, p
     np.testing.assert_array_equal(res.outputs["out"], args["x"])
 
 
+def _indexed_kernels(op: str):
+    """The slot accessed by pto-isa's indexed ops before its signal: AIV0 MSCATTERs a popped tile's
+    rows back into its slot reversed, or MGATHERs them reversed from it, before TFREE ("scatter",
+    "gather"); or ("v2c") AIV0 MSCATTERs its tile's rows reversed into a TALLOCed slot before
+    TPUSH, which the Cube pops and loads.  A5 runs both on PIPE_V, A2A3 on the scalar unit and
+    MTE2 / MTE3 with the library's own events after them (MTE3 -> MTE2 among them)."""
+    def ring(fifo, way):
+        a5 = platform_id() == PLATFORM_A5
+        d = (DIR_C2V_GM if a5 else DIR_C2V) if way == "C2V" else (DIR_V2C_GM if a5 else DIR_V2C)
+        return TPipe(0, d, SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+
+    def cube(x, out, fifo):
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        if op == "v2c":
+            pipe = ring(fifo, "V2C")
+            for i in range(4):
+                TPOP(pipe, g)
+                TLOAD(m, g)                                    # CUBE-READ
+                TFREE(pipe, g)
+            return
+        pipe = ring(fifo, "C2V")
+        for i in range(4):
+            TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)                                       # IX-REFILL
+            TPUSH(pipe, g)
+
+    def vector(x, out, rev, fifo):
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        idx = Tile(TileType.Vec, int32, 1, T, addr=0x2000)
+        TLOAD(idx, rev)
+        if op == "v2c":
+            pipe = ring(fifo, "V2C")
+            for i in range(4):
+                TLOAD(t, GlobalTensor(x.data() + i * T * T, (T, T)))
+                TALLOC(pipe, g)
+                MSCATTER(g, t, idx)
+                TPUSH(pipe, g)
+            return
+        pipe = ring(fifo, "C2V")
+        for i in range(4):
+            TPOP(pipe, g)
+            if op == "scatter":
+                TLOAD(t, g)
+                MSCATTER(g, t, idx)
+            else:
+                MGATHER(t, g, idx)
+            TFREE(pipe, g)
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)
+    return cube, vector
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("platform,protocol,op", [
+    ("a2a3", "pto-isa", "scatter"),     # the library's MTE3 -> MTE2 event orders it before the MTE2 free
+    ("a2a3", "spec", "scatter"),
+    ("a5", "spec", "scatter"), ("a5", "spec", "gather"), ("a5", "spec", "v2c"),   # spec's signals follow them
+    ("a5", "pto-isa", "scatter"), ("a5", "pto-isa", "gather"), ("a5", "pto-isa", "v2c")])
+def test_indexed_ops_on_a_slot_before_its_signal(platform, protocol, op, causal):
+    """A5's MGATHER / MSCATTER run on PIPE_V, which pto-isa's free (a set on PIPE_MTE2) and record
+    (a set on PIPE_MTE3) do not wait for: the other core's next access of the slot races it, in
+    run and check alike.  spec's free and TPUSH follow every access of the slot; on A2A3 the
+    library's own events after the op order it before the MTE2 free in the auto mode too."""
+    cube, vector = _indexed_kernels(op)
+    x = np.arange(4 * T * T, dtype=np.float32).reshape(4 * T, T)
+    args = dict(x=x, out=np.zeros_like(x), rev=np.arange(T - 1, -1, -1, dtype=np.int32).reshape(1, T),
+                fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    if platform == "a5" and protocol == "pto-isa":
+        with pytest.raises(DataRaceError) as ei:
+            ptopipe.run(cube, (vector, None), args, platform=platform, protocol=protocol, causal=causal)
+        at = "CUBE-READ" if op == "v2c" else "IX-REFILL"
+        assert ei.value.where.endswith(f":{line_of(_indexed_kernels, at)}"), ei.value
+        assert ("MGATHER" if op == "gather" else "MSCATTER") in ei.value.details
+        return
+    res = ptopipe.run(cube, (vector, None), args, platform=platform, protocol=protocol, causal=causal)
+    if op == "gather":
+        np.testing.assert_array_equal(res.outputs["out"], x.reshape(4, T, T)[:, ::-1].reshape(4 * T, T))
+    elif op == "scatter":
+        np.testing.assert_array_equal(res.outputs["out"], x)
+
+
 def _misfit_vector(out, fifo):
     """Each lane pops a T x T/2 column half (a LEFT_RIGHT part) of the slot, but says UP_DOWN, as
     the push did: AIV1's view starts half a slot in and its rows, at the slot's row stride, run

@@ -214,3 +214,54 @@ def test_the_models_say_what_their_free_waits_for():
     from ptopipe.protocol.model import PTO_ISA, PTO_ISA_A5, PTO_ISA_A5_HEAD, SPEC
     assert SPEC.free_after_readers
     assert not any(m.free_after_readers for m in (PTO_ISA, PTO_ISA_A5, PTO_ISA_A5_HEAD))
+
+
+def both_cube(x, back, fifo):
+    """A DIR_BOTH pipe on A5: the Cube pushes x_i @ x_i (C2V), pops AIV0's answer from its L1 ring
+    (V2C) and stores the popped tile itself before its TFREE (a set on PIPE_MTE1)."""
+    pipe = TPipe(0, DIR_BOTH, SLOT, 2, peers=(0,))(fifo, 0x8000, 0x40000)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    r = Tile(TileType.Mat, float32, T, T)
+    for i in range(4):
+        TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+        TMOV(left, m)
+        TMOV(right, m)
+        TMATMUL(acc, left, right)
+        TPUSH(pipe, acc)
+        TPOP(pipe, r)
+        TSTORE(GlobalTensor(back.data() + i * T * T, (T, T)), r)       # BOTH-STORE
+        TFREE(pipe)                                                      # BOTH-FREE
+
+
+def both_vector(fifo):
+    pipe = TPipe(0, DIR_BOTH, SLOT, 2, peers=(0,))(fifo, 0x8000, 0x40000)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    for i in range(4):
+        TPOP(pipe, t)
+        TADDS(o, t, 1.0)
+        TFREE(pipe)
+        TPUSH(pipe, o)
+
+
+def test_a_push_that_came_back_after_an_unordered_free_by_timing_alone_is_said_to_have():
+    """The Cube's free does not wait for its store of the popped tile; AIV0's push back into that
+    slot waits for the Cube's next C2V push too, which a plain run sends after the store has ended
+    (so no race shows), though nothing orders the store before it on the device: the run's
+    warning says a push came back, and check's causal order reports the race at the TFREE."""
+    x = np.random.default_rng(2).integers(-2, 3, (4 * T, T)).astype(np.float32)
+
+    def args():
+        return dict(x=x, back=np.zeros_like(x), fifo=ptopipe.gm_buffer(4 * SLOT))
+    res = ptopipe.run(both_cube, (both_vector, None), args(), platform="a5", protocol="pto-isa")
+    np.testing.assert_array_equal(res.outputs["back"], np.concatenate(
+        [x[i * T:(i + 1) * T] @ x[i * T:(i + 1) * T] + 1 for i in range(4)]))
+    (w, where), = [(w, at) for w, at in res.summary.leaks if "TFREE of" in w]
+    assert str(where).endswith(f":{line_of(both_cube, 'BOTH-FREE')}"), where
+    assert f":{line_of(both_cube, 'BOTH-STORE')} still reads the popped tile on PIPE_MTE3" in w
+    assert "a push came back to the slot in this run" in w and "no push came back" not in w, w
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(both_cube, (both_vector, None), args(), platform="a5", protocol="pto-isa", causal=True)
+    assert ei.value.where.endswith(f":{line_of(both_cube, 'BOTH-FREE')}"), ei.value

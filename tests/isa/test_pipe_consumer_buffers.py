@@ -12,8 +12,8 @@ import pytest
 
 import ptopipe
 from ptopipe import MemoryConflictError
-from ptopipe.isa import (DIR_V2C, TFREE, TILE_UP_DOWN, TLOAD, TMATMUL, TMOV, TPOP, TPUSH, TSTORE,
-                         GlobalTensor, TPipe, Tile, TileType, float32, get_subblockid)
+from ptopipe.isa import (DIR_C2V, DIR_V2C, TADD, TEXPANDS, TFREE, TILE_UP_DOWN, TLOAD, TMATMUL, TMOV, TMULS, TPOP,
+                         TPUSH, TSTORE, GlobalTensor, TPipe, Tile, TileType, float32, get_subblockid)
 
 from markers import line_of
 
@@ -97,3 +97,53 @@ def test_the_address_in_its_own_argument_is_clean(platform, protocol, c2v_buf):
     res = ptopipe.run(cube, vector, args, platform=platform, protocol=protocol)
     np.testing.assert_allclose(res.outputs["out"], args["x"] @ args["w"], rtol=1e-5, atol=1e-5)
     assert not [w for w, _ in res.summary.leaks if "consumer_buf" in w]
+
+
+def _c2v_kernels(sum_tiles: bool):
+    """A C2V pipe given its UB ring address as ``v2c_consumer_buf`` (and 0 as ``c2v_consumer_buf``):
+    the ring - on A2A3 the staging ring of the popped tiles - sits at UB 0, where AIV0 keeps a
+    tile of its own: a running sum of the popped tiles (``sum_tiles``) or each popped tile
+    scaled, stored after the TFREE."""
+    def pipe(fifo):
+        return TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0, RING_L1)
+
+    def cube(x, fifo):
+        p = pipe(fifo)
+        m = Tile(TileType.Mat, float32, M, K, addr=0)
+        left, right = Tile(TileType.Left, float32, M, K, addr=0), Tile(TileType.Right, float32, K, N, addr=0)
+        acc = Tile(TileType.Acc, float32, M, N, addr=0)
+        TLOAD(m, x)
+        TMOV(left, m)
+        TMOV(right, m)
+        TMATMUL(acc, left, right)
+        for i in range(4):
+            TPUSH(p, acc)
+
+    def vector(out, fifo):
+        p = pipe(fifo)
+        t = Tile(TileType.Vec, float32, M, N)
+        own = Tile(TileType.Vec, float32, M, N, addr=0)
+        if sum_tiles:
+            TEXPANDS(own, 0.0)
+        for i in range(4):
+            TPOP(p, t)
+            if sum_tiles:
+                TADD(own, own, t)                                          # SUM
+            else:
+                TMULS(own, t, 2.0)                                         # SCALE
+            TFREE(p)
+            TSTORE(out, own)
+    return cube, vector
+
+
+@pytest.mark.parametrize("platform,sum_tiles,marker", [("a2a3", True, "SUM"), ("a5", False, "SCALE")])
+def test_a_tile_the_misplaced_ring_overwrites_is_reported_with_the_argument_to_move(platform, sum_tiles, marker):
+    """A2A3: the TPOP stages a tile over the running sum, read next (a read of an overwritten
+    tile); A5: the scaled tile is written over the held slot - both name the argument."""
+    cube, vector = _c2v_kernels(sum_tiles)
+    args = dict(x=_args()["x"], out=np.zeros((M, N), np.float32), fifo=ptopipe.gm_buffer(2 * SLOT))
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, (vector, None), args, platform=platform)
+    assert _at(ei.value.where) == _line(_c2v_kernels, marker)
+    assert "v2c_consumer_buf=0x10000 is unused" in ei.value.fix
+    assert "pass 0x10000 as c2v_consumer_buf" in ei.value.fix

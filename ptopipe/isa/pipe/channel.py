@@ -235,6 +235,15 @@ class Channel:
         later TFREE (``tfrees``), not its slot release."""
         return sum(s.freed - s.self_freed + s.tfrees for s in self.sides.values() if s.role == "consumer")
 
+    def unused_buf_note(self) -> str:
+        """The fix's note for a tile this ring overwrites or covers when its TPipe was given the
+        ring's address in the other direction's argument (:attr:`unused_buf`; "" otherwise)."""
+        if self.unused_buf is None:
+            return ""
+        arg, buf, other = self.unused_buf
+        return (f"; the pipe's {arg}={buf:#x} is unused (it has no such ring) and its {other} is the consumer's "
+                f"buffer: pass {buf:#x} as {other}")
+
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""
         key = (id(mem), addr, dtype, shape, strides)

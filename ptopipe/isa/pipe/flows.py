@@ -27,6 +27,7 @@ from ...sim.race import region_of_rows
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core, here
 from ..events import Event, TSYNC, new_event
+from ..indexed import gm_end_off_gm_pipes
 from ..ops import arr
 from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
@@ -207,8 +208,11 @@ def push_commit(core, ch: Channel, side: Side, split) -> Event:
         chk.slot_pushed(core, ch.name, tag, here)
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
                         RingArgs(ch.name, tag, None, "commit") if core.trace is not None else None)
-    # the data were written by TSTOREs: signal after they complete
+    # the data were written by TSTOREs: signal after they complete (where the protocol's signals
+    # follow every access of the slot, also after an MSCATTER into it on another pipe - A5's V)
     t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
+    if ch.free_after_readers:
+        t = max(t, gm_end_off_gm_pipes(core))
     po = core.porder
     producer_record(core, side, tag, t, None if po is None else
                     join(join(po.last, po.hb[PipeUnit.FIX]), po.hb[PipeUnit.MTE3]))

@@ -13,9 +13,9 @@ from operator import setitem
 from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
-from ...protocol.geometry import free_split_problem
+from ...protocol.geometry import free_split_fix, free_split_problem
 from ...sim import schedule as _sched
-from ...sim.location import call_site
+from ...sim.location import call_site, is_cpp, is_pto
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
@@ -108,7 +108,7 @@ def _landed(core, ch: Channel, dsts, loc) -> None:
             continue
         lo = view.__array_interface__["data"][0] - owner.memory(space).buf.__array_interface__["data"][0]
         hi = lo + sum((n - 1) * st for n, st in zip(view.shape, view.strides)) + view.itemsize
-        ring_wrote(owner, space, lo, hi, f"{ch.name} ring", "TPUSH", loc)
+        ring_wrote(owner, space, lo, hi, f"{ch.name} ring", "TPUSH", loc, note=ch.unused_buf_note())
 
 
 def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
@@ -207,7 +207,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                 tile.binding = (s, s.gen)
             stage = tile.binding
             if core.isa.get("tiles"):          # (a kernel that TASSIGNs tiles: they may share the bytes)
-                popped_into(core, tile, f"{ch.name} local staging", loc)
+                popped_into(core, tile, f"{ch.name} local staging", loc, ch.unused_buf_note())
         else:
             stage = None
             if tile.core is not core:
@@ -604,8 +604,10 @@ def _split_error(core, ch: Channel, split, pop_split, pop_loc, tag) -> None:
         return
     here = _loc(core)
     slot = f"slot {tag} of {ch.name}" if tag is not None else f"the tile of {ch.name}"
+    cpp = is_cpp(here)           # (a C++ TFREE(pipe) frees with the library's split, not the TPOP's)
+    unsplit_frees = not cpp or ch.model.unsplit_free_error(ch, pop_split) is None
     raise ProtocolError(
         f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of {slot} "
         f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc}): {why}",
         where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}",
-        fix=f"give TFREE the split of its TPOP ({TileSplitAxis(pop_split).name}), or none")
+        fix=free_split_fix(pop_split, unsplit_frees, cpp, is_pto(here)))

@@ -12,6 +12,7 @@ from ...sim.location import caller_loc, is_cpp
 from ...protocol.geometry import one_lane
 from ...sim.porder import join
 from ..context import current_core
+from ..indexed import gm_end_off_gm_pipes
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side, link_side
 from .diagnostics import overwrite_error
@@ -141,8 +142,8 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
         if po is not None and after:    # after the popped tile's readers
             order = join(order, obj.hbu)
     elif obj is not None and after:     # the address flow: the slot was read / written through
-        pf = core.pipe_free               # GM views by TLOADs / TSTOREs: signal after they complete
-        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])      # (as push_commit)
+        pf = core.pipe_free               # GM views by TLOADs / TSTOREs, MGATHER / MSCATTERs: signal
+        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3], gm_end_off_gm_pipes(core))  # after they end
         if po is not None:
             order = join(join(order, po.hb[PipeUnit.MTE2]), po.hb[PipeUnit.MTE3])
     # (else the SET follows its own pipe's work only - ``issued`` - as pto-isa's Consumer::free: a
