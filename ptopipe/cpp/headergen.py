@@ -595,24 +595,53 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
     return out
 
 
+#: the integer types a modal form takes a scalar operand as (an index, a pre-quant scalar)
+_INTEGERS = ("int", "uint16_t", "uint64_t")
+
+
+def _deduced_scalars(form: Form) -> tuple:
+    """``form``'s call parameters with each integer scalar's type deduced (``Q0``, ``Q1``, ...,
+    any arithmetic type), and the conversion to pto-isa's type each name is forwarded as.
+    Deduced, a scalar matches an ``int`` argument exactly, as the plain form's ``const A &``
+    does; declared ``uint16_t`` it would need a conversion there, so a call such as
+    ``TEXTRACT_FP(dst, src, fp, 0, 0)`` or ``TSTORE(gm, acc, 3)`` - which pto-isa takes,
+    converting - would find the plain and the modal form equally good and be ambiguous."""
+    params, scalars, cast = [], [], {}
+    for p in form.params.split(", "):
+        t, _, pname = p.rpartition(" ")
+        if t in _INTEGERS:
+            q = f"Q{len(scalars)}"
+            scalars.append(q)
+            params.append(f"{q} {pname}")
+            cast[pname] = f"static_cast<{t}>({pname})"
+        else:
+            params.append(p)
+    if not scalars:
+        return form.params, "", cast
+    arith = " && ".join(f"::std::is_arithmetic<{q}>::value" for q in scalars)
+    tmpl = "".join(f", class {q}" for q in scalars) + f", ::std::enable_if_t<{arith}, int> = 0"
+    return ", ".join(params), tmpl, cast
+
+
 def _modal(name: str, op: int) -> list:
     """pto-isa's templated forms of an instruction of :data:`MODE_FORMS`, each taking up to
     MAX_EVENTS wait events and its call site as defaulted last parameters."""
     out = [f"// {name}: pto-isa also spells it with mode template arguments (docs/isa/{name}.md)"]
     for form in MODE_FORMS[name]:
+        call_params, scalar_t, cast = _deduced_scalars(form)
         fwd = []
         for f in form.forward:
             if f.startswith("kw:"):
                 kw, param = f[3:].split("=")
-                fwd.append(f"::ptopipe::kw({KEYWORDS.index(kw)}, {param})")
+                fwd.append(f"::ptopipe::kw({KEYWORDS.index(kw)}, {cast.get(param, param)})")
             else:
-                fwd.append(f)
-        params = ", ".join([form.params] + _EVENT_P + [_SITE])
+                fwd.append(cast.get(f, f))
+        params = ", ".join([call_params] + _EVENT_P + [_SITE])
         checks = ([(form.check, form.why or form.check)] if form.check else []) + list(form.more)
         check = "".join(f"static_assert({c}, \"{name}: {why}\"); " for c, why in checks)
         call = ", ".join(fwd + _EVENT_A)
         check += _row_major(name, [f"decltype({f})" for f in form.forward])
-        out.append(f"template <{form.template}{_EVENT_T}> inline RecordEvent {name}({params}) "
+        out.append(f"template <{form.template}{scalar_t}{_EVENT_T}> inline RecordEvent {name}({params}) "
                    f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
     return out
 

@@ -290,10 +290,11 @@ def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
 def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
     first with its status switches, the split and sub-block forms of a TPipe's instructions, the
-    GlobalTensor's member types and constants, cce::printf."""
+    GlobalTensor's member types and constants, cce::printf, the fixpipe's integer scalars."""
     from ptopipe.cpp.build import STD20, find_compiler, standard
     cxx20 = CXX20 if standard(find_compiler()[0]) == STD20 else ""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + GLOBAL_MEMBERS
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + TMP_FORMS + FIXPIPE_SCALARS
+                     + GLOBAL_MEMBERS
                      + cxx20)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
@@ -427,6 +428,22 @@ inline void tmpForms() {
     Event<Op::TPOWS, Op::TTRANS> e;
     e = TPOWS(d, a, 2.0f, tmp);
     TTRANS(d, a, tmp, e);
+}
+"""
+
+#: the fixpipe's forms with an integer scalar given as an int (pto-isa converts it to its
+#: uint16_t index / uint64_t pre-quant scalar): one overload, not an ambiguous pair
+FIXPIPE_SCALARS = """
+inline void fixpipeScalars() {
+    using Acc = TileAcc<int32_t, 32, 32>;
+    using Mat = Tile<TileType::Mat, int8_t, 32, 32, BLayout::ColMajor, 32, 32, SLayout::RowMajor, 512>;
+    using FP = Tile<TileType::Scaling, uint64_t, 1, 32>;
+    using G = GlobalTensor<int8_t, Shape<1, 1, 1, 32, 32>, Stride<1, 1, 1, 32, 1>>;
+    Acc acc; Mat mat; FP fp; G g;
+    TEXTRACT_FP(mat, acc, fp, 0, 0);
+    TINSERT_FP(mat, acc, fp, 0, 0);
+    TMOV(mat, acc, 3);
+    TSTORE(g, acc, 3);
 }
 """
 
