@@ -1105,6 +1105,74 @@ INDEXED_PIPES = {
 for _p in INDEXED_PIPES:
     INDEXED_PIPES[_p][("MGATHER", "L1")] = (_S, _MTE2, (), ((_S, _MTE2),))
 
+
+# -- TIMG2COL: the Cube's load3d of an NC1HWC0 feature map in L1 into an im2col Left tile --------
+@dataclass(frozen=True)
+class Img2colGeometry:
+    """What one TIMG2COL reads its feature map by: the FMATRIX register's ``fmap_h`` x ``fmap_w``
+    and ``pads`` (left, right, top, bottom), the instruction's ``stride`` / ``dilation`` /
+    ``filt`` (h, w) and ``c0`` (elements per 32-byte channel block)."""
+    fmap_h: int
+    fmap_w: int
+    pads: tuple
+    stride: tuple
+    dilation: tuple
+    filt: tuple
+    c0: int
+
+    @property
+    def out_h(self) -> int:
+        """The output rows of the convolution (pto-isa's img2col formula)."""
+        return (self.fmap_h + self.pads[2] + self.pads[3] - self.dilation[0] * (self.filt[0] - 1) - 1) \
+            // self.stride[0] + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.fmap_w + self.pads[0] + self.pads[1] - self.dilation[1] * (self.filt[1] - 1) - 1) \
+            // self.stride[1] + 1
+
+    @property
+    def k_per_c1(self) -> int:
+        """Columns of the im2col matrix per channel block: filter h x w x c0."""
+        return self.filt[0] * self.filt[1] * self.c0
+
+
+def img2col_indices(g: Img2colGeometry, pos_m: int, pos_k: int, rows: int, cols: int) -> tuple:
+    """``(c1, h, w, c0, inside)`` of the im2col elements ``[pos_m, pos_m + rows) x [pos_k, pos_k +
+    cols)``: row ``m`` is output position ``(m // out_w, m % out_w)``, column ``k`` is
+    ``(c1, kh, kw, c0)`` with c0 fastest (the load3d order, pto-isa's TIMG2COL_IMPL on its CPU
+    simulator); ``inside`` says which read the feature map (the others are padding)."""
+    m = pos_m + np.arange(rows)
+    k = pos_k + np.arange(cols)
+    ho, wo = np.divmod(m, g.out_w)
+    c1, rest = np.divmod(k, g.k_per_c1)
+    kk, c0 = np.divmod(rest, g.c0)
+    kh, kw = np.divmod(kk, g.filt[1])
+    h = ho[:, None] * g.stride[0] + kh[None, :] * g.dilation[0] - g.pads[2]
+    w = wo[:, None] * g.stride[1] + kw[None, :] * g.dilation[1] - g.pads[0]
+    inside = (h >= 0) & (h < g.fmap_h) & (w >= 0) & (w < g.fmap_w)
+    return c1, h, w, c0, inside
+
+
+def img2col(fmap, g: Img2colGeometry, pos_m: int, pos_k: int, pad, d) -> None:
+    """``d`` (rows x cols) = the im2col block at (``pos_m``, ``pos_k``) of ``fmap`` (C1 x fmap_h x
+    fmap_w x c0, the channel planes as the device reads them), ``pad`` where the window lies in
+    the padding."""
+    c1, h, w, c0, inside = img2col_indices(g, pos_m, pos_k, *d.shape)
+    v = fmap[c1[None, :], np.where(inside, h, 0), np.where(inside, w, 0), c0[None, :]]
+    v[~inside] = pad
+    d[...] = v
+
+
+#: TIMG2COL's element types (a2a3 TImg2col.hpp: "Invalid data type"; a5 TImg2col.hpp
+#: Timg2colConvTileCheck); the ConvTile's and the Left tile's are one
+IMG2COL_DTYPES = types("i8 f16 bf16 f32", a5="i8 u8 i16 uint16 i32 u32 f16 bf16 f32")
+#: the img2col registers with a B bank of their own per platform (SetFmatrixMode's FMATRIX_B_*):
+#: a2a3 writes FMATRIX_B only (its SET_IMG2COL_PADDING / _RPT and TIMG2COL's auto writes set the
+#: one padding and repeat register whatever the mode: a2a3 SetImg2colPadding.hpp,
+#: SetImg2colRpt.hpp, TImg2col.hpp); a5 has B banks of all three (set_padding_b, set_l3d_rpt_b)
+IMG2COL_BANKED = {_A2A3: ("FMATRIX",), _A5: ("FMATRIX", "PADDING", "RPT")}
+
 # -- the instructions ---------------------------------------------------------------------------
 _V, _M = PipeUnit.V, PipeUnit.M
 _S1, _S2, _S4, _E2 = (1, 12, 14), (2, 14, 18), (4, 14, 18), (2, 14, 17)
@@ -1530,6 +1598,22 @@ _DEFS = (
               "ScatterAtomicOp (None: the last write stays; Add; A5: Max, Min), an index past the table as ScatterOOB "
               "says (Undefined: an error; Skip, Clamp, Wrap); A2A3: the scalar unit and MTE3, A5: the vector pipe "
               "(MSCATTER)"),
+    # -- convolution: the Cube's img2col and its registers
+    OpDef("TIMG2COL", "TIMG2COL", PipeUnit.MTE1, img2col, IMG2COL_DTYPES,
+          doc="the im2col block at (posM, posK) of an NC1HWC0 ConvTile in L1 into a Left tile: row m the output "
+              "position (m // outW, m % outW), column k (c1, kh, kw, c0) c0 fastest, the pad value where the "
+              "window lies in the padding; fmapH / fmapW / pads from the FMATRIX register, the pad value from the "
+              "padding register (MANUAL modes: what SETFMATRIX / SET_IMG2COL_PADDING wrote; AUTO: the ConvTile's, "
+              "written by the TIMG2COL), stride / dilation / filter / channelSize from the ConvTile (TIMG2COL)"),
+    OpDef("SETFMATRIX", "SETFMATRIX", PipeUnit.S,
+          doc="write a ConvTile's fmapH, fmapW and pads into the Cube's FMATRIX register, bank A or B (SETFMATRIX, "
+              "MANUAL modes; nothing in the AUTO ones)"),
+    OpDef("SET_IMG2COL_RPT", "SET_IMG2COL_RPT", PipeUnit.S,
+          doc="write a ConvTile's repeat fields into the Cube's img2col repeat register (SET_IMG2COL_RPT, MANUAL "
+              "modes); ptopipe runs one repeat"),
+    OpDef("SET_IMG2COL_PADDING", "SET_IMG2COL_PADDING", PipeUnit.S,
+          doc="write a ConvTile's pad value into the Cube's img2col padding register (SET_IMG2COL_PADDING, MANUAL "
+              "modes)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
     OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,

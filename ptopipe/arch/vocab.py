@@ -708,6 +708,26 @@ class HistByte(IntEnum):
     BYTE_3 = 3
 
 
+class SetFmatrixMode(IntEnum):
+    """pto-isa's ``SetFmatrixMode`` of ``TIMG2COL`` / ``SETFMATRIX`` / ``SET_IMG2COL_RPT`` /
+    ``SET_IMG2COL_PADDING`` (type.hpp): which of the Cube's two img2col register banks (A or
+    B) the instruction uses, and who writes them - the TIMG2COL itself from its ConvTile
+    (AUTO: the SET_* instructions then write nothing) or the SET_* instructions before it
+    (MANUAL: the TIMG2COL reads what they wrote)."""
+    FMATRIX_A_AUTO = 0
+    FMATRIX_B_AUTO = 1
+    FMATRIX_A_MANUAL = 2
+    FMATRIX_B_MANUAL = 3
+
+    @property
+    def auto(self) -> bool:
+        return self in (SetFmatrixMode.FMATRIX_A_AUTO, SetFmatrixMode.FMATRIX_B_AUTO)
+
+    @property
+    def bank(self) -> str:
+        return "B" if self in (SetFmatrixMode.FMATRIX_B_AUTO, SetFmatrixMode.FMATRIX_B_MANUAL) else "A"
+
+
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2
 PIPE_MTE3, PIPE_M, PIPE_V = SyncPipe.PIPE_MTE3, SyncPipe.PIPE_M, SyncPipe.PIPE_V
 PIPE_FIX, PIPE_ALL = SyncPipe.PIPE_FIX, SyncPipe.PIPE_ALL

@@ -30,6 +30,7 @@ from enum import Enum
 from ..arch import vocab as V
 from ..arch.catalogue import OPS, ROW_MAJOR_ONLY, SCRATCH_BEFORE_SCALAR
 from ..codegen.cpp_types import CTYPES
+from ..isa.convtile import CONFIG_FIELDS
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
 
@@ -38,7 +39,7 @@ SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "
            "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
            "PIPE_STATUS", "SUBBLOCK_ID", "TILE_ADDR", "get_block_num", "get_subblockdim", "SYNCALL",
            "ffts_cross_core_sync", "wait_flag_dev", "set_intra_block", "wait_intra_block", "TILE_GET", "TILE_SET",
-           "MAD_MODE", "EVENT_RECORD")
+           "MAD_MODE", "EVENT_RECORD", "CONV_NEW")
 #: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
 #: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
 PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
@@ -81,6 +82,7 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("Coalesce", V.Coalesce, "pto", True), ("GatherOOB", V.GatherOOB, "pto", True),
          ("ScatterAtomicOp", V.ScatterAtomicOp, "pto", True), ("ScatterOOB", V.ScatterOOB, "pto", True),
          ("ScatterConflict", V.ScatterConflict, "pto", True), ("GatherExec", V.GatherExec, "pto", True),
+         ("SetFmatrixMode", V.SetFmatrixMode, "pto", True),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 
@@ -112,15 +114,16 @@ ABORT = -(1 << 63)
 
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
 KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10,
-         "COUNTS": 11}
+         "COUNTS": 11, "CONV": 12}
 #: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
 #: double's bits, a handle; a GlobalTensor's address, element type, 5 dims, 5 strides and layout
 #: (its index in :data:`~ptopipe.arch.vocab.GM_LAYOUTS`, the C++ ``Layout`` value); an
 #: enum's table and value; a pointer and its element type; a keyword argument's name
 #: (:data:`KEYWORDS`), its enum table (-1: an integer) and value; the host address of a
-#: ``MrgSortExecutedNumList`` (four uint16_t counts TMRGSORT writes)
+#: ``MrgSortExecutedNumList`` (four uint16_t counts TMRGSORT writes); a ConvTile's handle and its
+#: img2col fields (:data:`ptopipe.isa.convtile.CONFIG_FIELDS`, in that order)
 KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 13, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
-              "KW": 3, "COUNTS": 1}
+              "KW": 3, "COUNTS": 1, "CONV": 1 + len(CONFIG_FIELDS)}
 
 
 @dataclass(frozen=True)
@@ -386,6 +389,14 @@ MODE_FORMS = {
                      "Exec == GatherExec::Scalar", _SIMT_WHY)),
     # MSCATTER<Coalesce[, ScatterAtomicOp[, ScatterOOB[, ScatterConflict (A5)]]]>(table, src, idx)
     "MSCATTER": tuple(_scatter(_SCATTER_MODES[:n]) for n in range(1, 5)),
+    # TIMG2COL<Dst, ConvTile, FmatrixMode>(dst, src, posM, posK) and the img2col register writes
+    # <ConvTile, FmatrixMode>(src): the mode picks the register bank and who writes it
+    "TIMG2COL": (Form("typename TileData, typename ConvTileData, SetFmatrixMode FmatrixMode",
+                      "TileData &dst, ConvTileData &src, uint16_t posM = 0, uint16_t posK = 0",
+                      ("dst", "src", "posM", "posK", "kw:fmatrix_mode=FmatrixMode")),),
+    **{name: (Form("typename ConvTileData, SetFmatrixMode FmatrixMode", "ConvTileData &src",
+                   ("src", "kw:fmatrix_mode=FmatrixMode")),)
+       for name in ("SETFMATRIX", "SET_IMG2COL_RPT", "SET_IMG2COL_PADDING")},
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
                      ("dst", "src", "fp", "kw:relu_mode=reluMode")),),
     "TEXTRACT_FP": (Form(_FP, _FP_AT, ("dst", "src", "fp", "indexRow", "indexCol", "kw:relu_mode=reluMode")),),

@@ -1047,6 +1047,11 @@ NO_DSL_FORM = {
                "the op table carries (see _ISA_ATTRS_OF_FORM)",
     "MSCATTER": _NO_RESULT + "; it writes GM at the rows / elements an index tile's values pick (a DSL tensor is "
                 "written by a window, pl.store)",
+    "TIMG2COL": "reads a ConvTile (an NC1HWC0 feature map with its img2col fields) and the Cube's img2col "
+                "registers: the IR has no ConvTile type and no register state",
+    "SETFMATRIX": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
+    "SET_IMG2COL_RPT": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
+    "SET_IMG2COL_PADDING": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
 }
 _op("get_subblockid", [], _subblock, NO_TILE, doc="this Vector core's sub-block (0/1)")
 
