@@ -1164,6 +1164,12 @@ def img2col(fmap, g: Img2colGeometry, pos_m: int, pos_k: int, pad, d) -> None:
     d[...] = v
 
 
+#: TPREFETCH_ASYNC: the scalar writes of the SQE a submitted prefetch builds in GM before its
+#: pipe_barrier(PIPE_ALL) (sdma_cmo_intrin.hpp AddOneCmoSqe: the fields it sets per platform)
+PREFETCH_ASYNC_SQE_WRITES = {_A2A3: 21, _A5: 16}
+#: ... and the bytes of its context's UB scratch tile at 0x0 (async_types.hpp kUbAlignSize)
+PREFETCH_ASYNC_SCRATCH = 256
+
 #: TIMG2COL's element types (a2a3 TImg2col.hpp: "Invalid data type"; a5 TImg2col.hpp
 #: Timg2colConvTileCheck); the ConvTile's and the Left tile's are one
 IMG2COL_DTYPES = types("i8 f16 bf16 f32", a5="i8 u8 i16 uint16 i32 u32 f16 bf16 f32")
@@ -1616,6 +1622,10 @@ _DEFS = (
               "modes)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
+    OpDef("TPREFETCH_ASYNC", "TPREFETCH_ASYNC", PipeUnit.S,
+          doc="an L2 prefetch of a flat GM tensor through the SDMA engine: no data changes; a submitted one writes "
+              "its SQE on the scalar unit and drains the core's pipes (pipe_barrier(PIPE_ALL)); its context's SDMA "
+              "scratch is UB 0x0..0xff; Vector cores only (TPREFETCH_ASYNC)"),
     OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,
           doc="Philox-4x32 random words from a key and a counter (TRANDOM)"),
     OpDef("TPRINT", "TPRINT", PipeUnit.S, doc="print a tile or GM tensor, in simulated time (TPRINT)"),

@@ -52,6 +52,7 @@ from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa import mad_mode
 from ..isa.events import Event, new_event, record
+from ..isa.prefetch_async import EmptyAsyncEvent
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ..sim import CoreKind
@@ -618,6 +619,8 @@ class Dispatcher:
         if e is None:
             return 0
         if not isinstance(e, Event):
+            if e.__class__ is EmptyAsyncEvent:      # (TPREFETCH_ASYNC's: comm::AsyncEvent handle 0)
+                return 0
             raise KernelError(f"the instruction returned {type(e).__name__}, not an Event",
                               fix="report this: every instruction returns its Event")
         self.shared[1] = n = self.shared[1] + 1

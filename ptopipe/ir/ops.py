@@ -1052,6 +1052,7 @@ NO_DSL_FORM = {
     "SETFMATRIX": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
     "SET_IMG2COL_RPT": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
     "SET_IMG2COL_PADDING": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
+    "TPREFETCH_ASYNC": _NO_RESULT + " (an AsyncEvent of the SDMA engine, which the IR has no type for)",
 }
 _op("get_subblockid", [], _subblock, NO_TILE, doc="this Vector core's sub-block (0/1)")
 

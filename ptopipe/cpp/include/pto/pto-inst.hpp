@@ -1886,7 +1886,18 @@ enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2 };
 enum class DmaEngine : uint8_t { SDMA = 0, URMA = 1, RDMA = 2 };
 using Signal = GlobalTensor<int32_t, Shape<1, 1, 1, 1, 1>, Stride<1, 1, 1, 1, 1>, Layout::ND>;
 struct AsyncSession {};
-struct AsyncEvent {};
+// what an asynchronous transfer returns (comm_types.hpp): TPREFETCH_ASYNC's (ptopipe.isa.prefetch_async);
+// handle 0 is the empty event (nothing submitted).  A wait returns at once: ptopipe does not simulate
+// the SDMA engine (an empty event's returns at once on the device too)
+struct AsyncEvent {
+    uint64_t handle = 0;
+    DmaEngine engine = DmaEngine::SDMA;
+    constexpr AsyncEvent() = default;
+    constexpr AsyncEvent(uint64_t h, DmaEngine e) : handle(h), engine(e) {}
+    constexpr bool valid() const { return handle != 0; }
+    bool Wait(const AsyncSession &) const { return true; }
+    bool Test(const AsyncSession &) const { return true; }
+};
 namespace sdma {
 // the SDMA engine's transfer parameters a kernel builds its async session with (async_types.hpp)
 struct SdmaBaseConfig {
@@ -1918,6 +1929,32 @@ PTOPIPE_REFUSED(TSCATTER, PTOPIPE_NO_COMM)
 #undef PTOPIPE_NO_COMM
 }  // namespace pto::comm
 #undef PTOPIPE_REFUSED
+
+// TPREFETCH_ASYNC(src, ctx): pto-isa's L2 prefetch through the SDMA engine (TPrefetchAsyncImpl.hpp;
+// ptopipe.isa.prefetch_async): no data changes; its context's workspace crosses the ABI (nullptr: none),
+// its SDMA scratch is UB 0x0..0xff (scratchTile, as pto-isa places it)
+namespace pto {
+struct PrefetchAsyncContext {
+    __gm__ uint8_t *workspace = nullptr;
+    comm::AsyncSession session;
+    comm::AsyncSession *externalSession = nullptr;
+    Tile<TileType::Vec, uint8_t, 1, 256> scratchTile;
+    PrefetchAsyncContext() = default;
+    explicit PrefetchAsyncContext(__gm__ uint8_t *w) : workspace(w) {}
+    PrefetchAsyncContext(__gm__ uint8_t *w, comm::AsyncSession *external) : workspace(w), externalSession(external) {}
+    comm::AsyncSession &GetSession() { return externalSession != nullptr ? *externalSession : session; }
+};
+template <typename G, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent,
+          ::ptopipe::if_events<E0, E1, E2> = 0, std::enable_if_t<::ptopipe::is_global<G>::value, int> = 0>
+inline comm::AsyncEvent TPREFETCH_ASYNC(G &src, PrefetchAsyncContext &ctx, const E0 &e0 = {}, const E1 &e1 = {},
+                                        const E2 &e2 = {}, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    const int64_t h = ctx.workspace != nullptr
+                          ? ::ptopipe::inst(::ptopipe::OP_TPREFETCH_ASYNC, s, src, ctx.workspace, e0, e1, e2)
+                          : ::ptopipe::inst(::ptopipe::OP_TPREFETCH_ASYNC, s, src, nullptr, e0, e1, e2);
+    return comm::AsyncEvent(uint64_t(h), comm::DmaEngine::SDMA);
+}
+}  // namespace pto
 
 // cpu_stub.hpp's device cache and barrier intrinsics: no-ops, as there (the simulator's memories
 // are coherent), and the core id pto-isa's CPU simulator gives (its block index)
