@@ -765,6 +765,71 @@ def quant_int8(x, scale, offset, d):
     d[...] = np.clip(np.rint(y), info.min, info.max).astype(d.dtype)
 
 
+#: the MX formats' group: 32 elements share one e8m0 exponent (along a row: ND, grp_axis 1;
+#: along a column: DN, grp_axis 0)
+MX_GROUP = 32
+#: MXFP8 (e4m3) TQUANT's sources (a5 TQuant.hpp CheckTQuantMxTypes) and its largest magnitude
+MX_QUANT_SRC = (dt.float32, dt.float16, dt.bfloat16)
+_E4M3_MAX, _E4M3_EMAX = 448.0, 8
+
+
+def mx_exponents(gmax, nv: bool) -> tuple:
+    """``(e8m0, scaling)`` of float32 group maxima ``gmax`` for MXFP8 (e4m3), as pto-isa's A5
+    TQuant (ComputeF32OcpExpAndScaling; the NV path's RoundUpNvSharedExponent) and its CPU
+    simulator take them: OCP ``e = max's exponent bits - 8`` (0 at or below 8, 0xFF for a NaN
+    maximum), NV ``e`` = the exponent of ``max / 448`` rounded up where bits are left (0xFE for an
+    infinite one, 0xFF for a NaN, 0 for a zero maximum); ``scaling = 2 ** (127 - e)`` (2 ** -127
+    at e = 0xFE, NaN at 0xFF)."""
+    g = np.asarray(gmax, np.float32)
+    if nv:
+        g = g * np.float32(1.0 / _E4M3_MAX)
+    bits = g.view(np.uint32)
+    exp = ((bits >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+    man = bits & np.uint32(0x7FFFFF)
+    if nv:
+        up = (man != 0) & (exp != 0xFE) & ~((exp == 0) & (man <= 0x400000))
+        e = np.where(exp == 0xFF, np.where(man == 0, 0xFE, 0xFF), exp + up)
+        e = np.where(g == 0, 0, e)
+    else:
+        e = np.where((exp == 0xFF) & (man != 0), 0xFF, np.where(exp <= _E4M3_EMAX, 0, exp - _E4M3_EMAX))
+    scale_bits = (np.clip(254 - e, 0, 255).astype(np.uint32) << np.uint32(23))
+    scaling = scale_bits.view(np.float32).copy()
+    scaling[scaling == 0] = np.float32(2.0 ** -127)
+    scaling[e == 0xFF] = np.float32(np.nan)
+    return e.astype(np.uint8), scaling
+
+
+def mx_quant_fp8(x, axis: int, nv: bool, interleave: bool, d, e, m, s) -> None:
+    """MXFP8 TQUANT of the valid region ``x`` (rows x cols, float32 / float16 / bfloat16): per
+    group of 32 along a row (``axis`` 1, ND) or a column (``axis`` 0, DN) the e8m0 exponent and
+    scaling of its largest magnitude (:func:`mx_exponents`), the elements times the scaling to
+    e4m3 (pto-isa's A5 vcvt: round to nearest even, saturating at +-448, the sign kept on a zero;
+    a NaN 0x7F) as bytes into ``d``; the exponents into ``e`` (ND: rows x cols/32, DN: rows/32 x
+    cols; DN ``interleave``: rows/64 x 2*cols, ``e[p, 2c + k] = exponent[2p + k, c]``), the maxima
+    and scalings into the flat ``m`` / ``s`` (group order: ND row-major over (row, group), DN over
+    (group, column)), as pto-isa's CPU simulator writes its max / scaling scratch."""
+    import ml_dtypes
+    v = np.asarray(x, np.float32)
+    rows, cols = v.shape
+    if axis == 1:
+        grouped = v.reshape(rows, cols // MX_GROUP, MX_GROUP)
+        gmax = np.abs(grouped).max(axis=2)
+    else:
+        grouped = v.reshape(rows // MX_GROUP, MX_GROUP, cols)
+        gmax = np.abs(grouped).max(axis=1)
+    exps, scaling = mx_exponents(gmax, nv)
+    per = scaling[:, :, None] if axis == 1 else scaling[:, None, :]
+    scaled = (grouped * per).reshape(rows, cols)
+    code = np.clip(scaled, -_E4M3_MAX, _E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    code = np.where(np.isnan(scaled), np.uint8(0x7F), code)
+    d[...] = code.view(d.dtype)
+    if interleave:
+        exps = exps.reshape(exps.shape[0] // 2, 2, exps.shape[1]).transpose(0, 2, 1).reshape(exps.shape[0] // 2, -1)
+    e[...] = exps
+    m[:gmax.size] = gmax.reshape(-1)
+    s[:scaling.size] = scaling.reshape(-1)
+
+
 def dequant(q, scale, offset, d):
     """``d[i, j] = (q[i, j] - offset[i, p]) * scale[i, p]``, ``p = min(j, params' cols - 1)``
     (per-row parameters: TDEQUANT)."""
@@ -1589,7 +1654,10 @@ _DEFS = (
     OpDef("TMRGSORT", "TMRGSORT", _V, mrgsort_lists, types("f16 f32"), (7, 14, 18), tmp=True,
           doc="merge sorted (value, index) lists, descending (TMRGSORT)"),
     OpDef("TQUANT", "TQUANT", _V, quant_int8, types("f32"), _S4, tmp=True,
-          doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
+          doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms); A5's MXFP8 forms: f32 / "
+              "f16 / bf16 -> e4m3 bytes with an e8m0 exponent per group of 32 along a row (ND, grp_axis 1) or a "
+              "column (DN, grp_axis 0), OCP or NV scale (TQUANT<grp_axis, MxQuantAlg>(dst, src, &exp, &max, "
+              "&scaling)); MXFP4 writes a packed 4-bit type and HiFloat4 is A6's: not modelled"),
     OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4, dsl="dequant",
           doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
     # -- indexed GM gather / scatter

@@ -38,7 +38,8 @@ from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
 from ..arch.platform import PlatformID
 from ..arch.vocab import (AtomicType, CmpMode, Coalesce, GatherAxis, GatherExec, GatherOOB, HistByte, MaskPattern,
                           PadValue, PowAlgorithm, PrintFormat, QuantType, ReluPreMode, RoundMode, SaturationMode,
-                          ScatterAtomicOp, ScatterConflict, ScatterOOB, SetFmatrixMode)
+                          ScatterAtomicOp, ScatterConflict, ScatterOOB, SetFmatrixMode, QuantScaleAlg, MxQuantAlg,
+                          VecStoreMode)
 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
@@ -47,7 +48,7 @@ __all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe
     "AtomicType", "BLayout", "CmpMode", "Coalesce", "GatherAxis", "GatherExec", "GatherOOB", "MGATHER", "MSCATTER",
     "ScatterAtomicOp", "ScatterConflict", "ScatterOOB", "ConvTile", "SETFMATRIX", "SET_IMG2COL_PADDING",
     "SET_IMG2COL_RPT", "SetFmatrixMode", "TIMG2COL", "AsyncEvent", "AsyncSession", "PrefetchAsyncContext",
-    "TPREFETCH_ASYNC", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
+    "TPREFETCH_ASYNC", "QuantScaleAlg", "MxQuantAlg", "VecStoreMode", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "SaturationMode", "RunResult",
     "RunSummary", "SLayout", "Scenario", "TileLayout", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",

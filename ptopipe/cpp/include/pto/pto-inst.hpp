@@ -149,6 +149,10 @@ struct float8_e5m2_t {
 struct hifloat8_t {
     uint8_t storage = 0;
 };
+// ... and A6's HiFloat4 pair (pto-isa's A6 only: a tile or tensor of one does not build here)
+struct hifloat4x2_t {
+    uint8_t storage = 0;
+};
 // the host-side names pto-isa's CPU simulator declares (include/pto/common/type.hpp,
 // cpu_stub.hpp) and its test kernels' launch functions use
 typedef half aclFloat16;
