@@ -1678,22 +1678,23 @@ _DEFS = (
               "position (m // outW, m % outW), column k (c1, kh, kw, c0) c0 fastest, the pad value where the "
               "window lies in the padding; fmapH / fmapW / pads from the FMATRIX register, the pad value from the "
               "padding register (MANUAL modes: what SETFMATRIX / SET_IMG2COL_PADDING wrote; AUTO: the ConvTile's, "
-              "written by the TIMG2COL), stride / dilation / filter / channelSize from the ConvTile (TIMG2COL)"),
+              "written by the TIMG2COL), stride / dilation / filter / channelSize from the ConvTile (TIMG2COL; no ptoas 0.27 "
+              "op)"),
     OpDef("SETFMATRIX", "SETFMATRIX", PipeUnit.S,
           doc="write a ConvTile's fmapH, fmapW and pads into the Cube's FMATRIX register, bank A or B (SETFMATRIX, "
-              "MANUAL modes; nothing in the AUTO ones)"),
+              "MANUAL modes; nothing in the AUTO ones; no ptoas 0.27 op)"),
     OpDef("SET_IMG2COL_RPT", "SET_IMG2COL_RPT", PipeUnit.S,
           doc="write a ConvTile's repeat fields into the Cube's img2col repeat register (SET_IMG2COL_RPT, MANUAL "
-              "modes); ptopipe runs one repeat"),
+              "modes; no ptoas 0.27 op); ptopipe runs one repeat"),
     OpDef("SET_IMG2COL_PADDING", "SET_IMG2COL_PADDING", PipeUnit.S,
           doc="write a ConvTile's pad value into the Cube's img2col padding register (SET_IMG2COL_PADDING, MANUAL "
-              "modes)"),
+              "modes; no ptoas 0.27 op)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
     OpDef("TPREFETCH_ASYNC", "TPREFETCH_ASYNC", PipeUnit.S,
           doc="an L2 prefetch of a flat GM tensor through the SDMA engine: no data changes; a submitted one writes "
               "its SQE on the scalar unit and drains the core's pipes (pipe_barrier(PIPE_ALL)); its context's SDMA "
-              "scratch is UB 0x0..0xff; Vector cores only (TPREFETCH_ASYNC)"),
+              "scratch is UB 0x0..0xff; Vector cores only (TPREFETCH_ASYNC; no ptoas 0.27 op)"),
     OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,
           doc="Philox-4x32 random words from a key and a counter (TRANDOM)"),
     OpDef("TPRINT", "TPRINT", PipeUnit.S, doc="print a tile or GM tensor, in simulated time (TPRINT)"),

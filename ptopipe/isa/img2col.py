@@ -34,7 +34,7 @@ from ..arch import PipeUnit
 from ..arch.catalogue import IMG2COL_BANKED, OPS, Img2colGeometry, img2col
 from ..arch.vocab import LEFT_LAYOUT, SetFmatrixMode
 from ..sim.core import CoreKind
-from ..sim.location import is_cpp
+from ..sim.location import is_cpp, is_pto
 from ..sim.trace import TileArgs
 from .context import current_core
 from .convtile import ConvTile
@@ -70,10 +70,17 @@ def _begin(name: str, events, mode):
 
 def _conv(core, name: str, src) -> ConvTile:
     if src.__class__ is not ConvTile:
-        raise _err(core, f"{name} takes a ConvTile (the NC1HWC0 feature map and its img2col fields), got "
-                         f"{src.describe() if isinstance(src, Tile) else type(src).__name__}",
-                   "declare the feature map as a ConvTile (ConvTile<TileType::Mat, T, Size, Layout::NC1HWC0, "
+        where = core.where()
+        if is_pto(where):
+            fix = ("PTO-AS has no ConvTile and ptoas 0.27 no img2col op: write the convolution in C++ (pto-isa's "
+                   "ConvTile) or with the Python ISA (ptopipe.isa.ConvTile)")
+        elif is_cpp(where):
+            fix = ("declare the feature map as a ConvTile (ConvTile<TileType::Mat, T, Size, Layout::NC1HWC0, "
                    "ConvTileShape<N, C1, H, W, C0>>)")
+        else:
+            fix = "declare the feature map as ConvTile(TileType.Mat, dtype, (N, C1, H, W, C0))"
+        raise _err(core, f"{name} takes a ConvTile (the NC1HWC0 feature map and its img2col fields), got "
+                         f"{src.describe() if isinstance(src, Tile) else type(src).__name__}", fix)
     return src
 
 

@@ -293,3 +293,27 @@ def test_the_convtile_bytes_race_with_a_load_into_them():
         ptopipe.run(aic=k, args=dict(x=fmap(np.float16), y=fmap(np.float16, 1)), platform="a5", sync="manual")
     assert "L1" in ei.value.what, ei.value.what
     assert f":{line_of(k, 'RACE')}" in str(ei.value), str(ei.value)
+
+
+_MAT = ("!pto.tile_buf<loc=mat, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, blayout=col_major, "
+        "slayout=row_major, fractal=512, pad=0>")
+_LEFT = ("!pto.tile_buf<loc=left, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, blayout=row_major, "
+         "slayout=row_major, fractal=512, pad=0>")
+PTO = f"""module {{
+  func.func @conv(%a: !pto.ptr<f32>) {{
+    %m = pto.alloc_tile : {_MAT}
+    %l = pto.alloc_tile : {_LEFT}
+    pto.timg2col ins(%m : {_MAT}) outs(%l : {_LEFT})
+    return
+  }}
+}}
+"""
+
+
+def test_a_pto_file_has_no_convtile_to_give_it():
+    """ptoas 0.27 has no img2col op and PTO-AS no ConvTile: a .pto spelling the op is an error at its
+    line saying so, not a Python error."""
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run_pto(text=PTO, inputs=dict(a=np.zeros(4, np.float32)), platform="a2a3")
+    assert "TIMG2COL takes a ConvTile" in ei.value.what and "PTO-AS has no ConvTile" in ei.value.fix, ei.value
+    assert ei.value.where.endswith(":5:5"), ei.value.where
