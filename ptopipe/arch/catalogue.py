@@ -765,6 +765,71 @@ def quant_int8(x, scale, offset, d):
     d[...] = np.clip(np.rint(y), info.min, info.max).astype(d.dtype)
 
 
+#: the MX formats' group: 32 elements share one e8m0 exponent (along a row: ND, grp_axis 1;
+#: along a column: DN, grp_axis 0)
+MX_GROUP = 32
+#: MXFP8 (e4m3) TQUANT's sources (a5 TQuant.hpp CheckTQuantMxTypes) and its largest magnitude
+MX_QUANT_SRC = (dt.float32, dt.float16, dt.bfloat16)
+_E4M3_MAX, _E4M3_EMAX = 448.0, 8
+
+
+def mx_exponents(gmax, nv: bool) -> tuple:
+    """``(e8m0, scaling)`` of float32 group maxima ``gmax`` for MXFP8 (e4m3), as pto-isa's A5
+    TQuant (ComputeF32OcpExpAndScaling; the NV path's RoundUpNvSharedExponent) and its CPU
+    simulator take them: OCP ``e = max's exponent bits - 8`` (0 at or below 8, 0xFF for a NaN
+    maximum), NV ``e`` = the exponent of ``max / 448`` rounded up where bits are left (0xFE for an
+    infinite one, 0xFF for a NaN, 0 for a zero maximum); ``scaling = 2 ** (127 - e)`` (2 ** -127
+    at e = 0xFE, NaN at 0xFF)."""
+    g = np.asarray(gmax, np.float32)
+    if nv:
+        g = g * np.float32(1.0 / _E4M3_MAX)
+    bits = g.view(np.uint32)
+    exp = ((bits >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+    man = bits & np.uint32(0x7FFFFF)
+    if nv:
+        up = (man != 0) & (exp != 0xFE) & ~((exp == 0) & (man <= 0x400000))
+        e = np.where(exp == 0xFF, np.where(man == 0, 0xFE, 0xFF), exp + up)
+        e = np.where(g == 0, 0, e)
+    else:
+        e = np.where((exp == 0xFF) & (man != 0), 0xFF, np.where(exp <= _E4M3_EMAX, 0, exp - _E4M3_EMAX))
+    scale_bits = (np.clip(254 - e, 0, 255).astype(np.uint32) << np.uint32(23))
+    scaling = scale_bits.view(np.float32).copy()
+    scaling[scaling == 0] = np.float32(2.0 ** -127)
+    scaling[e == 0xFF] = np.float32(np.nan)
+    return e.astype(np.uint8), scaling
+
+
+def mx_quant_fp8(x, axis: int, nv: bool, interleave: bool, d, e, m, s) -> None:
+    """MXFP8 TQUANT of the valid region ``x`` (rows x cols, float32 / float16 / bfloat16): per
+    group of 32 along a row (``axis`` 1, ND) or a column (``axis`` 0, DN) the e8m0 exponent and
+    scaling of its largest magnitude (:func:`mx_exponents`), the elements times the scaling to
+    e4m3 (pto-isa's A5 vcvt: round to nearest even, saturating at +-448, the sign kept on a zero;
+    a NaN 0x7F) as bytes into ``d``; the exponents into ``e`` (ND: rows x cols/32, DN: rows/32 x
+    cols; DN ``interleave``: rows/64 x 2*cols, ``e[p, 2c + k] = exponent[2p + k, c]``), the maxima
+    and scalings into the flat ``m`` / ``s`` (group order: ND row-major over (row, group), DN over
+    (group, column)), as pto-isa's CPU simulator writes its max / scaling scratch."""
+    import ml_dtypes
+    v = np.asarray(x, np.float32)
+    rows, cols = v.shape
+    if axis == 1:
+        grouped = v.reshape(rows, cols // MX_GROUP, MX_GROUP)
+        gmax = np.abs(grouped).max(axis=2)
+    else:
+        grouped = v.reshape(rows // MX_GROUP, MX_GROUP, cols)
+        gmax = np.abs(grouped).max(axis=1)
+    exps, scaling = mx_exponents(gmax, nv)
+    per = scaling[:, :, None] if axis == 1 else scaling[:, None, :]
+    scaled = (grouped * per).reshape(rows, cols)
+    code = np.clip(scaled, -_E4M3_MAX, _E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    code = np.where(np.isnan(scaled), np.uint8(0x7F), code)
+    d[...] = code.view(d.dtype)
+    if interleave:
+        exps = exps.reshape(exps.shape[0] // 2, 2, exps.shape[1]).transpose(0, 2, 1).reshape(exps.shape[0] // 2, -1)
+    e[...] = exps
+    m[:gmax.size] = gmax.reshape(-1)
+    s[:scaling.size] = scaling.reshape(-1)
+
+
 def dequant(q, scale, offset, d):
     """``d[i, j] = (q[i, j] - offset[i, p]) * scale[i, p]``, ``p = min(j, params' cols - 1)``
     (per-row parameters: TDEQUANT)."""
@@ -1104,6 +1169,80 @@ INDEXED_PIPES = {
 #: MGather.hpp MGatherGm2L1RowImpl; the element gather's steps are isa.indexed's)
 for _p in INDEXED_PIPES:
     INDEXED_PIPES[_p][("MGATHER", "L1")] = (_S, _MTE2, (), ((_S, _MTE2),))
+
+
+# -- TIMG2COL: the Cube's load3d of an NC1HWC0 feature map in L1 into an im2col Left tile --------
+@dataclass(frozen=True)
+class Img2colGeometry:
+    """What one TIMG2COL reads its feature map by: the FMATRIX register's ``fmap_h`` x ``fmap_w``
+    and ``pads`` (left, right, top, bottom), the instruction's ``stride`` / ``dilation`` /
+    ``filt`` (h, w) and ``c0`` (elements per 32-byte channel block)."""
+    fmap_h: int
+    fmap_w: int
+    pads: tuple
+    stride: tuple
+    dilation: tuple
+    filt: tuple
+    c0: int
+
+    @property
+    def out_h(self) -> int:
+        """The output rows of the convolution (pto-isa's img2col formula)."""
+        return (self.fmap_h + self.pads[2] + self.pads[3] - self.dilation[0] * (self.filt[0] - 1) - 1) \
+            // self.stride[0] + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.fmap_w + self.pads[0] + self.pads[1] - self.dilation[1] * (self.filt[1] - 1) - 1) \
+            // self.stride[1] + 1
+
+    @property
+    def k_per_c1(self) -> int:
+        """Columns of the im2col matrix per channel block: filter h x w x c0."""
+        return self.filt[0] * self.filt[1] * self.c0
+
+
+def img2col_indices(g: Img2colGeometry, pos_m: int, pos_k: int, rows: int, cols: int) -> tuple:
+    """``(c1, h, w, c0, inside)`` of the im2col elements ``[pos_m, pos_m + rows) x [pos_k, pos_k +
+    cols)``: row ``m`` is output position ``(m // out_w, m % out_w)``, column ``k`` is
+    ``(c1, kh, kw, c0)`` with c0 fastest (the load3d order, pto-isa's TIMG2COL_IMPL on its CPU
+    simulator); ``inside`` says which read the feature map (the others are padding)."""
+    m = pos_m + np.arange(rows)
+    k = pos_k + np.arange(cols)
+    ho, wo = np.divmod(m, g.out_w)
+    c1, rest = np.divmod(k, g.k_per_c1)
+    kk, c0 = np.divmod(rest, g.c0)
+    kh, kw = np.divmod(kk, g.filt[1])
+    h = ho[:, None] * g.stride[0] + kh[None, :] * g.dilation[0] - g.pads[2]
+    w = wo[:, None] * g.stride[1] + kw[None, :] * g.dilation[1] - g.pads[0]
+    inside = (h >= 0) & (h < g.fmap_h) & (w >= 0) & (w < g.fmap_w)
+    return c1, h, w, c0, inside
+
+
+def img2col(fmap, g: Img2colGeometry, pos_m: int, pos_k: int, pad, d) -> None:
+    """``d`` (rows x cols) = the im2col block at (``pos_m``, ``pos_k``) of ``fmap`` (C1 x fmap_h x
+    fmap_w x c0, the channel planes as the device reads them), ``pad`` where the window lies in
+    the padding."""
+    c1, h, w, c0, inside = img2col_indices(g, pos_m, pos_k, *d.shape)
+    v = fmap[c1[None, :], np.where(inside, h, 0), np.where(inside, w, 0), c0[None, :]]
+    v[~inside] = pad
+    d[...] = v
+
+
+#: TPREFETCH_ASYNC: the scalar writes of the SQE a submitted prefetch builds in GM before its
+#: pipe_barrier(PIPE_ALL) (sdma_cmo_intrin.hpp AddOneCmoSqe: the fields it sets per platform)
+PREFETCH_ASYNC_SQE_WRITES = {_A2A3: 21, _A5: 16}
+#: ... and the bytes of its context's UB scratch tile at 0x0 (async_types.hpp kUbAlignSize)
+PREFETCH_ASYNC_SCRATCH = 256
+
+#: TIMG2COL's element types (a2a3 TImg2col.hpp: "Invalid data type"; a5 TImg2col.hpp
+#: Timg2colConvTileCheck); the ConvTile's and the Left tile's are one
+IMG2COL_DTYPES = types("i8 f16 bf16 f32", a5="i8 u8 i16 uint16 i32 u32 f16 bf16 f32")
+#: the img2col registers with a B bank of their own per platform (SetFmatrixMode's FMATRIX_B_*):
+#: a2a3 writes FMATRIX_B only (its SET_IMG2COL_PADDING / _RPT and TIMG2COL's auto writes set the
+#: one padding and repeat register whatever the mode: a2a3 SetImg2colPadding.hpp,
+#: SetImg2colRpt.hpp, TImg2col.hpp); a5 has B banks of all three (set_padding_b, set_l3d_rpt_b)
+IMG2COL_BANKED = {_A2A3: ("FMATRIX",), _A5: ("FMATRIX", "PADDING", "RPT")}
 
 # -- the instructions ---------------------------------------------------------------------------
 _V, _M = PipeUnit.V, PipeUnit.M
@@ -1515,7 +1654,10 @@ _DEFS = (
     OpDef("TMRGSORT", "TMRGSORT", _V, mrgsort_lists, types("f16 f32"), (7, 14, 18), tmp=True,
           doc="merge sorted (value, index) lists, descending (TMRGSORT)"),
     OpDef("TQUANT", "TQUANT", _V, quant_int8, types("f32"), _S4, tmp=True,
-          doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
+          doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms); A5's MXFP8 forms: f32 / "
+              "f16 / bf16 -> e4m3 bytes with an e8m0 exponent per group of 32 along a row (ND, grp_axis 1) or a "
+              "column (DN, grp_axis 0), OCP or NV scale (TQUANT<grp_axis, MxQuantAlg>(dst, src, &exp, &max, "
+              "&scaling)); MXFP4 writes a packed 4-bit type and HiFloat4 is A6's: not modelled"),
     OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4, dsl="dequant",
           doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
     # -- indexed GM gather / scatter
@@ -1530,8 +1672,29 @@ _DEFS = (
               "ScatterAtomicOp (None: the last write stays; Add; A5: Max, Min), an index past the table as ScatterOOB "
               "says (Undefined: an error; Skip, Clamp, Wrap); A2A3: the scalar unit and MTE3, A5: the vector pipe "
               "(MSCATTER)"),
+    # -- convolution: the Cube's img2col and its registers
+    OpDef("TIMG2COL", "TIMG2COL", PipeUnit.MTE1, img2col, IMG2COL_DTYPES,
+          doc="the im2col block at (posM, posK) of an NC1HWC0 ConvTile in L1 into a Left tile: row m the output "
+              "position (m // outW, m % outW), column k (c1, kh, kw, c0) c0 fastest, the pad value where the "
+              "window lies in the padding; fmapH / fmapW / pads from the FMATRIX register, the pad value from the "
+              "padding register (MANUAL modes: what SETFMATRIX / SET_IMG2COL_PADDING wrote; AUTO: the ConvTile's, "
+              "written by the TIMG2COL), stride / dilation / filter / channelSize from the ConvTile (TIMG2COL; no ptoas 0.27 "
+              "op)"),
+    OpDef("SETFMATRIX", "SETFMATRIX", PipeUnit.S,
+          doc="write a ConvTile's fmapH, fmapW and pads into the Cube's FMATRIX register, bank A or B (SETFMATRIX, "
+              "MANUAL modes; nothing in the AUTO ones; no ptoas 0.27 op)"),
+    OpDef("SET_IMG2COL_RPT", "SET_IMG2COL_RPT", PipeUnit.S,
+          doc="write a ConvTile's repeat fields into the Cube's img2col repeat register (SET_IMG2COL_RPT, MANUAL "
+              "modes; no ptoas 0.27 op); ptopipe runs one repeat"),
+    OpDef("SET_IMG2COL_PADDING", "SET_IMG2COL_PADDING", PipeUnit.S,
+          doc="write a ConvTile's pad value into the Cube's img2col padding register (SET_IMG2COL_PADDING, MANUAL "
+              "modes; no ptoas 0.27 op)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
+    OpDef("TPREFETCH_ASYNC", "TPREFETCH_ASYNC", PipeUnit.S,
+          doc="an L2 prefetch of a flat GM tensor through the SDMA engine: no data changes; a submitted one writes "
+              "its SQE on the scalar unit and drains the core's pipes (pipe_barrier(PIPE_ALL)); its context's SDMA "
+              "scratch is UB 0x0..0xff; Vector cores only (TPREFETCH_ASYNC; no ptoas 0.27 op)"),
     OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,
           doc="Philox-4x32 random words from a key and a counter (TRANDOM)"),
     OpDef("TPRINT", "TPRINT", PipeUnit.S, doc="print a tile or GM tensor, in simulated time (TPRINT)"),

@@ -684,11 +684,45 @@ class ReluPreMode(IntEnum):
 
 
 class QuantType(IntEnum):
-    """pto-isa's ``QuantType`` of ``TQUANT`` (the MX formats are not modelled)."""
+    """pto-isa's ``QuantType`` of ``TQUANT``: the INT8 forms and (A5) the MX block formats
+    (MXFP8 modelled; MXFP4_E2M1 writes pto-isa's packed float4_e2m1x2_t, which is not)."""
     MXFP8 = 0
     MXFP4_E2M1 = 1
     INT8_SYM = 2
     INT8_ASYM = 3
+
+
+class QuantScaleAlg(IntEnum):
+    """pto-isa's ``QuantScaleAlg`` of an MX ``TQUANT``: how a group's shared e8m0 exponent is
+    taken from its largest magnitude - OCP (the exponent bits less the format's emax) or NV
+    (the exponent of max / the format's largest value, rounded up)."""
+    OCP = 0
+    NV = 1
+
+
+class MxQuantAlg(IntEnum):
+    """pto-isa's ``MxQuantAlg`` of ``TQUANT<grp_axis, mx_alg>``: the MX destination format and
+    scale algorithm in one tag (Hif4: HiFloat4, pto-isa's A6 only)."""
+    OcpMxFp8E4M3 = 0
+    NvMxFp8E4M3 = 1
+    OcpMxFp4E2M1 = 2
+    NvMxFp4E2M1 = 3
+    Hif4 = 4
+
+    @property
+    def quant_type(self) -> QuantType:
+        return QuantType.MXFP8 if self in (MxQuantAlg.OcpMxFp8E4M3, MxQuantAlg.NvMxFp8E4M3) else QuantType.MXFP4_E2M1
+
+    @property
+    def scale_alg(self) -> QuantScaleAlg:
+        return QuantScaleAlg.NV if self in (MxQuantAlg.NvMxFp8E4M3, MxQuantAlg.NvMxFp4E2M1) else QuantScaleAlg.OCP
+
+
+class VecStoreMode(IntEnum):
+    """pto-isa's ``VecStoreMode`` of the MXFP8 TQUANT that also writes its exponents in the ZZ
+    order an MX matmul reads (NZ; not modelled: ptopipe has no ZZ scale layout)."""
+    ND = 0
+    NZ = 1
 
 
 class PowAlgorithm(IntEnum):
@@ -706,6 +740,26 @@ class HistByte(IntEnum):
     BYTE_1 = 1
     BYTE_2 = 2
     BYTE_3 = 3
+
+
+class SetFmatrixMode(IntEnum):
+    """pto-isa's ``SetFmatrixMode`` of ``TIMG2COL`` / ``SETFMATRIX`` / ``SET_IMG2COL_RPT`` /
+    ``SET_IMG2COL_PADDING`` (type.hpp): which of the Cube's two img2col register banks (A or
+    B) the instruction uses, and who writes them - the TIMG2COL itself from its ConvTile
+    (AUTO: the SET_* instructions then write nothing) or the SET_* instructions before it
+    (MANUAL: the TIMG2COL reads what they wrote)."""
+    FMATRIX_A_AUTO = 0
+    FMATRIX_B_AUTO = 1
+    FMATRIX_A_MANUAL = 2
+    FMATRIX_B_MANUAL = 3
+
+    @property
+    def auto(self) -> bool:
+        return self in (SetFmatrixMode.FMATRIX_A_AUTO, SetFmatrixMode.FMATRIX_B_AUTO)
+
+    @property
+    def bank(self) -> str:
+        return "B" if self in (SetFmatrixMode.FMATRIX_B_AUTO, SetFmatrixMode.FMATRIX_B_MANUAL) else "A"
 
 
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2

@@ -52,14 +52,15 @@ from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa import mad_mode
 from ..isa.events import Event, new_event, record
+from ..isa.prefetch_async import EmptyAsyncEvent
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ..sim import CoreKind
 from ..sim.location import SourceLoc
 from .. import isa
 from .gmview import ARG_BITS, ARG_MASK, GM_BASE, SCALAR_SYNC, VIEW
-from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, PIPE_STATUS, SPECIAL, enum_values,
-                        enums, op_names)
+from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, PIPE_STATUS, SPECIAL,
+                        UNMODELLED_GM_LAYOUTS, enum_values, enums, op_names)
 
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int32)
@@ -73,7 +74,7 @@ FRONT_SLOTS, FRONT_KEY = 512, 32
 #: per argument kind, the payload word that may change between calls at one call site (its
 #: position in the payload), and whether it is a double's bits; every other word is fixed there
 CHANGING = {"INT": (0, False), "FLT": (0, True), "GT": (0, False), "EVENT": (0, False), "PTR": (0, False),
-            "COUNTS": (0, False)}
+            "COUNTS": (0, False), "CONV": (0, False)}
 #: the argument layout the bridge splits words by: three bytes per kind id (payload words,
 #: 1 + the changing word or 0, 1 for a double's bits)
 LAYOUT = bytes(b for k in range(max(KINDS.values()) + 1)
@@ -81,8 +82,9 @@ LAYOUT = bytes(b for k in range(max(KINDS.values()) + 1)
                for b in ((KIND_WORDS[name], CHANGING[name][0] + 1, int(CHANGING[name][1]))
                          if name in CHANGING else (KIND_WORDS.get(name, 0), 0, 0)))
 
-_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_KW, _K_COUNTS = (
-    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW", "COUNTS"))
+_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_KW, _K_COUNTS, _K_CONV = (
+    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW", "COUNTS", "CONV"))
+_CONV_WORDS = KIND_WORDS["CONV"]
 _SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
 _OP_TPOP = op_names().index("TPOP")
 _OP_TFREE = op_names().index("TFREE")
@@ -92,6 +94,8 @@ _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS, _PADS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout,
                                                                           isa.PadValue))
 _PAD_TABLE = next(k for k, e in enumerate(enums()) if e[1] is isa.PadValue)
+#: the C++ ``Layout`` value of NC1HWC0 (after the modelled ones: headergen.UNMODELLED_GM_LAYOUTS)
+_NC1HWC0 = len(GM_LAYOUTS) + UNMODELLED_GM_LAYOUTS.index("NC1HWC0")
 #: an integer kernel parameter's kind letter (ptopipe_entry.hpp ``int_kind``): its C type, and the
 #: values it holds (None: any - a bool takes every integer, as C++ converts one)
 INT_KINDS = {"b": ("bool", None), "a": ("int8_t", (-1 << 7, (1 << 7) - 1)), "h": ("int16_t", (-1 << 15, (1 << 15) - 1)),
@@ -473,6 +477,11 @@ class Dispatcher:
             elif k == _K_NULL:
                 fixed.append(None)
                 i += 1
+            elif k == _K_CONV:              # a ConvTile: its handle (changing) and its fields (fixed)
+                slots.append((len(fixed), partial(self._conv, tuple(w[i + 2:i + 1 + _CONV_WORDS]))))
+                fixed.append(None)
+                vals.append(w[i + 1])
+                i += 1 + _CONV_WORDS
             elif k == _K_COUNTS:
                 slots.append((len(fixed), _counts))
                 fixed.append(None)
@@ -566,9 +575,18 @@ class Dispatcher:
         """The GM layout (``arch.vocab.GM_LAYOUTS``) of C++ ``Layout`` value ``value``."""
         if 0 <= value < len(GM_LAYOUTS):
             return GM_LAYOUTS[value]
+        if value == _NC1HWC0:
+            raise KernelError("a Layout::NC1HWC0 GlobalTensor here: ptopipe moves an NC1HWC0 tensor only into a "
+                              "ConvTile (TLOAD(convTile, tensor))", where=loc and str(loc),
+                              fix="load the feature map into an NC1HWC0 ConvTile; store results through an ND "
+                                  "GlobalTensor (an Acc tile's rows are the output positions, NHWC)")
         raise KernelError(f"GlobalTensor layout value {value} is not one of ptopipe's "
                           f"{', '.join(f'Layout::{l.name}' for l in GM_LAYOUTS)}", where=loc and str(loc),
                           fix="declare the GlobalTensor with Layout::ND, Layout::DN or Layout::NZ")
+
+    def _conv(self, fields: tuple, core, handle: int):
+        """A ConvTile operand: the tile of ``handle`` with the fields its C++ object had at the call."""
+        return self.tiles[handle].set_words(fields)
 
     def _pointers(self, code):
         return lambda core, p: self.pointer(p, code)
@@ -601,6 +619,8 @@ class Dispatcher:
         if e is None:
             return 0
         if not isinstance(e, Event):
+            if e.__class__ is EmptyAsyncEvent:      # (TPREFETCH_ASYNC's: comm::AsyncEvent handle 0)
+                return 0
             raise KernelError(f"the instruction returned {type(e).__name__}, not an Event",
                               fix="report this: every instruction returns its Event")
         self.shared[1] = n = self.shared[1] + 1
@@ -642,6 +662,15 @@ class Dispatcher:
         if r is not None:
             r[1] += 1
 
+    def op_CONV_NEW(self, core, a):
+        """A C++ ConvTile's first use: its Python :class:`~ptopipe.isa.convtile.ConvTile` (the
+        NC1HWC0 shape its C++ type static_asserts)."""
+        self._set_up(core)
+        code, *shape = a
+        t = isa.ConvTile(isa.TileType.Mat, _DTYPES[code], tuple(shape))
+        self.tiles.append(t)
+        return len(self.tiles) - 1
+
     def op_TILE_NEW(self, core, a):
         self._set_up(core)
         loc, code, rows, cols, bl, vr, vc, sl, pad = a
@@ -667,7 +696,7 @@ class Dispatcher:
         return 0
 
     def op_TILE_ADDR(self, core, a):
-        t = a[0]
+        t = a[0].tile if isinstance(a[0], isa.ConvTile) else a[0]
         if t.addr is None:
             raise KernelError(f"data() of a tile with no address: {t.describe()} was never bound",
                               where=str(core.where()), fix="bind it first: TASSIGN(tile, addr), or TPOP into it")

@@ -30,6 +30,7 @@ from enum import Enum
 from ..arch import vocab as V
 from ..arch.catalogue import OPS, ROW_MAJOR_ONLY, SCRATCH_BEFORE_SCALAR
 from ..codegen.cpp_types import CTYPES
+from ..isa.convtile import CONFIG_FIELDS
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
 
@@ -38,7 +39,7 @@ SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "
            "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
            "PIPE_STATUS", "SUBBLOCK_ID", "TILE_ADDR", "get_block_num", "get_subblockdim", "SYNCALL",
            "ffts_cross_core_sync", "wait_flag_dev", "set_intra_block", "wait_intra_block", "TILE_GET", "TILE_SET",
-           "MAD_MODE", "EVENT_RECORD")
+           "MAD_MODE", "EVENT_RECORD", "CONV_NEW")
 #: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
 #: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
 PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
@@ -81,6 +82,8 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("Coalesce", V.Coalesce, "pto", True), ("GatherOOB", V.GatherOOB, "pto", True),
          ("ScatterAtomicOp", V.ScatterAtomicOp, "pto", True), ("ScatterOOB", V.ScatterOOB, "pto", True),
          ("ScatterConflict", V.ScatterConflict, "pto", True), ("GatherExec", V.GatherExec, "pto", True),
+         ("SetFmatrixMode", V.SetFmatrixMode, "pto", True), ("QuantScaleAlg", V.QuantScaleAlg, "pto", True),
+         ("MxQuantAlg", V.MxQuantAlg, "pto", True), ("VecStoreMode", V.VecStoreMode, "pto", True),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 
@@ -101,6 +104,9 @@ def enums() -> tuple:
 #: A5: the fp8 operands and the e8m0 block scales, one byte each)
 ISA_ONLY_CTYPES = {"uint16": "uint16_t", "uint64": "uint64_t", "fp8_e4m3": "float8_e4m3_t",
                    "fp8_e5m2": "float8_e5m2_t", "fp8_e8m0": "float8_e8m0_t"}
+#: pto-isa's element types of its A6 only, with why a tile or tensor of one does not build
+A6_ONLY_CTYPES = {"hifloat4x2_t": "hifloat4x2_t: HiFloat4 (TQUANT<grp_axis, MxQuantAlg::Hif4>, TMATMUL_MX on HiF4 "
+                                  "operands) is pto-isa's A6 (dav-920r1) only; ptopipe simulates A2A3 and A5"}
 #: element types in code order; the C++ spelling of each is CTYPES's (ISA_ONLY_CTYPES's)
 DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool")) + tuple(ISA_ONLY_CTYPES)
 CPP_DTYPES = {**CTYPES, **ISA_ONLY_CTYPES}
@@ -112,15 +118,16 @@ ABORT = -(1 << 63)
 
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
 KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10,
-         "COUNTS": 11}
+         "COUNTS": 11, "CONV": 12}
 #: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
 #: double's bits, a handle; a GlobalTensor's address, element type, 5 dims, 5 strides and layout
 #: (its index in :data:`~ptopipe.arch.vocab.GM_LAYOUTS`, the C++ ``Layout`` value); an
 #: enum's table and value; a pointer and its element type; a keyword argument's name
 #: (:data:`KEYWORDS`), its enum table (-1: an integer) and value; the host address of a
-#: ``MrgSortExecutedNumList`` (four uint16_t counts TMRGSORT writes)
+#: ``MrgSortExecutedNumList`` (four uint16_t counts TMRGSORT writes); a ConvTile's handle and its
+#: img2col fields (:data:`ptopipe.isa.convtile.CONFIG_FIELDS`, in that order)
 KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 13, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
-              "KW": 3, "COUNTS": 1}
+              "KW": 3, "COUNTS": 1, "CONV": 1 + len(CONFIG_FIELDS)}
 
 
 @dataclass(frozen=True)
@@ -228,6 +235,12 @@ def _phase(extra_t: str = "", extra_p: str = "", forward: tuple = ("c", "a", "b"
                 + extra_t, _MM_PARAMS + extra_p, forward)
 
 
+_MX_TILES = ("typename TileDataOut, typename TileDataSrc, typename TileDataExp, typename TileDataMax, "
+             "typename TileDataScaling")
+_MX_AT = "TileDataOut &dst, TileDataSrc &src, TileDataExp *exp, TileDataMax *max, TileDataScaling *scaling"
+_MX_FWD = ("dst", "src", "*exp", "*max", "*scaling")
+_HIF4_WHY = ("MxQuantAlg::Hif4 (HiFloat4) is pto-isa's A6 (dav-920r1) only (include/pto/npu/a6/TQuant.hpp); ptopipe "
+             "simulates A2A3 and A5: quantise to MXFP8 (MxQuantAlg::OcpMxFp8E4M3 / NvMxFp8E4M3)")
 _MG = "typename TileDst, typename GlobalData, typename TileInd"
 _MG_AT = "TileDst &dst, GlobalData &src, TileInd &indexes"
 _MG_L1 = "typename TileDst, typename GlobalData, typename GlobalIdx, typename GlobalScratch"
@@ -358,13 +371,27 @@ MODE_FORMS = {
              # A5's microscaling exponent repack, TMOV(dst, src, tmp) / TMOV<grp_axis>(dst, src, tmp)
              *(_zz(t) for t in ("", "int grp_axis, "))),
     # TQUANT<QuantType::X, Out, Src, Para>(dst, src, scale[, tmp][, &offset]): the INT8 forms
-    # (pto-isa's offset is a pointer to the offset tile)
+    # (pto-isa's offset is a pointer to the offset tile); the MX forms (A5) take pointers to the
+    # exponent, max and scaling tiles: TQUANT<QuantType::MXFP8[, QuantScaleAlg]> (ND),
+    # TQUANT<grp_axis, MxQuantAlg[, interleave]>, and the ZZ exponent store (not modelled)
     "TQUANT": tuple(Form(_QUANT + (", typename TileDataTmp" if tmp else ""),
                          "TileDataOut &dst, TileDataSrc &src, TileDataPara &scale" + (", TileDataTmp &tmp" if tmp else "")
                          + (", TileDataPara *offset" if offset else ""),
                          ("dst", "src", "scale") + (("tmp",) if tmp else ()) + (("*offset",) if offset else ())
                          + ("kw:quant_type=quant_type",))
-                    for tmp in (False, True) for offset in (False, True)),
+                    for tmp in (False, True) for offset in (False, True)) + (
+        Form("auto quant_type, " + _MX_TILES + ", auto scale_alg = QuantScaleAlg::OCP", _MX_AT,
+             _MX_FWD + ("kw:quant_type=quant_type", "kw:scale_alg=scale_alg")),
+        Form("int grp_axis, auto mx_alg, " + _MX_TILES, _MX_AT, _MX_FWD + ("kw:grp_axis=grp_axis", "kw:mx_alg=mx_alg"),
+             "mx_alg != MxQuantAlg::Hif4", _HIF4_WHY),
+        Form("int grp_axis, auto mx_alg, bool interleave, " + _MX_TILES, _MX_AT,
+             _MX_FWD + ("kw:grp_axis=grp_axis", "kw:mx_alg=mx_alg", "kw:interleave=interleave"),
+             "mx_alg != MxQuantAlg::Hif4", _HIF4_WHY),
+        Form("auto quant_type, auto store_mode, " + _MX_TILES, _MX_AT + ", TileDataExp *exp_zz", _MX_FWD,
+             "::ptopipe::unmodelled<TileDataOut>::value",
+             "the MXFP8 TQUANT with a ZZ exponent copy (VecStoreMode, &exp_zz) writes the ZZ order an MX matmul "
+             "reads, a scale layout ptopipe does not model: TQUANT<QuantType::MXFP8>(dst, src, &exp, &max, "
+             "&scaling) writes the exponents row-major")),
     "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
                         "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
     # TRANDOM<Rounds>(dst, key, counter): pto-isa's TRandomKey / TRandomCounter arrays, passed
@@ -386,6 +413,14 @@ MODE_FORMS = {
                      "Exec == GatherExec::Scalar", _SIMT_WHY)),
     # MSCATTER<Coalesce[, ScatterAtomicOp[, ScatterOOB[, ScatterConflict (A5)]]]>(table, src, idx)
     "MSCATTER": tuple(_scatter(_SCATTER_MODES[:n]) for n in range(1, 5)),
+    # TIMG2COL<Dst, ConvTile, FmatrixMode>(dst, src, posM, posK) and the img2col register writes
+    # <ConvTile, FmatrixMode>(src): the mode picks the register bank and who writes it
+    "TIMG2COL": (Form("typename TileData, typename ConvTileData, SetFmatrixMode FmatrixMode",
+                      "TileData &dst, ConvTileData &src, uint16_t posM = 0, uint16_t posK = 0",
+                      ("dst", "src", "posM", "posK", "kw:fmatrix_mode=FmatrixMode")),),
+    **{name: (Form("typename ConvTileData, SetFmatrixMode FmatrixMode", "ConvTileData &src",
+                   ("src", "kw:fmatrix_mode=FmatrixMode")),)
+       for name in ("SETFMATRIX", "SET_IMG2COL_RPT", "SET_IMG2COL_PADDING")},
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
                      ("dst", "src", "fp", "kw:relu_mode=reluMode")),),
     "TEXTRACT_FP": (Form(_FP, _FP_AT, ("dst", "src", "fp", "indexRow", "indexCol", "kw:relu_mode=reluMode")),),
@@ -481,6 +516,8 @@ def render() -> str:
     out.append("namespace ptopipe {")
     out.append("template <typename T> struct no_dtype : std::false_type {};")
     out.append("template <typename T> struct dtype_code {")
+    for name, why in A6_ONLY_CTYPES.items():        # (first: the error a build reports)
+        out.append(f"    static_assert(!std::is_same_v<T, {name}>, \"{why}\");")
     out.append("    static_assert(no_dtype<T>::value, \"this element type has no ptopipe form (the type is "
                "dtype_code's T in this error's instantiation): ptopipe's tiles and GlobalTensors take "
                + ", ".join(CPP_DTYPES[n] for n in DTYPES) + "\");")

@@ -1047,6 +1047,12 @@ NO_DSL_FORM = {
                "the op table carries (see _ISA_ATTRS_OF_FORM)",
     "MSCATTER": _NO_RESULT + "; it writes GM at the rows / elements an index tile's values pick (a DSL tensor is "
                 "written by a window, pl.store)",
+    "TIMG2COL": "reads a ConvTile (an NC1HWC0 feature map with its img2col fields) and the Cube's img2col "
+                "registers: the IR has no ConvTile type and no register state",
+    "SETFMATRIX": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
+    "SET_IMG2COL_RPT": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
+    "SET_IMG2COL_PADDING": _NO_RESULT + "; it writes a Cube register from a ConvTile, a type the IR has not",
+    "TPREFETCH_ASYNC": _NO_RESULT + " (an AsyncEvent of the SDMA engine, which the IR has no type for)",
 }
 _op("get_subblockid", [], _subblock, NO_TILE, doc="this Vector core's sub-block (0/1)")
 

@@ -22,6 +22,9 @@ from .mx_ops import *  # noqa: F401,F403
 from .mx_ops import __all__ as _mx_all
 from .debug import PRINT, TPREFETCH, TPRINT, TTRAP, prints
 from .indexed import MGATHER, MSCATTER
+from .convtile import ConvTile
+from .img2col import SETFMATRIX, SET_IMG2COL_PADDING, SET_IMG2COL_RPT, TIMG2COL
+from .prefetch_async import AsyncEvent, AsyncSession, PrefetchAsyncContext, TPREFETCH_ASYNC
 from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,
                    TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_LEFT_RIGHT_ODD, TILE_NO_SPLIT, TILE_UP_DOWN,
                    TILE_UP_DOWN_ODD, TPOP, TPOPDONE, TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
@@ -35,14 +38,17 @@ from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
 from ..arch.platform import PlatformID
 from ..arch.vocab import (AtomicType, CmpMode, Coalesce, GatherAxis, GatherExec, GatherOOB, HistByte, MaskPattern,
                           PadValue, PowAlgorithm, PrintFormat, QuantType, ReluPreMode, RoundMode, SaturationMode,
-                          ScatterAtomicOp, ScatterConflict, ScatterOOB)
+                          ScatterAtomicOp, ScatterConflict, ScatterOOB, SetFmatrixMode, QuantScaleAlg, MxQuantAlg,
+                          VecStoreMode)
 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
 
 __all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe_all) + list(_mx_all) + list(_sync_all) + list(_crosscore_all) + [
     "AtomicType", "BLayout", "CmpMode", "Coalesce", "GatherAxis", "GatherExec", "GatherOOB", "MGATHER", "MSCATTER",
-    "ScatterAtomicOp", "ScatterConflict", "ScatterOOB", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
+    "ScatterAtomicOp", "ScatterConflict", "ScatterOOB", "ConvTile", "SETFMATRIX", "SET_IMG2COL_PADDING",
+    "SET_IMG2COL_RPT", "SetFmatrixMode", "TIMG2COL", "AsyncEvent", "AsyncSession", "PrefetchAsyncContext",
+    "TPREFETCH_ASYNC", "QuantScaleAlg", "MxQuantAlg", "VecStoreMode", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "SaturationMode", "RunResult",
     "RunSummary", "SLayout", "Scenario", "TileLayout", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",

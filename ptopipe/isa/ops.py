@@ -36,6 +36,7 @@ from .unwritten import writes_part
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor, whole
 from .tile import Elsewhere, Tile, TileLayout, TileType
+from .convtile import ConvTile, load as load_conv
 
 _V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
 _A2A3 = PlatformID.PLATFORM_A2A3
@@ -374,7 +375,10 @@ def _same_size_bytes(core, op: str, gm: GlobalTensor, tile: Tile, data, to, fix:
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a matrix by its layout: ND (d0*d1*d2*d3) x d4,
-    DN d3 x (d0*d1*d2*d4), NZ (d2*d3) x (d0*d1*d4) (:class:`~ptopipe.isa.tensor.GlobalTensor`)."""
+    DN d3 x (d0*d1*d2*d4), NZ (d2*d3) x (d0*d1*d4) (:class:`~ptopipe.isa.tensor.GlobalTensor`).
+    Into a :class:`~ptopipe.isa.convtile.ConvTile`: its storage, from a tensor of its 5-D shape."""
+    if dst.__class__ is ConvTile:
+        return load_conv(dst, src, events)
     try:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:

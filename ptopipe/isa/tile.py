@@ -357,8 +357,8 @@ def _adopt(tile: Tile, core) -> None:
 
 
 def TASSIGN(tile: Tile, addr: int) -> None:
-    """Bind ``tile`` to byte address ``addr`` of its memory on the executing core; or, as in
-    pto-isa, a GlobalTensor to a GM pointer of its element type."""
+    """Bind ``tile`` (or a ConvTile's storage) to byte address ``addr`` of its memory on the
+    executing core; or, as in pto-isa, a GlobalTensor to a GM pointer of its element type."""
     _assign(tile, addr, "TASSIGN of ")
 
 
@@ -366,8 +366,11 @@ def _assign(tile: Tile, addr: int, how: str) -> None:
     """TASSIGN, its errors naming ``how`` the kernel placed the tile (TASSIGN, Tile(addr=))."""
     core = current_core()
     if not isinstance(tile, Tile):
-        _assign_global(tile, addr, core)
-        return
+        from .convtile import ConvTile           # (it imports this module)
+        if tile.__class__ is not ConvTile:
+            _assign_global(tile, addr, core)
+            return
+        tile = tile.tile                        # a ConvTile: its storage
     if not _is_int(addr) or addr < 0:
         raise KernelError(f"TASSIGN address {addr!r} of {tile.describe()} is not a byte address",
                           where=str(core.where()),

@@ -466,11 +466,17 @@ def _params(core, name: str, rows: int, *tiles) -> list:
     return arrays
 
 
-def TQUANT(dst: Tile, src: Tile, scale: Tile, *rest, quant_type=None) -> Event:
+def TQUANT(dst: Tile, src: Tile, scale: Tile, *rest, quant_type=None, scale_alg=None, grp_axis=None, mx_alg=None,
+           interleave=False) -> Event:
     """pto-isa's INT8 TQUANT: ``dst = clip(rint(src * scale[i] (+ offset[i])))`` per row i;
     ``TQUANT(dst, src, scale[, tmp][, offset])``: int8 dst (INT8_SYM, no offset) or uint8
     dst (INT8_ASYM, with the offset).  ``scale`` holds the inverse scale (the multiplier),
-    as in pto-isa's CPU model; src is f32.  The MX formats are not modelled."""
+    as in pto-isa's CPU model; src is f32.  With an MX quant type, ``mx_alg`` or ``grp_axis``:
+    the MX forms ``TQUANT(dst, src, exp, max, scaling)`` (:mod:`ptopipe.isa.mx_quant`)."""
+    if (mx_alg is not None or grp_axis is not None or scale_alg is not None
+            or quant_type in (QuantType.MXFP8, QuantType.MXFP4_E2M1)):
+        from .mx_quant import mx_tquant     # (it imports this module)
+        return mx_tquant(dst, src, scale, rest, quant_type, scale_alg, grp_axis, mx_alg, interleave)
     core = current_core()
     tiles, events = _tiles_then(rest)
     _sync(events)

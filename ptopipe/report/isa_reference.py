@@ -56,8 +56,8 @@ def _pipe(op) -> str:
 
 def _cost(op) -> str:
     if op.cost is None:
-        return "by path / bytes" if op.pipe is None or op.form in ("load", "store", "move", "extract") \
-            else "platform table"
+        moves = ("load", "store", "move", "extract", "TIMG2COL")
+        return "by path / bytes" if op.pipe is None or op.form in moves else "platform table"
     per, head, tail = op.cost
     return f"{per} / 256 B + {head} + {tail}"
 

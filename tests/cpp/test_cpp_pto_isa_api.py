@@ -608,7 +608,7 @@ void u3(G &a, G &b, V &t) { comm::TGET(a, b, t); }
 bool u4(comm::Signal &s) { return comm::TTEST(s, 1, comm::WaitCmp::EQ); }
 void u5(G *gs) { comm::ParallelGroup<G> group(gs, 4, 0); }
 void u6(Tile<TileType::Vec, float4_e2m1x2_t, 8, 64> &t) { TASSIGN(t, 0); }
-void u7(float *p) { GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>, Layout::NC1HWC0> g(p); (void)g; }
+void u7(float *p) { GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>, Layout::FRACTAL_Z> g(p); (void)g; }
 void u8(V &t, uint8_t *ws, comm::AsyncSession &s) {
     comm::BuildAsyncSession<comm::DmaEngine::SDMA>(t, ws, s, 0u, sdma_config, 0u);
 }

@@ -121,9 +121,10 @@ def int_constants(f: Func) -> dict:
 @functools.lru_cache(maxsize=1024)
 def catalogue_name(name: str) -> str | None:
     """``pto.tadd`` -> ``TADD``; ``pto.tmatmul.acc`` -> ``TMATMUL_ACC``; ``pto.mgather`` ->
-    ``MGATHER`` if the catalogue (and so :mod:`ptopipe.isa`) has it (kept per name: the
-    catalogue and the ISA are fixed, and a file names a few ops over and over)."""
-    if not name.startswith(("pto.t", "pto.m")):
+    ``MGATHER``; ``pto.setfmatrix`` -> ``SETFMATRIX`` if the catalogue (and so :mod:`ptopipe.isa`)
+    has it (kept per name: the catalogue and the ISA are fixed, and a file names a few ops over
+    and over)."""
+    if not name.startswith(("pto.t", "pto.m", "pto.set")):
         return None
     isa_name = isa_name_of(name)
     return isa_name if isa_name in CATALOGUE and hasattr(isa, isa_name) else None

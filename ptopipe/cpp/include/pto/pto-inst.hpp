@@ -149,6 +149,10 @@ struct float8_e5m2_t {
 struct hifloat8_t {
     uint8_t storage = 0;
 };
+// ... and A6's HiFloat4 pair (pto-isa's A6 only: a tile or tensor of one does not build here)
+struct hifloat4x2_t {
+    uint8_t storage = 0;
+};
 // the host-side names pto-isa's CPU simulator declares (include/pto/common/type.hpp,
 // cpu_stub.hpp) and its test kernels' launch functions use
 typedef half aclFloat16;
@@ -630,9 +634,9 @@ struct GlobalTensor {
     using RawDType = std::remove_cv_t<Element_>;
     using DType = Element_;
     static constexpr Layout layout = Layout_;
-    static_assert(int(Layout_) < ::ptopipe::MODELLED_GM_LAYOUTS,
-                  "ptopipe models a GlobalTensor's ND, DN and NZ layouts (pto-isa's convolution and MX layouts are "
-                  "not modelled)");
+    static_assert(int(Layout_) < ::ptopipe::MODELLED_GM_LAYOUTS || Layout_ == Layout::NC1HWC0,
+                  "ptopipe models a GlobalTensor's ND, DN and NZ layouts, and NC1HWC0 as the source of a ConvTile's "
+                  "TLOAD (pto-isa's other convolution layouts and the MX ones are not modelled)");
     static constexpr int64_t staticShape[GlobalTensorDim::TOTAL_DIM] = {
         Shape_::staticShape[0], Shape_::staticShape[1], Shape_::staticShape[2], Shape_::staticShape[3],
         Shape_::staticShape[4]};
@@ -890,6 +894,119 @@ struct TMPipe {
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
 };
+
+// pto-isa's ConvTile (pto_tile.hpp): a feature map in L1 with the img2col fields TIMG2COL and
+// the img2col register writes read (ptopipe.isa.convtile).  ptopipe models the NC1HWC0 map
+// (ConvTileShape<N, C1, H, W, C0>, static dims, C0 = 32 bytes of elements) that TLOAD fills from
+// a Layout::NC1HWC0 GlobalTensor; the fields cross the ABI with each instruction taking it.
+template <int... Shapes> struct ConvTileShape {
+    static constexpr int totalDimCount = sizeof...(Shapes);
+    static constexpr int64_t staticShape[6] = {Shapes...};
+};
+template <TileType Loc_, typename Element_, const int BufferSize_, Layout Layout_, typename Shape_>
+struct ConvTile {
+    using DType = Element_;
+    using ShapeType = Shape_;
+    static constexpr TileType Loc = Loc_;
+    static constexpr int bufferSize = BufferSize_;
+    static constexpr Layout layout = Layout_;
+    static constexpr int totalDimCount = Shape_::totalDimCount;
+    static constexpr int64_t staticShape[6] = {Shape_::staticShape[0], Shape_::staticShape[1],
+                                               Shape_::staticShape[2], Shape_::staticShape[3],
+                                               Shape_::staticShape[4], Shape_::staticShape[5]};
+    static_assert(Loc_ == TileType::Mat, "ConvTile: pto-isa's TLOAD and TIMG2COL take a ConvTile in L1 only "
+                                         "(\"Dst TileType must be Mat\"): TileType::Mat");
+    static_assert(Layout_ == Layout::NC1HWC0,
+                  "ConvTile: ptopipe models the NC1HWC0 feature map only (FRACTAL_Z weights and the 3-D NDC1HWC0 "
+                  "map are not modelled): load the weights as a Mat Tile (TLOAD of an ND GlobalTensor) and TMOV / "
+                  "TEXTRACT them into the Right tile");
+    static_assert(totalDimCount == 5 && staticShape[0] > 0 && staticShape[1] > 0 && staticShape[2] > 0 &&
+                      staticShape[3] > 0 && staticShape[4] > 0,
+                  "ConvTile: an NC1HWC0 ConvTile is ConvTileShape<N, C1, H, W, C0>, static positive dims");
+    static_assert(staticShape[4] * int64_t(sizeof(Element_)) == C0_SIZE_BYTE,
+                  "ConvTile: C0 (the last dim) is one 32-byte block of elements (32 / sizeof(DType))");
+    // the simulator's handle (0: not yet known to it); a copy shares it until one is re-bound
+    mutable int64_t id_ = 0;
+    mutable bool shared_ = false;
+    ConvTile() = default;
+    ConvTile(const ConvTile &o) : id_(o.id_), shared_(true), f_(o.f_) { o.shared_ = true; }
+    ConvTile &operator=(const ConvTile &o)
+    {
+        id_ = o.id_;
+        f_ = o.f_;
+        shared_ = o.shared_ = true;
+        return *this;
+    }
+    int64_t GetShape(int dim) const { return dim >= 0 && dim < totalDimCount ? staticShape[dim] : -1; }
+    inline Element_ *data(::ptopipe::Site s = PTOPIPE_HERE) const;
+    uint16_t GetFmapH() const { return f_.fmapH; }
+    void SetFmapH(uint16_t v) { f_.fmapH = v; }
+    uint16_t GetFmapW() const { return f_.fmapW; }
+    void SetFmapW(uint16_t v) { f_.fmapW = v; }
+    uint8_t GetPadList(uint8_t index) const { return f_.padList[index]; }
+    void SetPadList(uint8_t index, uint8_t v) { f_.padList[index] = v; }
+    const uint8_t *GetPadListArray() const { return f_.padList; }
+    void SetPadListArray(const uint8_t values[4])
+    {
+        for (int i = 0; i < 4; ++i) f_.padList[i] = values[i];
+    }
+    uint16_t GetFilterH() const { return f_.filterH; }
+    void SetFilterH(uint16_t v) { f_.filterH = v; }
+    uint16_t GetFilterW() const { return f_.filterW; }
+    void SetFilterW(uint16_t v) { f_.filterW = v; }
+    uint8_t GetDilationH() const { return uint8_t(f_.dilationH); }
+    void SetDilationH(uint8_t v) { f_.dilationH = v; }
+    uint8_t GetDilationW() const { return uint8_t(f_.dilationW); }
+    void SetDilationW(uint8_t v) { f_.dilationW = v; }
+    uint8_t GetStrideH() const { return uint8_t(f_.strideH); }
+    void SetStrideH(uint8_t v) { f_.strideH = v; }
+    uint8_t GetStrideW() const { return uint8_t(f_.strideW); }
+    void SetStrideW(uint8_t v) { f_.strideW = v; }
+    Element_ GetPadValue() const { return f_.padValue; }
+    void SetPadValue(Element_ v) { f_.padValue = v; }
+    uint16_t GetChannelSize() const { return f_.channelSize; }
+    void SetChannelSize(uint16_t v) { f_.channelSize = v; }
+    uint16_t GetRepeatStride() const { return f_.repeatStride; }
+    void SetRepeatStride(uint16_t v) { f_.repeatStride = v; }
+    uint16_t GetRepeatTime() const { return f_.repeatTime; }
+    void SetRepeatTime(uint8_t v) { f_.repeatTime = v; }
+    uint16_t GetRepeatMode() const { return f_.repeatMode; }
+    void SetRepeatMode(uint8_t v) { f_.repeatMode = v; }
+    bool GetTranspose() const { return f_.transpose; }
+    void SetTranspose(bool v) { f_.transpose = v; }
+#ifndef PTO_NPU_ARCH_A2A3       // (A5's repeat register only, as pto_tile.hpp declares them)
+    uint16_t GetDstStride() const { return f_.dstStride; }
+    void SetDstStride(uint16_t v) { f_.dstStride = v; }
+    uint16_t GetDstMposition() const { return f_.dstMposition; }
+    void SetDstMposition(uint16_t v) { f_.dstMposition = v; }
+#endif
+    // the fields as they cross the ABI (ptopipe.isa.convtile.CONFIG_FIELDS' order; the pad value's bits)
+    template <typename A> void put_fields(A &a) const
+    {
+        uint64_t pad = 0;
+        std::memcpy(&pad, &f_.padValue, sizeof(Element_));
+        for (int64_t x : {int64_t(f_.fmapH), int64_t(f_.fmapW), int64_t(f_.padList[0]), int64_t(f_.padList[1]),
+                          int64_t(f_.padList[2]), int64_t(f_.padList[3]), int64_t(f_.filterH), int64_t(f_.filterW),
+                          int64_t(f_.dilationH), int64_t(f_.dilationW), int64_t(f_.strideH), int64_t(f_.strideW),
+                          int64_t(pad), int64_t(f_.channelSize), int64_t(f_.repeatStride), int64_t(f_.repeatTime),
+                          int64_t(f_.repeatMode), int64_t(f_.transpose), int64_t(f_.dstStride),
+                          int64_t(f_.dstMposition)})
+            a.put(x);
+    }
+
+private:
+    // pto_tile.hpp's members and defaults
+    struct Fields {
+        uint8_t padList[4] = {0, 0, 0, 0};
+        uint16_t fmapH = 0, fmapW = 0, filterH = 1, filterW = 1, dilationH = 1, dilationW = 1, strideH = 1,
+                 strideW = 1;
+        Element_ padValue = Element_(0);
+        uint16_t channelSize = 0, repeatStride = 0;
+        uint8_t repeatTime = 1, repeatMode = 0;
+        uint16_t dstStride = 0, dstMposition = 0;
+        bool transpose = false;
+    } f_;
+};
 }  // namespace pto
 
 // -- argument encoding --------------------------------------------------------------------------
@@ -898,6 +1015,9 @@ template <typename T> struct is_tile : std::false_type {};
 template <pto::TileType L, typename E, int R, int C, pto::BLayout B, int VR, int VC, pto::SLayout S, int F, pto::PadValue P,
           pto::CompactMode M>
 struct is_tile<pto::Tile<L, E, R, C, B, VR, VC, S, F, P, M>> : std::true_type {};
+template <typename T> struct is_conv_tile : std::false_type {};
+template <pto::TileType L, typename E, int B, pto::Layout Y, typename S>
+struct is_conv_tile<pto::ConvTile<L, E, B, Y, S>> : std::true_type {};
 template <typename T> struct is_global : std::false_type {};
 template <typename E, typename Sh, typename St, pto::Layout L>
 struct is_global<pto::GlobalTensor<E, Sh, St, L>> : std::true_type {};
@@ -930,7 +1050,18 @@ template <> struct elem_code<void> { static constexpr int value = dtype_code<uin
 // handle it shares with a copy is replaced by its own
 template <typename T> int64_t tile_id(const T &t, Site s, bool rebind = false)
 {
-    if (t.id_ == 0 || (rebind && t.shared_)) {
+    if constexpr (is_conv_tile<T>::value) {
+        if (t.id_ == 0 || (rebind && t.shared_)) {
+            Args a;
+            for (int64_t x : {int64_t(dtype_code<typename T::DType>::value), T::staticShape[0], T::staticShape[1],
+                              T::staticShape[2], T::staticShape[3], T::staticShape[4]}) {
+                a.put(K_INT);
+                a.put(x);
+            }
+            t.id_ = call(OP_CONV_NEW, a, s);
+            t.shared_ = false;
+        }
+    } else if (t.id_ == 0 || (rebind && t.shared_)) {
         Args a;
         for (int64_t x : {int64_t(T::Loc), int64_t(dtype_code<typename T::DType>::value), int64_t(T::Rows),
                           int64_t(T::Cols), int64_t(T::BFractal), t.vr_, t.vc_, int64_t(T::SFractal),
@@ -978,6 +1109,14 @@ template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<p
 template <typename... A>
 using if_operands = std::enable_if_t<(!std::is_base_of_v<pto::RecordEvent, std::decay_t<A>> && ...), int>;
 
+// a Layout::NC1HWC0 GlobalTensor as the TLOAD of a ConvTile passes it (pto-inst.hpp's TLOAD)
+template <typename GT> struct AsND {
+    using G = GT;
+    const GT &g;
+};
+template <typename T> struct is_nd_view : std::false_type {};
+template <typename GT> struct is_nd_view<AsND<GT>> : std::true_type {};
+
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
     using T = std::remove_cv_t<std::remove_reference_t<X>>;
@@ -990,6 +1129,17 @@ template <typename X> void enc(Args &a, const X &x, Site s)
     } else if constexpr (is_tile<T>::value) {
         a.put(K_TILE);
         a.put(tile_id(x, s));
+    } else if constexpr (is_conv_tile<T>::value) {
+        a.put(K_CONV);          // its handle, then its img2col fields
+        a.put(tile_id(x, s));
+        x.put_fields(a);
+    } else if constexpr (is_nd_view<T>::value) {
+        a.put(K_GT);            // an NC1HWC0 tensor a ConvTile loads: its ND matrix (rows of C0)
+        a.put(int64_t(reinterpret_cast<uintptr_t>(x.g.ptr_)));
+        a.put(dtype_code<typename T::G::DType>::value);
+        for (int d = 0; d < 5; ++d) a.put(x.g.shape_.shape[d]);
+        for (int d = 0; d < 5; ++d) a.put(x.g.stride_.stride[d]);
+        a.put(int64_t(pto::Layout::ND));
     } else if constexpr (is_global<T>::value) {
         a.put(K_GT);
         a.put(int64_t(reinterpret_cast<uintptr_t>(x.ptr_)));
@@ -1190,6 +1340,28 @@ inline E *Tile<L, E, R, C, B, VR, VC, S, F, P, M>::data(::ptopipe::Site s) const
     return reinterpret_cast<E *>(static_cast<uintptr_t>(::ptopipe::inst(::ptopipe::OP_TILE_ADDR, s, *this)));
 }
 
+template <TileType L, typename E, int B, Layout Y, typename S>
+inline E *ConvTile<L, E, B, Y, S>::data(::ptopipe::Site s) const
+{
+    return reinterpret_cast<E *>(static_cast<uintptr_t>(::ptopipe::inst(::ptopipe::OP_TILE_ADDR, s, *this)));
+}
+
+// TLOAD of a ConvTile: from a Layout::NC1HWC0 GlobalTensor of its shape (pto-isa's TLOAD_CONVTILE_IMPL;
+// ptopipe.isa.convtile.load), which crosses the ABI as its ND matrix - N*C1*H*W rows of C0
+template <TileType L, typename E, int B, Layout Y, typename S, typename G, class E0 = ::ptopipe::NoEvent,
+          class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent, ::ptopipe::if_events<E0, E1, E2> = 0,
+          std::enable_if_t<::ptopipe::is_global<G>::value, int> = 0>
+inline RecordEvent TLOAD(ConvTile<L, E, B, Y, S> &dst, G &src, const E0 &e0 = {}, const E1 &e1 = {},
+                         const E2 &e2 = {}, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    static_assert(G::layout == Layout::NC1HWC0, "TLOAD of a ConvTile: pto-isa loads an NC1HWC0 ConvTile from a "
+                                                "GlobalTensor of its layout, Layout::NC1HWC0 (\"Src Dst layout must "
+                                                "be NC1HWC0 ...\")");
+    static_assert(sizeof(typename G::DType) == sizeof(E), "TLOAD of a ConvTile: \"Source dtype must be same with "
+                                                          "dst dtype!\"");
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TLOAD, s, dst, ::ptopipe::AsND<G>{src}, e0, e1, e2));
+}
+
 template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
 inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetValue(uint32_t offset, E val, ::ptopipe::Site s)
 {
@@ -1271,7 +1443,8 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
     if constexpr (::ptopipe::is_global<T>::value) {
         t.ptr_ = reinterpret_cast<typename T::DType *>(addr);
     } else {
-        static_assert(::ptopipe::is_tile<T>::value, "TASSIGN binds a Tile or a GlobalTensor");
+        static_assert(::ptopipe::is_tile<T>::value || ::ptopipe::is_conv_tile<T>::value,
+                      "TASSIGN binds a Tile, a ConvTile or a GlobalTensor");
         ::ptopipe::tile_id(t, s, true);
         ::ptopipe::inst(::ptopipe::OP_TASSIGN, s, t, int64_t(addr));
     }
@@ -1280,7 +1453,8 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
 // TASSIGN<Addr>(tile): the address as a template argument (pto_instr.hpp's compile-time form; the
 // run checks it as it checks TASSIGN(tile, addr))
 template <std::size_t Addr, typename T>
-inline std::enable_if_t<::ptopipe::is_tile<T>::value> TASSIGN(T &t, ::ptopipe::Site s = PTOPIPE_HERE)
+inline std::enable_if_t<::ptopipe::is_tile<T>::value || ::ptopipe::is_conv_tile<T>::value> TASSIGN(
+    T &t, ::ptopipe::Site s = PTOPIPE_HERE)
 {
     TASSIGN(t, uint64_t(Addr), s);
 }
@@ -1716,7 +1890,18 @@ enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2 };
 enum class DmaEngine : uint8_t { SDMA = 0, URMA = 1, RDMA = 2 };
 using Signal = GlobalTensor<int32_t, Shape<1, 1, 1, 1, 1>, Stride<1, 1, 1, 1, 1>, Layout::ND>;
 struct AsyncSession {};
-struct AsyncEvent {};
+// what an asynchronous transfer returns (comm_types.hpp): TPREFETCH_ASYNC's (ptopipe.isa.prefetch_async);
+// handle 0 is the empty event (nothing submitted).  A wait returns at once: ptopipe does not simulate
+// the SDMA engine (an empty event's returns at once on the device too)
+struct AsyncEvent {
+    uint64_t handle = 0;
+    DmaEngine engine = DmaEngine::SDMA;
+    constexpr AsyncEvent() = default;
+    constexpr AsyncEvent(uint64_t h, DmaEngine e) : handle(h), engine(e) {}
+    constexpr bool valid() const { return handle != 0; }
+    bool Wait(const AsyncSession &) const { return true; }
+    bool Test(const AsyncSession &) const { return true; }
+};
 namespace sdma {
 // the SDMA engine's transfer parameters a kernel builds its async session with (async_types.hpp)
 struct SdmaBaseConfig {
@@ -1748,6 +1933,32 @@ PTOPIPE_REFUSED(TSCATTER, PTOPIPE_NO_COMM)
 #undef PTOPIPE_NO_COMM
 }  // namespace pto::comm
 #undef PTOPIPE_REFUSED
+
+// TPREFETCH_ASYNC(src, ctx): pto-isa's L2 prefetch through the SDMA engine (TPrefetchAsyncImpl.hpp;
+// ptopipe.isa.prefetch_async): no data changes; its context's workspace crosses the ABI (nullptr: none),
+// its SDMA scratch is UB 0x0..0xff (scratchTile, as pto-isa places it)
+namespace pto {
+struct PrefetchAsyncContext {
+    __gm__ uint8_t *workspace = nullptr;
+    comm::AsyncSession session;
+    comm::AsyncSession *externalSession = nullptr;
+    Tile<TileType::Vec, uint8_t, 1, 256> scratchTile;
+    PrefetchAsyncContext() = default;
+    explicit PrefetchAsyncContext(__gm__ uint8_t *w) : workspace(w) {}
+    PrefetchAsyncContext(__gm__ uint8_t *w, comm::AsyncSession *external) : workspace(w), externalSession(external) {}
+    comm::AsyncSession &GetSession() { return externalSession != nullptr ? *externalSession : session; }
+};
+template <typename G, class E0 = ::ptopipe::NoEvent, class E1 = ::ptopipe::NoEvent, class E2 = ::ptopipe::NoEvent,
+          ::ptopipe::if_events<E0, E1, E2> = 0, std::enable_if_t<::ptopipe::is_global<G>::value, int> = 0>
+inline comm::AsyncEvent TPREFETCH_ASYNC(G &src, PrefetchAsyncContext &ctx, const E0 &e0 = {}, const E1 &e1 = {},
+                                        const E2 &e2 = {}, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    const int64_t h = ctx.workspace != nullptr
+                          ? ::ptopipe::inst(::ptopipe::OP_TPREFETCH_ASYNC, s, src, ctx.workspace, e0, e1, e2)
+                          : ::ptopipe::inst(::ptopipe::OP_TPREFETCH_ASYNC, s, src, nullptr, e0, e1, e2);
+    return comm::AsyncEvent(uint64_t(h), comm::DmaEngine::SDMA);
+}
+}  // namespace pto
 
 // cpu_stub.hpp's device cache and barrier intrinsics: no-ops, as there (the simulator's memories
 // are coherent), and the core id pto-isa's CPU simulator gives (its block index)
