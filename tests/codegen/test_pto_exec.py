@@ -1382,6 +1382,27 @@ def test_tcvt_without_a_saturation_mode_wraps_f32_to_i16_as_pto_isa(platform, sa
     assert (v < -32768).all()
 
 
+@pytest.mark.parametrize("word,rounded", [("NONE", np.trunc), ("RINT", np.rint), ("CAST_RINT", np.rint),
+                                          ("CAST_NONE", None), ("CAST_FLOOR", None), ("CAST_ROUND", None)])
+def test_tcvt_takes_the_round_modes_ptoas_reads_and_refuses_the_others_at_the_word(word, rounded):
+    """ptoas's RoundMode is NONE, RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, CAST_RINT: another word
+    (pto-isa's C++ spelling CAST_NONE ...) is ptoas's parse error at the word, so a ParseError
+    there, not a run of the mode the word names."""
+    i32 = vec_t(16, 16, "i32")
+    body = (f"    %n = pto.alloc_tile : {i32}\n"
+            f"    pto.tcvt ins(%t {{rmode = #pto<round_mode {word}>}} : {vec_t(16, 16)}) outs(%n : {i32})\n"
+            f"    pto.tcvt ins(%n : {i32}) outs(%t : {vec_t(16, 16)})\n")
+    if rounded is not None:
+        np.testing.assert_array_equal(run_vec(body).outputs["y"], rounded(X))
+        return
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    ln = line_of(text, word)
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index(word) + 1}"
+    assert "NONE, RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, CAST_RINT" in e.value.what
+
+
 def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     """MLIR visibility: %k of the first loop's body is not visible in the second loop (ptoas:
     use of undeclared SSA value name); an iter_arg, the induction variable and an enclosing
