@@ -630,8 +630,20 @@ def test_use_before_definition_is_a_parse_error_at_the_use():
                          params="")
     with pytest.raises(ParseError) as e:
         run_pto(text=text)
-    assert "%nope is used before it is defined" in e.value.what
-    assert e.value.where.startswith(f"<pto>:{line_of(text, '%nope')}:")
+    assert "use of undefined value %nope" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, '%nope')}:{text.splitlines()[line_of(text, '%nope') - 1].index('%nope') + 1}"
+
+
+def test_an_undefined_value_in_a_tensor_views_shape_is_a_parse_error_at_it_not_an_unknown_size():
+    """ptoas refuses a use of a name nothing defines (use of undeclared SSA value name); the run
+    used to size the parameter first and ask for an --input (a ConfigError at the parameter)."""
+    text = vector_kernel(IO.replace("shape = [%c16, %c16], strides = [%c16, %c1]",
+                                    "shape = [%c32, %c16], strides = [%c16, %c1]", 1) + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text)
+    ln = line_of(text, "%c32")
+    assert "use of undefined value %c32" in e.value.what
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('%c32') + 1}"
 
 
 MAT = "!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
