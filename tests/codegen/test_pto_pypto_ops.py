@@ -479,3 +479,14 @@ def test_what_only_a_newer_ptoas_reads_is_a_warning_at_it(form):
     ln = line_of(text, "pto.set_ffts" if form == "set_ffts" else at)
     where = f"<pto>:{ln}:{text.splitlines()[ln - 1].index(at) + 1}: ptoas 0.27"
     assert any(w.startswith(where) and "pypto writes" in w for w in res.warnings), res.warnings
+
+
+def test_an_ffts_workspace_only_set_ffts_names_needs_no_input():
+    """pypto passes a 256 x i64 FFTS workspace with every cross-core sync and hands it to
+    pto.set_ffts only; the simulated flags never read it, so the run makes it up rather than
+    asking for an --input ("the size of parameter %ffts is not known statically")."""
+    text = vector_file("    pto.set_ffts %ffts : !pto.ptr<i64>\n"
+                       f"    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {TV} -> {pv(16, 16)}\n"
+                       f"    pto.tstore ins(%t : {vt(16, 16)}) outs(%yp : {pv(16, 16)})",
+                       "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %ffts: !pto.ptr<i64>")
+    np.testing.assert_array_equal(run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X))).outputs["y"], X)

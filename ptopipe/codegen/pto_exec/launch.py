@@ -237,13 +237,15 @@ def _seeded_fits(key: str, d, shape, where: str | None, given: Given) -> None:
 
 def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
     """Does function ``fname`` use its value ``name`` - in a statement other than a call, or
-    as the argument of a callee that uses it (a pointer nothing uses needs no size)?"""
+    as the argument of a callee that uses it (a pointer nothing uses needs no size)?  A
+    ``pto.set_ffts`` of it is no use: it hands the device its FFTS workspace, whose bytes the
+    simulated cluster's flags never read (pypto passes one with every cross-core sync)."""
     seen = set() if seen is None else seen
     if (fname, name) in seen:
         return False
     seen.add((fname, name))
     for st in prog.funcs[fname].statements():
-        if name not in st.used():
+        if name not in st.used() or st.name == "pto.set_ffts":
             continue
         if st.name != "func.call":
             return True
