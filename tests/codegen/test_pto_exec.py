@@ -1742,6 +1742,21 @@ def test_a_pointer_a_callee_uses_at_an_unknown_offset_has_no_static_size(call):
     assert e.value.where.endswith(f":{line}:{text.splitlines()[line - 1].index('%a') + 1}")
 
 
+def test_a_view_shape_computed_from_a_given_scalar_sizes_the_parameters():
+    """pypto writes a composite dim as arithmetic on its scalar (``M * 2``: arith.muli %m, %c2):
+    given m, the tensors are sized from it (m = 8: 16 x 16, seeded); without m they are not."""
+    io = ("    %c2 = arith.constant 2 : index\n    %mw = arith.index_cast %m : i32 to index\n"
+          "    %rows = arith.muli %mw, %c2 : index\n"
+          + IO.replace("shape = [%c16, %c16]", "shape = [%rows, %c16]"))
+    text = vector_kernel(io + STORE, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %m: i32")
+    res = run_pto(text=text, inputs=dict(m=8))
+    assert res.outputs["y"].shape == (16, 16)
+    np.testing.assert_array_equal(res.outputs["y"], res.outputs["x"])
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text)
+    assert e.value.what == "the size of parameter %x is not known statically"
+
+
 def test_a_tci_start_of_another_integer_type_than_its_tile_is_refused_at_its_line():
     """pto-isa's TCI static_asserts that the start's type is the tile's element type (a2a3/TCI.hpp
     CheckValid); an i32 start runs."""
