@@ -240,6 +240,13 @@ DATA_LANE_MARK = "ptopipe.data_lane"
 #: and ``a - (-b)`` is ``a + b`` exactly; the reader reads the pair back as the add
 FLOAT_ADD_MARK = "ptopipe.float_add"
 
+#: ops pypto writes for a newer ptoas (0.54) that the bundled ptoas 0.27 does not know ("custom op
+#: 'pto.subview' is unknown"): ptopipe runs them as that ptoas lowers them (docs/pto.md), with a
+#: warning at the op -> what pypto writes it for
+NEWER_PTOAS_OPS = {"pto.subview": "pypto's tile.slice / tile.assemble", "pto.syncall": "pypto's system.syncall",
+                   "pto.alloc_multi_tile": "pypto's memory_planner=PTOAS multi-slot allocation",
+                   "pto.multi_tile_get": "pypto's memory_planner=PTOAS multi-slot allocation"}
+
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
 #: sources (PTOAS PTOOps.td, the ops with a ``$tmp`` operand): required by the row
 #: reductions (TROWPROD too), the arg-reductions, TREM / TREMS, TXOR / TXORS, TPRELU and

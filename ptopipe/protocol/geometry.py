@@ -277,6 +277,25 @@ def odd_pop_problem(split, sub: int, valid, pushed) -> tuple | None:
     return None
 
 
+def ragged_pop_problem(split, extents: dict) -> tuple | None:
+    """``(why, fix)`` when the two Vector lanes pop one TILE_UP_DOWN Cube->Vector slot in GM
+    with different valid rows (``extents``: lane -> rows), both non-empty, else None.
+
+    pto-isa places each lane's band from its **own** extent (``popVecTileFromGMFiFo``: AIV1's
+    starts at ``1 x`` its valid rows), so the bands of a 12-row tail popped 8 / 4 are rows 0..7
+    and 4..7: AIV1 reads AIV0's rows again and rows 8..11 are read by no lane - the device's
+    numbers are wrong and nothing fails (pypto: "the even codes require e0 == e1")."""
+    e0, e1 = extents[0], extents[1]
+    if split != _UP_DOWN or not e0 or not e1 or e0 == e1:
+        return None
+    why = (f"AIV0 pops {e0} valid rows and AIV1 {e1}: pto-isa places each lane's band from its own extent "
+           f"(popVecTileFromGMFiFo), so AIV0 reads rows 0..{e0 - 1} and AIV1 rows {e1}..{2 * e1 - 1} of the slot"
+           + (" - rows AIV0 reads too" if e1 < e0 else f" - rows {e0}..{e1 - 1} no lane reads"))
+    fix = ("pop the same number of rows on both lanes (half the pushed valid rows each), 0 on AIV1 when AIV0's "
+           "band holds them all, or split an odd extent TILE_UP_DOWN_ODD (split = 3: AIV0 one row more)")
+    return why, fix
+
+
 def _v2c_l1_part_problem(split, valid, item: int) -> tuple | None:
     """pto-isa's A5 ``pushVec2MatFiFo`` rule for one Vector core's part of a V2C slot in L1."""
     k = V2C_L1_PART_ROW_BYTES

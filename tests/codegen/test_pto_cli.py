@@ -260,9 +260,9 @@ def test_an_entry_must_launch_each_pipe_kernel_once(tmp_path, capsys, arch):
 
 
 def test_a_gm_ring_moved_past_its_buffer_is_blamed_on_that_buffer(tmp_path, capsys):
-    """``addptr`` moves the slot buffer's pointer past its end: the ring overrun names
-    gm_slot_buffer (the pointer's argument), not the argument the address lands in.  (The
-    offset is computed: a constant one sizes the seeded buffer for the moved ring.)"""
+    """``addptr`` moves the slot buffer's pointer past the end of the buffer given for it: the
+    ring overrun names gm_slot_buffer (the pointer's argument), not the argument the address
+    lands in.  (Not given, a buffer is seeded to hold the moved ring, as for a constant offset.)"""
     text = cube_vector_pair(1, "a3").replace(
         "    %imp = pto.import_reserved_buffer",
         "    %c64 = arith.constant 64 : index\n    %c4096 = arith.muli %c64, %c64 : index\n"
@@ -270,7 +270,9 @@ def test_a_gm_ring_moved_past_its_buffer_is_blamed_on_that_buffer(tmp_path, caps
     text = text.replace("gm_slot_buffer = %buf : !pto.ptr<f32>, c2v_consumer_buf = %imp",
                         "gm_slot_buffer = %far : !pto.ptr<f32>, c2v_consumer_buf = %imp", 1)
     assert "%far" in text
-    assert cli_main(["run", write(tmp_path, text)]) == 1
+    ring = tmp_path / "ring.npy"
+    np.save(ring, np.zeros(8 * 1024 // 4, np.float32))      # the ring's 8 slots of 1024 B, not past them
+    assert cli_main(["run", write(tmp_path, text), "--input", f"buf={ring}"]) == 1
     err = capsys.readouterr().err
     assert "runs past the end of its GM argument 'buf'" in err, err
 

@@ -630,8 +630,20 @@ def test_use_before_definition_is_a_parse_error_at_the_use():
                          params="")
     with pytest.raises(ParseError) as e:
         run_pto(text=text)
-    assert "%nope is used before it is defined" in e.value.what
-    assert e.value.where.startswith(f"<pto>:{line_of(text, '%nope')}:")
+    assert "use of undefined value %nope" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, '%nope')}:{text.splitlines()[line_of(text, '%nope') - 1].index('%nope') + 1}"
+
+
+def test_an_undefined_value_in_a_tensor_views_shape_is_a_parse_error_at_it_not_an_unknown_size():
+    """ptoas refuses a use of a name nothing defines (use of undeclared SSA value name); the run
+    used to size the parameter first and ask for an --input (a ConfigError at the parameter)."""
+    text = vector_kernel(IO.replace("shape = [%c16, %c16], strides = [%c16, %c1]",
+                                    "shape = [%c32, %c16], strides = [%c16, %c1]", 1) + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text)
+    ln = line_of(text, "%c32")
+    assert "use of undefined value %c32" in e.value.what
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('%c32') + 1}"
 
 
 MAT = "!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
@@ -1382,6 +1394,27 @@ def test_tcvt_without_a_saturation_mode_wraps_f32_to_i16_as_pto_isa(platform, sa
     assert (v < -32768).all()
 
 
+@pytest.mark.parametrize("word,rounded", [("NONE", np.trunc), ("RINT", np.rint), ("CAST_RINT", np.rint),
+                                          ("CAST_NONE", None), ("CAST_FLOOR", None), ("CAST_ROUND", None)])
+def test_tcvt_takes_the_round_modes_ptoas_reads_and_refuses_the_others_at_the_word(word, rounded):
+    """ptoas's RoundMode is NONE, RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, CAST_RINT: another word
+    (pto-isa's C++ spelling CAST_NONE ...) is ptoas's parse error at the word, so a ParseError
+    there, not a run of the mode the word names."""
+    i32 = vec_t(16, 16, "i32")
+    body = (f"    %n = pto.alloc_tile : {i32}\n"
+            f"    pto.tcvt ins(%t {{rmode = #pto<round_mode {word}>}} : {vec_t(16, 16)}) outs(%n : {i32})\n"
+            f"    pto.tcvt ins(%n : {i32}) outs(%t : {vec_t(16, 16)})\n")
+    if rounded is not None:
+        np.testing.assert_array_equal(run_vec(body).outputs["y"], rounded(X))
+        return
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    ln = line_of(text, word)
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index(word) + 1}"
+    assert "NONE, RINT, ROUND, FLOOR, CEIL, TRUNC, ODD, CAST_RINT" in e.value.what
+
+
 def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     """MLIR visibility: %k of the first loop's body is not visible in the second loop (ptoas:
     use of undeclared SSA value name); an iter_arg, the induction variable and an enclosing
@@ -1707,6 +1740,21 @@ def test_a_pointer_a_callee_uses_at_an_unknown_offset_has_no_static_size(call):
     assert e.value.what == "the size of parameter %a is not known statically"
     line = line_of(text, "func.func @entry")
     assert e.value.where.endswith(f":{line}:{text.splitlines()[line - 1].index('%a') + 1}")
+
+
+def test_a_view_shape_computed_from_a_given_scalar_sizes_the_parameters():
+    """pypto writes a composite dim as arithmetic on its scalar (``M * 2``: arith.muli %m, %c2):
+    given m, the tensors are sized from it (m = 8: 16 x 16, seeded); without m they are not."""
+    io = ("    %c2 = arith.constant 2 : index\n    %mw = arith.index_cast %m : i32 to index\n"
+          "    %rows = arith.muli %mw, %c2 : index\n"
+          + IO.replace("shape = [%c16, %c16]", "shape = [%rows, %c16]"))
+    text = vector_kernel(io + STORE, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %m: i32")
+    res = run_pto(text=text, inputs=dict(m=8))
+    assert res.outputs["y"].shape == (16, 16)
+    np.testing.assert_array_equal(res.outputs["y"], res.outputs["x"])
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text)
+    assert e.value.what == "the size of parameter %x is not known statically"
 
 
 def test_a_tci_start_of_another_integer_type_than_its_tile_is_refused_at_its_line():

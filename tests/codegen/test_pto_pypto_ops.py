@@ -452,3 +452,41 @@ def test_a_syncall_one_lane_skips_names_the_barrier_at_the_race():
     assert "for AIV1, which made its TLOAD without having reached a SYNCALL" in e.value.what
     assert "put a SYNCALL that every core of its core_type reaches" in e.value.fix
     assert "(e.g. an scf.if on pto.get_subblock_idx)" in e.value.fix and "TPUSH" not in e.value.fix
+
+
+# -- what ptoas 0.27 refuses of them ------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["subview", "multi_tile", "syncall", "set_ffts"])
+def test_what_only_a_newer_ptoas_reads_is_a_warning_at_it(form):
+    """ptoas 0.27 refuses these files ("custom op 'pto.subview' is unknown"; a set_ffts of a
+    !pto.ptr: "invalid kind of type specified"): the checked run says so at the op, naming the
+    newer ptoas pypto writes for, and runs the file as that one does - not silently."""
+    from ptopipe.codegen.pto_load import run_pto as run_checked
+    if form == "syncall":
+        text, at = syncall_file(), "pto.syncall()"
+        res = run_checked(text=text, inputs=dict(x=SX, ws=np.zeros_like(SX), w=SW, out=np.zeros_like(SX),
+                                                 sw=np.zeros(16, np.int32)))
+    else:
+        body = {"subview": SLICE,
+                "multi_tile": (f"    %m = pto.alloc_multi_tile valid_row = %c16 valid_col = %c16 : "
+                               f"!pto.multi_tile_buf<{vt(16, 16)}, count=2>\n"
+                               f"    %u = pto.multi_tile_get %m[%c1] : !pto.multi_tile_buf<{vt(16, 16)}, count=2> -> "
+                               f"{vt(16, 16)}\n    pto.tmov ins(%t : {vt(16, 16)}) outs(%u : {vt(16, 16)})"),
+                "set_ffts": "    pto.set_ffts %ffts : !pto.ptr<i64>"}[form]
+        at = {"subview": "pto.subview", "multi_tile": "pto.alloc_multi_tile", "set_ffts": "!pto.ptr<i64>"}[form]
+        text = vector_file(body, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %nv: i32, %ffts: !pto.ptr<i64>")
+        res = run_checked(text=text, inputs=dict(x=X, y=np.zeros_like(X), nv=5, ffts=np.zeros(256, np.int64)))
+    ln = line_of(text, "pto.set_ffts" if form == "set_ffts" else at)
+    where = f"<pto>:{ln}:{text.splitlines()[ln - 1].index(at) + 1}: ptoas 0.27"
+    assert any(w.startswith(where) and "pypto writes" in w for w in res.warnings), res.warnings
+
+
+def test_an_ffts_workspace_only_set_ffts_names_needs_no_input():
+    """pypto passes a 256 x i64 FFTS workspace with every cross-core sync and hands it to
+    pto.set_ffts only; the simulated flags never read it, so the run makes it up rather than
+    asking for an --input ("the size of parameter %ffts is not known statically")."""
+    text = vector_file("    pto.set_ffts %ffts : !pto.ptr<i64>\n"
+                       f"    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : {TV} -> {pv(16, 16)}\n"
+                       f"    pto.tstore ins(%t : {vt(16, 16)}) outs(%yp : {pv(16, 16)})",
+                       "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %ffts: !pto.ptr<i64>")
+    np.testing.assert_array_equal(run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X))).outputs["y"], X)

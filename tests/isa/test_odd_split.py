@@ -17,6 +17,7 @@ from markers import line_of
 T = N = 16
 SLOT = T * N * 4
 UD, LR = TileSplitAxis.TILE_UP_DOWN_ODD, TileSplitAxis.TILE_LEFT_RIGHT_ODD
+EVEN_UD = TileSplitAxis.TILE_UP_DOWN
 GM_RING = {"a2a3": DIR_C2V, "a5": DIR_C2V_GM}
 
 
@@ -43,10 +44,10 @@ def matmul_split(split, pushed, lanes, direction):
         pipe = TPipe(0, direction, SLOT, 2)(fifo, 0x8000, 0)
         sub = get_subblockid()
         r, c = lanes[sub]
-        shape = (T // 2, N) if split == UD else (T, N // 2)
+        shape = (T // 2, N) if split in (UD, EVEN_UD) else (T, N // 2)
         p = Tile(TileType.Vec, float32, *shape, valid_rows=r, valid_cols=c)
         TPOP(pipe, p, split)                                        # POP
-        at = sub * (r + sub) * N if split == UD else sub * (c + sub)
+        at = sub * (r + sub) * N if split == UD else sub * r * N if split == EVEN_UD else sub * (c + sub)
         TSTORE(GlobalTensor(out.data() + at, (r, c), (N, 1)), p)
         TFREE(pipe)
     return cube, vector
@@ -70,6 +71,7 @@ def run(split, pushed, lanes, platform, direction=None):
     (UD, (1, N), [(1, N), (0, N)], (1, N)),         # one row (a decode's M = 1): AIV1's share is empty
     (LR, (T, 1), [(T, 1), (T, 0)], (T, 1)),         # one column: AIV1 pops none
     (UD, (T, N), [(1, N), (0, N)], (1, N)),         # one row in the widened box
+    (EVEN_UD, (T, N), [(5, N), (0, N)], (5, N)),    # pypto's ragged tail within AIV0's half: AIV1 pops none
 ])
 def test_an_odd_split_matches_numpy(split, pushed, lanes, valid, platform):
     out, gold = run(split, pushed, lanes, platform)
@@ -82,6 +84,9 @@ def test_an_odd_split_matches_numpy(split, pushed, lanes, valid, platform):
     (UD, (15, N), [(8, N), (8, N)], "AIV1 pops 8 valid rows of the Cube's 15", "pop 7 valid rows on AIV1"),
     (LR, (T, 15), [(T, 8), (T, 8)], "reads its rows 17 columns apart (2 * 8 + 1)", "pop 7 valid columns on AIV1"),
     (UD, (T, N), [(8, N), (8, N)], "reads rows 9..16, past the 16 rows", "one row fewer than AIV0"),
+    # an even split's lanes each start their band at their own extent: 8 / 4 rows read rows 0..7 and 4..7
+    (EVEN_UD, (T, N), [(8, N), (4, N)], "AIV0 pops 8 valid rows and AIV1 4", "the same number of rows on both"),
+    (EVEN_UD, (T, N), [(4, N), (8, N)], "AIV1 rows 8..15 of the slot - rows 4..7 no lane reads", "same number"),
 ])
 def test_a_lane_popping_the_wrong_share_is_reported_at_its_tpop(split, pushed, lanes, says, fix, no_hang):
     with pytest.raises(ProtocolError) as ei:

@@ -2,6 +2,7 @@
 program), which function runs on which core, and :func:`run_pto`."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,7 @@ from .placement import alias_notes, plan_layout
 from .program import (MIXED, SUBBLOCK_OPS, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
                       int_constants, lane0_scope, malformed, reachable, read_text)
 from .reader import read_program
+from .scalar_ops import DIVISIONS, INT_OPS, SHIFTS, int_op
 from .values import Elements
 from .types import ScalarT, TileSpec, check_input_fits, dtype_name, int_range
 
@@ -237,13 +239,15 @@ def _seeded_fits(key: str, d, shape, where: str | None, given: Given) -> None:
 
 def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
     """Does function ``fname`` use its value ``name`` - in a statement other than a call, or
-    as the argument of a callee that uses it (a pointer nothing uses needs no size)?"""
+    as the argument of a callee that uses it (a pointer nothing uses needs no size)?  A
+    ``pto.set_ffts`` of it is no use: it hands the device its FFTS workspace, whose bytes the
+    simulated cluster's flags never read (pypto passes one with every cross-core sync)."""
     seen = set() if seen is None else seen
     if (fname, name) in seen:
         return False
     seen.add((fname, name))
     for st in prog.funcs[fname].statements():
-        if name not in st.used():
+        if name not in st.used() or st.name == "pto.set_ffts":
             continue
         if st.name != "func.call":
             return True
@@ -252,6 +256,41 @@ def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
                for a, p in zip(st.values(), callee.params)):
             return True
     return False
+
+
+#: the casts whose integer result is its operand's value (the sizes here are far from any width)
+_INT_CASTS = frozenset(("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"))
+
+
+def _known_ints(f, inputs: dict) -> dict:
+    """The integer values of ``f`` known before it runs, by name: its constants, its integer
+    scalar parameters given as inputs, and what MLIR's integer ops and casts make of those
+    (pypto's composite dims: ``%0 = arith.muli %M, %c2_index`` as a view's shape) - the
+    values a parameter is sized from.  A name defined more than once is left out."""
+    known = int_constants(f)
+    for name, ty, _ in f.params:
+        if name[1:] in inputs and isinstance(ty, ScalarT) and not ty.is_float:
+            try:
+                known[name] = int(np.asarray(inputs[name[1:]]).reshape(-1)[0])
+            except (TypeError, ValueError):
+                pass
+    defs = Counter(r for s in f.statements() for r in s.results)
+    for s in f.statements():
+        if len(s.results) != 1 or defs[s.results[0]] != 1 or not s.name.startswith("arith."):
+            continue
+        vs = [known.get(v.text) for v in s.values()]
+        if not vs or None in vs:
+            continue
+        if s.name in _INT_CASTS and len(vs) == 1:
+            known[s.results[0]] = vs[0]
+        elif len(vs) == 2 and (s.name in INT_OPS or s.name in DIVISIONS or s.name in SHIFTS):
+            try:
+                v = int_op(s.name, vs[0], vs[1], ScalarT(s.text().rsplit(":", 1)[1].strip()))
+            except (ZeroDivisionError, OverflowError):
+                continue
+            if v is not None:
+                known[s.results[0]] = v
+    return known
 
 
 def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
@@ -273,7 +312,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
             origin[key] = at
 
     for f in prog.funcs.values():
-        consts = int_constants(f)
+        consts = _known_ints(f, inputs)
         ptypes = {p[0]: p[1] for p in f.params}
         moved = {}                          # %q = pto.addptr %p, %n: q -> (parameter p, n elements)
         for s in f.statements():
@@ -293,10 +332,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                     out = []
                     for t in (s.attr(k) or [])[1:-1]:
                         if t.kind == "value":
-                            v = consts.get(t.text)
-                            if v is None and t.text[1:] in inputs:
-                                v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
-                            out.append(v)
+                            out.append(consts.get(t.text))
                         elif t.kind == "word":
                             out.append(int(t.text))
                     return out

@@ -11,6 +11,9 @@ anything runs - each a ParseError at the op (or the piece), saying what ptoas sa
 * a ``pto.tstore`` of a tile whose static valid shape holds another number of elements than its
   static partition view (:func:`check_store_count`, after the uses' types: ptoas's parser refuses
   a use of another type before its verifier sees the store).
+
+What only a newer ptoas reads - the ops and the ``pto.set_ffts`` pointer pypto writes for 0.54 -
+is a warning at the op instead (:func:`newer_ptoas_refusals`): ptopipe runs it as that ptoas does.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from collections import Counter
 
 from ...arch.vocab import PLAIN_DIRECTION
 from ...errors import ParseError, with_article
+from ..pto_syntax import NEWER_PTOAS_OPS
 from ..pto_tree import split_top
 from .program import Func, int_constants
 from .types import TileSpec, TypeReader
@@ -236,3 +240,26 @@ def check_store_count(s, types: TypeReader) -> None:
                         s.tok, fix="store into a partition view of the tile's valid shape (its sizes = [v_row, "
                                    "v_col]), or give the tile the view's valid shape")
 
+
+
+def newer_ptoas_refusals(prog) -> list:
+    """Warnings, at their line:col, for what ``prog`` writes as a newer ptoas reads it (pypto
+    writes for 0.54) and the bundled ptoas 0.27 refuses: an op of :data:`NEWER_PTOAS_OPS`
+    ("custom op '...' is unknown"), and a ``pto.set_ffts`` of a ``!pto.ptr`` (0.27 takes a
+    memref: "invalid kind of type specified")."""
+    out = []
+    for f in prog.funcs.values():
+        for s in f.statements():
+            what = NEWER_PTOAS_OPS.get(s.name)
+            if what is not None:
+                out.append(f"{prog.path}:{s.tok.line}:{s.tok.col}: ptoas 0.27, the bundled one, does not know "
+                           f"{s.name} (\"custom op '{s.name}' is unknown\"); a newer ptoas (pypto writes it for "
+                           f"0.54: {what}) does, and ptopipe runs it as that ptoas lowers it")
+            elif s.name == "pto.set_ffts":
+                t = next((t for t in s.toks if t.text.startswith("!pto.ptr")), None)
+                if t is not None:
+                    out.append(f"{prog.path}:{t.line}:{t.col}: ptoas 0.27, the bundled one, takes a memref in "
+                               "pto.set_ffts (\"invalid kind of type specified\" at this !pto.ptr); a newer ptoas "
+                               "(pypto writes for 0.54) takes the pointer - ptopipe runs it either way (the "
+                               "simulated cluster's flags need no FFTS address)")
+    return out

@@ -11,6 +11,7 @@ from ...protocol.model import cluster_model, nosplit_one_lane, platform_kind
 from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_flag_bases, ptoas_local_slot_num
 from ..pto_syntax import SPLIT_CODES, nosplit_conflict, split_mix_conflict
 from .headers import tile_carry_refusals
+from .op_checks import newer_ptoas_refusals
 from .program import int_attr, res_type, str_attr, whole_tile_lanes
 from .tile_ops import folded, tile_of
 from .types import TileSpec
@@ -483,7 +484,8 @@ def ptoas_refusals(prog) -> list:
     ring ptoas cannot build that way -, a slot_num other than
     :data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS` or a local_slot_num outside 1..slot_num
     (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``); and, after them,
-    the loops ptoas 0.27 does not lower (:func:`~.headers.tile_carry_refusals`)."""
+    the loops ptoas 0.27 does not lower (:func:`~.headers.tile_carry_refusals`) and what only a
+    newer ptoas reads (:func:`~.op_checks.newer_ptoas_refusals`)."""
     out = []
     for f in prog.funcs.values():
         for s in f.statements():
@@ -529,7 +531,7 @@ def ptoas_refusals(prog) -> list:
                     t = ls[0]
                     out.append(f"{prog.path}:{t.line}:{t.col}: ptoas refuses local_slot_num = {t.text} on "
                                f"{s.name} (it expects 1..slot_num = {k}); ptopipe runs it as written")
-    return out + tile_carry_refusals(prog)
+    return out + tile_carry_refusals(prog) + newer_ptoas_refusals(prog)
 
 
 #: the ops that name a split, and those of them that name their pipe by its handle

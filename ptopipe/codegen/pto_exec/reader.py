@@ -455,10 +455,13 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
 
 
 def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
-    """The ParseError for ``name`` used in ``s`` where it is not visible - if some region of
-    the function defines it (an undefined name is the run's error at its use)."""
+    """The ParseError for ``name`` used in ``s`` where it is not visible: outside the region of
+    the function that defines it, or defined nowhere in the function (ptoas: "use of
+    undeclared SSA value name") - refused before anything runs, so that nothing the run does
+    first (sizing a parameter from a shape the name was to give) reports it as another error."""
     for d, around in _with_parent(f.body, f.stmt):
-        if name in d.results or name in introduced_types(d):
+        if name in d.results or name in introduced_types(d) or \
+                any(name == a[0] for r in d.regions for b in r for a in b.args):
             around = d if name not in d.results else around
             raise ParseError(
                 f"{name} is used outside the region that defines it (at {d.tok.line}:{d.col}, "
@@ -467,6 +470,15 @@ def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
                 where=_use_where(types.f, s, name),
                 fix="use a value defined in this region or an enclosing one (ptoas refuses this "
                     "use too: use of undeclared SSA value name)")
+    if any(name == r.split("#")[0] for d, _ in _with_parent(f.body, f.stmt) for r in d.results):
+        return                      # (``%w:2 = scf.while``: its results %w#0, %w#1, used as %w#k)
+    tok = next((t for t in s.values() if t.text.split("#")[0] == name), None)
+    if tok is None:                 # (the name is in a string: ``pto.print ins("n = %d", ...)``)
+        return
+    raise ParseError(f"use of undefined value {name}: no op or region of @{f.name} defines it",
+                     where=f"{types.f}:{tok.line}:{tok.col}",
+                     fix="define it before this use, or name the value meant (ptoas refuses the file: use "
+                         "of undeclared SSA value name)")
 
 
 def _with_parent(stmts, parent):

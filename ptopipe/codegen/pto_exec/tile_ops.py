@@ -503,10 +503,14 @@ def _attr_args(ex, s: Stmt) -> list:
     for key in ("rmode", "round_mode", "mode"):
         v = s.attr(key)
         if v:
-            m = re.search(r"(CAST_)?([A-Z]+)\s*>?$", "".join(t.text for t in v).rstrip(">"))
-            rm = ROUND.get(m.group(2)) if m else None
+            text = re.sub(r"\s*([<>])\s*", r"\1", " ".join(t.text for t in v))
+            words = [t for t in v if re.fullmatch(r"\w+", t.text)]
+            rm = ROUND.get(words[-1].text) if words else None
             if rm is None:
-                raise ex.perr(v[0], f"{key} {''.join(t.text for t in v)} is not supported")
+                raise ex.perr(words[-1] if words else v[0], f"{key} {text} is not a round mode ptoas reads: its RoundMode is one of "
+                                    f"{', '.join(ROUND)} (ptoas: \"expected ::mlir::pto::RoundMode to be one "
+                                    "of: ...\")", "write #pto<round_mode CAST_RINT> (to nearest, ties to even; "
+                                    "RINT is the same), or another of those words")
             out.append(rm)
     v = s.attr("sat_mode") if s.name == "pto.tcvt" else None       # #pto<saturation_mode ON|OFF>
     if v:

@@ -42,9 +42,12 @@ BLAYOUT = {"row_major": BLayout.RowMajor, "col_major": BLayout.ColMajor}
 SLAYOUT = {"none_box": SLayout.NoneBox, "row_major": SLayout.RowMajor, "col_major": SLayout.ColMajor}
 
 
-ROUND = {"ROUND": RoundMode.CAST_ROUND, "RINT": RoundMode.CAST_RINT, "FLOOR": RoundMode.CAST_FLOOR,
-         "CEIL": RoundMode.CAST_CEIL, "TRUNC": RoundMode.CAST_TRUNC, "NONE": RoundMode.CAST_NONE,
-         "ODD": RoundMode.CAST_ODD, "CAST_ROUND": RoundMode.CAST_ROUND, "CAST_RINT": RoundMode.CAST_RINT}
+#: ``#pto<round_mode W>``: the words of ptoas's RoundMode (PTOAttrs.td; any other is its parse
+#: error "expected ::mlir::pto::RoundMode to be one of: ...") -> the pto-isa RoundMode its C++
+#: names (PTOToEmitC ``roundModeTok``: RINT and CAST_RINT are both CAST_RINT)
+ROUND = {"NONE": RoundMode.CAST_NONE, "RINT": RoundMode.CAST_RINT, "ROUND": RoundMode.CAST_ROUND,
+         "FLOOR": RoundMode.CAST_FLOOR, "CEIL": RoundMode.CAST_CEIL, "TRUNC": RoundMode.CAST_TRUNC,
+         "ODD": RoundMode.CAST_ODD, "CAST_RINT": RoundMode.CAST_RINT}
 
 
 #: tile_buf ``pad=`` (PTOAS PadValue: 0 null, 1 zero, 2 max, 3 min) -> what TFILLPAD fills with

@@ -161,6 +161,9 @@ class Channel:
     lane0_at: str | None = None
     # the lanes of ``cfg.sim_lanes`` whose start-up free credits are posted (binding._startup_credits)
     credited: set = field(default_factory=set)
+    # a TILE_UP_DOWN ring in GM, with the checkers on: tile index -> (lane, valid rows, TPOP line)
+    # of the first of the two Vector lanes to pop it (ops._check_lane_rows)
+    lane_rows: dict = field(default_factory=dict)
     # the consumer buffer address its TPipe was given for a direction the pipe does not have
     # (binding._unused_consumer_buf), for the diagnosis of a tile in the ring: None, else
     # (argument, address, the argument that places this ring)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from operator import setitem
 
 from ...arch import MemSpace, PipeUnit
-from ...arch.vocab import TileSplitAxis
+from ...arch.vocab import C2V, TileSplitAxis
 from ...errors import ProtocolError
-from ...protocol.geometry import free_split_fix, free_split_problem
+from ...protocol.geometry import free_split_fix, free_split_problem, ragged_pop_problem
 from ...sim import schedule as _sched
 from ...sim.location import call_site, is_cpp, is_pto
 from ...sim.trace import RingArgs
@@ -32,6 +32,26 @@ from .steps import (_args, _here, _loc, check_nosplit_lanes, mark_written, not_a
 
 
 _LANE0 = (0,)
+_UP_DOWN = TileSplitAxis.TILE_UP_DOWN
+#: the tiles of a ring whose first lane's pop is remembered for the other's (a lane that never
+#: pops leaves its partner's entries: bounded)
+_LANE_ROWS_KEPT = 4096
+
+
+def _check_lane_rows(core, ch: Channel, i: int, rows: int, loc) -> None:
+    """The two Vector lanes' TPOPs of tile ``i`` of a TILE_UP_DOWN ring in GM must pop the
+    same valid rows (or one of them none): pto-isa places each band from the lane's own
+    extent (:func:`~ptopipe.protocol.geometry.ragged_pop_problem`).  A ProtocolError at the
+    second lane's TPOP, naming the first's."""
+    first = ch.lane_rows.pop(i, None)
+    if first is None or first[0] == core.subblock:
+        if len(ch.lane_rows) < _LANE_ROWS_KEPT:
+            ch.lane_rows[i] = (core.subblock, rows, loc)
+        return
+    bad = ragged_pop_problem(_UP_DOWN, {first[0]: first[1], core.subblock: rows})
+    if bad is not None:
+        raise ProtocolError(f"TPOP on {core.name}: {bad[0]} (tile {i} of {ch.name}; AIV{first[0]}'s TPOP at {first[2]})",
+                            where=str(loc or core.where()), fix=bad[1])
 
 
 def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
@@ -185,6 +205,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             p.ok_layout = lay
     if p.whole is not None:
         raise p.whole
+    if split is _UP_DOWN and ch.in_gm and ch.way == C2V and core.cluster.checker is not None:
+        _check_lane_rows(core, ch, i, tile.valid_rows, loc)
     if p.srcs is not None:                         # GM ring: load into the tile
         # a tile that got its address from a ring (this consumer's staging, or another
         # pipe's slot or staging: TASSIGN clears the binding) is staged anew by every TPOP
