@@ -889,6 +889,13 @@ struct TMPipe {
     Consumer cons{&id_};
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's A5 constructor of a FIFO in the consumer's local memory (VEC_FIFO: the Vector
+    // cores' UB, MAT_FIFO: the Cube's L1): its base address alone, no GM buffer
+    // (an integer of any type, so that a literal 0 picks this one, not the GM pointer's)
+    template <typename I, FIFOType F = FiFoType,
+              typename std::enable_if_t<std::is_integral_v<I> && (F == FIFOType::VEC_FIFO || F == FIFOType::MAT_FIFO),
+                                        int> = 0>
+    explicit TMPipe(I fifo_base, ::ptopipe::Site s = PTOPIPE_HERE) : TMPipe(nullptr, uint32_t(fifo_base), s) {}
 };
 }  // namespace pto
 
