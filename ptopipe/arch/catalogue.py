@@ -1636,9 +1636,37 @@ INSERT_PATHS = {(TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
 #: CheckTInsertVecToVecCommon: "Unsupported data type for A3")
 INSERT_VEC_A2A3 = frozenset({dt.int8, dt.uint8, dt.int16, np.dtype(np.uint16), dt.float16, dt.bfloat16,
                              dt.float32, dt.int32, dt.uint32})
-#: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
-INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
-                   _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
+#: what an Acc tile converts to when it moves into L1 (A5 also UB) without a quantisation word -
+#: TMOV (its ReLU form too), TEXTRACT and TINSERT (accumulator dtype -> destination dtypes), per
+#: platform: pto-isa's a2a3 CheckTMovAccToMat<..., isCastQuant> ("float -> half / bfloat16_t") and
+#: a5 CheckTMovAccValid without quant (float -> half / bfloat16_t / float, int32_t -> int32_t)
+ACC_MOVE_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
+                     _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
+#: the GM dtypes a TSTORE of an Acc tile writes without a quantisation word, whatever the
+#: accumulator's (pto-isa's a2a3 CheckAcc2gm / a5 CheckStaticAcc: "int32_t/float/half/bfloat16_t")
+ACC_STORE_DTYPES = (dt.int32, dt.float32, dt.float16, dt.bfloat16)
+
+
+def acc_convert_error(op: str, src, dst, platform, store: bool = False) -> "tuple[str, str] | None":
+    """(what, fix) if ``op`` cannot convert an accumulator of dtype ``src`` to ``dst`` without a
+    quantisation word on ``platform`` - into a local tile (:data:`ACC_MOVE_CONVERTS`) or, with
+    ``store``, into GM (:data:`ACC_STORE_DTYPES`) - else None: pto-isa's ``static_assert``, the
+    kernel does not compile."""
+    s, d = np.dtype(src), np.dtype(dst)
+    outs = ACC_STORE_DTYPES if store else ACC_MOVE_CONVERTS[PlatformID(platform)].get(s, ())
+    if d in outs:
+        return None
+    into = "GM" if store else "a local tile"
+    names = ", ".join(dt.short_name(o) for o in outs) or "none"
+    quant = FP_CONVERTS[PlatformID(platform)].get(s, ())
+    fix = f"{op} writes {into} of {names} from {with_article(dt.short_name(s))} accumulator"
+    if d in quant:
+        fix += (f"; {dt.short_name(d)} needs the fixpipe's quantisation: pass a pre-quant scalar "
+                f"({op}<..., ReluPreMode>(dst, src, preQuantScalar)) or a Scaling tile ({op}_FP)")
+    how = f"move as {dt.short_name(d)}" if s == d else f"convert to {dt.short_name(d)}"
+    return (f"{op}: {with_article(dt.short_name(s))} accumulator does not {how} "
+            f"without a quantisation word on {platform_label(platform)} (pto-isa's static_assert: the kernel "
+            "does not compile)", fix)
 #: the data paths of TEXTRACT (pto-isa's ISA page and its TEXTRACT_TILE_IMPL per platform - the
 #: A2A3 one also takes Acc -> Mat, through the fixpipe, which its page does not list):
 #: (source, destination) -> (pipe, platform ids)

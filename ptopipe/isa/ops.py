@@ -20,7 +20,7 @@ import numpy as np
 
 from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
-from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
+from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, acc_convert_error, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
                               SCALAR_INTO_DST_FIRST, op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error,
                               tmp_too_small,
@@ -444,9 +444,12 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
     check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe)
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
-    if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
-        s = _same_size_bytes(core, "TSTORE", dst, src, s, dst.dtype,
-                             "only Acc tiles convert on store (FIX); TCVT first")
+    if dst.dtype != src.dtype:
+        if src.loc is not CONVERTS_FROM:
+            s = _same_size_bytes(core, "TSTORE", dst, src, s, dst.dtype,
+                                 "only Acc tiles convert on store (FIX); TCVT first")
+        elif pre_quant is None:
+            _acc_converts(core, "TSTORE", src, dst.dtype, store=True)
     if relu_mode is not None or pre_quant is not None:
         from .fixpipe import fixpipe_store        # (fixpipe imports this module)
         s = fixpipe_store(core, src, s, dst.dtype, relu_mode, pre_quant)
@@ -552,10 +555,12 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
             s = s[:dst.valid_rows, :dst.valid_cols]
         else:
             _same_shape(core, "TMOV", ("dst", d), ("src", s))
-    if src.dtype != dst.dtype and dst.loc is not TileType.Bias:
-        if src.loc is not CONVERTS_FROM:
-            raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
-                       "only Acc -> Mat converts; use TCVT on vector tiles")
+    if src.loc is CONVERTS_FROM:
+        if pre_quant is None:
+            _acc_converts(core, "TMOV", src, dst.dtype)
+    elif src.dtype != dst.dtype and dst.loc is not TileType.Bias:
+        raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
+                   "only Acc -> Mat converts; use TCVT on vector tiles")
     if relu_mode is None and pre_quant is None:
         core.pending.append((setitem, d, _ALL, s))    # Acc -> Mat converts (FIX)
     else:
@@ -570,6 +575,14 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
 
 
 _L0_AB = (TileType.Left, TileType.Right)
+
+
+def _acc_converts(core, op: str, src: Tile, dtype, store: bool = False) -> None:
+    """An accumulator ``src`` moved (``store``: to GM) as ``dtype`` without a quantisation word:
+    only the conversions pto-isa compiles (:func:`~ptopipe.arch.catalogue.acc_convert_error`)."""
+    bad = acc_convert_error(op, src.dtype, dtype, core.cluster.platform.id, store)
+    if bad is not None:
+        raise _err(core, *bad)
 
 
 def _block_of(dst: Tile, src: Tile) -> bool:
@@ -638,7 +651,9 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
     if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
         raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "
                          f"{s.shape[0]}x{s.shape[1]} source")
-    if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
+    if src.loc is CONVERTS_FROM:
+        _acc_converts(core, "TEXTRACT", src, dst.dtype)
+    elif dst.dtype != src.dtype:
         _same_dtype(core, "TEXTRACT", dst, src)
     core.pending.append((setitem, d, _ALL, s[index_row:index_row + r, index_col:index_col + c]))
     cost = (core.costs.vector_op("TEXTRACT", r, c, src.item) if path[0] is PipeUnit.V
