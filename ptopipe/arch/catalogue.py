@@ -198,6 +198,29 @@ def matmul_dtype_fix() -> str:
     return f"Cube inputs are {names}; convert with TCVT (pl.cast) first"
 
 
+_MM_PAIRS = {(dt.int8, dt.int8): dt.int32, (dt.float16, dt.float16): dt.float32,
+             (dt.bfloat16, dt.bfloat16): dt.float32, (dt.float32, dt.float32): dt.float32}
+_FP8 = (dt.float8_e4m3, dt.float8_e5m2)
+#: the operand dtypes the Cube multiplies, per platform: (Left, Right) -> accumulator dtype
+#: (pto-isa's TMATMUL / TGEMV static_asserts: a2a3 TMatmul.hpp - int8, half, bfloat16_t and float
+#: pairs; a5 TMatmul.hpp also float8 e4m3 / e5m2 in any pairing; uint8 on neither).  The IR,
+#: which knows no platform, types by :data:`MATMUL_ACCUM`
+MATMUL_PAIRS = {_A2A3: _MM_PAIRS, _A5: {**_MM_PAIRS, **{(a, b): dt.float32 for a in _FP8 for b in _FP8}}}
+
+
+def matmul_pair_error(op: str, a, b, platform) -> "tuple[str, str]":
+    """(what, fix) of a matmul whose operands have dtypes ``a`` and ``b``, which the Cube of
+    ``platform`` does not multiply (:data:`MATMUL_PAIRS`)."""
+    a, b, plat = np.dtype(a), np.dtype(b), PlatformID(platform)
+    pairs = MATMUL_PAIRS[plat]
+    other = next((p for p in PlatformID if p != plat and (a, b) in MATMUL_PAIRS[p]), None)
+    have = ", ".join(f"{dt.short_name(x)} x {dt.short_name(y)}" for x, y in pairs)
+    what = (f"{op}: a is {a.name} but b is {b.name}" if a != b else f"{op}: the Cube does not take {a.name} inputs")
+    what += (f" on {platform_label(plat)}" + (f" ({platform_label(other)}'s does)" if other is not None else "")
+             + " (pto-isa's static_assert: the kernel does not compile)")
+    return what, f"the Cube of {platform_label(plat)} multiplies {have}; convert with TCVT first"
+
+
 def tcvt_pair_error(src, dst, platform=None) -> "tuple[str, str] | None":
     """(what, fix) if TCVT has no ``src`` -> ``dst`` conversion on ``platform`` (a PlatformID;
     None: on neither platform, the IR's rule), else None.  The fix names the destinations the

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
-from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, acc_convert_error, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
-                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
+from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, acc_convert_error, LOAD_DST, MATMUL_PAIRS, MOVE_LAYOUTS, MOVE_PATHS,
+                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_pair_error, move_layout_error,
                               SCALAR_INTO_DST_FIRST, op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error,
                               tmp_too_small,
                               tmp_written)
@@ -712,11 +712,10 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
                                  f"and columns, b's valid columns) but b holds {b.rows} rows and c "
                                  f"{c.rows}x{c.cols}", "need a MxK, b KxN, c MxN")
             B, C = b._full[:k, :n], c._full[:m, :n]          # b's first k rows, c's first m x n
-    if a.dtype != b.dtype:
-        raise _err(core, f"{op}: a is {a.dtype.name} but b is {b.dtype.name}")
-    acc = MATMUL_ACCUM.get(a.dtype)
+    pid = core.cluster.platform.id
+    acc = MATMUL_PAIRS[pid].get((a.dtype, b.dtype))
     if acc is None:
-        raise _err(core, f"{op}: the Cube does not take {a.dtype.name} inputs", matmul_dtype_fix())
+        raise _err(core, *matmul_pair_error(op, a.dtype, b.dtype, pid))
     if c.dtype != acc:
         raise _err(core, f"{op}: accumulator is {c.dtype.name}; {a.dtype.name} inputs accumulate "
                          f"in {acc.name}", f"declare the Acc tile as {acc.name}")
