@@ -828,11 +828,17 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
 
 
-def _bias_row(core, op: str, bias: Tile, n: int) -> np.ndarray:
+def _bias_row(core, op: str, bias: Tile, n: int, acc) -> np.ndarray:
     """The first ``n`` entries of ``bias``'s row: the Cube reads the bias table for the
     result's n columns, whatever the Bias tile's valid region (pto-isa's TMatmulBias passes
-    only its address)."""
+    only its address).  The bias is a one-row Bias tile of the accumulator's dtype ``acc``
+    (pto-isa's static_asserts: "No supported bias data type", "TileBias must be single row")."""
     arr(bias, core, f"{op} bias")
+    if bias.loc is not TileType.Bias or bias.rows != 1 or bias.dtype != acc:
+        raise _err(core, f"{op}: the bias is {bias.describe()}; the Cube adds a one-row Bias tile of the "
+                         f"accumulator's dtype, {acc.name} (pto-isa's static_assert: the kernel does not compile)",
+                   f"TMOV the bias row from L1 into a one-row Bias tile of {acc.name} (a half row converts "
+                   "to float there) and pass that")
     if bias.cols < n:
         raise _err(core, f"{op}: the bias tile has {bias.cols} columns, the result {n}",
                    "declare a Bias tile with at least the result's columns")
@@ -847,7 +853,7 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_BIAS", c, a, b)
-    Bi = _bias_row(core, "TMATMUL_BIAS", bias, C.shape[1])
+    Bi = _bias_row(core, "TMATMUL_BIAS", bias, C.shape[1], acc)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
@@ -892,7 +898,7 @@ def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV_BIAS", a, b)
-    Bi = _bias_row(core, "TGEMV_BIAS", bias, C.shape[1])
+    Bi = _bias_row(core, "TGEMV_BIAS", bias, C.shape[1], acc)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
 

@@ -321,6 +321,23 @@ def test_tmatmul_takes_the_operand_pairs_of_its_platform(platform, a_dt, b_dt, r
                                       .outputs["c_out"], A @ B)
 
 
+@pytest.mark.parametrize("loc,bias_dt", [(TileType.Mat, "float32"), (TileType.Bias, "int32")])
+def test_a_matmul_bias_that_is_not_a_bias_tile_of_the_accumulators_dtype_is_refused(loc, bias_dt):
+    """pto-isa's TMATMUL_BIAS / TGEMV_BIAS take a one-row Bias tile of the accumulator's dtype:
+    an L1 row, or an int32 table for a float accumulator, is refused at the line, not added."""
+    def k():
+        a = Tile(TileType.Left, float16, 16, 32, addr=0x0)
+        b = Tile(TileType.Right, float16, 32, 16, addr=0x0)
+        bias = Tile(loc, getattr(dt, bias_dt), 1, 16, addr=0x0)
+        for t in (a, b, bias):
+            t.array[...] = 1
+        TMATMUL_BIAS(Tile(TileType.Acc, float32, 16, 16, addr=0x0), a, b, bias)  # bad
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=k, platform="a2a3")
+    assert "one-row Bias tile of the accumulator's dtype, float32" in ei.value.what, ei.value.what
+    assert_at(ei.value, k, "bad")
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_i8_matmul_runs_end_to_end_with_an_i32_accumulator(platform, tmp_path):
     path = tmp_path / "mm.py"
