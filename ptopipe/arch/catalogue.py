@@ -198,6 +198,29 @@ def matmul_dtype_fix() -> str:
     return f"Cube inputs are {names}; convert with TCVT (pl.cast) first"
 
 
+_MM_PAIRS = {(dt.int8, dt.int8): dt.int32, (dt.float16, dt.float16): dt.float32,
+             (dt.bfloat16, dt.bfloat16): dt.float32, (dt.float32, dt.float32): dt.float32}
+_FP8 = (dt.float8_e4m3, dt.float8_e5m2)
+#: the operand dtypes the Cube multiplies, per platform: (Left, Right) -> accumulator dtype
+#: (pto-isa's TMATMUL / TGEMV static_asserts: a2a3 TMatmul.hpp - int8, half, bfloat16_t and float
+#: pairs; a5 TMatmul.hpp also float8 e4m3 / e5m2 in any pairing; uint8 on neither).  The IR,
+#: which knows no platform, types by :data:`MATMUL_ACCUM`
+MATMUL_PAIRS = {_A2A3: _MM_PAIRS, _A5: {**_MM_PAIRS, **{(a, b): dt.float32 for a in _FP8 for b in _FP8}}}
+
+
+def matmul_pair_error(op: str, a, b, platform) -> "tuple[str, str]":
+    """(what, fix) of a matmul whose operands have dtypes ``a`` and ``b``, which the Cube of
+    ``platform`` does not multiply (:data:`MATMUL_PAIRS`)."""
+    a, b, plat = np.dtype(a), np.dtype(b), PlatformID(platform)
+    pairs = MATMUL_PAIRS[plat]
+    other = next((p for p in PlatformID if p != plat and (a, b) in MATMUL_PAIRS[p]), None)
+    have = ", ".join(f"{dt.short_name(x)} x {dt.short_name(y)}" for x, y in pairs)
+    what = (f"{op}: a is {a.name} but b is {b.name}" if a != b else f"{op}: the Cube does not take {a.name} inputs")
+    what += (f" on {platform_label(plat)}" + (f" ({platform_label(other)}'s does)" if other is not None else "")
+             + " (pto-isa's static_assert: the kernel does not compile)")
+    return what, f"the Cube of {platform_label(plat)} multiplies {have}; convert with TCVT first"
+
+
 def tcvt_pair_error(src, dst, platform=None) -> "tuple[str, str] | None":
     """(what, fix) if TCVT has no ``src`` -> ``dst`` conversion on ``platform`` (a PlatformID;
     None: on neither platform, the IR's rule), else None.  The fix names the destinations the
@@ -1799,9 +1822,37 @@ INSERT_PATHS = {(TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
 #: CheckTInsertVecToVecCommon: "Unsupported data type for A3")
 INSERT_VEC_A2A3 = frozenset({dt.int8, dt.uint8, dt.int16, np.dtype(np.uint16), dt.float16, dt.bfloat16,
                              dt.float32, dt.int32, dt.uint32})
-#: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
-INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
-                   _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
+#: what an Acc tile converts to when it moves into L1 (A5 also UB) without a quantisation word -
+#: TMOV (its ReLU form too), TEXTRACT and TINSERT (accumulator dtype -> destination dtypes), per
+#: platform: pto-isa's a2a3 CheckTMovAccToMat<..., isCastQuant> ("float -> half / bfloat16_t") and
+#: a5 CheckTMovAccValid without quant (float -> half / bfloat16_t / float, int32_t -> int32_t)
+ACC_MOVE_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
+                     _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
+#: the GM dtypes a TSTORE of an Acc tile writes without a quantisation word, whatever the
+#: accumulator's (pto-isa's a2a3 CheckAcc2gm / a5 CheckStaticAcc: "int32_t/float/half/bfloat16_t")
+ACC_STORE_DTYPES = (dt.int32, dt.float32, dt.float16, dt.bfloat16)
+
+
+def acc_convert_error(op: str, src, dst, platform, store: bool = False) -> "tuple[str, str] | None":
+    """(what, fix) if ``op`` cannot convert an accumulator of dtype ``src`` to ``dst`` without a
+    quantisation word on ``platform`` - into a local tile (:data:`ACC_MOVE_CONVERTS`) or, with
+    ``store``, into GM (:data:`ACC_STORE_DTYPES`) - else None: pto-isa's ``static_assert``, the
+    kernel does not compile."""
+    s, d = np.dtype(src), np.dtype(dst)
+    outs = ACC_STORE_DTYPES if store else ACC_MOVE_CONVERTS[PlatformID(platform)].get(s, ())
+    if d in outs:
+        return None
+    into = "GM" if store else "a local tile"
+    names = ", ".join(dt.short_name(o) for o in outs) or "none"
+    quant = FP_CONVERTS[PlatformID(platform)].get(s, ())
+    fix = f"{op} writes {into} of {names} from {with_article(dt.short_name(s))} accumulator"
+    if d in quant:
+        fix += (f"; {dt.short_name(d)} needs the fixpipe's quantisation: pass a pre-quant scalar "
+                f"({op}<..., ReluPreMode>(dst, src, preQuantScalar)) or a Scaling tile ({op}_FP)")
+    how = f"move as {dt.short_name(d)}" if s == d else f"convert to {dt.short_name(d)}"
+    return (f"{op}: {with_article(dt.short_name(s))} accumulator does not {how} "
+            f"without a quantisation word on {platform_label(platform)} (pto-isa's static_assert: the kernel "
+            "does not compile)", fix)
 #: the data paths of TEXTRACT (pto-isa's ISA page and its TEXTRACT_TILE_IMPL per platform - the
 #: A2A3 one also takes Acc -> Mat, through the fixpipe, which its page does not list):
 #: (source, destination) -> (pipe, platform ids)

@@ -52,6 +52,7 @@ from ..codegen.pto_exec.values import ExecutedList
 from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa import mad_mode
 from ..isa.events import Event, new_event, record
+from ..isa.pipe.binding import end_scope
 from ..isa.prefetch_async import EmptyAsyncEvent
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model, nosplit_one_lane, platform_kind
@@ -764,6 +765,12 @@ class Dispatcher:
         pipe = cfg(gm, local, 0) if cfg.direction is Direction.DIR_C2V else cfg(gm, 0, local)
         self.pipes.append(pipe)
         return len(self.pipes) - 1
+
+    def op_PIPE_END(self, core, a):
+        """A TPipe / TMPipe object's destructor: the core may construct the pipe again
+        (``isa.pipe.binding.end_scope``; its teardown runs then, or at kernel end)."""
+        end_scope(a[0])
+        return 0
 
     def _whole(self, gm):
         """A GM slot buffer pointer at the start of an argument as that whole argument (its

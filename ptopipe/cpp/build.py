@@ -669,6 +669,8 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
     pick = {}
     for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
+        if len(hits) > 1:       # helpers named for their side too (CubeTask): the side's __global__ kernel
+            hits = [f for f in hits if f.is_global]
         if len(hits) == 1:
             pick[role] = hits[0]
     lone = _lone_kernel(fns, own) if not entries and len(pick) < 2 and not launch else None

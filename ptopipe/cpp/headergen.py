@@ -39,7 +39,7 @@ SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "
            "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
            "PIPE_STATUS", "SUBBLOCK_ID", "TILE_ADDR", "get_block_num", "get_subblockdim", "SYNCALL",
            "ffts_cross_core_sync", "wait_flag_dev", "set_intra_block", "wait_intra_block", "TILE_GET", "TILE_SET",
-           "MAD_MODE", "EVENT_RECORD", "CONV_NEW")
+           "MAD_MODE", "EVENT_RECORD", "CONV_NEW", "PIPE_END")
 #: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
 #: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
 PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")

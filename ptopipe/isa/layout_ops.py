@@ -20,7 +20,7 @@ import numpy as np
 from ..arch import PipeUnit
 from ..arch import dtypes as dt
 from ..arch.catalogue import (CONCAT_INDEX, GATHER_COMPARE, GATHER_COMPARE_A2A3_EQ_ONLY, GATHER_COMPARE_INDEX,
-                              GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_CONVERTS, INSERT_PATHS, INSERT_VEC_A2A3,
+                              GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_PATHS, INSERT_VEC_A2A3, acc_convert_error,
                               OPS, concat_counted, gather_compare, gather_index_error, mrgsort_blocks, pad_value,
                               pattern_takes, platform_label)
 from ..arch.vocab import CmpMode, CustomPad, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
@@ -349,11 +349,9 @@ def TINSERT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *event
                          f"{platform_label(pid)}", f"paths modelled there: {have}")
     pipe = path[0]
     if src.loc is TileType.Acc:
-        outs = INSERT_CONVERTS[pid].get(src.dtype, ())
-        if dst.dtype not in outs:
-            raise _err(core, f"TINSERT: {with_article(src.dtype.name)} accumulator does not insert into a "
-                             f"{dst.dtype.name} Mat tile on {platform_label(pid)}",
-                       "Mat dtypes it takes: " + (", ".join(o.name for o in outs) or "none"))
+        bad = acc_convert_error("TINSERT", src.dtype, dst.dtype, pid)
+        if bad is not None:
+            raise _err(core, *bad)
     elif src.dtype != dst.dtype:
         _same_dtype(core, "TINSERT", dst, src)
     r, c = s.shape

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
-from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
-                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
+from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, acc_convert_error, LOAD_DST, MATMUL_PAIRS, MOVE_LAYOUTS, MOVE_PATHS,
+                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_pair_error, move_layout_error,
                               SCALAR_INTO_DST_FIRST, op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error,
                               tmp_too_small,
                               tmp_written)
@@ -448,9 +448,12 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
     check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe)
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
-    if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
-        s = _same_size_bytes(core, "TSTORE", dst, src, s, dst.dtype,
-                             "only Acc tiles convert on store (FIX); TCVT first")
+    if dst.dtype != src.dtype:
+        if src.loc is not CONVERTS_FROM:
+            s = _same_size_bytes(core, "TSTORE", dst, src, s, dst.dtype,
+                                 "only Acc tiles convert on store (FIX); TCVT first")
+        elif pre_quant is None:
+            _acc_converts(core, "TSTORE", src, dst.dtype, store=True)
     if relu_mode is not None or pre_quant is not None:
         from .fixpipe import fixpipe_store        # (fixpipe imports this module)
         s = fixpipe_store(core, src, s, dst.dtype, relu_mode, pre_quant)
@@ -556,10 +559,12 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
             s = s[:dst.valid_rows, :dst.valid_cols]
         else:
             _same_shape(core, "TMOV", ("dst", d), ("src", s))
-    if src.dtype != dst.dtype and dst.loc is not TileType.Bias:
-        if src.loc is not CONVERTS_FROM:
-            raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
-                       "only Acc -> Mat converts; use TCVT on vector tiles")
+    if src.loc is CONVERTS_FROM:
+        if pre_quant is None:
+            _acc_converts(core, "TMOV", src, dst.dtype)
+    elif src.dtype != dst.dtype and dst.loc is not TileType.Bias:
+        raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
+                   "only Acc -> Mat converts; use TCVT on vector tiles")
     if relu_mode is None and pre_quant is None:
         core.pending.append((setitem, d, _ALL, s))    # Acc -> Mat converts (FIX)
     else:
@@ -574,6 +579,14 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
 
 
 _L0_AB = (TileType.Left, TileType.Right)
+
+
+def _acc_converts(core, op: str, src: Tile, dtype, store: bool = False) -> None:
+    """An accumulator ``src`` moved (``store``: to GM) as ``dtype`` without a quantisation word:
+    only the conversions pto-isa compiles (:func:`~ptopipe.arch.catalogue.acc_convert_error`)."""
+    bad = acc_convert_error(op, src.dtype, dtype, core.cluster.platform.id, store)
+    if bad is not None:
+        raise _err(core, *bad)
 
 
 def _block_of(dst: Tile, src: Tile) -> bool:
@@ -642,7 +655,9 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
     if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
         raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "
                          f"{s.shape[0]}x{s.shape[1]} source")
-    if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
+    if src.loc is CONVERTS_FROM:
+        _acc_converts(core, "TEXTRACT", src, dst.dtype)
+    elif dst.dtype != src.dtype:
         _same_dtype(core, "TEXTRACT", dst, src)
     core.pending.append((setitem, d, _ALL, s[index_row:index_row + r, index_col:index_col + c]))
     cost = (core.costs.vector_op("TEXTRACT", r, c, src.item) if path[0] is PipeUnit.V
@@ -701,11 +716,10 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
                                  f"and columns, b's valid columns) but b holds {b.rows} rows and c "
                                  f"{c.rows}x{c.cols}", "need a MxK, b KxN, c MxN")
             B, C = b._full[:k, :n], c._full[:m, :n]          # b's first k rows, c's first m x n
-    if a.dtype != b.dtype:
-        raise _err(core, f"{op}: a is {a.dtype.name} but b is {b.dtype.name}")
-    acc = MATMUL_ACCUM.get(a.dtype)
+    pid = core.cluster.platform.id
+    acc = MATMUL_PAIRS[pid].get((a.dtype, b.dtype))
     if acc is None:
-        raise _err(core, f"{op}: the Cube does not take {a.dtype.name} inputs", matmul_dtype_fix())
+        raise _err(core, *matmul_pair_error(op, a.dtype, b.dtype, pid))
     if c.dtype != acc:
         raise _err(core, f"{op}: accumulator is {c.dtype.name}; {a.dtype.name} inputs accumulate "
                          f"in {acc.name}", f"declare the Acc tile as {acc.name}")
@@ -818,11 +832,17 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
 
 
-def _bias_row(core, op: str, bias: Tile, n: int) -> np.ndarray:
+def _bias_row(core, op: str, bias: Tile, n: int, acc) -> np.ndarray:
     """The first ``n`` entries of ``bias``'s row: the Cube reads the bias table for the
     result's n columns, whatever the Bias tile's valid region (pto-isa's TMatmulBias passes
-    only its address)."""
+    only its address).  The bias is a one-row Bias tile of the accumulator's dtype ``acc``
+    (pto-isa's static_asserts: "No supported bias data type", "TileBias must be single row")."""
     arr(bias, core, f"{op} bias")
+    if bias.loc is not TileType.Bias or bias.rows != 1 or bias.dtype != acc:
+        raise _err(core, f"{op}: the bias is {bias.describe()}; the Cube adds a one-row Bias tile of the "
+                         f"accumulator's dtype, {acc.name} (pto-isa's static_assert: the kernel does not compile)",
+                   f"TMOV the bias row from L1 into a one-row Bias tile of {acc.name} (a half row converts "
+                   "to float there) and pass that")
     if bias.cols < n:
         raise _err(core, f"{op}: the bias tile has {bias.cols} columns, the result {n}",
                    "declare a Bias tile with at least the result's columns")
@@ -837,7 +857,7 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_BIAS", c, a, b)
-    Bi = _bias_row(core, "TMATMUL_BIAS", bias, C.shape[1])
+    Bi = _bias_row(core, "TMATMUL_BIAS", bias, C.shape[1], acc)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
@@ -882,7 +902,7 @@ def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV_BIAS", a, b)
-    Bi = _bias_row(core, "TGEMV_BIAS", bias, C.shape[1])
+    Bi = _bias_row(core, "TGEMV_BIAS", bias, C.shape[1], acc)
     core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
 

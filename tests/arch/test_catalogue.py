@@ -83,7 +83,8 @@ def _ir_move_ok(src: TileType, dst: TileType) -> bool:
 def _isa_move_ok(src: TileType, dst: TileType, platform="a2a3") -> bool:
     def k():
         s = isa.Tile(src, isa.float32, 1, 16, addr=0x0)
-        d = isa.Tile(dst, isa.float32, 1, 16, addr=0x40)
+        # (an accumulator moves into L1 as f16 on every platform, as f32 only on A5)
+        d = isa.Tile(dst, isa.float16 if src is TileType.Acc else isa.float32, 1, 16, addr=0x40)
         isa.TMOV(d, s)
     core_ok = (src is TileType.Vec) == (dst is TileType.Vec)   # both tiles on one core
     if not core_ok:

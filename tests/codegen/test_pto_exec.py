@@ -408,7 +408,9 @@ def test_tmov_relu_and_the_generic_pre_quant_form_run_on_the_fixpipe():
 }}
 """
     x = np.random.default_rng(3).integers(-3, 4, (16, 16)).astype(np.float32)
-    r = run_pto(text=text, inputs=dict(x=x, y=np.zeros((16, 16), np.float32), q=np.zeros((16, 16), np.int8)))
+    # (on A5: A2A3's fixpipe moves an f32 accumulator into L1 as f16 / bf16 only)
+    r = run_pto(text=text, inputs=dict(x=x, y=np.zeros((16, 16), np.float32), q=np.zeros((16, 16), np.int8)),
+                platform="a5")
     np.testing.assert_array_equal(r.outputs["y"], np.maximum(x @ x, 0))
     np.testing.assert_array_equal(r.outputs["q"], np.clip(np.rint((x @ x) * 0.5), -128, 127).astype(np.int8))
 

@@ -119,6 +119,21 @@ def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, co
     assert k.entry is None
 
 
+def test_helpers_named_for_their_side_leave_the_global_kernels_found(tmp_path):
+    """Helpers named as the kernels are (``CubeTask`` / ``VecTask``, each side's per-task code)
+    do not hide the __global__ kernels: of several functions named for a side, its one
+    __global__ function is the kernel."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "tasks.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+                 "AICORE inline void CubeTask(__gm__ float *x) { (void)x; }\n"
+                 "AICORE inline void VecTask(__gm__ float *x) { (void)x; }\n"
+                 'extern "C" __global__ AICORE void cube_kernel(__gm__ float *x) { CubeTask(x); }\n'
+                 'extern "C" __global__ AICORE void vec_kernel(__gm__ float *x) { VecTask(x); }\n')
+    k = find_kernels(str(p))
+    assert (k.aic.name, k.aiv.name) == ("cube_kernel", "vec_kernel")
+
+
 def test_kernels_it_cannot_tell_apart_are_listed_by_their_global_functions(tmp_path):
     """The fix lists the __global__ functions (the kernels), not the templates they call."""
     from ptopipe.cpp.build import find_kernels

@@ -105,11 +105,17 @@ def _c2v():
     return args, {"out": args["a"] @ args["b"] + args["bias"]}
 
 
+def _per_task():
+    a, b = _ints((96, 32)), _ints((32, 32))
+    return dict(a=a, b=b, out=np.zeros((96, 32), np.float32), fifo=isa.gm_buffer(2 * 2048)), {"out": a @ b + 1}
+
+
 #: correct kernels: (file, inputs and numpy golden, run options)
 CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slot_flow.cpp", _gm_slot_flow, {"aic": "cube_kernel", "aiv": "vec_kernel"}),
            ("v2c_matmul.cpp", _v2c, {}), ("both_ways.cpp", _both, {}), ("entry_c2v.cpp", _entry, {}),
            ("events_vec.cpp", _events, {"aiv": "vec_kernel"}),
-           ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {})]
+           ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {}),
+           ("pipe_per_task.cpp", _per_task, {})]       # (a TPipe destroyed and constructed again)
 
 
 #: every correct kernel on every platform x protocol with PTOPIPE_CPP_FULL=1; by default each

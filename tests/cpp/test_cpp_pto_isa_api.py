@@ -175,6 +175,11 @@ void k(float *fifo, Acc &acc, Half &v, Event<Op::TADD, Op::TSTORE_VEC> &e) {
     TPOP(v, pipe);
     TPOP(v, pipe, e);
 }
+// A5's FIFOs in the consumer's local memory take their base alone (a literal 0 too)
+void local_fifos() {
+    TMPipe<2, FIFOType::VEC_FIFO, 2, 1, Acc, Half> vec_fifo(0x8000);
+    TMPipe<4, FIFOType::MAT_FIFO, 2, 1, Half, Tile<TileType::Mat, float, 16, 16>> mat_fifo(0);
+}
 """
 
 

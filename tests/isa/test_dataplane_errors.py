@@ -14,6 +14,7 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, DeadlockError, KernelError
 from ptopipe.arch import catalogue
+from ptopipe.arch import dtypes as dt
 from ptopipe.arch.dtypes import as_dtype, short_name
 from ptopipe.ir.types import accum_dtype as ir_accum_dtype
 from ptopipe.isa import *  # noqa: F403
@@ -285,6 +286,55 @@ def test_i32_tmatmul_is_rejected_at_the_kernel_line():
     with pytest.raises(KernelError) as ei:
         ptopipe.run(aic=k, platform="a2a3")
     assert "Cube does not take int32" in ei.value.what
+    assert_at(ei.value, k, "bad")
+
+
+#: operand pairs pto-isa's Cube refuses on a platform (a2a3 / a5 TMatmul.hpp static_asserts) and
+#: one only A5's takes: (platform, a, b, refused)
+MM_PAIRS = [("a2a3", "uint8", "uint8", True), ("a5", "uint8", "uint8", True),
+            ("a2a3", "float8_e4m3", "float8_e4m3", True), ("a5", "float8_e4m3", "float8_e5m2", False)]
+
+
+@pytest.mark.parametrize("platform,a_dt,b_dt,refused", MM_PAIRS)
+def test_tmatmul_takes_the_operand_pairs_of_its_platform(platform, a_dt, b_dt, refused):
+    """uint8 is no Cube input and float8 is A5's; A5 multiplies e4m3 by e5m2 (any float8
+    pairing): a pair pto-isa does not compile is refused at the line, a pair it does runs."""
+    A = np.arange(16 * 32).reshape(16, 32) % 5 - 2
+    B = np.arange(32 * 16).reshape(32, 16) % 3 - 1
+
+    def k(c_out):
+        a = Tile(TileType.Left, getattr(dt, a_dt), 16, 32, addr=0x0)
+        b = Tile(TileType.Right, getattr(dt, b_dt), 32, 16, addr=0x0)
+        a.array[...] = A
+        b.array[...] = B
+        c = Tile(TileType.Acc, int32 if a_dt == "uint8" else float32, 16, 16, addr=0x0)
+        TMATMUL(c, a, b)  # bad
+        TSTORE(c_out, c)
+    out = np.zeros((16, 16), np.float32)
+    if refused:
+        with pytest.raises(KernelError) as ei:
+            ptopipe.run(aic=k, args=dict(c_out=out), platform=platform)
+        assert "pto-isa's static_assert" in ei.value.what, ei.value.what
+        assert_at(ei.value, k, "bad")
+    else:
+        np.testing.assert_array_equal(ptopipe.run(aic=k, args=dict(c_out=out), platform=platform)
+                                      .outputs["c_out"], A @ B)
+
+
+@pytest.mark.parametrize("loc,bias_dt", [(TileType.Mat, "float32"), (TileType.Bias, "int32")])
+def test_a_matmul_bias_that_is_not_a_bias_tile_of_the_accumulators_dtype_is_refused(loc, bias_dt):
+    """pto-isa's TMATMUL_BIAS / TGEMV_BIAS take a one-row Bias tile of the accumulator's dtype:
+    an L1 row, or an int32 table for a float accumulator, is refused at the line, not added."""
+    def k():
+        a = Tile(TileType.Left, float16, 16, 32, addr=0x0)
+        b = Tile(TileType.Right, float16, 32, 16, addr=0x0)
+        bias = Tile(loc, getattr(dt, bias_dt), 1, 16, addr=0x0)
+        for t in (a, b, bias):
+            t.array[...] = 1
+        TMATMUL_BIAS(Tile(TileType.Acc, float32, 16, 16, addr=0x0), a, b, bias)  # bad
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=k, platform="a2a3")
+    assert "one-row Bias tile of the accumulator's dtype, float32" in ei.value.what, ei.value.what
     assert_at(ei.value, k, "bad")
 
 

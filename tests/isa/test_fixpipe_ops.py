@@ -10,6 +10,7 @@ import pytest
 import ptopipe
 from ptopipe import KernelError
 from ptopipe.isa import *  # noqa: F403
+from markers import line_of
 from test_catalogue_ops import PLATFORMS
 
 pytestmark = pytest.mark.usefixtures("no_hang")
@@ -225,7 +226,7 @@ def test_tmov_relu_and_pre_quant_scalar(platform):
     one = np.full((1, 16), w, U64)
 
     def body(acc_t, fp, o):
-        for name, dt, kw in (("relu", np.float32, dict(relu_mode=ReluPreMode.NormalRelu)),
+        for name, dt, kw in (("relu", np.float16, dict(relu_mode=ReluPreMode.NormalRelu)),   # (A2A3: f16 / bf16)
                              ("q", np.int8, dict(pre_quant=w)),
                              ("qr", np.int8, dict(pre_quant=w, relu_mode=ReluPreMode.NormalRelu))):
             m = Tile(TileType.Mat, dt, 16, 16, addr=8192 * (1 + len(name)))
@@ -234,10 +235,42 @@ def test_tmov_relu_and_pre_quant_scalar(platform):
         with pytest.raises(KernelError, match="TMOV's ReLU and pre-quant scalar are the fixpipe's"):
             TMOV(Tile(TileType.Left, np.float16, 16, 32, addr=0), Tile(TileType.Mat, np.float16, 16, 32, addr=0),
                  relu_mode=ReluPreMode.NormalRelu)
-    got = cube(platform, body, a, b, words(16), dict(relu=np.zeros((16, 16), np.float32),
+    got = cube(platform, body, a, b, words(16), dict(relu=np.zeros((16, 16), np.float16),
                                                      q=np.zeros((16, 16), np.int8), qr=np.zeros((16, 16), np.int8)))
-    np.testing.assert_array_equal(got["relu"], np.maximum(acc, 0))
+    np.testing.assert_array_equal(got["relu"], np.maximum(acc, 0).astype(np.float16))
     assert (acc < 0).any()
     np.testing.assert_array_equal(got["q"], reference(acc, one, np.int8))
     np.testing.assert_array_equal(got["qr"], reference(acc, one, np.int8, relu=True))
     assert (got["q"] != got["qr"]).any()
+
+
+#: moves of an accumulator without a quantisation word pto-isa's static_asserts refuse: into
+#: L1 (a2a3 CheckTMovAccToMat: f32 -> f16 / bf16; a5 CheckTMovAccValid: also f32 -> f32 and
+#: i32 -> i32) and to GM (CheckAcc2gm / CheckStaticAcc: i32, f32, f16, bf16)
+ACC_REFUSED = [("a2a3", "TMOV", np.float32, np.float32), ("a5", "TMOV", np.float32, np.int8),
+               ("a2a3", "TEXTRACT", np.float32, np.int8), ("a5", "TINSERT", np.int32, np.float16),
+               ("a2a3", "TSTORE", np.float32, np.int8), ("a5", "TSTORE", np.int32, np.uint8)]
+
+
+@pytest.mark.parametrize("platform,op,acc,dst", ACC_REFUSED)
+def test_an_accumulator_conversion_pto_isa_does_not_compile_is_refused_at_its_line(platform, op, acc, dst):
+    """Without a quantisation word the fixpipe converts an accumulator only to the dtypes pto-isa
+    compiles: another destination dtype is a KernelError at the instruction (it was a numpy cast:
+    an f32 accumulator stored as int8 wrapped), naming the quantising form where one converts."""
+    a, b = operands(np.random.default_rng(2), np.int8 if acc == np.int32 else np.float16)
+
+    def body(acc_t, fp, o):
+        m = Tile(TileType.Mat, dst, 16, max(16, 32 // np.dtype(dst).itemsize), addr=8192,
+                 valid_rows=16, valid_cols=16)
+        if op == "TSTORE":
+            TSTORE(o["out"], acc_t)                                   # STORE
+        elif op == "TINSERT":
+            TINSERT(m, acc_t, 0, 0)                                   # INSERT
+        else:
+            (TMOV(m, acc_t) if op == "TMOV" else TEXTRACT(m, acc_t, 0, 0))   # MOVE
+    with pytest.raises(KernelError) as e:
+        cube(platform, body, a, b, words(16), dict(out=np.zeros((16, 16), dst)))
+    assert e.value.what.startswith(f"{op}: ") and "without a quantisation word" in e.value.what, e.value.what
+    assert "pto-isa's static_assert" in e.value.what
+    marker = {"TSTORE": "STORE", "TINSERT": "INSERT"}.get(op, "MOVE")
+    assert e.value.where.endswith(f":{line_of(body, marker)}"), e.value.where

@@ -22,7 +22,7 @@ def raw_cube(fifo):
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
     for i in range(3):
         TPUSH(pipe, acc, TILE_UP_DOWN)
-        TSTORE(GlobalTensor(fifo.data() + (i % 2) * T * T, (T, T)), acc)      # RAW
+        TSTORE(GlobalTensor(fifo.data().cast(float32) + (i % 2) * T * T, (T, T)), acc)      # RAW
 
 
 def alloc_cube(fifo, go):

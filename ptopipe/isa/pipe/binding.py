@@ -14,7 +14,7 @@ import numpy as np
 
 from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, PlatformID, Protocol
-from ...errors import ConfigError, MemoryConflictError
+from ...errors import ConfigError, MemoryConflictError, ProtocolError
 from ...sim import CoreKind
 from ..context import current_core
 from ..regions import reserve
@@ -26,7 +26,7 @@ from .diagnostics import deadlock_cause, explain, holdings
 from ...protocol.geometry import not_a_peer
 from ...protocol.model import PtoIsaModel, cluster_model, model_for, platform_kind
 from ...sim.location import is_cpp
-from .teardown import scope_end
+from .teardown import drain_now, scope_end
 from ...errors import with_article
 
 
@@ -210,6 +210,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     key = (way, ready_id, cfg.peers)
     role = "producer" if (way == C2V) == (core.kind is CoreKind.AIC) else "consumer"
     ch = chans.get(key)
+    earlier = None
     if ch is None:
         ch = Channel(way, cfg, model, n, cfg.slot_size, ready_id, free_id, in_gm,
                      gm_base=base if in_gm else None, local_base=None if in_gm else base,
@@ -222,8 +223,12 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         if not in_gm:
             _reserve_rings(core, ch)
     else:
-        if core.index in ch.sides:
-            _bound_twice(core, ch, cfg)
+        old = ch.sides.get(core.index)
+        earlier = None
+        if old is not None:
+            if not old.closed:
+                _bound_twice(core, ch, cfg)
+            earlier = reopen(core, ch, old)
         _agree(core, ch, cfg, n, base, in_gm)
     if in_gm:
         # checked at every core's binding, not only the first: the pipes sharing bytes may have
@@ -231,6 +236,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         _check_gm_ring(core, ch, chans)
     side = Side(core, role, core.where())
     side.scope_end = scope_end(core)
+    side.earlier = earlier
     link_side(ch, side, ch.lanes if core.kind is CoreKind.AIC else (core.subblock,))
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
@@ -325,6 +331,39 @@ def _channel_name(cfg: TPipe, way: str) -> str:
     if len(_ways(direction)) == 2:
         return f"{direction.name} pipe FlagID {cfg.flag_id} ({way} way, peers {peers})"
     return f"{way} pipe FlagID {cfg.flag_id} (peers {peers})"
+
+
+def end_scope(handle: PipeHandle) -> None:
+    """The kernel's pipe object ``handle`` went out of scope (a C++ TPipe / TMPipe destructor):
+    its core may construct the pipe again (:func:`reopen`).  Its teardown runs then, or at
+    kernel end; this records nothing else and never raises (the destructor cannot report)."""
+    core = handle.core
+    for ch in handle.channels.values():
+        side = ch.sides.get(core.index)
+        if side is not None and side.core is core:
+            side.closed = True
+
+
+def reopen(core, ch: Channel, old: Side) -> None:
+    """``core`` constructs ``ch``'s pipe again after the object of its side ``old`` went out of
+    scope (pto-isa builds a TPipe per task: its ``~TPipe()`` drains the credits the object's
+    pushes left, and the new object's tile index starts at 0): ``old``'s teardown runs now -
+    a producer waits for its drain (:func:`.teardown.drain_now`), a consumer must have freed
+    what it popped - and the core gets a fresh side.  Returns, for a producer, what the new
+    side's diagnoses tell of the earlier object (``Side.earlier``)."""
+    earlier = None
+    if old.role == "producer":
+        earlier = (old.bound_at, old.pushed, drain_now(core, ch, old))
+    elif old.held:
+        pops = ", ".join(str(h[2]) for h in old.held)
+        raise ProtocolError(
+            f"{core.name} constructs {ch.name} again while its earlier object went out of scope holding "
+            f"{len(old.held)} popped tile{'s' if len(old.held) != 1 else ''} it never freed",
+            where=_loc(core), details=f"earlier object bound at {old.bound_at}; TPOP at {pops}",
+            fix="TFREE every popped tile before the pipe object goes out of scope (its slot is never released "
+                "otherwise, and the producer waits for it)")
+    ch.retired.append(ch.sides.pop(core.index))
+    return earlier
 
 
 def _bound_twice(core, ch: Channel, cfg: TPipe) -> None:

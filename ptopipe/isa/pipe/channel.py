@@ -64,7 +64,7 @@ class Side:
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
-                 "self_freed", "switched_off", "pop_holds", "zeroed", "repops")
+                 "self_freed", "switched_off", "pop_holds", "zeroed", "repops", "closed", "earlier")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
     counter_fields = ("index", "freed", "tfrees", "self_freed", "pushed", "zeroed", "popped")
     #: fields that are simulated times: a held pop's entry carries when its load's reads end
@@ -105,6 +105,9 @@ class Side:
         self.pop_holds: dict = {}
         self.bound_at = bound_at
         self.scope_end = bound_at        # where the pipe goes out of scope (its teardown runs)
+        self.closed = False              # the pipe object went out of scope (a C++ TPipe's destructor)
+        self.earlier = None              # producer of a pipe constructed again: (the earlier object's
+        #                                  binding, its pushes, the credits its teardown drained)
         self.staging = None              # base address of the local staging ring
         self.stage_num = 0               # its slots: this consumer's own TPipe LocalSlotNum
         self.stage_slots = None          # Slots of the local staging ring (generations)
@@ -168,6 +171,9 @@ class Channel:
     # (binding._unused_consumer_buf), for the diagnosis of a tile in the ring: None, else
     # (argument, address, the argument that places this ring)
     unused_buf: tuple | None = None
+    # the sides of pipe objects that went out of scope before their core constructed the pipe
+    # again (binding.reopen): their transactions still count
+    retired: list = field(default_factory=list)
 
     def __post_init__(self):
         m = self.model
@@ -221,22 +227,29 @@ class Channel:
     # ``tiles`` counts slot fills; the others count instructions summed over the cores
     @property
     def tiles(self) -> int:
-        return max((s.pushed for s in self.sides.values() if s.role == "producer"),
-                   default=0)
+        per_core: dict = {}
+        for s in self._all_sides():
+            if s.role == "producer":
+                per_core[s.core.index] = per_core.get(s.core.index, 0) + s.pushed
+        return max(per_core.values(), default=0)
 
     @property
     def pushes(self) -> int:
-        return sum(s.pushed for s in self.sides.values() if s.role == "producer")
+        return sum(s.pushed for s in self._all_sides() if s.role == "producer")
 
     @property
     def pops(self) -> int:
-        return sum(s.index for s in self.sides.values() if s.role == "consumer")
+        return sum(s.index for s in self._all_sides() if s.role == "consumer")
 
     @property
     def frees(self) -> int:
         """TFREE instructions: a TPOP that freed its own slot (pto-isa, GM ring) counts its
         later TFREE (``tfrees``), not its slot release."""
-        return sum(s.freed - s.self_freed + s.tfrees for s in self.sides.values() if s.role == "consumer")
+        return sum(s.freed - s.self_freed + s.tfrees for s in self._all_sides() if s.role == "consumer")
+
+    def _all_sides(self):
+        """The sides bound now and those of pipe objects constructed again since (``retired``)."""
+        return (*self.sides.values(), *self.retired) if self.retired else self.sides.values()
 
     def unused_buf_note(self) -> str:
         """The fix's note for a tile this ring overwrites or covers when its TPipe was given the

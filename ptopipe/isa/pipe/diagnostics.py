@@ -536,12 +536,21 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
            if s.state == "held" else
            "written before it was read: " + who + " has not popped the previous tile"
            + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
+    side = ch.sides[core.index]
+    fix = ch.model.overwrite_fix(ch, side.allocate)
+    if side.earlier is not None and side.index < ch.slot_num:
+        at, pushed, drained = side.earlier
+        fix = (f"this pipe object's pushes start at slot 0 again: the earlier object (bound at {at}) pushed "
+               f"{pushed} tile{'s' if pushed != 1 else ''} and its teardown waited for {drained} free "
+               f"credit{'s' if drained != 1 else ''} per flag ({ch.model.name}), not for every slot's free - "
+               "construct the pipe once, before the loop, or push a number of tiles per object after which "
+               "the drain waits for the last free (a multiple of SyncPeriod)")
     return ProtocolError(
         f"{op} overwrites slot {s.tag} of {ch.name}, {how}",
         where=str(loc or core.where()),
-        details=f"push #{ch.sides[core.index].index}, protocol {ch.model.name}, "
+        details=f"push #{side.index}, protocol {ch.model.name}, "
                 f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
-        fix=ch.model.overwrite_fix(ch, ch.sides[core.index].allocate))
+        fix=fix)
 
 
 def held_slot_at(core, space, lo: int, hi: int):

@@ -166,6 +166,28 @@ def teardown(cluster, launch: int = 1) -> list:
     return found
 
 
+def drain_now(core, ch, side) -> None:
+    """The teardown of producer ``side`` of ``ch`` when its pipe object went out of scope before
+    the kernel's end and ``core`` constructs the pipe again (:func:`.binding.reopen`): the drain
+    of :func:`teardown`, as WAITs that block until the consumer's frees arrive - the credits the
+    next object's pushes must not take - counted as drained.  Returns the credits waited for on
+    each free flag."""
+    if side.pending_alloc:
+        tag, _gt, loc = side.pending_alloc[0]
+        raise ProtocolError(f"{core.name} constructs {ch.name} again while its earlier object went out of "
+                            f"scope with slot {tag} TALLOCed and never pushed", where=str(core.where()),
+                            details=f"TALLOC at {loc}", fix="TPUSH every TALLOCed slot before the pipe object "
+                                                          "goes out of scope")
+    need_all = ch.model.teardown_drain(ch, side.pushed)
+    what = f"the drain of the earlier {ch.name} object (bound at {side.bound_at}, out of scope)"
+    for p, f in _free_links(ch, side):
+        for _ in range(need_all):       # (a consumer that has not bound yet: its frees are still to come)
+            core.wait_flag(f, lambda: f"{what}: wait free from {f.sender.name}",
+                           {"channel": ch, "signal": "free", "tag": 0})
+            f.drained += 1
+    return need_all
+
+
 def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
     """Why a free flag holds credits after the drain: the consumer sent more frees than
     ``pushed`` tiles are due, or the producer skipped a wait the protocol makes."""

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <type_traits>
 #include <unwind.h>
 #include <utility>
@@ -309,6 +310,23 @@ inline int64_t call(int32_t op, const Args &a, Site s)
         throw a;
     }
     return r;
+}
+
+// a pipe object's end (its destructor): the simulator lets the core construct the pipe again -
+// the earlier object's teardown (pto-isa's ~TPipe drain) runs then, or at kernel end.  Nothing
+// while the kernel unwinds from a failing call, and never a throw (a destructor cannot report).
+inline void pipe_end(int64_t pipe) noexcept
+{
+    if (pipe == 0 || __builtin_expect(std::uncaught_exceptions() > 0, 0)) return;
+    Args a;
+    a.put(K_PIPE);
+    a.put(pipe);
+    int64_t *sh = shared();
+    std::memcpy(sh + 2, a.w, sizeof(int64_t) * size_t(a.n));
+    Native &nat = native();
+    nat.run(false);
+    callback()(OP_PIPE_END, a.n, sh + 2, sh[0] ? reinterpret_cast<const char *>(sh[0]) : "", int32_t(sh[1]));
+    nat.run(true);
 }
 
 // Shape / Stride as pto-isa's pto_tile.hpp declares them: a constructor sets the DYNAMIC (-1)
@@ -864,6 +882,7 @@ struct TPipe {
     Consumer cons{&id_};
     TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
           ::ptopipe::Site s = PTOPIPE_HERE);
+    ~TPipe() { ::ptopipe::pipe_end(id_); }
 };
 
 // TMPipe: a pipe whose direction and slot size follow from its producer and consumer tiles
@@ -893,6 +912,14 @@ struct TMPipe {
     Consumer cons{&id_};
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
+    // pto-isa's A5 constructor of a FIFO in the consumer's local memory (VEC_FIFO: the Vector
+    // cores' UB, MAT_FIFO: the Cube's L1): its base address alone, no GM buffer
+    // (an integer of any type, so that a literal 0 picks this one, not the GM pointer's)
+    template <typename I, FIFOType F = FiFoType,
+              typename std::enable_if_t<std::is_integral_v<I> && (F == FIFOType::VEC_FIFO || F == FIFOType::MAT_FIFO),
+                                        int> = 0>
+    explicit TMPipe(I fifo_base, ::ptopipe::Site s = PTOPIPE_HERE) : TMPipe(nullptr, uint32_t(fifo_base), s) {}
+    ~TMPipe() { ::ptopipe::pipe_end(id_); }
 };
 
 // pto-isa's ConvTile (pto_tile.hpp): a feature map in L1 with the img2col fields TIMG2COL and
