@@ -16,7 +16,7 @@ import pytest
 
 import ptopipe
 from ptopipe.cpp import run_cpp
-from ptopipe.cpp.build import find_kernels, without_launch_syntax
+from ptopipe.cpp.build import device_source, find_kernels, without_explicit_instances, without_launch_syntax
 from ptopipe.errors import CompileError, ConfigError, KernelError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
@@ -257,6 +257,27 @@ def test_launch_syntax_is_blanked_in_place():
     out = without_launch_syntax(text)
     assert out.splitlines() == ["f<float, 4>" + " " * 14, " " * 11 + "(x, y); z = a << b;", "g" + " " * 11 + "();"]
     assert without_launch_syntax("int x = a << b;\n") is None
+
+
+def test_explicit_instantiations_are_blanked_in_place():
+    """pto-isa's CPU tests instantiate their host launch function once per case (``template
+    void LaunchTCvt<int4b_t, float, 64>(int4b_t *dst, float *src, void *stream);``, over lines):
+    a run compiles the one kernel it names, so each explicit instantiation definition is blanked -
+    one of an element type ptopipe has no form for no longer stops every case's build - with
+    every line and column kept; templates, specialisations and other statements stay."""
+    text = ("template <typename T, int N>\nvoid LaunchX(T *x, void *stream) { runX<T, N>(x); }\n"
+            "template void LaunchX<float, 8>(float *x, void *stream);\n"
+            "template void LaunchX<int4b_t, 8>(\n    int4b_t *x, void *stream);  // int4\n"
+            "template <> void LaunchX<half, 4>(half *x, void *stream) {}\n"
+            "extern template void LaunchX<int, 2>(int *x, void *stream);\n"
+            "template struct Box<float>;\n")
+    out = without_explicit_instances(text)
+    assert len(out) == len(text) and out.count("\n") == text.count("\n")
+    lines = out.splitlines()
+    assert lines[:2] == text.splitlines()[:2] and lines[2].strip() == "" and lines[3].strip() == ""
+    assert lines[4].strip() == "// int4" and lines[5:] == text.splitlines()[5:]
+    assert device_source(text) == out
+    assert without_explicit_instances(text.splitlines()[0] + "\n") is None
 
 
 @needs_cxx
