@@ -1404,15 +1404,17 @@ _DEFS = (
     OpDef("TAXPY", "axpy", _V, axpy, types("f16 f32"), _S2,
           doc="dst = scalar * src + dst, in place (TAXPY)"),
     # -- compare and select (packed predicate masks)
-    OpDef("TCMP", "compare", _V, compare, types("i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"),
+    # (A5: a5/TCmp.hpp:138 and a5/TCmps.hpp:231 take every integer width, uint16 and uint64 too)
+    OpDef("TCMP", "compare", _V, compare,
+          types("i32 f16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 bf16 f32"),
           _S2, dsl="cmp", doc="packed mask of src0 <mode> src1 (TCMP)"),
     OpDef("TCMPS", "compare_scalar", _V, compare,
-          types("i16 uint16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1, dsl="cmps",
-          doc="packed mask of src <mode> scalar (TCMPS)"),
+          types("i16 uint16 i32 f16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 bf16 f32"), _S1,
+          dsl="cmps", doc="packed mask of src <mode> scalar (TCMPS)"),
     OpDef("TSEL", "select", _V, select, types("i16 uint16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64 uint64"), _S2,
           tmp=True, scratch=True, dsl="select", doc="mask ? src0 : src1 (TSEL)"),
     OpDef("TSELS", "select_scalar", _V, select,
-          types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
+          types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 f32"), _S1, tmp=True,
           scratch=True, dsl="selects", doc="mask ? src : scalar (TSELS)"),
     # -- broadcasts along columns, and the rest of the row / column families
     OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, dsl="col_expand", doc="dst[:, j] = src[0, j] (TCOLEXPAND)"),
