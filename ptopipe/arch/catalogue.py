@@ -866,14 +866,21 @@ def mul_add_dst(a, b, d):
     np.add(np.multiply(a, b), d, out=d)
 
 
+def _fused(a, b, d):
+    """``src0 * dst + src1`` rounded once to dst's dtype, as the device's ``vmadd`` computes it
+    (pto-isa's tfusemuladd test: the product and sum in float, cast back at the very end); the
+    product of two f16 / f32 values is exact in float64."""
+    return np.add(np.multiply(a, d, dtype=np.float64), b, dtype=np.float64)
+
+
 def fused_mul_add(a, b, d):
-    """``dst = src0 * dst + src1`` (TFUSEDMULADD)."""
-    np.add(np.multiply(a, d), b, out=d)
+    """``dst = src0 * dst + src1``, one rounding (TFUSEDMULADD)."""
+    d[...] = _fused(a, b, d)
 
 
 def fused_mul_add_relu(a, b, d):
-    """``dst = max(src0 * dst + src1, 0)`` (TFUSEDMULADDRELU)."""
-    np.maximum(np.add(np.multiply(a, d), b), 0, out=d, casting="unsafe")
+    """``dst = max(src0 * dst + src1, 0)``, one rounding (TFUSEDMULADDRELU)."""
+    d[...] = np.maximum(_fused(a, b, d), 0)
 
 
 def _int_power(base, e, dtype) -> np.ndarray:
