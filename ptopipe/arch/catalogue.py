@@ -954,14 +954,21 @@ def mul_add_dst(a, b, d):
     np.add(np.multiply(a, b), d, out=d)
 
 
+def _fused(a, b, d):
+    """``src0 * dst + src1`` rounded once to dst's dtype, as the device's ``vmadd`` computes it
+    (pto-isa's tfusemuladd test: the product and sum in float, cast back at the very end); the
+    product of two f16 / f32 values is exact in float64."""
+    return np.add(np.multiply(a, d, dtype=np.float64), b, dtype=np.float64)
+
+
 def fused_mul_add(a, b, d):
-    """``dst = src0 * dst + src1`` (TFUSEDMULADD)."""
-    np.add(np.multiply(a, d), b, out=d)
+    """``dst = src0 * dst + src1``, one rounding (TFUSEDMULADD)."""
+    d[...] = _fused(a, b, d)
 
 
 def fused_mul_add_relu(a, b, d):
-    """``dst = max(src0 * dst + src1, 0)`` (TFUSEDMULADDRELU)."""
-    np.maximum(np.add(np.multiply(a, d), b), 0, out=d, casting="unsafe")
+    """``dst = max(src0 * dst + src1, 0)``, one rounding (TFUSEDMULADDRELU)."""
+    d[...] = np.maximum(_fused(a, b, d), 0)
 
 
 def _int_power(base, e, dtype) -> np.ndarray:
@@ -1566,15 +1573,17 @@ _DEFS = (
     OpDef("TAXPY", "axpy", _V, axpy, types("f16 f32"), _S2,
           doc="dst = scalar * src + dst, in place (TAXPY)"),
     # -- compare and select (packed predicate masks)
-    OpDef("TCMP", "compare", _V, compare, types("i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"),
+    # (A5: a5/TCmp.hpp:138 and a5/TCmps.hpp:231 take every integer width, uint16 and uint64 too)
+    OpDef("TCMP", "compare", _V, compare,
+          types("i32 f16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 bf16 f32"),
           _S2, dsl="cmp", doc="packed mask of src0 <mode> src1 (TCMP)"),
     OpDef("TCMPS", "compare_scalar", _V, compare,
-          types("i16 uint16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1, dsl="cmps",
-          doc="packed mask of src <mode> scalar (TCMPS)"),
+          types("i16 uint16 i32 f16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 bf16 f32"), _S1,
+          dsl="cmps", doc="packed mask of src <mode> scalar (TCMPS)"),
     OpDef("TSEL", "select", _V, select, types("i16 uint16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64 uint64"), _S2,
           tmp=True, scratch=True, dsl="select", doc="mask ? src0 : src1 (TSEL)"),
     OpDef("TSELS", "select_scalar", _V, select,
-          types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
+          types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 f32"), _S1, tmp=True,
           scratch=True, dsl="selects", doc="mask ? src : scalar (TSELS)"),
     # -- broadcasts along columns, and the rest of the row / column families
     OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, dsl="col_expand", doc="dst[:, j] = src[0, j] (TCOLEXPAND)"),

@@ -1034,13 +1034,39 @@ def without_arch_includes(text: str) -> str | None:
     return out if out != text else None
 
 
+#: an explicit instantiation definition of a function template, ``template void
+#: LaunchTAdd<float, 64>(float *out, void *stream);`` (``template`` not followed by ``<``, no body):
+#: pto-isa's CPU tests make one per case of their host launch functions
+_EXPLICIT_INSTANCE = re.compile(r"^[ \t]*template(?![ \t\n]*<)[ \t\n]+(?:[^;{}()]*?)\b\w+[ \t\n]*<[^;{}]*?>"
+                                r"[ \t\n]*\([^;{}]*\)[ \t\n]*;", re.M)
+
+
+def without_explicit_instances(text: str) -> str | None:
+    """``text`` with each explicit instantiation definition of a function template
+    (:data:`_EXPLICIT_INSTANCE`) blanked (spaces, newlines kept), None when it has none.  A run
+    instantiates the kernel it names; the file's other instantiations - a case of another element
+    type, one ptopipe has no form for (pto-isa's tcvt test instantiates its ``int4b_t`` cases
+    beside its float ones) - are not compiled, so they cannot stop the build of the one run."""
+    code = _COMMENT.sub(_blank, text)
+    spans = [m.span() for m in _EXPLICIT_INSTANCE.finditer(code)]
+    if not spans:
+        return None
+    out, at = [], 0
+    for lo, hi in spans:
+        out += [text[at:lo], re.sub(r"[^\n]", " ", text[lo:hi])]
+        at = hi
+    return "".join(out + [text[at:]])
+
+
 def device_source(text: str) -> str | None:
     """``text`` as ptopipe compiles it when it differs from the file: its launch syntax
-    (:func:`without_launch_syntax`) and implementation-header includes
-    (:func:`without_arch_includes`) blanked; None when neither is there."""
-    plain = without_launch_syntax(text)
-    bare = without_arch_includes(text if plain is None else plain)
-    return plain if bare is None else bare
+    (:func:`without_launch_syntax`), implementation-header includes
+    (:func:`without_arch_includes`) and explicit instantiations (:func:`without_explicit_instances`)
+    blanked; None when none is there."""
+    out = text
+    for rewrite in (without_launch_syntax, without_arch_includes, without_explicit_instances):
+        out = rewrite(out) or out
+    return None if out is text else out
 
 
 def launched_kernels(text: str) -> list:

@@ -498,8 +498,9 @@ class CppRunResult:
 def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: str | None = None,
             platform="a2a3", protocol: str = "spec", isolate: bool = True, **run_kwargs):
     """Run the C++ kernels of file ``path`` on a simulated cluster, as :func:`ptopipe.run`
-    runs Python kernels (same ``args`` - numpy arrays for ``__gm__`` pointer parameters,
-    numbers for scalars, by C++ parameter name -, same options and errors, every error at the
+    runs Python kernels (same ``args`` - numpy arrays for ``__gm__`` pointer parameters (None:
+    a nullptr, for a pointer the kernel leaves alone, as pto-isa's matmul tests pass an absent
+    bias), numbers for scalars, by C++ parameter name -, same options and errors, every error at the
     C++ file:line).  The kernels are found by :func:`~ptopipe.cpp.build.find_kernels`
     (``aic=`` / ``aiv=`` function names, or the file's ``__global__`` entry), compiled with
     the system C++ compiler into a cached library and run in a child process

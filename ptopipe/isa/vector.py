@@ -539,8 +539,9 @@ def _dst_binary(op):
         _rule(core, op, dst, ok)
         core.pending.append((fn, a, b, d))
         return _issue(core, name, [dst], [src0, src1, dst], None, *d.shape, dst.item)
-    instr.__doc__ = f"{name}(dst, src0, src1): {op.doc}; the product is rounded to the " \
-                    "tile's dtype, then the sum."
+    instr.__doc__ = f"{name}(dst, src0, src1): {op.doc}; " + (
+        "the product and the sum rounded once (vmadd)" if name.startswith("TFUSED") else
+        "the product is rounded to the tile's dtype, then the sum.")
     return instr
 
 

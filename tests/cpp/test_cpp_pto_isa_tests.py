@@ -16,7 +16,7 @@ import pytest
 
 import ptopipe
 from ptopipe.cpp import run_cpp
-from ptopipe.cpp.build import find_kernels, without_launch_syntax
+from ptopipe.cpp.build import device_source, find_kernels, without_explicit_instances, without_launch_syntax
 from ptopipe.errors import CompileError, ConfigError, KernelError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
@@ -53,7 +53,8 @@ def test_a_function_template_kernel_runs_as_the_instantiation_named(cpp_cache):
 
 SCALARS = """#include <pto/pto-inst.hpp>
 using namespace pto;
-extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, int64_t l, int8_t s, bool f, half h)
+extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, int64_t l, int8_t s, bool f, half h,
+                                              __gm__ float *bias)
 {
     Tile<TileType::Vec, int32_t, 1, 8> t;
     TASSIGN(t, 0x0);
@@ -63,6 +64,7 @@ extern "C" __global__ AICORE void vec_scalars(__gm__ int32_t *out, uint32_t u, i
     t.SetValue(2, int32_t(s));
     t.SetValue(3, int32_t(f));
     t.SetValue(4, int32_t(float(h)));
+    t.SetValue(5, int32_t(bias == nullptr));
     GlobalTensor<int32_t, Shape<1, 1, 1, 1, 8>, Stride<1, 1, 1, 8, 1>> g(out);
     TSTORE(g, t);
 }
@@ -74,12 +76,13 @@ def test_a_scalar_its_parameter_type_cannot_hold_is_refused(cpp_cache, tmp_path)
     """Each scalar parameter takes the values of its C type, up to its limits (a uint32 up to
     2**32 - 1, an int64 beyond 32 bits, a half up to 65504); a value the type cannot hold - which
     the conversion would turn into another (-1 into 4294967295, 70000 into a half's infinity) and
-    run clean on - is a ConfigError naming the parameter, its type and the values it holds."""
+    run clean on - is a ConfigError naming the parameter, its type and the values it holds.  A
+    pointer parameter given None gets a nullptr (pto-isa's matmul tests pass one for no bias)."""
     p = tmp_path / "scalars.cpp"
     p.write_text(SCALARS)
-    args = dict(out=np.zeros(8, np.int32), u=2**32 - 1, l=2**40, s=-128, f=1, h=65504.0)
-    np.testing.assert_array_equal(run_cpp(str(p), args, aiv="vec_scalars")["out"][:5],
-                                  [2**16 - 1, 2**8, -128, 1, 65504])
+    args = dict(out=np.zeros(8, np.int32), u=2**32 - 1, l=2**40, s=-128, f=1, h=65504.0, bias=None)
+    np.testing.assert_array_equal(run_cpp(str(p), args, aiv="vec_scalars")["out"][:6],
+                                  [2**16 - 1, 2**8, -128, 1, 65504, 1])     # (bias=None: a nullptr)
     for name, v, what, span in (("u", -1, "is uint32_t, which cannot hold -1", "from 0 to 4294967295"),
                                 ("s", 128, "is int8_t, which cannot hold 128", "from -128 to 127"),
                                 ("h", 70000.0, "is half, whose largest value is 65504: 70000 would reach the kernel "
@@ -257,6 +260,27 @@ def test_launch_syntax_is_blanked_in_place():
     out = without_launch_syntax(text)
     assert out.splitlines() == ["f<float, 4>" + " " * 14, " " * 11 + "(x, y); z = a << b;", "g" + " " * 11 + "();"]
     assert without_launch_syntax("int x = a << b;\n") is None
+
+
+def test_explicit_instantiations_are_blanked_in_place():
+    """pto-isa's CPU tests instantiate their host launch function once per case (``template
+    void LaunchTCvt<int4b_t, float, 64>(int4b_t *dst, float *src, void *stream);``, over lines):
+    a run compiles the one kernel it names, so each explicit instantiation definition is blanked -
+    one of an element type ptopipe has no form for no longer stops every case's build - with
+    every line and column kept; templates, specialisations and other statements stay."""
+    text = ("template <typename T, int N>\nvoid LaunchX(T *x, void *stream) { runX<T, N>(x); }\n"
+            "template void LaunchX<float, 8>(float *x, void *stream);\n"
+            "template void LaunchX<int4b_t, 8>(\n    int4b_t *x, void *stream);  // int4\n"
+            "template <> void LaunchX<half, 4>(half *x, void *stream) {}\n"
+            "extern template void LaunchX<int, 2>(int *x, void *stream);\n"
+            "template struct Box<float>;\n")
+    out = without_explicit_instances(text)
+    assert len(out) == len(text) and out.count("\n") == text.count("\n")
+    lines = out.splitlines()
+    assert lines[:2] == text.splitlines()[:2] and lines[2].strip() == "" and lines[3].strip() == ""
+    assert lines[4].strip() == "// int4" and lines[5:] == text.splitlines()[5:]
+    assert device_source(text) == out
+    assert without_explicit_instances(text.splitlines()[0] + "\n") is None
 
 
 @needs_cxx

@@ -388,6 +388,27 @@ def test_select_by_mask(platform, dtype, mask):
         close(got[0], np.where(p, a, dtype(7)), dtype)
 
 
+def test_a5_compares_and_selects_take_uint16_and_uint64():
+    """pto-isa's A5 TCMP / TCMPS / TSELS take every integer width (a5/TCmp.hpp:138,
+    a5/TCmps.hpp:231, a5/TSels.hpp:124) - uint16 and uint64 too, which pto-isa's own tcmp /
+    tcmps / tsels tests run; A2A3's TCMP takes int32 and floats only."""
+    rng = np.random.default_rng(12)
+    for dtype in (np.uint16, np.uint64):
+        a = rng.integers(0, 6, (8, 32)).astype(dtype)
+        b = rng.integers(0, 6, (8, 32)).astype(dtype)
+        got = run_tiles("a5", lambda o, i: (TCMP(o[0], i[0], i[1], CmpMode.LE), TCMPS(o[1], i[0], 3, CmpMode.GT)),
+                        [a, b], [((8, 32), np.uint8)] * 2)
+        np.testing.assert_array_equal(got[0][:, :4], packed(a <= b, np.uint8))
+        np.testing.assert_array_equal(got[1][:, :4], packed(a > 3, np.uint8))
+        p = rng.random((8, 32)) < 0.5
+        m = np.zeros((8, 32), np.uint8)
+        m[:, :4] = packed(p, np.uint8)
+        got = run_tiles("a5", lambda o, i: TSELS(o[0], i[1], i[0], o[1], 7), [a, m], [(a.shape, dtype), ((1, 64), np.uint32)])
+        np.testing.assert_array_equal(got[0], np.where(p, a, dtype(7)))
+    a = np.ones((8, 32), np.uint16)
+    rejects("a2a3", lambda o, i: TCMP(o[0], i[0], i[0], CmpMode.EQ), [a], [((8, 32), np.uint8)], "TCMP takes")
+
+
 def test_a5_tsel_of_1_byte_data_is_refused_past_256_columns():
     rng = np.random.default_rng(11)
     a = rng.integers(0, 100, (2, 512)).astype(np.int8)

@@ -112,6 +112,15 @@ def test_subrelu_and_fused_multiply_adds(platform, dtype):
     close(got[1], (a * b) + c, dtype)                  # the product rounded, then the sum
     close(got[2], (a * c) + b, dtype)
     close(got[3], np.maximum((a * c) + b, 0), dtype)
+    # TFUSEDMULADD rounds once (vmadd; pto-isa's tfusemuladd golden): (1 + 2^-10)^2 - (1 + 2^-9)
+    # is 2^-20 fused, 0 with the product rounded first - as TMULADDDST (vmla) rounds it
+    one = np.full((8, 32), 1 + 2.0 ** -10, dtype)
+    minus = np.full((8, 32), -(1 + 2.0 ** -9), dtype)
+    got = run_tiles(platform, lambda o, i: (TFUSEDMULADD(o[0], i[0], i[1]), TFUSEDMULADDRELU(o[1], i[0], i[1]),
+                                            TMULADDDST(o[2], i[0], i[0])), [one, minus], [one.copy(), one.copy(), minus.copy()])
+    want = np.float64(1 + 2.0 ** -10) ** 2 - (1 + 2.0 ** -9)
+    assert (got[0] == dtype(want)).all() and (got[1] == dtype(want)).all() and want > 0
+    assert (got[2] == dtype(1 + 2.0 ** -10) * dtype(1 + 2.0 ** -10) + dtype(-(1 + 2.0 ** -9))).all()
     for op in (TSUBRELU, TMULADDDST, TFUSEDMULADDRELU):
         ia, ib = rand(rng, np.int32), rand(rng, np.int32)
         rejects(platform, lambda o, i, op=op: op(o[0], i[0], i[1]), [ia, ib], [(ia.shape, np.int32)],
