@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from functools import partial
 from itertools import starmap
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 try:
     from operator import call
 except ImportError:                   # Python 3.10
@@ -34,7 +35,7 @@ from .context import RunContext, RunState
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet, sync_every_error
 from .flags import Flag, overflow_error
-from .location import raised_at
+from .location import raised_at, suspension_point
 from .memory import Memory, MemoryPool
 from .periodic import FastForward, applies
 from .schedule import SET, RandomPolicy, SchedulePolicy
@@ -105,6 +106,25 @@ def kernel_exit(core: Core, fn, e: BaseException) -> KernelError:
                        "cannot end the program or the run", where=str(where) if where else None,
                        fix="return from the kernel function to end it early; raise an exception "
                            "(e.g. ValueError) to report a failure")
+
+
+#: what calling a generator / coroutine function returns: an object, none of its body run
+_SUSPENDED = (GeneratorType, CoroutineType, AsyncGeneratorType)
+
+
+def suspended_kernel(core: Core, fn, r) -> KernelError:
+    """The KernelError of a kernel function that is a generator (a ``yield`` in it) or a
+    coroutine (``async def``): calling it ran none of its body, so the core issued nothing
+    and the other cores would wait for it - a deadlock that would not name the cause."""
+    code = getattr(r, "gi_code", None) or getattr(r, "cr_code", None) or r.ag_code
+    r.close()                       # (an unawaited coroutine would warn at its collection)
+    kind = ("a coroutine function (async def)" if r.__class__ is CoroutineType
+            else "a generator function (a yield in its body)")
+    return KernelError(f"the kernel {getattr(fn, '__name__', fn)} on {core.name} is {kind}: calling it "
+                       "ran none of its body, so the core issued no instruction",
+                       where=str(suspension_point(code)),
+                       fix="make the kernel a plain function that runs to its end: remove the yield "
+                           "(or async); a generator the kernel loops over belongs in a helper it calls")
 
 
 def locate(e: PtoPipeError, loc) -> None:
@@ -407,7 +427,9 @@ class Cluster:
     def _body(core: Core, fn, kwargs):
         def body():
             try:
-                fn(**kwargs)
+                r = fn(**kwargs)
+                if r is not None and r.__class__ in _SUSPENDED:
+                    raise suspended_kernel(core, fn, r)
             except _PASS_THROUGH as e:
                 if isinstance(e, Exception) and not isinstance(e, (PtoPipeError, Abort, Expired)) \
                         and not hasattr(e, "ptopipe_raised_by"):   # the kernel's own exception

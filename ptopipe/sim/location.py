@@ -159,6 +159,22 @@ def raised_at(tb) -> SourceLoc | None:
     return _kernel_part(frames)
 
 
+def suspension_point(code) -> SourceLoc:
+    """The first ``yield`` / ``await`` of a generator or coroutine function's ``code``
+    (its ``def`` line where it has none, as an ``async def`` that awaits nothing)."""
+    import dis
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        pos = getattr(ins, "positions", None)           # Python >= 3.11
+        if pos is not None:
+            line = pos.lineno or line
+        elif isinstance(ins.starts_line, int):          # Python 3.10
+            line = ins.starts_line
+        if ins.opname == "YIELD_VALUE":
+            return SourceLoc(code.co_filename, line, None, code.co_name)
+    return SourceLoc(code.co_filename, code.co_firstlineno, None, code.co_name)
+
+
 def stopped_at(frame) -> SourceLoc | None:
     """The kernel line of a kernel's greenlet whose innermost frame is ``frame`` (e.g. the
     frame a signal interrupted)."""
