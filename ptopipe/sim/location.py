@@ -134,6 +134,21 @@ def user_loc(frame=None) -> SourceLoc | None:
     return None
 
 
+def own_code_loc(frame) -> SourceLoc | None:
+    """The innermost frame from ``frame`` outward that is neither ptopipe's nor a library's
+    (the standard library, site-packages, code made from text): the line of the user's own
+    code that led to the call (None: none, e.g. a thread whose target is a ptopipe function)."""
+    f = frame
+    while f is not None:
+        code = f.f_code
+        name = code.co_filename
+        if not is_internal(code) and not name.startswith("<") \
+                and not os.path.realpath(name).startswith(_LIBRARY_DIRS):
+            return _locate(f)
+        f = f.f_back
+    return None
+
+
 def _kernel_part(frames) -> SourceLoc | None:
     """Of ``frames`` - ``(code, line)`` from the outermost inward, starting inside ptopipe
     (a run, a kernel's greenlet) - the innermost of the first ones outside ptopipe: the
