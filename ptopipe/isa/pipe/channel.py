@@ -244,6 +244,16 @@ class Channel:
         return (f"; the pipe's {arg}={buf:#x} is unused (it has no such ring) and its {other} is the consumer's "
                 f"buffer: pass {buf:#x} as {other}")
 
+    def free_again_note(self) -> str:
+        """Why the consumer's frees outnumber the slots it took, where the protocol doubles them
+        (:attr:`tfree_frees`: pto-isa on A5, a tile TPOP from a GM ring frees the slot itself and
+        the TFREE after it frees it again), for a surplus's diagnosis ("" otherwise)."""
+        if not self.tfree_frees:
+            return ""
+        at = self.free_again_at
+        return (" (pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second time"
+                + (f": the TFREE at {at}" if at is not None else "") + ")")
+
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""
         key = (id(mem), addr, dtype, shape, strides)
