@@ -185,6 +185,17 @@ def test_vector_core_producing_on_c2v_pipe(platform):
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cube_core_freeing_a_c2v_pipe(platform):
+    with pytest.raises(ProtocolError, match="TFREE on AIC: a Cube core is the consumer only of a V2C") as ei:
+        _pair(lambda p, t: (TPUSH(p, t), TFREE(p)),   # <- cube TFREE
+              lambda p, t: (TPOP(p, t), TFREE(p)), platform)
+    assert_where(ei.value, "cube TFREE")
+    # the fix names the instruction the kernel made and the end of the ring the Cube is
+    assert ei.value.fix == ("on this pipe the Cube core is the producer (TALLOC / TPUSH): the consumer's TFREE "
+                            "is the peer's to make, or, for data the Cube core receives, bind a V2C (or BOTH) pipe")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_wrong_dtype_for_the_pipe(platform):
     def vec(p, t):
         TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0) if platform == "a2a3" else   # <- f16 TPOP

@@ -323,6 +323,10 @@ class _SideCtl:
         return s[0].index if s else 0
 
 
+#: the instructions of each end of a ring
+_OPS = {"producer": "TALLOC / TPUSH", "consumer": "TPOP / TFREE"}
+
+
 class PipeHandle:
     """One core's view of a pipe (one or two channels).  Pass it to TPUSH/TPOP/TFREE."""
 
@@ -373,11 +377,13 @@ class PipeHandle:
         if ch is None:
             have = "/".join(self.channels) or "no"
             side = "Cube" if core.kind is CoreKind.AIC else "Vector"
+            other = "consumer" if role == "producer" else "producer"
             raise ProtocolError(
                 f"{op} on {core.name}: a {side} core is the {role} only of a {want} ring, but this "
                 f"pipe has {have} direction", where=str(core.where()),
-                fix=f"{'TPUSH' if role == 'producer' else 'TPOP'} from the {side} core needs a "
-                    f"{want} (or BOTH) pipe")
+                fix=f"on this pipe the {side} core is the {other} ({_OPS[other]}): the {role}'s {op} is "
+                    f"the peer's to make, or, for data the {side} core "
+                    f"{'sends' if role == 'producer' else 'receives'}, bind a {want} (or BOTH) pipe")
         if core is not self.core:
             raise ProtocolError(f"{op} on {core.name} uses a pipe bound on {self.core.name}",
                                 where=str(core.where()),
