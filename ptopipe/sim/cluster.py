@@ -421,7 +421,12 @@ class Cluster:
                 gc.collect(2 if counts[2] >= gc_thresholds[2] else 1)
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
-                    c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
+                    try:
+                        c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
+                    except Exception:
+                        # its own cleanup failed on the ended run (a `finally` / `with` exit that
+                        # TFREEs what a TPOP blocked at never took): the run's error stands
+                        pass
 
     @staticmethod
     def _body(core: Core, fn, kwargs):

@@ -195,6 +195,24 @@ def test_cube_core_freeing_a_c2v_pipe(platform):
                             "is the peer's to make, or, for data the Cube core receives, bind a V2C (or BOTH) pipe")
 
 
+def test_the_cleanup_of_a_suspended_kernel_does_not_replace_the_runs_error():
+    """The run ends with the Cube's error while AIV0 waits in a TPOP inside try / finally: the
+    unwinding of AIV0 runs its finally, whose TFREE frees a slot the TPOP never took - a
+    ProtocolError of the ended run, not what the run reports."""
+    def vector_body(p, t):
+        try:
+            TPOP(p, t)          # waits: the Cube fails before its push reaches AIV0
+        finally:
+            TFREE(p)
+
+    def cube_body(p, t):
+        TPUSH(p, t)
+        raise ValueError("the Cube's own error")    # <- cube raises
+
+    with pytest.raises(ValueError, match="the Cube's own error"):
+        _pair(cube_body, vector_body)
+
+
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_wrong_dtype_for_the_pipe(platform):
     def vec(p, t):
