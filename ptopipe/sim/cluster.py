@@ -127,6 +127,20 @@ def suspended_kernel(core: Core, fn, r) -> KernelError:
                            "(or async); a generator the kernel loops over belongs in a helper it calls")
 
 
+def masked_error(e: PtoPipeError) -> PtoPipeError | None:
+    """The error of an instruction that a kernel's own cleanup error ``e`` was raised while
+    handling - a ``finally`` / ``with`` exit whose TFREE frees the slot of the TPOP that just
+    failed - with ``e`` in its details; None when ``e`` is no such error.  The first error is
+    the kernel's mistake; the second only follows from it (Python would report the second)."""
+    first = e.__context__
+    if (not isinstance(first, PtoPipeError) or e.__suppress_context__ or e.__cause__ is not None
+            or raised_at(first.__traceback__) is None):     # (not through the kernel's code)
+        return None
+    first.add_detail(f"(then the kernel's cleanup, run as this error propagated, raised "
+                     f"{type(e).__name__} at {e.where}: {e.what})")
+    return first
+
+
 def locate(e: PtoPipeError, loc) -> None:
     """Give error ``e``, raised with no location inside a kernel, the kernel line it left from
     (``loc``: the instruction or call that raised it; every error names where)."""
@@ -441,8 +455,12 @@ class Cluster:
                     e.ptopipe_raised_by = f"the kernel {getattr(fn, '__name__', fn)} on {core.name}"
                     if hasattr(e, "add_note"):          # (Python >= 3.11: its traceback says so too)
                         e.add_note(f"(raised by {e.ptopipe_raised_by} in a ptopipe run)")
-                elif isinstance(e, PtoPipeError) and e.where is None:
-                    locate(e, raised_at(e.__traceback__) or core.loc_override)
+                elif isinstance(e, PtoPipeError):
+                    if e.where is None:
+                        locate(e, raised_at(e.__traceback__) or core.loc_override)
+                    first = masked_error(e)
+                    if first is not None:
+                        raise first from None
                 raise
             except BaseException as e:          # e.g. sys.exit(): it must not end the program
                 raise kernel_exit(core, fn, e) from e

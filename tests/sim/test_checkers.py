@@ -213,6 +213,23 @@ def test_the_cleanup_of_a_suspended_kernel_does_not_replace_the_runs_error():
         _pair(cube_body, vector_body)
 
 
+def test_a_failed_tpop_is_reported_not_the_tfree_its_finally_makes():
+    """A TPOP fails inside try / finally; the finally's TFREE then fails too (nothing held):
+    the TPOP's error is the kernel's mistake, reported at its line with the TFREE's after it."""
+    def vector_body(p, t):
+        try:
+            TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0))   # <- popped in try
+        finally:
+            TFREE(p)                                                  # <- freed in finally
+
+    with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
+        _pair(lambda p, t: TPUSH(p, t), vector_body)
+    assert_where(ei.value, "popped in try")
+    then = ei.value.details.splitlines()[-1]
+    assert then.startswith("(then the kernel's cleanup, run as this error propagated, raised ProtocolError at ")
+    assert f"test_checkers.py:{marker_line('freed in finally', __file__)}: TFREE on AIV0 with no held slot" in then
+
+
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_wrong_dtype_for_the_pipe(platform):
     def vec(p, t):
