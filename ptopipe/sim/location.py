@@ -8,6 +8,7 @@ Interpreters (the DSL runtime) set an explicit location on the core instead.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -267,13 +268,21 @@ def suspended_at(frame) -> SourceLoc | None:
 
 def _with_callers(loc: SourceLoc, f) -> SourceLoc:
     """``loc``, the line of user frame ``f``, with the user frames that called ``f``'s
-    function (up to ptopipe's frame that runs the kernel) as its ``via``."""
+    function (up to ptopipe's frame that runs the kernel) as its ``via`` - not a library's
+    frame between them (``contextlib``'s of a ``with`` helper): no line of the kernel's."""
     via = []
     f = f.f_back
     while f is not None and not is_internal(f.f_code):
-        via.append(_locate(f))
+        if not _library_file(f.f_code.co_filename):
+            via.append(_locate(f))
         f = f.f_back
     return SourceLoc(*loc[:4], via=tuple(via)) if via else loc
+
+
+@functools.lru_cache(maxsize=4096)
+def _library_file(name: str) -> bool:
+    """Is the source file a library's (the standard library, site-packages)?"""
+    return os.path.realpath(name).startswith(_LIBRARY_DIRS)
 
 
 _sites: dict = {}        # id(code object of user code) -> {instruction offset: SourceLoc}
