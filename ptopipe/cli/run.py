@@ -9,7 +9,6 @@ from ..isa.launch import compare_launches
 from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, block_note, blocks_ran, engine_note, launch_kwargs,
                      refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
                      werror_verdict)
-from ..errors import PtoPipeError
 from ..sim.cluster import ENGINES
 from . import bounds
 from ..driver.loader import load_scenarios, pick_variants
@@ -95,7 +94,7 @@ def main(args) -> int:
                                    **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
                                    **sync_kwargs(args), **launch_kwargs(args), causal=args.causal,
                                    checks=not args.no_checks, engine=args.engine)
-        except PtoPipeError as e:
+        except Exception as e:          # (a kernel's own exception too: its reports up to it)
             if reports:
                 from .trace import reports_of_failed_run, write_reports
                 stopped = type(e).__name__

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import ConfigError, PtoPipeError
+from ..errors import ConfigError
 from ..isa.launch import compare_launches
 from ..report import profile, write_chrome_trace, write_html
 from .common import (CPP_SUFFIXES, add_launches, add_pto_func, add_ranges, block_note, blocks_ran,
@@ -96,7 +96,7 @@ def traced(run, args, label: str, tag: str, many: bool, result=lambda r: r):
     Chrome trace and ``--report`` written - after it, or up to the error it raises."""
     try:
         out = run()
-    except PtoPipeError as e:
+    except Exception as e:              # (a kernel's own exception too: its trace up to it)
         stopped = type(e).__name__
         reports_of_failed_run(e, lambda cluster: write_trace(cluster, args, label, tag, many, stopped))
         raise

@@ -7,12 +7,13 @@ A run is started from host code only: :func:`refuse_nested_run` is what ``run`` 
 from __future__ import annotations
 
 import sys
+import threading
 
 import greenlet
 
 from ..errors import ConfigError, KernelError
 from ..sim import Core, CoreKind
-from ..sim.location import user_loc
+from ..sim.location import own_code_loc, user_loc
 
 _getcurrent = greenlet.getcurrent
 
@@ -22,9 +23,21 @@ def kernel_core() -> Core:
     try:
         return _getcurrent().core     # only a core's greenlet has .core
     except AttributeError:
-        raise KernelError("an ISA instruction was called outside a running kernel",
-                          fix="call ISA functions only inside kernel functions started by "
-                              "ptopipe.run(...)") from None
+        raise outside_kernel() from None
+
+
+def outside_kernel() -> KernelError:
+    """The KernelError of an ISA call no core's kernel made - at a kernel file's top level (a
+    ``Tile(..., addr=...)`` places the tile on the running core), or on a thread a kernel
+    started - at the line of the user's code that made it."""
+    loc = own_code_loc(sys._getframe(1))
+    th = threading.current_thread()
+    on = "" if th is threading.main_thread() else f" (on thread {th.name!r})"
+    return KernelError(f"an ISA instruction was called outside a running kernel{on}",
+                       where=str(loc) if loc is not None else None,
+                       fix="call ISA functions, and make tiles placed with addr=, only inside the kernel "
+                           "functions ptopipe.run(...) starts, on their own thread: a kernel file's top "
+                           "level runs before any core, and a thread a kernel starts is no core")
 
 
 def current_core() -> Core:

@@ -509,6 +509,11 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                         e.run_cluster = cluster
                         cluster.stopped_by = e
                     raise
+                except Exception as e:
+                    if trace and hasattr(e, "ptopipe_raised_by"):    # the kernel's own exception: the
+                        e.run_cluster = cluster                       # same, its reports up to it
+                        cluster.stopped_by = e
+                    raise
                 finally:
                     if echo_prints and not again:
                         flush_prints(cluster)   # TPRINT's output, also of a run that failed

@@ -16,6 +16,7 @@ import json
 from enum import Enum
 
 from ..arch import PipeUnit
+from ..errors import PtoPipeError, shown_path, user_frame
 from ..sim.flags import Flag
 from ..sim.trace import RingArgs
 from ._io import atomic_open
@@ -72,7 +73,7 @@ def _write(f, run_or_cluster, tl: Timeline | None) -> None:
     err = getattr(cluster, "stopped_by", None)
     if err is not None:                 # a failed run: where it stopped, as a global instant
         buf.append(_dumps({"ph": "i", "s": "g", "name": f"stopped: {type(err).__name__}", "ts": tl.cycles,
-                           "pid": 0, "tid": 0, "args": {"what": err.what, "where": err.where}}))
+                           "pid": 0, "tid": 0, "args": _stopped(err)}))
     if buf:
         f.write(("" if first else ",") + ",".join(buf))
     other = {"generator": "ptopipe", "platform": cluster.platform.name, "cycles": tl.cycles,
@@ -81,8 +82,17 @@ def _write(f, run_or_cluster, tl: Timeline | None) -> None:
     if blocks > 1:                      # (the trace is one block's cluster: which one)
         other["block"], other["blocks"] = cluster.block, blocks
     if err is not None:
-        other["stopped_by"] = {"error": type(err).__name__, "what": err.what, "where": err.where}
+        other["stopped_by"] = {"error": type(err).__name__, **_stopped(err)}
     f.write('],"displayTimeUnit":"ns","otherData":' + _dumps(other) + "}")
+
+
+def _stopped(err) -> dict:
+    """What the error that ended a traced run says and where: a PtoPipeError's own, a kernel's
+    own exception's message and the kernel line that raised it."""
+    if isinstance(err, PtoPipeError):
+        return {"what": err.what, "where": err.where}
+    f = user_frame(err)
+    return {"what": str(err), "where": f"{shown_path(f.filename)}:{f.lineno}" if f else None}
 
 
 def _events(tl: Timeline):

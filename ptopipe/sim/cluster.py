@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from functools import partial
 from itertools import starmap
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 try:
     from operator import call
 except ImportError:                   # Python 3.10
@@ -34,7 +35,7 @@ from .context import RunContext, RunState
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet, sync_every_error
 from .flags import Flag, overflow_error
-from .location import raised_at
+from .location import raised_at, suspension_point
 from .memory import Memory, MemoryPool
 from .periodic import FastForward, applies
 from .schedule import SET, RandomPolicy, SchedulePolicy
@@ -105,6 +106,39 @@ def kernel_exit(core: Core, fn, e: BaseException) -> KernelError:
                        "cannot end the program or the run", where=str(where) if where else None,
                        fix="return from the kernel function to end it early; raise an exception "
                            "(e.g. ValueError) to report a failure")
+
+
+#: what calling a generator / coroutine function returns: an object, none of its body run
+_SUSPENDED = (GeneratorType, CoroutineType, AsyncGeneratorType)
+
+
+def suspended_kernel(core: Core, fn, r) -> KernelError:
+    """The KernelError of a kernel function that is a generator (a ``yield`` in it) or a
+    coroutine (``async def``): calling it ran none of its body, so the core issued nothing
+    and the other cores would wait for it - a deadlock that would not name the cause."""
+    code = getattr(r, "gi_code", None) or getattr(r, "cr_code", None) or r.ag_code
+    r.close()                       # (an unawaited coroutine would warn at its collection)
+    kind = ("a coroutine function (async def)" if r.__class__ is CoroutineType
+            else "a generator function (a yield in its body)")
+    return KernelError(f"the kernel {getattr(fn, '__name__', fn)} on {core.name} is {kind}: calling it "
+                       "ran none of its body, so the core issued no instruction",
+                       where=str(suspension_point(code)),
+                       fix="make the kernel a plain function that runs to its end: remove the yield "
+                           "(or async); a generator the kernel loops over belongs in a helper it calls")
+
+
+def masked_error(e: PtoPipeError) -> PtoPipeError | None:
+    """The error of an instruction that a kernel's own cleanup error ``e`` was raised while
+    handling - a ``finally`` / ``with`` exit whose TFREE frees the slot of the TPOP that just
+    failed - with ``e`` in its details; None when ``e`` is no such error.  The first error is
+    the kernel's mistake; the second only follows from it (Python would report the second)."""
+    first = e.__context__
+    if (not isinstance(first, PtoPipeError) or e.__suppress_context__ or e.__cause__ is not None
+            or raised_at(first.__traceback__) is None):     # (not through the kernel's code)
+        return None
+    first.add_detail(f"(then the kernel's cleanup, run as this error propagated, raised "
+                     f"{type(e).__name__} at {e.where}: {e.what})")
+    return first
 
 
 def locate(e: PtoPipeError, loc) -> None:
@@ -401,21 +435,32 @@ class Cluster:
                 gc.collect(2 if counts[2] >= gc_thresholds[2] else 1)
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
-                    c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
+                    try:
+                        c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
+                    except Exception:
+                        # its own cleanup failed on the ended run (a `finally` / `with` exit that
+                        # TFREEs what a TPOP blocked at never took): the run's error stands
+                        pass
 
     @staticmethod
     def _body(core: Core, fn, kwargs):
         def body():
             try:
-                fn(**kwargs)
+                r = fn(**kwargs)
+                if r is not None and r.__class__ in _SUSPENDED:
+                    raise suspended_kernel(core, fn, r)
             except _PASS_THROUGH as e:
                 if isinstance(e, Exception) and not isinstance(e, (PtoPipeError, Abort, Expired)) \
                         and not hasattr(e, "ptopipe_raised_by"):   # the kernel's own exception
                     e.ptopipe_raised_by = f"the kernel {getattr(fn, '__name__', fn)} on {core.name}"
                     if hasattr(e, "add_note"):          # (Python >= 3.11: its traceback says so too)
                         e.add_note(f"(raised by {e.ptopipe_raised_by} in a ptopipe run)")
-                elif isinstance(e, PtoPipeError) and e.where is None:
-                    locate(e, raised_at(e.__traceback__) or core.loc_override)
+                elif isinstance(e, PtoPipeError):
+                    if e.where is None:
+                        locate(e, raised_at(e.__traceback__) or core.loc_override)
+                    first = masked_error(e)
+                    if first is not None:
+                        raise first from None
                 raise
             except BaseException as e:          # e.g. sys.exit(): it must not end the program
                 raise kernel_exit(core, fn, e) from e

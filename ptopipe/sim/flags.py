@@ -82,12 +82,16 @@ def overflow_error(flag: Flag, limit: int) -> ProtocolError:
         return ProtocolError(f"{flag.name} overflows: {ahead}", where=str(flag.sender.where()),
                              details=why, fix=fix)
     if counter:
+        again = ch.free_again_note() if hasattr(ch, "free_again_note") else ""
         return ProtocolError(
             f"{flag.name} overflows: {ch.name}'s free credits pile up on a counter flag that holds at most "
-            f"{limit} ({flag.receiver.name} has not consumed {limit} of {flag.sender.name}'s frees)",
+            f"{limit} ({flag.receiver.name} has not consumed {limit} of {flag.sender.name}'s frees){again}",
             where=str(flag.sender.where()),
-            fix="send one free per popped tile (none where the TPOP already freed the slot) and let every "
-                "push wait where the protocol waits")
+            fix=("do not TFREE tiles popped from a GM ring under pto-isa on A5 (the TPOP freed the slot), or "
+                 "give the ring the consumer's memory (DIR_C2V / DIR_V2C, a VEC_FIFO / MAT_FIFO TMPipe)"
+                 if again else
+                 "send one free per popped tile (none where the TPOP already freed the slot) and let every "
+                 "push wait where the protocol waits"))
     return ProtocolError(
         f"{flag.name} overflows: counter already at its maximum {limit} "
         f"(the receiver {flag.receiver.name} has not consumed earlier SETs)",

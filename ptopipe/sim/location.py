@@ -8,6 +8,7 @@ Interpreters (the DSL runtime) set an explicit location on the core instead.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -134,6 +135,21 @@ def user_loc(frame=None) -> SourceLoc | None:
     return None
 
 
+def own_code_loc(frame) -> SourceLoc | None:
+    """The innermost frame from ``frame`` outward that is neither ptopipe's nor a library's
+    (the standard library, site-packages, code made from text): the line of the user's own
+    code that led to the call (None: none, e.g. a thread whose target is a ptopipe function)."""
+    f = frame
+    while f is not None:
+        code = f.f_code
+        name = code.co_filename
+        if not is_internal(code) and not name.startswith("<") \
+                and not os.path.realpath(name).startswith(_LIBRARY_DIRS):
+            return _locate(f)
+        f = f.f_back
+    return None
+
+
 def _kernel_part(frames) -> SourceLoc | None:
     """Of ``frames`` - ``(code, line)`` from the outermost inward, starting inside ptopipe
     (a run, a kernel's greenlet) - the innermost of the first ones outside ptopipe: the
@@ -157,6 +173,22 @@ def raised_at(tb) -> SourceLoc | None:
         frames.append((tb.tb_frame.f_code, tb.tb_lineno))
         tb = tb.tb_next
     return _kernel_part(frames)
+
+
+def suspension_point(code) -> SourceLoc:
+    """The first ``yield`` / ``await`` of a generator or coroutine function's ``code``
+    (its ``def`` line where it has none, as an ``async def`` that awaits nothing)."""
+    import dis
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        pos = getattr(ins, "positions", None)           # Python >= 3.11
+        if pos is not None:
+            line = pos.lineno or line
+        elif isinstance(ins.starts_line, int):          # Python 3.10
+            line = ins.starts_line
+        if ins.opname == "YIELD_VALUE":
+            return SourceLoc(code.co_filename, line, None, code.co_name)
+    return SourceLoc(code.co_filename, code.co_firstlineno, None, code.co_name)
 
 
 def stopped_at(frame) -> SourceLoc | None:
@@ -236,13 +268,21 @@ def suspended_at(frame) -> SourceLoc | None:
 
 def _with_callers(loc: SourceLoc, f) -> SourceLoc:
     """``loc``, the line of user frame ``f``, with the user frames that called ``f``'s
-    function (up to ptopipe's frame that runs the kernel) as its ``via``."""
+    function (up to ptopipe's frame that runs the kernel) as its ``via`` - not a library's
+    frame between them (``contextlib``'s of a ``with`` helper): no line of the kernel's."""
     via = []
     f = f.f_back
     while f is not None and not is_internal(f.f_code):
-        via.append(_locate(f))
+        if not _library_file(f.f_code.co_filename):
+            via.append(_locate(f))
         f = f.f_back
     return SourceLoc(*loc[:4], via=tuple(via)) if via else loc
+
+
+@functools.lru_cache(maxsize=4096)
+def _library_file(name: str) -> bool:
+    """Is the source file a library's (the standard library, site-packages)?"""
+    return os.path.realpath(name).startswith(_LIBRARY_DIRS)
 
 
 _sites: dict = {}        # id(code object of user code) -> {instruction offset: SourceLoc}

@@ -91,6 +91,39 @@ def test_a_failing_runs_report_and_trace_show_it_up_to_the_error(tmp_path, capsy
     assert "m1_no_tfree.py:" in data["otherData"]["stopped_by"]["where"]
 
 
+RAISES = '''
+import numpy as np
+import ptopipe
+from ptopipe.isa import *
+
+
+def vec(x, out):
+    t = Tile(TileType.Vec, float32, 1, 8, addr=0)
+    TLOAD(t, x)
+    TSTORE(out, t)
+    raise ZeroDivisionError("the kernel's own")   # RAISE
+
+
+SCENARIO = ptopipe.Scenario("raises", None, (vec, None), lambda rng: dict(x=np.ones((1, 8), np.float32),
+                            out=np.zeros((1, 8), np.float32)), lambda a: {"out": a["x"]})
+'''
+
+
+def test_a_run_a_kernels_own_exception_stops_gets_its_report_and_trace_up_to_it(tmp_path, capsys):
+    k = tmp_path / "k.py"
+    k.write_text(RAISES)
+    line = next(i for i, t in enumerate(RAISES.splitlines(), 1) if "# RAISE" in t)
+    html = tmp_path / "r.html"
+    assert cli_main(["run", str(k), "--report", str(html)]) == 1
+    assert "stopped with ZeroDivisionError" in capsys.readouterr().err and html.exists()
+    assert "stopped by ZeroDivisionError" in html.read_text()
+    trace = tmp_path / "t.json"
+    assert cli_main(["trace", str(k), "-o", str(trace)]) == 1
+    stop = json.loads(trace.read_text())["otherData"]["stopped_by"]
+    assert stop["error"] == "ZeroDivisionError" and stop["what"] == "the kernel's own"
+    assert stop["where"].endswith(f"k.py:{line}")
+
+
 SOFTMAX = os.path.join(ROOT, "tests", "pto_corpus", "v_softmax_rows_a3.pto")
 TWO_SCENARIOS = '''
 import numpy as np

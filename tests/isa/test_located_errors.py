@@ -1,11 +1,13 @@
 """Errors a kernel meets inside ptopipe's ISA name the kernel line that made them: a
 GlobalTensor used before a TALLOC / TPOP gave it an address (and which instruction used it),
-a GlobalTensor of more than 5 dimensions, a TMPipe between tiles that are no ring's ends, and
-an error raised with no location of its own while a kernel runs."""
+a GlobalTensor of more than 5 dimensions, a TMPipe between tiles that are no ring's ends, an
+ISA call no kernel made (a tile placed at a kernel file's top level, on a thread), and an error
+raised with no location of its own while a kernel runs."""
 from __future__ import annotations
 
 import inspect
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -127,3 +129,24 @@ def test_an_error_raised_in_a_kernel_without_a_location_gets_the_kernel_line():
         _run_vec(own_error)
     assert _at(ei.value.where) == _line(_raises_unlocated, "# OWN")
     assert str(ei.value).splitlines()[1].startswith("  at ")       # the rendered text shows it
+
+
+def place_a_tile(caught):
+    try:
+        Tile(TileType.Vec, float32, 4, 8, addr=0)        # PLACE
+    except KernelError as e:
+        caught.append(e)
+
+
+def test_an_isa_call_no_kernel_made_names_its_line():
+    # a kernel file's top level (a tile placed with addr= is placed on the running core)
+    with pytest.raises(KernelError) as ei:
+        Tile(TileType.Vec, float32, 4, 8, addr=0)
+    assert ei.value.what == "an ISA instruction was called outside a running kernel"
+    assert _at(ei.value.where) == (os.path.abspath(__file__), inspect.currentframe().f_lineno - 2)
+    caught = []
+    th = threading.Thread(target=place_a_tile, args=(caught,), name="helper")
+    th.start()
+    th.join()
+    assert caught[0].what == "an ISA instruction was called outside a running kernel (on thread 'helper')"
+    assert _at(caught[0].where) == _line(place_a_tile, "# PLACE")

@@ -1,11 +1,13 @@
 """Ring instructions a kernel issues from a function of its own are located at their line
 and the kernel line that called it, as set_flag / wait_flag are (docs/events.md): a leak and
-a deadlock at a TPOP in a helper say "(called from ...)".  Two ends of a pipe declaring
+a deadlock at a TPOP in a helper say "(called from ...)", with no library line between (a
+``with`` helper's contextlib frame).  Two ends of a pipe declaring
 different SyncPeriods pass under spec (which does not read it) with a warning naming both
 lines - pto-isa refuses them.  A flag clash under spec says what pto-isa's rings really
 number: two counter flags per ring, FlagID+2 / FlagID+3 for a DIR_BOTH pipe's V2C ring."""
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 
@@ -72,6 +74,26 @@ def test_a_deadlock_at_a_tpop_in_a_helper_names_the_kernel_line_that_called_it()
     assert _lines(ei.value.where) == [(HERE, _line(consume, "helper-pop")), (HERE, _line(vector, "the-call"))]
     blocked = next(ln for ln in ei.value.details.splitlines() if ln.strip().startswith("AIV0  TPOP"))
     assert f":{_line(vector, 'the-call')})" in blocked, blocked
+
+
+@contextlib.contextmanager
+def popped(pipe, y):
+    TPOP(pipe, y)                                        # ctx-pop
+    yield y
+
+
+def with_vector(fifo, n, pops):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x20000, 0)
+    y = Tile(TileType.Vec, float32, R, C)
+    for i in range(pops):
+        with popped(pipe, y):                            # the-with
+            pass
+
+
+def test_a_tpop_in_a_with_helper_names_the_with_line_and_no_library_line():
+    with pytest.raises(LeakError) as ei:
+        ptopipe.run(cube, (with_vector, None), dict(fifo=gm_buffer(2 * SLOT), n=1, pops=1))
+    assert _lines(ei.value.where) == [(HERE, _line(popped, "ctx-pop")), (HERE, _line(with_vector, "the-with"))]
 
 
 def sp_cube(fifo):

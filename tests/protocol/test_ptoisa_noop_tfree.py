@@ -130,3 +130,38 @@ def test_on_a5_the_surplus_credits_of_a_tfree_after_a_gm_tpop_name_that_tfree():
         ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
     assert "frees the slot a second time: the TFREE at " in str(ei.value), str(ei.value)
     assert f"test_ptoisa_noop_tfree.py:{line_of(kernels, 'FREE')})" in str(ei.value), str(ei.value)
+
+
+def tmpipe_gm_fifo_kernels():
+    """A one-lane GM_FIFO TMPipe, depth 8, FiFoSyncT 4, whose consumer TFREEs every tile."""
+    def mk(acc, t, fifo):
+        return TMPipe(0, FIFOType.GM_FIFO, 8, 4, acc, t, vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, 0x10000, 0)
+
+    def cube(fifo, n):
+        acc = Tile(TileType.Acc, float32, 16, 32, addr=0)
+        pipe = mk(acc, Tile(TileType.Vec, float32, 16, 32), fifo)
+        for _ in range(n):
+            TPUSH(pipe, acc)
+
+    def vector(fifo, n):
+        t = Tile(TileType.Vec, float32, 16, 32)
+        pipe = mk(Tile(TileType.Acc, float32, 16, 32), t, fifo)
+        for _ in range(n):
+            TPOP(pipe, t)
+            TFREE(pipe)                                            # AGAIN
+    return cube, (vector, None)
+
+
+def test_on_a5_free_credits_piling_up_from_tfrees_after_gm_tpops_name_that_tfree():
+    """A5 pto-isa: the doubled frees of a GM ring's consumer overflow the free flag before the
+    teardown counts them; the overflow says why and names the TFREE, as the teardown does."""
+    cube, aiv = tmpipe_gm_fifo_kernels()
+    with pytest.raises(PtoPipeError) as ei:
+        ptopipe.run(cube, aiv, dict(fifo=ptopipe.gm_buffer(8 * SLOT), n=16), platform="a5", protocol="pto-isa")
+    e = ei.value
+    assert type(e).__name__ == "ProtocolError" and "overflows" in e.what, str(e)
+    at = f"test_ptoisa_noop_tfree.py:{line_of(tmpipe_gm_fifo_kernels, 'AGAIN')}"
+    assert e.where.endswith(at)
+    assert e.what.endswith(f"(pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second "
+                           f"time: the TFREE at {e.where})"), e.what
+    assert e.fix.startswith("do not TFREE tiles popped from a GM ring under pto-isa on A5"), e.fix

@@ -185,6 +185,52 @@ def test_vector_core_producing_on_c2v_pipe(platform):
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cube_core_freeing_a_c2v_pipe(platform):
+    with pytest.raises(ProtocolError, match="TFREE on AIC: a Cube core is the consumer only of a V2C") as ei:
+        _pair(lambda p, t: (TPUSH(p, t), TFREE(p)),   # <- cube TFREE
+              lambda p, t: (TPOP(p, t), TFREE(p)), platform)
+    assert_where(ei.value, "cube TFREE")
+    # the fix names the instruction the kernel made and the end of the ring the Cube is
+    assert ei.value.fix == ("on this pipe the Cube core is the producer (TALLOC / TPUSH): the consumer's TFREE "
+                            "is the peer's to make, or, for data the Cube core receives, bind a V2C (or BOTH) pipe")
+
+
+def test_the_cleanup_of_a_suspended_kernel_does_not_replace_the_runs_error():
+    """The run ends with the Cube's error while AIV0 waits in a TPOP inside try / finally: the
+    unwinding of AIV0 runs its finally, whose TFREE frees a slot the TPOP never took - a
+    ProtocolError of the ended run, not what the run reports."""
+    def vector_body(p, t):
+        try:
+            TPOP(p, t)          # waits: the Cube fails before its push reaches AIV0
+        finally:
+            TFREE(p)
+
+    def cube_body(p, t):
+        TPUSH(p, t)
+        raise ValueError("the Cube's own error")    # <- cube raises
+
+    with pytest.raises(ValueError, match="the Cube's own error"):
+        _pair(cube_body, vector_body)
+
+
+def test_a_failed_tpop_is_reported_not_the_tfree_its_finally_makes():
+    """A TPOP fails inside try / finally; the finally's TFREE then fails too (nothing held):
+    the TPOP's error is the kernel's mistake, reported at its line with the TFREE's after it."""
+    def vector_body(p, t):
+        try:
+            TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0))   # <- popped in try
+        finally:
+            TFREE(p)                                                  # <- freed in finally
+
+    with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
+        _pair(lambda p, t: TPUSH(p, t), vector_body)
+    assert_where(ei.value, "popped in try")
+    then = ei.value.details.splitlines()[-1]
+    assert then.startswith("(then the kernel's cleanup, run as this error propagated, raised ProtocolError at ")
+    assert f"test_checkers.py:{marker_line('freed in finally', __file__)}: TFREE on AIV0 with no held slot" in then
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_wrong_dtype_for_the_pipe(platform):
     def vec(p, t):
         TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0) if platform == "a2a3" else   # <- f16 TPOP

@@ -420,6 +420,27 @@ def test_an_exit_inside_a_library_ptopipe_called_names_the_kernel_line():
     assert_at(ei.value, exits_in_a_library, "EXIT")
 
 
+# -- a kernel whose call runs none of its body -------------------------------------------------
+def yields_a_tile():
+    one_add()
+    yield 1  # SUSPEND
+
+
+async def awaits_nothing():  # SUSPEND
+    one_add()
+
+
+@pytest.mark.parametrize("kernel,kind", [(yields_a_tile, "a generator function (a yield in its body)"),
+                                         (awaits_nothing, "a coroutine function (async def)")])
+def test_a_generator_or_coroutine_kernel_is_a_kernel_error_at_its_yield(kernel, kind):
+    # not a deadlock of the Cube waiting for a Vector core that "returned" at once
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(cube_waits, (kernel, None), dict(fifo=ptopipe.gm_buffer(512)))
+    assert ei.value.what == (f"the kernel {kernel.__name__} on AIV0 is {kind}: calling it ran none of its "
+                             "body, so the core issued no instruction")
+    assert_at(ei.value, kernel, "SUSPEND")
+
+
 def test_a_keyboard_interrupt_in_a_kernel_is_still_one():
     def k():
         one_add()

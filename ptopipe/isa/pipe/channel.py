@@ -260,6 +260,16 @@ class Channel:
         return (f"; the pipe's {arg}={buf:#x} is unused (it has no such ring) and its {other} is the consumer's "
                 f"buffer: pass {buf:#x} as {other}")
 
+    def free_again_note(self) -> str:
+        """Why the consumer's frees outnumber the slots it took, where the protocol doubles them
+        (:attr:`tfree_frees`: pto-isa on A5, a tile TPOP from a GM ring frees the slot itself and
+        the TFREE after it frees it again), for a surplus's diagnosis ("" otherwise)."""
+        if not self.tfree_frees:
+            return ""
+        at = self.free_again_at
+        return (" (pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second time"
+                + (f": the TFREE at {at}" if at is not None else "") + ")")
+
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""
         key = (id(mem), addr, dtype, shape, strides)
@@ -329,6 +339,10 @@ class _SideCtl:
         return s[0].index if s else 0
 
 
+#: the instructions of each end of a ring
+_OPS = {"producer": "TALLOC / TPUSH", "consumer": "TPOP / TFREE"}
+
+
 class PipeHandle:
     """One core's view of a pipe (one or two channels).  Pass it to TPUSH/TPOP/TFREE."""
 
@@ -379,11 +393,13 @@ class PipeHandle:
         if ch is None:
             have = "/".join(self.channels) or "no"
             side = "Cube" if core.kind is CoreKind.AIC else "Vector"
+            other = "consumer" if role == "producer" else "producer"
             raise ProtocolError(
                 f"{op} on {core.name}: a {side} core is the {role} only of a {want} ring, but this "
                 f"pipe has {have} direction", where=str(core.where()),
-                fix=f"{'TPUSH' if role == 'producer' else 'TPOP'} from the {side} core needs a "
-                    f"{want} (or BOTH) pipe")
+                fix=f"on this pipe the {side} core is the {other} ({_OPS[other]}): the {role}'s {op} is "
+                    f"the peer's to make, or, for data the {side} core "
+                    f"{'sends' if role == 'producer' else 'receives'}, bind a {want} (or BOTH) pipe")
         if core is not self.core:
             raise ProtocolError(f"{op} on {core.name} uses a pipe bound on {self.core.name}",
                                 where=str(core.where()),

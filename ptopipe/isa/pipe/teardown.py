@@ -195,12 +195,7 @@ def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
     tag = next((t for t, flags in enumerate(side.free_flags) if f in flags), 0)
     due = ch.model.frees_due(ch, pushed, tag)
     if r["sent"] > due:
-        why = ""
-        if ch.tfree_frees:
-            at = ch.free_again_at
-            why = (" (pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second time"
-                   + (f": the TFREE at {at}" if at is not None else "") + ")")
-        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{why}"
+        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{ch.free_again_note()}"
     if ch.startup_credits and not ch.wait_every:
         bug = _drain_bug(ch.model, ch)
         if bug is not None:
