@@ -344,7 +344,7 @@ def end_scope(handle: PipeHandle) -> None:
             side.closed = True
 
 
-def reopen(core, ch: Channel, old: Side) -> None:
+def reopen(core, ch: Channel, old: Side) -> tuple | None:
     """``core`` constructs ``ch``'s pipe again after the object of its side ``old`` went out of
     scope (pto-isa builds a TPipe per task: its ``~TPipe()`` drains the credits the object's
     pushes left, and the new object's tile index starts at 0): ``old``'s teardown runs now -
