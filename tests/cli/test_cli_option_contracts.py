@@ -219,6 +219,20 @@ def test_a_misspelled_option_is_refused_by_its_command_with_the_option_it_resemb
     assert "unrecognized arguments: --platfrom a5; --platfrom: did you mean --platform?" in err
 
 
+@pytest.mark.parametrize("argv,said", [
+    (["check", S1, "--output", "out=o.npy"], "--output is an option of run, trace and compile, not of check"),
+    (["run", S1, "--schedules", "5"], "--schedules is an option of check and mutate, not of run"),
+    (["mutate", S1, "--input", "a=a.npy", "--input", "b=b.npy"], "--input is an option of run, check and trace, not of mutate"),
+])
+def test_another_commands_option_is_said_to_be_that_commands(argv, said, capsys):
+    # it was "--output: did you mean --input?", and "--input: did you mean --variant?" once per --input
+    with pytest.raises(SystemExit) as e:
+        cli_main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith(said) and err.count(said) == 1 and "did you mean" not in err, err
+
+
 @pytest.mark.parametrize("before", [["--werror"], ["--platform", "a5"], ["--timeout=5"]])
 def test_a_commands_option_given_before_the_command_word_is_said_to_go_after_it(capsys, before):
     # (with a value, the top level would take the value for the command word: "invalid choice: 'a5'")
