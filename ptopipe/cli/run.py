@@ -24,6 +24,7 @@ def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> Non
     p.add_argument("--seed", type=int, default=0,
                    help="input data seed (default 0; the same as --data-seed - check's --seed is its "
                         "first schedule seed)")
+    p.add_argument("--data-seed", dest="seed", type=int, metavar="SEED", help="the same as --seed")
     add_sync(p)
     add_werror(p)
     bounds.add_arguments(p)
@@ -58,7 +59,6 @@ def add_parser(sub) -> None:
     add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
     add_cpp_arguments(p)
-    p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG); with --variant all, "

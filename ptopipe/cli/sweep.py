@@ -24,7 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="input data seed of make_args' rng (default 0)")
+    p.add_argument("--data-seed", dest="seed", type=int, metavar="SEED", help="the same as --seed")
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
     bounds.add_arguments(p, per_row=True)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "

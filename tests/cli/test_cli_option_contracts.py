@@ -166,6 +166,15 @@ def test_platform_takes_ptoas_spelling_a3(command, capsys):
     assert "{a2a3,a3,a5}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["run", "check", "trace", "sweep"])
+def test_every_command_that_makes_inputs_takes_data_seed(command):
+    # (the README's `--data-seed` changes make_args' rng; trace's help called --seed "the same as
+    # --data-seed" and trace and sweep refused it)
+    from ptopipe.cli import build_parser
+    args = build_parser().parse_args([command, S1, "--data-seed", "7"])
+    assert (args.data_seed if command == "check" else args.seed) == 7
+
+
 @pytest.mark.parametrize("argv,option", [
     (["check", "{boom}", "--junit", "{missing}/j.xml"], "--junit"),
     (["check", "{boom}", "{boom}", "--junit", "{missing}/j.xml"], "--junit"),
