@@ -166,6 +166,17 @@ def test_platform_takes_ptoas_spelling_a3(command, capsys):
     assert "{a2a3,a3,a5}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["check", "mutate"])
+def test_runs_engine_given_to_a_checking_commands_engine_names_run_engine(command, capsys):
+    # (it was "invalid choice: 'periodic' (choose from 'local', 'ray')", where run takes --engine periodic)
+    with pytest.raises(SystemExit) as e:
+        cli_main([command, S1, "--engine", "periodic"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "argument --engine: 'periodic' is an execution engine, which this command takes as --run-engine "
+        "periodic (its --engine is where the work runs: local or ray)")
+
+
 @pytest.mark.parametrize("command", ["run", "check", "trace", "sweep"])
 def test_every_command_that_makes_inputs_takes_data_seed(command):
     # (the README's `--data-seed` changes make_args' rng; trace's help called --seed "the same as
