@@ -297,6 +297,9 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
      "gives has shape (4,)", "def golden"),
     (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
      "    return dict(x=undefined_name)"),
+    (dict(ARGS="dict(x=np.onse(4, np.float32), out=np.zeros(4, np.float32))"),
+     "make_args raised AttributeError: module 'numpy' has no attribute 'onse'. Did you mean: 'ones'?",
+     "    return dict(x=np.onse("),
     # sys.exit would end the command silently, with its status and no report
     (dict(GOLDEN="__import__('sys').exit(0)"), "golden raised SystemExit(0) (sys.exit): a scenario function "
      "cannot end the program", "    return __import__('sys').exit(0)"),
@@ -951,6 +954,19 @@ def test_an_exception_a_kernel_raises_names_the_core_that_raised_it(tmp_path, ca
     err = capsys.readouterr().err
     assert "error: ValueError: bad" in err and f"at {k}:7" in err
     assert "raised by the kernel vector on AIV1" in err and "Traceback" not in err
+
+
+def test_a_misspelt_instruction_in_a_kernel_is_told_the_closest_one(tmp_path, capsys):
+    # (Python's own "Did you mean" is printed under a traceback, which the command line does not show)
+    from ptopipe.cli import main as cli_main
+    k = tmp_path / "k_typo.py"
+    k.write_text("from ptopipe import Scenario\nfrom ptopipe.isa import *\n\n\n"
+                 "def vector(x):\n    t = Tile(TileType.Vec, float32, 8, 8)\n    TADDD(t, t, t)\n\n\n"
+                 "SCENARIO = Scenario('k', None, vector, lambda rng: {'x': 1}, lambda a, **_: {}, {'default': {}})\n")
+    assert cli_main(["run", str(k)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: NameError: name 'TADDD' is not defined. Did you mean: 'TADD'?\n"
+                          f"  at {k}:7\n"), err
 
 
 def test_an_exception_a_kernel_raises_keeps_its_type_with_a_note_naming_the_kernel():
