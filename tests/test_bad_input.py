@@ -1014,6 +1014,18 @@ def test_a_missing_kernel_file_names_the_files_the_command_takes(cmd, takes, tmp
     assert f"  fix: give the path of {takes}\n" in err, err
 
 
+@pytest.mark.parametrize("cmd, name, takes", [("run", "k.txt", ANY), ("check", "k.txt", ANY), ("trace", "k.txt", ANY),
+                                              ("sweep", "k.pto", "a kernel .py file defining SCENARIO")])
+def test_a_file_of_a_kind_the_command_does_not_run_names_the_files_it_takes(cmd, name, takes, tmp_path, capsys):
+    # (it was "give a .py file defining SCENARIO (the command also takes a .pto or a .cpp kernel where
+    # it says so in --help)", sweep's too, which takes no .pto)
+    f = tmp_path / name
+    f.write_text("")
+    code, out, err = _cli([cmd, f], capsys)
+    assert code == 1 and _error(err) == (f"{f} is not a Python file", "argument FILE")
+    assert f"  fix: give {takes}\n" in err, err
+
+
 @pytest.mark.parametrize("name", ["k.cpp", "k.txt"])
 def test_compile_of_a_file_that_is_no_python_names_the_files_compile_takes(name, tmp_path, capsys):
     f = tmp_path / name

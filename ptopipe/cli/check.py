@@ -18,7 +18,7 @@ from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, add_launches, ad
 from .errors import color, report_exception
 from .progress import Progress
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants, scenario_at
+from ..driver.loader import KERNEL_FILES, load_scenarios, pick_variants, scenario_at
 
 
 def add_parser(sub) -> None:
@@ -241,7 +241,7 @@ def _check(args, reports: list) -> int:
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import check_cpp_file
         return check_cpp_file(args, reports, check_scenarios)
-    scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+    scenarios = [(sc, []) for sc in load_scenarios(args.file, kinds=KERNEL_FILES)]
     path = os.path.abspath(args.file)
     return check_scenarios(args, reports, scenarios, [(scenario_at, path, i) for i in range(len(scenarios))])
 

@@ -12,7 +12,7 @@ from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option,
 from ..errors import PtoPipeError
 from ..sim.cluster import ENGINES
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants
+from ..driver.loader import KERNEL_FILES, load_scenarios, pick_variants
 
 
 def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> None:
@@ -130,5 +130,5 @@ def main(args) -> int:
             print("  " + res.summary.format().replace("\n", "\n  "))
         return failed
 
-    jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
+    jobs = [(sc, v) for sc in load_scenarios(args.file, kinds=KERNEL_FILES) for v in pick_variants(sc, args.variant)]
     return run_each(jobs, one)

@@ -37,7 +37,7 @@ def main(args) -> int:
     params = parse_params(args.param)
     # (--timeout bounds each row; loading the file here, before the rows, is bounded by it too)
     with CommandWatch(deadline(args.timeout)) if args.timeout is not None else contextlib.nullcontext():
-        sc = pick_scenario(load_scenarios(args.file), args.scenario)
+        sc = pick_scenario(load_scenarios(args.file, kinds=args.kernel_files), args.scenario)
     variant = args.variant or sc.default_variant
     platform, protocol = target(args, sc)
     bar = Progress(f"sweep of {sc.name}", 1)

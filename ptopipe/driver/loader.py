@@ -112,10 +112,11 @@ def load_module(path: str, source: str | None = None, bindings: dict | None = No
     return mod
 
 
-def load_scenarios(path: str, source: str | None = None, bindings: dict | None = None) -> list:
-    """The Scenarios the kernel file defines (``SCENARIO`` first); ``source`` and
-    ``bindings`` as for :func:`load_module`."""
-    mod = load_module(path, source, bindings)
+def load_scenarios(path: str, source: str | None = None, bindings: dict | None = None,
+                   kinds: str | None = None) -> list:
+    """The Scenarios the kernel file defines (``SCENARIO`` first); ``source``, ``bindings``
+    and ``kinds`` as for :func:`load_module`."""
+    mod = load_module(path, source, bindings, kinds)
     found = []
     sc = getattr(mod, "SCENARIO", None)
     if isinstance(sc, Scenario):
