@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
     add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
-    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
+    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: the one named 'default', else the first)")
     p.add_argument("--schedules", type=int, default=None,
                    help=f"schedules to explore (default {RUN_DEFAULTS['schedules']})")
     p.add_argument("--explore", default=None, choices=MODES,

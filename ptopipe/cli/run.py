@@ -20,7 +20,7 @@ def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> Non
     add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
-    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
+    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: the one named 'default', else the first)")
     p.add_argument("--seed", type=int, default=0,
                    help="input data seed (default 0; the same as --data-seed - check's --seed is its "
                         "first schedule seed)")
@@ -31,8 +31,8 @@ def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> Non
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto: "
-                                   "with the given or seeded inputs)")
+    p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto or "
+                                   "pto-isa .cpp: with the given (.pto: or seeded) inputs)")
     add_common(p, "kernel file: a .py defining SCENARIO (run and checked against its numpy golden), "
                   "a .pto PTO-AS file or a pto-isa .cpp file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")

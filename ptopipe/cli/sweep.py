@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("file", help="kernel file (.py defining SCENARIO)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="a make_args parameter and its values (at least one; repeatable), e.g. depth=1,2,4,8")
-    p.add_argument("--variant", default=None, help="variant giving the other parameters (default 'default')")
+    p.add_argument("--variant", default=None, help="variant giving the other parameters (default: the one named 'default', "
+                        "else the first)")
     p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
     add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
@@ -51,7 +52,7 @@ def main(args) -> int:
     finally:
         bar.close()
     print(f"sweep of {sc.name} (variant {variant}, {platform.name}, {protocol}): "
-          f"{len(rows)} configurations")
+          f"{len(rows)} configuration{'s' if len(rows) != 1 else ''}")
     print(format_table(rows))
     if args.plot:
         print(f"wrote {write_plot(rows, args.plot, f'ptopipe sweep {sc.name}')}")
