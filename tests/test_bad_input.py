@@ -1026,6 +1026,18 @@ def test_a_file_of_a_kind_the_command_does_not_run_names_the_files_it_takes(cmd,
     assert f"  fix: give {takes}\n" in err, err
 
 
+@pytest.mark.parametrize("dsl", [False, True])
+def test_a_file_without_a_scenario_is_told_how_to_run_its_pl_kernels(dsl, tmp_path, capsys):
+    # (what `compile --emit dsl` writes: pl kernels and a pl.program, no Scenario to run them with)
+    f = tmp_path / "k.py"
+    f.write_text("import ptopipe.language as pl\n\n\n@pl.aiv\ndef k(x: pl.Tensor[[16, 32], pl.f32]):\n"
+                 "    pl.store(pl.adds(pl.load(x, [0, 0], [16, 32]), 1.0), [0, 0], x)\n" if dsl else "X = 1\n")
+    code, out, err = _cli(["run", f], capsys)
+    assert code == 1 and _error(err) == (f"{f} defines no ptopipe.Scenario", None)
+    told = f"  fix: it defines pl kernels but no Scenario (the arguments and golden a run needs): `ptopipe check --static {f}`"
+    assert (told in err) == dsl and "define SCENARIO = ptopipe.Scenario(" in err, err
+
+
 @pytest.mark.parametrize("name", ["k.cpp", "k.txt"])
 def test_compile_of_a_file_that_is_no_python_names_the_files_compile_takes(name, tmp_path, capsys):
     f = tmp_path / name
