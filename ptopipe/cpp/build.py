@@ -527,12 +527,37 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, plat
     for role, f in out.roles.items():       # (a found kernel: a named template is refused there)
         if f.template:
             raise _template_error(role, f, f"{shown_path(path)}:{f.line}", code, api)
+    _refuse_one_name_of_two_types(out)
     out.one_lane, out.lane_note = _lone_vector(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
     out.buffer_tokens = _reaches(out, fns, lambda body: bool(_BUFFER_TOKENS.search(body)))
     out.own_events = _sets_events(out, fns) and ORIGIN_PREFIX not in text and not out.buffer_tokens
     return out
+
+
+def _refuse_one_name_of_two_types(k: Kernels) -> None:
+    """A ConfigError for a parameter name the Cube and the Vector kernel both have, declared
+    with another type in each: a run passes one argument per name (``--input v2``, ``args=``), so
+    the two cannot be different tensors.  ptoas numbers each function's parameters ``v1``,
+    ``v2``, ...: a Cube and a Vector function of a .pto without an entry have the same names for
+    different tensors."""
+    if k.entry is not None or k.aic is None or k.aiv is None or not (k.aic.decls and k.aiv.decls):
+        return
+    def typ(decl: str, name: str) -> str:
+        t = re.sub(rf"\b{re.escape(name)}\s*$", "", decl.split("=")[0].strip())
+        return re.sub(r"\s+", "", re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", t))
+    theirs = {n: (typ(d, n), d) for n, d in zip(k.aiv.params, k.aiv.decls)}
+    for n, d in zip(k.aic.params, k.aic.decls):
+        if n in theirs and typ(d, n) != theirs[n][0]:
+            raise ConfigError(
+                f"parameter {n!r} is `{d.strip()}` in the Cube kernel {k.aic.name} but `{theirs[n][1].strip()}` "
+                f"in the Vector kernel {k.aiv.name}: a run passes the one argument named {n} (--input {n}) "
+                f"to both, which cannot be two tensors",
+                where=f"{shown_path(k.path)}:{k.aiv.line}",
+                fix="name the parameters that are different tensors differently; ptoas numbers each "
+                    "function's parameters v1, v2, ...: give the .pto a pto.entry function that calls both "
+                    "kernels (ptoas then writes one __global__ entry), or run the .pto itself")
 
 
 def _sets_events(k: Kernels, fns: dict) -> bool:
