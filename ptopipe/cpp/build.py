@@ -704,8 +704,9 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
-        # (the kernels are its __global__ functions; a file with none: every function)
-        named = sorted(f.name for f in globals_) or sorted(fns)
+        # (the kernels are its __global__ functions; a file with none: every function - by their
+        # keys in fns: a function of a namespace is keyed by its own name, its .name spells both)
+        named = sorted(n for n, f in fns.items() if f.is_global) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: {naming('aic', 'NAME', api)} {naming('aiv', 'NAME', api)} "
                               f"({'__global__ ' if globals_ else ''}functions: "

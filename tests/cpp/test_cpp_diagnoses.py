@@ -131,6 +131,14 @@ def test_kernels_it_cannot_tell_apart_are_listed_by_their_global_functions(tmp_p
     with pytest.raises(ConfigError) as e:
         find_kernels(str(p))
     assert e.value.fix == "name them: --aic NAME --aiv NAME (__global__ functions: first, second)"
+    # a __global__ of a namespace (pto-isa's kernels/manual benchmarks: an included header's) is
+    # listed by its qualified name; it was a KeyError
+    (tmp_path / "bench.hpp").write_text("#pragma once\nnamespace bench {\n"
+                                        "__global__ AICORE void Baseline(__gm__ float *x) { (void)x; }\n}\n")
+    p.write_text(p.read_text() + '#include "bench.hpp"\n')
+    with pytest.raises(ConfigError) as e:
+        find_kernels(str(p))
+    assert e.value.fix == "name them: --aic NAME --aiv NAME (__global__ functions: bench::Baseline, first, second)"
 
 
 @pytest.mark.parametrize("code,one_lane", [
