@@ -8,6 +8,7 @@ of a call).
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -186,6 +187,33 @@ def user_frame(e: BaseException):
             if not f.filename.startswith((_PKG, "<frozen"))]
     # an exception received from a worker process has no traceback: the line it kept
     return user[-1] if user else getattr(e, "ptopipe_frame", None)
+
+
+def near_name(e: BaseException) -> str:
+    """``. Did you mean: 'TRELU'?`` for a NameError / AttributeError of user code whose name is
+    close to one it could have meant (the frame's names, the object's attributes), else "":
+    Python prints it with the traceback, which the command line does not show (``str(e)`` never
+    holds it)."""
+    name = getattr(e, "name", None)
+    if not isinstance(name, str) or not isinstance(e, (NameError, AttributeError)):
+        return ""
+    if isinstance(e, NameError):
+        tb = e.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is None:
+            return ""
+        f = tb.tb_frame
+        names = [*f.f_locals, *f.f_globals, *f.f_builtins]
+    else:
+        try:
+            names = dir(e.obj)
+        except Exception:       # noqa: BLE001 - no attribute obj (a hand-made error) or a failing __dir__
+            return ""
+    names = [n for n in names if isinstance(n, str) and n != name
+             and (name.startswith("_") or not n.startswith("_"))]
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f". Did you mean: {near[0]!r}?" if near else ""
 
 
 def ending_call(e: BaseException) -> str:

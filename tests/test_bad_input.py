@@ -297,6 +297,9 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
      "gives has shape (4,)", "def golden"),
     (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
      "    return dict(x=undefined_name)"),
+    (dict(ARGS="dict(x=np.onse(4, np.float32), out=np.zeros(4, np.float32))"),
+     "make_args raised AttributeError: module 'numpy' has no attribute 'onse'. Did you mean: 'ones'?",
+     "    return dict(x=np.onse("),
     # sys.exit would end the command silently, with its status and no report
     (dict(GOLDEN="__import__('sys').exit(0)"), "golden raised SystemExit(0) (sys.exit): a scenario function "
      "cannot end the program", "    return __import__('sys').exit(0)"),
@@ -953,6 +956,19 @@ def test_an_exception_a_kernel_raises_names_the_core_that_raised_it(tmp_path, ca
     assert "raised by the kernel vector on AIV1" in err and "Traceback" not in err
 
 
+def test_a_misspelt_instruction_in_a_kernel_is_told_the_closest_one(tmp_path, capsys):
+    # (Python's own "Did you mean" is printed under a traceback, which the command line does not show)
+    from ptopipe.cli import main as cli_main
+    k = tmp_path / "k_typo.py"
+    k.write_text("from ptopipe import Scenario\nfrom ptopipe.isa import *\n\n\n"
+                 "def vector(x):\n    t = Tile(TileType.Vec, float32, 8, 8)\n    TADDD(t, t, t)\n\n\n"
+                 "SCENARIO = Scenario('k', None, vector, lambda rng: {'x': 1}, lambda a, **_: {}, {'default': {}})\n")
+    assert cli_main(["run", str(k)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: NameError: name 'TADDD' is not defined. Did you mean: 'TADD'?\n"
+                          f"  at {k}:7\n"), err
+
+
 def test_an_exception_a_kernel_raises_keeps_its_type_with_a_note_naming_the_kernel():
     """ptopipe.run: the kernel's own exception propagates as itself (its traceback is the user's
     to read), noted with the kernel and the core that raised it."""
@@ -996,6 +1012,30 @@ def test_a_missing_kernel_file_names_the_files_the_command_takes(cmd, takes, tmp
     what, where = _error(err)
     assert code == 1 and what == f"no such file: {f}" and where == "argument FILE"
     assert f"  fix: give the path of {takes}\n" in err, err
+
+
+@pytest.mark.parametrize("cmd, name, takes", [("run", "k.txt", ANY), ("check", "k.txt", ANY), ("trace", "k.txt", ANY),
+                                              ("sweep", "k.pto", "a kernel .py file defining SCENARIO")])
+def test_a_file_of_a_kind_the_command_does_not_run_names_the_files_it_takes(cmd, name, takes, tmp_path, capsys):
+    # (it was "give a .py file defining SCENARIO (the command also takes a .pto or a .cpp kernel where
+    # it says so in --help)", sweep's too, which takes no .pto)
+    f = tmp_path / name
+    f.write_text("")
+    code, out, err = _cli([cmd, f], capsys)
+    assert code == 1 and _error(err) == (f"{f} is not a Python file", "argument FILE")
+    assert f"  fix: give {takes}\n" in err, err
+
+
+@pytest.mark.parametrize("dsl", [False, True])
+def test_a_file_without_a_scenario_is_told_how_to_run_its_pl_kernels(dsl, tmp_path, capsys):
+    # (what `compile --emit dsl` writes: pl kernels and a pl.program, no Scenario to run them with)
+    f = tmp_path / "k.py"
+    f.write_text("import ptopipe.language as pl\n\n\n@pl.aiv\ndef k(x: pl.Tensor[[16, 32], pl.f32]):\n"
+                 "    pl.store(pl.adds(pl.load(x, [0, 0], [16, 32]), 1.0), [0, 0], x)\n" if dsl else "X = 1\n")
+    code, out, err = _cli(["run", f], capsys)
+    assert code == 1 and _error(err) == (f"{f} defines no ptopipe.Scenario", None)
+    told = f"  fix: it defines pl kernels but no Scenario (the arguments and golden a run needs): `ptopipe check --static {f}`"
+    assert (told in err) == dsl and "define SCENARIO = ptopipe.Scenario(" in err, err
 
 
 @pytest.mark.parametrize("name", ["k.cpp", "k.txt"])

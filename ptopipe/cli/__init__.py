@@ -94,9 +94,10 @@ def report_only_on_stdout(args):
 
 def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     """``parser.parse_args(argv)``, except that arguments no option takes are refused by the
-    subcommand's parser (its usage, not the top level's) with the options they resemble; a
-    command's option given before the command word is said to go after it (with a value,
-    ``--platform a5 run``, the top level would read the value as the command)."""
+    subcommand's parser (its usage, not the top level's) with the options they resemble (or,
+    for another command's option, the commands that take it); a command's option given before
+    the command word is said to go after it (with a value, ``--platform a5 run``, the top level
+    would read the value as the command)."""
     words = list(sys.argv[1:] if argv is None else argv)
     subs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
     at = next((k for k, w in enumerate(words) if w in subs), None)
@@ -121,12 +122,25 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
                      + (f"; {' '.join(moved)} is {command}'s: put it after '{command}'" if moved else ""))
     known = [o for a in sub._actions for o in a.option_strings]
     hints = []
-    for x in extras:
+    for x in dict.fromkeys(extras):         # (a repeated option: one hint)
         name = x.split("=", 1)[0]
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if x.startswith("-") else []
-        if close and close[0] != name:
-            hints.append(f"{name}: did you mean {close[0]}?")
-    sub.error("unrecognized arguments: " + " ".join(extras) + ("; " + " ".join(hints) if hints else ""))
+        if not x.startswith("-"):
+            continue
+        others = [c for c, s in subs.items() if c != command
+                  and any(name in a.option_strings for a in s._actions)]
+        if others:                          # not a slip of the pen: another command's option
+            hint = f"{name} is an option of {_listed(others)}, not of {command}"
+        else:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"{name}: did you mean {close[0]}?" if close and close[0] != name else None
+        if hint and hint not in hints:
+            hints.append(hint)
+    sub.error("unrecognized arguments: " + " ".join(extras) + ("; " + "; ".join(hints) if hints else ""))
+
+
+def _listed(words: list) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def main(argv=None) -> int:

@@ -18,7 +18,7 @@ from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, add_launches, ad
 from .errors import color, report_exception
 from .progress import Progress
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants, scenario_at
+from ..driver.loader import KERNEL_FILES, load_scenarios, pick_variants, scenario_at
 
 
 def add_parser(sub) -> None:
@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
     add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
-    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
+    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: the one named 'default', else the first)")
     p.add_argument("--schedules", type=int, default=None,
                    help=f"schedules to explore (default {RUN_DEFAULTS['schedules']})")
     p.add_argument("--explore", default=None, choices=MODES,
@@ -241,7 +241,7 @@ def _check(args, reports: list) -> int:
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import check_cpp_file
         return check_cpp_file(args, reports, check_scenarios)
-    scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+    scenarios = [(sc, []) for sc in load_scenarios(args.file, kinds=KERNEL_FILES)]
     path = os.path.abspath(args.file)
     return check_scenarios(args, reports, scenarios, [(scenario_at, path, i) for i in range(len(scenarios))])
 

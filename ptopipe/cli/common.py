@@ -444,12 +444,23 @@ def add_run_engine(p, when: str) -> None:
                         f"else exact)")
 
 
+def _where_engine(value: str) -> str:
+    """``--engine`` of a checking command names where its work runs; an execution engine there
+    (``run``'s ``--engine periodic``) is refused with the option that takes it."""
+    from ..sim.cluster import ENGINES
+    if value in ENGINES:
+        raise argparse.ArgumentTypeError(f"{value!r} is an execution engine, which this command takes as "
+                                         f"--run-engine {value} (its --engine is where the work runs: "
+                                         f"local or ray)")
+    return value
+
+
 def add_engine_arguments(p, what: str | None = None) -> None:
     """``--engine local|ray``, ``--address``, ``--workers``: where a command's units (the files
     of a kernel library, the explored schedules of one kernel, the mutants of a kernel) run
     (:mod:`ptopipe.driver.engine`); ``what``: the command's units, said in the help."""
     from ..driver.engine import ENGINES
-    p.add_argument("--engine", default="local", choices=ENGINES,
+    p.add_argument("--engine", default="local", choices=ENGINES, type=_where_engine,
                    help="where the work runs" + (f" ({what})" if what else "") + ": local (a process "
                         "pool sized to the machine) or ray (a Ray cluster: pip install \"ptopipe[ray]\")")
     p.add_argument("--address", default=None, metavar="HOST:PORT",

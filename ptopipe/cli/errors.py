@@ -6,7 +6,7 @@ import sys
 import traceback
 
 from ..driver.check import with_dsl_line
-from ..errors import PtoPipeError, shown_path, user_frame
+from ..errors import PtoPipeError, near_name, shown_path, user_frame
 
 
 def color(text: str, code: str, stream=None) -> str:
@@ -29,7 +29,7 @@ def report_exception(e: BaseException) -> int:
         return 1
     # an exception raised by user code (the kernel, the scenario file): show where it is
     f = user_frame(e)
-    print(color(f"error: {type(e).__name__}: ", "1;31") + str(e), file=sys.stderr)
+    print(color(f"error: {type(e).__name__}: ", "1;31") + str(e) + near_name(e), file=sys.stderr)
     if f:
         print(f"  at {shown_path(f.filename)}:{f.lineno}", file=sys.stderr)
         if f.line:

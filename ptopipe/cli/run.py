@@ -11,7 +11,7 @@ from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option,
                      werror_verdict)
 from ..sim.cluster import ENGINES
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants
+from ..driver.loader import KERNEL_FILES, load_scenarios, pick_variants
 
 
 def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> None:
@@ -19,18 +19,19 @@ def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> Non
     add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
-    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
+    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: the one named 'default', else the first)")
     p.add_argument("--seed", type=int, default=0,
                    help="input data seed (default 0; the same as --data-seed - check's --seed is its "
                         "first schedule seed)")
+    p.add_argument("--data-seed", dest="seed", type=int, metavar="SEED", help="the same as --seed")
     add_sync(p)
     add_werror(p)
     bounds.add_arguments(p)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto: "
-                                   "with the given or seeded inputs)")
+    p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto or "
+                                   "pto-isa .cpp: with the given (.pto: or seeded) inputs)")
     add_common(p, "kernel file: a .py defining SCENARIO (run and checked against its numpy golden), "
                   "a .pto PTO-AS file or a pto-isa .cpp file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
@@ -57,7 +58,6 @@ def add_parser(sub) -> None:
     add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
     add_cpp_arguments(p)
-    p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG); with --variant all, "
@@ -129,5 +129,5 @@ def main(args) -> int:
             print("  " + res.summary.format().replace("\n", "\n  "))
         return failed
 
-    jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
+    jobs = [(sc, v) for sc in load_scenarios(args.file, kinds=KERNEL_FILES) for v in pick_variants(sc, args.variant)]
     return run_each(jobs, one)

@@ -18,13 +18,15 @@ def add_parser(sub) -> None:
     p.add_argument("file", help="kernel file (.py defining SCENARIO)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="a make_args parameter and its values (at least one; repeatable), e.g. depth=1,2,4,8")
-    p.add_argument("--variant", default=None, help="variant giving the other parameters (default 'default')")
+    p.add_argument("--variant", default=None, help="variant giving the other parameters (default: the one named 'default', "
+                        "else the first)")
     p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
     add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="input data seed of make_args' rng (default 0)")
+    p.add_argument("--data-seed", dest="seed", type=int, metavar="SEED", help="the same as --seed")
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
     bounds.add_arguments(p, per_row=True)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "
@@ -36,7 +38,7 @@ def main(args) -> int:
     params = parse_params(args.param)
     # (--timeout bounds each row; loading the file here, before the rows, is bounded by it too)
     with CommandWatch(deadline(args.timeout)) if args.timeout is not None else contextlib.nullcontext():
-        sc = pick_scenario(load_scenarios(args.file), args.scenario)
+        sc = pick_scenario(load_scenarios(args.file, kinds=args.kernel_files), args.scenario)
     variant = args.variant or sc.default_variant
     platform, protocol = target(args, sc)
     bar = Progress(f"sweep of {sc.name}", 1)
@@ -50,7 +52,7 @@ def main(args) -> int:
     finally:
         bar.close()
     print(f"sweep of {sc.name} (variant {variant}, {platform.name}, {protocol}): "
-          f"{len(rows)} configurations")
+          f"{len(rows)} configuration{'s' if len(rows) != 1 else ''}")
     print(format_table(rows))
     if args.plot:
         print(f"wrote {write_plot(rows, args.plot, f'ptopipe sweep {sc.name}')}")

@@ -13,7 +13,7 @@ from .common import (CPP_SUFFIXES, add_launches, add_pto_func, add_ranges, block
                      launch_kwargs, refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
                      werror_verdict)
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants
+from ..driver.loader import KERNEL_FILES, load_scenarios, pick_variants
 from .run import add_common
 
 
@@ -65,7 +65,7 @@ def main(args) -> int:
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import trace_cpp_file
         return trace_cpp_file(args)
-    jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
+    jobs = [(sc, v) for sc in load_scenarios(args.file, kinds=KERNEL_FILES) for v in pick_variants(sc, args.variant)]
     many = len(jobs) > 1
 
     def one(sc, v):

@@ -368,6 +368,13 @@ class Function:
     decls: list = None
     # the other functions of the same name (C++ overloads: a template of another parameter list)
     overloads: list = field(default_factory=list)
+    # the local header it is defined in (``#include "k.hpp"``), None: the kernel file itself
+    file: str | None = None
+
+    def at(self, path: str) -> str:
+        """``file:line`` of the definition, for messages: in the kernel file ``path``, or in the
+        local header it was read from."""
+        return f"{shown_path(self.file or path)}:{self.line}"
 
 
 _NAMESPACE = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)\s*\{")
@@ -526,13 +533,38 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, plat
     out, code, text, fns = _find_kernels(path, aic, aiv, None if platform is None else arch_known(platform), api)
     for role, f in out.roles.items():       # (a found kernel: a named template is refused there)
         if f.template:
-            raise _template_error(role, f, f"{shown_path(path)}:{f.line}", code, api)
+            raise _template_error(role, f, f.at(path), code, api)
+    _refuse_one_name_of_two_types(out)
     out.one_lane, out.lane_note = _lone_vector(out, code)
     # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
     # the program's, in either mode - every statement of it names its DSL line)
     out.buffer_tokens = _reaches(out, fns, lambda body: bool(_BUFFER_TOKENS.search(body)))
     out.own_events = _sets_events(out, fns) and ORIGIN_PREFIX not in text and not out.buffer_tokens
     return out
+
+
+def _refuse_one_name_of_two_types(k: Kernels) -> None:
+    """A ConfigError for a parameter name the Cube and the Vector kernel both have, declared
+    with another type in each: a run passes one argument per name (``--input v2``, ``args=``), so
+    the two cannot be different tensors.  ptoas numbers each function's parameters ``v1``,
+    ``v2``, ...: a Cube and a Vector function of a .pto without an entry have the same names for
+    different tensors."""
+    if k.entry is not None or k.aic is None or k.aiv is None or not (k.aic.decls and k.aiv.decls):
+        return
+    def typ(decl: str, name: str) -> str:
+        t = re.sub(rf"\b{re.escape(name)}\s*$", "", decl.split("=")[0].strip())
+        return re.sub(r"\s+", "", re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", "", t))
+    theirs = {n: (typ(d, n), d) for n, d in zip(k.aiv.params, k.aiv.decls)}
+    for n, d in zip(k.aic.params, k.aic.decls):
+        if n in theirs and typ(d, n) != theirs[n][0]:
+            raise ConfigError(
+                f"parameter {n!r} is `{d.strip()}` in the Cube kernel {k.aic.name} but `{theirs[n][1].strip()}` "
+                f"in the Vector kernel {k.aiv.name}: a run passes the one argument named {n} (--input {n}) "
+                f"to both, which cannot be two tensors",
+                where=k.aiv.at(k.path),
+                fix="name the parameters that are different tensors differently; ptoas numbers each "
+                    "function's parameters v1, v2, ...: give the .pto a pto.entry function that calls both "
+                    "kernels (ptoas then writes one __global__ entry), or run the .pto itself")
 
 
 def _sets_events(k: Kernels, fns: dict) -> bool:
@@ -624,19 +656,23 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
     except OSError as e:
         raise ConfigError(f"cannot read the C++ kernel {path}: {e.strerror}", where=path,
                           fix="give the path of a .cpp kernel file") from None
-    fns, codes, incs = {}, [], []
+    fns, codes, incs, inc_paths = {}, [], [], []
     for inc in re.findall(r'#\s*include\s*"([^"]+)"', text):     # kernels defined in local headers
+        inc_path = os.path.join(os.path.dirname(os.path.abspath(path)), inc)
         try:
-            with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc), encoding="utf-8",
-                      errors="replace") as f:
+            with open(inc_path, encoding="utf-8", errors="replace") as f:
                 incs.append(f.read())
+            inc_paths.append(inc_path)
         except OSError:
             continue
     # (a macro one of them defines may be what an #ifdef of another file tests)
     defined = frozenset(n for t in incs + [text] for n in _DEFINE.findall(_COMMENT.sub(_blank, t)))
-    for inc_text in incs:
+    for inc_path, inc_text in zip(inc_paths, incs):
         codes.append(visible_code(inc_text, defined, known))
-        fns.update(_functions(codes[-1]))
+        found = _functions(codes[-1])
+        for g in (h for f in found.values() for h in (f, *f.overloads)):
+            g.file = inc_path               # (its lines are the header's)
+        fns.update(found)
     own = visible_code(text, defined, known)
     fns.update(_functions(own))
     code = "\n".join(codes + [own])
@@ -681,8 +717,9 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
-        # (the kernels are its __global__ functions; a file with none: every function)
-        named = sorted(f.name for f in globals_) or sorted(fns)
+        # (the kernels are its __global__ functions; a file with none: every function - by their
+        # keys in fns: a function of a namespace is keyed by its own name, its .name spells both)
+        named = sorted(n for n, f in fns.items() if f.is_global) or sorted(fns)
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix=f"name them: {naming('aic', 'NAME', api)} {naming('aiv', 'NAME', api)} "
                               f"({'__global__ ' if globals_ else ''}functions: "
@@ -755,7 +792,7 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api
     if f.overloads:                         # overloads: the one the name's template arguments fit
         f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, named,
                       where, api, platform_known)
-    at = f"{where}:{f.line}"
+    at = f.at(path)
     if m is None:
         if f.template:
             raise _template_error(role, f, at, code, api)
@@ -776,7 +813,8 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api
     given = dict(zip(_template_names(f.template), args))
     elements = [_pointee(re.sub(r"[A-Za-z_]\w*", lambda w: given.get(w.group(0), w.group(0)), d))
                 for d in f.decls]
-    return Function(f"{f.name}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls)
+    return Function(f"{f.name}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls,
+                    file=f.file)
 
 
 def _overload(f: Function, args: list | None, scope: str, named: str, where: str, api: bool = False,
@@ -805,21 +843,21 @@ def _overload(f: Function, args: list | None, scope: str, named: str, where: str
         # it is, it takes these parameters
         return fits[0]
     if len(fits) > 1 and args is None:
-        lines = ", ".join(f"{where}:{g.line}" for g in fits)
+        lines = ", ".join(g.at(where) for g in fits)
         if platform_known:          # (an #if on a macro the compiler or $CXXFLAGS may define)
             raise ConfigError(f"{named}: {f.name} is defined {len(fits)} times with different parameters ({lines}), "
-                              "in branches of an #if ptopipe cannot decide from the file", where=f"{where}:{fits[0].line}",
+                              "in branches of an #if ptopipe cannot decide from the file", where=fits[0].at(where),
                               fix="give each definition a name of its own (an #if on defined(PTO_NPU_ARCH_A2A3) / "
                                   "defined(PTO_NPU_ARCH_A5) is decided by the platform the kernel runs on)")
         given = "pass platform='a2a3' or 'a5'" if api else "run it with --platform a2a3 or a5"
         raise ConfigError(f"{named}: {f.name} is defined {len(fits)} times with different parameters ({lines}), in "
-                          "branches of an #if ptopipe does not judge without the platform", where=f"{where}:{fits[0].line}",
+                          "branches of an #if ptopipe does not judge without the platform", where=fits[0].at(where),
                           fix=f"{given} (a branch on defined(PTO_NPU_ARCH_A2A3) / (PTO_NPU_ARCH_A5) is then "
                               "decided), or give each definition a name of its own")
     if len(fits) > 1:
         raise ConfigError(f"{named}: {len(fits)} overloads of {f.name} take these template arguments "
-                          f"({', '.join(f'{where}:{g.line}' for g in fits)}): ptopipe runs a kernel by its name "
-                          "and cannot tell which", where=f"{where}:{fits[0].line}",
+                          f"({', '.join(g.at(where) for g in fits)}): ptopipe runs a kernel by its name "
+                          "and cannot tell which", where=fits[0].at(where),
                           fix="give the kernel to run a name of its own (or move the other overloads out of the file)")
     return fits[0] if fits else f
 
@@ -910,7 +948,7 @@ def expected_side(kernels: Kernels, role: str):
     if f is None:
         return None
     common = device_macros
-    return KernelSide(role, f.name, f"{shown_path(kernels.path)}:{f.line}",
+    return KernelSide(role, f.name, f.at(kernels.path),
                      (lambda p: common(p) + side_macros(p, role)) if kernels.sided else common, kernels.sided,
                      (lambda p: side_body_kept(kernels.path, f.name, role, p)) if kernels.sided else None)
 
@@ -978,7 +1016,8 @@ def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
         if len(args) != len(callee.params) or any(a not in entry.params for a in args):
             return None
         # (the kernel takes the entry's arguments by their names there, its pointers' element types its own)
-        setattr(out, role, Function(callee.name, args, callee.line, callee.is_global, callee.body, callee.elements))
+        setattr(out, role, Function(callee.name, args, callee.line, callee.is_global, callee.body, callee.elements,
+                                    file=callee.file))
     return out
 
 
@@ -1180,7 +1219,7 @@ def build_warnings(libs: dict, kernels: Kernels | None = None) -> list:
         warned.append((f"the kernel {kernels.aic.name} uses Cube tiles and Vector tiles (TileType::Vec) with no "
                        f"__DAV_CUBE__ / __DAV_VEC__ sections; {MIXED_ON_ONE_CORE} (the AIC, given a UB). On the "
                        "device, split it into a Cube and a Vector kernel joined by a pipe",
-                       f"{shown_path(kernels.path)}:{kernels.aic.line}"))
+                       kernels.aic.at(kernels.path)))
     return warned
 
 
@@ -1260,7 +1299,7 @@ def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag
     under the build's macros (a body guarded by another side's or platform's macro)."""
     fns = functions(text)
     side = " / ".join(SIDE_NAMES[r] for r, n in roles.items() if n == name)
-    where = f"{shown_path(path)}:{fns[base_name(name)].line}" if base_name(name) in fns else shown_path(path)
+    where = fns[base_name(name)].at(path) if base_name(name) in fns else shown_path(path)
     macros = " ".join("-D" + d for d in defines)
     return CompileError(f"the {side} kernel {name} is not defined when ptopipe compiles it ({macros}): "
                         "a preprocessor #if around it leaves it out", where=where,
@@ -1292,7 +1331,7 @@ def _parameter_error(path: str, roles: dict, ptype: str, text: str, diag: str) -
         for pname, decl in zip(f.params, f.decls or ()):
             if re.search(r"\b" + re.escape(word) + r"\b", decl) and "*" not in decl and "&" not in decl:
                 return CompileError(f"the {SIDE_NAMES[role]} kernel {name} takes its parameter {pname} as a {ptype} "
-                                    f"by value: {passes}", where=f"{shown_path(path)}:{f.line}",
+                                    f"by value: {passes}", where=f.at(path),
                                     details="\n".join(diag.strip().splitlines()[:12]),
                                     fix=f"take {pname} by pointer (__gm__ {word} *) or as an integer / float")
     return CompileError(f"a kernel of {shown_path(path)} takes a {ptype} by value: {passes}", where=shown_path(path),

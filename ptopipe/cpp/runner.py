@@ -84,14 +84,14 @@ class Loaded:
             sig_fn = getattr(lib, f"ptopipe_sig_{role}")
             sig_fn.restype = ctypes.c_char_p
             f = kernels.roles[role]
-            label = f"{os.path.basename(kernels.path)}:{f.line} {f.name}"
+            label = f"{os.path.basename(f.file or kernels.path)}:{f.line} {f.name}"
             frames = getattr(lib, "ptopipe_abort_frames", None)
             if frames is not None:
                 frames.argtypes = [ctypes.c_void_p, ctypes.c_int]
                 frames.restype = ctypes.c_int
             fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements,
                                  expected_side(kernels, role), frames, tuple(libs.values()),
-                                 start=(kernels.path, -(KERNEL_SITE + f.line)),
+                                 start=(f.file or kernels.path, -(KERNEL_SITE + f.line)),
                                  stop_at=None if crash_fd >= 0 else _stop_at(lib, kernels.path))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
         if kernels.mixed:               # (build.Kernels.mixed: both kinds of tiles on the AIC)
@@ -183,7 +183,7 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
                     raise refused[plat]
                 # (a bound passing while the compiler runs names the kernel, not the wait for it)
                 was, f = core.loc_override, found[plat].roles[role]
-                core.loc_override = SourceLoc(path, f.line, None, f.name)
+                core.loc_override = SourceLoc(f.file or path, f.line, None, f.name)
                 try:
                     k = loaded[plat] = Loaded(found[plat], build(found[plat], plat), bridge_lib=bridge())
                 finally:

@@ -112,10 +112,11 @@ def load_module(path: str, source: str | None = None, bindings: dict | None = No
     return mod
 
 
-def load_scenarios(path: str, source: str | None = None, bindings: dict | None = None) -> list:
-    """The Scenarios the kernel file defines (``SCENARIO`` first); ``source`` and
-    ``bindings`` as for :func:`load_module`."""
-    mod = load_module(path, source, bindings)
+def load_scenarios(path: str, source: str | None = None, bindings: dict | None = None,
+                   kinds: str | None = None) -> list:
+    """The Scenarios the kernel file defines (``SCENARIO`` first); ``source``, ``bindings``
+    and ``kinds`` as for :func:`load_module`."""
+    mod = load_module(path, source, bindings, kinds)
     found = []
     sc = getattr(mod, "SCENARIO", None)
     if isinstance(sc, Scenario):
@@ -124,9 +125,25 @@ def load_scenarios(path: str, source: str | None = None, bindings: dict | None =
         if isinstance(v, Scenario) and v not in found:
             found.append(v)
     if not found:
-        raise ConfigError(f"{path} defines no ptopipe.Scenario",
-                          fix="define SCENARIO = ptopipe.Scenario(name, aic, aiv, make_args, golden, variants)")
+        fix = "define SCENARIO = ptopipe.Scenario(name, aic, aiv, make_args, golden, variants)"
+        if _defines_dsl(mod):
+            fix = (f"it defines pl kernels but no Scenario (the arguments and golden a run needs): "
+                   f"`ptopipe check --static {path}` verifies them as they are, and "
+                   f"`ptopipe compile {path} --emit pto -o k.pto` then `ptopipe run k.pto` runs them on "
+                   f"seeded inputs; or {fix}")
+        raise ConfigError(f"{path} defines no ptopipe.Scenario", fix=fix)
     return found
+
+
+def _defines_dsl(mod) -> bool:
+    """Whether the module defines ``pl`` kernels: a ``pl.program``, an ``@pl`` function or a
+    KernelSet (what ``compile`` and ``check --static`` take without a Scenario)."""
+    from ..ir import Operation
+    from ..ir.opdefs import ProgramOp
+    from ..language.frontend import DSLFunction
+    from ..runtime import KernelSet
+    return any(isinstance(v, (DSLFunction, KernelSet)) or (isinstance(v, Operation) and v.is_a(ProgramOp))
+               for v in vars(mod).values())
 
 
 def scenario_at(path: str, index: int) -> tuple:

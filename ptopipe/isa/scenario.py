@@ -16,7 +16,7 @@ from ..arch import get_platform
 from ..protocol.versions import parse as parse_protocol
 from ..sim.cluster import sync_mode
 from .launch import RunResult, kernels_problem, run
-from ..errors import ending_call, with_article
+from ..errors import ending_call, near_name, with_article
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def _call(sc: "Scenario", name: str, *args, **params):
                               "cannot end the program", where=where,
                               fix=f"return the {result} from {name}; raise an exception (e.g. "
                                   "ValueError) to report a failure") from e
-        raise ConfigError(f"scenario {sc.name!r}: {name} raised {type(e).__name__}: {e}", where=where,
+        raise ConfigError(f"scenario {sc.name!r}: {name} raised {type(e).__name__}: {e}{near_name(e)}", where=where,
                           fix=f"fix {call}: it runs before the kernel, with the variant's parameters") from e
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import operator
 
 import numpy as np
@@ -40,7 +41,7 @@ from ..ir.pipe_config import name_rings
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType, Tile
-from ..errors import with_article
+from ..errors import near_name, with_article
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
                ast.Div: "/", ast.BitOr: "|", ast.BitAnd: "&"}
@@ -300,6 +301,23 @@ class FunctionParser:
             return getattr(base, node.attr, _MISSING)
         return None
 
+    def near(self, node, ops: bool = False) -> str:
+        """``did you mean pl.relu? `` for a misspelled name (``pl.reluu``, ``TWOO``): the closest
+        attribute of its module (``ops``: op of it), or kernel value or module name, else ""."""
+        if isinstance(node, ast.Attribute):
+            base = self.lookup_ns(node.value)
+            if base is None or base is _MISSING:
+                return ""
+            names = [n for n in dir(base) if not n.startswith("_")
+                     and (not ops or isinstance(getattr(base, n, None), DSLOp))]
+            prefix, word = f"{ast.unparse(node.value)}.", node.attr
+        elif isinstance(node, ast.Name):
+            names, prefix, word = [*self.env, *self.ns], "", node.id
+        else:
+            return ""
+        near = difflib.get_close_matches(word, [n for n in names if n != word], n=1, cutoff=0.6)
+        return f"did you mean {prefix}{near[0]}? " if near else ""
+
     def static_operand(self, node):
         """``(True, value)`` when ``node`` is a compile-time Python value - a literal, a module
         or closure name that is not a kernel value, an attribute of one, a tuple / list of
@@ -374,9 +392,11 @@ class FunctionParser:
         except NameError as e:
             at = next((n for n in ast.walk(node) if isinstance(n, ast.Name)
                        and n.id not in self.ns and f"'{n.id}'" in str(e)), node)
-            raise self.err(at, f"{what}: {e}", "define the constant at module level") from None
+            raise self.err(at, f"{what}: {e}{near_name(e)}", "define the constant at module level") from None
         except Exception as e:   # a bad annotation / constant expression
-            raise self.err(node, f"{what}: {e}") from None
+            raise self.err(node, f"{what}: {e}{near_name(e)}",
+                           "give a literal, a pl name (pl.Mat, pl.f32, pl.TILE_UP_DOWN ...) or a "
+                           "module-level constant") from None
 
     # -- function -------------------------------------------------------------------------
     def parse(self) -> Operation:
@@ -774,7 +794,7 @@ class FunctionParser:
                            "which carries it)")
         if obj is _MISSING:
             raise self.err(node, f"name '{node.id}' is not defined",
-                           "define it before use (kernel values) or at module level (constants)")
+                           f"{self.near(node)}define it before use (kernel values) or at module level (constants)")
         return self.constant(obj, node)
 
     def const(self, value, type_, loc):
@@ -874,7 +894,7 @@ class FunctionParser:
             obj = self.lookup_ns(node)
             if obj is _MISSING:
                 raise self.err(node, f"'{ast.unparse(node)}' is not defined",
-                               "see `import ptopipe.language as pl; dir(pl)` for the ops")
+                               f"{self.near(node)}see `import ptopipe.language as pl; dir(pl)` for the ops")
             return self.constant(obj, node)
         if isinstance(node, ast.Call):
             return self.call(node)
@@ -985,7 +1005,7 @@ class FunctionParser:
                     "; on compile-time values (module or closure constants) they are read as "
                     "their value" if name in _STATIC_BUILTINS else "")
             raise self.err(node.func, f"unknown op '{name}'",
-                           "see dir(ptopipe.language) for the ops; Python builtins and other "
+                           f"{self.near(node.func, ops=True)}see dir(ptopipe.language) for the ops; Python builtins and other "
                            f"functions cannot be called on kernel values{hint}")
         if not isinstance(obj, DSLOp):
             raise self.err(node.func, f"'{ast.unparse(node.func)}' is not a pl op",

@@ -199,6 +199,26 @@ def test_platform_takes_ptoas_spelling_a3(command, capsys):
     assert "{a2a3,a3,a5}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["check", "mutate"])
+def test_runs_engine_given_to_a_checking_commands_engine_names_run_engine(command, capsys):
+    # (it was "invalid choice: 'periodic' (choose from 'local', 'ray')", where run takes --engine periodic)
+    with pytest.raises(SystemExit) as e:
+        cli_main([command, S1, "--engine", "periodic"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "argument --engine: 'periodic' is an execution engine, which this command takes as --run-engine "
+        "periodic (its --engine is where the work runs: local or ray)")
+
+
+@pytest.mark.parametrize("command", ["run", "check", "trace", "sweep"])
+def test_every_command_that_makes_inputs_takes_data_seed(command):
+    # (the README's `--data-seed` changes make_args' rng; trace's help called --seed "the same as
+    # --data-seed" and trace and sweep refused it)
+    from ptopipe.cli import build_parser
+    args = build_parser().parse_args([command, S1, "--data-seed", "7"])
+    assert (args.data_seed if command == "check" else args.seed) == 7
+
+
 @pytest.mark.parametrize("argv,option", [
     (["check", "{boom}", "--junit", "{missing}/j.xml"], "--junit"),
     (["check", "{boom}", "{boom}", "--junit", "{missing}/j.xml"], "--junit"),
@@ -250,6 +270,20 @@ def test_a_misspelled_option_is_refused_by_its_command_with_the_option_it_resemb
     err = capsys.readouterr().err
     assert f"usage: ptopipe {command} " in err
     assert "unrecognized arguments: --platfrom a5; --platfrom: did you mean --platform?" in err
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["check", S1, "--output", "out=o.npy"], "--output is an option of run, trace and compile, not of check"),
+    (["run", S1, "--schedules", "5"], "--schedules is an option of check and mutate, not of run"),
+    (["mutate", S1, "--input", "a=a.npy", "--input", "b=b.npy"], "--input is an option of run, check and trace, not of mutate"),
+])
+def test_another_commands_option_is_said_to_be_that_commands(argv, said, capsys):
+    # it was "--output: did you mean --input?", and "--input: did you mean --variant?" once per --input
+    with pytest.raises(SystemExit) as e:
+        cli_main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith(said) and err.count(said) == 1 and "did you mean" not in err, err
 
 
 @pytest.mark.parametrize("before", [["--werror"], ["--platform", "a5"], ["--timeout=5"]])

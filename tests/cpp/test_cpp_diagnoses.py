@@ -146,6 +146,29 @@ def test_kernels_it_cannot_tell_apart_are_listed_by_their_global_functions(tmp_p
     with pytest.raises(ConfigError) as e:
         find_kernels(str(p))
     assert e.value.fix == "name them: --aic NAME --aiv NAME (__global__ functions: first, second)"
+    # a __global__ of a namespace (pto-isa's kernels/manual benchmarks: an included header's) is
+    # listed by its qualified name; it was a KeyError
+    (tmp_path / "bench.hpp").write_text("#pragma once\nnamespace bench {\n"
+                                        "__global__ AICORE void Baseline(__gm__ float *x) { (void)x; }\n}\n")
+    p.write_text(p.read_text() + '#include "bench.hpp"\n')
+    with pytest.raises(ConfigError) as e:
+        find_kernels(str(p))
+    assert e.value.fix == "name them: --aic NAME --aiv NAME (__global__ functions: bench::Baseline, first, second)"
+
+
+def test_a_kernel_defined_in_a_local_header_is_located_there(tmp_path):
+    """A kernel function of an included header is at the header's line (it was the kernel file's
+    path with the header's line: k.cpp:6 of a 4-line k.cpp)."""
+    from ptopipe.cpp.build import find_kernels
+    from ptopipe.errors import ConfigError
+    (tmp_path / "cube.hpp").write_text("#pragma once\n#include <pto/pto-inst.hpp>\nusing namespace pto;\n\n"
+                                       "template <int N>\n__global__ AICORE void t_cube(__gm__ float *x) { (void)x; }\n")
+    p = tmp_path / "k.cpp"
+    p.write_text('#include "cube.hpp"\n\n__global__ AICORE void k_vec(__gm__ float *x) { (void)x; }\n')
+    with pytest.raises(ConfigError) as e:
+        find_kernels(str(p), aic="t_cube", aiv="k_vec")
+    assert e.value.where == f"{tmp_path / 'cube.hpp'}:6", e.value.where
+    assert find_kernels(str(p), aic="t_cube<1>", aiv="k_vec").aic.at(str(p)) == f"{tmp_path / 'cube.hpp'}:6"
 
 
 @pytest.mark.parametrize("code,one_lane", [

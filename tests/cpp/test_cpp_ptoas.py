@@ -84,6 +84,24 @@ def test_a_kernel_using_both_kinds_of_tiles_is_the_cubes_given_a_ub(tmp_path):
     assert not find_kernels(str(f)).mixed
 
 
+def test_a_parameter_name_the_two_kernels_declare_with_two_types_is_refused(tmp_path):
+    """ptoas numbers each function's parameters v1, v2, ...: a Cube and a Vector function of a .pto
+    without an entry share names for different tensors, which a run (one argument per name) would
+    alias - here cube's v2 (a float tensor) would be vec's ring buffer; the same name of one type
+    (a shared ring buffer), qualifiers aside, is one tensor and runs."""
+    f = tmp_path / "pair.cpp"
+    f.write_text("AICORE void k_cube(__gm__ float* v1, __gm__ float* v2, __gm__ uint8_t* v3) {}\n\n"
+                 "AICORE void k_vec(__gm__ float* v1,\n                __gm__ uint8_t* v2) {}\n")
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(f))
+    assert ei.value.where == f"{f}:3", ei.value.where
+    assert ei.value.what.startswith("parameter 'v2' is `__gm__ float* v2` in the Cube kernel k_cube but "
+                                    "`__gm__ uint8_t* v2` in the Vector kernel k_vec"), ei.value.what
+    f.write_text("AICORE void k_cube(__gm__ const float *a, __gm__ uint8_t *fifo) {}\n"
+                 "AICORE void k_vec(__gm__ float* a, __gm__ uint8_t* fifo) {}\n")
+    assert find_kernels(str(f)).aiv.name == "k_vec"
+
+
 def test_a_kernel_ordering_its_pipes_with_buffer_tokens_runs_in_the_auto_mode(tmp_path):
     """A5's get_buf / rls_buf (ptoas's pto.get_buf / pto.rls_buf), which ptopipe does not model,
     put a kernel that also sets events in the auto mode, as the .pto runs, with a note saying so."""

@@ -335,6 +335,25 @@ def k(x: pl.Tensor[[16, 32], pl.f32]):
         total = pl.yield_(s_new)
     pl.store(@@s_new, [0, 0], x)
 ''',
+    # misspelt names: the fix (or, for a compile-time constant, the message) names the closest
+    "misspelt_op": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(@@pl.reluu(t), [0, 0], x)
+''',
+    "misspelt_value": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    scale = 2.0
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.muls(t, @@scalee), [0, 0], x)
+''',
+    "misspelt_space": '''
+@pl.aic
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32], space=@@pl.Mta)
+''',
 }
 
 
@@ -680,6 +699,16 @@ def test_a_carried_value_whose_type_changes_is_named_by_its_source_name():
         pl.parse(text, filename="c.py")
     assert ei.value.what == ("loop-carried 'acc' starts as a Vec tile 16x16 f32 but the loop body makes it "
                              "a Vec tile 16x16 f16"), ei.value.what
+
+
+@pytest.mark.parametrize("name, said", [("misspelt_op", "did you mean pl.relu? "),
+                                        ("misspelt_value", "did you mean scale? "),
+                                        ("misspelt_space", "has no attribute 'Mta'. Did you mean: 'Mat'?")])
+def test_a_misspelt_name_is_told_the_closest_one(name, said):
+    text, line, col = _case(CASES[name])
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename="m.py")
+    assert ei.value.where == f"m.py:{line}:{col}" and said in str(ei.value), ei.value
 
 
 @pytest.mark.parametrize("name, fix", [("tile_pow_operator", "call the pl op: pl.pow(a, b) / pl.pows(a, s)"),

@@ -412,6 +412,7 @@ def test_cli_sweep_row_looping_in_make_args_is_a_failed_row(kernel_file, capsys,
                   "--workers", "1")
     note = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("[1]"))
     assert p.returncode == 1 and "BudgetError" in note and f"hang_kernel.py:{_marker_line('ARGS')}" in note, p.stdout
+    assert "): 1 configuration\n" in p.stdout, p.stdout       # (not "1 configurations")
 
 
 def test_cli_rejects_a_non_positive_timeout(kernel_file, capsys, monkeypatch):
