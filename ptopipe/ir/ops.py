@@ -926,15 +926,31 @@ def rule_dtype(source, result):
     return np_dtype(src.dtype if isinstance(src, TileValueType) else result.dtype)
 
 
+#: DSL name of a tile op -> the DSL name of its form that takes a scalar for operand ``b``
+#: (the catalogue's TMUL -> TMULS, TMAX -> TMAXS, TSEL -> TSELS): what a fix names when ``b``
+#: is given a scalar
+SCALAR_FORM = {d.dsl: CATALOGUE[n + "S"].dsl for n, d in CATALOGUE.items()
+               if d.dsl is not None and n + "S" in CATALOGUE and CATALOGUE[n + "S"].dsl is not None}
+
+
 def _with_rules(op, infer_fn):
     """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on either platform: the IR
     knows none - Validate applies the compile's platform's) and, for a constant scalar
-    operand, its value rule: the same checks the instruction makes when it is issued."""
+    operand, its value rule: the same checks the instruction makes when it is issued.  A
+    scalar given for a tile operand ``b`` of an op with a scalar form is told that form."""
     if op.form in RULE_FREE_FORMS:
         return infer_fn
 
     def infer_checked(kind, a, at):
-        t = infer_fn(kind, a, at)
+        try:
+            t = infer_fn(kind, a, at)
+        except OpError as e:
+            if e.param == "b" and op.dsl in SCALAR_FORM and isinstance(_t(a.get("b")), ScalarType):
+                s = SCALAR_FORM[op.dsl]
+                call = f"pl.{s}({', '.join(p.name for p in OPS[s].params if p.operand)})"
+                raise OpError(e.msg, f"for a scalar operand write {call} (pl.{op.dsl} takes tiles only)",
+                              "b") from None
+            raise
         d = rule_dtype(a.get("a"), t)
         bad = op.dtype_error(d)
         if bad is not None:

@@ -33,6 +33,13 @@ def k(x: pl.Tensor[[16, 32], pl.f32]):
     t = pl.load(x, [0, 0], [16, 32])
     u = @@t % 2.0
 ''',
+    # a scalar for the tile operand of an op with a scalar form: the fix names that form
+    "tile_op_scalar_operand": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    u = pl.mul(t, @@2.0)
+''',
     # Python's flooring // and % of float scalars: nothing the compiled kernel computes
     "float_scalar_floordiv": '''
 @pl.aiv
@@ -712,7 +719,9 @@ def test_a_misspelt_name_is_told_the_closest_one(name, said):
 
 
 @pytest.mark.parametrize("name, fix", [("tile_pow_operator", "call the pl op: pl.pow(a, b) / pl.pows(a, s)"),
-                                       ("tile_mod_operator", "call the pl op: pl.rem(a, b) / pl.rems(a, s)")])
+                                       ("tile_mod_operator", "call the pl op: pl.rem(a, b) / pl.rems(a, s)"),
+                                       ("tile_op_scalar_operand", "for a scalar operand write pl.muls(a, scalar) "
+                                                                  "(pl.mul takes tiles only)")])
 def test_an_operator_a_tile_lacks_names_the_pl_op(name, fix):
     text, _, _ = _case(CASES[name])
     with pytest.raises(CompileError) as ei:
