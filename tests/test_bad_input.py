@@ -1045,3 +1045,20 @@ def test_compile_of_a_file_that_is_no_python_names_the_files_compile_takes(name,
     code, out, err = _cli(["compile", f], capsys)
     assert code == 1 and _error(err) == (f"{f} is not a Python file", "argument FILE")
     assert "  fix: give a kernel .py (pl.program, @pl kernels) or .pto file\n" in err, err
+
+
+def test_an_error_in_a_function_make_args_calls_is_fixed_in_that_function():
+    """A kernel builder make_args calls (KernelSet's build, a bad annotation in it) raised: the
+    line is the builder's, and so is the fix - not make_args, whose own line is fine."""
+    def build(n):
+        return np.onse(n)           # the builder's line
+
+    def make_args(rng, n=4):
+        return dict(x=build(n))
+    sc = ptopipe.Scenario("sc", lambda x: None, None, make_args, lambda args, **_: {})
+    with pytest.raises(ConfigError) as ei:
+        sc.args("default")
+    line = inspect.getsourcelines(build)[1] + 1
+    assert ei.value.where == f"{__file__}:{line}", ei.value.where
+    assert ei.value.fix == ("fix build() at that line: make_args(rng, **params) calls it, before the kernel runs, "
+                            "with the variant's parameters"), ei.value.fix

@@ -242,20 +242,26 @@ def _call(sc: "Scenario", name: str, *args, **params):
         raise
     except (Exception, SystemExit) as e:
         code = getattr(fn, "__code__", None)
-        where, tb = _def_loc(fn), e.__traceback__
+        where, tb, inner = _def_loc(fn), e.__traceback__, None
         while tb is not None:                     # the innermost frame in fn's file
             if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
-                where = f"{code.co_filename}:{tb.tb_lineno}"
+                where, inner = f"{code.co_filename}:{tb.tb_lineno}", tb.tb_frame.f_code
             tb = tb.tb_next
         call = f"{name}({'rng' if name == 'make_args' else 'args'}, **params)"
+        # (a function of the file fn calls - a kernel builder whose annotation is wrong - is the
+        # code to fix, not fn; a comprehension or lambda in fn is fn's own)
+        callee = inner.co_name if inner is not None and inner is not code and \
+            not inner.co_name.startswith("<") else None
         if isinstance(e, SystemExit):
             result = "dict of kernel arguments" if name == "make_args" else "dict of expected outputs"
             raise ConfigError(f"scenario {sc.name!r}: {name} raised {ending_call(e)}: a scenario function "
                               "cannot end the program", where=where,
                               fix=f"return the {result} from {name}; raise an exception (e.g. "
                                   "ValueError) to report a failure") from e
+        fix = (f"fix {callee}() at that line: {call} calls it, before the kernel runs, with the variant's "
+               "parameters" if callee else f"fix {call}: it runs before the kernel, with the variant's parameters")
         raise ConfigError(f"scenario {sc.name!r}: {name} raised {type(e).__name__}: {e}{near_name(e)}", where=where,
-                          fix=f"fix {call}: it runs before the kernel, with the variant's parameters") from e
+                          fix=fix) from e
 
 
 def _def_loc(fn) -> str | None:
