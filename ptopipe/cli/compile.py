@@ -11,7 +11,7 @@ import sys
 
 from ..driver.loader import load_module
 from ..driver.programs import programs_of
-from ..errors import ConfigError
+from ..errors import CompileError, ConfigError
 from ..ir import print_ir, to_source
 from ..passes.remarks import Remarks
 from .common import STDOUT, add_platform, PROTOCOL_HELP, protocol_option
@@ -76,6 +76,7 @@ def _emit(kind: str, op, platform: str, protocol: str) -> str:
 
 def main(args) -> int:
     from ..passes import compile_program, unverified_pipeline
+    from ..passes.manager import parse_pipeline
     out = getattr(args, "output", None)    # (a bad -o, or the input file, failed before: check_outputs)
     if out == STDOUT:
         out = None
@@ -95,6 +96,13 @@ def main(args) -> int:
         texts = [_emit(args.emit, op, plat, protocol)]
         return _write(texts, out)
     platform = args.platform or "a2a3"
+    if args.passes is not None:
+        try:
+            parse_pipeline(args.passes)         # (a misspelt name: refused at the option)
+        except CompileError as e:
+            e.where = "option --passes"
+            e.args = (e.render(),)
+            raise
     passes = unverified_pipeline(args.passes) if getattr(args, "no_verify", False) else args.passes
     mod = load_module(args.file, kinds=args.kernel_files)
     progs = programs_of(mod, args.variant)

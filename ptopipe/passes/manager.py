@@ -34,6 +34,7 @@ for files with mixed ``@pl.incore`` functions: a ``pl.program`` op in, a compile
 """
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -183,8 +184,10 @@ def _lookup(name: str) -> PassInfo:
     info = REGISTRY.get(name)
     if info is None:
         known = ", ".join(sorted(REGISTRY)) or "(none)"
+        near = difflib.get_close_matches(name, list(REGISTRY), n=1, cutoff=0.6)
         raise CompileError(f"unknown pass {name!r}", where="pipeline",
-                           fix=f"use one of the registered passes: {known}")
+                           fix=f"did you mean {near[0]!r}? (the registered passes: {known})" if near else
+                               f"use one of the registered passes: {known}")
     return info
 
 

@@ -87,10 +87,13 @@ def test_unknown_pass_lists_the_known_ones():
         PassManager("resolve-peers,allocate-flag")
     e = ei.value
     assert e.what == "unknown pass 'allocate-flag'"
-    assert e.fix == ("use one of the registered passes: allocate-flags, allocate-memory, expand-mixed, "
-                     "insert-tfree, "
+    assert e.fix == ("did you mean 'allocate-flags'? (the registered passes: allocate-flags, allocate-memory, "
+                     "expand-mixed, insert-tfree, "
                      "lower-platform, pipeline-cross-core-loops, resolve-peers, skew-push-ahead, validate, "
-                     "verify-pipes")
+                     "verify-pipes)")
+    with pytest.raises(CompileError) as ei:
+        PassManager("resolve-peers,nope")
+    assert ei.value.fix.startswith("use one of the registered passes: allocate-flags, "), ei.value.fix
     with pytest.raises(CompileError, match="empty pass name"):
         PassManager("resolve-peers,,validate")
 
@@ -259,7 +262,9 @@ def test_cli_compile_passes_and_print_after_all(capsys):
     assert out.count("IR Dump After") == 2 and " ring = " not in out and "flag_id = 0" in out
     rc, out, err = _cli(capsys, "compile", path, "--passes", "resolve-peers,nope")
     assert rc == 1 and out == "" and "Traceback" not in err
-    assert "error: CompileError: unknown pass 'nope'" in err and "fix: use one of" in err
+    assert "error: CompileError: unknown pass 'nope'\n  at option --passes\n" in err and "fix: use one of" in err
+    rc, out, err = _cli(capsys, "compile", path, "--passes", "insert-tfre", "--no-verify")
+    assert rc == 1 and "at option --passes\n  fix: did you mean 'insert-tfree'? (the registered passes: " in err, err
 
 
 MIXED = textwrap.dedent('''
