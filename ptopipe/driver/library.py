@@ -9,7 +9,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import ConfigError
 from .check import TIMEOUT
-from .loader import check_kernel_file
+from .loader import check_kernel_file, looks_like_kernel
 
 
 def kernel_files(paths) -> list:
@@ -25,7 +25,7 @@ def kernel_files(paths) -> list:
                     path = os.path.join(root, f)
                     if f.startswith("_"):
                         continue
-                    if f.endswith(".pto") or (f.endswith(".py") and _defines_scenario(path)):
+                    if f.endswith((".pto", ".py")) and looks_like_kernel(path):
                         found.append(path)
             if not found:
                 raise ConfigError(f"{p} holds no kernel file (.pto, or .py defining SCENARIO)",
@@ -36,14 +36,6 @@ def kernel_files(paths) -> list:
             out.append(p)
     seen = set()                        # a file named twice (or inside a directory given) runs once
     return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
-
-
-def _defines_scenario(path: str) -> bool:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return "SCENARIO" in f.read()
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def lost_row(path: str, platform, protocol, error: BaseException) -> dict:

@@ -23,16 +23,32 @@ def check_kernel_file(path: str, kinds: str = KERNEL_FILES) -> None:
         raise ConfigError(f"no such file: {path}", where="argument FILE",
                           fix=f"give the path of {kinds}")
     if os.path.isdir(path):
-        inside = sorted(f for f in os.listdir(path) if f.endswith((".py", ".pto") + CPP_SUFFIXES))[:3]
+        inside = next((p for p in (os.path.join(path, f) for f in sorted(os.listdir(path)) if not f.startswith("_"))
+                       if looks_like_kernel(p)), None)
         raise ConfigError(f"{path} is a directory, not a kernel file", where="argument FILE",
-                          fix="give one kernel file" + (f", e.g. {os.path.join(path, inside[0])}"
-                                                        if inside else f" ({kinds})"))
+                          fix="give one kernel file" + (f", e.g. {inside}" if inside else f" ({kinds})"))
     if not os.path.isfile(path):
         raise ConfigError(f"{path} is not a regular file", where="argument FILE",
                           fix=f"give the path of {kinds}")
     if not os.access(path, os.R_OK):
         raise ConfigError(f"cannot read {path}: permission denied", where="argument FILE",
                           fix=f"make it readable (chmod u+r {path})")
+
+
+def looks_like_kernel(path: str) -> bool:
+    """Whether the file ``path`` is a kernel file by its name and text, without running it: a
+    ``.pto``, a ``.py`` that defines a ``SCENARIO``, a C++ file with an ``AICORE`` or
+    ``__global__`` function - not a helper script or a header beside them."""
+    if path.endswith(".pto"):
+        return not os.path.isdir(path)
+    if not path.endswith((".py",) + CPP_SUFFIXES):
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "SCENARIO" in text if path.endswith(".py") else ("AICORE" in text or "__global__" in text)
 
 
 def _check_source(path: str) -> None:
