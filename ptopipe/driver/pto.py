@@ -234,7 +234,13 @@ def read_npy(file: str, option: str, name: str | None = None) -> np.ndarray:
             with open(file, "rb") as f:
                 head = f.read(64)
     except OSError as e:
-        number = (f", or a number if {name} is a scalar parameter (--input {name}=5)"
+        if name and isinstance(e, FileNotFoundError) and os.sep not in file and not file.endswith(".npy"):
+            # (a value meant as a number - a scalar's 'abc', '1,5' - more likely than a missing file)
+            raise ConfigError(f"{option} {name}={file}: {file!r} is neither a number nor a file",
+                              where=f"option {option}",
+                              fix=f"give a number for a scalar parameter ({option} {name}=5 or {name}=1.5) "
+                                  "or the path of a .npy file for an array") from None
+        number = (f", or a number if {name} is a scalar parameter ({option} {name}=5)"
                   if name and isinstance(e, FileNotFoundError) else "")
         raise bad(e.strerror or str(e), "give the path of a .npy file" + number) from None
     if not head.startswith(_NPY_MAGIC):
