@@ -115,13 +115,13 @@ def float_word(label: str, name: str, kind: str, v) -> int:
     for the value ``v`` (a double's bits): a finite value beyond its type's largest is a ConfigError,
     as the conversion would make it an infinity (``scale=70000`` for a ``half scale``)."""
     if isinstance(v, isa.GlobalTensor):
-        raise ConfigError(f"{label}: parameter {name!r} is a number, got {v!r}", where=label,
+        raise ConfigError(f"parameter {name!r} is a number, got {v!r}", where=label,
                           fix=f"pass a number for {name!r}")
     v = float(v)
     ctype, dtype = FLOAT_KINDS.get(kind, ("double", np.dtype(np.float64)))
     top = float(ml_dtypes.finfo(dtype).max)
     if abs(v) > top and abs(v) != float("inf"):
-        raise ConfigError(f"{label}: parameter {name!r} is {ctype}, whose largest value is {top:g}: {v:g} would reach "
+        raise ConfigError(f"parameter {name!r} is {ctype}, whose largest value is {top:g}: {v:g} would reach "
                           "the kernel as an infinity", where=label,
                           fix=f"pass a value within +-{top:g} for {name!r}, or declare the parameter with a wider type")
     return struct.unpack("<q", struct.pack("<d", v))[0]
@@ -133,12 +133,12 @@ def int_word(label: str, name: str, kind: str, v) -> int:
     change it (``n=4294967299`` for an ``int n`` would run with n = 3); a uint64 above int64's
     range goes as its bit pattern."""
     if isinstance(v, isa.GlobalTensor) or isinstance(v, float) and not float(v).is_integer():
-        raise ConfigError(f"{label}: parameter {name!r} is an integer, got {v!r}",
+        raise ConfigError(f"parameter {name!r} is an integer, got {v!r}",
                           where=label, fix=f"pass an integer for {name!r}")
     v = int(v)
     ctype, span = INT_KINDS.get(kind, ("int64_t", None))
     if span is not None and not span[0] <= v <= span[1]:
-        raise ConfigError(f"{label}: parameter {name!r} is {ctype}, which cannot hold {v}: the kernel would "
+        raise ConfigError(f"parameter {name!r} is {ctype}, which cannot hold {v}: the kernel would "
                           f"run with another value", where=label,
                           fix=f"pass a value from {span[0]} to {span[1]} for {name!r}, or declare the parameter "
                               "with a wider type")
@@ -933,14 +933,14 @@ class Dispatcher:
             words = []
             for name, kind in zip(params, sig):
                 if name not in kw:
-                    raise ConfigError(f"{label} needs argument {name!r}", where=label,
+                    raise ConfigError(f"the C++ kernel needs argument {name!r}", where=label,
                                       fix=f"give it: --input {name}=FILE.npy (or args={{{name!r}: ...}})")
                 v = kw[name]
                 if kind == "p" and v is None:       # nullptr (pto-isa's tests: a matmul's absent bias)
                     words.append(0)
                 elif kind == "p":
                     if not isinstance(v, isa.GlobalTensor):
-                        raise ConfigError(f"{label}: parameter {name!r} is a GM pointer, got {type(v).__name__}",
+                        raise ConfigError(f"parameter {name!r} is a GM pointer, got {type(v).__name__}",
                                           where=label, fix=f"pass a numpy array for {name!r} (None: nullptr)")
                     want = elements[len(words)] if elements else None
                     # raw bytes (gm_buffer's uint8: a ring's GM_SLOT_BUFFER) are untyped memory
@@ -954,7 +954,7 @@ class Dispatcher:
                         else:
                             fix += f" (--input {name}=FILE.npy: save that array)"
                         raise ConfigError(
-                            f"{label}: argument {name!r} is an array of {v.dtype}, but parameter {name!r} "
+                            f"argument {name!r} is an array of {v.dtype}, but parameter {name!r} "
                             f"points to {want} elements: the kernel would read its bytes as {want}",
                             where=label, fix=fix)
                     words.append(me.fake(v.ptr.addr))
@@ -963,7 +963,7 @@ class Dispatcher:
                             or v.nbytes != 8:
                         got = (f"an array of {v.nbytes // v.dtype.itemsize} {v.dtype}" if isinstance(v, isa.GlobalTensor)
                                else type(v).__name__)
-                        raise ConfigError(f"{label}: parameter {name!r} is a pto::MrgSortExecutedNumList (four 16-bit "
+                        raise ConfigError(f"parameter {name!r} is a pto::MrgSortExecutedNumList (four 16-bit "
                                           f"counts, taken by value), got {got}", where=label,
                                           fix=f"pass a numpy array of 4 int16 / uint16 values for {name!r}")
                     words.append(me.fake(v.ptr.addr))

@@ -167,6 +167,10 @@ def test_integer_parameter_words_by_their_c_type():
     for kind, v in (("I", -1), ("a", 128), ("H", 1 << 16), ("l", 1 << 63)):
         with pytest.raises(ConfigError):
             int_word("k", "m", kind, v)
+    # the kernel is named once, at its location (it was the head line's too)
+    with pytest.raises(ConfigError) as ei:
+        int_word("k.cpp:8 my_cube", "M", "i", 64.5)
+    assert (ei.value.what, ei.value.where) == ("parameter 'M' is an integer, got 64.5", "k.cpp:8 my_cube"), ei.value
 
 
 def test_a_bare_template_name_is_refused_with_its_arguments_to_spell(tmp_path):
