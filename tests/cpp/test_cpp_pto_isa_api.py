@@ -273,6 +273,31 @@ def test_a_tpipe_driven_tile_first_builds_as_pto_isas_cpu_simulator_with_a_warni
 
 
 @needs_cxx
+def test_a_tpipe_call_without_template_arguments_is_one_error_spelling_them(tmp_path):
+    """``TPOP(pipe, tile)`` (and TPUSH, TALLOC) with no template arguments: pto-isa deduces no
+    split, so it does not build - one static assertion per call, at the call, that spells the
+    form to write, not the compiler's list of candidate overloads; the forms that name the
+    arguments are untouched (test_the_split_pto_isa_requires_defaults_with_a_warning_at_the_call)."""
+    body = ("using P = TPipe<0, Direction::DIR_C2V, 1024, 2>;\n"
+            "using G = GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>>;\n"
+            "void no_arguments(P &pipe, Tile<TileType::Vec, float, 8, 32> &v, G &g) {\n"
+            "    TPUSH(pipe, v);\n"
+            "    TPOP(pipe, v, get_subblockid());\n"
+            "    TALLOC(pipe, g);\n"
+            "}\n")
+    r = compile_only(tmp_path, body)
+    assert r.returncode != 0
+    errors = [re.search(r"(T[A-Z]+\(pipe, .*)$", ln)[1] for ln in r.stderr.splitlines() if ": error: " in ln]
+    spelt = (("TPUSH", "tile", "Tile"), ("TPOP", "tile", "Tile"), ("TALLOC", "tensor", "GlobalTensor"))
+    assert errors == [
+        f"{op}(pipe, {arg}) without template arguments: pto-isa deduces no split - write {op}<Pipe, {typ}, "
+        f"TileSplitAxis::TILE_UP_DOWN>(pipe, {arg}) with the split of the pipe's other end (TILE_NO_SPLIT, "
+        "TILE_UP_DOWN or TILE_LEFT_RIGHT)" for op, arg, typ in spelt], r.stderr
+    calls = re.findall(r"api\.cpp:(\d+):\d+:.*(?:required from here|requested here)", r.stderr)   # (g++, clang++)
+    assert calls == ["6", "7", "8"] and "candidate" not in r.stderr, r.stderr
+
+
+@needs_cxx
 def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
     """TPUSH / TPOP with pto-isa's sub-block id argument run as without it when it names the
     lane's own part of the slot; naming the other lane's is an error at the call."""

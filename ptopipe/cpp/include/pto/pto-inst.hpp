@@ -1694,6 +1694,27 @@ PTOPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TMPOP, ::ptopipe::tile_id(tile, s, true))
 PTOPIPE_TPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
 PTOPIPE_TPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TPOP, ::ptopipe::tile_id(tile, s, true))
 #undef PTOPIPE_TPIPE_TILE_FIRST
+
+// TPUSH(pipe, tile) / TPOP(pipe, tile) / TALLOC(pipe, tensor) of a TPipe with no template
+// arguments: pto-isa's forms take <Pipe, Tile, TileSplitAxis> and deduce no split (it is no
+// argument), so neither pto-isa nor ptopipe builds the call - one message that spells the call,
+// not a compiler's list of candidates that failed.  (The leading int &... pack takes no type:
+// a call that names its template arguments, TPOP<Pipe, Tile>(pipe, tile), never selects it.)
+#define PTOPIPE_NO_TEMPLATE_ARGUMENTS(NAME, ARG, TYPE)                                                      \
+    template <int &...NoExplicitArguments, typename Pipe, typename T, typename... Rest,                      \
+              ::ptopipe::if_tpipe<Pipe> = 0>                                                                 \
+    inline RecordEvent NAME(Pipe &, T &, Rest &&...)                                                         \
+    {                                                                                                        \
+        static_assert(::ptopipe::unmodelled<T>::value,                                                       \
+                      #NAME "(pipe, " ARG ") without template arguments: pto-isa deduces no split - write "    \
+                      #NAME "<Pipe, " TYPE ", TileSplitAxis::TILE_UP_DOWN>(pipe, " ARG ") with the split of "  \
+                      "the pipe's other end (TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT)");               \
+        return RecordEvent();                                                                                \
+    }
+PTOPIPE_NO_TEMPLATE_ARGUMENTS(TPUSH, "tile", "Tile")
+PTOPIPE_NO_TEMPLATE_ARGUMENTS(TPOP, "tile", "Tile")
+PTOPIPE_NO_TEMPLATE_ARGUMENTS(TALLOC, "tensor", "GlobalTensor")
+#undef PTOPIPE_NO_TEMPLATE_ARGUMENTS
 #undef PTOPIPE_TMPIPE_TILE_FIRST
 
 // TSYNC(events...) waits for events; TSYNC<Op::X>() is a barrier on the pipe of vector op X
