@@ -543,12 +543,17 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, plat
     return out
 
 
+#: a parameter name ptoas's C++ gives (each function's parameters numbered v1, v2, ...)
+_PTOAS_PARAM = re.compile(r"v\d+")
+
+
 def _refuse_one_name_of_two_types(k: Kernels) -> None:
     """A ConfigError for a parameter name the Cube and the Vector kernel both have, declared
     with another type in each: a run passes one argument per name (``--input v2``, ``args=``), so
     the two cannot be different tensors.  ptoas numbers each function's parameters ``v1``,
     ``v2``, ...: a Cube and a Vector function of a .pto without an entry have the same names for
-    different tensors."""
+    different tensors - so names of one type shared by two kernels whose parameters are all
+    numbered so are refused too (the numbers say nothing of which tensor each is)."""
     if k.entry is not None or k.aic is None or k.aiv is None or not (k.aic.decls and k.aiv.decls):
         return
     def typ(decl: str, name: str) -> str:
@@ -565,6 +570,19 @@ def _refuse_one_name_of_two_types(k: Kernels) -> None:
                 fix="name the parameters that are different tensors differently; ptoas numbers each "
                     "function's parameters v1, v2, ...: give the .pto a pto.entry function that calls both "
                     "kernels (ptoas then writes one __global__ entry), or run the .pto itself")
+    # names of one type: ptoas's numbers (every parameter v<N>) say nothing of which tensor each is -
+    # the Cube's v2 may be its input `a` and the Vector's v2 its output - so binding them by name
+    # would alias them silently
+    shared = [n for n in k.aic.params if n in theirs]
+    if shared and all(_PTOAS_PARAM.fullmatch(n) for n in k.aic.params + k.aiv.params):
+        raise ConfigError(
+            f"the Cube kernel {k.aic.name} and the Vector kernel {k.aiv.name} both number their parameters as "
+            f"ptoas does (v1, v2, ... in each function), with no entry that calls them: a run passes one "
+            f"argument per name to both ({', '.join(shared)}), whatever tensor each function's parameter of "
+            "that number is", where=k.aiv.at(k.path),
+            fix="give the .pto a pto.entry function that calls both kernels (ptoas then writes one __global__ "
+                "entry, whose parameters the run binds), run the .pto itself, or rename the parameters of one "
+                "tensor alike and of different tensors differently")
 
 
 def _sets_events(k: Kernels, fns: dict) -> bool:

@@ -102,6 +102,32 @@ def test_a_parameter_name_the_two_kernels_declare_with_two_types_is_refused(tmp_
     assert find_kernels(str(f)).aiv.name == "k_vec"
 
 
+def test_ptoas_numbered_parameters_two_kernels_share_are_refused(tmp_path):
+    """Of one type too: ptoas's v1, v2, ... say nothing of which tensor each is (the Cube's v2 its
+    input, the Vector's v2 its output), so a pair of kernels whose parameters are all so numbered,
+    with no entry that calls them, is refused where a run would alias what they share; with an
+    entry (which the run binds), or with one kernel's parameters named, it runs."""
+    f = tmp_path / "pair.cpp"
+    f.write_text("AICORE void k_cube(__gm__ float* v1, __gm__ float* v2, __gm__ float* v3) {\n"
+                 "#if defined(__DAV_CUBE__)\n#endif\n}\n"
+                 "AICORE void k_vec(__gm__ float* v1,\n                __gm__ float* v2) {\n"
+                 "#if defined(__DAV_VEC__)\n#endif\n}\n")
+    with pytest.raises(ConfigError) as ei:
+        find_kernels(str(f))
+    assert ei.value.where == f"{f}:5", ei.value.where
+    assert ei.value.what == ("the Cube kernel k_cube and the Vector kernel k_vec both number their parameters as "
+                             "ptoas does (v1, v2, ... in each function), with no entry that calls them: a run "
+                             "passes one argument per name to both (v1, v2), whatever tensor each function's "
+                             "parameter of that number is"), ei.value.what
+    f.write_text(f.read_text() + "__global__ AICORE void k(__gm__ float* v1, __gm__ float* v2, __gm__ float* v3, "
+                                 "__gm__ float* v4) {\n  k_cube(v1, v2, v3);\n  k_vec(v1, v4);\n}\n")
+    k = find_kernels(str(f))
+    assert k.entry is not None, k
+    f.write_text("AICORE void k_cube(__gm__ float* v1, __gm__ float* v2) {}\n"
+                 "AICORE void k_vec(__gm__ float* v1, __gm__ float* out) {}\n")
+    assert find_kernels(str(f)).aiv.name == "k_vec"
+
+
 def test_a_kernel_ordering_its_pipes_with_buffer_tokens_runs_in_the_auto_mode(tmp_path):
     """A5's get_buf / rls_buf (ptoas's pto.get_buf / pto.rls_buf), which ptopipe does not model,
     put a kernel that also sets events in the auto mode, as the .pto runs, with a note saying so."""
