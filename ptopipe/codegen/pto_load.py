@@ -247,16 +247,23 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
     file (a finding of the passes is raised), ``(what ptoas refuses, reason)`` when it cannot
     express the file (the run then has the executor's checks only, and says so)."""
+    from ..arch import get_platform
+    from ..passes.lower_platform import NO_GM_SLOT_BUFFER
     from .pto_exec import read_program, read_text
     from .pto_exec.pipe_ops import ptoas_refusals
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
-        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges,
-                                  given=given)
+        _, warnings, plat = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges,
+                                     given=given)
     except ParseError as e:
         prog = read_program(text, path)        # the executor's words
         return ptoas_refusals(prog), e.what
+    if get_platform(plat).ring_in_gm:
+        # (an init without a gm_slot_buffer where every ring is in GM - an A5 file run on A2A3 - is
+        # the run's error at that init: LowerPlatform's warning, which gives the compiled kernel
+        # a GM ring, would say it again before it, once per init)
+        warnings = [w for w in warnings if NO_GM_SLOT_BUFFER not in w]
     return warnings, None
 
 

@@ -55,6 +55,8 @@ PRODUCED = frozenset({IRProperty.PLATFORM_LOWERED})
 INVALIDATED = frozenset()
 
 GM_PARAM = GM_SLOT_PARAM          # the GM slot-buffer parameter added on A2A3
+#: the words of the warning of an init whose GM ring has no buffer (its kernel is given one)
+NO_GM_SLOT_BUFFER = "initialises its pipe with no GM_SLOT_BUFFER"
 
 
 def _is_null(v) -> bool:
@@ -106,8 +108,8 @@ def run(program, ctx):
                        f"the kernel now takes a parameter {param.name!r} of {need} bytes - pass "
                        f"{param.name}=ptopipe.gm_buffer({need}) when running it")
                 ctx.warnings.append(
-                    f"{init.loc}: {plat.name}: {f.sym_name!r} initialises its pipe "
-                    f"with no GM_SLOT_BUFFER, but {plat.name} rings live in GM: {how}")
+                    f"{init.loc}: {plat.name}: {f.sym_name!r} {NO_GM_SLOT_BUFFER}, but {plat.name} rings "
+                    f"live in GM: {how}")
     model = protocol_model(ctx)
     for f in functions(program):
         _order_frees(f, plat, model)
