@@ -39,6 +39,12 @@ def _launches(args, tensor_outputs: bool = True, echo: bool = True) -> tuple:
     return out, protocol, list(warnings)
 
 
+def _platform_notes(launched) -> list:
+    """The note of a file run on another platform than its own (:func:`ptopipe.codegen.pto_exec.
+    launch.platform_note`), once: printed before the runs, whose errors it may explain."""
+    return list(dict.fromkeys(pl.platform_note for pl in launched if pl.platform_note))
+
+
 def _run_warnings(static: list, pl) -> list:
     """The warnings of a launch's run besides the static verifier's (printed already): the
     loader's and the run's."""
@@ -51,7 +57,7 @@ def pto_scenarios(args) -> list:
     them, printed with its verdict), the notes of its launches printed."""
     launched, protocol, static = _launches(args, echo=False)
     note = _file_sync(args)[1]
-    for n in ([note] if note else []) + [n for pl in launched for n in pl.notes]:
+    for n in ([note] if note else []) + _platform_notes(launched) + [n for pl in launched for n in pl.notes]:
         print(f"note: {n}", file=sys.stderr)
     pairs = pto.scenarios(args.file, launched, protocol)
     for _, warned in pairs:
@@ -109,6 +115,8 @@ def run_pto(args) -> int:
         raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
                           where="option --variant", fix="drop --variant")
     launched, protocol, static = _launches(args)
+    for n in [] if getattr(args, "quiet", False) else _platform_notes(launched):
+        print(f"note: {n}")
     return max([_run_one(args, pl, protocol, static, len(launched) > 1) for pl in launched], default=0)
 
 
@@ -171,6 +179,8 @@ def trace_pto(args) -> int:
     from ..report import profile
     from .trace import print_block_note, traced
     launched, protocol, static = _launches(args, tensor_outputs=False)     # (-o: the trace's file)
+    for n in _platform_notes(launched):
+        print(f"note: {n}")
     many, status = len(launched) > 1, 0
     for pl in launched:
         label = f"{os.path.basename(args.file)} @{pl.func}"

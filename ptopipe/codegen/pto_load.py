@@ -302,15 +302,18 @@ def run_pto(path: str | None = None, *, static: bool = True, **kwargs):
     (:func:`ptopipe.codegen.pto_exec.run_pto`, which takes the other keywords).  With
     ``static`` (default) :func:`static_findings` runs first: its findings are raised, its
     warnings are in the result's ``.warnings`` and a skip is in its ``.notes``."""
-    from .pto_exec import run_pto as run_file
+    from .pto_exec import read_text, run_pto as run_file
+    from .pto_exec.launch import noted, platform_note
     path = _checked_call(path, kwargs.get("text"), kwargs.get("inputs"))
     found, skipped = [], None
     if static:
         ints = {k: v for k, v in (kwargs.get("inputs") or {}).items()
                 if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
-        found, skipped = static_findings(path or "<pto>", kwargs.get("platform"),
-                                         kwargs.get("protocol", "spec"), ints, kwargs.get("text"),
-                                         given=API_INPUTS)
+        text = kwargs.get("text")
+        text = text if text is not None else read_text(path)
+        with noted(platform_note(text, kwargs.get("platform"))):
+            found, skipped = static_findings(path or "<pto>", kwargs.get("platform"),
+                                             kwargs.get("protocol", "spec"), ints, text, given=API_INPUTS)
     res = run_file(path, **kwargs)
     res.warnings[:0] = found
     if skipped:

@@ -52,19 +52,22 @@ def refuse_missing_parameters(given: dict, kernels) -> None:
 def run_target(path: str, platform: str | None, protocol: str | None) -> tuple:
     """``(platform, protocol, note)`` a run of the C++ file ``path`` takes: the given ones, and for
     those not given (None) the ones a file ptopipe wrote was compiled for (its first line:
-    :func:`ptopipe.codegen.cpp_writer.written_for`), said in ``note``; any other C++ keeps None
-    (the commands' defaults, a2a3 and spec) and no note."""
+    :func:`ptopipe.codegen.cpp_writer.written_for`), said in ``note`` - as is a platform given
+    that is not the one the file was compiled for; any other C++ keeps None (the commands'
+    defaults, a2a3 and spec) and no note."""
+    from ..arch import get_platform
     from ..codegen.cpp_writer import written_for
-    if platform is not None and protocol is not None:
-        return platform, protocol, None
     with open(path, encoding="utf-8", errors="replace") as f:
         target = written_for(f.readline())
     if target is None:
         return platform, protocol, None
     took = [(k, v) for k, given, v in zip(("platform", "protocol"), (platform, protocol), target) if given is None]
-    note = (f"{' and '.join(f'{k} {v}' for k, v in took)}: what ptopipe compiled the file for (its first line; "
-            f"{' / '.join('--' + k for k, _ in took)} to choose another)")
-    return platform or target[0], protocol or target[1], note
+    notes = [f"{' and '.join(f'{k} {v}' for k, v in took)}: what ptopipe compiled the file for (its first line; "
+             f"{' / '.join('--' + k for k, _ in took)} to choose another)"] if took else []
+    if platform is not None and get_platform(platform).name != target[0]:
+        notes.append(f"platform {get_platform(platform).name}: given, while ptopipe compiled the file for "
+                     f"{target[0]}")
+    return platform or target[0], protocol or target[1], "; ".join(notes) or None
 
 
 def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None, platform: str = "a2a3") -> list:

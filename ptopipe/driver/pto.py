@@ -274,8 +274,10 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
     proves the other integer scalars within ``ranges``, name -> (lo, hi), where declared)."""
     from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
     from ..codegen.pto_load import skipped_note, static_findings
+    from ..codegen.pto_exec.launch import noted, platform_note
     from ..codegen.pto_exec.program import choose_top
-    prog = read_program(read_text(path), path)
+    text = read_text(path)
+    prog = read_program(text, path)
     funcs = [choose_top(prog, func)] if func is not None else top_functions(prog)
     if len(funcs) > 1 and one:
         raise ConfigError(f"{path} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
@@ -294,7 +296,8 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
         out.append(prepare(path, inputs=mine, platform=platform, func=f, data_seed=data_seed or 0, given=INPUT))
     # the static verifier after the inputs are checked: a trip count its parameter cannot
     # hold is refused before VerifyPipes counts that many iterations
-    warnings, skipped = static_findings(path, platform, protocol, loaded.scalars(), ranges=ranges)
+    with noted(platform_note(text, platform)):
+        warnings, skipped = static_findings(path, platform, protocol, loaded.scalars(), ranges=ranges)
     for pl in out if skipped else ():
         pl.notes.insert(0, skipped_note(skipped))
     return out, list(warnings)
@@ -397,6 +400,7 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     failed one)."""
     from ..codegen.pto_load import load_pto
     from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_exec.launch import noted, platform_note
     from ..codegen.pto_syntax import INT_DTYPES, PLATFORM_OF_ARCH, SPMD_PARAMS, run_line_platform
     from ..errors import CompileError
     from ..passes.pipe_paths import unknown_scalars
@@ -417,7 +421,8 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     if too_big:
         return verdict(on, "failed", [], "the static checks found an error without running", too_big)
     try:
-        op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges)
+        with noted(platform_note(read_text(path), platform)):
+            op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges)
     except ParseError as e:
         return verdict(*_unexpressed(path, e, platform))
     except CompileError as e:

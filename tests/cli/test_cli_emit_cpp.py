@@ -191,7 +191,13 @@ def test_run_of_the_written_cpp_takes_the_platform_and_protocol_it_was_compiled_
     assert (platform, protocol) == ("a5", "pto-isa")
     assert note.startswith("platform a5 and protocol pto-isa: what ptopipe compiled the file for")
     assert run_target(str(out), None, "spec")[:2] == ("a5", "spec")
-    assert run_target(str(out), "a2a3", "spec") == ("a2a3", "spec", None)
+    assert run_target(str(out), "a5", "spec") == ("a5", "spec", None)
+    # another platform given: said, as the platform taken from the file would be
+    assert run_target(str(out), "a2a3", "spec") == ("a2a3", "spec", "platform a2a3: given, while ptopipe "
+                                                                     "compiled the file for a5")
+    assert run_target(str(out), "a3", None)[2] == ("protocol pto-isa: what ptopipe compiled the file for (its first "
+                                                   "line; --protocol to choose another); platform a2a3: given, "
+                                                   "while ptopipe compiled the file for a5")
     other = tmp_path / "hand.cpp"
     other.write_text("// a kernel\n")
     assert run_target(str(other), None, None) == (None, None, None)

@@ -1633,6 +1633,26 @@ def test_a_reserve_smaller_than_the_ring_is_a_compile_error_at_the_init(arch):
     assert "slot_num = 4" in e.value.fix
 
 
+def test_a_file_run_on_another_platform_than_its_own_says_so(tmp_path, capsys):
+    """An a3 file run as a5 (``--platform a5``): its run notes it (the command before it runs),
+    and the fix of an error - here a reserve sized for the a3 ring, from the executor and from
+    the static passes in front of a run - ends with it: the file's own platform may be the fix."""
+    from ptopipe.cli import main
+    from ptopipe.codegen.pto_load import run_pto as run_checked
+    text, args = cube_vector_pair(1, "a3"), dict(a=X, b=X, out=X * 0)
+    note = 'the file is written for a2a3 (its pto.target_arch = "a3") and runs as a5, the platform given'
+    assert run_pto(text=text, inputs=args, platform="a5").notes[0] == note
+    assert not any("written for" in n for n in run_pto(text=text, inputs=args, platform="a3").notes)
+    for run in (run_pto, run_checked):
+        with pytest.raises(CompileError) as e:
+            run(text=text.replace("size = 8192", "size = 4096"), inputs=args, platform="a5")
+        assert e.value.fix.endswith(f"; or run the file on its own platform: {note}"), e.value.fix
+    f = tmp_path / "k.pto"
+    f.write_text(text)
+    assert main(["run", str(f), "--platform", "a5"]) == 0
+    assert capsys.readouterr().out.startswith(f"note: {note}\n")
+
+
 def test_an_a5_file_run_on_a2a3_is_told_its_init_lacks_the_gm_ring():
     """An A5 ``.pto`` initialises its pipes without a gm_slot_buffer (rings in local memory);
     run on A2A3, where every ring lives in GM, the init says so at its line - and how to

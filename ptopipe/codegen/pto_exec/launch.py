@@ -2,7 +2,9 @@
 program), which function runs on which core, and :func:`run_pto`."""
 from __future__ import annotations
 
+import re
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -397,6 +399,7 @@ class PtoLaunch:
     program: Program
     warnings: list = field(default_factory=list)     # likely bugs the run itself does not stop at
     run_warnings: list = field(default_factory=list)  # the same, found by the runs (once each)
+    platform_note: str | None = None    # run on another platform than the file's (platform_note)
 
 
 def prepare(path: str | None = None, *, text: str | None = None, func: str | None = None,
@@ -409,12 +412,16 @@ def prepare(path: str | None = None, *, text: str | None = None, func: str | Non
             raise ConfigError("run_pto needs a path or text=")
         text = read_text(path)
     path = path or "<pto>"
+    note = platform_note(text, platform)
     try:
-        return _prepare(path, text, func, inputs, platform, data_seed, given)
+        with noted(note):
+            launch = _prepare(path, text, func, inputs, platform, data_seed, given)
     except SYNTAX_SLIPS as e:
         if isinstance(e, PtoPipeError):
             raise
         raise malformed(e, path) from None
+    launch.platform_note = note
+    return launch
 
 
 _SECTION_KIND = {"pto.section.cube": "cube", "pto.section.vector": "vector"}
@@ -465,6 +472,39 @@ def file_platform(prog: Program, text: str) -> tuple:
         return plat, False
     run_line = run_line_platform(text)
     return (run_line, True) if run_line else ("a2a3", False)
+
+
+_TARGET_ARCH = re.compile(r'pto\.target_arch"?\s*=\s*"(\w+)"')
+
+
+def platform_note(text: str, platform: str | None) -> str | None:
+    """The note of a run of the file ``text`` on ``platform`` (the one given; None: the file's
+    own) when the file says it is written for another - its ``pto.target_arch``, else its lit
+    ``// RUN:`` line's ``--pto-arch``: what an error of such a run (a ring sized for the
+    file's platform) may come from.  None when they agree or the file names none."""
+    if platform is None:
+        return None
+    m = _TARGET_ARCH.search(text)
+    own, how = ((PLATFORM_OF_ARCH.get(m.group(1)), f'its pto.target_arch = "{m.group(1)}"') if m else
+                (run_line_platform(text), "its RUN line's --pto-arch"))
+    given = get_platform(platform).name
+    if own is None or own == given:
+        return None
+    return f"the file is written for {own} ({how}) and runs as {given}, the platform given"
+
+
+@contextmanager
+def noted(note: str | None):
+    """An error raised inside (a PtoPipeError) has its fix end with ``note``
+    (:func:`platform_note`): running the file on its own platform may be the fix, and the
+    note a run prints before it is not printed when the run cannot start."""
+    try:
+        yield
+    except PtoPipeError as e:
+        if note:
+            e.fix = (f"{e.fix}; or " if e.fix else "") + f"run the file on its own platform: {note}"
+            e.args = (e.render(),)
+        raise
 
 
 def _prepare(path, text, func, inputs, platform, data_seed, given) -> PtoLaunch:
@@ -585,13 +625,14 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
     :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
     :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
     pl = prepare(path, text=text, func=func, inputs=inputs, platform=platform, data_seed=data_seed)
-    res = isa.run(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
-                  **run_kwargs)
+    with noted(pl.platform_note):
+        res = isa.run(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
+                      **run_kwargs)
     outputs = res.outputs
     for k, a in list(outputs.items()):
         if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
     # the run's reads of tile bytes nothing wrote (isa.unwritten), as "file:line:col: what" too
     unwritten = [f"{loc}: {what}" for what, loc in res.summary.leaks if UNWRITTEN in what]
-    return PtoRun(res, pl.func, pl.notes, res.prints,
+    return PtoRun(res, pl.func, ([pl.platform_note] if pl.platform_note else []) + pl.notes, res.prints,
                   pl.warnings + list(dict.fromkeys(pl.run_warnings + unwritten)))
