@@ -99,16 +99,16 @@ def test_python_dash_m_ptopipe():
     assert r.returncode == 0 and r.stdout.startswith("ptopipe ")
 
 
-def test_an_input_that_is_neither_a_number_nor_a_file_says_a_scalar_takes_a_number():
+def test_an_input_that_is_neither_a_number_nor_a_file_says_a_scalar_takes_a_number(capsys, monkeypatch):
     """``--input n=abc`` for a scalar parameter: no file 'abc' - and the fix says what the
     parameter may take, not only a .npy path."""
     pto = os.path.join(ROOT, "tests", "pto", "i32_trip_count_a3.pto")
-    r = subprocess.run([sys.executable, "-m", "ptopipe", "run", pto, "--input", "n=abc"], capture_output=True,
-                       text=True, env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, timeout=60)
-    assert r.returncode == 1
-    assert r.stderr.splitlines()[-3:] == [
+    monkeypatch.chdir(ROOT)             # (where a file 'abc' would be looked for)
+    code, _, err = _cli(["run", pto, "--input", "n=abc"], capsys)
+    assert code == 1
+    assert err.splitlines()[-3:] == [
         "error: ConfigError: cannot load abc: No such file or directory", "  at option --input",
-        "  fix: give the path of a .npy file, or a number if n is a scalar parameter (--input n=5)"], r.stderr
+        "  fix: give the path of a .npy file, or a number if n is a scalar parameter (--input n=5)"], err
 
 
 # --- sweep parameters and table ---------------------------------------------------------
