@@ -1,5 +1,5 @@
 """The syntax trees of ptopipe's module files, for the tests that scan the package source
-(tests/arch/test_layering.py, tests/arch/test_module_state.py).
+(tests/arch/test_layering.py, test_module_state.py, test_op_names.py).
 
 A tree is parsed once, and its nodes listed once (:func:`module_nodes`: a full walk costs
 about two thirds of the parse), for all the scanning test modules of a directory; they are

@@ -6,8 +6,6 @@ a coverage gate with nothing measured does not pass, and every output path a com
 would write is refused before the command does any work."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -45,18 +43,18 @@ def test_range_reaches_the_static_check_in_front_of_a_pto_run(capsys):
     assert "warning" not in cap.out + cap.err
 
 
-def test_a_failing_check_of_a_pto_prints_its_static_warnings_once_under_the_verdict():
+def test_a_failing_check_of_a_pto_prints_its_static_warnings_once_under_the_verdict(capsys):
     """A .pto's static warnings (here ptoas 0.27's refusal of slot_num) are printed once, under
     check's verdict - a FAIL's too - not also on stderr before the run."""
     pto = os.path.join(ROOT, "tests", "pto", "c2v_split_a3.pto")
-    r = subprocess.run([sys.executable, "-m", "ptopipe", "check", pto, "--until-cycle", "10"], capture_output=True,
-                       text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
-    assert r.returncode == 1
-    lines = r.stdout.splitlines()
+    code = cli_main(["check", pto, "--until-cycle", "10"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    lines = out.splitlines()
     assert lines[0].startswith("FAIL c2v_split_a3.pto[default] on a2a3/spec: BudgetError under the default "
-                               "schedule, 2 warning(s):"), r.stdout
-    assert all(ln.startswith("  warning: ptoas refuses slot_num on pto.a") for ln in lines[1:3]), r.stdout
-    assert (r.stdout + r.stderr).count("ptoas refuses slot_num") == 2 and "error: BudgetError" in r.stderr
+                               "schedule, 2 warning(s):"), out
+    assert all(ln.startswith("  warning: ptoas refuses slot_num on pto.a") for ln in lines[1:3]), out
+    assert (out + err).count("ptoas refuses slot_num") == 2 and "error: BudgetError" in err
 
 
 @pytest.mark.parametrize("command", ["run", "check"])
@@ -147,7 +145,7 @@ OTHER = ptopipe.Scenario("second", None, (vec, None), make_args, lambda a: {"out
 
 
 @pytest.mark.parametrize("kind", ["py", "pto"])
-def test_each_run_of_a_command_writes_its_own_report(kind, tmp_path):
+def test_each_run_of_a_command_writes_its_own_report(kind, tmp_path, capsys, monkeypatch):
     """A file of two Scenarios (or a .pto of two top-level functions, run in turn) gets a report
     per run, named as --variant all names them - not one report each written over the last -
     and ``trace`` of such a .pto writes a trace per function instead of refusing its ``-o``
@@ -164,10 +162,11 @@ def test_each_run_of_a_command_writes_its_own_report(kind, tmp_path):
         cmds = [["run", str(k), "--report", "r.html"], ["trace", str(k), "-o", "t.json", "--report", "q.html"]]
         want = ["r.softmax_rows.html", "r.softmax_again.html", "t.softmax_rows.json", "t.softmax_again.json",
                 "q.softmax_rows.html", "q.softmax_again.html"]
+    monkeypatch.chdir(tmp_path)         # (the reports' names are relative: they go where the command runs)
     for cmd in cmds:
-        r = subprocess.run([sys.executable, "-m", "ptopipe", *cmd], capture_output=True, text=True, cwd=tmp_path,
-                           env={**os.environ, "PYTHONPATH": ROOT})
-        assert r.returncode == 0, r.stdout + r.stderr
+        code = cli_main(cmd)
+        out, err = capsys.readouterr()
+        assert code == 0, out + err
     assert sorted(os.listdir(tmp_path)) == sorted(want + [k.name]), os.listdir(tmp_path)
 
 

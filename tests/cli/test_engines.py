@@ -152,6 +152,22 @@ def _stop_cluster(exe: str, env: dict, temp_dir: str) -> None:
         time.sleep(0.2)
 
 
+def _ray_version() -> tuple:
+    """(major, minor) of the installed Ray, () without it."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return tuple(int(p) for p in version("ray").split(".")[:2] if p.isdigit())
+    except PackageNotFoundError:
+        return ()
+
+
+#: each node without a log monitor where the installed Ray can leave it out (``ray start
+#: --include-log-monitor``, Ray 2.41 on): it streams the workers' output to the drivers, which
+#: here ask for none (log_to_driver=False); each was a Python process of its own, about a
+#: second of CPU for the two
+_QUIET_NODE = ["--include-log-monitor=false"] if _ray_version() >= (2, 41) else []
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A two-node Ray cluster on this machine: a head and a worker node, one CPU each, in a
@@ -163,9 +179,11 @@ def ray_cluster():
     port = _free_port()
     address = f"127.0.0.1:{port}"
     temp_dir = tempfile.mkdtemp(prefix="rayt", dir="/tmp" if os.path.isdir("/tmp") else None)  # (short: socket paths)
-    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp_dir}"]
+    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp_dir}",
+              *_QUIET_NODE]
     try:
-        subprocess.run([exe, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
+        # (no autoscaler monitor either: the cluster's two nodes are all it ever has)
+        subprocess.run([exe, "start", "--head", f"--port={port}", "--include-dashboard=false", "--no-monitor", *common],
                        env=env, check=True, capture_output=True, timeout=180)
         subprocess.run([exe, "start", f"--address={address}", *common], env=env, check=True,
                        capture_output=True, timeout=180)

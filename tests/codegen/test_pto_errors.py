@@ -228,7 +228,8 @@ SM_TILE = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=64, v_row=16, v_col=
     (f"pto.tmuls ins(%scores, %scale : {SM_TILE}, f32)", f"pto.tmuls ins(%scores, %scale : {SM_TILE})",
      "pto.tmuls: 2 operand(s) but 1 type(s) after their ':'", "!pto.tile_buf"),
 ])
-def test_an_op_given_more_operands_or_fewer_types_than_it_takes_is_refused_at_them(tmp_path, old, new, what, at):
+def test_an_op_given_more_operands_or_fewer_types_than_it_takes_is_refused_at_them(tmp_path, capsys, old, new,
+                                                                                    what, at):
     """An operand past the op's last (here an index, which the run handed the instruction as a
     wait event: "TSYNC expects Event tokens") and an operand list with fewer types than values
     (which ran as if the types were there) are ParseErrors at the operand / the types, as ptoas
@@ -237,27 +238,28 @@ def test_an_op_given_more_operands_or_fewer_types_than_it_takes_is_refused_at_th
     assert text != SOFTMAX
     f = tmp_path / "bad.pto"
     f.write_text(text)
-    r = subprocess.run([sys.executable, "-m", "ptopipe", "run", str(f)], capture_output=True, text=True, cwd=ROOT)
+    code = cli_main(["run", str(f)])
+    out, err = capsys.readouterr()
     ln = _line(text, new)
     col = text.splitlines()[ln - 1].index(at, len(new.split("(")[0])) + 1
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert f"ParseError: {what}" in r.stderr and f"at {f}:{ln}:{col}\n" in r.stderr, r.stderr
+    assert code == 1, out + err
+    assert f"ParseError: {what}" in err and f"at {f}:{ln}:{col}\n" in err, err
 
 
 @pytest.mark.parametrize("command", [["run"], ["check", "--static"]])
-def test_a_function_without_its_return_is_refused_at_its_last_op(tmp_path, command):
+def test_a_function_without_its_return_is_refused_at_its_last_op(tmp_path, capsys, command):
     """A body with no ``return`` (ptoas: "block with no terminator") is a ParseError at its
     last op for the run and the static check alike - not a run of the body as if it were whole,
     nor a PASS of a kernel without pipes, whose static check has nothing else to refuse."""
     text = SOFTMAX.replace("    return\n", "")
     f = tmp_path / "bad.pto"
     f.write_text(text)
-    r = subprocess.run([sys.executable, "-m", "ptopipe", *command, str(f)], capture_output=True, text=True,
-                       cwd=ROOT)
+    code = cli_main([*command, str(f)])
+    out, err = capsys.readouterr()
     ln = _line(text, "pto.tstore ins(%probs")
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert code == 1, out + err
     assert ("ParseError: function @softmax_rows does not end with 'return': its last operation, pto.tstore at "
-            f"line {ln}, is no terminator" in r.stderr and f"at {f}:{ln}:5\n" in r.stderr), r.stderr
+            f"line {ln}, is no terminator" in err and f"at {f}:{ln}:5\n" in err), err
 
 
 @pytest.mark.parametrize("old, new, fix", [

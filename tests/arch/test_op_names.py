@@ -11,6 +11,8 @@ import ptopipe
 from ptopipe.ir.core import gc_paused
 from ptopipe.ir.opdefs import EVENT_OPS, OPDEFS, PIPE_OPS, RING_BUFFERS
 
+from package_trees import module_nodes, released  # noqa: F401  (released: drops the trees)
+
 PKG = pathlib.Path(ptopipe.__file__).parent
 
 #: the modules that may spell op names, and why
@@ -30,13 +32,19 @@ CEILING = 0
 
 def op_name_literals(source: str, rel: str) -> list:
     """``(line, literal)`` of every string constant of ``source`` naming an op."""
+    with gc_paused():           # (collections while the tree grows would only rescan it)
+        tree = ast.parse(source, rel)
+    return _literals(ast.walk(tree), rel)
+
+
+def _literals(nodes, rel: str) -> list:
+    """``(line, literal)`` of every string constant among the syntax-tree ``nodes`` of module
+    ``rel`` naming an op."""
     ir_names = set(OPDEFS)
     table_names = {c.call_name for c in PIPE_OPS + EVENT_OPS + RING_BUFFERS}
     table = rel.split("/")[0] in TABLE_NAME_LAYERS
     out = []
-    with gc_paused():           # (collections while the tree grows would only rescan it)
-        tree = ast.parse(source, rel)
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 node.value in ir_names or (table and node.value in table_names)):
             out.append((node.lineno, node.value))
@@ -47,9 +55,8 @@ def _found() -> list:
     out = []
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG).as_posix()
-        if rel not in ALLOWED:
-            out += [f"ptopipe/{rel}:{line}: {lit!r}"
-                    for line, lit in op_name_literals(path.read_text(), rel)]
+        if rel not in ALLOWED:      # (the package's trees, parsed once for the directory's scans)
+            out += [f"ptopipe/{rel}:{line}: {lit!r}" for line, lit in _literals(module_nodes(path), rel)]
     return out
 
 
