@@ -16,7 +16,7 @@ tests which protocol is selected.
 The hot ops read these decisions as plain attributes that :class:`Channel` copies at bind
 time (``wait_every``, ``hold_limit``, ``pop_frees``, ``always_stage``, ``sync_period``); only
 pto-isa's sparse rules are method calls (:meth:`ProtocolModel.producer_waits`,
-:meth:`ProtocolModel.consumer_frees`).
+:meth:`ProtocolModel.consumer_frees` of the index :meth:`ProtocolModel.notice_index` gives).
 """
 from __future__ import annotations
 
@@ -140,10 +140,24 @@ class ProtocolModel:
     #: a TFREE without a split notifies on every call, not every SyncPeriod-th (A5
     #: ``TFREE_IMPL<Pipe>(pipe)``: ``cons.free()`` without the ``shouldNotifyFree`` test)
     unsplit_free_every: bool = False
+    #: the sparse notification rule tests the index of the consumer's latest TPOP of the pipe, not
+    #: the index of the tile a release frees (pto-isa: ``TFREE_IMPL`` sends its free when
+    #: ``shouldNotifyFree(cons.tileIndex - 1)``, a TPOP that frees when ``shouldNotifyFree`` of the
+    #: tile it pops - a2a3 / a5 ``TFree.hpp``, ``TPop.hpp``): a consumer that frees a tile after a
+    #: later TPOP of its ring sends the credit of that TPOP's position (:meth:`notice_index`)
+    notice_at_latest_pop: bool = False
     #: the model's name in messages when it is not the protocol's (``pto-isa@<commit>``)
     label: str | None = None
     #: the library bugs this model was built with (``versions.LibraryBug``), for diagnoses
     bugs: tuple = ()
+
+    #: pto-isa's free index rule in words (:attr:`notice_at_latest_pop`)
+    NOTICE_RULE = ("pto-isa's TFREE decides whether to send its free credit from the index of the consumer's "
+                   "latest TPOP of the pipe (shouldNotifyFree(cons.tileIndex - 1)), not of the tile it releases")
+    #: how to keep to it (SlotNum 1 and 3 have SyncPeriod 1)
+    NOTICE_FIX = ("free each popped tile before the next TPOP of its pipe (hold one tile at a time; copy a tile "
+                  "still needed, or use it first), or give the ring SyncPeriod 1 (SlotNum 1 or 3 - ptoas takes 4 "
+                  "or 8 only - or a TMPipe, which frees on every release), where every TFREE sends its credit")
 
     @property
     def name(self) -> str:
@@ -297,8 +311,34 @@ class ProtocolModel:
                 and loc is TileType.Vec and subblock != 0)
 
     def consumer_frees(self, ch, k: int) -> bool:
-        """Does release ``k`` send a free SET?"""
+        """Does a release whose notification tests index ``k`` (:meth:`notice_index`) send a
+        free SET?"""
         return True
+
+    def notice_index(self, k: int, popped: int) -> int:
+        """The index the notification rule (:meth:`consumer_frees`) tests for release ``k``
+        (0-based) of a consumer that has made ``popped`` TPOPs of the pipe: the release itself,
+        or the latest TPOP, ``popped - 1`` (:attr:`notice_at_latest_pop`: pto-isa's
+        ``shouldNotifyFree(cons.tileIndex - 1)``).  The two are one index when every tile is
+        freed before the next TPOP of its ring."""
+        return popped - 1 if self.notice_at_latest_pop else k
+
+    def notice_moves(self, slot_num: int, sync_period: int | None = None) -> bool:
+        """Can a TFREE of a TPipe ring of ``slot_num`` slots (``sync_period``: the pipe's own,
+        else the protocol's default) send its free for another index than the tile it releases
+        - the rule tests the latest TPOP (:attr:`notice_at_latest_pop`) and frees are sent in
+        batches (SyncPeriod > 1)?  Then every tile must be freed before the next TPOP of its
+        ring for the credits to be the producer's count (:meth:`moved_notice`)."""
+        return False
+
+    def moved_notice(self, slot_num: int, k: int, popped: int, sync_period: int | None = None) -> bool:
+        """Does release ``k``, made after ``popped`` TPOPs of such a ring (:meth:`notice_moves`),
+        send a free SET where the producer counts on none (one per SyncPeriod releases), or none
+        where it counts on one?"""
+        if not self.notice_moves(slot_num, sync_period):
+            return False
+        ring = _PipeShape(slot_num, sync_period or self.sync_period(_PipeShape(slot_num)))
+        return self.consumer_frees(ring, k) != self.consumer_frees(ring, self.notice_index(k, popped))
 
     def unsplit_free_error(self, ch, pop_split) -> tuple | None:
         """(why, fix) when a TFREE without a split cannot release a tile of ``ch`` popped with
@@ -497,6 +537,17 @@ class StaticRing:
         """TFREEs before push ``i`` may write its slot (:meth:`ProtocolModel.frees_needed`)."""
         return self.model.frees_needed(self, i)
 
+    @property
+    def notice_moves(self) -> bool:
+        """Can a TFREE's free notification test another index than its release's
+        (:meth:`ProtocolModel.notice_moves`)?"""
+        return self.model.notice_moves(self.slot_num, self.sync_period)
+
+    def sends(self, k: int, popped: int) -> bool:
+        """Does release ``k`` after ``popped`` TPOPs send a free SET
+        (:meth:`ProtocolModel.notice_index`)?"""
+        return self.model.consumer_frees(self, self.model.notice_index(k, popped))
+
     def withheld_credit(self, i: int, freed: int, consumer: str):
         """(cause, fix) when push ``i`` waits only for this protocol's sparse notification
         (:meth:`ProtocolModel.withheld_credit`), else None."""
@@ -585,6 +636,10 @@ class PtoIsaModel(ProtocolModel):
     def default_sync_period(n: int) -> int:
         return n if n <= 2 else n // 2
 
+    def notice_moves(self, slot_num, sync_period=None):
+        return (self.notice_at_latest_pop and not self.wait_every and slot_num > 1
+                and (sync_period or self.default_sync_period(slot_num)) > 1)
+
     def held_limit(self, slot_num, ring_in_gm):
         # push i (i >= SLOT_NUM, i % SP == 0) waits for a free SET, which the consumer sends
         # every SP-th TFREE: popping tile p while holding h others, it has freed p - h, so
@@ -637,6 +692,8 @@ class PtoIsaModel(ProtocolModel):
                     f"SyncPeriod = {ch.sync_period} free credits on top of the shouldWaitFree window, so "
                     f"push #{ch.slot_num} passes its wait before any TFREE - the library overruns the ring; "
                     "a local no-split TPipe (one consumer lane, ring in UB/L1) is not affected")
+        if ch is not None and getattr(ch, "moved_extra", None):
+            return self.moved_notice_fix(ch, ch.moved_extra, extra=True)
         if ch is not None and getattr(ch, "unsplit_free_at", None):
             return (f"the TFREE without a split at {ch.unsplit_free_at} frees on every call on "
                     f"{self.platform.upper()} (pto-isa's TFREE_IMPL<Pipe>(pipe) sends cons.free() without "
@@ -653,6 +710,23 @@ class PtoIsaModel(ProtocolModel):
                     "slots in pop order, and do not bypass the pipe's flags")
         return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
                 "(SlotNum <= 3 or even); use an even SlotNum")
+
+    def moved_notice_fix(self, ch, note, extra: bool) -> str:
+        """The fix of an overwrite (``extra``: the TFREE ``note`` = (line, release #, latest TPOP #)
+        sent a credit the producer does not count on) or of a hang (it sent none where the
+        producer counts on one) caused by :attr:`notice_at_latest_pop` on ring ``ch``."""
+        loc, k, j = note
+        sp = ch.sync_period
+        if extra:
+            did = (f"whose position ends a SyncPeriod, and sent a credit where the producer counts on none (it "
+                   f"counts one free per SyncPeriod = {sp} releases, sent with the last of the period): a wait of "
+                   "the producer passes before the period's slots are all freed, or the credit is left on the "
+                   "flag")
+        else:
+            did = (f"whose position does not end a SyncPeriod, and sent no credit where the producer counts on "
+                   f"one (one free per SyncPeriod = {sp} releases, sent with the last of the period: tile #{k})")
+        return (f"the TFREE at {loc} released tile #{k} after the TPOP of tile #{j}: {self.NOTICE_RULE}, "
+                f"so it tested #{j}, {did}; {self.NOTICE_FIX}")
 
     def ctor_credit_pipe(self, ch) -> bool:
         """pto-isa A5 ``!uses_local_no_split_credit_protocol``: a TPipe whose ring is in GM or
@@ -689,18 +763,39 @@ class PtoIsaModel(ProtocolModel):
                  f"every SyncPeriod = {sp} TFREEs ({rule}); push #{i} waits for notification #{w}, sent "
                  f"at TFREE #{need}, but {consumer} has made {freed} TFREE(s) = {freed // sp} notification(s) "
                  f"({freed % sp} TFREE(s) not yet notified) - a slot is free, the producer is not told")
+        early = ("free each popped tile before the next TPOP of the pipe (its TFREE sends the credit of the "
+                 "latest TPOP's index, so a tile held across a TPOP moves it)" if self.notice_at_latest_pop else
+                 f"free earlier (hold at most SlotNum - SyncPeriod = {n - sp} popped tiles when popping the next)")
         fix = (f"{consumer} has freed {freed % sp} slot(s) since its last notification, but pto-isa notifies "
-               f"only every {sp} TFREEs (SyncPeriod): free earlier (hold at most SlotNum - SyncPeriod = "
-               f"{n - sp} popped tiles when popping the next), deepen the ring, or "
+               f"only every {sp} TFREEs (SyncPeriod): {early}, deepen the ring, or "
                + ("drive it with a TMPipe, which frees on every release (a TPipe's SyncPeriod follows from its "
                   "SlotNum)" if cpp else "give the pipe sync_period=1 (a pto-isa TMPipe frees on every release)"))
         return cause, fix
+
+    def withheld_by_index(self, ch, i: int, freed: int, consumer: str, silent: list) -> tuple | None:
+        """(cause, fix) when the producer blocked at push ``i`` of ``ch`` waits for a credit its
+        count says ``consumer``'s ``freed`` TFREEs have sent, and the TFREEs ``silent`` (line,
+        release #, latest TPOP #) sent none because they tested a later TPOP's index
+        (:attr:`notice_at_latest_pop`); else None."""
+        need = self.frees_needed(ch, i)
+        if not silent or ch.wait_every or freed < need:
+            return None
+        where = ", ".join(f"{loc} (tile #{k}, after the TPOP of #{j})" for loc, k, j in silent)
+        cause = (f"the free credit is withheld by pto-isa's free index: {consumer} has made {freed} TFREE(s), the "
+                 f"{need} push #{i} needs by the producer's count (one free per SyncPeriod = {ch.sync_period} "
+                 f"releases), but its TFREE(s) at {where} tested the index of its latest TPOP, not of the tile "
+                 "released, and sent no credit - the slot is free, the producer is not told")
+        return cause, self.moved_notice_fix(ch, silent[0], extra=False)
 
     def held_fix(self, loc, ch=None):
         if ch is not None and ch.wait_every:
             return (f"call TFREE after the TPOP at {loc} before popping the next tile: pto-isa's TMPipe has "
                     "one start-up credit and its producer waits for a free before every push, so at most "
                     "one tile is in the ring (use a TPipe for a deeper ring)")
+        if self.notice_at_latest_pop:
+            return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
+                    "pushes and its consumer's TFREE sends the credit of the latest TPOP's index, so free each "
+                    "tile in pop order, before the next TPOP of the pipe")
         return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
                 "pushes, so free in pop order and keep at most SlotNum - SyncPeriod tiles held when "
                 "popping the next")
@@ -779,14 +874,14 @@ SPEC_A5 = replace(SPEC, nosplit_lane0=nosplit_one_lane("a5"))
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                       frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                       platform="a2a3", tpipe_ctrl=False, tmpipe_rendezvous=True,
-                      free_after_readers=False, both_addr_shared=True)
+                      free_after_readers=False, both_addr_shared=True, notice_at_latest_pop=True)
 #: pto-isa on A5 (include/pto/npu/a5/*.hpp)
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
                          unsplit_free=TileSplitAxis.TILE_UP_DOWN, unsplit_free_every=True,
                          nosplit_lane0=nosplit_one_lane("a5"), tpipe_ctrl=False, tmpipe_rendezvous=True,
-                         free_after_readers=False, both_addr_shared=True)
+                         free_after_readers=False, both_addr_shared=True, notice_at_latest_pop=True)
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
 #: (``protocol="pto-isa-head"``; not the default: see ``ctor_credit_pipes`` and docs/protocols.md)
 PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
@@ -797,11 +892,13 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 #: (a free follows every read of the slot); AIV1's TILE_NO_SPLIT C2V tile is zeros; a stall only it
 #: causes is blamed on it (``simulator``)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
+                         notice_at_latest_pop=False,
                          unsplit_free=TileSplitAxis.TILE_NO_SPLIT,
                          frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
                          nosplit_c2v_all_lanes=True, nosplit_c2v_lane1_zeros=True, slot_state_replay=True,
                          compiles_as=Protocol.PTO_ISA, both_addr_shared=False, slot_placement="cpusim")
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
+                            notice_at_latest_pop=False,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
                             unsplit_free=TileSplitAxis.TILE_NO_SPLIT, unsplit_free_every=False,
                             tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,

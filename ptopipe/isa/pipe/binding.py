@@ -161,7 +161,13 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         if unused is not None:
             ch.unused_buf = unused
     if model.slot_state_replay and handle.channels[ways[0]].sim_ring is None:
-        ring = SharedRing(f"{'DIR_BOTH ' if both else ''}pipe FlagID {cfg.flag_id}", n, both, C2V in ways)
+        # the device's code (the simulator runs what is compiled for it): does its TFREE test the
+        # latest TPOP with SyncPeriod > 1, so that holding tiles is wrong there too?
+        dev = model_for(model.compiles_as, model.platform) if model.compiles_as is not None else model
+        sp = dev.sync_period(cfg)
+        moves = sp if dev.notice_moves(n, sp) and not dev.pop_frees(in_gm) else 0
+        ring = SharedRing(f"{'DIR_BOTH ' if both else ''}pipe FlagID {cfg.flag_id}", n, both, C2V in ways,
+                          device_period=moves, rule=dev.NOTICE_RULE)
         for way in ways:
             handle.channels[way].sim_ring = ring
     return handle

@@ -155,6 +155,13 @@ class Channel:
     # (pto-isa A5's TFREE(pipe) notifies on every call: ProtocolModel.unsplit_free_every), for
     # the diagnosis of the overwrite its extra credit allows
     unsplit_free_at: str | None = None
+    # TFREEs whose free notification tested a later TPOP's index than the tile they released
+    # and so disagreed with the producer's count (pto-isa: ProtocolModel.notice_at_latest_pop),
+    # for the diagnoses of the overwrite an extra credit allows and the hang a missing one
+    # causes: the first one that sent a credit not counted on, (TFREE line, release #, latest
+    # TPOP #), and the first few distinct lines that sent none where one was counted on
+    moved_extra: tuple | None = None
+    moved_silent: list = field(default_factory=list)
     # the first tile TFREE that freed a slot its TPOP had freed already (pto-isa A5, GM ring):
     # where the surplus credits a teardown reports come from
     free_again_at: str | None = None

@@ -43,9 +43,13 @@ class SharedRing:
     """The CPU simulator's one slot state of pipe ``name`` of ``slot_num`` slots (``both``: a
     DIR_BOTH pipe)."""
 
-    def __init__(self, name: str, slot_num: int, both: bool = True, c2v: bool = True):
+    def __init__(self, name: str, slot_num: int, both: bool = True, c2v: bool = True, device_period: int = 0,
+                 rule: str = ""):
         n = self.n = slot_num
         self.name, self.both, self.c2v = name, both, c2v
+        # the device's SyncPeriod where its TFREE tests the latest TPOP's index (``rule``), so
+        # that a core holding several popped tiles is wrong on the device too (0: not so)
+        self.device_period, self.rule = device_period, rule
         self.cursor = 0                  # next_producer_slot
         self.cons_cursor = {C2V: 0, V2C: 0}
         self.occupied = 0
@@ -211,14 +215,22 @@ class SharedRing:
             c, slots = (self.refreed[0][0], self.refreed[0][3]) if self.refreed else kept
             again = (f"{c.name}'s TFREE at {self.refreed[0][2]} releases slot {self.refreed[0][1]} again: "
                      if self.refreed else "")
+            device = ("the device frees in pop order" if not self.device_period else
+                      f"the device frees in pop order, but there {self.rule}: with SyncPeriod "
+                      f"{self.device_period} a TFREE made after a later TPOP sends that TPOP's credit, not its "
+                      "own, so the kernel is wrong on the device too")
             cause = (f"{again}the simulator's TFREE releases the slot of the core's latest TPOP of the pipe "
                      f"(Consumer::free frees its tileIndex), not the oldest it holds, so {c.name}, which held "
                      f"more than one popped tile, never releases slot{'s' if len(slots) > 1 else ''} "
-                     f"{', '.join(map(str, slots)) or '?'} and the ring stops when it comes round to it (the "
-                     "device frees in pop order)")
-            fix = ("the simulator, not the kernel, causes this: to run it there, TFREE each popped tile before "
-                   "the next TPOP of the pipe (hold one at a time); the kernel needs no change for the device "
-                   "(--protocol pto-isa)")
+                     f"{', '.join(map(str, slots)) or '?'} and the ring stops when it comes round to it ({device})")
+            if self.device_period:
+                fix = ("TFREE each popped tile before the next TPOP of the pipe (hold one at a time): the simulator "
+                       "needs it, and so does the device, whose TFREE sends its free credit by the latest TPOP's "
+                       "index (--protocol pto-isa reports what the held tiles do there)")
+            else:
+                fix = ("the simulator, not the kernel, causes this: to run it there, TFREE each popped tile before "
+                       "the next TPOP of the pipe (hold one at a time); the kernel needs no change for the device "
+                       "(--protocol pto-isa)")
         elif self.clobbered:
             (way, k, at), s, c, loc = self.clobbered[0]
             cause = (f"{c.name}'s split V2C TPUSH at {loc} writes slot {s} of the simulator's one ring, which "

@@ -393,6 +393,13 @@ def _free_culprit(ch, core, cons):
     i = pside.pushed
     if cons.state is CoreState.DONE:      # no notification rule makes a returned consumer pop more
         return _stopped_consumer(ch, core, cons, pside, cside)
+    if ch.moved_silent:                   # TFREEs whose free index sent no credit (pto-isa)
+        moved = ch.model.withheld_by_index(ch, i, cside.freed, cons.name, ch.moved_silent)
+        if moved is not None:
+            return {"cause": moved[0], "fix": moved[1], "where": ch.moved_silent[0][0],
+                    "finding": {"kind": "withheld_by_index", "core": cons.name, "pipe": ch.name,
+                                "where": ch.moved_silent[0][0], "pops": cside.index, "frees": cside.freed,
+                                "waiter": core.name, "pushes": i}}
     withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name, cpp=is_cpp(cons.where()))
     skipped = _skipped_free(cside, cons) if withheld else None
     if skipped is not None:

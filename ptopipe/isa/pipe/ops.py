@@ -591,7 +591,8 @@ def _unsplit_free(core, ch: Channel, side: Side) -> bool:
             where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}", fix=bad[1])
     every = ch.model.unsplit_free_every
     if every and ch.unsplit_free_at is None and not ch.wait_every \
-            and not ch.model.consumer_frees(ch, side.freed if side.held else side.tfrees):
+            and not ch.model.consumer_frees(ch, ch.model.notice_index(side.freed if side.held else side.tfrees,
+                                                                      side.index)):
         ch.unsplit_free_at = _loc(core)      # a credit the sparse rule would not send
     return every
 

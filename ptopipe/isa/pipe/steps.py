@@ -152,10 +152,32 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
         at = read_end
     k = side.freed
     side.freed = k + 1
-    if side.free and not ch.lost_lanes and (every or ch.wait_every or ch.model.consumer_frees(ch, k)):
+    if side.free and not ch.lost_lanes and (every or ch.wait_every or _notifies(core, ch, k, side.index)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[tag]:
             set_flag(core, f, at, order)
+
+
+#: the TFREE lines a channel keeps of those that sent no free where the producer counted on one
+_SILENT_KEPT = 3
+
+
+def _notifies(core, ch: Channel, k: int, popped: int) -> bool:
+    """Does release ``k`` of a consumer that has made ``popped`` TPOPs send its free under the
+    sparse rule (:meth:`~ptopipe.protocol.model.ProtocolModel.notice_index`)?  One whose answer
+    is not the producer's count (a tile freed after a later TPOP of its ring, pto-isa) is noted
+    on the channel for the diagnoses (``moved_extra`` / ``moved_silent``)."""
+    m = ch.model
+    j = m.notice_index(k, popped)
+    send = m.consumer_frees(ch, j)
+    if j != k and send != m.consumer_frees(ch, k):
+        note = (str(core.where()), k, j)
+        if send:
+            if ch.moved_extra is None:
+                ch.moved_extra = note
+        elif len(ch.moved_silent) < _SILENT_KEPT and all(n[0] != note[0] for n in ch.moved_silent):
+            ch.moved_silent.append(note)
+    return send
 
 
 def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:

@@ -143,6 +143,7 @@ def teardown(cluster, launch: int = 1) -> list:
                         fix=(f"{bug.upgrade()} (the kernel is right: {model.name}'s destructor waits for "
                              f"{need} credits, {f.count} pending); with this pto-isa, push a number of "
                              "tiles that leaves exactly SyncPeriod release notifications pending" if bug else
+                             model.moved_notice_fix(ch, ch.moved_silent[0], extra=False) if ch.moved_silent else
                              "the consumer must send every free the protocol counts on: pop every tile "
                              "pushed and release each one with its free on (setFreeStatus(false) or a "
                              "missing TPOP/TFREE leaves the destructor waiting)"),
@@ -195,7 +196,10 @@ def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
     tag = next((t for t, flags in enumerate(side.free_flags) if f in flags), 0)
     due = ch.model.frees_due(ch, pushed, tag)
     if r["sent"] > due:
-        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{ch.free_again_note()}"
+        why = ch.free_again_note()
+        if ch.moved_extra is not None and ch.free_again_at is None:
+            why = f" ({ch.model.moved_notice_fix(ch, ch.moved_extra, extra=True)})"
+        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{why}"
     if ch.startup_credits and not ch.wait_every:
         bug = _drain_bug(ch.model, ch)
         if bug is not None:
