@@ -15,8 +15,9 @@ popped tile still used after a later TPOP of the same ring inside a loop / branc
 TFREE runs there, first) is copied right after its TPOP (a Vec -> Vec ``pl.move``), so its
 own slot is freed at once and the copy is held instead.  So is one held across more later
 TPOPs of its ring in its block than the ring lets a kernel hold (the platform's and
-protocol's hold limit, :func:`.pipe_state.hold_limit`: SLOT_NUM, pto-isa's SLOT_NUM -
-SyncPeriod + 1, a GM ring's LocalSlotNum).
+protocol's hold limit, :func:`.pipe_state.hold_limit`: SLOT_NUM, a GM ring's LocalSlotNum;
+under pto-isa with SyncPeriod > 1 one - its TFREE tests the index of the latest TPOP, so a
+tile freed after a later TPOP of its ring would send that TPOP's credit, not its own).
 
 Each TFREE placed notes the pipes that read the slot before it (``read_on``); LowerPlatform
 orders the reads the protocol's free signal does not wait for (a TSTORE on MTE3 before a
@@ -471,11 +472,15 @@ def place_tfree(pop: Operation, after: dict, limit: int | None = None,
 
 
 def _limit(fn: Operation, ctx) -> int | None:
-    """The hold limit of ``fn``'s pipe for the compile's platform and protocol."""
+    """The hold limit of ``fn``'s pipe for the compile's platform and protocol: 1 where a
+    TFREE's free notification tests the latest TPOP (``HoldLimit.free_each``: pto-isa with
+    SyncPeriod > 1 - every tile is freed before the next TPOP of its ring, so each TFREE
+    sends the credit the producer counts on)."""
     if ctx is None:
         return None
-    return hold_limit(next(iter(init_ops(fn)), None), fn.kind, platform_of(ctx),
-                      protocol_model(ctx), protocol_of(ctx)).n
+    lim = hold_limit(next(iter(init_ops(fn)), None), fn.kind, platform_of(ctx),
+                     protocol_model(ctx), protocol_of(ctx))
+    return 1 if lim.free_each else lim.n
 
 
 def run(program: Operation, ctx=None) -> Operation:

@@ -21,11 +21,15 @@ _PRODUCER = {C2V: None, V2C: "aiv"}      # who pushes: None = the Cube, "aiv" = 
 
 
 class _Rings:
-    """The counters of the rings: per (ring, Vector lane) tiles pushed, popped, freed."""
+    """The counters of the rings: per (ring, Vector lane) tiles pushed, popped, freed, and the
+    free SETs those frees sent where a free's notification may test another index than its
+    release's (``StaticRing.notice_moves``, pto-isa: the latest TPOP's) - there the producer
+    goes on by the SETs, SyncPeriod frees each, not by the frees."""
 
     def __init__(self, lanes: tuple, slot_num: dict, rules: dict | None = None):
         self.lanes, self.slot_num, self.rules = lanes, slot_num, rules or {}
-        self.n = {k: {(d, ln): 0 for d in slot_num for ln in lanes} for k in ("push", "pop", "free")}
+        self.n = {k: {(d, ln): 0 for d in slot_num for ln in lanes} for k in ("push", "pop", "free", "sent")}
+        self.moves = {d for d, r in self.rules.items() if r.notice_moves}
 
     def needed(self, d, i: int) -> int:
         """TFREEs of a lane before push ``i`` of ring ``d`` may write its slot."""
@@ -36,6 +40,9 @@ class _Rings:
         pushed = self.n["push"]
         mine = self.lanes if core is None else (core,)
         if kind == "push":
+            if d in self.moves:                     # the frees the SETs announce
+                sp, sent = self.rules[d].sync_period, self.n["sent"]
+                return all(sent[d, ln] * sp >= self.needed(d, pushed[d, ln]) for ln in mine)
             freed = self.n["free"]
             return all(freed[d, ln] >= self.needed(d, pushed[d, ln]) for ln in mine)
         if kind == "pop":
@@ -51,14 +58,17 @@ class _Rings:
             kind = (kind,)
         for ln in (self.lanes if core is None else (core,)):
             for k in kind:
+                if k == "free" and d in self.moves and rule.sends(self.n["free"][d, ln], self.n["pop"][d, ln]):
+                    self.n["sent"][d, ln] += 1
                 self.n[k][d, ln] += 1
 
     def state(self) -> tuple:
         """What decides the cores' progress: pushed - popped and pushed - freed per ring, and
         where the pushes are in a sparse notification period."""
-        p, o, f = self.n["push"], self.n["pop"], self.n["free"]
-        return tuple((p[k] - o[k], p[k] - f[k], p[k] >= self.slot_num[k[0]],
-                      p[k] % getattr(self.rules.get(k[0]), "sync_period", 1)) for k in sorted(p, key=repr))
+        p, o, f, s = self.n["push"], self.n["pop"], self.n["free"], self.n["sent"]
+        sp = {d: getattr(r, "sync_period", 1) for d, r in self.rules.items()}
+        return tuple((p[k] - o[k], p[k] - f[k], p[k] >= self.slot_num[k[0]], p[k] % sp.get(k[0], 1),
+                      p[k] - s[k] * sp.get(k[0], 1) if k[0] in self.moves else 0) for k in sorted(p, key=repr))
 
 
 def stuck_cores(traces: dict, lanes: tuple, slot_num: dict, rules: dict | None = None,

@@ -52,6 +52,7 @@ from .symbolic import (Count, affine, condition, const, constraints, decide, der
                        witness_text)
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
+from .util import compiler_made
 
 MAX_PATHS = 128
 MAX_STEPS = 400_000
@@ -159,6 +160,9 @@ class Explorer:
         # count happen (the loop runs; a later iteration: twice): each finding's values hold them
         self._running: list = []
         self._first: dict = {}             # the loop variable of a first iteration -> its start
+        # rings with a TFREE whose free credit is not the producer's count (moved_notice): the
+        # credits no longer follow the releases the hold bound's exact rule counts
+        self.moved: set = set()
 
     def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None, at=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
@@ -423,7 +427,11 @@ class Explorer:
         if lim.pop_frees:
             self.restage(op, p, d, s, n)
             return
-        if lim.exact is not None and p.counted is True:
+        if lim.exact is not None and d in self.moved:
+            # a TFREE of the ring sent another credit than the releases' count (reported): the
+            # bound's arithmetic no longer holds - the deadlock check runs the real credits
+            over = False
+        elif lim.exact is not None and p.counted is True:
             over = lim.exact(len(p.events[d]) - 1, len(held) - 1)
         elif lim.exact is not None and isinstance(p.counted, dict) and d in p.counted:
             # a later iteration of a loop of unknown trip count: this pop is tile
@@ -471,6 +479,8 @@ class Explorer:
             return
         s = held[0]
         p.held[d] = held[1:]
+        if len(held) > 1:
+            self.moved_notice(op, p, d, held)
         if d not in p.cross and _sibling_branches(s.op, op):
             p.cross[d] = (op, s)                      # for the leak report: the culprit branch
         split = op.split
@@ -488,6 +498,57 @@ class Explorer:
         named = (f"%{op.obj.name}", obj) if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead \
             else None
         p.dead[s.uid] = (op, p.where(), "TFREE", named)
+
+    def moved_notice(self, op, p: Path, d, held: tuple) -> None:
+        """A TFREE of ring ``d`` releasing ``held[0]`` while later pops (``held[1:]``) are
+        held: where the protocol's free notification tests the consumer's latest TPOP
+        (``HoldLimit.moved``: pto-isa, SyncPeriod > 1), find whether it then sends a free where
+        the producer counts on none, or none where it counts on one - for the pop counts of
+        the path (every iteration of a loop of unknown trip count, any count after it).  The
+        finding is at the latest TPOP, the one whose index the TFREE tests."""
+        lim = self.slot_num(d)
+        if lim.moved is None:
+            return
+        ev = p.events.get(d, [])
+        if p.counted is True:
+            popped = (len(ev),)
+        elif isinstance(p.counted, dict) and d in p.counted:
+            base, per, trips = p.counted[d]         # as in tpop: base + j * per + offset, j >= 1
+            offset = len(ev) - 1 - base - per
+            ks = range(1, 2 * lim.sync_period + 2) if per else (1,)
+            if trips is not None:
+                ks = range(1, min(ks[-1] + 1, trips)) if per else ks
+            popped = tuple(base + j * per + offset + 1 for j in ks)
+        else:                                       # not known: any count
+            popped = tuple(range(len(held), len(held) + lim.sync_period))
+        bad = next((q for q in popped if lim.moved(q - len(held), q)), None)
+        if bad is None:
+            return
+        self.moved.add(d)
+        last = held[-1]
+        tiles = (f"tile #{bad - 1} of the {dir_name(d)} ring while tile #{bad - len(held)}" if p.counted is True
+                 else f"a tile of the {dir_name(d)} ring while a tile")
+        self.report_on(p, "free_index", last.op,
+                       f"this TPOP pops {tiles}, popped at "
+                       f"{line(held[0].op)}, is still held{on(p)}; that tile is freed after this TPOP ("
+                       + ("after its last use" if line(op) == line(held[0].op) else f"TFREE at {line(op)}") +
+                       f"), and {lim.moved_rule}: the TFREE tests this TPOP's index and sends more or fewer free "
+                       f"credits than the producer counts on (one per SyncPeriod {lim.sync_period} releases) - a "
+                       "slot overwritten before it is freed, a hang, or credits left for the next launch",
+                       (f"use the tile received at {line(held[0].op)} (e.g. move it to pl.Left / pl.Right) before "
+                        "the next tile crosses this way, so that its slot is freed first, or give the function "
+                        "SyncPeriod 1: @pl.incore(slot_num=3) (or 1; ptoas takes SlotNum 4 or 8 only)"
+                        if self._mixed() else
+                        f"free the tile popped at {line(held[0].op)} before this TPOP (use it first, or copy it "
+                        "out), so that each TFREE comes before the next TPOP of its ring, or give the ring "
+                        "SyncPeriod 1: slot_num=3 (or 1) of the *_initialize_pipe calls (ptoas takes SlotNum 4 "
+                        "or 8 only)"), held[0].op)
+
+    def _mixed(self) -> bool:
+        """Is the function one ExpandMixedKernel made of a mixed function (its TPOPs and TFREEs
+        are the compiler's)?"""
+        prog = self.fn.parent_op
+        return prog is not None and self.fn.sym_name in compiler_made(prog)
 
     def tpush(self, op, p: Path) -> None:
         d = ring_of(op)

@@ -29,7 +29,13 @@ class HoldLimit:
     TPOP waits forever (pto-isa's SyncPeriod: ``n`` is then the bound for any count).
     ``pop_frees``: the TPOP frees its slot itself (:meth:`ProtocolModel.pop_frees`: pto-isa,
     a ring in GM) - it holds nothing, so there is no bound; its tile is staged in one of
-    ``n`` (LocalSlotNum) staging slots, which the ``n``-th TPOP after it overwrites."""
+    ``n`` (LocalSlotNum) staging slots, which the ``n``-th TPOP after it overwrites.
+    ``moved``: when a TFREE's free notification tests the consumer's latest TPOP rather than
+    the tile it releases (pto-isa, SyncPeriod > 1: :meth:`ProtocolModel.moved_notice`),
+    ``moved(k, popped)`` says whether release ``k`` after ``popped`` TPOPs sends a credit the
+    producer does not count on, or none where it counts on one; a kernel that frees every
+    tile before the next TPOP of its ring (:attr:`free_each`, InsertTfree's limit) never
+    moves one."""
     n: int
     name: str = "SLOT_NUM"
     why: str = ""
@@ -37,13 +43,23 @@ class HoldLimit:
                 "@pl.incore for a mixed function)")
     exact: object = None
     pop_frees: bool = False
+    moved: object = None
+    sync_period: int = 1
+    moved_rule: str = ""
+
+    @property
+    def free_each(self) -> bool:
+        """Must each popped tile be freed before the next TPOP of its ring (:attr:`moved`)?"""
+        return self.moved is not None
 
 
 def hold_limit(init, kind, plat, model, protocol: str, tiles: bool = True) -> HoldLimit:
     """The HoldLimit of a kernel whose pipe init is ``init`` (None: no init) on
     ``plat`` under the protocol ``model``: its slot_num, else seed 003's default on the
     platform (8 one way, 4 per direction both ways); under pto-isa on a consumer-local ring
-    at most SLOT_NUM - SyncPeriod + 1 (:meth:`ProtocolModel.held_limit`); for a ring in GM
+    at most SLOT_NUM - SyncPeriod + 1 (:meth:`ProtocolModel.held_limit`), and with
+    SyncPeriod > 1 where the TFREE sends the free, the rule that a TFREE's credit follows the
+    latest TPOP (``moved``: :meth:`ProtocolModel.moved_notice`); for a ring in GM
     at most its LocalSlotNum (the consumer stages each popped tile in one of that many
     slots of its reserve_buffer).  ``tiles``: the ring's TPOPs pop tiles (False: GM
     addresses, the address flow - such a TPOP never frees its slot itself).  VerifyPipes
@@ -53,9 +69,12 @@ def hold_limit(init, kind, plat, model, protocol: str, tiles: bool = True) -> Ho
     n = slot_num(init, plat)
     local = local_slot_num(init.attributes, n)
     in_gm = ring_in_gm(init, plat)
+    frees = model.pop_frees(in_gm, tiles)
     held = model.held_limit(n, in_gm)
+    sp = model.static_ring(n, in_gm).sync_period
+    moved = None if frees or not model.notice_moves(n, sp) else (lambda k, popped: model.moved_notice(n, k, popped, sp))
+    rule = model.NOTICE_RULE if moved is not None else ""
     if held < n:
-        sp = n - held + 1
         return HoldLimit(held, "pto-isa held-slot limit (SLOT_NUM - SyncPeriod + 1)",
                          f"under {protocol} the consumer signals a free every SyncPeriod {sp} "
                          f"TFREEs and the producer waits for one every {sp} pushes after the first "
@@ -63,17 +82,18 @@ def hold_limit(init, kind, plat, model, protocol: str, tiles: bool = True) -> Ho
                          "producer cannot make (a hang on the device)",
                          "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
                          "@pl.incore for a mixed function)",
-                         exact=lambda pops, others: model.pop_waits_forever(n, pops, others))
-    frees = model.pop_frees(in_gm, tiles)
+                         exact=lambda pops, others: model.pop_waits_forever(n, pops, others),
+                         moved=moved, sync_period=sp, moved_rule=rule)
     if not in_gm or local >= n:
-        return HoldLimit(n, pop_frees=frees)
+        return HoldLimit(n, pop_frees=frees, moved=moved, sync_period=sp, moved_rule=rule)
     core = "aiv" if kind is FunctionKind.AIV else "aic"
     return HoldLimit(local, "LocalSlotNum",
                      f"on {plat.name} the ring is in GM and a TPOP stages its tile in one of "
                      f"LocalSlotNum {local} slots of the consumer's reserve_buffer, so the next TPOP "
                      "overwrites a tile still held",
                      f"or give pl.{core}_initialize_pipe local_slot_num=<tiles held at once> (at "
-                     f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})", pop_frees=frees)
+                     f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})", pop_frees=frees,
+                     moved=moved, sync_period=sp, moved_rule=rule)
 
 
 class Slot:
