@@ -228,7 +228,11 @@ def _holds(draw, platform, protocol, p: PipeSpec) -> PipeSpec:
     * where popped tiles are staged locally (the tile flow from a GM ring, into a tile
       without an address or under pto-isa), at most LocalSlotNum tiles are held;
     * the Cube of a DIR_BOTH pipe holds at most lag + 1 V2C tiles (it must push results
-      back before the Vector cores push more)."""
+      back before the Vector cores push more);
+    * under pto-isa with SyncPeriod > 1, where the TFREE sends the free (not a tile TPOP from a
+      GM ring, which frees itself), one: pto-isa's TFREE tests the index of the latest TPOP, so
+      a tile freed after a later TPOP sends that TPOP's credit, not its own (docs/protocols.md,
+      *The free index*)."""
     n = p.slot_num
     sync = (p.sync or (n if n <= 2 else n // 2)) if protocol == "pto-isa" else 1
     room = n - (sync - 1)
@@ -238,6 +242,8 @@ def _holds(draw, platform, protocol, p: PipeSpec) -> PipeSpec:
     in_gm = platform == "a2a3" or p.gm_dir
     staged = in_gm and p.flow == "tile" and (not p.pop_addr or protocol == "pto-isa")
     top = min(3, room, p.local_slot_num if staged else 3)
+    if sync > 1 and p.api != "tmpipe" and not (in_gm and p.flow == "tile"):
+        top = 1
     hold_c = draw(st.integers(1, min(top, room - lag))) if p.kind != "v2c" else 1
     hold_v = draw(st.integers(1, min(top, lag + 1) if p.kind == "both" else top)) if p.kind != "c2v" else 1
     return replace(p, hold_c=hold_c, hold_v=hold_v, lag=lag)

@@ -1,9 +1,12 @@
-"""M28: protocol="pto-isa", SlotNum 4 (SyncPeriod 4 / 2 = 2), address flow.  AIV0 keeps a
-window of three popped slots: it pops the next slot before freeing the oldest.  Under
-the spec protocol that is fine (push #4 needs one TFREE).  Under pto-isa the consumer
-notifies the producer only every SyncPeriod TFREEs: push #4 waits for notification #1,
-sent at TFREE #2, but AIV0 has made one TFREE and waits for push #4's data - a deadlock
-whose report names the withheld credit and the arithmetic, not a missing TFREE.
+"""M28: protocol="pto-isa", SlotNum 4 (SyncPeriod 4 / 2 = 2), address flow.  AIV0 pops three
+slots, frees the oldest and pops two more before freeing the rest.  Under the spec protocol
+that is fine (push #4 needs one TFREE).  Under pto-isa the consumer notifies the producer only
+every SyncPeriod TFREEs: push #4 waits for notification #1, sent at TFREE #2, but AIV0 has made
+one TFREE and waits for push #4's data - a deadlock whose report names the withheld credit and
+the arithmetic, not a missing TFREE.  (pto-isa's TFREE tests the index of the latest TPOP, #2
+here, which does not end a period either.  A window kept by popping the next slot before
+freeing the oldest is another matter: that TFREE tests the next slot's index and sends the
+credit early - the producer overwrites a slot still held.)
 
 Run:  ptopipe check examples/misuse/m28_sync_period_credit.py [--platform a5]
 """
@@ -35,13 +38,16 @@ def vector(fifo, out):
     o = Tile(TileType.Vec, float32, T, T, addr=0x0)
     for i in range(3):
         TPOP(pipe, slots[i])
-    for i in range(3, N):
-        TPOP(pipe, slots[i])              # M28: pops the next slot holding three
-        TLOAD(o, slots[i - 3])
-        TFREE(pipe, slots[i - 3])
-    for i in range(N - 3, N):
+    TLOAD(o, slots[0])
+    TFREE(pipe, slots[0])
+    TPOP(pipe, slots[3])
+    TPOP(pipe, slots[4])                  # M28: pops a fifth slot holding three
+    for i in range(1, 5):
         TLOAD(o, slots[i])
         TFREE(pipe, slots[i])
+    TPOP(pipe, slots[5])
+    TLOAD(o, slots[5])
+    TFREE(pipe, slots[5])
     TSTORE(out, o)
 
 

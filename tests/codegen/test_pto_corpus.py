@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ptopipe
+from ptopipe.errors import CompileError
 from configs import FULL
 
 CORPUS = Path(__file__).parents[1] / "pto_corpus"
@@ -59,6 +60,13 @@ def signature(text: str, func: str) -> dict:
 #: guards it with get_subblockid() == 0 on A5 only - and push the same tile: a warning, the work
 #: done twice, and the golden matches, as on the device, whose Cube waits for both lanes.)
 EXECUTOR_GAPS: dict = {}
+#: (file stem, protocol) -> (error class, words of its message): a file that is wrong under that
+#: protocol - what ptopipe reports is asserted in place of the golden.  x_interleaved_pops_a5 holds
+#: two popped tiles and frees both after the second TPOP: pto-isa's TFREE tests the index of the
+#: latest TPOP (shouldNotifyFree(cons.tileIndex - 1)), so with SyncPeriod 4 the even tile's TFREE of
+#: every second pair sends a credit the producer does not count on (docs/protocols.md, *The free
+#: index*); ptoas's frontend init takes no slot_num to give the ring SyncPeriod 1
+FINDINGS: dict = {("x_interleaved_pops_a5", "pto-isa"): (CompileError, "the TFREE tests this TPOP's index")}
 
 
 def _case(path, protocol):
@@ -114,6 +122,12 @@ def test_corpus_file_matches_numpy(path, protocol, no_hang):
     g = GOLDENS[path.stem]
     inputs = g.inputs(path.stem)
     want = g.expect({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})
+    finding = FINDINGS.get((path.stem, protocol))
+    if finding is not None:
+        with pytest.raises(finding[0]) as ei:
+            ptopipe.run_pto(str(path), func=None, inputs=inputs, platform=platform, protocol=protocol)
+        assert finding[1] in str(ei.value), str(ei.value)
+        return
     res = ptopipe.run_pto(str(path), func=None, inputs=inputs, platform=platform, protocol=protocol)
     for name, exp in want.items():
         got = np.asarray(res.outputs[name]).reshape(exp.shape)

@@ -353,8 +353,9 @@ def m22_layout_nd_into_nz():
 
 def m28_sync_period_credit():
     """M28 (pto-isa; a one-lane pipe, ``lanes=1``, as pto-isa gives a no-split pipe on A5): the
-    Vector kernel holds three GM slots and pops a fourth before freeing the oldest; push #4
-    waits for a free notification sent only every SyncPeriod (2) TFREEs - a deadlock."""
+    Vector kernel holds three GM slots, frees the oldest and pops two more; push #4 waits for a
+    free notification sent only every SyncPeriod (2) TFREEs - a deadlock.  (The TFREE tests the
+    index of the latest TPOP, #2, which does not end a period either: pto-isa's free index.)"""
     @pl.aiv(split=pl.TILE_NO_SPLIT)
     def vector(out: pl.Tensor[[2 * N * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
         buf = pl.reserve_buffer(name="c2v", size=4 * SLOT, base=pl.AUTO)
@@ -363,9 +364,9 @@ def m28_sync_period_credit():
         s0 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
         s1 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
         s2 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])          # <- compile
-        s3 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
         o = pl.load(s0, [0, 0], [T, T])
         pl.TFREE(buf, s0)
+        s3 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
         s4 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
         pl.TFREE(buf, s1)
         pl.TFREE(buf, s2)

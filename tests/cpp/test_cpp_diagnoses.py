@@ -573,8 +573,10 @@ def test_an_error_in_a_helper_names_the_kernel_lines_that_called_it(cpp_cache):
                               f"from {at}:{line_of(name, 'twice(big, a);')})"), ei.value.where
 
 
-#: M28 in C++ (a pto-isa TPipe of 4 slots on A5): the Vector cores hold four popped tiles, free one
-#: and pop a fifth - fine under spec, a deadlock under pto-isa, whose SyncPeriod (2) withholds the credit
+#: M28 in C++ (a pto-isa TPipe of 4 slots on A5): the Vector cores hold three popped tiles, free one
+#: and pop two more - fine under spec, a deadlock under pto-isa, whose SyncPeriod (2) withholds the
+#: credit (the TFREE tests the latest TPOP's index, #2, which does not end a period either; holding
+#: four and freeing one would test #3, which does, and send the credit early)
 HOLD_FOUR = """#include <pto/pto-inst.hpp>
 using namespace pto;
 using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 16 * 4, 4, 4>;
@@ -606,8 +608,8 @@ extern "C" __global__ AICORE void vec_hold(__gm__ float *x)
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t0);
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t1);
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t2);
-    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t3);
     TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t3);
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, t4);
     for (int i = 0; i < 4; ++i) {
         TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);

@@ -3,7 +3,7 @@ the line of the party that broke the protocol, and the headline names that party
 
 - a consumer that pops with its ready wait switched off (not "the producer must wait");
 - a TFREE skipped in one iteration under pto-isa's sparse notifications (not SyncPeriod;
-  a deliberate lag is still explained by SyncPeriod);
+  a deliberate lag is explained by pto-isa's free index, the latest TPOP's);
 - an extra set_flag that a later wait_flag consumes in place of its pair (the fix names the
   extra set, not the pair that already exists; the leak names it too);
 - a consumer that returns early while the producer (in an imported module) still pushes;
@@ -86,13 +86,13 @@ def skips_one_free(out, fifo, tiles):
 
 
 def lags_one(out, fifo, tiles):
-    """Frees each tile after popping the next: too deep a hold for SyncPeriod 2."""
+    """Frees each tile after popping the next: the TFREE tests the next tile's index."""
     pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
     t = Tile(TileType.Vec, float32, T, T)
     for i in range(tiles):
         TPOP(pipe, t)                                           # LAG
         if i:
-            TFREE(pipe)
+            TFREE(pipe)                                         # FREE
     TFREE(pipe)
 
 
@@ -105,11 +105,19 @@ def test_a5_pto_isa_skipped_tfree_is_blamed_on_the_consumer_not_sync_period():
     assert "SyncPeriod 2 is not the cause" in e.fix and "withheld" not in e.what
 
 
-def test_a5_pto_isa_deliberate_lag_is_still_explained_by_sync_period():
-    with pytest.raises(DeadlockError) as ei:
+def test_a5_pto_isa_deliberate_lag_is_explained_by_the_free_index():
+    """Freeing each tile after popping the next is no skipped TFREE, and no credit withheld
+    either: pto-isa's TFREE tests the index of the latest TPOP (``shouldNotifyFree(
+    cons.tileIndex - 1)``), so the TFREE of tile 0, made after the TPOP of tile 1, sends the
+    credit of tile 1's position - one free too early, and push #3 overwrites slot 1 while
+    tile 1 is still held.  Reported at that TPUSH, the fix naming the TFREE and the rule."""
+    with pytest.raises(ProtocolError) as ei:
         ptopipe.run(identity_cube, (lags_one, None), _args(6), platform="a5", protocol="pto-isa")
     e = ei.value
-    assert "withheld by pto-isa's SyncPeriod" in e.details and "skipped a TFREE" not in str(e)
+    assert e.what.startswith("TPUSH overwrites slot 1") and "skipped a TFREE" not in str(e), e.what
+    assert e.fix.startswith(f"the TFREE at tests/isa/test_blame.py:{line_of(lags_one, 'FREE')} released tile #0 "
+                            "after the TPOP of tile #1"), e.fix
+    assert "latest TPOP" in e.fix, e.fix
 
 
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "spec")])

@@ -11,6 +11,7 @@ import pytest
 
 import ptopipe
 from ptopipe.isa import *  # noqa: F403
+from markers import line_of
 
 T, N = 16, 32
 SLOT = T * N * 4
@@ -54,7 +55,7 @@ def _vector(form):
             if form != "freed first":
                 TRELU(r, a)
                 if form != "never freed":
-                    TFREE(pipe, TILE_UP_DOWN)
+                    TFREE(pipe, TILE_UP_DOWN)                   # FREE-FIRST
             TSUB(o, r, b)
             if form != "never freed":
                 TFREE(pipe, TILE_UP_DOWN)
@@ -76,8 +77,11 @@ def _repops(res):
     return [(w, loc) for w, loc in res.summary.leaks if "still holds" in w]
 
 
-@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "pto-isa")])
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec")])
 def test_a_second_pop_into_a_held_tile_is_a_warning_naming_the_first(platform, protocol, no_hang):
+    """(Not A5 under pto-isa: there both TFREEs follow the second TPOP and test its index -
+    ``shouldNotifyFree(cons.tileIndex - 1)`` - so each pair of tiles sends two free credits
+    where the producer counts on one, test_the_two_frees_after_the_second_pop_send_two_credits_on_a5.)"""
     res, _y1, y2 = _run("one tile", platform, protocol)
     # the device's numbers: the first tile's data is gone, the epilogue reads the second twice
     assert np.array_equal(res.outputs["out"], (np.maximum(y2, 0) - y2).reshape(-1, N))
@@ -105,3 +109,15 @@ def test_a_kernel_that_never_frees_gets_the_missing_tfree_warning_only(no_hang):
     assert np.array_equal(res.outputs["out"], (np.maximum(y2, 0) - y2).reshape(-1, N))
     assert not _repops(res)
     assert any("have no TFREE" in w for w, _ in res.summary.leaks)
+
+
+def test_the_two_frees_after_the_second_pop_send_two_credits_on_a5(no_hang):
+    """A5 under pto-isa (a ring in UB, SlotNum 4: SyncPeriod 2): the TFREE of the first tile
+    comes after the second TPOP and tests that TPOP's index, so it sends a credit as well as the
+    second TFREE - two per pair where the destructor drains one: credits left for the next
+    launch, named at the TFREE with pto-isa's rule."""
+    with pytest.raises(ptopipe.LeakError) as ei:
+        _run("one tile", "a5", "pto-isa")
+    free = line_of(_vector, "FREE-FIRST")
+    assert f"the TFREE at tests/isa/test_pop_into_a_held_tile.py:{free} released tile #0 after the TPOP of tile #1" \
+        in ei.value.what, ei.value.what

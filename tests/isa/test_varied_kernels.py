@@ -1327,7 +1327,7 @@ def _k17(depth):
             for t in ts:
                 TADD(o, o, t)
             for _ in ts:
-                TFREE(pipe)
+                TFREE(pipe)  # k17-free
         TSTORE(out, o)
     return cube, (vec, None), S, slot
 
@@ -1335,10 +1335,21 @@ def _k17(depth):
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 @pytest.mark.parametrize("depth", [4, 6])
 def test_k17_consumer_holds_every_slot(depth, platform, protocol, no_hang):
+    """Clean where every release sends its free (spec) or the TPOP frees its slot (pto-isa on
+    A2A3, a GM ring).  Under pto-isa on A5 (a ring in UB, SyncPeriod depth / 2) every TFREE of
+    a group comes after the group's last TPOP and tests its index (``shouldNotifyFree(
+    cons.tileIndex - 1)``), which ends a SyncPeriod: each sends a credit, depth where the
+    producer counts on two, so push #depth + 1 overwrites a slot still held - reported at the
+    TPUSH, the fix naming the first TFREE and pto-isa's rule."""
     cube, vec, S, slot = _k17(depth)
     n = 2 * depth
-    res = ptopipe.run(cube, vec, dict(fifo=gm_buffer(depth * slot), out=np.zeros((S, S), np.float32), n=n),
-                      platform=platform, protocol=protocol, timeout=20)
+    args = dict(fifo=gm_buffer(depth * slot), out=np.zeros((S, S), np.float32), n=n)
+    if (platform, protocol) == ("a5", "pto-isa"):
+        err = _raises(ProtocolError, cube, "k17-push", cube, vec, args, platform=platform, protocol=protocol)
+        assert f":{line_of(vec[0], 'k17-free')} released tile #0 after the TPOP of tile #{depth - 1}" in err.fix, \
+            err.fix
+        return
+    res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol, timeout=20)
     np.testing.assert_array_equal(res.outputs["out"], np.full((S, S), sum(range(n)), np.float32))
 
 

@@ -28,10 +28,19 @@ def test_the_compilers_checks_run_after_verify_pipes(tmp_path):
 
 
 def test_a_mixed_function_is_verified_as_the_kernels_it_becomes(tmp_path):
+    """The Cube holds two V2C tiles at once: more than SLOT_NUM 1 holds.  SLOT_NUM 2 holds
+    them, under spec; under pto-isa on A5 (SyncPeriod 2) the first tile's TFREE would come after
+    the second's TPOP and test its index - pto-isa's free index - sending a credit too many per
+    pair (the free_index finding; this test used to call it clean), where SLOT_NUM 3
+    (SyncPeriod 1) is clean."""
     prog = _program(tmp_path, TWO_V2C, "two")
     (e,) = verify_program(prog, "a2a3")
     assert "holds 2 slots of the V2C ring at once, more than its SLOT_NUM 1" in e.what
     fixed = _program(tmp_path, TWO_V2C.replace("slot_num=1", "slot_num=2"), "two_fixed")
+    assert verify_program(fixed, "a5", "spec") == []
+    (e,) = verify_program(fixed, "a5", "pto-isa")
+    assert e.kind == "free_index" and "tests this TPOP's index" in e.what, e
+    fixed = _program(tmp_path, TWO_V2C.replace("slot_num=1", "slot_num=3"), "two_fixed3")
     warnings = []
     assert verify_program(fixed, "a5", "pto-isa", warnings=warnings) == []
     assert all(isinstance(w, str) for w in warnings)

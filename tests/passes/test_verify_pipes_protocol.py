@@ -11,7 +11,7 @@ import ptopipe.language as pl
 from ptopipe.errors import DataRaceError
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.pipe_deadlock import C2V, stuck_cores
-from ptopipe.protocol.model import PTO_ISA_A5, SPEC
+from ptopipe.protocol.model import PTO_ISA, PTO_ISA_A5, SPEC
 from ptopipe.runtime import run as dsl_run
 
 from markers import line_of
@@ -82,6 +82,23 @@ def test_the_deadlock_rule_is_the_models():
     assert stuck_cores({None: prod, 0: cons}, (0,), {C2V: 4}) == {}
     assert stuck_cores({None: prod, 0: cons}, (0,), {C2V: 4}, rules(PTO_ISA_A5)) == {None: (push, C2V, 4)}
     assert stuck_cores({None: prod, 0: cons * 2}, (0,), {C2V: 4}, rules(PTO_ISA_A5)) == {}
+
+
+def test_the_deadlock_rule_counts_the_credits_the_tfrees_send():
+    """Three pops, three frees, then more pops (4 slots, SyncPeriod 2): counted by releases the
+    second TFREE announces two slots and push #4 goes on; pto-isa's three TFREEs all test the
+    latest TPOP's index, #2, and send no credit, so push #4 waits forever (the run's deadlock,
+    tests/protocol/test_free_index.py) - the ring model asks the protocol what a TFREE sends
+    (``StaticRing.sends``)."""
+    push, pop, free = "push", "pop", "free"
+    prod = [(push, C2V, k) for k in range(6)]
+    cons = [(pop, C2V, "p")] * 3 + [(free, C2V, "f")] * 3 + [(pop, C2V, "q")] * 3 + [(free, C2V, "g")] * 3
+    rules = lambda m: {C2V: m.static_ring(4, False)}          # noqa: E731
+    assert stuck_cores({None: prod, 0: cons}, (0,), {C2V: 4}, rules(SPEC)) == {}
+    assert stuck_cores({None: prod, 0: cons}, (0,), {C2V: 4}, rules(PTO_ISA_A5)) == {
+        None: (push, C2V, 4), 0: (pop, C2V, "q")}
+    assert stuck_cores({None: prod, 0: cons}, (0,), {C2V: 4}, {C2V: PTO_ISA.static_ring(4, True)}) == {}  # TPOP frees
+    assert stuck_cores({None: prod, 0: cons}, (0,), {C2V: 3}, {C2V: PTO_ISA_A5.static_ring(3, False)}) == {}
 
 
 def store_popped(ordered: bool, trips: int = 4):

@@ -263,10 +263,17 @@ def test_cpusim_frees_the_latest_pop_so_two_held_tiles_leak_a_slot(platform, no_
     """pto-isa's CPU simulator's TFREE releases the slot of the core's latest TPOP
     (``Consumer::free`` frees ``tileIndex``): a lane that holds two popped tiles releases the
     second slot twice and the first never, and the Cube's push waits for that slot forever (the
-    real simulator hangs in every run).  The device frees in pop order: clean under pto-isa, and
-    one tile held at a time is clean in the simulator too."""
+    real simulator hangs in every run).  The device frees in pop order: on A2A3 (a GM ring, the
+    TPOP frees) clean under pto-isa; on A5 (a ring in UB, SyncPeriod 2) the device's TFREE tests
+    the latest TPOP's index (``shouldNotifyFree(cons.tileIndex - 1)``), so both TFREEs of a pair
+    send a credit and a push overwrites a held slot there too - the simulator's diagnosis says
+    so.  One tile held at a time is clean in the simulator too."""
     cube, vec = held_pairs(8, 2)
-    ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
+    if platform == "a2a3":
+        ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
+    else:
+        with pytest.raises(ProtocolError, match="reused before freed"):
+            ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
     ptopipe.run(*held_pairs(8, 1), _args(), platform=platform, protocol="pto-isa-cpusim")
     with pytest.raises(DeadlockError) as ei:
         ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa-cpusim")
@@ -276,13 +283,17 @@ def test_cpusim_frees_the_latest_pop_so_two_held_tiles_leak_a_slot(platform, no_
     assert f":{line_of(vec, 'free')} releases slot 1 again" in what and "never releases slot 0" in what
     assert ei.value.where.endswith(f":{line_of(vec, 'pop')}")     # a lane waits for the next tile
     assert "TFREE each popped tile before the next TPOP" in ei.value.fix
+    assert ("the kernel is wrong on the device too" in what) == (platform == "a5"), what
+    assert ("the kernel needs no change for the device" in ei.value.fix) == (platform == "a2a3"), ei.value.fix
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_cpusim_a_lane_one_pop_ahead_never_frees_its_first_slot(platform, no_hang):
     """A lane that pops one tile ahead (pop, then pop / free each step, then free): every
     simulator TFREE releases the latest pop, so the first slot is never released - no slot is
-    freed twice, and the stall still names the slot it keeps."""
+    freed twice, and the stall still names the slot it keeps.  (On A5 the device is wrong too:
+    each TFREE tests the next tile's index, pto-isa's free index, and sends its credit a release
+    early - an overwrite under pto-isa.)"""
     def cube(fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, RING_UB, 0)
         acc = Tile(TileType.Acc, float32, T, T, addr=0)
@@ -297,7 +308,11 @@ def test_cpusim_a_lane_one_pop_ahead_never_frees_its_first_slot(platform, no_han
             TPOP(pipe, t[(i + 1) % 2], TILE_UP_DOWN)
             TFREE(pipe, TILE_UP_DOWN)
         TFREE(pipe, TILE_UP_DOWN)
-    ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
+    if platform == "a2a3":
+        ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
+    else:
+        with pytest.raises(ProtocolError, match="reused before freed"):
+            ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa")
     with pytest.raises(DeadlockError) as ei:
         ptopipe.run(cube, vec, _args(), platform=platform, protocol="pto-isa-cpusim")
     assert ("a stall the device does not have: the simulator's TFREE releases the slot of the core's latest TPOP"

@@ -154,18 +154,18 @@ def test_holding_two_tiles_of_a_gm_tmpipe_is_clean(platform, fifo_type, no_hang)
     np.testing.assert_array_equal(res["out"], args["x"])
 
 
-def tpipe_hold_all(direction, S, peers, tfree=True):
+def tpipe_hold_all(direction, S, peers, tfree=True, sync_period=None):
     """The Cube pushes S tiles into a TPipe, its consumers pop all S before freeing any
     (``tfree=False``: no TFREE, for A5 GM rings whose TPOP already freed the slot)."""
     def cube(fifo):
-        pipe = TPipe(0, direction, SLOT, S, peers=peers)(fifo, RING_UB, 0)
+        pipe = TPipe(0, direction, SLOT, S, peers=peers, sync_period=sync_period)(fifo, RING_UB, 0)
         acc = Tile(TileType.Acc, float32, T, T, addr=0)
         for i in range(S):
             TPUSH(pipe, acc, TileSplitAxis.TILE_NO_SPLIT if peers == (0,) else TileSplitAxis.TILE_UP_DOWN)
         return  # teardown
 
     def vec(fifo, out):
-        pipe = TPipe(0, direction, SLOT, S, peers=peers)(fifo, RING_UB, 0)
+        pipe = TPipe(0, direction, SLOT, S, peers=peers, sync_period=sync_period)(fifo, RING_UB, 0)
         split = TileSplitAxis.TILE_NO_SPLIT if peers == (0,) else TileSplitAxis.TILE_UP_DOWN
         rows = T if peers == (0,) else T // 2
         held = []
@@ -185,8 +185,13 @@ def tpipe_hold_all(direction, S, peers, tfree=True):
 def test_tpipe_has_no_constructor_credit_and_fills_slotnum_slots(platform, direction, peers, S, no_hang):
     """A TPipe's start-up capacity is the shouldWaitFree window: SlotNum pushes without a wait
     and no constructor SET (a constructor credit would show as one more free sent than the
-    releases notify, and would be waited for by the teardown)."""
-    cube, vec = tpipe_hold_all(direction, S, peers, tfree=not (platform == "a5" and direction is DIR_C2V_GM))
+    releases notify, and would be waited for by the teardown).  (On A5's ring in UB the TFREEs
+    all come after the last TPOP and test its index - pto-isa's free index - which ends a
+    SyncPeriod, so with the default one each would send a credit: the pipe there takes
+    sync_period=1, where every release sends one and the count is the releases'.)"""
+    local = (platform, direction) == ("a5", DIR_C2V)
+    cube, vec = tpipe_hold_all(direction, S, peers, tfree=not (platform == "a5" and direction is DIR_C2V_GM),
+                               sync_period=1 if local else None)
     aiv = (vec, vec) if peers == (0, 1) else (vec, None)
     res = ptopipe.run(cube, aiv, dict(fifo=gm_buffer(8 * SLOT), out=np.zeros(4, np.float32)),
                       platform=platform, protocol="pto-isa")

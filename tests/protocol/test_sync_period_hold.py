@@ -3,14 +3,21 @@
 most SLOT_NUM - SyncPeriod + 1 slots, the popped one included; holding more hangs (the
 simulator's DeadlockError, an AICPU timeout on the device).  VerifyPipes reports it at the
 TPOP, statically, for the protocol of the compile / check; spec, A2A3 (a GM ring's TPOP
-frees inside the TPOP) and a larger SLOT_NUM stay clean.  InsertTfree copies a popped Vec
-tile that would be held past the limit, so a compiled Vector kernel keeps within it."""
+frees inside the TPOP) and a SLOT_NUM of SyncPeriod 1 stay clean.
+
+And pto-isa's TFREE sends its free by the index of the consumer's latest TPOP
+(``shouldNotifyFree(cons.tileIndex - 1)``), not of the tile it releases: with SyncPeriod > 1 a
+tile freed after a later TPOP of its ring sends that TPOP's credit - more or fewer than the
+producer counts on - so a hold within that limit is wrong too where its TFREE's answer
+differs (VerifyPipes' ``free_index`` finding, at the later TPOP).  InsertTfree copies a popped
+Vec tile held across a later TPOP of its ring there, so a compiled Vector kernel frees each
+tile before the next TPOP; a Cube's Mat tiles cannot be copied, and such a kernel is refused."""
 import numpy as np
 import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import CompileError, DeadlockError
+from ptopipe import CompileError, DeadlockError, LeakError, ProtocolError
 from ptopipe.ir import print_program
 from ptopipe.passes import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -91,12 +98,36 @@ def test_holding_a_cube_slot_while_popping_at_slot_num_2_is_an_error_under_pto_i
 
 
 @pytest.mark.parametrize("platform,protocol,slot_num", [("a5", "spec", 2), ("a2a3", "pto-isa", 2),
-                                                         ("a5", "pto-isa", 4), ("a5", "pto-isa", 3)])
+                                                         ("a5", "pto-isa", 3)])
 def test_the_cube_kernel_is_clean_and_right_where_the_hold_fits(platform, protocol, slot_num, no_hang):
+    """(Not A5 under pto-isa with SLOT_NUM 4: test_the_cube_kernel_at_slot_num_4_is_refused_by_the_free_index.)"""
     args = _cube_args()
     res = _run(cube_holds(slot_num), args, platform, protocol)
     np.testing.assert_array_equal(res.outputs["out"], _cube_want(args))
     np.testing.assert_array_equal(res.outputs["out0"], args["x"] @ args["w"])
+
+
+def test_the_cube_kernel_at_slot_num_4_is_refused_by_the_free_index(no_hang):
+    """SLOT_NUM 4 (SyncPeriod 2) leaves room for the hold (3 of 4), but the TFREE of a comes
+    after b's TPOP and tests b's index (pto-isa's ``shouldNotifyFree(cons.tileIndex - 1)``): per
+    iteration the three TFREEs send one credit where the producer counts on 1.5, so the Cube
+    sends 3 for 9 tiles and the Vector's destructor, which drains for 4, hangs on the device.
+    (This test used to call the kernel clean: the free index was counted by releases.)
+    Refused at b's TPOP; compiled without VerifyPipes the run hangs at the teardown, naming the
+    TFREE that sent no credit."""
+    k = cube_holds(4)
+    with pytest.raises(CompileError) as e:
+        compile_program(pl.program(k), "a5", protocol="pto-isa")
+    assert e.value.kind == "free_index", e.value
+    assert e.value.where.split(":")[-2] == str(line_of(k.pyfunc, "SECOND"))
+    assert "tests this TPOP's index" in e.value.what and "latest TPOP" in e.value.what, e.value.what
+    assert "move it to pl.Left / pl.Right" in e.value.fix and "@pl.incore(slot_num=3)" in e.value.fix, e.value.fix
+    from ptopipe.passes.manager import CANONICAL_ORDER
+    passes = [p for p in CANONICAL_ORDER if p != "verify-pipes"]
+    with pytest.raises(DeadlockError) as ei:
+        _run(k, _cube_args(), "a5", "pto-isa", passes)
+    assert "teardown" in ei.value.what and "sent 3 / consumed 3 / awaited 1" in ei.value.what, ei.value.what
+    assert "latest TPOP" in ei.value.fix, ei.value.fix
 
 
 def test_what_the_finding_prevents_is_a_hang(no_hang):
@@ -126,13 +157,14 @@ def test_a_vector_tile_held_past_the_limit_is_copied_out(slot_num, platform, pro
 def aligned_holds(slot_num):
     """Per iteration the Cube holds a while it pops b, and frees both: at SLOT_NUM 2 under
     pto-isa each pop of b is an odd tile, which the producer pushes without waiting - no
-    hang, and no finding, also when the trip count is a scalar parameter."""
+    hang; but both TFREEs test b's index (pto-isa's free index), so each sends a credit where
+    the producer counts on one for the two."""
     @pl.incore(slot_num=slot_num)
     def k(x: pl.Tensor[[N * 16, 16], pl.f32], out: pl.Tensor[[N * 16, 16], pl.f32],
           n: pl.Scalar[pl.index]):
         for i in pl.range(n):
             a = pl.move(pl.load(x, [i * 16, 0], [16, 16]), space=pl.Mat)
-            b = pl.move(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), 2.0), space=pl.Mat)
+            b = pl.move(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), 2.0), space=pl.Mat)  # SECOND
             pl.store(pl.matmul(pl.move(a, space=pl.Left), pl.move(b, space=pl.Right)),
                      [i * 16, 0], out)
     return k
@@ -156,9 +188,25 @@ def scalar_trip_cube_holds():
 
 
 @pytest.mark.parametrize("n", [1, 3])
-def test_holds_aligned_with_the_sync_period_are_clean(n, no_hang):
+def test_holds_aligned_with_the_sync_period_send_a_credit_too_many(n, no_hang):
+    """The hold never waits for a push, but the TFREE of a, after b's TPOP, tests b's index
+    (pto-isa's ``shouldNotifyFree(cons.tileIndex - 1)``) and sends a credit as b's does: one
+    too many per iteration (this test used to call the kernel clean, counting the free index by
+    releases).  Refused at b's TPOP for every trip count; compiled without VerifyPipes the run
+    leaves the credit for the next launch (n=1) or overwrites a slot still held (n=3); with
+    SLOT_NUM 3 (SyncPeriod 1) every TFREE sends its own credit and the kernel is clean."""
+    k = aligned_holds(2)
+    with pytest.raises(CompileError) as e:
+        compile_program(pl.program(k), "a5", protocol="pto-isa")
+    assert e.value.kind == "free_index", e.value
+    assert e.value.where.split(":")[-2] == str(line_of(k.pyfunc, "SECOND"))
+    from ptopipe.passes.manager import CANONICAL_ORDER
+    passes = [p for p in CANONICAL_ORDER if p != "verify-pipes"]
     args = dict(x=_args()["x"], out=np.zeros((N * 16, 16), np.float32), n=n)
-    res = _run(aligned_holds(2), args, "a5", "pto-isa")
+    with pytest.raises(LeakError if n == 1 else ProtocolError) as ei:
+        _run(k, dict(args), "a5", "pto-isa", passes)
+    assert "released tile #0 after the TPOP of tile #1" in str(ei.value), str(ei.value)
+    res = _run(aligned_holds(3), args, "a5", "pto-isa")
     want = _cube_want(args)
     np.testing.assert_array_equal(res.outputs["out"][:n * 16], want[:n * 16])
 

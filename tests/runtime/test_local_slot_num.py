@@ -12,7 +12,7 @@ import pytest
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.codegen.cpp_writer import write_cpp
-from ptopipe.errors import CompileError, ConfigError, ProtocolError
+from ptopipe.errors import CompileError, ConfigError, DeadlockError, ProtocolError
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.manager import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -43,7 +43,7 @@ def hand_written(local=None, reserved=SN):
             z = pl.TPOP(buf, pl.Tile[[HR, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # THIRD-POP
             o = pl.add(pl.add(x, pl.muls(y, 2.0)), pl.muls(z, 3.0))                   # USE
             pl.TFREE(buf)
-            pl.TFREE(buf)
+            pl.TFREE(buf)                                                             # FREE-2
             pl.TFREE(buf)
             pl.store(o, [i * TM + sub * HR, 0], out)
 
@@ -114,16 +114,34 @@ def test_hand_written_three_held_run_on_a2a3_pto_isa_reports_the_read_of_the_ove
     assert "LocalSlotNum" in e.fix and "local_slot_num=" in e.fix
 
 
-@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
-def test_hand_written_three_held_is_clean_on_a5(protocol):
+def test_hand_written_three_held_is_clean_on_a5_under_spec():
     prog, _ = hand_written()
     args = _args()
-    res = dsl_run(prog, args, platform="a5", protocol=protocol)
+    res = dsl_run(prog, args, platform="a5", protocol="spec")
     np.testing.assert_array_equal(res.outputs["out"], _golden(args))
 
 
-@pytest.mark.parametrize("platform,protocol", PAIRS)
+@pytest.mark.parametrize("local", [None, 3])
+def test_hand_written_three_held_hangs_on_a5_under_pto_isa(local):
+    """A5 under pto-isa (a ring in UB, SLOT_NUM 4: SyncPeriod 2): the three TFREEs after the
+    third TPOP all test that TPOP's index (pto-isa's ``shouldNotifyFree(cons.tileIndex - 1)``),
+    which sends no free credit, so the second TFREE sends none where the producer counts on one
+    and push #4 waits forever - the run's deadlock names that TFREE, the static proof the third
+    TPOP (LocalSlotNum does not matter: the ring is the consumer's own)."""
+    prog, vector = hand_written(local=local)
+    found = verify_pipes.verify(prog.clone(), "a5", protocol="pto-isa")
+    assert found and found[0].kind == "free_index", [str(e) for e in found]
+    assert found[0].where.startswith(f"{HERE}:{line_of(vector.pyfunc, 'THIRD-POP')}:"), found[0].where
+    with pytest.raises(DeadlockError) as ei:
+        dsl_run(prog, _args(), platform="a5", protocol="pto-isa")
+    e = ei.value
+    assert e.where.endswith(f"{os.path.basename(HERE)}:{line_of(vector.pyfunc, 'FREE-2')}:13"), e.where
+    assert "withheld by pto-isa's free index" in e.what and "latest TPOP" in e.fix, str(e)
+
+
+@pytest.mark.parametrize("platform,protocol", [p for p in PAIRS if p != ("a5", "pto-isa")])
 def test_local_slot_num_three_is_clean_and_exact(platform, protocol):
+    """(Not A5 under pto-isa: test_hand_written_three_held_hangs_on_a5_under_pto_isa.)"""
     prog, _ = hand_written(local=3)
     assert verify_pipes.verify(prog.clone(), platform) == []
     args = _args()

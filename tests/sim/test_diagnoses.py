@@ -608,10 +608,14 @@ def test_deadlock_names_the_lane_that_never_runs(platform, protocol, no_hang):
         assert "peers=(0,)" in err.fix and "AIV1" in err.fix, err.fix
 
 
-# D3: SlotNum 4; the consumer keeps a window of three popped tiles (pops the next before
-#     freeing the oldest).  spec: fine (push #4 needs one TFREE).  pto-isa (SyncPeriod 2):
-#     push #4 waits for the first notification, sent at TFREE #2, but the consumer has made
-#     one TFREE and waits for push #4's data: a deadlock caused by the withheld credit.
+# D3: SlotNum 4; the consumer pops three tiles, frees the oldest and pops two more.
+#     spec: fine (push #4 needs one TFREE).  pto-isa (SyncPeriod 2): push #4 waits for the
+#     first notification, sent at TFREE #2 (the TFREE tests the index of the latest TPOP, #2,
+#     which does not end a period either), but the consumer has made one TFREE and waits for
+#     push #4's data: a deadlock caused by the withheld credit.  (A window kept by popping the
+#     next tile before freeing the oldest is no such deadlock under pto-isa: that TFREE tests
+#     the next tile's index, which ends a period, and sends the credit early - an overwrite,
+#     tests/protocol/test_free_index.py.)
 def _d3(sync_period=None):
     def cube(fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 4, 4, peers=(0,), sync_period=sync_period)(fifo, RING_UB)
@@ -625,11 +629,13 @@ def _d3(sync_period=None):
         ts = [Tile(TileType.Vec, float32, T, T) for _ in range(6)]
         for i in range(3):
             TPOP(pipe, ts[i])
-        for i in range(3, 6):
-            TPOP(pipe, ts[i])  # d3-pop
+        TFREE(pipe)
+        TPOP(pipe, ts[3])
+        TPOP(pipe, ts[4])  # d3-pop
+        for i in range(4):
             TFREE(pipe)
-        for i in range(3):
-            TFREE(pipe)
+        TPOP(pipe, ts[5])
+        TFREE(pipe)
     return cube, (vec, None)
 
 
