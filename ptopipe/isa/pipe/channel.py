@@ -277,6 +277,15 @@ class Channel:
         return (" (pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second time"
                 + (f": the TFREE at {at}" if at is not None else "") + ")")
 
+    def surplus_note(self) -> str:
+        """Why the consumer's free credits outnumber what the producer counts on (a surplus at
+        exit, a free flag overflowing), for its diagnosis: a TFREE that tested a later TPOP's
+        index and sent a credit not counted on (:attr:`moved_extra`), else
+        :meth:`free_again_note` ("" when neither)."""
+        if self.moved_extra is not None and self.free_again_at is None:
+            return f" ({self.model.moved_notice_fix(self, self.moved_extra, extra=True)})"
+        return self.free_again_note()
+
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""
         key = (id(mem), addr, dtype, shape, strides)

@@ -196,10 +196,7 @@ def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
     tag = next((t for t, flags in enumerate(side.free_flags) if f in flags), 0)
     due = ch.model.frees_due(ch, pushed, tag)
     if r["sent"] > due:
-        why = ch.free_again_note()
-        if ch.moved_extra is not None and ch.free_again_at is None:
-            why = f" ({ch.model.moved_notice_fix(ch, ch.moved_extra, extra=True)})"
-        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{why}"
+        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{ch.surplus_note()}"
     if ch.startup_credits and not ch.wait_every:
         bug = _drain_bug(ch.model, ch)
         if bug is not None:
