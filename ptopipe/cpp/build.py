@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 from ..codegen.cpp_origin import PREFIX as ORIGIN_PREFIX
+from .gtest_host import without_host_code
 
 #: the C++ standard a kernel is built with (:func:`standard`): C++20, as pto-isa's CPU tests are
 #: built (a struct as a non-type template parameter: its tconcat), where the compiler has it;
@@ -1058,15 +1059,28 @@ def without_explicit_instances(text: str) -> str | None:
     return "".join(out + [text[at:]])
 
 
-def device_source(text: str) -> str | None:
+def device_source(text: str, path: str | None = None, kernels=()) -> str | None:
     """``text`` as ptopipe compiles it when it differs from the file: its launch syntax
     (:func:`without_launch_syntax`), implementation-header includes
     (:func:`without_arch_includes`) and explicit instantiations (:func:`without_explicit_instances`)
-    blanked; None when none is there."""
+    blanked; in a file holding gtest cases, the host code a run of the functions ``kernels``
+    (names) does not need left out too (:func:`host_code`: ``path`` is the file's, whose
+    quoted includes beside it are kept); None when none is there."""
     out = text
     for rewrite in (without_launch_syntax, without_arch_includes, without_explicit_instances):
         out = rewrite(out) or out
+    if path is not None:
+        out = host_code(out, path, kernels)[0] or out
     return None if out is text else out
+
+
+def host_code(text: str, path: str, kernels=()) -> tuple:
+    """:func:`ptopipe.cpp.gtest_host.without_host_code` of C++ ``text`` at ``path`` built for the
+    functions ``kernels`` (names, an instantiation's too: ``runTAdd<float, 64>``)."""
+    code = visible_code(text)
+    macros = " ".join(m.group(2) for m in _MACRO_BODY.finditer(_COMMENT.sub(_blank, text))
+                      if code[m.start():m.end()].lstrip().startswith("#"))
+    return without_host_code(text, code, path, [base_name(k) for k in kernels], macros, [include_dir()])
 
 
 def launched_kernels(text: str) -> list:
@@ -1082,7 +1096,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with open(path, "rb") as f:
         src = f.read()
     unit = wrapper(path, roles)
-    plain = device_source(src.decode("utf-8", errors="surrogateescape"))
+    plain = device_source(src.decode("utf-8", errors="surrogateescape"), path, roles.values())
     # $CXX's own words first, as make runs `$(CXX) ...`; $CXXFLAGS last, so that the user's flags
     # win (e.g. -O0 for quicker builds, -g to debug)
     first = compiler_args()
@@ -1121,7 +1135,14 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
             by_value = _BY_VALUE.search(diag) if _NOT_A_PARAMETER in diag else None
             if by_value:    # the entry cannot pass a kernel parameter of this type
                 raise _parameter_error(path, roles, by_value.group(1), src.decode(errors="replace"), diag)
-            raise _compile_error(path, diag, cxx, flags)
+            err = _compile_error(path, diag, cxx, flags)
+            left = host_code(src.decode("utf-8", errors="surrogateescape"), path, roles.values())[1]
+            if left:                    # (a kernel may need what a left-out header declared)
+                err.add_detail("the build leaves out the file's gtest host code: " + ", ".join(
+                    f"{what} (line {line})" for line, what in left[:6]) + (
+                    f" and {len(left) - 6} more" if len(left) > 6 else "") +
+                    "; a kernel needing one of them: define what it needs in the file, or include it from beside it")
+            raise err
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
             with open(tmp_warn, "w") as f:

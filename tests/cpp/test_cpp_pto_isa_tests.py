@@ -16,7 +16,8 @@ import pytest
 
 import ptopipe
 from ptopipe.cpp import run_cpp
-from ptopipe.cpp.build import device_source, find_kernels, without_explicit_instances, without_launch_syntax
+from ptopipe.cpp.build import (device_source, find_kernels, host_code, without_explicit_instances,
+                               without_launch_syntax)
 from ptopipe.errors import CompileError, ConfigError, KernelError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
@@ -281,6 +282,76 @@ def test_explicit_instantiations_are_blanked_in_place():
     assert lines[4].strip() == "// int4" and lines[5:] == text.splitlines()[5:]
     assert device_source(text) == out
     assert without_explicit_instances(text.splitlines()[0] + "\n") is None
+
+
+GTEST_FILE = """#include <pto/pto-inst.hpp>
+#include "test_common.h"
+#include "beside.h"
+#include "pto/pto-inst.hpp"
+#include <gtest/gtest.h>
+using namespace PtoTestCommon;
+constexpr int Scale(int n) { return 2 * n; }
+struct Conf { static constexpr int N = Scale(8); };
+template <typename T> AICORE void Fill(__gm__ T *out) { (void)out; }
+template <typename T, int N = Conf::N>
+AICORE void runK(__gm__ T *out) { Fill<T>(out); }
+int HostOnly() { return ReadFile(); }
+class KTest : public testing::Test {
+protected:
+    void SetUp() override {}
+};
+template <typename T> void k_test() { aclInit(nullptr); runK<T>(nullptr); }
+TEST_F(KTest, case_float) { k_test<float>(); }
+int main(int argc, char **argv) { testing::InitGoogleTest(&argc, argv); return RUN_ALL_TESTS(); }
+"""
+
+
+def test_the_host_code_of_a_gtest_file_is_left_out_of_its_kernels_build(tmp_path):
+    """pto-isa's CPU tests define kernels in the main.cpp holding the gtest cases that launch
+    them: a run builds the kernel it names and what it reaches - by name, from the kernel and
+    from every line kept (a constexpr function a struct's constant calls) - while gtest, the
+    suite's shared headers not beside the file, the fixture, the host helpers, the cases and
+    main() are blanked in place (lines kept); a using-directive of a namespace the file does not
+    declare gets an empty declaration first (a left-out header may have been what declared it);
+    ptopipe's own headers and those beside the file stay.  A file without gtest is its own."""
+    (tmp_path / "beside.h").write_text("")
+    path = str(tmp_path / "main.cpp")
+    out = device_source(GTEST_FILE, path, ["runK<float, 16>"])
+    assert out is not None and out.count("\n") == GTEST_FILE.count("\n")
+    got, was = out.splitlines(), GTEST_FILE.splitlines()
+    blank = [i for i, ln in enumerate(got, 1) if not ln.strip()]
+    assert blank == [2, 5, 12, 13, 14, 15, 16, 17, 18, 19], out
+    assert got[0] == was[0] and got[2:4] == was[2:4] and got[6:11] == was[6:11]
+    assert got[5] == "namespace PtoTestCommon {} " + was[5]
+    left = host_code(GTEST_FILE, path, ["runK<float, 16>"])[1]
+    assert left == [(2, '#include "test_common.h"'), (5, "#include <gtest/gtest.h>"), (12, "HostOnly()"),
+                    (13, "the fixture KTest"), (17, "k_test()"), (18, "1 gtest case(s)"), (19, "main()")]
+    assert device_source(GTEST_FILE.replace("#include <gtest/gtest.h>", ""), path, ["runK<float, 16>"]) is None
+
+
+PTO_ISA = os.environ.get("PTO_ISA_ROOT")
+
+
+@pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
+def test_the_kernels_of_a_pto_isa_gtest_main_run_and_its_errors_say_what_was_left_out(cpp_cache):
+    """pto-isa's tpush_a3 test defines its Cube and Vector kernels in main.cpp, beside the case
+    that runs them on threads of the CPU simulator (its runtime's hooks, gtest, test_common.h):
+    named, they run on ptopipe's cluster to the test's golden (c + (a + 1) @ b).  A kernel of such a
+    file that does not compile says what the build left out (textract_quant's TEXTRACT of a
+    Mat tile with a quantisation scalar, which pto-isa's NPU takes from an Acc tile only)."""
+    st = os.path.join(PTO_ISA, "tests", "cpu", "st", "testcase")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((64, 512)).astype(np.float32)
+    c = rng.standard_normal((32, 512)).astype(np.float32)
+    r = run_cpp(os.path.join(st, "tpush_a3", "main.cpp"), dict(v1=c.copy(), v2=a, v3=b, v4=ptopipe.gm_buffer(2 * 65536),
+                                                             v5=0),
+                aic="main_incore_0_aic", aiv="main_incore_0_aiv", platform="a2a3")
+    np.testing.assert_allclose(r["v1"], c + (a + 1) @ b, rtol=1e-5, atol=1e-4)
+    k = "runTEXTRACT_Scalar<Params<int32_t, int8_t, 128, 64, 128, 64, 128, 64, 128, 64, 0, 0, false, false>>"
+    with pytest.raises(CompileError) as ei:
+        run_cpp(os.path.join(st, "textract_quant", "main.cpp"), dict(dst=np.zeros(8192, np.int8),
+                src=np.zeros(8192, np.int32), quant=np.zeros(1, np.uint64)), aic=k, platform="a5")
+    assert "the build leaves out the file's gtest host code: #include \"test_common.h\" (line 11)" in str(ei.value)
 
 
 @needs_cxx
