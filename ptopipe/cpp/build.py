@@ -468,13 +468,21 @@ def _pointee(decl: str):
 
 
 def _split(params: str) -> list:
-    parts, depth, cur = [], 0, ""
+    """A parameter or template argument list split at its top-level commas: not those inside a
+    template's ``<...>``, nor inside brackets - an aggregate template argument's
+    ``TilesSize{64, 128}`` (C++20, pto-isa's tconcat test), a call's or a cast's parentheses
+    (where a ``<`` or ``>`` is a comparison, not a template's)."""
+    parts, depth, nested, cur = [], 0, 0, ""
     for ch in params:
-        if ch == "<":
+        if ch in "({[":
+            nested += 1
+        elif ch in ")}]":
+            nested -= 1
+        elif ch == "<" and not nested:
             depth += 1
-        elif ch == ">":
+        elif ch == ">" and not nested:
             depth -= 1
-        if ch == "," and depth == 0:
+        if ch == "," and depth == 0 and nested == 0:
             parts.append(cur)
             cur = ""
         else:

@@ -413,6 +413,19 @@ def test_kernel_templates_declared_pto_internal_and_ambiguous_overloads(tmp_path
     assert find_kernels(str(p), aiv="runX<float, 8>").aiv.name == "runX<float, 8>"
 
 
+def test_a_kernel_template_takes_an_aggregate_template_argument(tmp_path):
+    """A template argument of a class type spelled as an aggregate (pto-isa's tconcat test runs
+    ``LaunchTConcat<float, TilesSize{64, 128, ...}>``, C++20) is one argument: its braces' commas do
+    not split it (it was a ConfigError counting three arguments for two to three), nor do a
+    parenthesised comparison's."""
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nstruct Sizes { int rows; int cols; };\n"
+                 "template <typename T, Sizes s, int N = 1>\nAICORE void runX(__gm__ T *x) {}\n")
+    for name in ("runX<float, Sizes{16, 32}>", "runX<float, Sizes{16, 32}, (3 > 2)>"):
+        f = find_kernels(str(p), aiv=name).aiv
+        assert f.name == name and f.elements == [np.dtype(np.float32)]
+
+
 def test_a_kernel_file_with_latin1_bytes_in_a_comment_is_found(tmp_path):
     """The compiler judges a kernel's bytes; finding its functions does not stop at a byte that
     is not UTF-8 (a Latin-1 comment)."""
