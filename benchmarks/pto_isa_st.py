@@ -378,7 +378,16 @@ def readable(text: str) -> str:
     for m in _STRING_OR_COMMENT.finditer(text):
         if m.group(0)[0] in "\"'" and code[m.start()] == m.group(0)[0]:
             code[m.start():m.end()] = m.group(0)
+    bare = _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else re.sub(r"[^\n]", " ", m.group(0)),
+                                  text)
+    for m in _DEFINE_LINE.finditer(bare):          # (visible_code blanks a #define's body: a constant's is kept)
+        if code[m.start():m.end()] and "".join(code[m.start():m.end()]).lstrip().startswith("#"):
+            code[m.start():m.end()] = m.group(0)
     return "".join(code)
+
+
+#: an object-like one-line ``#define NAME VALUE`` (a constant: file_scope reads it)
+_DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+[ \t]+[^\n\\]*$", re.M)
 
 
 def file_scope(code: str) -> dict:
@@ -390,6 +399,9 @@ def file_scope(code: str) -> dict:
     for m in re.finditer(r"^(?:static\s+)?(?:inline\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=\s*([^;{}]+);", code,
                          re.M):
         out.setdefault(m.group(1), m.group(2).strip())
+    for m in re.finditer(r"^[ \t]*using\s+(\w+)\s*=\s*([\w:]+)\s*;", code, re.M):     # (an element type's alias)
+        if _bare(m.group(2)) in NP_TYPES:
+            out.setdefault(m.group(1), _bare(m.group(2)))
     for m in re.finditer(r"\benum\s+(?:class\s+)?(\w+)?\s*(?::\s*[\w:]+\s*)?\{([^{}]*)\}", code):
         k = 0
         for part in m.group(2).split(","):
@@ -657,6 +669,9 @@ def _template_close(s: str, i: int) -> int | None:
         if ch == "(":
             j = balanced(s, j)
             continue
+        if ch == "{":                   # (an aggregate argument: TilesSize{64, 128, ...})
+            j = balanced(s, j, "{", "}")
+            continue
         if ch == "<":
             depth += 1
         elif ch == ">":
@@ -754,6 +769,7 @@ class Compare:
     count: int | None
     exact: bool = False
     threshold: int | None = None
+    zeros: int = 1000               # zeroed elements allowed (ResultCmp's zeroCountThreshold)
 
 
 @dataclass
@@ -843,14 +859,16 @@ class Lambda:
 class Harness:
     """Walks a gtest case's code (main.cpp), recording its buffers, its launch and its compares."""
 
-    def __init__(self, main_code: str, kernel_code: str, kernel_fns: dict):
-        self.fns = cpp_functions(main_code)
-        self.consts = file_scope(main_code)
+    def __init__(self, main_code: str, kernel_code: str, kernel_fns: dict, headers: str = ""):
+        self.fns = {n: f for n, f in cpp_functions(main_code).items() if n not in kernel_fns}
+        self.consts = file_scope(headers + "\n" + main_code)        # (``headers``: the local ones it includes)
         self.kernel_fns = kernel_fns
         self.kernel_consts = file_scope(kernel_code)
         self.buffers: list = []
         self.files: dict = {}                       # output file -> device buffer written to it
         self.launch = None                          # (name, targs, args, scope)
+        self.partner = None                         # (another kernel launched beside it: the other side's)
+        self.both = False                           # (main.cpp's kernels: a case may launch both sides)
         self.compares: list = []
         self.depth = 0
 
@@ -897,6 +915,10 @@ class Harness:
                        re.S)
         if lam:
             scope.vars[lam.group(1)] = Lambda(_param_names(lam.group(2)), lam.group(3), scope)
+            return
+        th = re.match(r"std::thread\s+\w+\s*[({]\s*([A-Za-z_]\w*)\s*(?:,(.*))?[)}]$", s, re.S)
+        if th and isinstance(_get_or_none(scope, th.group(1)), Lambda):     # (the lambda runs, joined)
+            self.call(th.group(1), None, split_top(th.group(2) or ""), scope, s, loop)
             return
         fin = re.match(r"std::ifstream\s+(\w+)\s*\(\s*([^,)]+)", s)
         if fin:
@@ -1071,7 +1093,9 @@ class Harness:
         if base == "WriteFile":
             path = _file_name(args[0], scope)
             src = scope.buffer(args[1])
-            if path and src is not None and src.source is not None:
+            if path and src is not None and src.device:         # (written from the device buffer itself)
+                self.files[path] = src
+            elif path and src is not None and src.source is not None:
                 self.files[path] = src.source
             return
         if base in ("ResultCmp", "ResultCmpExact"):
@@ -1080,6 +1104,11 @@ class Harness:
         if name in self.kernel_fns and name not in self.fns:
             if loop:
                 raise Unmapped(f"{name} is launched in a loop")
+            if self.launch is not None and (name, targs, args) == self.launch[:3]:
+                return                              # (the same kernel again: a second Vector core's thread)
+            if self.launch is not None and self.partner is None and self.both:
+                self.partner = (name, targs, args, scope)       # (the other side's kernel, on its thread)
+                return
             if self.launch is not None:
                 raise Unmapped(f"more than one launch ({self.launch[0]}, {name})")
             self.launch = (name, targs, args, scope)
@@ -1129,7 +1158,7 @@ class Harness:
         ctype = _type_in(scope, targs) if targs else (exp.ctype or act.ctype)
         if ctype is None:
             raise Unmapped(f"{base} of buffers of no known element type")
-        eps, threshold = 0.0, None
+        eps, threshold, zero_threshold = 0.0, None, 1000
         if base == "ResultCmp":
             if len(args) < 3:
                 raise Unmapped("ResultCmp without eps")
@@ -1141,10 +1170,13 @@ class Harness:
                 if not isinstance(threshold, int):
                     raise Unmapped(f"ResultCmp's threshold {args[3]!r}")
             if len(args) > 4:
-                raise Unmapped("ResultCmp with a zero-count threshold")
+                zeros = scope.try_eval(args[4])
+                if not isinstance(zeros, (int, bool)):
+                    raise Unmapped(f"ResultCmp's zero-count threshold {args[4]!r}")
+                zero_threshold = int(zeros)
         count = getattr(exp, "count", None)
         self.compares.append(Compare(exp.file, dev, ctype, float(eps), count, base == "ResultCmpExact",
-                                     threshold))
+                                     threshold, zero_threshold))
 
 
 def _get_or_none(scope: Scope, name: str):
@@ -1374,6 +1406,17 @@ def _kernel_arg(scope: Scope, a: str):
     return v
 
 
+def _launch_arg(scope: Scope, a: str, decl: str):
+    """An argument of a launch function run as the kernel: a stream it takes (``void *stream``,
+    ``aclrtStream``) whose value the script does not know is a nullptr (it is never used)."""
+    try:
+        return _kernel_arg(scope, a)
+    except Unmapped:
+        if re.search(r"\baclrtStream\b|\bvoid\s*\*", decl):
+            return None
+        raise
+
+
 _CAST_HEAD = re.compile(r"(?:reinterpret|static|const)_cast\s*<[^>]*>\s*(?=\()")
 
 
@@ -1403,6 +1446,11 @@ _CUBE = re.compile(r"\b(?:TMATMUL\w*|TGEMV\w*|TileLeft\w*|TileRight\w*|TileAcc\w
                    r"|TileType::(?:Mat|Left|Right|Acc|Bias|Scaling|ScaleLeft|ScaleRight))\b")
 
 
+#: what a kernel's body does (an instruction, a tile, a view) and what only host code does
+_DEVICE = re.compile(r"\b(?:TASSIGN|TLOAD|TSTORE|TPUSH|TPOP|TMATMUL\w*)\s*[<(]|\b(?:Tile|GlobalTensor)\s*<")
+_HOST = re.compile(r"\b(?:aclrt\w+|ReadFile|WriteFile|ResultCmp\w*)\s*\(|\bstd::thread\b")
+
+
 def gtest_cases(main_code: str) -> list:
     """[(Suite.case, body)] of main.cpp."""
     out = []
@@ -1427,20 +1475,47 @@ def reached(fns: dict, name: str) -> str:
     return "\n".join(text)
 
 
-def map_case(name: str, body: str, main_code: str, kernel_code: str, kernel_fns: dict) -> Case:
-    h = Harness(main_code, kernel_code, kernel_fns)
+def map_case(name: str, body: str, main_code: str, kernel_code: str, kernel_fns: dict,
+             in_main: bool = False, headers: str = "") -> Case:
+    """What gtest case ``name`` (``body``) of ``main_code`` runs; ``in_main``: the kernels
+    (``kernel_fns``) are main.cpp's own (``kernel_code`` is then main.cpp's); ``headers``: the code
+    of the headers beside it that it includes (their constants)."""
+    h = Harness(main_code, kernel_code, kernel_fns, headers)
+    h.both = in_main
     h.run(body)
     if h.launch is None:
         raise Unmapped("launches no kernel of the kernel file")
     if not h.compares:
         raise Unmapped("compares no output with ResultCmp / ResultCmpExact")
     lname, targs, args, scope = h.launch
-    kname, kt, kargs, stmt = Launcher(kernel_fns, h.kernel_consts).run(lname, targs, args, scope)
+    if in_main:                 # (main.cpp's own kernel, called by the case's host code)
+        kname, kt, kargs, stmt = lname, targs and _instantiation_args(scope, targs), \
+            [_kernel_arg(scope, a) for a in args], lname
+    else:
+        try:
+            kname, kt, kargs, stmt = Launcher(kernel_fns, h.kernel_consts).run(lname, targs, args, scope)
+        except Unmapped:
+            # the launch function itself: it calls its kernel on the CPU simulator as a plain call
+            # (through a function-pointer table, with a lambda, ...), which a run of it does too
+            chosen = _overload(kernel_fns[lname], targs, args)
+            kname, kt, stmt = lname, targs and _instantiation_args(scope, targs), lname
+            kargs = [_launch_arg(scope, a, d) for a, d in zip(args, chosen.decls or [""] * len(args))]
     kf = kernel_fns[kname]
     chosen = _overload(kf, kt, kargs)
     if chosen.template and kt is None:
         raise Unmapped(f"{kname} is a template called without template arguments: {stmt}")
     case = Case(name, f"{kname}<{kt}>" if chosen.template else kname)
+    case.role = "aic" if _CUBE.search(reached(kernel_fns, kname)) else "aiv"
+    case.roles = {case.role: case.kernel}
+    if h.partner is not None:           # (a Cube and a Vector kernel, each on its threads)
+        pname, pt, pargs, _ = h.partner
+        other = "aiv" if case.role == "aic" else "aic"
+        pf = _overload(kernel_fns[pname], pt, pargs)
+        if (other == "aic") != bool(_CUBE.search(reached(kernel_fns, pname))) or pt is not None or targs is not None:
+            raise Unmapped(f"two kernels launched ({kname}, {pname}) that are not a Cube and a Vector kernel")
+        if pf.params != chosen.params or [_kernel_arg(scope, a) for a in pargs] != kargs:
+            raise Unmapped(f"{kname} and {pname} launched with other arguments")
+        case.roles[other] = pname
     if len(kargs) != len(chosen.params):
         raise Unmapped(f"{kname} called with {len(kargs)} arguments for {len(chosen.params)} parameters")
     seen = {}
@@ -1456,7 +1531,6 @@ def map_case(name: str, body: str, main_code: str, kernel_code: str, kernel_fns:
         if id(c.actual) not in seen:
             raise Unmapped(f"the compared {c.actual.name} is not an argument of {kname}")
     case.compares = h.compares
-    case.role = "aic" if _CUBE.search(reached(kernel_fns, kname)) else "aiv"
     return case
 
 
@@ -1545,9 +1619,10 @@ def check(cmp: Compare, out: np.ndarray, data: str) -> str | None:
     size = max(cmp.count or 0, n)
     threshold = cmp.threshold if cmp.threshold else int(size * cmp.eps)
     bad = int(err.sum())
-    if bad > threshold or zeros > 1000:
+    if bad > threshold or zeros > cmp.zeros:
         return (f"{cmp.golden}: {bad} of {n} elements off by more than {cmp.eps:g} (allowed {threshold}"
-                + (f", {zeros} zeroed" if zeros > 1000 else "") + f"; {_first(exp, act, err)})")
+                + (f", {zeros} zeroed of {cmp.zeros} allowed" if zeros > cmp.zeros else "")
+                + f"; {_first(exp, act, err)})")
     return None
 
 
@@ -1564,7 +1639,7 @@ def run_case(kernel: str, case: Case, platform: str, timeout: float) -> tuple:
     from ptopipe.cpp import run_cpp
     from ptopipe.cpp.build import find_kernels
     try:
-        k = find_kernels(kernel, **{case.role: case.kernel}, platform=platform, api=True)
+        k = find_kernels(kernel, **case.roles, platform=platform, api=True)
         f = k.roles[case.role]
         dtypes = dict(zip(f.params, f.elements or [None] * len(f.params)))
         args = {}
@@ -1580,7 +1655,7 @@ def run_case(kernel: str, case: Case, platform: str, timeout: float) -> tuple:
                 args[p] = v.item() if np_type(a.ctype).kind in "iub" else float(v)
             else:                       # (a number, or None: nullptr)
                 args[p] = a
-        res = run_cpp(kernel, args, platform=platform, timeout=timeout, **{case.role: case.kernel})
+        res = run_cpp(kernel, args, platform=platform, timeout=timeout, **case.roles)
         wrong = []
         for c in case.compares:
             param = next(p for p, a in case.args.items() if a is c.actual)
@@ -1611,7 +1686,8 @@ def _job(args) -> Outcome:
         if kind in ("match", "crash", "unmapped"):
             break
     kind, msg, plat = best
-    return Outcome(test, case.name, kind, msg, time.monotonic() - t, f"{plat} {case.role} {case.kernel}")
+    return Outcome(test, case.name, kind, msg, time.monotonic() - t,
+                   f"{plat} " + " ".join(f"{r} {k}" for r, k in case.roles.items()))
 
 
 def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
@@ -1620,16 +1696,21 @@ def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
     main = os.path.join(tdir, "main.cpp")
     if not os.path.exists(main):
         return [], [Outcome(test, "-", "skipped", "no main.cpp")]
-    main_code = readable(open(main, encoding="utf-8", errors="replace").read())
+    main_text = open(main, encoding="utf-8", errors="replace").read()
+    main_code = readable(main_text)
+    headers = "\n".join(readable(open(os.path.join(tdir, h), encoding="utf-8", errors="replace").read())
+                        for h in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', main_text, re.M)
+                        if os.path.isfile(os.path.join(tdir, h)))
     try:
         cases = gtest_cases(main_code)
     except Unmapped as e:
         return [], [Outcome(test, "-", "unmapped", f"main.cpp: {e}")]
     kernel = os.path.join(tdir, f"{test}_kernel.cpp")
+    in_main = not os.path.exists(kernel)
     why = None
-    if not os.path.exists(kernel):
-        why = f"no {test}_kernel.cpp (its kernels are in main.cpp)"
-    elif not os.path.exists(os.path.join(tdir, "gen_data.py")):
+    if in_main:                 # (its kernels are in main.cpp, beside the cases)
+        kernel = main
+    if not os.path.exists(os.path.join(tdir, "gen_data.py")):
         why = "no gen_data.py"
     if why:
         return [], [Outcome(test, c, "skipped", why) for c, _ in cases]
@@ -1638,6 +1719,8 @@ def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
         return [], [Outcome(test, c, "skipped", why) for c, _ in cases]
     kernel_code = readable(open(kernel, encoding="utf-8", errors="replace").read())
     kernel_fns = _functions(kernel_code)
+    if in_main:                 # (its kernels: the functions that issue instructions, not the host's)
+        kernel_fns = {n: f for n, f in kernel_fns.items() if _DEVICE.search(f.body) and not _HOST.search(f.body)}
     todo, done = [], []
     for cname, body in cases:
         data = os.path.join(work, cname)
@@ -1645,7 +1728,7 @@ def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
             done.append(Outcome(test, cname, "skipped", "gen_data.py wrote no data for it"))
             continue
         try:
-            c = map_case(cname, body, main_code, kernel_code, kernel_fns)
+            c = map_case(cname, body, main_code, kernel_code, kernel_fns, in_main, headers)
         except Unmapped as e:
             done.append(Outcome(test, cname, "unmapped", str(e)))
             continue
