@@ -400,15 +400,27 @@ def test_a_kernel_in_a_namespace_or_overloaded_runs_as_cpp_names_it(cpp_cache, t
 
 def test_kernel_templates_declared_pto_internal_and_ambiguous_overloads(tmp_path):
     """A kernel template declared ``PTO_INTERNAL`` (pto-isa's ``AICORE PTO_INLINE``, as its CPU
-    tests write it) is a template; two overloads that take the same template arguments are a
-    ConfigError naming both - never a compile error in the generated wrapper."""
+    tests write it) is a template; of two overloads that take the same template arguments (pto-isa's
+    targreduceop: ``LaunchTROWARGMAX(out, src, stream)`` and ``(outVal, outIdx, src, stream)``) the
+    one whose parameters the run's arguments name runs, exported by its function type as C++ picks
+    an overload; arguments naming neither (or no arguments: a bare find) are a ConfigError naming
+    both and their parameters - never a compile error in the generated wrapper."""
     p = tmp_path / "k.cpp"
     p.write_text("#include <pto/pto-inst.hpp>\n"
                  "template <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x) {}\n"
                  "template <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x, __gm__ T *y) {}\n")
-    with pytest.raises(ConfigError) as ei:
-        find_kernels(str(p), aiv="runX<float, 8>")
-    assert "runX" in ei.value.what and "k.cpp:3" in ei.value.what and "k.cpp:5" in ei.value.what
+    for params in (None, {"z"}):
+        with pytest.raises(ConfigError) as ei:
+            find_kernels(str(p), aiv="runX<float, 8>", params=params)
+        assert "runX" in ei.value.what and "k.cpp:3" in ei.value.what and "k.cpp:5" in ei.value.what
+        assert "line 3: x; line 5: x, y" in ei.value.fix
+    for params, decls in (({"x"}, "__gm__ float *x"), ({"x", "y"}, "__gm__ float *x, __gm__ float *y")):
+        f = find_kernels(str(p), aiv="runX<float, 8>", params=params).aiv
+        assert f.params == sorted(params) and f.export == f"*static_cast<void (*)({decls})>(&runX<float, 8>)"
+        assert f.elements == [np.dtype(np.float32)] * len(params)
+    # (the command line: its --input names, before any file is read)
+    from ptopipe.driver.cpp import notes
+    assert isinstance(notes(str(p), None, "runX<float, 8>", params={"x", "y"}), list)
     p.write_text("#include <pto/pto-inst.hpp>\ntemplate <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x) {}\n")
     assert find_kernels(str(p), aiv="runX<float, 8>").aiv.name == "runX<float, 8>"
 
