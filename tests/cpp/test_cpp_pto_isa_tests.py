@@ -354,6 +354,19 @@ def test_the_kernels_of_a_pto_isa_gtest_main_run_and_its_errors_say_what_was_lef
     assert "the build leaves out the file's gtest host code: #include \"test_common.h\" (line 11)" in str(ei.value)
 
 
+@pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
+def test_pto_isa_tconcat_runs_its_implementation_entry_points_and_aggregate_sizes(cpp_cache):
+    """pto-isa's tconcat test kernel calls ``TCONCAT_IMPL`` (the instruction's implementation entry
+    point, which was undeclared) from ``LaunchTConcat<float, TilesSize{...}>`` (an aggregate template
+    argument), overloaded by its index tiles: the run's arguments pick the plain form."""
+    k = "LaunchTConcat<float, TilesSize{16, 64, 16, 32, 16, 32, 16, 32, 32}>"
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((16, 32)).astype(np.float32)
+    r = run_cpp(os.path.join(PTO_ISA, "tests", "cpu", "st", "testcase", "tconcat", "tconcat_kernel.cpp"),
+                dict(out=np.zeros((16, 64), np.float32), src0=a, src1=b, stream=None), aiv=k)
+    np.testing.assert_array_equal(r["out"], np.concatenate([a, b], axis=1))
+
+
 @needs_cxx
 def test_a_compile_error_in_a_launching_file_is_at_its_line_and_column(cpp_cache, tmp_path):
     """The file is compiled from a copy without its launch syntax; the error still names the
