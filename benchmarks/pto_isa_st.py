@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import importlib.util
 import os
 import re
@@ -814,7 +815,7 @@ class Scope:
 
     def lookup(self, name: str):
         v = self.get(name)
-        if isinstance(v, (Buffer, Lambda, _Text, str)) or v is _UNKNOWN:
+        if isinstance(v, (Buffer, Lambda, _Text, str, FnRef)) or v is _UNKNOWN:
             raise Unknown(name)
         return v
 
@@ -853,9 +854,17 @@ class _Stream:
 
 @dataclass(frozen=True)
 class FileScalar:
-    """A scalar the test reads from a file (``ReadFile(..., &scalar, sizeof(scalar))``)."""
+    """A scalar the test reads from a file (``ReadFile(..., &scalar, sizeof(scalar))``);
+    ``by_address``: passed as ``&scalar`` (a one-element array, which the launch reads)."""
     file: str
     ctype: str
+    by_address: bool = False
+
+
+@dataclass(frozen=True)
+class FnRef:
+    """A kernel-file function passed by name (``runTest(..., launchTGATHER1D_demo_float)``)."""
+    name: str
 
 
 @dataclass
@@ -929,9 +938,9 @@ class Harness:
         if th and isinstance(_get_or_none(scope, th.group(1)), Lambda):     # (the lambda runs, joined)
             self.call(th.group(1), None, split_top(th.group(2) or ""), scope, s, loop)
             return
-        fin = re.match(r"std::ifstream\s+(\w+)\s*\(\s*([^,)]+)", s)
+        fin = re.match(r"std::ifstream\s+(\w+)\s*\((.*)\)$", s, re.S)
         if fin:
-            path = _file_name(fin.group(2), scope)
+            path = _file_name((split_top(fin.group(2)) or [""])[0], scope)
             scope.vars[fin.group(1)] = _Stream(path) if path else _UNKNOWN
             return
         rd = re.match(r"(\w+)\.read\(\s*reinterpret_cast<char\s*\*>\(\s*&\s*(\w+)\s*\)", s)
@@ -1110,6 +1119,9 @@ class Harness:
         if base in ("ResultCmp", "ResultCmpExact"):
             self.compare(base, targs, args, scope)
             return
+        ref = _get_or_none(scope, base)
+        if isinstance(ref, FnRef):              # (the launch function the case was given)
+            name = base = ref.name
         if name in self.kernel_fns and name not in self.fns:
             if loop:
                 raise Unmapped(f"{name} is launched in a loop")
@@ -1139,7 +1151,9 @@ class Harness:
             inner = Scope(self.consts)
             bind_template(inner, scope, f.template, targs, base)
             for k, p in enumerate(f.params):
-                if k < len(args):
+                if k < len(args) and args[k].strip() in self.kernel_fns and _get_or_none(scope, args[k].strip()) is None:
+                    inner.vars[p] = FnRef(args[k].strip())
+                elif k < len(args):
                     _bind(inner, scope, p, args[k])
                 else:
                     default = f.defaults[k] if k < len(f.defaults) else None
@@ -1406,6 +1420,9 @@ def _kernel_arg(scope: Scope, a: str):
     inner = _uncast(a)
     if re.fullmatch(r"[A-Za-z_]\w*", inner) and isinstance(_get_or_none(scope, inner), FileScalar):
         return _get_or_none(scope, inner)
+    addr = re.fullmatch(r"&\s*([A-Za-z_]\w*)", inner)
+    if addr and isinstance(_get_or_none(scope, addr.group(1)), FileScalar):
+        return dataclasses.replace(_get_or_none(scope, addr.group(1)), by_address=True)
     b = scope.buffer(inner)
     if b is not None:
         if not re.fullmatch(r"[A-Za-z_]\w*", inner):
@@ -1423,7 +1440,7 @@ def _launch_arg(scope: Scope, a: str, decl: str):
     try:
         return _kernel_arg(scope, a)
     except Unmapped:
-        if re.search(r"\baclrtStream\b|\bvoid\s*\*", decl):
+        if re.search(r"\baclrtStream\b|\bstream\s*$", decl):
             return None
         raise
 
@@ -1668,7 +1685,7 @@ def run_case(kernel: str, case: Case, platform: str, timeout: float) -> tuple:
                 if not os.path.exists(path):
                     raise Unmapped(f"gen_data.py wrote no {a.file}")
                 v = np.fromfile(path, np_type(a.ctype), count=1)[0]
-                args[p] = v.item() if np_type(a.ctype).kind in "iub" else float(v)
+                args[p] = np.array([v]) if a.by_address else v.item() if np_type(a.ctype).kind in "iub" else float(v)
             else:                       # (a number, or None: nullptr)
                 args[p] = a
         res = run_cpp(kernel, args, platform=platform, timeout=timeout, **case.roles)
