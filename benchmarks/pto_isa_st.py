@@ -756,6 +756,43 @@ def cpp_functions(code: str) -> dict:
     return out
 
 
+#: name -> (template parameter list, {member: ("value" | "type", its text)}) of the struct
+#: templates of the test (main.cpp and its local headers: :class:`Harness`): pto-isa's quant tests
+#: pass their case as ``Params<int32_t, int8_t, 128, ...>`` and read ``Conf::isVQuant``
+STRUCTS: dict = {}
+
+
+def struct_templates(code: str) -> dict:
+    """:data:`STRUCTS` of ``code``: each ``template <...> struct NAME { ... }``'s ``static constexpr``
+    members and ``using`` aliases."""
+    out = {}
+    for m in re.finditer(r"\btemplate\s*<", code):
+        k = _template_close(code, m.end() - 1)
+        sm = re.match(r"\s*struct\s+(\w+)\s*\{", code[k:]) if k is not None else None
+        if sm is None:
+            continue
+        body = code[k + sm.end():balanced(code, k + sm.end() - 1, "{", "}") - 1]
+        members = {mm.group(1): ("value", mm.group(2).strip())
+                   for mm in re.finditer(r"static\s+constexpr\s+[\w:]+\s+(\w+)\s*=\s*([^;]+);", body)}
+        members.update({mm.group(1): ("type", mm.group(2).strip())
+                        for mm in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", body)})
+        out[sm.group(1)] = (code[m.end():k - 1], members)
+    return out
+
+
+def struct_member(owner, member: str, consts: dict):
+    """Member ``member`` of ``owner``, a :class:`Type` naming an instantiation of a struct template
+    of :data:`STRUCTS` (its template arguments bound to its parameters, defaults included)."""
+    m = re.fullmatch(r"(\w+)\s*<(.*)>", owner.name.strip(), re.S) if isinstance(owner, Type) else None
+    if m is None or m.group(1) not in STRUCTS or member not in STRUCTS[m.group(1)][1]:
+        raise Unknown(f"{owner}::{member}")
+    spec, members = STRUCTS[m.group(1)]
+    inner = Scope(consts)
+    bind_template(inner, Scope(consts), spec, m.group(2), m.group(1))
+    kind, text = members[member]
+    return Type(_type_in(inner, text)) if kind == "type" else inner.eval(text)
+
+
 # -- the test's data flow --------------------------------------------------------------------
 @dataclass(eq=False)
 class Buffer:
@@ -811,7 +848,13 @@ class Scope:
             if name in s.vars:
                 return s.vars[name]
             s = s.parent
-        return out_lookup(self.consts, name)
+        try:
+            return out_lookup(self.consts, name)
+        except Unknown:
+            head, _, member = name.rpartition("::")
+            if not head:
+                raise
+            return struct_member(self.get(head), member, self.consts)
 
     def lookup(self, name: str):
         v = self.get(name)
@@ -880,6 +923,8 @@ class Harness:
     def __init__(self, main_code: str, kernel_code: str, kernel_fns: dict, headers: str = ""):
         self.fns = {n: f for n, f in cpp_functions(main_code).items() if n not in kernel_fns}
         self.consts = file_scope(headers + "\n" + main_code)        # (``headers``: the local ones it includes)
+        STRUCTS.clear()
+        STRUCTS.update(struct_templates(headers + "\n" + main_code))
         self.kernel_fns = kernel_fns
         self.kernel_consts = file_scope(kernel_code)
         self.buffers: list = []
@@ -923,6 +968,14 @@ class Harness:
 
     # one statement -------------------------------------------------------------------------
     def statement(self, s: str, scope: Scope, loop: bool) -> None:
+        alias = re.match(r"using\s+(\w+)\s*=\s*(?:typename\s+)?([^;]+)$", s)
+        if alias:                               # (a type: Conf::DT of a struct template's instantiation)
+            try:
+                v = scope.get(alias.group(2).strip())
+            except Unknown:
+                v = Type(_type_in(scope, alias.group(2).strip()))
+            scope.vars[alias.group(1)] = v if isinstance(v, Type) else _UNKNOWN
+            return
         if s in ("break", "continue") or s.startswith(("using ", "typedef ")):
             return
         if re.match(r"return\b", s):
