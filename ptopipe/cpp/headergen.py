@@ -358,6 +358,12 @@ MODE_FORMS = {
                     "GlobalData &dst, TileData &src, uint64_t preQuantScalar",
                     ("dst", "src", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode",
                      "kw:pre_quant=preQuantScalar"))),
+    # TSTORE_FP<TileData, GlobalData, FpTileData, atomicType, reluPreMode>(dst, src, fp): the Acc tile's
+    # vector quantisation on its way to GM, pto-isa's (pto_instr.hpp) and its tests' spelling
+    "TSTORE_FP": (Form("typename TileData, typename GlobalData, typename FpTileData, AtomicType atomicType = "
+                       "AtomicType::AtomicNone, ReluPreMode reluPreMode = ReluPreMode::NoRelu",
+                       "GlobalData &dst, TileData &src, FpTileData &fp",
+                       ("dst", "src", "fp", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode")),),
     # pto-isa's multi-list merge requires its ``exhausted`` template argument
     "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
     "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),
