@@ -14,10 +14,16 @@ the arguments pick, the one kernel it calls and how each of its parameters is pa
 device buffer copied back and written to the output file, and the ``ResultCmp`` /
 ``ResultCmpExact`` that compares it with the golden (its type, its ``eps``: an element is wrong
 when it is off by more than ``eps`` both absolutely and relatively, and the case fails past
-``eps`` x the compared vector's size wrong elements or 1000 zeroed ones, as pto-isa's
-tests/common/test_common.h counts).  A device buffer no file fills starts zeroed.  The kernel
-runs with :func:`ptopipe.cpp.run_cpp` (AIC when what it reaches uses Cube tiles or matmuls,
-else AIV) and each case is sorted into:
+``eps`` x the compared vector's size wrong elements or more zeroed ones than its zero-count
+threshold, 1000 unless given, as pto-isa's tests/common/test_common.h counts).  A device buffer
+no file fills (or that is zeroed) starts zeroed.  A launch whose kernel the script cannot name -
+it passes a lambda, picks it from a function-pointer table or a ``switch`` - runs as the launch
+function itself (on pto-isa's CPU simulator it calls its kernel as a plain call, as it does on
+ptopipe's cluster), its stream parameter a nullptr.  A test without ``<op>_kernel.cpp`` has its
+kernels in ``main.cpp`` beside the cases (ptopipe builds them without the gtest host code): the
+case's helper calls them directly, a Cube and a Vector kernel started on threads run as a pair.
+The kernel runs with :func:`ptopipe.cpp.run_cpp` (AIC when what it reaches uses Cube tiles or
+matmuls, else AIV) and each case is sorted into:
 
 * ``match``    - ran clean, every compared output within the test's tolerance;
 * ``mismatch`` - ran clean, an output off the golden;
@@ -25,9 +31,10 @@ else AIV) and each case is sorted into:
 * ``crash``    - any other exception (a raw traceback: always a ptopipe bug; exit 1);
 * ``unmapped`` - the script could not read what the case runs (a launch it cannot follow, a
   buffer filled by code it does not read, two kernels, ...): the reason says what;
-* ``skipped``  - no ``gen_data.py`` or ``<op>_kernel.cpp``, ``gen_data.py`` needs a module
-  besides numpy / ml_dtypes, or wrote no data for the case (a bf16 case without
-  ``PTO_CPU_SIM_ENABLE_BF16``).
+* ``skipped``  - no ``gen_data.py`` (the case makes and checks its data in C++), ``gen_data.py``
+  needs a module besides numpy / ml_dtypes (en_dtypes where it is not installed: a stand-in made
+  of ml_dtypes serves its other cases, its float4 cases are skipped), or wrote no data for the
+  case (a bf16 case without ``PTO_CPU_SIM_ENABLE_BF16``).
 
 Target (exit 1 when missed): ``match`` at least ``--target`` % of the cases that are not
 skipped, and no crash.
@@ -1214,6 +1221,11 @@ class Harness:
             self.walk(f.body[1:-1], inner, loop)
             self.depth -= 1
             return
+        if base == "copy" and len(args) == 3 and name.startswith("std::"):     # (a host buffer copied whole)
+            src, dst = scope.buffer(args[0]), scope.buffer(args[2])
+            if src is not None and dst is not None and src is not dst:
+                dst.source = src
+                return
         if base in ("memset", "fill", "fill_n") and len(args) == 3:
             if scope.try_eval(args[1 if base == "memset" else 2]) != 0:
                 self.touch(stmt, scope)             # (a buffer filled with a value: not what starts it here)
