@@ -1859,8 +1859,9 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a case's run may take")
     ap.add_argument("--gen-timeout", type=float, default=300.0, help="seconds a gen_data.py may take")
-    ap.add_argument("--target", type=float, default=40.0, help="%% of the cases not skipped that must match "
-                    "(ptopipe matches 43 %%: 349 of 807, the rest mostly unmapped or kernels it does not model)")
+    ap.add_argument("--target", type=float, default=50.0, help="%% of the cases not skipped that must match "
+                    "(ptopipe matches 53 %%: 528 of 1000; most of the rest are refused - kernels only pto-isa's CPU "
+                    "simulator takes, or forms ptopipe does not model)")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     a = ap.parse_args()
     base = os.path.join(a.pto_isa, TESTCASES)
