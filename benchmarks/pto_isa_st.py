@@ -14,10 +14,16 @@ the arguments pick, the one kernel it calls and how each of its parameters is pa
 device buffer copied back and written to the output file, and the ``ResultCmp`` /
 ``ResultCmpExact`` that compares it with the golden (its type, its ``eps``: an element is wrong
 when it is off by more than ``eps`` both absolutely and relatively, and the case fails past
-``eps`` x the compared vector's size wrong elements or 1000 zeroed ones, as pto-isa's
-tests/common/test_common.h counts).  A device buffer no file fills starts zeroed.  The kernel
-runs with :func:`ptopipe.cpp.run_cpp` (AIC when what it reaches uses Cube tiles or matmuls,
-else AIV) and each case is sorted into:
+``eps`` x the compared vector's size wrong elements or more zeroed ones than its zero-count
+threshold, 1000 unless given, as pto-isa's tests/common/test_common.h counts).  A device buffer
+no file fills (or that is zeroed) starts zeroed.  A launch whose kernel the script cannot name -
+it passes a lambda, picks it from a function-pointer table or a ``switch`` - runs as the launch
+function itself (on pto-isa's CPU simulator it calls its kernel as a plain call, as it does on
+ptopipe's cluster), its stream parameter a nullptr.  A test without ``<op>_kernel.cpp`` has its
+kernels in ``main.cpp`` beside the cases (ptopipe builds them without the gtest host code): the
+case's helper calls them directly, a Cube and a Vector kernel started on threads run as a pair.
+The kernel runs with :func:`ptopipe.cpp.run_cpp` (AIC when what it reaches uses Cube tiles or
+matmuls, else AIV) and each case is sorted into:
 
 * ``match``    - ran clean, every compared output within the test's tolerance;
 * ``mismatch`` - ran clean, an output off the golden;
@@ -25,9 +31,10 @@ else AIV) and each case is sorted into:
 * ``crash``    - any other exception (a raw traceback: always a ptopipe bug; exit 1);
 * ``unmapped`` - the script could not read what the case runs (a launch it cannot follow, a
   buffer filled by code it does not read, two kernels, ...): the reason says what;
-* ``skipped``  - no ``gen_data.py`` or ``<op>_kernel.cpp``, ``gen_data.py`` needs a module
-  besides numpy / ml_dtypes, or wrote no data for the case (a bf16 case without
-  ``PTO_CPU_SIM_ENABLE_BF16``).
+* ``skipped``  - no ``gen_data.py`` (the case makes and checks its data in C++), ``gen_data.py``
+  needs a module besides numpy / ml_dtypes (en_dtypes where it is not installed: a stand-in made
+  of ml_dtypes serves its other cases, its float4 cases are skipped), or wrote no data for the
+  case (a bf16 case without ``PTO_CPU_SIM_ENABLE_BF16``).
 
 Target (exit 1 when missed): ``match`` at least ``--target`` % of the cases that are not
 skipped, and no crash.
@@ -38,6 +45,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
+import importlib.util
 import os
 import re
 import shutil
@@ -61,8 +70,16 @@ TESTCASES = os.path.join("tests", "cpu", "st", "testcase")
 #: what the tests' ``#if``s test that no build here defines (pto-isa's bf16 coverage is opt-in)
 NOT_DEFINED = {m: False for m in ("PTO_CPU_SIM_ENABLE_BF16", "CPU_SIM_BFLOAT_ENABLED", "__PTO_AUTO__",
                                   "DEBUGLOG", "_DEBUG")}
-#: modules a gen_data.py may import (besides the standard library)
+#: modules a gen_data.py may import (besides the standard library; en_dtypes: :data:`EN_DTYPES_SHIM`)
 ALLOWED_MODULES = {"numpy", "ml_dtypes", "utils", "tests"}
+#: what stands for en_dtypes (float4 and HiFloat8 numpy types, not on PyPI's usual mirrors) where it is not
+#: installed: gen_data.py imports it for its float4 cases only (tstore, tmatmul_mx's fp8 cases beside
+#: them), whose data it cannot make - ml_dtypes' float4_e2m1fn packs differently and it has no e1m2 -
+#: so those cases are skipped (:data:`SHIMMED`) and the others run
+EN_DTYPES_SHIM = ('"""en_dtypes stand-in of ptopipe\'s pto_isa_st benchmark: its float4 cases are skipped."""\n'
+                  "import ml_dtypes\nfloat4_e2m1 = float4_e1m2 = ml_dtypes.float4_e2m1fn\n")
+#: the element types of the cases whose data the en_dtypes stand-in makes wrong
+SHIMMED = re.compile(r"\bfloat4_e\dm\dx2_t\b")
 
 
 # -- element types ---------------------------------------------------------------------------
@@ -378,7 +395,16 @@ def readable(text: str) -> str:
     for m in _STRING_OR_COMMENT.finditer(text):
         if m.group(0)[0] in "\"'" and code[m.start()] == m.group(0)[0]:
             code[m.start():m.end()] = m.group(0)
+    bare = _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else re.sub(r"[^\n]", " ", m.group(0)),
+                                  text)
+    for m in _DEFINE_LINE.finditer(bare):          # (visible_code blanks a #define's body: a constant's is kept)
+        if code[m.start():m.end()] and "".join(code[m.start():m.end()]).lstrip().startswith("#"):
+            code[m.start():m.end()] = m.group(0)
     return "".join(code)
+
+
+#: an object-like one-line ``#define NAME VALUE`` (a constant: file_scope reads it)
+_DEFINE_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+[ \t]+[^\n\\]*$", re.M)
 
 
 def file_scope(code: str) -> dict:
@@ -390,6 +416,9 @@ def file_scope(code: str) -> dict:
     for m in re.finditer(r"^(?:static\s+)?(?:inline\s+)?(?:constexpr|const)\s+[\w:]+\s+(\w+)\s*=\s*([^;{}]+);", code,
                          re.M):
         out.setdefault(m.group(1), m.group(2).strip())
+    for m in re.finditer(r"^[ \t]*using\s+(\w+)\s*=\s*([\w:]+)\s*;", code, re.M):     # (an element type's alias)
+        if _bare(m.group(2)) in NP_TYPES:
+            out.setdefault(m.group(1), _bare(m.group(2)))
     for m in re.finditer(r"\benum\s+(?:class\s+)?(\w+)?\s*(?::\s*[\w:]+\s*)?\{([^{}]*)\}", code):
         k = 0
         for part in m.group(2).split(","):
@@ -657,6 +686,9 @@ def _template_close(s: str, i: int) -> int | None:
         if ch == "(":
             j = balanced(s, j)
             continue
+        if ch == "{":                   # (an aggregate argument: TilesSize{64, 128, ...})
+            j = balanced(s, j, "{", "}")
+            continue
         if ch == "<":
             depth += 1
         elif ch == ">":
@@ -731,6 +763,43 @@ def cpp_functions(code: str) -> dict:
     return out
 
 
+#: name -> (template parameter list, {member: ("value" | "type", its text)}) of the struct
+#: templates of the test (main.cpp and its local headers: :class:`Harness`): pto-isa's quant tests
+#: pass their case as ``Params<int32_t, int8_t, 128, ...>`` and read ``Conf::isVQuant``
+STRUCTS: dict = {}
+
+
+def struct_templates(code: str) -> dict:
+    """:data:`STRUCTS` of ``code``: each ``template <...> struct NAME { ... }``'s ``static constexpr``
+    members and ``using`` aliases."""
+    out = {}
+    for m in re.finditer(r"\btemplate\s*<", code):
+        k = _template_close(code, m.end() - 1)
+        sm = re.match(r"\s*struct\s+(\w+)\s*\{", code[k:]) if k is not None else None
+        if sm is None:
+            continue
+        body = code[k + sm.end():balanced(code, k + sm.end() - 1, "{", "}") - 1]
+        members = {mm.group(1): ("value", mm.group(2).strip())
+                   for mm in re.finditer(r"static\s+constexpr\s+[\w:]+\s+(\w+)\s*=\s*([^;]+);", body)}
+        members.update({mm.group(1): ("type", mm.group(2).strip())
+                        for mm in re.finditer(r"\busing\s+(\w+)\s*=\s*([^;]+);", body)})
+        out[sm.group(1)] = (code[m.end():k - 1], members)
+    return out
+
+
+def struct_member(owner, member: str, consts: dict):
+    """Member ``member`` of ``owner``, a :class:`Type` naming an instantiation of a struct template
+    of :data:`STRUCTS` (its template arguments bound to its parameters, defaults included)."""
+    m = re.fullmatch(r"(\w+)\s*<(.*)>", owner.name.strip(), re.S) if isinstance(owner, Type) else None
+    if m is None or m.group(1) not in STRUCTS or member not in STRUCTS[m.group(1)][1]:
+        raise Unknown(f"{owner}::{member}")
+    spec, members = STRUCTS[m.group(1)]
+    inner = Scope(consts)
+    bind_template(inner, Scope(consts), spec, m.group(2), m.group(1))
+    kind, text = members[member]
+    return Type(_type_in(inner, text)) if kind == "type" else inner.eval(text)
+
+
 # -- the test's data flow --------------------------------------------------------------------
 @dataclass(eq=False)
 class Buffer:
@@ -754,6 +823,7 @@ class Compare:
     count: int | None
     exact: bool = False
     threshold: int | None = None
+    zeros: int = 1000               # zeroed elements allowed (ResultCmp's zeroCountThreshold)
 
 
 @dataclass
@@ -769,7 +839,7 @@ class Case:
 _IGNORED_CALLS = {"aclInit", "aclrtSetDevice", "aclrtCreateStream", "aclrtSynchronizeStream", "aclrtFree",
                   "aclrtFreeHost", "aclrtDestroyStream", "aclrtResetDevice", "aclFinalize", "EXPECT_TRUE",
                   "ASSERT_TRUE", "CHECK_RESULT_GTEST", "EXPECT_EQ", "ASSERT_EQ", "GetGoldenDir", "free", "delete",
-                  "printf", "data", "size", "std::cout", "cout", "endl", "EXPECT_FALSE"}
+                  "printf", "data", "size", "std::cout", "cout", "endl", "EXPECT_FALSE", "sizeof"}
 
 
 class Scope:
@@ -785,11 +855,17 @@ class Scope:
             if name in s.vars:
                 return s.vars[name]
             s = s.parent
-        return out_lookup(self.consts, name)
+        try:
+            return out_lookup(self.consts, name)
+        except Unknown:
+            head, _, member = name.rpartition("::")
+            if not head:
+                raise
+            return struct_member(self.get(head), member, self.consts)
 
     def lookup(self, name: str):
         v = self.get(name)
-        if isinstance(v, (Buffer, Lambda, _Text, str)) or v is _UNKNOWN:
+        if isinstance(v, (Buffer, Lambda, _Text, str, FnRef)) or v is _UNKNOWN:
             raise Unknown(name)
         return v
 
@@ -828,9 +904,17 @@ class _Stream:
 
 @dataclass(frozen=True)
 class FileScalar:
-    """A scalar the test reads from a file (``ReadFile(..., &scalar, sizeof(scalar))``)."""
+    """A scalar the test reads from a file (``ReadFile(..., &scalar, sizeof(scalar))``);
+    ``by_address``: passed as ``&scalar`` (a one-element array, which the launch reads)."""
     file: str
     ctype: str
+    by_address: bool = False
+
+
+@dataclass(frozen=True)
+class FnRef:
+    """A kernel-file function passed by name (``runTest(..., launchTGATHER1D_demo_float)``)."""
+    name: str
 
 
 @dataclass
@@ -843,14 +927,18 @@ class Lambda:
 class Harness:
     """Walks a gtest case's code (main.cpp), recording its buffers, its launch and its compares."""
 
-    def __init__(self, main_code: str, kernel_code: str, kernel_fns: dict):
-        self.fns = cpp_functions(main_code)
-        self.consts = file_scope(main_code)
+    def __init__(self, main_code: str, kernel_code: str, kernel_fns: dict, headers: str = ""):
+        self.fns = {n: f for n, f in cpp_functions(main_code).items() if n not in kernel_fns}
+        self.consts = file_scope(headers + "\n" + main_code)        # (``headers``: the local ones it includes)
+        STRUCTS.clear()
+        STRUCTS.update(struct_templates(headers + "\n" + main_code))
         self.kernel_fns = kernel_fns
         self.kernel_consts = file_scope(kernel_code)
         self.buffers: list = []
         self.files: dict = {}                       # output file -> device buffer written to it
         self.launch = None                          # (name, targs, args, scope)
+        self.partner = None                         # (another kernel launched beside it: the other side's)
+        self.both = False                           # (main.cpp's kernels: a case may launch both sides)
         self.compares: list = []
         self.depth = 0
 
@@ -887,6 +975,14 @@ class Harness:
 
     # one statement -------------------------------------------------------------------------
     def statement(self, s: str, scope: Scope, loop: bool) -> None:
+        alias = re.match(r"using\s+(\w+)\s*=\s*(?:typename\s+)?([^;]+)$", s)
+        if alias:                               # (a type: Conf::DT of a struct template's instantiation)
+            try:
+                v = scope.get(alias.group(2).strip())
+            except Unknown:
+                v = Type(_type_in(scope, alias.group(2).strip()))
+            scope.vars[alias.group(1)] = v if isinstance(v, Type) else _UNKNOWN
+            return
         if s in ("break", "continue") or s.startswith(("using ", "typedef ")):
             return
         if re.match(r"return\b", s):
@@ -898,9 +994,13 @@ class Harness:
         if lam:
             scope.vars[lam.group(1)] = Lambda(_param_names(lam.group(2)), lam.group(3), scope)
             return
-        fin = re.match(r"std::ifstream\s+(\w+)\s*\(\s*([^,)]+)", s)
+        th = re.match(r"std::thread\s+\w+\s*[({]\s*([A-Za-z_]\w*)\s*(?:,(.*))?[)}]$", s, re.S)
+        if th and isinstance(_get_or_none(scope, th.group(1)), Lambda):     # (the lambda runs, joined)
+            self.call(th.group(1), None, split_top(th.group(2) or ""), scope, s, loop)
+            return
+        fin = re.match(r"std::ifstream\s+(\w+)\s*\((.*)\)$", s, re.S)
         if fin:
-            path = _file_name(fin.group(2), scope)
+            path = _file_name((split_top(fin.group(2)) or [""])[0], scope)
             scope.vars[fin.group(1)] = _Stream(path) if path else _UNKNOWN
             return
         rd = re.match(r"(\w+)\.read\(\s*reinterpret_cast<char\s*\*>\(\s*&\s*(\w+)\s*\)", s)
@@ -1071,15 +1171,25 @@ class Harness:
         if base == "WriteFile":
             path = _file_name(args[0], scope)
             src = scope.buffer(args[1])
-            if path and src is not None and src.source is not None:
+            if path and src is not None and src.device:         # (written from the device buffer itself)
+                self.files[path] = src
+            elif path and src is not None and src.source is not None:
                 self.files[path] = src.source
             return
         if base in ("ResultCmp", "ResultCmpExact"):
             self.compare(base, targs, args, scope)
             return
+        ref = _get_or_none(scope, base)
+        if isinstance(ref, FnRef):              # (the launch function the case was given)
+            name = base = ref.name
         if name in self.kernel_fns and name not in self.fns:
             if loop:
                 raise Unmapped(f"{name} is launched in a loop")
+            if self.launch is not None and (name, targs, args) == self.launch[:3]:
+                return                              # (the same kernel again: a second Vector core's thread)
+            if self.launch is not None and self.partner is None and self.both:
+                self.partner = (name, targs, args, scope)       # (the other side's kernel, on its thread)
+                return
             if self.launch is not None:
                 raise Unmapped(f"more than one launch ({self.launch[0]}, {name})")
             self.launch = (name, targs, args, scope)
@@ -1101,7 +1211,9 @@ class Harness:
             inner = Scope(self.consts)
             bind_template(inner, scope, f.template, targs, base)
             for k, p in enumerate(f.params):
-                if k < len(args):
+                if k < len(args) and args[k].strip() in self.kernel_fns and _get_or_none(scope, args[k].strip()) is None:
+                    inner.vars[p] = FnRef(args[k].strip())
+                elif k < len(args):
                     _bind(inner, scope, p, args[k])
                 else:
                     default = f.defaults[k] if k < len(f.defaults) else None
@@ -1109,9 +1221,16 @@ class Harness:
             self.walk(f.body[1:-1], inner, loop)
             self.depth -= 1
             return
-        if base in _IGNORED_CALLS or base.startswith(("acl", "std::")) or name.startswith("std::"):
+        if base == "copy" and len(args) == 3 and name.startswith("std::"):     # (a host buffer copied whole)
+            src, dst = scope.buffer(args[0]), scope.buffer(args[2])
+            if src is not None and dst is not None and src is not dst:
+                dst.source = src
+                return
+        if base in ("memset", "fill", "fill_n") and len(args) == 3:
+            if scope.try_eval(args[1 if base == "memset" else 2]) != 0:
+                self.touch(stmt, scope)             # (a buffer filled with a value: not what starts it here)
             return
-        if base == "memset" or base == "fill" or base == "fill_n":
+        if base in _IGNORED_CALLS or base.startswith(("acl", "std::")) or name.startswith("std::"):
             return
         self.touch(stmt, scope)
 
@@ -1129,7 +1248,7 @@ class Harness:
         ctype = _type_in(scope, targs) if targs else (exp.ctype or act.ctype)
         if ctype is None:
             raise Unmapped(f"{base} of buffers of no known element type")
-        eps, threshold = 0.0, None
+        eps, threshold, zero_threshold = 0.0, None, 1000
         if base == "ResultCmp":
             if len(args) < 3:
                 raise Unmapped("ResultCmp without eps")
@@ -1141,10 +1260,13 @@ class Harness:
                 if not isinstance(threshold, int):
                     raise Unmapped(f"ResultCmp's threshold {args[3]!r}")
             if len(args) > 4:
-                raise Unmapped("ResultCmp with a zero-count threshold")
+                zeros = scope.try_eval(args[4])
+                if not isinstance(zeros, (int, bool)):
+                    raise Unmapped(f"ResultCmp's zero-count threshold {args[4]!r}")
+                zero_threshold = int(zeros)
         count = getattr(exp, "count", None)
         self.compares.append(Compare(exp.file, dev, ctype, float(eps), count, base == "ResultCmpExact",
-                                     threshold))
+                                     threshold, zero_threshold))
 
 
 def _get_or_none(scope: Scope, name: str):
@@ -1363,6 +1485,9 @@ def _kernel_arg(scope: Scope, a: str):
     inner = _uncast(a)
     if re.fullmatch(r"[A-Za-z_]\w*", inner) and isinstance(_get_or_none(scope, inner), FileScalar):
         return _get_or_none(scope, inner)
+    addr = re.fullmatch(r"&\s*([A-Za-z_]\w*)", inner)
+    if addr and isinstance(_get_or_none(scope, addr.group(1)), FileScalar):
+        return dataclasses.replace(_get_or_none(scope, addr.group(1)), by_address=True)
     b = scope.buffer(inner)
     if b is not None:
         if not re.fullmatch(r"[A-Za-z_]\w*", inner):
@@ -1372,6 +1497,17 @@ def _kernel_arg(scope: Scope, a: str):
     if v is _UNKNOWN or isinstance(v, (Type, _Text)):
         raise Unmapped(f"a kernel argument {a!r} the script cannot evaluate")
     return v
+
+
+def _launch_arg(scope: Scope, a: str, decl: str):
+    """An argument of a launch function run as the kernel: a stream it takes (``void *stream``,
+    ``aclrtStream``) whose value the script does not know is a nullptr (it is never used)."""
+    try:
+        return _kernel_arg(scope, a)
+    except Unmapped:
+        if re.search(r"\baclrtStream\b|\bstream\s*$", decl):
+            return None
+        raise
 
 
 _CAST_HEAD = re.compile(r"(?:reinterpret|static|const)_cast\s*<[^>]*>\s*(?=\()")
@@ -1403,6 +1539,11 @@ _CUBE = re.compile(r"\b(?:TMATMUL\w*|TGEMV\w*|TileLeft\w*|TileRight\w*|TileAcc\w
                    r"|TileType::(?:Mat|Left|Right|Acc|Bias|Scaling|ScaleLeft|ScaleRight))\b")
 
 
+#: what a kernel's body does (an instruction, a tile, a view) and what only host code does
+_DEVICE = re.compile(r"\b(?:TASSIGN|TLOAD|TSTORE|TPUSH|TPOP|TMATMUL\w*)\s*[<(]|\b(?:Tile|GlobalTensor)\s*<")
+_HOST = re.compile(r"\b(?:aclrt\w+|ReadFile|WriteFile|ResultCmp\w*)\s*\(|\bstd::thread\b")
+
+
 def gtest_cases(main_code: str) -> list:
     """[(Suite.case, body)] of main.cpp."""
     out = []
@@ -1427,20 +1568,47 @@ def reached(fns: dict, name: str) -> str:
     return "\n".join(text)
 
 
-def map_case(name: str, body: str, main_code: str, kernel_code: str, kernel_fns: dict) -> Case:
-    h = Harness(main_code, kernel_code, kernel_fns)
+def map_case(name: str, body: str, main_code: str, kernel_code: str, kernel_fns: dict,
+             in_main: bool = False, headers: str = "") -> Case:
+    """What gtest case ``name`` (``body``) of ``main_code`` runs; ``in_main``: the kernels
+    (``kernel_fns``) are main.cpp's own (``kernel_code`` is then main.cpp's); ``headers``: the code
+    of the headers beside it that it includes (their constants)."""
+    h = Harness(main_code, kernel_code, kernel_fns, headers)
+    h.both = in_main
     h.run(body)
     if h.launch is None:
         raise Unmapped("launches no kernel of the kernel file")
     if not h.compares:
         raise Unmapped("compares no output with ResultCmp / ResultCmpExact")
     lname, targs, args, scope = h.launch
-    kname, kt, kargs, stmt = Launcher(kernel_fns, h.kernel_consts).run(lname, targs, args, scope)
+    if in_main:                 # (main.cpp's own kernel, called by the case's host code)
+        kname, kt, kargs, stmt = lname, targs and _instantiation_args(scope, targs), \
+            [_kernel_arg(scope, a) for a in args], lname
+    else:
+        try:
+            kname, kt, kargs, stmt = Launcher(kernel_fns, h.kernel_consts).run(lname, targs, args, scope)
+        except Unmapped:
+            # the launch function itself: it calls its kernel on the CPU simulator as a plain call
+            # (through a function-pointer table, with a lambda, ...), which a run of it does too
+            chosen = _overload(kernel_fns[lname], targs, args)
+            kname, kt, stmt = lname, targs and _instantiation_args(scope, targs), lname
+            kargs = [_launch_arg(scope, a, d) for a, d in zip(args, chosen.decls or [""] * len(args))]
     kf = kernel_fns[kname]
     chosen = _overload(kf, kt, kargs)
     if chosen.template and kt is None:
         raise Unmapped(f"{kname} is a template called without template arguments: {stmt}")
     case = Case(name, f"{kname}<{kt}>" if chosen.template else kname)
+    case.role = "aic" if _CUBE.search(reached(kernel_fns, kname)) else "aiv"
+    case.roles = {case.role: case.kernel}
+    if h.partner is not None:           # (a Cube and a Vector kernel, each on its threads)
+        pname, pt, pargs, _ = h.partner
+        other = "aiv" if case.role == "aic" else "aic"
+        pf = _overload(kernel_fns[pname], pt, pargs)
+        if (other == "aic") != bool(_CUBE.search(reached(kernel_fns, pname))) or pt is not None or targs is not None:
+            raise Unmapped(f"two kernels launched ({kname}, {pname}) that are not a Cube and a Vector kernel")
+        if pf.params != chosen.params or [_kernel_arg(scope, a) for a in pargs] != kargs:
+            raise Unmapped(f"{kname} and {pname} launched with other arguments")
+        case.roles[other] = pname
     if len(kargs) != len(chosen.params):
         raise Unmapped(f"{kname} called with {len(kargs)} arguments for {len(chosen.params)} parameters")
     seen = {}
@@ -1456,7 +1624,6 @@ def map_case(name: str, body: str, main_code: str, kernel_code: str, kernel_fns:
         if id(c.actual) not in seen:
             raise Unmapped(f"the compared {c.actual.name} is not an argument of {kname}")
     case.compares = h.compares
-    case.role = "aic" if _CUBE.search(reached(kernel_fns, kname)) else "aiv"
     return case
 
 
@@ -1478,8 +1645,13 @@ def gen_data(tdir: str, out: str, timeout: float) -> str | None:
     st = os.path.dirname(os.path.dirname(tdir))
     root = os.path.dirname(os.path.dirname(os.path.dirname(st)))
     text = open(os.path.join(tdir, "gen_data.py"), encoding="utf-8", errors="replace").read()
-    for m in re.finditer(r"^\s*(?:import|from)\s+([\w.]+)", text, re.M):
+    # (the imports it cannot run without: an indented one may be guarded by a try, as ttrans's is)
+    for m in re.finditer(r"^(?:import|from)\s+([\w.]+)", text, re.M):
         top = m.group(1).split(".")[0]
+        if top == "en_dtypes" and importlib.util.find_spec("en_dtypes") is None:
+            with open(os.path.join(out, "en_dtypes.py"), "w") as f:
+                f.write(EN_DTYPES_SHIM)
+            continue
         if top not in ALLOWED_MODULES and top not in sys.stdlib_module_names and \
                 not os.path.exists(os.path.join(tdir, top + ".py")):
             return f"gen_data.py needs module {top!r}"
@@ -1545,9 +1717,10 @@ def check(cmp: Compare, out: np.ndarray, data: str) -> str | None:
     size = max(cmp.count or 0, n)
     threshold = cmp.threshold if cmp.threshold else int(size * cmp.eps)
     bad = int(err.sum())
-    if bad > threshold or zeros > 1000:
+    if bad > threshold or zeros > cmp.zeros:
         return (f"{cmp.golden}: {bad} of {n} elements off by more than {cmp.eps:g} (allowed {threshold}"
-                + (f", {zeros} zeroed" if zeros > 1000 else "") + f"; {_first(exp, act, err)})")
+                + (f", {zeros} zeroed of {cmp.zeros} allowed" if zeros > cmp.zeros else "")
+                + f"; {_first(exp, act, err)})")
     return None
 
 
@@ -1564,7 +1737,7 @@ def run_case(kernel: str, case: Case, platform: str, timeout: float) -> tuple:
     from ptopipe.cpp import run_cpp
     from ptopipe.cpp.build import find_kernels
     try:
-        k = find_kernels(kernel, **{case.role: case.kernel}, platform=platform, api=True)
+        k = find_kernels(kernel, **case.roles, platform=platform, api=True, params=set(case.args))
         f = k.roles[case.role]
         dtypes = dict(zip(f.params, f.elements or [None] * len(f.params)))
         args = {}
@@ -1577,10 +1750,10 @@ def run_case(kernel: str, case: Case, platform: str, timeout: float) -> tuple:
                 if not os.path.exists(path):
                     raise Unmapped(f"gen_data.py wrote no {a.file}")
                 v = np.fromfile(path, np_type(a.ctype), count=1)[0]
-                args[p] = v.item() if np_type(a.ctype).kind in "iub" else float(v)
+                args[p] = np.array([v]) if a.by_address else v.item() if np_type(a.ctype).kind in "iub" else float(v)
             else:                       # (a number, or None: nullptr)
                 args[p] = a
-        res = run_cpp(kernel, args, platform=platform, timeout=timeout, **{case.role: case.kernel})
+        res = run_cpp(kernel, args, platform=platform, timeout=timeout, **case.roles)
         wrong = []
         for c in case.compares:
             param = next(p for p, a in case.args.items() if a is c.actual)
@@ -1611,7 +1784,8 @@ def _job(args) -> Outcome:
         if kind in ("match", "crash", "unmapped"):
             break
     kind, msg, plat = best
-    return Outcome(test, case.name, kind, msg, time.monotonic() - t, f"{plat} {case.role} {case.kernel}")
+    return Outcome(test, case.name, kind, msg, time.monotonic() - t,
+                   f"{plat} " + " ".join(f"{r} {k}" for r, k in case.roles.items()))
 
 
 def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
@@ -1620,16 +1794,21 @@ def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
     main = os.path.join(tdir, "main.cpp")
     if not os.path.exists(main):
         return [], [Outcome(test, "-", "skipped", "no main.cpp")]
-    main_code = readable(open(main, encoding="utf-8", errors="replace").read())
+    main_text = open(main, encoding="utf-8", errors="replace").read()
+    main_code = readable(main_text)
+    headers = "\n".join(readable(open(os.path.join(tdir, h), encoding="utf-8", errors="replace").read())
+                        for h in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', main_text, re.M)
+                        if os.path.isfile(os.path.join(tdir, h)))
     try:
         cases = gtest_cases(main_code)
     except Unmapped as e:
         return [], [Outcome(test, "-", "unmapped", f"main.cpp: {e}")]
     kernel = os.path.join(tdir, f"{test}_kernel.cpp")
+    in_main = not os.path.exists(kernel)
     why = None
-    if not os.path.exists(kernel):
-        why = f"no {test}_kernel.cpp (its kernels are in main.cpp)"
-    elif not os.path.exists(os.path.join(tdir, "gen_data.py")):
+    if in_main:                 # (its kernels are in main.cpp, beside the cases)
+        kernel = main
+    if not os.path.exists(os.path.join(tdir, "gen_data.py")):
         why = "no gen_data.py"
     if why:
         return [], [Outcome(test, c, "skipped", why) for c, _ in cases]
@@ -1638,6 +1817,8 @@ def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
         return [], [Outcome(test, c, "skipped", why) for c, _ in cases]
     kernel_code = readable(open(kernel, encoding="utf-8", errors="replace").read())
     kernel_fns = _functions(kernel_code)
+    if in_main:                 # (its kernels: the functions that issue instructions, not the host's)
+        kernel_fns = {n: f for n, f in kernel_fns.items() if _DEVICE.search(f.body) and not _HOST.search(f.body)}
     todo, done = [], []
     for cname, body in cases:
         data = os.path.join(work, cname)
@@ -1645,12 +1826,16 @@ def plan(tdir: str, work: str, gen_timeout: float) -> tuple:
             done.append(Outcome(test, cname, "skipped", "gen_data.py wrote no data for it"))
             continue
         try:
-            c = map_case(cname, body, main_code, kernel_code, kernel_fns)
+            c = map_case(cname, body, main_code, kernel_code, kernel_fns, in_main, headers)
         except Unmapped as e:
             done.append(Outcome(test, cname, "unmapped", str(e)))
             continue
         except RecursionError:
             done.append(Outcome(test, cname, "unmapped", "nested too deep"))
+            continue
+        if os.path.exists(os.path.join(work, "en_dtypes.py")) and any(SHIMMED.search(k) for k in c.roles.values()):
+            done.append(Outcome(test, cname, "skipped", "its float4 data needs en_dtypes (not installed; ml_dtypes "
+                                "has no float4_e1m2 and packs float4_e2m1 otherwise)"))
             continue
         c.data = data
         todo.append((kernel, c))
@@ -1674,8 +1859,9 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a case's run may take")
     ap.add_argument("--gen-timeout", type=float, default=300.0, help="seconds a gen_data.py may take")
-    ap.add_argument("--target", type=float, default=40.0, help="%% of the cases not skipped that must match "
-                    "(ptopipe matches 43 %%: 349 of 807, the rest mostly unmapped or kernels it does not model)")
+    ap.add_argument("--target", type=float, default=50.0, help="%% of the cases not skipped that must match "
+                    "(ptopipe matches 53 %%: 528 of 1000; most of the rest are refused - kernels only pto-isa's CPU "
+                    "simulator takes, or forms ptopipe does not model)")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     a = ap.parse_args()
     base = os.path.join(a.pto_isa, TESTCASES)

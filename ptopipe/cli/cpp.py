@@ -34,8 +34,9 @@ def _written_for(args) -> None:
 
 
 def _notes(args) -> None:
+    named = {p.split("=", 1)[0] for p in getattr(args, "input", None) or ()}     # (the files are read later)
     for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None), getattr(args, "sync", None),
-                       args.platform or "a2a3"):
+                       args.platform or "a2a3", named):
         print(f"note: {n}")
 
 

@@ -37,11 +37,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 from ..codegen.cpp_origin import PREFIX as ORIGIN_PREFIX
+from .gtest_host import without_host_code
 
 #: the C++ standard a kernel is built with (:func:`standard`): C++20, as pto-isa's CPU tests are
 #: built (a struct as a non-type template parameter: its tconcat), where the compiler has it;
@@ -370,6 +371,8 @@ class Function:
     overloads: list = field(default_factory=list)
     # the local header it is defined in (``#include "k.hpp"``), None: the kernel file itself
     file: str | None = None
+    # how the wrapper names it when C++ must pick it among overloads (:func:`_typed`), else None
+    export: str | None = None
 
     def at(self, path: str) -> str:
         """``file:line`` of the definition, for messages: in the kernel file ``path``, or in the
@@ -474,13 +477,21 @@ def _pointee(decl: str):
 
 
 def _split(params: str) -> list:
-    parts, depth, cur = [], 0, ""
+    """A parameter or template argument list split at its top-level commas: not those inside a
+    template's ``<...>``, nor inside brackets - an aggregate template argument's
+    ``TilesSize{64, 128}`` (C++20, pto-isa's tconcat test), a call's or a cast's parentheses
+    (where a ``<`` or ``>`` is a comparison, not a template's)."""
+    parts, depth, nested, cur = [], 0, 0, ""
     for ch in params:
-        if ch == "<":
+        if ch in "({[":
+            nested += 1
+        elif ch in ")}]":
+            nested -= 1
+        elif ch == "<" and not nested:
             depth += 1
-        elif ch == ">":
+        elif ch == ">" and not nested:
             depth -= 1
-        if ch == "," and depth == 0:
+        if ch == "," and depth == 0 and nested == 0:
             parts.append(cur)
             cur = ""
         else:
@@ -524,13 +535,16 @@ class Kernels:
 
 
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None, platform=None,
-                 api: bool = False) -> Kernels:
+                 api: bool = False, params=None) -> Kernels:
     """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named) when
     built for ``platform`` (its architecture macro decides ``#if defined(PTO_NPU_ARCH_A5)``
     branches: a kernel defined once per platform is that platform's definition; None: such a
     branch may be compiled).  ``api``: the user named them through the Python API
-    (``aiv='NAME'``), which its errors then speak of, not the command's options (``--aiv NAME``)."""
-    out, code, text, fns = _find_kernels(path, aic, aiv, None if platform is None else arch_known(platform), api)
+    (``aiv='NAME'``), which its errors then speak of, not the command's options (``--aiv NAME``);
+    ``params``: the names of the arguments the run gives (of overloads a name leaves open, the
+    one whose parameters they name runs)."""
+    out, code, text, fns = _find_kernels(path, aic, aiv, None if platform is None else arch_known(platform), api,
+                                         params)
     for role, f in out.roles.items():       # (a found kernel: a named template is refused there)
         if f.template:
             raise _template_error(role, f, f.at(path), code, api)
@@ -664,10 +678,10 @@ def _lone_vector(k: Kernels, code: str) -> tuple:
 
 
 def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | None = None,
-                  api: bool = False) -> tuple:
+                  api: bool = False, params=None) -> tuple:
     """(:class:`Kernels`, the code of the file and its local includes with comments blanked, the
-    file's text, its functions by name); ``known``: as :func:`visible_code`'s; ``api``: as
-    :func:`find_kernels`'."""
+    file's text, its functions by name); ``known``: as :func:`visible_code`'s; ``api``,
+    ``params``: as :func:`find_kernels`'."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:     # (the compiler judges its bytes)
             text = f.read()
@@ -700,7 +714,7 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None, known: dict | Non
         out = Kernels(path, sided=sided)
         for role, name in (("aic", aic), ("aiv", aiv)):
             if name is not None:
-                setattr(out, role, _named(path, role, name, fns, code, text, api, known is not None))
+                setattr(out, role, _named(path, role, name, fns, code, text, api, known is not None, params))
         # a Cube kernel named alone that uses Vector tiles too (ptoas's C++ of one of a file's
         # .pto functions using both): it runs as the lone such kernel does
         out.mixed = aiv is None and not sided and _uses_both(_reached_code(out, fns))
@@ -790,11 +804,13 @@ def naming(role: str, name: str, api: bool = False, quoted: bool = False) -> str
 
 
 def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api: bool = False,
-           platform_known: bool = False) -> Function:
+           platform_known: bool = False, params=None) -> Function:
     """The function a user named for ``role`` (``--aic`` / ``--aiv``, ``aic=`` / ``aiv=``: as
     ``api`` says): a function of the file, or an instantiation of a function template spelled
     as in C++ (``runTAdd<float, 64, 64>``), which is the function the library exports.
-    ``platform_known``: the file was read for a platform (its #if on the architecture decided)."""
+    ``platform_known``: the file was read for a platform (its #if on the architecture decided);
+    ``params``: the run's argument names (:func:`find_kernels`).  One of overloads of different
+    parameters is exported as C++ picks it, by its function type (``Function.export``)."""
     named = naming(role, name, api)
     where = shown_path(path)
     m = _INSTANCE.match(name)
@@ -807,14 +823,15 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api
         raise ConfigError(f"{named}: {where} defines no function {scope + base!r}", where=where,
                           fix=f"functions defined there: {_listed(fns, sorted(fns))}"
                               + _macro_kernel_hint(text, fns, (role, name, api)))
+    overloaded = any(g.decls != f.decls for g in f.overloads)
     if f.overloads:                         # overloads: the one the name's template arguments fit
         f = _overload(f, None if m is None else [a for a in _split(m.group(2)) if a.strip()], scope, named,
-                      where, api, platform_known)
+                      where, api, platform_known, params)
     at = f.at(path)
     if m is None:
         if f.template:
             raise _template_error(role, f, at, code, api)
-        return f
+        return replace(f, export=_typed(f.name, f.decls)) if overloaded else f
     if not f.template:
         raise ConfigError(f"{named}: {base} ({at}) is a function, not a function template: it takes "
                           "no template arguments", where=at, fix=f"name it alone: {naming(role, f.name, api)}")
@@ -829,19 +846,27 @@ def _named(path: str, role: str, name: str, fns: dict, code: str, text: str, api
                               "with each one's type or value")
     # the element types of its pointer parameters, with the instantiation's types put in
     given = dict(zip(_template_names(f.template), args))
-    elements = [_pointee(re.sub(r"[A-Za-z_]\w*", lambda w: given.get(w.group(0), w.group(0)), d))
-                for d in f.decls]
-    return Function(f"{f.name}<{', '.join(args)}>", f.params, f.line, f.is_global, f.body, elements, None, f.decls,
-                    file=f.file)
+    decls = [re.sub(r"[A-Za-z_]\w*", lambda w: given.get(w.group(0), w.group(0)), d) for d in f.decls]
+    spelled = f"{f.name}<{', '.join(args)}>"
+    return Function(spelled, f.params, f.line, f.is_global, f.body, [_pointee(d) for d in decls], None, f.decls,
+                    file=f.file, export=_typed(spelled, decls) if overloaded else None)
+
+
+def _typed(name: str, decls: list) -> str:
+    """How the wrapper names function ``name`` that has overloads: by its function type, its
+    parameters declared ``decls`` (the instantiation's types put in), as C++ picks one."""
+    return f"*static_cast<void (*)({', '.join(decls)})>(&{name})"
 
 
 def _overload(f: Function, args: list | None, scope: str, named: str, where: str, api: bool = False,
-              platform_known: bool = False) -> Function:
+              platform_known: bool = False, named_args=None) -> Function:
     """Of ``f`` and its overloads (in ``scope``, when the name spells one), the one C++ would
     instantiate with template arguments ``args`` (None: a plain function): the one whose
     template takes that many (none: ``f``, whose error then says why; several: a ConfigError,
     as the library could not name one).  ``named``: how the user named it (:func:`naming`);
-    ``api``, ``platform_known``: as :func:`_named`'s."""
+    ``api``, ``platform_known``: as :func:`_named`'s; ``named_args``: its ``params`` (of several that
+    fit, the one whose parameters the run's arguments name - all of them; of two such, the one
+    taking more)."""
     fits = []
     for g in [f, *f.overloads]:
         if scope and not g.name.startswith(scope):
@@ -860,6 +885,12 @@ def _overload(f: Function, args: list | None, scope: str, named: str, where: str
         # branches of an #if the build leaves out, e.g. one definition per platform) - whichever
         # it is, it takes these parameters
         return fits[0]
+    given = [g for g in fits if named_args is not None and set(g.params) <= set(named_args)]
+    if len(fits) > 1 and given:
+        most = max(len(g.params) for g in given)
+        given = [g for g in given if len(g.params) == most]
+        if len(given) == 1:
+            return given[0]
     if len(fits) > 1 and args is None:
         lines = ", ".join(g.at(where) for g in fits)
         if platform_known:          # (an #if on a macro the compiler or $CXXFLAGS may define)
@@ -875,8 +906,11 @@ def _overload(f: Function, args: list | None, scope: str, named: str, where: str
     if len(fits) > 1:
         raise ConfigError(f"{named}: {len(fits)} overloads of {f.name} take these template arguments "
                           f"({', '.join(g.at(where) for g in fits)}): ptopipe runs a kernel by its name "
-                          "and cannot tell which", where=fits[0].at(where),
-                          fix="give the kernel to run a name of its own (or move the other overloads out of the file)")
+                          "and the run's arguments name the parameters of "
+                          f"{'none' if not given else 'more than one'} of them", where=fits[0].at(where),
+                          fix="give the arguments of the one to run, by its parameter names ("
+                              + "; ".join(f"line {g.line}: {', '.join(g.params)}" for g in fits)
+                              + "), or give it a name of its own")
     return fits[0] if fits else f
 
 
@@ -1051,11 +1085,12 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
-def wrapper(path: str, roles: dict, source: str | None = None) -> str:
+def wrapper(path: str, roles: dict, source: str | None = None, exports: dict | None = None) -> str:
     """The translation unit around kernel file ``path`` (its text read from ``source`` when
-    given: :func:`without_launch_syntax`): ``roles`` maps ``aic`` / ``aiv`` to function names."""
+    given: :func:`without_launch_syntax`): ``roles`` maps ``aic`` / ``aiv`` to function names,
+    ``exports`` a role to the expression naming its function among overloads (``Function.export``)."""
     lines = [f'#include "{source or os.path.abspath(path)}"', "#include <pto/ptopipe_entry.hpp>"]
-    lines += [f"PTOPIPE_EXPORT_KERNEL({role}, {name})" for role, name in roles.items()]
+    lines += [f"PTOPIPE_EXPORT_KERNEL({role}, {(exports or {}).get(role) or name})" for role, name in roles.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -1115,15 +1150,28 @@ def without_explicit_instances(text: str) -> str | None:
     return "".join(out + [text[at:]])
 
 
-def device_source(text: str) -> str | None:
+def device_source(text: str, path: str | None = None, kernels=()) -> str | None:
     """``text`` as ptopipe compiles it when it differs from the file: its launch syntax
     (:func:`without_launch_syntax`), implementation-header includes
     (:func:`without_arch_includes`) and explicit instantiations (:func:`without_explicit_instances`)
-    blanked; None when none is there."""
+    blanked; in a file holding gtest cases, the host code a run of the functions ``kernels``
+    (names) does not need left out too (:func:`host_code`: ``path`` is the file's, whose
+    quoted includes beside it are kept); None when none is there."""
     out = text
     for rewrite in (without_launch_syntax, without_arch_includes, without_explicit_instances):
         out = rewrite(out) or out
+    if path is not None:
+        out = host_code(out, path, kernels)[0] or out
     return None if out is text else out
+
+
+def host_code(text: str, path: str, kernels=()) -> tuple:
+    """:func:`ptopipe.cpp.gtest_host.without_host_code` of C++ ``text`` at ``path`` built for the
+    functions ``kernels`` (names, an instantiation's too: ``runTAdd<float, 64>``)."""
+    code = visible_code(text)
+    macros = " ".join(m.group(2) for m in _MACRO_BODY.finditer(_COMMENT.sub(_blank, text))
+                      if code[m.start():m.end()].lstrip().startswith("#"))
+    return without_host_code(text, code, path, [base_name(k) for k in kernels], macros, [include_dir()])
 
 
 def launched_kernels(text: str) -> list:
@@ -1133,13 +1181,14 @@ def launched_kernels(text: str) -> list:
     return list(dict.fromkeys(" ".join(n.split()) for n in names))
 
 
-def compile_library(path: str, roles: dict, defines=()) -> str:
-    """The shared library (built or from the cache) exporting ``roles`` of kernel file ``path``."""
+def compile_library(path: str, roles: dict, defines=(), exports: dict | None = None) -> str:
+    """The shared library (built or from the cache) exporting ``roles`` of kernel file ``path``
+    (``exports``: as :func:`wrapper`'s)."""
     cxx, version = find_compiler()
     with open(path, "rb") as f:
         src = f.read()
-    unit = wrapper(path, roles)
-    plain = device_source(src.decode("utf-8", errors="surrogateescape"))
+    unit = wrapper(path, roles, None, exports)
+    plain = device_source(src.decode("utf-8", errors="surrogateescape"), path, roles.values())
     # $CXX's own words first, as make runs `$(CXX) ...`; $CXXFLAGS last, so that the user's flags
     # win (e.g. -O0 for quicker builds, -g to debug)
     first = compiler_args()
@@ -1162,7 +1211,7 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     if plain is not None:       # the diagnostics name the file and its lines (#line)
         with open(tmp_copy, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(f'#line 1 "{os.path.abspath(path)}"\n' + plain)
-        unit = wrapper(path, roles, tmp_copy)
+        unit = wrapper(path, roles, tmp_copy, exports)
     with os.fdopen(fd, "w") as f:
         f.write(unit)
     try:
@@ -1178,7 +1227,14 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
             by_value = _BY_VALUE.search(diag) if _NOT_A_PARAMETER in diag else None
             if by_value:    # the entry cannot pass a kernel parameter of this type
                 raise _parameter_error(path, roles, by_value.group(1), src.decode(errors="replace"), diag)
-            raise _compile_error(path, diag, cxx, flags)
+            err = _compile_error(path, diag, cxx, flags)
+            left = host_code(src.decode("utf-8", errors="surrogateescape"), path, roles.values())[1]
+            if left:                    # (a kernel may need what a left-out header declared)
+                err.add_detail("the build leaves out the file's gtest host code: " + ", ".join(
+                    f"{what} (line {line})" for line, what in left[:6]) + (
+                    f" and {len(left) - 6} more" if len(left) > 6 else "") +
+                    "; a kernel needing one of them: define what it needs in the file, or include it from beside it")
+            raise err
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
             with open(tmp_warn, "w") as f:
@@ -1395,8 +1451,10 @@ def build(kernels: Kernels, platform="a2a3") -> dict:
     one library with both roles."""
     common = device_macros(platform)
     roles = {r: f.name for r, f in kernels.roles.items()}
+    exports = {r: f.export for r, f in kernels.roles.items() if f.export}
     if kernels.sided:
-        return {role: compile_library(kernels.path, {role: name}, common + side_macros(platform, role))
+        return {role: compile_library(kernels.path, {role: name}, common + side_macros(platform, role),
+                                      {role: exports[role]} if role in exports else None)
                 for role, name in roles.items()}
-    lib = compile_library(kernels.path, roles, common)
+    lib = compile_library(kernels.path, roles, common, exports or None)
     return {r: lib for r in roles}

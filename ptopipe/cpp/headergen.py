@@ -14,7 +14,9 @@ ABI reads - both made here from one source, so they cannot drift apart:
   explicit template arguments (``TADD<Dst, Src0, Src1>(dst, src0, src1)``); an instruction
   pto-isa also spells with mode template arguments (:data:`MODE_FORMS`, e.g.
   ``TCI<TileData, T, descending>(dst, start)``) has those forms too, which pass the mode on as
-  an operand or a keyword (:data:`KEYWORDS`) of the Python form.
+  an operand or a keyword (:data:`KEYWORDS`) of the Python form;
+* pto-isa's implementation entry point of each instruction (``TCONCAT_IMPL``), which its CPU
+  tests' kernels call: the instruction (a ``#define``).
 
 ``python -m ptopipe.cpp.headergen`` rewrites the header; tests/cpp/test_headers.py checks it
 is current.
@@ -40,6 +42,9 @@ SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "
            "PIPE_STATUS", "SUBBLOCK_ID", "TILE_ADDR", "get_block_num", "get_subblockdim", "SYNCALL",
            "ffts_cross_core_sync", "wait_flag_dev", "set_intra_block", "wait_intra_block", "TILE_GET", "TILE_SET",
            "MAD_MODE", "EVENT_RECORD", "CONV_NEW", "PIPE_END")
+#: the instructions of :data:`SPECIAL` whose pto-isa implementation entry point (``TPUSH_IMPL``) a
+#: kernel may call as it calls any instruction's (``TCONCAT_IMPL``: a ``#define`` of the instruction)
+IMPL_SPECIAL = ("TASSIGN", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC")
 #: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
 #: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
 PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
@@ -353,6 +358,12 @@ MODE_FORMS = {
                     "GlobalData &dst, TileData &src, uint64_t preQuantScalar",
                     ("dst", "src", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode",
                      "kw:pre_quant=preQuantScalar"))),
+    # TSTORE_FP<TileData, GlobalData, FpTileData, atomicType, reluPreMode>(dst, src, fp): the Acc tile's
+    # vector quantisation on its way to GM, pto-isa's (pto_instr.hpp) and its tests' spelling
+    "TSTORE_FP": (Form("typename TileData, typename GlobalData, typename FpTileData, AtomicType atomicType = "
+                       "AtomicType::AtomicNone, ReluPreMode reluPreMode = ReluPreMode::NoRelu",
+                       "GlobalData &dst, TileData &src, FpTileData &fp",
+                       ("dst", "src", "fp", "kw:atomic_type=atomicType", "kw:relu_mode=reluPreMode")),),
     # pto-isa's multi-list merge requires its ``exhausted`` template argument
     "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
     "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),
@@ -557,6 +568,9 @@ def render() -> str:
         if name in MODE_FORMS:
             out += _modal(name, ids[name])
     out.append("}  // namespace pto")
+    out.append("// pto-isa's implementation entry points (TCONCAT_IMPL ...: what its instructions call after their "
+               "wait events), which its CPU tests' kernels call too: the instruction itself")
+    out += [f"#define {n}_IMPL {n}" for n in sorted(set(OPS) | set(IMPL_SPECIAL))]
     out.append("#endif")
     return "\n".join(out) + "\n"
 

@@ -508,7 +508,7 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     crash then ends this process).  Hand-written C++ that sets its own events runs in the manual
     synchronisation mode unless ``sync=`` says otherwise (``Kernels.own_events``)."""
     from ..isa.launch import run
-    kernels = find_kernels(path, aic, aiv, platform)
+    kernels = find_kernels(path, aic, aiv, platform, params=set(args or ()))
     if kernels.own_events:
         run_kwargs.setdefault("sync", "manual")
     libs = build(kernels, platform)

@@ -70,13 +70,20 @@ def run_target(path: str, platform: str | None, protocol: str | None) -> tuple:
     return platform or target[0], protocol or target[1], "; ".join(notes) or None
 
 
-def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None, platform: str = "a2a3") -> list:
+def given_names(given: "Inputs | None") -> set:
+    """The parameter names the ``--input`` values are given for (of a kernel's overloads, they
+    pick the one to run: :func:`ptopipe.cpp.build.find_kernels`)."""
+    return set(as_inputs(given).arrays)
+
+
+def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None, platform: str = "a2a3",
+          params=None) -> list:
     """What a run of the C++ kernels of ``path`` on ``platform`` decides for the user and says as a
     note (a lone Vector kernel run on AIV0 only or on both Vector cores; the manual synchronisation
     mode for a kernel that sets its own events, and the auto mode for one that orders its pipes
-    with buffer tokens, unless ``sync`` was given)."""
+    with buffer tokens, unless ``sync`` was given; ``params``: the names of the run's inputs)."""
     from ..cpp.build import BUFFER_TOKENS_NOTE, OWN_EVENTS_NOTE, find_kernels
-    k = find_kernels(path, aic, aiv, platform)
+    k = find_kernels(path, aic, aiv, platform, params=params)
     return [n for n, on in ((k.lane_note, k.lane_note), (OWN_EVENTS_NOTE, k.own_events and sync is None),
                             (BUFFER_TOKENS_NOTE, k.buffer_tokens and sync is None)) if on]
 
@@ -94,7 +101,7 @@ def run_file(path: str, aic: str | None, aiv: str | None, given: "Inputs | None"
     from ..cpp.build import build, build_warnings, find_kernels
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.launch import run
-    kernels = find_kernels(path, aic, aiv, platform)
+    kernels = find_kernels(path, aic, aiv, platform, params=given_names(given))
     if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
         run_kwargs.setdefault("sync", "manual")
     kargs = inputs(given, kernels)                  # (refused before the build: it takes seconds)
@@ -169,7 +176,7 @@ def check_file(path: str, aic: str | None, aiv: str | None, given: "Inputs | Non
     from ..cpp.build import build, build_warnings, find_kernels
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.scenario import Scenario
-    kernels = find_kernels(path, aic, aiv, platform)
+    kernels = find_kernels(path, aic, aiv, platform, params=given_names(given))
     kargs = inputs(given, kernels)                  # (refused before the build: it takes seconds)
     refuse_missing_parameters(kargs, kernels)
     libs, bridge_lib = build(kernels, platform), bridge()

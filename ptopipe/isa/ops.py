@@ -448,6 +448,9 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events, atomic_type=AtomicType.AtomicN
     check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe)
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
+    if (relu_mode is not None or pre_quant is not None) and src.loc is not CONVERTS_FROM:
+        from .fixpipe import fixpipe_store        # (raises: the fixpipe's ReLU / quantisation take an Acc tile)
+        fixpipe_store(core, src, s, dst.dtype, relu_mode, pre_quant)
     if dst.dtype != src.dtype:
         if src.loc is not CONVERTS_FROM:
             s = _same_size_bytes(core, "TSTORE", dst, src, s, dst.dtype,

@@ -52,10 +52,14 @@ def test_the_generated_header_is_current():
 
 
 def test_every_catalogue_instruction_is_declared_once():
+    """... and is also spelled as pto-isa's implementation entry point, which its CPU tests'
+    kernels call (tconcat's ``TCONCAT_IMPL(dst, src0, src1)``: it was undeclared)."""
     from ptopipe.arch.catalogue import OPS
     text = headergen.render()
     for name in OPS:
         assert text.count(f"// {name} (ABI id ") == 1, name
+        assert text.count(f"\n#define {name}_IMPL {name}\n") == 1, name
+    assert "\n#define TPUSH_IMPL TPUSH\n" in text
 
 
 def _rng():

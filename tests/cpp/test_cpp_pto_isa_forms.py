@@ -172,6 +172,7 @@ void ptoas_forms(V &d, V &a, V &b, I8 &q, I32 &ix, L &l, A &acc, H &h, S &fp, GA
     TMOV<H, A, S, AccToVecMode::SingleModeVec0, ReluPreMode::NormalRelu>(h, acc, fp);
     TSTORE<STPhase::Final, A, GA, AtomicType::AtomicAdd, ReluPreMode::NormalRelu>(g, acc);
     TSTORE<STPhase::Final, A, GA, AtomicType::AtomicNone, ReluPreMode::NoRelu>(g, acc, uint64_t(1));
+    TSTORE_FP<A, GA, S, AtomicType::AtomicNone, ReluPreMode::NormalRelu>(g, acc, fp);
     TQUANT<QuantType::INT8_SYM, I8, V, V>(q, a, b);
     TQUANT<QuantType::INT8_SYM, I8, V, V, V>(q, a, b, d);
     V *offset = &d;
@@ -220,8 +221,8 @@ def test_explicit_template_arguments_are_the_operands_types(tmp_path):
     """Every instruction is callable as pto-isa declares it, a function template: with its
     operands' types as explicit template arguments (in pto-isa's order, which need not be the
     operands'), with pto-isa's mode arguments where ptopipe models them (TMRGSORT's exhausted,
-    TMOV's ReLU and quantisation) and the forms ptoas writes (TMOV's AccToVecMode, TSTORE's
-    STPhase with a ReLU, TQUANT<QuantType> with the offset tile's address, TGATHER's compare
+    TMOV's ReLU and quantisation, TSTORE_FP's atomic type and ReLU) and the forms ptoas writes
+    (TMOV's AccToVecMode, TSTORE's STPhase with a ReLU, TQUANT<QuantType> with the offset tile's address, TGATHER's compare
     form, SetValidShape, get_buf / rls_buf); a type that is no operand's, a wrong number of
     arguments, a mode ptopipe does not model, or SetValidShape of a tile whose valid shape is
     static (pto-isa's static_assert) is refused at the call with a message saying so."""

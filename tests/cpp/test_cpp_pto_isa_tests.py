@@ -16,7 +16,8 @@ import pytest
 
 import ptopipe
 from ptopipe.cpp import run_cpp
-from ptopipe.cpp.build import device_source, find_kernels, without_explicit_instances, without_launch_syntax
+from ptopipe.cpp.build import (device_source, find_kernels, host_code, without_explicit_instances,
+                               without_launch_syntax)
 from ptopipe.errors import CompileError, ConfigError, KernelError, ProtocolError
 
 from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
@@ -287,6 +288,89 @@ def test_explicit_instantiations_are_blanked_in_place():
     assert without_explicit_instances(text.splitlines()[0] + "\n") is None
 
 
+GTEST_FILE = """#include <pto/pto-inst.hpp>
+#include "test_common.h"
+#include "beside.h"
+#include "pto/pto-inst.hpp"
+#include <gtest/gtest.h>
+using namespace PtoTestCommon;
+constexpr int Scale(int n) { return 2 * n; }
+struct Conf { static constexpr int N = Scale(8); };
+template <typename T> AICORE void Fill(__gm__ T *out) { (void)out; }
+template <typename T, int N = Conf::N>
+AICORE void runK(__gm__ T *out) { Fill<T>(out); }
+int HostOnly() { return ReadFile(); }
+class KTest : public testing::Test {
+protected:
+    void SetUp() override {}
+};
+template <typename T> void k_test() { aclInit(nullptr); runK<T>(nullptr); }
+TEST_F(KTest, case_float) { k_test<float>(); }
+int main(int argc, char **argv) { testing::InitGoogleTest(&argc, argv); return RUN_ALL_TESTS(); }
+"""
+
+
+def test_the_host_code_of_a_gtest_file_is_left_out_of_its_kernels_build(tmp_path):
+    """pto-isa's CPU tests define kernels in the main.cpp holding the gtest cases that launch
+    them: a run builds the kernel it names and what it reaches - by name, from the kernel and
+    from every line kept (a constexpr function a struct's constant calls) - while gtest, the
+    suite's shared headers not beside the file, the fixture, the host helpers, the cases and
+    main() are blanked in place (lines kept); a using-directive of a namespace the file does not
+    declare gets an empty declaration first (a left-out header may have been what declared it);
+    ptopipe's own headers and those beside the file stay.  A file without gtest is its own."""
+    (tmp_path / "beside.h").write_text("")
+    path = str(tmp_path / "main.cpp")
+    out = device_source(GTEST_FILE, path, ["runK<float, 16>"])
+    assert out is not None and out.count("\n") == GTEST_FILE.count("\n")
+    got, was = out.splitlines(), GTEST_FILE.splitlines()
+    blank = [i for i, ln in enumerate(got, 1) if not ln.strip()]
+    assert blank == [2, 5, 12, 13, 14, 15, 16, 17, 18, 19], out
+    assert got[0] == was[0] and got[2:4] == was[2:4] and got[6:11] == was[6:11]
+    assert got[5] == "namespace PtoTestCommon {} " + was[5]
+    left = host_code(GTEST_FILE, path, ["runK<float, 16>"])[1]
+    assert left == [(2, '#include "test_common.h"'), (5, "#include <gtest/gtest.h>"), (12, "HostOnly()"),
+                    (13, "the fixture KTest"), (17, "k_test()"), (18, "1 gtest case(s)"), (19, "main()")]
+    assert device_source(GTEST_FILE.replace("#include <gtest/gtest.h>", ""), path, ["runK<float, 16>"]) is None
+
+
+PTO_ISA = os.environ.get("PTO_ISA_ROOT")
+
+
+@pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
+def test_the_kernels_of_a_pto_isa_gtest_main_run_and_its_errors_say_what_was_left_out(cpp_cache):
+    """pto-isa's tpush_a3 test defines its Cube and Vector kernels in main.cpp, beside the case
+    that runs them on threads of the CPU simulator (its runtime's hooks, gtest, test_common.h):
+    named, they run on ptopipe's cluster to the test's golden (c + (a + 1) @ b).  A kernel of such a
+    file that does not compile says what the build left out (textract_quant's TEXTRACT of a
+    Mat tile with a quantisation scalar, which pto-isa's NPU takes from an Acc tile only)."""
+    st = os.path.join(PTO_ISA, "tests", "cpu", "st", "testcase")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((64, 512)).astype(np.float32)
+    c = rng.standard_normal((32, 512)).astype(np.float32)
+    r = run_cpp(os.path.join(st, "tpush_a3", "main.cpp"), dict(v1=c.copy(), v2=a, v3=b, v4=ptopipe.gm_buffer(2 * 65536),
+                                                             v5=0),
+                aic="main_incore_0_aic", aiv="main_incore_0_aiv", platform="a2a3")
+    np.testing.assert_allclose(r["v1"], c + (a + 1) @ b, rtol=1e-5, atol=1e-4)
+    k = "runTEXTRACT_Scalar<Params<int32_t, int8_t, 128, 64, 128, 64, 128, 64, 128, 64, 0, 0, false, false>>"
+    with pytest.raises(CompileError) as ei:
+        run_cpp(os.path.join(st, "textract_quant", "main.cpp"), dict(dst=np.zeros(8192, np.int8),
+                src=np.zeros(8192, np.int32), quant=np.zeros(1, np.uint64)), aic=k, platform="a5")
+    assert "the build leaves out the file's gtest host code: #include \"test_common.h\" (line 11)" in str(ei.value)
+
+
+@pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
+def test_pto_isa_tconcat_runs_its_implementation_entry_points_and_aggregate_sizes(cpp_cache):
+    """pto-isa's tconcat test kernel calls ``TCONCAT_IMPL`` (the instruction's implementation entry
+    point, which was undeclared) from ``LaunchTConcat<float, TilesSize{...}>`` (an aggregate template
+    argument), overloaded by its index tiles: the run's arguments pick the plain form."""
+    k = "LaunchTConcat<float, TilesSize{16, 64, 16, 32, 16, 32, 16, 32, 32}>"
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((16, 32)).astype(np.float32)
+    r = run_cpp(os.path.join(PTO_ISA, "tests", "cpu", "st", "testcase", "tconcat", "tconcat_kernel.cpp"),
+                dict(out=np.zeros((16, 64), np.float32), src0=a, src1=b, stream=None), aiv=k)
+    np.testing.assert_array_equal(r["out"], np.concatenate([a, b], axis=1))
+
+
 @needs_cxx
 def test_a_compile_error_in_a_launching_file_is_at_its_line_and_column(cpp_cache, tmp_path):
     """The file is compiled from a copy without its launch syntax; the error still names the
@@ -333,17 +417,42 @@ def test_a_kernel_in_a_namespace_or_overloaded_runs_as_cpp_names_it(cpp_cache, t
 
 def test_kernel_templates_declared_pto_internal_and_ambiguous_overloads(tmp_path):
     """A kernel template declared ``PTO_INTERNAL`` (pto-isa's ``AICORE PTO_INLINE``, as its CPU
-    tests write it) is a template; two overloads that take the same template arguments are a
-    ConfigError naming both - never a compile error in the generated wrapper."""
+    tests write it) is a template; of two overloads that take the same template arguments (pto-isa's
+    targreduceop: ``LaunchTROWARGMAX(out, src, stream)`` and ``(outVal, outIdx, src, stream)``) the
+    one whose parameters the run's arguments name runs, exported by its function type as C++ picks
+    an overload; arguments naming neither (or no arguments: a bare find) are a ConfigError naming
+    both and their parameters - never a compile error in the generated wrapper."""
     p = tmp_path / "k.cpp"
     p.write_text("#include <pto/pto-inst.hpp>\n"
                  "template <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x) {}\n"
                  "template <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x, __gm__ T *y) {}\n")
-    with pytest.raises(ConfigError) as ei:
-        find_kernels(str(p), aiv="runX<float, 8>")
-    assert "runX" in ei.value.what and "k.cpp:3" in ei.value.what and "k.cpp:5" in ei.value.what
+    for params in (None, {"z"}):
+        with pytest.raises(ConfigError) as ei:
+            find_kernels(str(p), aiv="runX<float, 8>", params=params)
+        assert "runX" in ei.value.what and "k.cpp:3" in ei.value.what and "k.cpp:5" in ei.value.what
+        assert "line 3: x; line 5: x, y" in ei.value.fix
+    for params, decls in (({"x"}, "__gm__ float *x"), ({"x", "y"}, "__gm__ float *x, __gm__ float *y")):
+        f = find_kernels(str(p), aiv="runX<float, 8>", params=params).aiv
+        assert f.params == sorted(params) and f.export == f"*static_cast<void (*)({decls})>(&runX<float, 8>)"
+        assert f.elements == [np.dtype(np.float32)] * len(params)
+    # (the command line: its --input names, before any file is read)
+    from ptopipe.driver.cpp import notes
+    assert isinstance(notes(str(p), None, "runX<float, 8>", params={"x", "y"}), list)
     p.write_text("#include <pto/pto-inst.hpp>\ntemplate <typename T, int N>\nPTO_INTERNAL void runX(__gm__ T *x) {}\n")
     assert find_kernels(str(p), aiv="runX<float, 8>").aiv.name == "runX<float, 8>"
+
+
+def test_a_kernel_template_takes_an_aggregate_template_argument(tmp_path):
+    """A template argument of a class type spelled as an aggregate (pto-isa's tconcat test runs
+    ``LaunchTConcat<float, TilesSize{64, 128, ...}>``, C++20) is one argument: its braces' commas do
+    not split it (it was a ConfigError counting three arguments for two to three), nor do a
+    parenthesised comparison's."""
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nstruct Sizes { int rows; int cols; };\n"
+                 "template <typename T, Sizes s, int N = 1>\nAICORE void runX(__gm__ T *x) {}\n")
+    for name in ("runX<float, Sizes{16, 32}>", "runX<float, Sizes{16, 32}, (3 > 2)>"):
+        f = find_kernels(str(p), aiv=name).aiv
+        assert f.name == name and f.elements == [np.dtype(np.float32)]
 
 
 def test_a_kernel_file_with_latin1_bytes_in_a_comment_is_found(tmp_path):

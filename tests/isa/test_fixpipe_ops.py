@@ -140,9 +140,13 @@ def test_tstore_relu_and_pre_quant_scalar():
 
     def vec_relu(acc_t, fp, o):
         TSTORE(o["r"], Tile(TileType.Mat, float32, 16, 16, addr=8192), relu_mode=ReluPreMode.NormalRelu)
-    with pytest.raises(KernelError, match="TSTORE's ReLU and pre-quant scalar are the fixpipe's: they move an "
-                                          "Acc tile"):
-        cube("a2a3", vec_relu, a, b, words(16), dict(r=np.zeros((16, 16), np.float32)))
+
+    def vec_quant(acc_t, fp, o):            # (to another dtype: pto-isa's tstore_quant test's Vec tile)
+        TSTORE(o["r"], Tile(TileType.Mat, float32, 16, 16, addr=8192), pre_quant=w)
+    for bad, gm in ((vec_relu, np.float32), (vec_quant, np.float16)):
+        with pytest.raises(KernelError, match="TSTORE's ReLU and pre-quant scalar are the fixpipe's: they move an "
+                                              "Acc tile"):
+            cube("a2a3", bad, a, b, words(16), dict(r=np.zeros((16, 16), gm)))
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
