@@ -75,6 +75,7 @@ def test_a_check_too_short_for_ray_says_it_ran_here_and_did_not_contact_the_clus
     """A single file's check whose schedules take less than a pool's start-up runs them in
     this process, whatever --engine says: with --engine ray it says so, naming the address
     it did not contact (nothing listens there); a local engine says nothing."""
+    _ray_cli()                           # (without Ray, --engine ray is refused before any work)
     monkeypatch.delenv("PTOPIPE_ENGINE", raising=False)     # (the periodic run engine explores none)
     assert cli_main(["check", LIB[0], "--schedules", "3", "--engine", "ray", "--address", "127.0.0.1:1"]) == 0
     err = capsys.readouterr().err
