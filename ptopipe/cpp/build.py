@@ -567,7 +567,8 @@ def _refuse_one_name_of_two_types(k: Kernels) -> None:
     the two cannot be different tensors.  ptoas numbers each function's parameters ``v1``,
     ``v2``, ...: a Cube and a Vector function of a .pto without an entry have the same names for
     different tensors - so names of one type shared by two kernels whose parameters are all
-    numbered so are refused too (the numbers say nothing of which tensor each is)."""
+    numbered so are refused too (the numbers say nothing of which tensor each is), unless the two
+    take the same parameter list (the halves pypto splits a mixed function into)."""
     if k.entry is not None or k.aic is None or k.aiv is None or not (k.aic.decls and k.aiv.decls):
         return
     def typ(decl: str, name: str) -> str:
@@ -586,9 +587,13 @@ def _refuse_one_name_of_two_types(k: Kernels) -> None:
                     "kernels (ptoas then writes one __global__ entry), or run the .pto itself")
     # names of one type: ptoas's numbers (every parameter v<N>) say nothing of which tensor each is -
     # the Cube's v2 may be its input `a` and the Vector's v2 its output - so binding them by name
-    # would alias them silently
+    # would alias them silently.  Two halves of one function with the same parameter list (pypto
+    # splits a mixed kernel so, and its caller passes both the same arguments: pto-isa's tpush_a3
+    # test) bind alike.
     shared = [n for n in k.aic.params if n in theirs]
-    if shared and all(_PTOAS_PARAM.fullmatch(n) for n in k.aic.params + k.aiv.params):
+    same_list = k.aic.params == k.aiv.params and all(
+        typ(d, n) == theirs[n][0] for n, d in zip(k.aic.params, k.aic.decls))
+    if shared and not same_list and all(_PTOAS_PARAM.fullmatch(n) for n in k.aic.params + k.aiv.params):
         raise ConfigError(
             f"the Cube kernel {k.aic.name} and the Vector kernel {k.aiv.name} both number their parameters as "
             f"ptoas does (v1, v2, ... in each function), with no entry that calls them: a run passes one "

@@ -87,3 +87,20 @@ def pto_inst_precompiled(cpp_cache, tmp_path_factory, monkeypatch):
         _PTO_INST_GCH[cpp_cache] = _precompile_pto_inst(tmp_path_factory.mktemp("pch"))
     if _PTO_INST_GCH[cpp_cache] is not None:
         monkeypatch.setenv("CXXFLAGS", _PTO_INST_GCH[cpp_cache])
+
+
+#: the file I/O a gated test's pto-isa CPU-simulator main reads its inputs and writes its
+#: outputs with (``io(path, buffer, bytes, save)``; exit status 3 when a file fails)
+SIM_FILE_IO = """
+#include <cstdio>
+#include <string>
+static void io(const std::string &path, void *p, size_t n, bool save)
+{
+    FILE *f = std::fopen(path.c_str(), save ? "wb" : "rb");
+    if (f == nullptr || (save ? std::fwrite(p, 1, n, f) : std::fread(p, 1, n, f)) != n) {
+        std::fprintf(stderr, "cannot %s %s\\n", save ? "write" : "read", path.c_str());
+        std::exit(3);
+    }
+    std::fclose(f);
+}
+"""

@@ -15,7 +15,7 @@ import pytest
 from ptopipe.cpp import run_cpp
 from ptopipe.errors import CompileError, KernelError
 
-from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+from cpp_support import SIM_FILE_IO, cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("pto_inst_precompiled")
 KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "mgather_mscatter.cpp")
@@ -57,18 +57,7 @@ def test_the_kernel_gives_numpys_numbers(cpp_cache, platform):
 
 MAIN = """
 #include "kernel.cpp"
-#include <cstdio>
-#include <string>
-static void io(const std::string &path, void *p, size_t n, bool save)
-{
-    FILE *f = std::fopen(path.c_str(), save ? "wb" : "rb");
-    if (f == nullptr || (save ? std::fwrite(p, 1, n, f) : std::fread(p, 1, n, f)) != n) {
-        std::fprintf(stderr, "cannot %s %s\\n", save ? "write" : "read", path.c_str());
-        std::exit(3);
-    }
-    std::fclose(f);
-}
-int main(int, char **argv)
+""" + SIM_FILE_IO + """int main(int, char **argv)
 {
     const std::string dir = argv[1];
     pto::NPU_MEMORY_INIT(pto::NPUArch::A5);

@@ -15,7 +15,7 @@ import pytest
 from ptopipe.cpp import run_cpp
 from ptopipe.errors import CompileError
 
-from cpp_support import cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
+from cpp_support import SIM_FILE_IO, cpp_cache, needs_cxx, pto_inst_precompiled  # noqa: F401 (fixtures)
 
 PTO_ISA = os.environ.get("PTO_ISA_ROOT")
 pytestmark = [pytest.mark.usefixtures("pto_inst_precompiled"), needs_cxx,
@@ -34,16 +34,7 @@ def args() -> dict:
     return a
 
 
-MAIN = """
-#include <cstdio>
-#include <string>
-static void io(const std::string &path, void *p, size_t n, bool save)
-{
-    FILE *f = std::fopen(path.c_str(), save ? "wb" : "rb");
-    if (f == nullptr || (save ? std::fwrite(p, 1, n, f) : std::fread(p, 1, n, f)) != n) std::exit(3);
-    std::fclose(f);
-}
-int main(int, char **argv)
+MAIN = SIM_FILE_IO + """int main(int, char **argv)
 {
     const std::string dir = argv[1];
     pto::NPU_MEMORY_INIT(pto::NPUArch::A5);

@@ -106,7 +106,8 @@ def test_ptoas_numbered_parameters_two_kernels_share_are_refused(tmp_path):
     """Of one type too: ptoas's v1, v2, ... say nothing of which tensor each is (the Cube's v2 its
     input, the Vector's v2 its output), so a pair of kernels whose parameters are all so numbered,
     with no entry that calls them, is refused where a run would alias what they share; with an
-    entry (which the run binds), or with one kernel's parameters named, it runs."""
+    entry (which the run binds), with one kernel's parameters named, or with one parameter list
+    for both (pypto's split halves), it runs."""
     f = tmp_path / "pair.cpp"
     f.write_text("AICORE void k_cube(__gm__ float* v1, __gm__ float* v2, __gm__ float* v3) {\n"
                  "#if defined(__DAV_CUBE__)\n#endif\n}\n"
@@ -126,6 +127,11 @@ def test_ptoas_numbered_parameters_two_kernels_share_are_refused(tmp_path):
     f.write_text("AICORE void k_cube(__gm__ float* v1, __gm__ float* v2) {}\n"
                  "AICORE void k_vec(__gm__ float* v1, __gm__ float* out) {}\n")
     assert find_kernels(str(f)).aiv.name == "k_vec"
+    # the two halves pypto splits a mixed function into take its whole parameter list, and its
+    # caller passes both the same arguments (pto-isa's tpush_a3 test): they bind alike
+    f.write_text("AICORE void k_aic(__gm__ float* v1, __gm__ float* v2, int32_t v3) {}\n"
+                 "AICORE void k_aiv(__gm__ float* v1, __gm__ float* v2, int32_t v3) {}\n")
+    assert find_kernels(str(f)).aiv.name == "k_aiv"
 
 
 def test_a_kernel_ordering_its_pipes_with_buffer_tokens_runs_in_the_auto_mode(tmp_path):
