@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 from ..codegen.cpp_origin import PREFIX as ORIGIN_PREFIX
+from .brackets import closing
 from .gtest_host import without_host_code
 
 #: the C++ standard a kernel is built with (:func:`standard`): C++20, as pto-isa's CPU tests are
@@ -387,13 +388,7 @@ def _namespaces(code: str) -> list:
     """(start, end, name) of each named ``namespace NAME { ... }`` block of ``code``."""
     out = []
     for m in _NAMESPACE.finditer(code):
-        depth, i = 0, m.end() - 1
-        while i < len(code):
-            depth += (code[i] == "{") - (code[i] == "}")
-            if depth == 0:
-                break
-            i += 1
-        out.append((m.end(), i, m.group(1)))
+        out.append((m.end(), closing(code, m.end() - 1), m.group(1)))
     return out
 
 
@@ -410,15 +405,7 @@ def _functions(code: str) -> dict:
     spaces = _namespaces(code)
     for m in _FUNC.finditer(code):
         start = m.end() - 1
-        depth, i = 0, start
-        while i < len(code):
-            if code[i] == "{":
-                depth += 1
-            elif code[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
+        i = closing(code, start)
         names, elements, decls = [], [], []
         for part in _split(m.group(3)):
             part = part.split("=")[0].strip()

@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import re
 
+from .brackets import closing
+
 #: an include of gtest's or gmock's headers, and of a header in quotes
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(<(?:gtest|gmock)/[^>\n]*>|"([^"\n]+)")', re.M)
 #: what precedes the ``{`` of a namespace or linkage block (string literals are blanked: ``extern " "``)
@@ -171,13 +173,7 @@ def _function_name(head: str) -> str | None:
     h = head.strip()
     t = re.match(r"template\s*<", h)
     if t:
-        depth, k = 0, t.end() - 1
-        while k < len(h):
-            depth += (h[k] == "<") - (h[k] == ">")
-            if depth == 0:
-                break
-            k += 1
-        h = h[k + 1:].strip()
+        h = h[closing(h, t.end() - 1, "<>") + 1:].strip()
         if h.startswith("template"):
             return _function_name(h)
     if re.match(r"(?:class|struct|union|enum)\b", h) or re.search(r"\b(?:class|struct|union|enum)\s+\w*\s*[:{]?$", h):
@@ -190,13 +186,4 @@ def _function_name(head: str) -> str | None:
 
 def _close(code: str, i: int) -> int:
     """The index just past the brace closing the one at ``code[i]`` (the end of ``code`` if none)."""
-    depth = 0
-    while i < len(code):
-        if code[i] == "{":
-            depth += 1
-        elif code[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(code)
+    return min(closing(code, i) + 1, len(code))
