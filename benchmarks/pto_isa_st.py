@@ -567,19 +567,7 @@ def statements(code: str):
             yield "block", code[i + 1:j - 1]
             i = j
             continue
-        j, depth = i, 0
-        while j < n:
-            ch = code[j]
-            if ch in "\"'":
-                j = balanced_quote(code, j)
-                continue
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif ch == ";" and depth == 0:
-                break
-            j += 1
+        j = statement_end(code, i)
         yield "stmt", " ".join(code[i:j].split())
         i = j + 1
 
@@ -623,9 +611,19 @@ def _branch(code: str, i: int) -> tuple:
         if rest.startswith("else"):
             _, k = _branch(code, k + (len(code[k:]) - len(rest)) + 4)
         return code[i:k], k
+    j = statement_end(code, i)
+    return code[i:j + 1], j + 1
+
+
+def statement_end(code: str, i: int) -> int:
+    """The index of the ``;`` ending the statement at ``code[i:]`` (outside brackets and
+    string / character literals; ``len(code)`` when there is none)."""
     j, depth = i, 0
     while j < len(code):
         ch = code[j]
+        if ch in "\"'":
+            j = balanced_quote(code, j)
+            continue
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -633,7 +631,7 @@ def _branch(code: str, i: int) -> tuple:
         elif ch == ";" and depth == 0:
             break
         j += 1
-    return code[i:j + 1], j + 1
+    return j
 
 
 def template_params(spec: str | None) -> list:
