@@ -15,7 +15,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from ptopipe.sim.periodic.engine import MAX_PERIOD, PERIOD_WINDOW, period_of
-from ptopipe.sim.periodic.walk import SKIP_FIELDS, fields_of
+from ptopipe.sim.periodic.calls import Fresh
+from ptopipe.sim.periodic.walk import SKIP_FIELDS, fields_by_name, fields_changed, fields_now, fields_of
 
 
 def _brute_period(sigs):
@@ -97,6 +98,47 @@ def test_fields_read_at_once_are_the_fields_read_one_by_one(kind, data):
     chosen = data.draw(st.lists(st.sampled_from(tuple(names) + ("ff",) * (cls in (_Slots, _Derived))), unique=True))
     o = _made(cls, {k: data.draw(st.one_of(st.integers(), st.none(), st.just([1]))) for k in chosen})
     assert fields_of(o) == _one_by_one(o)
+
+
+@given(st.sampled_from([(_Slots, "abc"), (_Derived, "abcd"), (_One, "x"), (_Both, "stuv")]), st.data())
+def test_the_fields_a_call_changed_are_those_whose_value_is_another_object(kind, data):
+    """What a learned call changed on an operand (read at once before and after it) is what
+    comparing its fields one by one finds: every field present after the call whose value
+    is not the very object it held before (a field set or unset meanwhile included)."""
+    cls, names = kind
+    values = st.one_of(st.integers(), st.none(), st.just([1]))
+    o = _made(cls, {k: data.draw(values) for k in data.draw(st.lists(st.sampled_from(names), unique=True))})
+    was = fields_now(o)
+    before = dict(_one_by_one(o))
+    assert fields_by_name(o, was) == before
+    for k in data.draw(st.lists(st.sampled_from(names), unique=True)):
+        if data.draw(st.booleans()) and hasattr(o, k):
+            delattr(o, k)
+        else:
+            setattr(o, k, data.draw(st.one_of(values, st.just(getattr(o, k, None)))))
+    assert fields_changed(o, was) == [(k, v) for k, v in _one_by_one(o) if k not in before or before[k] is not v]
+
+
+def test_an_operand_given_again_where_it_first_appeared_is_known_by_identity():
+    """An object first met while learning is fresh (known by where it appeared: the ``pl``
+    interpreter makes a Tile per TPOP) until the same function called from the same line
+    gives it at the same position again - the next iteration's call: then it is the core's
+    own, and the signatures of the calls using it repeat from that iteration on.  A new
+    object per call stays fresh, and an object only used by later calls of its iteration
+    (another function, or another position) is an earlier call's."""
+    def TPOP(*a): pass
+    def TMOV(*a): pass
+    fresh = Fresh()
+    pipe, kept = object(), object()
+    sigs = []
+    for it in range(4):
+        made = object()                                    # (a new tile per pop)
+        sigs.append((fresh.sign(TPOP, (pipe, kept, made), None, 2 * it, site="k.py:5")[0],
+                     fresh.sign(TMOV, (kept, made), None, 2 * it + 1, site="k.py:5")[0]))
+    assert sigs[0] != sigs[1]                              # (first met in the first iteration)
+    assert sigs[1] == sigs[2] == sigs[3]
+    assert sigs[3][0][1:] == (id(pipe), id(kept), sigs[0][0][3])      # ((new, Tile) each time)
+    assert sigs[3][1][2] == sigs[0][1][2]                  # (the pop's tile, one call back)
 
 
 def _walkable_per_object(o) -> bool:

@@ -65,15 +65,18 @@ class Fresh:
     """The operand objects of one core's calls as the learning signatures name them.  An
     object first seen within the last :data:`FRESH_CALLS` calls is ``(new, class)`` where it
     first appeared and ``(ref, calls back to there, its position there)`` at a later use; an
-    older one - or one the core's calls used before learning began (:meth:`saw`) - is its
-    identity.  The objects are held while they are known (an id is reused once its object
-    dies); one not used for :data:`FORGET_CALLS` calls is forgotten."""
-    __slots__ = ("first", "old", "n", "sweep")
+    older one, one given again where it first appeared (the same function called from the
+    same line, at the same position: the next iteration's call) or one the core's calls
+    used before learning began (:meth:`saw`) is its identity.  The objects are held while
+    they are known (an id is reused once its object dies); one not used for
+    :data:`FORGET_CALLS` calls is forgotten."""
+    __slots__ = ("first", "old", "n", "site", "sweep")
 
     def __init__(self):
-        self.first: dict = {}        # id -> (object, call number, position) of a fresh object
+        self.first: dict = {}        # id -> (object, call number, position, site) of a fresh object
         self.old: dict = {}          # id -> [object, call number it was last used in]: known by identity
         self.n = 0                   # the call being signed
+        self.site = None             # and where (its kernel line and function)
         self.sweep = FORGET_CALLS    # the call number of the next sweep of the forgotten
 
     def saw(self, args, n) -> None:
@@ -101,8 +104,12 @@ class Fresh:
         f = self.first.get(k)
         if f is not None:
             d = n - f[1]
-            if d <= FRESH_CALLS:
+            if d <= FRESH_CALLS and not (i == f[2] and self.site == f[3]):
                 return (_REF, d, f[2])
+            # (given again where it first appeared - a later call of the same function from
+            # the same line holds it at the same position, as the next iteration's does: it
+            # is not made per call but the core's own, known by identity from here on, so the
+            # signatures repeat from the next period)
             del self.first[k]
             self.old[k] = [a, n]
             return k
@@ -112,13 +119,13 @@ class Fresh:
                 self.old[k2] = [self.first.pop(k2)[0], n]
             for k2 in [k2 for k2, o in self.old.items() if n - o[1] > FORGET_CALLS]:
                 del self.old[k2]
-        self.first[k] = (a, n, i)
+        self.first[k] = (a, n, i, self.site)
         return (_NEW, a.__class__)
 
-    def sign(self, fn, args, kw, n):
-        """The signature of call number ``n``, the positions of the objects new in it and how
-        many calls back the earliest fresh object it uses was new."""
-        self.n = n
+    def sign(self, fn, args, kw, n, site=None):
+        """The signature of call number ``n`` (made from ``site``), the positions of the objects
+        new in it and how many calls back the earliest fresh object it uses was new."""
+        self.n, self.site = n, (site, fn)
         sig = signature(fn, args, kw, self.key)
         news, back = [], 0
         for i, e in enumerate(sig[1:len(args) + 1]):
@@ -182,7 +189,7 @@ class Call:
         if fresh is None:
             sig, self.news, self.back = signature(fn, args, kw), (), 0
         else:
-            sig, self.news, self.back = fresh.sign(fn, args, kw, n)
+            sig, self.news, self.back = fresh.sign(fn, args, kw, n, site)
         self.sig = (site, sig)
         self.pre = None              # {position: its fields before the call} of the new objects
         # the GlobalTensor arguments' pointers at the call (the kernel moves them on)

@@ -18,7 +18,7 @@ from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, i
 from . import checker
 from .loops import INFINITE
 from .values import Buffers, Moving, Unsettled, as_moving, interned, maker_of, tuple_new
-from .walk import SCHEDULER_FIELDS, Walk, fields_of, walkable
+from .walk import SCHEDULER_FIELDS, Walk, fields_by_name, fields_changed, fields_now, walkable
 
 WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
 
@@ -405,10 +405,10 @@ class FastForward:
         c = Call(fn, args, kw, core.loc_override or call_site(4), site, self.fresh[core.index], st.n)
         # what the call changes on its operands, and the fields of those new to it: only calls
         # of a core that repeats (its snapshot blocks') need them
-        ops = [(i, a, dict(fields_of(a))) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
+        ops = [(i, a, fields_now(a)) for i, a in enumerate(args) if walkable(a) and not is_tensor(a)] \
             if st.period is not None else ()
         if c.news and ops:
-            c.pre = {i: was for i, _, was in ops if i in c.news}
+            c.pre = {i: fields_by_name(a, was) for i, a, was in ops if i in c.news}
         gts = [(a, a.ptr) for a in args if is_tensor(a)]
         st.cur, st.waits_done = c, 0
         core.ff = None
@@ -431,8 +431,7 @@ class FastForward:
         # what the call changed on its operands (a TPOP binds its tile to a slot: its address,
         # its views) but their scoreboard: a recorded call changes it too, as the kernel may
         # read it
-        c.post = [(i, k, v) for i, a, was in ops for k, v in fields_of(a)
-                  if k not in SCOREBOARD and (k not in was or was[k] is not v)]
+        c.post = [(i, k, v) for i, a, was in ops for k, v in fields_changed(a, was) if k not in SCOREBOARD]
         st.n += 1
         st.log.append(c)
         if len(st.log) > LEARN_LIMIT:

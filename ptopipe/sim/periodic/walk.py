@@ -110,6 +110,38 @@ def fields_of(o) -> list:
     return out
 
 
+def fields_now(o):
+    """``o``'s fields as they are now, for :func:`fields_changed` after a call changed some:
+    a slotted object's slot values at once (a tuple; one getter call), else its fields by
+    name (a dict)."""
+    t = o.__class__
+    if t is not list and t is not dict and t is not set and getattr(o, "__dict__", None) is None:
+        get = _slot_getter(t)[1]
+        if get is not None:
+            try:
+                return get(o)
+            except AttributeError:          # (an unset slot)
+                pass
+    return dict(fields_of(o))
+
+
+def fields_by_name(o, was) -> dict:
+    """What :func:`fields_now` gave for ``o`` as a dict by field name."""
+    return dict(zip(_slot_getter(o.__class__)[0], was)) if was.__class__ is tuple else was
+
+
+def fields_changed(o, was) -> list:
+    """The ``(field, value)`` of ``o`` whose value is not the very object it was when
+    :func:`fields_now` gave ``was`` (a field set since included)."""
+    if was.__class__ is tuple:
+        names, get = _slot_getter(o.__class__)
+        try:
+            return [(k, v) for k, v, w in zip(names, get(o), was) if v is not w]
+        except AttributeError:              # (a slot unset since)
+            was = fields_by_name(o, was)
+    return [(k, v) for k, v in fields_of(o) if k not in was or was[k] is not v]
+
+
 @lru_cache(maxsize=None)
 def _slot_getter(t) -> tuple:
     """The machine-state slots of class ``t`` and one getter of all of them (None: fewer
