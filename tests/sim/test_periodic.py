@@ -1373,8 +1373,10 @@ def test_a_periodic_run_that_skipped_nothing_says_why():
     --engine periodic`` prints after "0 blocks recorded"): a short run, one that ended while
     learning, and one that ended after the engine had proved the period but before every core
     completed a recorded block - never a bare 0 with no reason."""
+    from ptopipe.sim.periodic.engine import WARMUP_CALLS
     told = set()
-    for n in range(60, 92, 2):      # (every reason and the first recorded blocks: 62, 70, 84, 86)
+    # (every reason and the first recorded blocks: about four hooked calls of a core a tile)
+    for n in range(max(2, WARMUP_CALLS // 4 - 4), WARMUP_CALLS // 4 + 28, 2):
         ff = ptopipe.run(c2v_cube, _lanes(TILE_UP_DOWN), c2v_args(n), engine="periodic", checks=False).fast_forward
         assert ff.blocks > 0 or ff.reason, (n, ff)
         if not ff.blocks:

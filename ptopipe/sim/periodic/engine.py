@@ -24,7 +24,7 @@ WARMUP, LEARN, RECORD, OFF = "warmup", "learn", "record", "off"
 
 #: hooked calls a core makes exactly, at no cost, before learning begins (a short run is not
 #: worth learning)
-WARMUP_CALLS = 256
+WARMUP_CALLS = 32
 #: hooked calls a core may make while learning before the run is left exact (learning costs
 #: a few times an exact call)
 LEARN_LIMIT = 4096
@@ -53,6 +53,8 @@ SLIDES = 4
 MAX_BLOCK_PERIODS = 64
 #: times a longer block is tried when one does not prove
 LONGER = 4
+#: times learning rests while the machine is still settling (:meth:`FastForward._settle`)
+SETTLES = 3
 #: queued data operations between applications while materializing (Cluster.sync's)
 _SYNC_EVERY = 4096
 #: blocks a loop taken whole leaves to run recorded (a cut then falls after the skipped calls:
@@ -85,6 +87,11 @@ class FastForwardReport:
     unbatched: str | None = None
     #: of ``blocks``, those taken whole: the interpreters (``pl``) skipped their iterations
     whole: int = 0
+
+
+class _Settling(Unsettled):
+    """The machine does not move by one constant per block yet, but may later: times the
+    pipeline filling up left apart are still coming together."""
 
 
 class _Restart(Exception):
@@ -252,6 +259,7 @@ class FastForward:
         self.blocks_skipped = 0       # blocks recorded instead of simulated
         self.calls_skipped = 0        # hooked calls recorded instead of simulated
         self.relearns = 0
+        self.settles = 0              # times learning rested while the machine settled
         self.restarts = 0
         self.warm_until = WARMUP_CALLS    # a core's hooked calls made exactly before learning (re)starts
         self.rest = REST_CALLS            # the calls of the next rest (never_same)
@@ -556,6 +564,9 @@ class FastForward:
         try:
             self._prove()
         except Unsettled as e:
+            if isinstance(e, _Settling) and self.settles < SETTLES:
+                self._settle(e)
+                return
             # not yet (a pipeline filling up settles a few blocks later): the next block's
             # snapshot, a few times; then longer blocks
             self.slides += 1
@@ -565,6 +576,20 @@ class FastForward:
             self._longer(f"the machine did not repeat: {e}")
             return
         self._start_recording()
+
+    def _settle(self, why) -> None:
+        """The machine is still settling (a time left behind by the pipeline filling up is
+        caught up within the next blocks): learning rests - the calls are made exactly, at no
+        extra cost - for as many calls as the run made so far, then starts again."""
+        self.settles += 1
+        self._relearn()
+        if self.mode != LEARN:                 # (learning gave up: restarted too often)
+            return
+        self._taps(False)
+        self.mode = WARMUP
+        n = max(s.n for s in self.st.values())
+        self.warm_until = n + max(n, WARMUP_CALLS)
+        self.rested = f"the machine was still settling ({why}): learning rested"
 
     def _longer(self, why: str) -> None:
         """Blocks longer than this one, a few times; then the run is left exact."""
@@ -597,18 +622,22 @@ class FastForward:
         state, times, fresh_fields, fresh_links = [], [], [], []
         for k, obj in enumerate(last.objs):
             fields = [w.fields[k] for w in walks]
-            if len({tuple(x[0] for x in f) for f in fields}) != 1:
+            keys = [x[0] for x in fields[-1]]
+            if any(len(f) != len(keys) or [x[0] for x in f] != keys for f in fields[:-1]):
                 raise Unsettled(f"the fields of {type(obj).__name__} changed")
             made_fresh = k in fresh
-            for j, (key, _) in enumerate(fields[-1]):
+            for key, *items in zip(keys, *fields):
                 if key in SCHEDULER_FIELDS:
                     continue
-                vals = [f[j][1] for f in fields]
-                v0 = vals[0]
-                if all(v is v0 for v in vals):
+                v0 = items[0][1]
+                for it in items:
+                    if it[1] is not v0:
+                        break
+                else:
                     if made_fresh:               # (every field of the object made at the cut)
                         fresh_fields.append((k, key, v0))
                     continue                     # (the same object throughout: still)
+                vals = [it[1] for it in items]
                 try:
                     m = as_moving(vals, last, bufs, places)
                 except Unsettled as e:
@@ -627,7 +656,7 @@ class FastForward:
                         raise Unsettled(f"{type(obj).__name__}.{key} moves but is neither a time nor a count")
         self.time_cap = _crossing(last, times)
         if self.time_cap is not None and self.time_cap < 2:
-            raise Unsettled("two simulated times would cross within two blocks")
+            raise _Settling("two simulated times would cross within two blocks")
         # the calls: every core's blocks are the same calls
         learned, logs = {}, {}
         for i, s in self.st.items():
