@@ -14,10 +14,11 @@ from .values import Buffers
 BATCH_BYTES = 1 << 20
 BATCH_BLOCKS = 1 << 16
 #: the cost model of :func:`batch_cost` and :meth:`Batch.cost`, in bytes moved: a numpy
-#: call (or making a block's queued entry) costs about as much as moving CALL_BYTES, and
-#: checking one block's work for a batch about SETUP_BYTES per array operand
-CALL_BYTES = 16 << 10
-SETUP_BYTES = 128 << 10
+#: call (or making a block's queued entry, ~0.5 us) costs about as much as moving CALL_BYTES
+#: through the cache, and checking one block's work for a batch about SETUP_BYTES per
+#: array operand (~5 us)
+CALL_BYTES = 64 << 10
+SETUP_BYTES = 512 << 10
 
 
 class Unbatchable(Exception):

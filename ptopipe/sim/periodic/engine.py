@@ -1083,7 +1083,7 @@ class FastForward:
         if end - b > 1:
             blocks, setup = batch_cost([m(b) for m in self.work], end - b)
             if setup >= blocks:
-                self.unbatched = "too few blocks of large operations to pay for a batch"
+                self.unbatched = "too few blocks to pay for checking them for a batch"
             else:
                 try:
                     batch = Batch(self.work, self.bufs, end - b, first=b)
