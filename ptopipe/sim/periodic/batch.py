@@ -212,14 +212,6 @@ class _Version:
                           strides=(t.shape[1],) + self.strides)
 
 
-class _Meta:
-    """An array's shape, strides and dtype (what a view of the batch is made with)."""
-    __slots__ = ("shape", "strides", "dtype")
-
-    def __init__(self, shape, strides, dtype):
-        self.shape, self.strides, self.dtype = shape, strides, dtype
-
-
 def _same_view(a: np.ndarray, off_a: int, b: np.ndarray, off_b: int) -> bool:
     """Arrays ``a`` and ``b`` (of one buffer, at those offsets) are the same bytes, laid alike."""
     return off_a == off_b and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
@@ -241,7 +233,13 @@ class Batch:
     by its block, of overlapping writes, a cycle, an operation that does not run on a
     batch).  The checks hold for blocks ``first`` .. ``first + nq - 1``, the only ones
     :meth:`run` takes: windows that move by different amounts meet in some blocks and not in
-    others."""
+    others.
+
+    A plain copy whose destination only its own block reads gets no copies and does not
+    run: its readers read its source (an *alias*), and an operation whose result a copy
+    only stores to a GM window writes that window itself (*forwarded*): :func:`_shortcuts`.
+    What the last block leaves in the buffers written in place is copied back at the end.
+    The blocks run :attr:`size` at a time, so that their copies stay in the cache."""
 
     def __init__(self, makers, bufs: Buffers, nq: int, first: int = 0):
         self.first, self.end = first, first + nq

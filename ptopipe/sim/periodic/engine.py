@@ -1091,7 +1091,7 @@ class FastForward:
                     self.unbatched = str(e)
                 else:
                     if batch.cost(end - b) >= blocks:
-                        self.unbatched = "its operations are large and it could skip none of them"
+                        self.unbatched = "its copies would cost more than the blocks one by one"
                         batch = None
         if batch is not None:
             try:
