@@ -777,6 +777,7 @@ def _row_block_into(ufunc, a, b, d, first: bool):
 for _k in (_product, _product_into, _product_acc, _ufunc_into):
     _k.batch_out = -1
 _copy_unsafe.batch_out = 0
+_copy_unsafe.batch_copy = (0, 1)    # (a plain copy where the dtypes are equal)
 _row_block_into.batch_out = 3       # (d)
 del _k
 

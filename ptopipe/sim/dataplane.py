@@ -37,6 +37,26 @@ def batch_out(entry: tuple) -> int | None:
     return None if k is None else k % (len(entry) - 1)
 
 
+def batch_copy(entry: tuple) -> tuple[int, int] | None:
+    """Which arguments of a queued ``(fn, *args)`` are its destination and its source, when
+    it is a plain copy: ``d[...] = s`` or ``np.copyto(d, s)`` (any casting; a kernel says so
+    with a ``batch_copy`` attribute) between arrays of one dtype and one shape - the bytes of
+    ``d`` are then those of ``s``.  None for anything else (a cast, a broadcast, a mask)."""
+    fn = entry[0]
+    if fn is setitem:
+        at = (0, 2) if len(entry) == 4 and entry[2] is Ellipsis else None
+    elif fn is np.copyto:
+        at = (0, 1) if len(entry) == 3 or (len(entry) == 4 and entry[3].__class__ is str) else None
+    else:
+        at = getattr(fn, "batch_copy", None)
+    if at is None:
+        return None
+    d, s = entry[1 + at[0]], entry[1 + at[1]]
+    if d.__class__ is not np.ndarray or s.__class__ is not np.ndarray or d.dtype != s.dtype or d.shape != s.shape:
+        return None
+    return at
+
+
 def describe_work(entry: tuple) -> str:
     """What a queued ``(fn, *args)`` does, for an error message."""
     fn = entry[0]

@@ -239,3 +239,235 @@ def test_a_batch_runs_only_the_blocks_it_was_checked_for():
     batch = _Batch(makers, _Buffers([gm, local]), 4, first=2)
     with pytest.raises(ValueError, match="outside the checked 2..5"):
         batch.run(3, 4)
+
+
+# -- copies a batch need not make (aliases) and results stored straight into GM ----------
+# A second machine: 4x4 float32 tiles in local slots (laid 16 bytes a row), fixed GM ring
+# slots, and GM windows that move with the block, laid as the tiles ("I" in, "O" out) or
+# with a row pitch of 8 floats ("P" in, "Q" out: the destination and source of a copy then
+# differ in strides).  An operand is (kind, index, half): half None is the whole tile, 0 or 1
+# its first or second two rows (a reader of part of a copy's destination), 2 or 3 its first
+# or second two columns, transposed (bytes that do not fill their span).
+ALIAS_SLOTS = 5
+A_IN, A_PITCHED, A_OUT, A_QOUT, A_RING = 0, 4096, 8192, 12288, 16384
+A_GM = A_RING + 128
+
+
+def _tile(mem, spec, q):
+    kind, k, half = spec
+    gm, local = mem
+    if kind == "L":
+        a = np.ndarray((4, 4), np.float32, buffer=local, offset=64 * k)
+    elif kind == "R":
+        a = np.ndarray((4, 4), np.float32, buffer=gm, offset=A_RING + 64 * k)
+    elif kind in "IO":                       # two windows a block, moving by 128 bytes
+        a = np.ndarray((4, 4), np.float32, buffer=gm, offset=(A_IN if kind == "I" else A_OUT) + 64 * (2 * q + k))
+    else:                                    # "P", "Q": columns 4k..4k+3 of 4-row, 8-column blocks
+        a = np.ndarray((4, 4), np.float32, buffer=gm, offset=(A_PITCHED if kind == "P" else A_QOUT) + 128 * q + 16 * k,
+                       strides=(32, 4))
+    if half is None:
+        return a
+    return a[2 * half:2 * half + 2] if half < 2 else a[:, 2 * half - 4:2 * half - 2].T
+
+
+def _alias_item(mem, o, q):
+    from ptopipe.isa.ops import _product
+    kind, d, a, b = o
+    d, a, b = _tile(mem, d, q), _tile(mem, a, q), _tile(mem, b, q)
+    if kind == "copy":
+        return (setitem, d, Ellipsis, a)
+    if kind == "copyto":
+        return (np.copyto, d, a)
+    if kind == "matmul":
+        return (_product, a, b, np.dtype(np.float32), d)
+    return (_ufunc_into, np.add, a, b, d)
+
+
+_src_kind = st.sampled_from("LLLRIP")
+_dst_kind = st.sampled_from("LLLRRQO")
+
+
+@st.composite
+def _alias_op(draw):
+    kind = draw(st.sampled_from(["copy", "copy", "copyto", "matmul", "add"]))
+    half = None if kind == "matmul" or draw(st.booleans()) else "half"
+
+    def spec(kinds, n_for):
+        k = draw(kinds)
+        return (k, draw(st.integers(0, n_for(k) - 1)), None if half is None else draw(st.integers(0, 3)))
+    dst = spec(_dst_kind, lambda k: ALIAS_SLOTS if k == "L" else 2)
+    return (kind, dst, spec(_src_kind, lambda k: ALIAS_SLOTS if k == "L" else 2),
+            spec(_src_kind, lambda k: ALIAS_SLOTS if k == "L" else 2))
+
+
+# a chain: a load, copies of it from slot to slot, an operation on the last, a store
+@st.composite
+def _alias_chain(draw):
+    slots = draw(st.permutations(range(ALIAS_SLOTS)))[:draw(st.integers(2, 4))]
+    src = draw(st.sampled_from(["I", "P", "R"]))
+    ops = [("copy", ("L", slots[0], None), (src, 0, None), (src, 0, None))]
+    for a, b in zip(slots, slots[1:]):
+        ops.append(("copy", ("L", b, None), ("L", a, None), ("L", a, None)))
+    last = ("L", slots[-1], None)
+    ops.append((draw(st.sampled_from(["matmul", "add"])), ("L", slots[0], None), last, ("I", 1, None)))
+    ops.append(("copy", (draw(st.sampled_from("OQR")), 0, None), ("L", slots[0], None), ("L", slots[0], None)))
+    return ops + draw(st.lists(_alias_op(), max_size=3))
+
+
+def _alias_memories(seed):
+    rng = np.random.default_rng(seed)
+    gm = np.zeros(A_GM + 64 * 64, np.uint8)
+    local = np.zeros(64 * ALIAS_SLOTS, np.uint8)
+    gm.view(np.float32)[:] = rng.standard_normal(gm.size // 4)
+    local.view(np.float32)[:] = rng.standard_normal(local.size // 4)
+    return gm, local
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(block=st.one_of(st.lists(_alias_op(), min_size=1, max_size=6), _alias_chain()), nq=st.integers(2, 6),
+       seed=st.integers(0, 2 ** 16), size=st.integers(1, 3))
+def test_a_batch_with_aliases_leaves_the_bytes_of_the_blocks_one_by_one(block, nq, seed, size):
+    """Copy chains, matmuls and adds over moving and fixed windows, whole and half tiles, with
+    reads of the block before's writes: the batch (its plain copies aliased where they may
+    be, run in parts of ``size`` blocks) leaves the bytes one by one does - random floats, so
+    an operand laid otherwise (a matmul leaving BLAS) would show."""
+    gm, local = _alias_memories(seed)
+    mem = (gm, local)
+    makers = [lambda q, o=o: _alias_item(mem, o, q) for o in block]
+    want = _one_by_one(makers, mem, 1, nq)
+    try:
+        batch = _Batch(makers, _Buffers([gm, local]), nq, first=1)
+    except _Unbatchable:
+        assume(False)
+    batch.run(1, nq, size)
+    assert np.array_equal(gm, want[0]) and np.array_equal(local, want[1])
+
+
+def _check_alias(block, nq=4):
+    gm, local = _alias_memories(7)
+    mem = (gm, local)
+    makers = [lambda q, o=o: _alias_item(mem, o, q) for o in block]
+    want = _one_by_one(makers, mem, 1, nq)
+    batch = _Batch(makers, _Buffers([gm, local]), nq, first=1)
+    batch.run(1, nq, 2)                          # (in two parts)
+    assert np.array_equal(gm, want[0]) and np.array_equal(local, want[1])
+    return batch
+
+
+def _ld(dst, src, half=None):
+    return ("copy", ("L", dst, half), (src[0], src[1], half), (src[0], src[1], half))
+
+
+def test_a_load_moved_twice_into_a_matmul_reads_gm_and_its_result_is_stored_from_its_copies():
+    """The S1 chain: a load (GM -> L1), a move (L1 -> L0), a matmul, a push into a ring slot,
+    each lane popping its half, adding, storing.  The load and move are aliases (the matmul
+    reads the GM window), the push and pops too (the adds read the matmul's copies), the adds
+    write the output windows: the only copies left are the matmul's."""
+    block = [_ld(0, ("I", 0)), _ld(1, ("L", 0)),
+             ("matmul", ("L", 2, None), ("L", 1, None), ("R", 1, None)),
+             ("copy", ("R", 0, None), ("L", 2, None), ("L", 2, None)),
+             _ld(3, ("R", 0), 0), ("add", ("L", 4, 0), ("L", 3, 0), ("I", 1, 0)),
+             ("copy", ("O", 0, 0), ("L", 4, 0), ("L", 4, 0)),
+             _ld(3, ("R", 0), 1), ("add", ("L", 4, 1), ("L", 3, 1), ("I", 1, 1)),
+             ("copy", ("O", 0, 1), ("L", 4, 1), ("L", 4, 1))]
+    batch = _check_alias(block)
+    assert (batch.aliases, batch.forwarded, batch.bytes) == (5, 2, 64)
+    assert len(batch.args) == 3                  # the matmul and the two adds
+
+
+@pytest.mark.parametrize("block,aliases", [
+    # the copy's reader reads what the block before put there: the copy stays
+    ([("add", ("O", 0, None), ("L", 1, None), ("I", 1, None)), _ld(1, ("I", 0))], 0),
+    # its source is written again later in the block: the reader reads the first write's
+    # source (each load and the move are aliases)
+    ([_ld(0, ("I", 0)), _ld(1, ("L", 0)), _ld(0, ("I", 1)),
+      ("add", ("O", 0, None), ("L", 1, None), ("L", 0, None))], 3),
+    # ... by a write that is not a copy: the move reads the first load's window, the add the
+    # matmul's copies
+    ([_ld(0, ("I", 0)), _ld(1, ("L", 0)), ("matmul", ("L", 0, None), ("I", 1, None), ("I", 1, None)),
+      ("add", ("O", 0, None), ("L", 1, None), ("L", 0, None))], 2),
+    # a pitched GM window moved into a tile read in halves: laid otherwise, the copy stays
+    ([_ld(0, ("P", 0)), ("add", ("O", 0, 0), ("L", 0, 0), ("I", 1, 0)),
+      ("add", ("O", 0, 1), ("L", 0, 1), ("I", 1, 1))], 0),
+    # ... read whole by a matmul: the copy stays too (a matmul's bits may depend on the layout)
+    ([_ld(0, ("P", 0)), ("matmul", ("O", 0, None), ("L", 0, None), ("I", 1, None))], 0),
+    # ... read whole by another copy: that copy reads the window (a copy's bytes do not)
+    ([_ld(0, ("P", 0)), _ld(1, ("L", 0)), ("matmul", ("O", 0, None), ("L", 1, None), ("I", 1, None))], 1),
+    # a result stored to a pitched window: the store stays (the add writes its own layout)
+    ([_ld(0, ("I", 0)), ("add", ("L", 1, None), ("L", 0, None), ("I", 1, None)),
+      ("copy", ("Q", 0, None), ("L", 1, None), ("L", 1, None))], 1),
+])
+def test_copies_that_must_stay_do_and_the_bytes_are_the_blocks_one_by_one(block, aliases):
+    assert _check_alias(block).aliases == aliases
+
+
+def test_interleaved_column_writes_are_owned_byte_by_byte():
+    """Columns 1 and 2 of a tile, then columns 0 and 3 (whose span covers the first's), stored
+    whole: the owner of each byte is found per byte, not by the accesses' spans, so the tile
+    the last block leaves holds both writes' columns."""
+    gm, local = _alias_memories(5)
+    mem = (gm, local)
+
+    def cols(kind, q, which):
+        return _tile(mem, (kind, 0, None), q)[:, which]
+    makers = [lambda q: (setitem, cols("L", q, slice(1, 3)), Ellipsis, cols("I", q, slice(1, 3))),
+              lambda q: (setitem, cols("L", q, slice(0, 4, 3)), Ellipsis, cols("P", q, slice(0, 4, 3))),
+              lambda q: _alias_item(mem, ("copy", ("O", 0, None), ("L", 0, None), ("L", 0, None)), q)]
+    want = _one_by_one(makers, mem, 1, 4)
+    _Batch(makers, _Buffers([gm, local]), 4, first=1).run(1, 4)
+    assert np.array_equal(gm, want[0]) and np.array_equal(local, want[1])
+
+
+def test_a_gm_window_read_by_an_alias_and_written_later_is_refused():
+    """An alias reads its source when its readers run, which is exact only because no
+    source is written later in the batch: a GM window the block also writes is refused."""
+    gm, local = _alias_memories(7)
+    mem = (gm, local)
+    block = [_ld(0, ("I", 0)), ("copy", ("I", 0, None), ("I", 1, None), ("I", 1, None)),
+             ("copy", ("O", 0, None), ("L", 0, None), ("L", 0, None))]
+    makers = [lambda q, o=o: _alias_item(mem, o, q) for o in block]
+    with pytest.raises(_Unbatchable, match="GM windows of the blocks meet"):
+        _Batch(makers, _Buffers([gm, local]), 4, first=1)
+
+
+def test_a_batch_failing_part_way_leaves_the_buffers_it_writes_in_place_as_they_were():
+    """Made again one by one from its first block, it gives the bytes of one by one."""
+    gm, local = _alias_memories(3)
+    mem = (gm, local)
+    calls = []
+
+    def add_then_fail(a, b, d):
+        calls.append(1)
+        if len(calls) == 2:
+            raise FloatingPointError("the second part")
+        np.add(a, b, out=d)
+    add_then_fail.batch_out = -1
+    block = [_ld(0, ("I", 0)), (add_then_fail, ("L", 1, None), ("L", 0, None), ("R", 0, None)),
+             ("copy", ("R", 1, None), ("L", 1, None), ("L", 1, None)),
+             ("copy", ("O", 0, None), ("L", 1, None), ("L", 1, None))]
+
+    def item(o, q):
+        if o[0] is add_then_fail:
+            return (add_then_fail, _tile(mem, o[2], q), _tile(mem, o[3], q), _tile(mem, o[1], q))
+        return _alias_item(mem, o, q)
+    makers = [lambda q, o=o: item(o, q) for o in block]
+    before = local.copy(), gm[A_RING:A_GM].copy()
+    batch = _Batch(makers, _Buffers([gm, local]), 4, first=1)
+    with pytest.raises(FloatingPointError):
+        batch.run(1, 4, 2)
+    assert np.array_equal(local, before[0]) and np.array_equal(gm[A_RING:A_GM], before[1])
+    calls.append(1)
+    want = _one_by_one(makers, mem, 1, 4)
+    for q in range(1, 5):
+        for m in makers:
+            it = m(q)
+            it[0](*it[1:])
+    assert np.array_equal(gm, want[0]) and np.array_equal(local, want[1])
+
+
+@pytest.mark.parametrize("side,blocks,batched", [(128, 2, False), (128, 40, True), (4, 2, False), (4, 40, True)])
+def test_the_cost_model_batches_enough_blocks_to_pay_for_checking_them(side, blocks, batched):
+    from ptopipe.sim.periodic.batch import batch_cost
+    a = np.zeros((side, side), np.float32)
+    one_by_one, setup = batch_cost([(setitem, a, Ellipsis, a), (_ufunc_into, np.add, a, a, a)] * 4, blocks)
+    assert (setup < one_by_one) == batched

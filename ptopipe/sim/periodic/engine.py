@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import KernelError
 from ..location import call_site
 from ..race import gm_region, overlap
-from .batch import BATCH_BLOCKS, BATCH_BYTES, BATCH_OP_BYTES, Batch, Unbatchable
+from .batch import Batch, Unbatchable, batch_cost
 from .calls import FRESH_CALLS, SCOREBOARD, Call, Fresh, Learned, Made, alike, is_tensor, same_args
 from . import checker
 from .loops import INFINITE
@@ -1107,27 +1107,28 @@ class FastForward:
         cl.sync()
         if b >= end:
             return
-        batch, size = None, 1
-        first = [m(b) for m in self.work]
-        big = sum(a.nbytes for x in first for a in x[1:] if a.__class__ is np.ndarray) > BATCH_OP_BYTES * len(first)
-        if big:
-            self.unbatched = "its operations are large (batching would save little)"
-        elif end - b > 1:
-            try:
-                batch = Batch(self.work, self.bufs, end - b, first=b)
-                size = max(2, min(BATCH_BLOCKS, BATCH_BYTES // max(1, batch.bytes)))
-            except Unbatchable as e:
-                self.unbatched = str(e)
-        while b < end:
-            nq = min(size, end - b)
-            if batch is not None and nq > 1:
+        batch = None
+        if end - b > 1:
+            blocks, setup = batch_cost([m(b) for m in self.work], end - b)
+            if setup >= blocks:
+                self.unbatched = "too few blocks to pay for checking them for a batch"
+            else:
                 try:
-                    with np.errstate(all="ignore"):
-                        batch.run(b, nq)
-                    b += nq
-                    continue
-                except Exception:               # (made again one block at a time: located)
-                    batch = None
+                    batch = Batch(self.work, self.bufs, end - b, first=b)
+                except Unbatchable as e:
+                    self.unbatched = str(e)
+                else:
+                    if batch.cost(end - b) >= blocks:
+                        self.unbatched = "its copies would cost more than the blocks one by one"
+                        batch = None
+        if batch is not None:
+            try:
+                with np.errstate(all="ignore"):
+                    batch.run(b, end - b)
+                b = end
+            except Exception:                   # (made again one block at a time: located)
+                pass
+        while b < end:
             pend = cl.pending
             cl.marks.extend((len(pend) + k, c) for k, c in self.marks)
             pend.extend([m(b) for m in self.work])
