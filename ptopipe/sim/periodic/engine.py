@@ -456,15 +456,22 @@ class FastForward:
         """The place of call ``odd`` never makes the same call twice: learning rests (the
         calls are made exactly, as while warming up) for ``self.rest`` calls of the core that
         made most, then starts afresh; each rest is twice as long as the one before."""
+        self._rest_for(lambda n: self.rest, f"{getattr(odd.fn, '__name__', 'a call')} at {odd.loc} never makes "
+                       "the same call twice (an operand moves with the loop): learning rested")
+        self.rest *= 2
+
+    def _rest_for(self, calls, why: str) -> None:
+        """Learning starts over after a rest of ``calls(n)`` calls of the core that made most
+        (``n``), made exactly as while warming up; ``why`` is the report's reason should the
+        run end resting."""
         self._relearn()
         if self.mode != LEARN:                 # (learning gave up: restarted too often)
             return
         self._taps(False)
         self.mode = WARMUP
-        self.warm_until = max(s.n for s in self.st.values()) + self.rest
-        self.rest *= 2
-        self.rested = (f"{getattr(odd.fn, '__name__', 'a call')} at {odd.loc} never makes the same call twice "
-                       "(an operand moves with the loop): learning rested")
+        n = max(s.n for s in self.st.values())
+        self.warm_until = n + calls(n)
+        self.rested = why
 
     def _relearn(self) -> None:
         """Learning starts over (the kernel used the machine other than by a hooked call)."""
@@ -582,14 +589,7 @@ class FastForward:
         caught up within the next blocks): learning rests - the calls are made exactly, at no
         extra cost - for as many calls as the run made so far, then starts again."""
         self.settles += 1
-        self._relearn()
-        if self.mode != LEARN:                 # (learning gave up: restarted too often)
-            return
-        self._taps(False)
-        self.mode = WARMUP
-        n = max(s.n for s in self.st.values())
-        self.warm_until = n + max(n, WARMUP_CALLS)
-        self.rested = f"the machine was still settling ({why}): learning rested"
+        self._rest_for(lambda n: max(n, WARMUP_CALLS), f"the machine was still settling ({why}): learning rested")
 
     def _longer(self, why: str) -> None:
         """Blocks longer than this one, a few times; then the run is left exact."""
