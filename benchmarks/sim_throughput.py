@@ -8,8 +8,9 @@
    Vector core TPOP (UP_DOWN half)/TLOAD bias/TADD/TSTORE/TFREE - against plain numpy
    doing the same tile math in a loop: the same tile loads, L1->L0 move, matmul, ring
    hand-off copy, bias loads, adds and stores on preallocated numpy buffers (target:
-   ratio <= 1.2, simulator with checkers off).  The numpy and simulator runs alternate, so
-   both see the same machine state; each side keeps its best of --repeat.  For reference
+   ratio <= 1.2, simulator with checkers off), on both engines, the faster one judged.  The
+   numpy and simulator runs alternate, so both see the same machine state; each side keeps
+   its best of --repeat.  For reference
    it also prints the bare ``out = A @ B + bias`` loop, the end-to-end time including
    laying the arguments out in GM, and the run with the checkers on.
 
@@ -37,6 +38,7 @@ from ptopipe.isa import *  # noqa: E402,F403
 import s7_long_stream as s7  # noqa: E402
 
 S1_TARGET = 1.2   # simulated run / numpy doing the same tile operations, checkers off
+ENGINES = ("exact", "periodic")
 TS = 128       # S1-style tile size (--s1-tile); the kernels read it at run time
 SLOT = TS * TS * 4
 
@@ -158,25 +160,39 @@ def main() -> int:
     bias = rng.standard_normal((n * TS, TS)).astype(np.float32)
     kargs = dict(a=a, b=b, bias=bias, out=np.zeros_like(bias), fifo=ptopipe.gm_buffer(4 * SLOT), tiles=n)
     ref = np.zeros_like(bias)
-    # interleaved, so that both sides see the same machine state; best of --repeat each
-    t_ops = t_expr = t_sim = t_end = float("inf")
+    # interleaved, so that both sides see the same machine state; best of --repeat each; both
+    # engines, the faster one judged (as stream_speed.py judges them)
+    t_ops = t_expr = t_end = float("inf")
+    t_eng = {e: float("inf") for e in ENGINES}
+    outs = {}
     for _ in range(ns.repeat):
         t_ops = min(t_ops, timed(lambda: numpy_tile_ops(a, b, bias, ref, n)))
         t_expr = min(t_expr, timed(lambda: numpy_expression(a, b, bias, ref, n)))
-        t = time.perf_counter()
-        res = ptopipe.run(s1_cube, s1_vector, kargs, checks=False)
-        t_end = min(t_end, time.perf_counter() - t)
-        t_sim = min(t_sim, res.summary.wall_seconds)
-    np.testing.assert_allclose(res.outputs["out"], ref, rtol=1e-4, atol=1e-4)
+        for engine in ENGINES:
+            t = time.perf_counter()
+            res = ptopipe.run(s1_cube, s1_vector, kargs, checks=False, engine=engine)
+            if engine == "exact":
+                t_end = min(t_end, time.perf_counter() - t)
+            t_eng[engine] = min(t_eng[engine], res.summary.wall_seconds)
+            outs[engine] = res
+    for engine, res in outs.items():
+        np.testing.assert_allclose(res.outputs["out"], ref, rtol=1e-4, atol=1e-4)
+    assert outs["exact"].outputs["out"].tobytes() == outs["periodic"].outputs["out"].tobytes(), \
+        "the engines' S1 outputs differ"
+    best = min(ENGINES, key=t_eng.get)
+    t_sim, res = t_eng[best], outs[best]
     ratio = t_sim / t_ops
-    print(f"S1-style {n} tiles of {TS}x{TS} f32: simulated run {t_sim * 1e3:.1f} ms, numpy doing the "
-          f"same tile operations {t_ops * 1e3:.1f} ms -> ratio {ratio:.2f} (target <= {S1_TARGET})  "
-          f"{'OK' if ratio <= S1_TARGET else 'ABOVE TARGET'}")
+    for engine in ENGINES:
+        print(f"S1-style {n} tiles of {TS}x{TS} f32, {engine} engine: simulated run {t_eng[engine] * 1e3:.1f} ms, "
+              f"numpy doing the same tile operations {t_ops * 1e3:.1f} ms -> ratio {t_eng[engine] / t_ops:.2f}"
+              + (f" (target <= {S1_TARGET})  {'OK' if ratio <= S1_TARGET else 'ABOVE TARGET'}" if engine == best
+                 else "  (not judged: the other engine is faster)"))
     if ratio > S1_TARGET:
         missed.append(f"S1-style ratio {ratio:.2f} > {S1_TARGET}")
-    print(f"  the simulator's own cost: {(t_sim - t_ops) / n * 1e6:.1f} us per tile "
+    print(f"  the simulator's own cost ({best} engine): {(t_sim - t_ops) / n * 1e6:.1f} us per tile "
           f"({sum(c.instructions for c in res.cluster.cores) / n:.0f} instructions per tile)")
-    t_chk = min(ptopipe.run(s1_cube, s1_vector, kargs).summary.wall_seconds for _ in range(ns.repeat))
+    t_chk = min(ptopipe.run(s1_cube, s1_vector, kargs, engine=best).summary.wall_seconds
+                for _ in range(ns.repeat))
     print(f"  for reference: bare numpy A@B+bias loop {t_expr * 1e3:.1f} ms (ratio {t_sim / t_expr:.2f}); "
           f"end-to-end run() incl. GM set-up {t_end * 1e3:.1f} ms; with checkers on "
           f"{t_chk * 1e3:.1f} ms (x{t_chk / t_sim:.2f})")
