@@ -1322,6 +1322,20 @@ def _row_expand(op):
                              f"{b.shape} do not agree",
                        f"one of src0 / src1 has dst's shape, the other one row per dst row: one value "
                        f"(one column) or a 32-byte block ({block} columns, RowMajor) per row")
+        else:
+            # pto-isa reads a RowMajor per-row operand as a 32-byte block per row (mode 2) and a
+            # column-major one as one value per row (mode 1), and asserts its valid columns fit
+            pt = src1 if per_row is b else src0
+            want = block if pt.blayout is BLayout.RowMajor else 1
+            if per_row.shape[1] != want:
+                raise _err(core, f"{name}: the per-row operand {pt.describe()} has {per_row.shape[1]} valid "
+                                 f"column{'s' if per_row.shape[1] != 1 else ''}, but pto-isa reads a "
+                                 f"{pt.blayout.name} one as "
+                                 + (f"a 32-byte block per row ({block} valid columns)" if want == block else
+                                    "one value per row (1 valid column)")
+                                 + " (its PTO_ASSERT 'invalid src1 shape' on A2A3, A5 and the CPU simulator)",
+                           f"declare a per-row value ColMajor (DN, [R, 1]: what a row reduction writes), or "
+                           f"RowMajor with {block} valid columns (a 32-byte block per row)")
         if tmp is None and src1.blayout is not BLayout.RowMajor \
                 and core.cluster.platform.ub_scratch_base is not None:
             _implicit_ub_scratch(core, name, (dst, src0, src1))
