@@ -92,28 +92,32 @@ def vector(o, fifo_s, fifo_o, fifo_p, s1, preload, s_depth):
     p16 = Tile(TileType.Vec, float16, H, TS, addr=0x2000)    # probabilities to push (4 KiB)
     oj = Tile(TileType.Vec, float32, H, D, addr=0x3000)      # popped P_j @ V_j
     acc = Tile(TileType.Vec, float32, H, D, addr=0x5000)     # running output
-    stat = lambda k: Tile(TileType.Vec, float32, H, 8, valid_cols=1, addr=0x7000 + k * 0x400)
-    m, l, mj, rs, tmp = stat(0), stat(1), stat(2), stat(3), stat(4)
+    # a per-row value: a DN column (the row reductions' dst, the TROWEXPAND* operand) and its
+    # [1, H] row view on the same bytes, which the element-wise ops take (pto-isa runs them on
+    # RowMajor tiles only)
+    stat = lambda k: (Tile(TileType.Vec, float32, H, 1, addr=0x7000 + k * 0x400),
+                      Tile(TileType.Vec, float32, 1, H, addr=0x7000 + k * 0x400))
+    (m, m_r), (l, l_r), (mj, mj_r), (rs, rs_r), (tmp, tmp_r) = [stat(k) for k in range(5)]
     alphas = [stat(5 + k) for k in range(preload + 1)]       # rescale factor per tile in flight
-    TEXPANDS(m, -np.inf)
-    TEXPANDS(l, 0.0)
+    TEXPANDS(m_r, -np.inf)
+    TEXPANDS(l_r, 0.0)
     TEXPANDS(acc, 0.0)
     scale = 1.0 / math.sqrt(D)
 
     def softmax(j):
-        alpha = alphas[j % len(alphas)]
+        alpha_r = alphas[j % len(alphas)][1]
         TPOP(s_pipe, s, TILE_UP_DOWN)
         TMULS(s, s, scale)
         TROWMAX(mj, s)
-        TMAX(mj, mj, m)                     # new running max
-        TSUB(tmp, m, mj)
-        TEXP(alpha, tmp)                    # alpha = exp(m_old - m_new)
-        TMOV(m, mj)                         # m = m_new
+        TMAX(mj_r, mj_r, m_r)               # new running max
+        TSUB(tmp_r, m_r, mj_r)
+        TEXP(alpha_r, tmp_r)                # alpha = exp(m_old - m_new)
+        TMOV(m_r, mj_r)                     # m = m_new
         TROWEXPANDSUB(s, s, mj)
         TEXP(s, s)                          # P_j = exp(S_j - m_new)
         TROWSUM(rs, s)
-        TMUL(l, l, alpha)
-        TADD(l, l, rs)                      # l = l * alpha + rowsum(P_j)
+        TMUL(l_r, l_r, alpha_r)
+        TADD(l_r, l_r, rs_r)                # l = l * alpha + rowsum(P_j)
         TCVT(p16, s)
         TFREE(s_pipe)
         TPUSH(p_pipe, p16, TILE_UP_DOWN)
@@ -122,7 +126,7 @@ def vector(o, fifo_s, fifo_o, fifo_p, s1, preload, s_depth):
         softmax(j)
     for j in range(n):
         TPOP(o_pipe, oj, TILE_UP_DOWN)
-        TROWEXPANDMUL(acc, acc, alphas[j % len(alphas)])
+        TROWEXPANDMUL(acc, acc, alphas[j % len(alphas)][0])
         TADD(acc, acc, oj)                  # acc = acc * alpha_j + P_j @ V_j
         TFREE(o_pipe)
         if j + preload < n:

@@ -346,7 +346,10 @@ def _render_vector(spec, i, p, ub) -> tuple:
         setup += [f"{v}{i} = " + _tiles(p, "Vec", adt, part, ub, "UB") for v in ("wy", "o")]
         if any(op in WIDE_ONLY for op, _ in p.post):
             other = "int32" if adt == "float32" else "float32"
-            setup += [f"orow{i} = " + _tiles(p, "Vec", adt, lambda r: (part(r)[0], 1), ub, "UB"),
+            # (the per-row operand stays one column, DN: pto-isa reads a wider RowMajor one as a
+            # 32-byte block per row)
+            setup += [f"orow{i} = " + _tiles(replace(p, pad=(p.pad[0], 0)), "Vec", adt, lambda r: (part(r)[0], 1),
+                                             ub, "UB"),
                       f"ocvt{i} = " + _tiles(p, "Vec", other, part, ub, "UB")]
         pr = f"MT{i}(t) // 2" if ud else f"MT{i}(t)"
         if sc == "TILE_NO_SPLIT":

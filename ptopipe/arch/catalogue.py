@@ -1790,6 +1790,24 @@ MOVE_LAYOUTS = {
 }
 #: A2A3 moves 64-bit elements only ND <-> ND and DN <-> DN ("only support ND2ND/DN2DN for b64")
 MOVE_LAYOUTS_B64 = ((_ND, _ND), (_DN, _DN))
+#: the (GM layout, tile layout) conversions of a Mat TLOAD that take a two-dimensional GlobalTensor
+#: only - its dims 0..2 static 1: A2A3's ND2NZ and DN2ZN (common/arch/memory/tload_common.hpp
+#: TLoadGm2L1Nd2nz / Dn2zn: "GlobalTensor only support 2 dim when ND2NZ!"), A5's ND2NZ and DN2NZ
+#: (common/arch/register/tload_common.hpp TLoadCubeCheck: "GlobalTensor input shape now only
+#: support 2 dim"); the same-layout moves loop over the outer dims
+TWO_DIM_LOADS = {_A2A3: ((_ND, _NZ), (_DN, _ZN)), _A5: ((_ND, _NZ), (_DN, _NZ))}
+
+
+def two_dim_load_error(platform: PlatformID, gm: TileLayout, tile: TileLayout, shape) -> str | None:
+    """Why pto-isa refuses a Mat TLOAD converting a GM tensor of 5-D ``shape`` in layout ``gm``
+    into a tile in layout ``tile`` (None: it moves it): a conversion of :data:`TWO_DIM_LOADS`
+    from a tensor whose dims 0..2 are not all 1."""
+    if (gm, tile) not in TWO_DIM_LOADS.get(platform, ()) or all(d == 1 for d in shape[:3]):
+        return None
+    plat = "A2A3" if platform is _A2A3 else "A5"
+    return (f"pto-isa's {gm.name} -> {tile.name} TLOAD into a Mat tile on {plat} takes a two-dimensional "
+            f"GlobalTensor (Shape<1, 1, 1, rows, cols>), this one has dims {tuple(shape)} (its static_assert "
+            f"\"GlobalTensor only support 2 dim\": the kernel does not compile for the device)")
 
 
 def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayout, tile: TileLayout,

@@ -700,7 +700,7 @@ def flag_leaks(cluster) -> tuple:
             continue
         ch = f.owner
         if ch is None:
-            warnings.append((f"{f.name} left at count {f.count}: SETs never consumed by a WAIT", f.sync_at))
+            warnings.append((f"{f.name} left at count {f.count}: SETs never consumed by a WAIT", f.set_at or f.sync_at))
             continue
         if any(f in fl for p, fl in ch.ready_flags.items() if p not in ch.cfg.sim_lanes):
             errors.append((f"{f.name} (ready of {ch.name}) left at count {f.count}: data pushed but never popped",

@@ -205,6 +205,9 @@ def _flag(core, sender, receiver, fid: int, what: str):
 def _set(core, pipe: SyncPipe, receivers, fid: int, what: str) -> None:
     unit = check_pipe(core, pipe, f"{what.split()[0]} pipe")
     flags = [_flag(core, core, r, fid, what) for r in receivers]
+    at = str(core.where())
+    for f in flags:
+        f.set_at = at
     end = core.issue_s(unit, core.costs.flag_op, what.split()[0])
     po = core.porder          # (the race checker: what happens before the SET, on its pipe)
     order = po.last if po is not None else None

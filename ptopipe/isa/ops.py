@@ -22,6 +22,7 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import TCVT_DEFAULT_OFF, AtomicType, BLayout, PlatformID, RoundMode, SaturationMode, SLayout
 from ..arch.catalogue import (A5_MOVES, ATOMIC_ADD_DTYPES, CONVERTS_FROM, EXTRACT_PATHS, acc_convert_error, LOAD_DST, MATMUL_PAIRS, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_pair_error, move_layout_error,
+                              two_dim_load_error,
                               SCALAR_INTO_DST_FIRST, op_scalar_error, rows_from_dst, scalar_error, tcvt_pair_error,
                               tmp_too_small,
                               tmp_written)
@@ -42,6 +43,7 @@ _V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
 _A2A3 = PlatformID.PLATFORM_A2A3
 _ALL = Ellipsis     # d[...] = s: an assignment casts like copyto(casting="unsafe")
 _VEC = TileType.Vec
+_MAT = TileType.Mat
 _NZ, _ZN, _ZZ = TileLayout.NZ, TileLayout.ZN, TileLayout.ZZ
 
 
@@ -394,7 +396,15 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     v = _gm_tile_view(core, src, dst, "TLOAD", "source")
     if dst.loc not in LOAD_DST:
         _need_loc(core, dst, LOAD_DST, "TLOAD", "destination")
-    check_move_layout(core, "TLOAD", src.layout_for(dst), dst, src.describe)
+    gm = src.layout_for(dst)
+    check_move_layout(core, "TLOAD", gm, dst, src.describe)
+    if dst.loc is _MAT and gm is not dst.layout:
+        why = two_dim_load_error(core.cluster.platform.id, gm, dst.layout, src.shape)
+        if why is not None:
+            raise _err(core, f"TLOAD of the {dst.layout.name} tile {dst.describe()} from {src.describe()}: {why}",
+                       f"view the rows as one dimension, GlobalTensor<T, Shape<1, 1, 1, rows, cols>, Stride<..., "
+                       f"row stride, 1>>, one TLOAD per 2-D block, or load into an {gm.name} Mat tile (its "
+                       f"same-layout TLOAD takes every dim)")
     if v is None:
         return _empty_move(core, _MTE2, dst, "TLOAD", True)
     if src.dtype != dst.dtype:
@@ -1313,6 +1323,20 @@ def _row_expand(op):
                              f"{b.shape} do not agree",
                        f"one of src0 / src1 has dst's shape, the other one row per dst row: one value "
                        f"(one column) or a 32-byte block ({block} columns, RowMajor) per row")
+        else:
+            # pto-isa reads a RowMajor per-row operand as a 32-byte block per row (mode 2) and a
+            # column-major one as one value per row (mode 1), and asserts its valid columns fit
+            pt = src1 if per_row is b else src0
+            want = block if pt.blayout is BLayout.RowMajor else 1
+            if per_row.shape[1] != want:
+                raise _err(core, f"{name}: the per-row operand {pt.describe()} has {per_row.shape[1]} valid "
+                                 f"column{'s' if per_row.shape[1] != 1 else ''}, but pto-isa reads a "
+                                 f"{pt.blayout.name} one as "
+                                 + (f"a 32-byte block per row ({block} valid columns)" if want == block else
+                                    "one value per row (1 valid column)")
+                                 + " (its PTO_ASSERT 'invalid src1 shape' on A2A3, A5 and the CPU simulator)",
+                           f"declare a per-row value ColMajor (DN, [R, 1]: what a row reduction writes), or "
+                           f"RowMajor with {block} valid columns (a 32-byte block per row)")
         if tmp is None and src1.blayout is not BLayout.RowMajor \
                 and core.cluster.platform.ub_scratch_base is not None:
             _implicit_ub_scratch(core, name, (dst, src0, src1))

@@ -17,7 +17,8 @@ SYNCALL_FLAG = 64
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
-                 "set_clocks", "pipe_orders", "signal", "sets", "drained", "carried", "origin", "sync_at")
+                 "set_clocks", "pipe_orders", "signal", "sets", "drained", "carried", "origin", "sync_at",
+                 "set_at")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
     counter_fields = ("sets", "drained", "set_clocks")
     #: fields that are simulated times (cycles): the pending SETs' arrivals
@@ -48,6 +49,9 @@ class Flag:
         # where the kernel first set / waited on this flag itself (a cross-core sync, not a
         # ring's): a pipe may not claim it afterwards
         self.sync_at = None
+        # where the kernel last SET it itself: WAITs take the oldest SETs, so a SET left over
+        # at the end is the latest one (the flag-leak warning's place)
+        self.set_at = None
 
     @property
     def name(self) -> str:

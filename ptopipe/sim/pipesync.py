@@ -155,16 +155,24 @@ class PipeSync:
             self.extra[key] = (loc, set_loc, q[0][2])
         self.counts[key][1] += 1
         self.last_wait[key] = loc
+        if dst is PipeUnit.S:
+            # the scalar unit issues every instruction of the core: while it waits nothing
+            # issues, so everything after the wait, on every pipe, follows the set
+            core.hold(at, "event", event_name(*key))
+            held = tuple(PipeUnit)
+        else:
+            held = (dst,)
         pf = core.pipe_free
         if at > pf[dst]:
             pf[dst] = at
-        if snap is not None:
-            m = self.vc[dst]
-            for i in range(_N):
-                if snap[i] > m[i]:
-                    m[i] = snap[i]
-        if order is not None:
-            core.porder.wait(dst, order)
+        for p in held:
+            if snap is not None:
+                m = self.vc[p]
+                for i in range(_N):
+                    if snap[i] > m[i]:
+                        m[i] = snap[i]
+            if order is not None:
+                core.porder.wait(p, order)
         core.issue_s(dst, 0, "wait_flag")
 
     def order(self, src: PipeUnit, dst: PipeUnit) -> None:

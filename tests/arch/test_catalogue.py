@@ -186,6 +186,10 @@ def _isa_accepts(op, dtype, platform) -> bool:
             fn(a, a, r, r)
         elif op.form == "scalar_ternary":
             fn(a, a, 2, r)
+        elif op.form == "row_expand":                   # the per-row operand: a DN column
+            col = isa.Tile(TileType.Vec, dt, 16, 1, addr=0x400 * dt.itemsize)
+            isa.TEXPANDS(col, 2)
+            fn(a, a, col)
         else:
             fn(a, a, r)
         isa.TSTORE(isa.GlobalTensor(out.data(), (16, 16)), a)

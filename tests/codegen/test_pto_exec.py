@@ -1103,6 +1103,19 @@ def test_a_cross_core_set_nothing_waits_for_is_a_warning_naming_the_set():
                                        for k in (0, 1)]
 
 
+def test_a_cross_core_set_left_over_is_told_at_the_set_not_at_the_wait_that_came_first():
+    """The Cube waits for flag 10 before the Vector cores set it; each sets it twice: the SET
+    left over is the later one, and the warning names it (it named the Cube's WAIT, the flag's
+    first use)."""
+    text = cross_core_synced("a3")
+    first = next(l for l in text.splitlines(True) if "pto.sync.set <PIPE_MTE3>, 10" in l)
+    text = text.replace(first, first + "    pto.sync.set <PIPE_V>, 10\n")
+    r = run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    set_at = f"<pto>:{line_of(text, 'pto.sync.set <PIPE_V>, 10')}:5"
+    assert sorted(r.summary.leaks) == [(f"flag 10 (AIV{k}->AIC) left at count 1: SETs never consumed by a WAIT", set_at)
+                                       for k in (0, 1)]
+
+
 def left_right_pair(cols: int) -> str:
     """cube_vector_pair on A5 with a 16 x ``cols`` Acc split LEFT_RIGHT: each Vector core pops
     16 x cols/2, doubles it and stores its column half."""

@@ -369,13 +369,40 @@ def test_applying_work_per_instruction_changes_nothing_but_when(platform, monkey
 def _row_expand_near_the_top(row_major: bool):
     def k():
         x = Tile(TileType.Vec, float32, 64, 128, addr=0x0)
-        m = Tile(TileType.Vec, float32, 64, 1, addr=0x8000,
+        # (a row-major per-row operand is a 32-byte block per row: pto-isa's mode 2)
+        m = Tile(TileType.Vec, float32, 64, 8 if row_major else 1, addr=0x8000,
                  blayout=BLayout.RowMajor if row_major else BLayout.ColMajor)
         y = Tile(TileType.Vec, float32, 64, 128, addr=0x28000)     # [0x28000, 0x30000)
         TEXPANDS(x, 1.0)
         TEXPANDS(m, 0.5)
         TROWEXPANDSUB(y, x, m)  # scratch
     return k
+
+
+def _per_row(blayout, cols, valid_cols):
+    def k():
+        x = Tile(TileType.Vec, float32, 8, 32, addr=0x0)
+        m = Tile(TileType.Vec, float32, 8, cols, valid_cols=valid_cols, addr=0x1000, blayout=blayout)
+        y = Tile(TileType.Vec, float32, 8, 32, addr=0x2000)
+        TEXPANDS(x, 1.0)
+        TEXPANDS(m, 0.5)
+        TROWEXPANDSUB(y, x, m)  # per-row
+    return k
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_row_expands_per_row_operand_has_the_columns_its_layout_reads(platform):
+    """pto-isa reads a RowMajor per-row operand as a 32-byte block per row and a column-major
+    one as one value per row, and asserts the valid columns fit (TRowExpand*: "invalid src1
+    shape"): a RowMajor [8, 8] tile of one valid column is refused at the op, not read as a
+    column; a DN column and a whole RowMajor block run."""
+    k = _per_row(BLayout.RowMajor, 8, 1)
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k, platform)
+    assert "has 1 valid column, but pto-isa reads a RowMajor one as a 32-byte block" in ei.value.what, ei.value.what
+    assert_at(ei.value, k, "per-row")
+    run_aiv(_per_row(BLayout.ColMajor, 1, 1), platform)
+    run_aiv(_per_row(BLayout.RowMajor, 8, 8), platform)
 
 
 def test_row_expand_through_the_a2a3_ub_scratch_is_reported_at_the_op():

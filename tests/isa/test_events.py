@@ -272,6 +272,36 @@ def test_a_one_pipe_barrier_does_not_order_other_pipes():
     assert "TADDS on PIPE_V" in ei.value.what and "TLOAD on PIPE_MTE2" in ei.value.what
 
 
+def scalar_wait_kernel(src):
+    """A V read of t, then a wait into PIPE_S for a set on ``src``, then a TLOAD over t: the
+    scalar unit issues every instruction, so a wait it holds orders every later one - as
+    ptoas orders a TPOP's staging reload after the Vector reads (V -> S before the TPOP)."""
+    def vector(x, y):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0)
+        u = Tile(TileType.Vec, float32, 16, 16, addr=0x400)
+        TLOAD(t, x)
+        set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+        wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+        TADDS(u, t, 1.0)                                  # s-reader
+        set_flag(src, PIPE_S, EVENT_ID1)
+        wait_flag(src, PIPE_S, EVENT_ID1)
+        TLOAD(t, x)                                       # s-reload
+        set_flag(PIPE_V, PIPE_MTE3, EVENT_ID2)
+        wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID2)
+        TSTORE(y, u)
+    return vector
+
+
+def test_a_wait_into_the_scalar_pipe_orders_every_later_instruction():
+    res = _vec_only(scalar_wait_kernel(PIPE_V))
+    np.testing.assert_array_equal(res["y"], np.arange(256, dtype=np.float32).reshape(16, 16) + 1)
+    fn = scalar_wait_kernel(PIPE_MTE3)                    # waits for the wrong pipe: no order
+    with pytest.raises(DataRaceError) as ei:
+        _vec_only(fn)
+    assert _line(ei.value.where) == line_of(fn, "s-reload")
+    assert f":{line_of(fn, 's-reader')}" in ei.value.details
+
+
 def gm_roundtrip(order):
     """TSTORE a tile to y, then TLOAD it back (RAW through GM), or TLOAD x again, then TSTORE
     over x (WAR): MTE3 and MTE2 of one core need an event for GM bytes too."""

@@ -592,6 +592,23 @@ def test_a_mat_tile_loads_nd_into_nz_but_not_into_zn():
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_mat_tiles_nd_to_nz_load_takes_a_two_dimensional_tensor(platform):
+    """pto-isa's ND -> NZ TLOAD into L1 static_asserts a GlobalTensor of dims 0..2 all 1 ("only
+    support 2 dim"): the same rows as two 8-row groups (a 3-D view) is a located error; into
+    an ND Mat tile, whose TLOAD loops over the outer dims, it loads."""
+    a = np.arange(T * T, dtype=np.float32).reshape(T, T)
+
+    def cube(a, layout):
+        m = Tile(TileType.Mat, float32, T, T, addr=0x0, layout=layout)
+        TLOAD(m, GlobalTensor(a.data(), (2, T // 2, T)))                # groups-load
+    run(cube, None, dict(a=a, layout=TileLayout.ND), platform=platform)
+    with pytest.raises(KernelError) as e:
+        run(cube, None, dict(a=a, layout=TileLayout.NZ), platform=platform)
+    assert "takes a two-dimensional GlobalTensor" in e.value.what and "(1, 1, 2, 8, 16)" in e.value.what
+    assert e.value.where.endswith(f":{line_of(cube, 'groups-load')}")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_an_acc_tile_stores_to_nd_or_nz_but_never_to_dn(platform):
     """The fixpipe writes an accumulator to an ND or NZ GM tensor (pto-isa static_asserts the
     GM layout of an Acc TSTORE on both platforms): a DN destination is a located error whose

@@ -356,3 +356,37 @@ def test_a_read_the_round_trip_does_not_order_is_a_race_on_a2a3(no_hang):
     e = ei.value
     assert e.where.endswith(f"test_ring_events.py:{line_of(_round_trip, 'trip-pop')}"), str(e)
     assert f"test_ring_events.py:{line_of(_round_trip, 'trip-late-read')}" in e.details, str(e)
+
+
+
+def _store_popped_then_free(wait_s: bool):
+    """A5 C2V ring in UB, the Cube's n tiles through two slots: each Vector core stores the tile
+    it popped straight from its slot, then (``wait_s``) waits for the store on PIPE_S before the
+    TFREE."""
+    def vector(bias, out, fifo, n, way, drop=None, tfree=True):
+        pipe = TPipe(0, way, SLOT, 2)(fifo, RING_UB)
+        t = Tile(TileType.Vec, float32, H, N)
+        for i in range(n):
+            TPOP(pipe, t, TILE_UP_DOWN)
+            set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+            wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+            TSTORE(gt(out, i * M * N + get_subblockid() * H * N, (H, N)), t)
+            if wait_s:
+                set_flag(PIPE_MTE3, PIPE_S, EVENT_ID1)
+                wait_flag(PIPE_MTE3, PIPE_S, EVENT_ID1)
+            TFREE(pipe, TILE_UP_DOWN)                     # s-free
+    return vector
+
+
+def test_a_free_after_a_wait_into_the_scalar_pipe_follows_the_store_of_its_slot(no_hang):
+    """pto-isa's A5 free of the UB ring is a SET on PIPE_V; an MTE3 -> S wait before the TFREE
+    holds the core's issue until the store of the popped slot is done, so the free follows it
+    (it was reported as the next push overwriting the slot under the store); without the wait
+    it is that race."""
+    a = args(Direction.DIR_C2V, n=4)
+    res = ptopipe.run(cube, _store_popped_then_free(True), dict(a), platform="a5", protocol="pto-isa", sync="manual")
+    np.testing.assert_array_equal(res["out"], golden(a) - np.tile(a["bias"], (4, 1)))
+    fn = _store_popped_then_free(False)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, fn, dict(a), platform="a5", protocol="pto-isa", sync="manual")
+    assert f"test_ring_events.py:{line_of(fn, 's-free')}" in str(ei.value), str(ei.value)

@@ -21,8 +21,9 @@ STAT = 0x1000              # per-row statistics: T x 8 tiles (32-byte rows), fro
 
 
 def _stat(k: int, cols: int = 1) -> Tile:
-    """A per-row operand: ``cols`` valid columns (1: one value per row; 8: a 32-byte block)."""
-    return Tile(TileType.Vec, float32, T, 8, valid_cols=cols, addr=STAT + k * 0x400)
+    """A per-row operand: one value per row (``cols`` 1: a DN column) or a 32-byte block per
+    row (8: RowMajor), the two pto-isa's TROWEXPAND* read."""
+    return Tile(TileType.Vec, float32, T, cols, addr=STAT + k * 0x400)
 
 
 def _report(engines):
