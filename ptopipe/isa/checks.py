@@ -502,12 +502,14 @@ class KernelChecks(HappensBefore):
                     (c.unused_buf_note() for c in self.cluster.state.channels.values() if c.name == pipe), ""),
             findings=[{"kind": "tile_in_ring", "pipe": pipe, "slot": tag, "access": t, "other": ring}])
 
-    def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str:
+    def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str | None:
         ring = cur[9] or prev[9]
         if ring is None:
             return super().twice_text(mem, a, b, cur, prev)
         pipe, tag = ring
         ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
+        if ch is not None and ch.ctrl and ch.lanes_fixed:
+            return None     # pto-isa's control TMPipe: the Cube waits for every lane's word
         return (f"{a['core']} and {b['core']} both push a TILE_NO_SPLIT tile into slot {tag} of {pipe} (the "
                 "whole slot, the same bytes) with no order between them: the tiles are identical, so the "
                 "consumer reads the right data, but the work is done twice - "

@@ -71,7 +71,9 @@ class ProtocolModel:
     #: a TMPipe has its own protocol: the constructor posts one free (``cons.free()``), every
     #: push waits (``TPUSH_IMPL(tile, pipe)`` calls ``allocate()`` unconditionally), every
     #: release frees, the destructor waits once (``prod.allocate()``); FiFoSyncT is never
-    #: consulted (pto-isa ``TMPipe`` in a2a3/ and a5/ ``TPush.hpp``, ``TPop.hpp``, ``TFree.hpp``)
+    #: consulted; and the Cube's end of every handshake is both Vector lanes', whatever the
+    #: VecCubeRatio (:meth:`handshake_lanes`) (pto-isa ``TMPipe`` in a2a3/ and a5/ ``TPush.hpp``,
+    #: ``TPop.hpp``, ``TFree.hpp``)
     tmpipe_rendezvous: bool = False
     #: pto-isa A5 at its newest stored version (0956aa8c, PRs #266/#274): a TPipe that is
     #: GM-backed or split (``!uses_local_no_split_credit_protocol``) gets SyncPeriod free
@@ -294,6 +296,28 @@ class ProtocolModel:
     def producer_waits(self, ch, i: int) -> bool:
         """Does push ``i`` wait for a free credit?"""
         return True
+
+    def handshake_lanes(self, cfg) -> tuple:
+        """The Vector lanes whose flags the Cube's end of a pipe of ``cfg`` waits on and sets:
+        its peers - except a pto-isa TMPipe (:attr:`tmpipe_rendezvous`), whose Cube waits for and
+        signals both Vector cores whatever its VecCubeRatio (which decides only how a tile's data is
+        split, ``VEC_CORES``).  A5 ``TMPipe``: ``Producer::allocate`` (C2V) waits
+        ``FlagIDPlusOne`` and ``FlagIDPlusOne + VEC_CORE_ID_OFFSET``, ``record`` sets ``FlagID`` and
+        ``FlagID + 16``, ``Consumer::wait`` (V2C, CTRL) waits ``FlagID`` and ``FlagID + 16``,
+        ``free`` and the constructor's ``cons.free()`` set ``FlagIDPlusOne`` and ``+ 16``; a
+        Vector core sets and waits on its own ids (AIV1's are the Cube's ``+ 16``).  A2A3
+        ``TMPipe``: every SET is ``ffts_cross_core_sync`` in ``CV_CORES_SYNC`` mode - the Cube's
+        reaches both Vector cores and its ``wait_flag_dev`` completes once both have set the id.
+        So a TMPipe of one lane (``V1C1_VEC0`` / ``V1C1_VEC1``) whose other lane does not make
+        every handshake hangs at the Cube's wait for that lane's flag."""
+        return (0, 1) if self.lanes_fixed(cfg) else tuple(cfg.peers)
+
+    def lanes_fixed(self, cfg) -> bool:
+        """Are the Cube's handshakes of a pipe of ``cfg`` both Vector lanes' whatever the split of a
+        transfer - a pto-isa TMPipe (:meth:`handshake_lanes`), whose flag code takes no split, so
+        that a TILE_NO_SPLIT transfer does not make it AIV0's as a TPipe's does on A5
+        (:attr:`nosplit_lane0`)?"""
+        return self.tmpipe_rendezvous and cfg.fifo is not None
 
     def lost_lanes(self, ch) -> tuple:
         """The Vector lanes the library waits for before it releases a slot of ``ch`` that are

@@ -563,11 +563,14 @@ class HappensBefore:
         if key in self._twice_seen:
             return
         self._twice_seen.add(key)
-        self.cluster.warnings.append((self.twice_text(mem, a, b, cur, prev), a["where"]))
+        text = self.twice_text(mem, a, b, cur, prev)
+        if text is not None:
+            self.cluster.warnings.append((text, a["where"]))
 
-    def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str:
+    def twice_text(self, mem, a: dict, b: dict, cur, prev) -> str | None:
         """The warning of an unordered write/write pair of identical bytes (``a``, ``b``:
-        :meth:`describe` of the records ``cur``, ``prev``)."""
+        :meth:`describe` of the records ``cur``, ``prev``); None where the pair is what the
+        protocol asks for (no warning)."""
         who = (f"{a['core']} and {b['core']} both run this {a['op']}" if a["where"] == b["where"] else
                f"{a['core']} {a['op']} and {b['core']} {b['op']} (at {b['where']})")
         return (f"{who} on the same bytes of {mem.label} (first [{max(a['lo'], b['lo']):#x}, "

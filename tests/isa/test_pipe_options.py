@@ -14,14 +14,15 @@ SLOT = T * T * 4
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_v2c_ctrl_fifo_delivers_control_words_in_order(platform, protocol):
     """A control pipe: TPipe(DIR_V2C_CTRL) under the spec; under pto-isa, where that TPipe
-    does not compile, the TMPipe with a CTRL_FIFO (tests/protocol/test_ptoisa_platforms.py)."""
+    does not compile, the TMPipe with a CTRL_FIFO, which both Vector lanes push (its Cube waits
+    for both lanes' flags: tests/protocol/test_ptoisa_platforms.py)."""
     got = []
 
     def ctrl_pipe(ctrl):
         if protocol == "spec":
             return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
         w = Tile(TileType.Vec, int32, 1, 8)
-        return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V1C1_VEC0)(ctrl)
+        return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w)(ctrl)
 
     def cube(ctrl):
         pipe = ctrl_pipe(ctrl)
@@ -35,8 +36,8 @@ def test_v2c_ctrl_fifo_delivers_control_words_in_order(platform, protocol):
             TEXPANDS(word, 100 + i)
             TPUSH(pipe, word)
 
-    ptopipe.run(cube, (vec, None), dict(ctrl=ptopipe.gm_buffer(4 * 32)), platform=platform,
-                protocol=protocol)
+    ptopipe.run(cube, (vec, None) if protocol == "spec" else vec, dict(ctrl=ptopipe.gm_buffer(4 * 32)),
+                platform=platform, protocol=protocol)
     assert got == [100, 101, 102, 103, 104, 105]
 
 

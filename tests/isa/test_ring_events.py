@@ -205,8 +205,10 @@ def test_a_zero_copy_tpops_ready_wait_holds_only_the_vector_pipe(protocol, no_ha
 def _ctrl_pipe(protocol, ctrl):
     if protocol == "spec":
         return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
-    w = Tile(TileType.Vec, int32, 1, 8)     # pto-isa: a TMPipe with a CTRL_FIFO (no ctrl TPipe)
-    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V1C1_VEC0)(ctrl)
+    # pto-isa: a TMPipe with a CTRL_FIFO (no ctrl TPipe), which both Vector lanes push - its Cube
+    # waits for both lanes' flags whatever the VecCubeRatio
+    w = Tile(TileType.Vec, int32, 1, 8)
+    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w)(ctrl)
 
 
 def ctrl_words(platform, protocol, event):
@@ -227,8 +229,8 @@ def ctrl_words(platform, protocol, event):
                 wait_flag(PIPE_V, PIPE_S, EVENT_ID0)
             TPUSH(pipe, word)                             # ctrl-push
 
-    ptopipe.run(cube, (vec, None), dict(ctrl=gm_buffer(4 * 32)), platform=platform, protocol=protocol,
-                sync="manual")
+    ptopipe.run(cube, (vec, None) if protocol == "spec" else vec, dict(ctrl=gm_buffer(4 * 32)), platform=platform,
+                protocol=protocol, sync="manual")
     return got, vec
 
 

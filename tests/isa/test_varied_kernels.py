@@ -325,15 +325,16 @@ def k6_golden(a):
     return {"out": np.tile(3 * a["x"], (1, 2)) + np.float32(0.5)}
 
 
-# K7: TMPipe (FiFoDepth 3, FiFoSyncT 1), GM_FIFO on A2A3 and VEC_FIFO on A5; AIV0 only
-#     (AIV1 idle), 5 tiles of 16x8 negated by the Cube, TABS on the Vector core.
+# K7: TMPipe (FiFoDepth 3, FiFoSyncT 1), GM_FIFO on A2A3 and VEC_FIFO on A5; both Vector
+#     lanes (V2C1_VECS: pto-isa's Cube waits for both lanes' flags of a TMPipe whatever its
+#     ratio), 5 tiles of 16x8 negated by the Cube, TABS on each lane's 8 rows.
 K7_R, K7_C = 16, 8
+K7_H = K7_R // 2
 
 
 def _k7_pipe(fifo, t):
     ft = FIFOType.VEC_FIFO if platform_id() == PLATFORM_A5 else FIFOType.GM_FIFO
-    return TMPipe(1, ft, 3, 1, Tile(TileType.Acc, float32, K7_R, K7_C), t,
-                  vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB, 0)
+    return TMPipe(1, ft, 3, 1, Tile(TileType.Acc, float32, K7_R, K7_C), t)(fifo, RING_UB, 0)
 
 
 def k7_cube(x, fifo, n):
@@ -344,23 +345,23 @@ def k7_cube(x, fifo, n):
     e0 = Tile(TileType.Right, float32, K7_C, K7_C, addr=0)
     e1.array[...] = -np.eye(K7_C, dtype=np.float32)
     TMOV(e0, e1)
-    pipe = _k7_pipe(fifo, Tile(TileType.Vec, float32, K7_R, K7_C))
+    pipe = _k7_pipe(fifo, Tile(TileType.Vec, float32, K7_H, K7_C))
     for i in range(n):
         TLOAD(x1, gt(x, i * K7_R * K7_C, (K7_R, K7_C)))
         TMOV(x0, x1)
         TMATMUL(acc, x0, e0)
-        TPUSH(pipe, acc)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
 
 
 def k7_vec(out, fifo, n):
-    t = Tile(TileType.Vec, float32, K7_R, K7_C)
+    t = Tile(TileType.Vec, float32, K7_H, K7_C)
     pipe = _k7_pipe(fifo, t)
-    o = Tile(TileType.Vec, float32, K7_R, K7_C, addr=0)
+    o = Tile(TileType.Vec, float32, K7_H, K7_C, addr=0)
     for i in range(n):
-        TPOP(pipe, t)
+        TPOP(pipe, t, TILE_UP_DOWN)
         TABS(o, t)
-        TFREE(pipe)
-        TSTORE(gt(out, i * K7_R * K7_C, (K7_R, K7_C)), o)
+        TFREE(pipe, TILE_UP_DOWN)
+        TSTORE(gt(out, i * K7_R * K7_C + get_subblockid() * K7_H * K7_C, (K7_H, K7_C)), o)
 
 
 def k7_args(rng, n=5):
@@ -735,7 +736,7 @@ CORRECT = {
     "k4_init_api_both_busy": (k4_cube, k4_vec, k4_args, k4_golden),
     "k5_hold_three": (k5_cube, (None, k5_vec), k5_args, k5_golden),
     "k6_talloc_address_flow": (k6_cube, k6_vec, k6_args, k6_golden),
-    "k7_tmpipe": (k7_cube, (k7_vec, None), k7_args, k7_golden),
+    "k7_tmpipe": (k7_cube, k7_vec, k7_args, k7_golden),
     "k8_pure_vector_events": (None, k8_vec, k8_args, k8_golden),
     "k9_pure_cube_kacc": (k9_cube, None, k9_args, k9_golden),
     "k10_v2c_lr_dequant": (k10_cube, k10_vec, k10_args, k10_golden),

@@ -108,42 +108,49 @@ TSLOT = T * T * 4
 
 
 def _tmpipe_kernels(depth, sync_t, fifo_type):
+    """A TMPipe both Vector lanes serve (V2C1_VECS, the default: each pops its half of the rows;
+    pto-isa's Cube waits for both lanes' flags whatever the ratio)."""
+    H = T // 2
+
     def cube(x, fifo, n):
         acc = Tile(TileType.Acc, float32, T, T, addr=0)
         xl1 = Tile(TileType.Mat, float32, T, T, addr=0)
         xl0 = Tile(TileType.Left, float32, T, T, addr=0)
         eye = Tile(TileType.Right, float32, T, T, addr=0)
         eye.array[...] = np.eye(T, dtype=np.float32)
-        pipe = TMPipe(0, fifo_type, depth, sync_t, acc, Tile(TileType.Vec, float32, T, T),
-                      vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, 0x4000, 0)
+        pipe = TMPipe(0, fifo_type, depth, sync_t, acc, Tile(TileType.Vec, float32, H, T))(fifo, 0x4000, 0)
         for i in range(n):
             TLOAD(xl1, GlobalTensor(x.data() + i * T * T, (T, T)))
             TMOV(xl0, xl1)
             TMATMUL(acc, xl0, eye)
-            TPUSH(pipe, acc)
+            TPUSH(pipe, acc, TILE_UP_DOWN)
 
     def vec(out, fifo, n):
-        t = Tile(TileType.Vec, float32, T, T)
-        o = Tile(TileType.Vec, float32, T, T, addr=0x20000)
-        pipe = TMPipe(0, fifo_type, depth, sync_t, Tile(TileType.Acc, float32, T, T), t,
-                      vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, 0x4000, 0)
+        t = Tile(TileType.Vec, float32, H, T)
+        o = Tile(TileType.Vec, float32, H, T, addr=0x20000)
+        pipe = TMPipe(0, fifo_type, depth, sync_t, Tile(TileType.Acc, float32, T, T), t)(fifo, 0x4000, 0)
         for i in range(n):
-            TPOP(pipe, t)
+            TPOP(pipe, t, TILE_UP_DOWN)
             TADDS(o, t, 1.0)
             TADDS(o, o, 1.0)          # a slow consumer: the ring fills up
-            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
-            TFREE(pipe)
-    return cube, (vec, None)
+            TSTORE(GlobalTensor(out.data() + i * T * T + get_subblockid() * H * T, (H, T)), o)
+            TFREE(pipe, TILE_UP_DOWN)
+    return cube, vec
 
 
 def _mean_occupancy(res, sync, startup=0):
     """Time-averaged slots in use, worked out from the trace with ``sync`` slots per free SET
     (the first ``startup`` free SETs are the consumer's start-up credits, not releases):
-    push k holds a slot from its start until the free SET that covers it."""
+    push k holds a slot from its start until the free SET that covers it (of every Vector lane
+    that frees: the later of them)."""
     cl = res.cluster
     tr = [(c, name, s) for c, _p, name, s, _e, _a, _l in cl.trace]
     starts = [s for c, name, s in tr if c == cl.aic.index and name == "TPUSH"]
-    sets = [at for sender, flag, at in cl.signals if flag.signal == "free"][startup:]
+    lanes = {}
+    for sender, flag, at in cl.signals:
+        if flag.signal == "free":
+            lanes.setdefault(sender, []).append(at)
+    sets = [max(ts) for ts in zip(*(v[startup:] for v in lanes.values()))]
     ends = [sets[k // sync] if k // sync < len(sets) else cl.cycles for k in range(len(starts))]
     return sum(max(e, s) - s for s, e in zip(starts, ends)) / cl.cycles, starts, ends
 

@@ -29,15 +29,19 @@ TMPIPE_KINDS = [("a2a3", FIFOType.GM_FIFO), ("a5", FIFOType.GM_FIFO), ("a5", FIF
 
 
 def _tmpipe(fifo_type, fifo, depth=4, sync_t=2):
+    """A TMPipe both Vector lanes serve (VecCubeRatio V2C1_VECS, the default): each pops its half
+    of the Cube's rows.  (pto-isa's Cube waits for both lanes' flags whatever the ratio, so a
+    one-lane TMPipe hangs on the device: test_a_one_lane_tmpipe_hangs_at_the_cubes_wait.)"""
     acc = Tile(TileType.Acc, float32, T, T)
-    vec = Tile(TileType.Vec, float32, T, T)
-    return TMPipe(0, fifo_type, depth, sync_t, acc, vec, vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB, 0)
+    vec = Tile(TileType.Vec, float32, T // 2, T)
+    return TMPipe(0, fifo_type, depth, sync_t, acc, vec)(fifo, RING_UB, 0)
 
 
 def tmpipe_stream(fifo_type, n, hold=1, short=False, tfree=True):
-    """The Cube pushes ``n`` tiles; AIV0 pops them ``hold`` at a time before freeing them
-    (``short``: it pops one tile fewer than pushed; ``tfree=False``: no TFREE - on A5 a tile
-    TPOP from a GM FIFO already freed the slot and a TFREE would free it again, M21)."""
+    """The Cube pushes ``n`` tiles; each Vector lane pops its half of them ``hold`` at a time
+    before freeing them (``short``: it pops one tile fewer than pushed; ``tfree=False``: no
+    TFREE - on A5 a tile TPOP from a GM FIFO already freed the slot and a TFREE would free it
+    again, M21)."""
     def cube(x, fifo):
         pipe = _tmpipe(fifo_type, fifo)
         acc = Tile(TileType.Acc, float32, T, T, addr=0)
@@ -49,23 +53,24 @@ def tmpipe_stream(fifo_type, n, hold=1, short=False, tfree=True):
             TLOAD(xl1, GlobalTensor(x.data() + i * T * T, (T, T)))
             TMOV(xl0, xl1)
             TMATMUL(acc, xl0, eye)
-            TPUSH(pipe, acc)  # push
+            TPUSH(pipe, acc, TILE_UP_DOWN)  # push
         return  # teardown
 
     def vec(out, fifo):
         pipe = _tmpipe(fifo_type, fifo)
         pops = n - 1 if short else n
+        half = get_subblockid() * (T // 2) * T
         for i0 in range(0, pops, hold):
             held = []
             for i in range(i0, min(i0 + hold, pops)):
-                t = Tile(TileType.Vec, float32, T, T)
-                TPOP(pipe, t)  # pop
+                t = Tile(TileType.Vec, float32, T // 2, T)
+                TPOP(pipe, t, TILE_UP_DOWN)  # pop
                 held.append((i, t))
             for i, t in held:
-                TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)
+                TSTORE(GlobalTensor(out.data() + i * T * T + half, (T // 2, T)), t)
                 if tfree:
-                    TFREE(pipe)
-    return cube, (vec, None)
+                    TFREE(pipe, TILE_UP_DOWN)
+    return cube, vec
 
 
 def _tfree(platform, fifo_type):
@@ -121,9 +126,9 @@ def test_tmpipe_consumer_one_pop_short_hangs_the_teardown(platform, fifo_type, n
 # --- the window (TPipe) against a wait before every push (TMPipe) --------------------------------
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_holding_two_tiles_of_a_local_tmpipe(protocol, no_hang):
-    """AIV0 pops two tiles before freeing either.  pto-isa's A5 TMPipe on a local VEC_FIFO:
-    push #1 waits for the free of tile 0, which AIV0 sends only after its second TPOP - a
-    hang at that TPOP.  Under spec (FiFoDepth 4 pre-signalled slots) the run is clean."""
+    """Each Vector lane pops two tiles before freeing either.  pto-isa's A5 TMPipe on a local
+    VEC_FIFO: push #1 waits for the free of tile 0, which the lanes send only after their second
+    TPOP - a hang at that TPOP.  Under spec (FiFoDepth 4 pre-signalled slots) the run is clean."""
     n = 4
     cube, vec = tmpipe_stream(FIFOType.VEC_FIFO, n, hold=2)
     args = _args(n)
@@ -137,10 +142,109 @@ def test_holding_two_tiles_of_a_local_tmpipe(protocol, no_hang):
     # reported at the Cube's push #1, naming the TPOP whose tile AIV0 still holds
     assert int(e.where.rpartition(":")[2]) == line_of(cube, "push")
     (aiv0,) = [f for f in e.findings if f.get("kind") == "blocked" and f["core"] == "AIV0"]
-    assert int(aiv0["where"].rpartition(":")[2]) == line_of(vec[0], "pop")
-    assert [int(h["where"].rpartition(":")[2]) for h in aiv0["holds"]] == [line_of(vec[0], "pop")]
+    assert int(aiv0["where"].rpartition(":")[2]) == line_of(vec, "pop")
+    assert [int(h["where"].rpartition(":")[2]) for h in aiv0["holds"]] == [line_of(vec, "pop")]
     assert "push #1 waits for AIV0's TFREE #1" in str(e)
     assert "TMPipe has one start-up credit and its producer waits for a free before every push" in e.fix
+
+
+def one_lane_tmpipe(way, fifo_type, n, lane, other):
+    """A TMPipe of one Vector lane, ``lane`` (VecCubeRatio V1C1_VEC0 / V1C1_VEC1), that pops
+    (C2V) or pushes (V2C) every tile whole, and what the other lane does: "none" (runs no
+    kernel), "returns" (returns before constructing the pipe) or "constructs" (constructs it,
+    then moves no tile: ``if (get_subblockid() == lane) { ... }``)."""
+    ratio = VecCubeRatio.V1C1_VEC0 if lane == 0 else VecCubeRatio.V1C1_VEC1
+    acc, vec, mat = (Tile(TileType.Acc, float32, T, T), Tile(TileType.Vec, float32, T, T),
+                     Tile(TileType.Mat, float32, T, T))
+
+    def make(fifo):
+        if way == "C2V":
+            return TMPipe(0, fifo_type, 2, 1, acc, vec, vc_ratio=ratio)(fifo, RING_UB, 0)
+        return TMPipe(0, fifo_type, 2, 1, vec, mat, local_depth=0, vc_ratio=ratio)(fifo, 0, 0x10000)
+
+    def cube(fifo):
+        pipe = make(fifo)
+        for i in range(n):
+            if way == "C2V":
+                TPUSH(pipe, Tile(TileType.Acc, float32, T, T, addr=0))  # cube push
+            else:
+                TPOP(pipe, Tile(TileType.Mat, float32, T, T, addr=0))  # cube pop
+                TFREE(pipe)
+        return  # teardown
+
+    def aiv(fifo):
+        if other == "returns" and get_subblockid() != lane:
+            return
+        pipe = make(fifo)
+        if get_subblockid() == lane:
+            for i in range(n):
+                if way == "C2V":
+                    TPOP(pipe, Tile(TileType.Vec, float32, T, T))
+                    TFREE(pipe)
+                else:
+                    TPUSH(pipe, Tile(TileType.Vec, float32, T, T, addr=0))
+    return cube, ((aiv, None) if other == "none" and lane == 0 else (None, aiv) if other == "none" else aiv)
+
+
+ONE_LANE = [("a2a3", "C2V", FIFOType.GM_FIFO, 0, "none", 2), ("a5", "C2V", FIFOType.GM_FIFO, 0, "returns", 2),
+            ("a5", "C2V", FIFOType.VEC_FIFO, 0, "constructs", 2), ("a2a3", "C2V", FIFOType.GM_FIFO, 0, "constructs", 1),
+            ("a2a3", "V2C", FIFOType.GM_FIFO, 1, "returns", 2), ("a5", "V2C", FIFOType.GM_FIFO, 1, "returns", 2),
+            ("a5", "V2C", FIFOType.MAT_FIFO, 0, "constructs", 2)]
+
+
+@pytest.mark.parametrize("platform,way,fifo_type,lane,other,n", ONE_LANE)
+def test_a_one_lane_tmpipe_hangs_at_the_cubes_wait(platform, way, fifo_type, lane, other, n, no_hang):
+    """pto-isa's TMPipe has the Cube wait for both Vector lanes' flags whatever its VecCubeRatio
+    (a5 TPush.hpp: ``allocate`` waits FlagID + 1 and FlagID + 1 + 16, ``Consumer::wait`` FlagID and
+    FlagID + 16; a2a3: ``wait_flag_dev`` of a CV_CORES_SYNC flag counts both Vector cores), so a
+    TMPipe one lane serves hangs on the device: a DeadlockError at the Cube's TPUSH (C2V: the
+    other lane's free never comes - after the first push when that lane constructed the pipe,
+    its constructor's credit; with one push, at the destructor's wait) or TPOP (V2C: its ready
+    never comes), naming the flag and the lane, with the fix.  Under spec (seed 001's one-Vector
+    TMPipe) the same kernel runs (but where a lane no peer constructs the pipe, and AIV1 as an
+    A5 no-split lane: refused there as before)."""
+    cube, aiv = one_lane_tmpipe(way, fifo_type, n, lane, other)
+    args = dict(fifo=gm_buffer(4 * SLOT))
+    if other != "constructs" and (platform, lane) != ("a5", 1):
+        ptopipe.run(cube, aiv, args, platform=platform, protocol="spec")
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, aiv, args, platform=platform, protocol="pto-isa")
+    e = ei.value
+    at = "teardown" if (way, other, n) == ("C2V", "constructs", 1) else f"cube {'push' if way == 'C2V' else 'pop'}"
+    assert e.where.endswith(f"test_pto_isa_credits.py:{line_of(cube, at)}")
+    silent, signal = f"AIV{1 - lane}", "free" if way == "C2V" else "ready"
+    assert f"waits for {silent}'s {signal} signal on {way} pipe FlagID 0" in e.what
+    assert "whatever its VecCubeRatio" in e.what
+    if platform == "a5":
+        flag = {("C2V", 1): "17 (FlagIDPlusOne + 16", ("V2C", 0): "0 (FlagID)", ("V2C", 1): "16 (FlagID + 16"}
+        assert f"the Cube's flag id {flag[way, 1 - lane]}" in e.what
+        assert "TPipe(..., peers=(0,)) with TILE_NO_SPLIT transfers" in e.fix
+    else:
+        assert "CV_CORES_SYNC" in e.what and "A2A3 has no one-lane pipe" in e.fix
+    state = {"none": "runs no kernel", "returns": "returned without constructing the pipe",
+             "constructs": "constructed the pipe at"}[other]
+    assert f"and {silent} {state}" in e.what
+    assert "VecCubeRatio.V2C1_VECS" in e.fix
+    assert any(f.get("kind") == "tmpipe_one_lane" and f["core"] == silent for f in e.findings)
+
+
+def test_the_lane_a_tmpipe_leaves_out_may_construct_it_but_not_use_it():
+    """Constructing a one-lane TMPipe on the other lane is what the device does too (its flags
+    take part); a TPOP there is refused, with the fix that serves the pipe from both lanes."""
+    def cube(fifo):
+        TMPipe(0, FIFOType.GM_FIFO, 2, 1, Tile(TileType.Acc, float32, T, T), Tile(TileType.Vec, float32, T, T),
+               vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB, 0)
+
+    def aiv(fifo):
+        pipe = TMPipe(0, FIFOType.GM_FIFO, 2, 1, Tile(TileType.Acc, float32, T, T),
+                      Tile(TileType.Vec, float32, T, T), vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB, 0)
+        if get_subblockid() == 1:
+            TPOP(pipe, Tile(TileType.Vec, float32, T, T))  # lane 1
+    with pytest.raises(ptopipe.ConfigError) as ei:
+        ptopipe.run(cube, aiv, dict(fifo=gm_buffer(4 * SLOT)), platform="a5", protocol="pto-isa")
+    assert ei.value.where.endswith(f"test_pto_isa_credits.py:{line_of(aiv, 'lane 1')}")
+    assert "whose VecCubeRatio V1C1_VEC0 gives its data to AIV0 alone" in ei.value.what
+    assert "VecCubeRatio.V2C1_VECS" in ei.value.fix
 
 
 @pytest.mark.parametrize("platform,fifo_type", [("a2a3", FIFOType.GM_FIFO), ("a5", FIFOType.GM_FIFO)])

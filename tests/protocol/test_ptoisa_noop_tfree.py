@@ -133,23 +133,24 @@ def test_on_a5_the_surplus_credits_of_a_tfree_after_a_gm_tpop_name_that_tfree():
 
 
 def tmpipe_gm_fifo_kernels():
-    """A one-lane GM_FIFO TMPipe, depth 8, FiFoSyncT 4, whose consumer TFREEs every tile."""
+    """A GM_FIFO TMPipe, depth 8, FiFoSyncT 4, both Vector lanes popping their half of each tile
+    (pto-isa's Cube waits for both lanes' flags of a TMPipe), whose consumers TFREE every tile."""
     def mk(acc, t, fifo):
-        return TMPipe(0, FIFOType.GM_FIFO, 8, 4, acc, t, vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, 0x10000, 0)
+        return TMPipe(0, FIFOType.GM_FIFO, 8, 4, acc, t)(fifo, 0x10000, 0)
 
     def cube(fifo, n):
         acc = Tile(TileType.Acc, float32, 16, 32, addr=0)
-        pipe = mk(acc, Tile(TileType.Vec, float32, 16, 32), fifo)
+        pipe = mk(acc, Tile(TileType.Vec, float32, 8, 32), fifo)
         for _ in range(n):
-            TPUSH(pipe, acc)
+            TPUSH(pipe, acc, TILE_UP_DOWN)
 
     def vector(fifo, n):
-        t = Tile(TileType.Vec, float32, 16, 32)
+        t = Tile(TileType.Vec, float32, 8, 32)
         pipe = mk(Tile(TileType.Acc, float32, 16, 32), t, fifo)
         for _ in range(n):
-            TPOP(pipe, t)
-            TFREE(pipe)                                            # AGAIN
-    return cube, (vector, None)
+            TPOP(pipe, t, TILE_UP_DOWN)
+            TFREE(pipe, TILE_UP_DOWN)                              # AGAIN
+    return cube, vector
 
 
 def test_on_a5_free_credits_piling_up_from_tfrees_after_gm_tpops_name_that_tfree():

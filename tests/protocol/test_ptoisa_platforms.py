@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe import ConfigError, ProtocolError
+from ptopipe import ConfigError, DeadlockError, ProtocolError
 from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.explore import run_schedule
@@ -78,13 +78,15 @@ def test_dir_both_run_ahead_filling_slot_num_slots_is_clean(platform, protocol, 
 
 
 # --- TPipe(DIR_V2C_CTRL): not compilable in pto-isa; TMPipe CTRL works ------------------------
-def _ctrl_kernels(make):
+def _ctrl_kernels(make, lanes=1):
+    """A Cube popping three control words the Vector lanes push (``lanes``: AIV0 alone, or both
+    pushing each word)."""
     got = []
 
     def cube(ctrl):
         pipe = make(ctrl)
         for _ in range(3):
-            got.append(TPOP(pipe))
+            got.append(TPOP(pipe))  # cube pop
 
     def vec(ctrl):
         pipe = make(ctrl)
@@ -92,7 +94,7 @@ def _ctrl_kernels(make):
         for i in range(3):
             TEXPANDS(word, 7 + i)
             TPUSH(pipe, word)
-    return cube, (vec, None), got
+    return cube, (vec if lanes == 2 else (vec, None)), got
 
 
 def _tpipe_ctrl(ctrl):
@@ -100,8 +102,17 @@ def _tpipe_ctrl(ctrl):
 
 
 def _tmpipe_ctrl(ctrl):
+    """A control TMPipe of one Vector lane (V1C1_VEC0): seed 001's 1 Cube : 1 Vector ratio."""
     w = Tile(TileType.Vec, int32, 1, 8)
     return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V1C1_VEC0)(ctrl)
+
+
+def _tmpipe_ctrl_both(ctrl):
+    """A control TMPipe of both Vector lanes (V2C1_VECS, the default), each pushing every word:
+    pto-isa's form - its Cube waits for both lanes' flags of a TMPipe whatever the ratio
+    (``Consumer::wait``: FlagID and FlagID + 16 on A5, a CV_CORES_SYNC wait_flag_dev on A2A3)."""
+    w = Tile(TileType.Vec, int32, 1, 8)
+    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w)(ctrl)   # both lanes
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
@@ -115,11 +126,20 @@ def test_tpipe_ctrl_is_a_config_error_under_pto_isa(platform):
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_ctrl_through_tmpipe_and_spec_tpipe_run_clean(platform, protocol):
-    make = _tpipe_ctrl if protocol == "spec" else _tmpipe_ctrl
-    for mk in {make, _tmpipe_ctrl}:
-        cube, vec, got = _ctrl_kernels(mk)
-        ptopipe.run(cube, vec, dict(ctrl=gm_buffer(128)), platform=platform, protocol=protocol)
-        assert got == [7, 8, 9]
+    """Under spec the control TPipe and a one-lane control TMPipe run; under pto-isa the control
+    TMPipe both Vector lanes push (each lane's word is the same four bytes of the slot: no race
+    and no warning), while its one-lane form hangs at the Cube's first TPOP on AIV1's flag."""
+    kinds = [(_tpipe_ctrl, 1), (_tmpipe_ctrl, 1)] if protocol == "spec" else [(_tmpipe_ctrl_both, 2)]
+    for mk, lanes in kinds:
+        cube, vec, got = _ctrl_kernels(mk, lanes)
+        res = ptopipe.run(cube, vec, dict(ctrl=gm_buffer(128)), platform=platform, protocol=protocol)
+        assert got == [7, 8, 9] and not res.summary.leaks
+    if protocol == "pto-isa":
+        cube, vec, got = _ctrl_kernels(_tmpipe_ctrl)
+        with pytest.raises(DeadlockError) as ei:
+            ptopipe.run(cube, vec, dict(ctrl=gm_buffer(128)), platform=platform, protocol=protocol)
+        assert _where(ei.value) == (os.path.abspath(HERE), line_of(cube, "cube pop"))
+        assert "waits for AIV1's ready signal" in ei.value.what and got == []
 
 
 # --- DIR_BOTH_GM: one GM ring and a mismatched flag in pto-isa on A5 ----------------------------
@@ -304,10 +324,15 @@ def _clean_registry():
         sc = _s4(depth).SCENARIO
         for split in ("ud", "lr"):
             out.append(of_scenario(f"ptoisa_s4_run_ahead_d{depth}_{split}", sc, split))
-    for name, mk, why in (("tmpipe", _tmpipe_ctrl, None),
-                          ("tpipe", _tpipe_ctrl, {c: "TPipe(DIR_V2C_CTRL) does not compile in pto-isa "
-                                                     "(CTRL goes through TMPipe)" for c in COMBOS if c[1] == "pto-isa"})):
-        cube, vec, _ = _ctrl_kernels(mk)
+    one_tmpipe = ("pto-isa's TMPipe makes the Cube wait for both Vector lanes' flags whatever its VecCubeRatio: "
+                  "a TMPipe of one lane hangs (ptoisa_ctrl_tmpipe_both is pto-isa's form)")
+    for name, mk, lanes, why in (
+            ("tmpipe", _tmpipe_ctrl, 1, {c: one_tmpipe for c in COMBOS if c[1] == "pto-isa"}),
+            ("tmpipe_both", _tmpipe_ctrl_both, 2,
+             {("a5", "spec"): "spec A5: a TILE_NO_SPLIT transfer has one lane (AIV0); AIV1's word races"}),
+            ("tpipe", _tpipe_ctrl, 1, {c: "TPipe(DIR_V2C_CTRL) does not compile in pto-isa "
+                                          "(CTRL goes through TMPipe)" for c in COMBOS if c[1] == "pto-isa"})):
+        cube, vec, _ = _ctrl_kernels(mk, lanes)
         out.append(kernel(f"ptoisa_ctrl_{name}", cube, vec, lambda rng: dict(ctrl=gm_buffer(128)), excluded=why))
     x = np.arange(T * T, dtype=np.float32).reshape(T, T)
     # (on A5, DIR_V2C_GM, lane 1's NO_SPLIT TALLOC is not the pipe's one lane: an error under

@@ -22,7 +22,7 @@ from ..tensor import GlobalTensor, GMPtr
 from .channel import Channel, PipeHandle, Side, Slot, link_side
 from .config import TPipe, ways as _ways
 from .cpusim import SharedRing
-from .diagnostics import deadlock_cause, explain, holdings
+from .diagnostics import deadlock_cause, explain, holdings, silent_lane_use
 from ...protocol.geometry import not_a_peer
 from ...protocol.model import PtoIsaModel, cluster_model, model_for, platform_kind
 from ...sim.location import is_cpp
@@ -112,7 +112,11 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
                           fix="give peers=(0, 1) (both Vector cores, the default) or peers=(0,) (AIV0 alone)")
     ways = _ways(direction)
     unused = _unused_consumer_buf(core, direction, ways, c2v_consumer_buf, v2c_consumer_buf)
-    if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
+    # the lane a pto-isa TMPipe's VecCubeRatio leaves out: its flags are the Cube's all the same
+    # (ProtocolModel.handshake_lanes), so it binds a side that signals and waits but moves no data
+    silent = core.kind is CoreKind.AIV and core.subblock not in cfg.peers and \
+        core.subblock in model.handshake_lanes(cfg)
+    if core.kind is CoreKind.AIV and core.subblock not in cfg.peers and not silent:
         if cfg.fifo is not None or not (cfg.stray_ok or is_cpp(core.where())):
             raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
                               fix=not_a_peer(is_cpp(core.where())))
@@ -160,6 +164,8 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         handle.channels[way] = ch = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
         if unused is not None:
             ch.unused_buf = unused
+    if silent:
+        handle.not_a_peer = silent_lane_use(core, handle.channels[ways[0]])
     if model.slot_state_replay and handle.channels[ways[0]].sim_ring is None:
         # the device's code (the simulator runs what is compiled for it): does its TFREE test the
         # latest TPOP with SyncPeriod > 1, so that holding tiles is wrong there too?
@@ -243,7 +249,10 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     side = Side(core, role, core.where())
     side.scope_end = scope_end(core)
     side.earlier = earlier
-    link_side(ch, side, ch.lanes if core.kind is CoreKind.AIC else (core.subblock,))
+    if core.kind is CoreKind.AIC:
+        link_side(ch, side, ch.lanes, ch.flag_lanes)
+    else:       # (a lane that is no peer of a pto-isa TMPipe: its flags, no slots)
+        link_side(ch, side, (core.subblock,) if core.subblock in ch.peers else (), (core.subblock,))
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
         side.stage_num = cfg.local_slot_num     # the consumer's own TPipe (ch.cfg is the first binder's)
@@ -253,8 +262,9 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     ch.sides[core.index] = side
     if role == "consumer":
         # the consumer's start-up credits (seed 003: every slot pre-signalled free)
-        # (the constructor's: every peer's, though the pipe's transfers may be AIV0's alone)
-        _startup_credits(core, ch, ch.peers if core.kind is CoreKind.AIC else side.links)
+        # (the constructor's: every peer's, though the pipe's transfers may be AIV0's alone, and
+        # a pto-isa TMPipe's Cube's to both Vector lanes, whatever its VecCubeRatio)
+        _startup_credits(core, ch, ch.handshake if core.kind is CoreKind.AIC else side.flag_links)
     elif ch.cfg.sim_lanes:
         # the CPU simulator's slots start free for a lane only it adds, constructed or not
         _startup_credits(core, ch, ch.cfg.sim_lanes)
@@ -408,7 +418,7 @@ def _claim_flags(core, ch: Channel) -> None:
     cluster = core.cluster
     aic = cluster.aic
     count = ch.slot_num if ch.model.per_tag_flags else 1
-    for p in ch.peers:
+    for p in ch.handshake:
         aiv = cluster.aiv(p)
         prod, cons = (aic, aiv) if ch.way == C2V else (aiv, aic)
         ready = [cluster.flag(prod, cons, ch.ready_id + t) for t in range(count)]

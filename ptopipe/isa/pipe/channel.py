@@ -62,7 +62,7 @@ class StageSlot(Slot):
 class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
-                 "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
+                 "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links", "flag_links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
                  "self_freed", "switched_off", "pop_holds", "zeroed", "repops", "closed", "earlier")
     #: fields that count events, not cycles (the fast-forward engine's moves: sim.periodic)
@@ -111,7 +111,9 @@ class Side:
         self.staging = None              # base address of the local staging ring
         self.stage_num = 0               # its slots: this consumer's own TPipe LocalSlotNum
         self.stage_slots = None          # Slots of the local staging ring (generations)
-        self.links = ()                  # the AIV peers this side signals / waits on
+        self.links = ()                  # the AIV peers whose slots this side writes / reads
+        self.flag_links = ()             # the AIV lanes whose flags it signals / waits on (links, but
+        #                                  a pto-isa TMPipe's Cube: both, Channel.handshake)
         # per tag: the ready / free flags and the slots of every linked peer (set at binding)
         self.ready_flags: list = []
         self.free_flags: list = []
@@ -208,6 +210,10 @@ class Channel:
         # some TPOPs hand the kernel zeros instead of the tile (the CPU simulator's AIV1 of a
         # no-split C2V ring: ProtocolModel.pop_zeroes decides which)
         self.zero_pops = m.nosplit_c2v_lane1_zeros
+        # the Vector lanes whose flags the Cube waits on and sets: the peers, or both lanes of a
+        # pto-isa TMPipe whatever its VecCubeRatio (ProtocolModel.handshake_lanes)
+        self.handshake = m.handshake_lanes(self.cfg)
+        self.lanes_fixed = m.lanes_fixed(self.cfg)     # ... whatever a transfer's split
 
     @property
     def protocol(self):
@@ -222,6 +228,18 @@ class Channel:
         """The Vector lanes of the pipe's transfers: its peers, or AIV0 alone once a NO_SPLIT
         transfer made them so (``lane0_at``)."""
         return (0,) if self.lane0_at is not None else self.cfg.peers
+
+    @property
+    def flag_lanes(self) -> tuple:
+        """The Vector lanes whose flags the Cube's transfers wait on and set: :attr:`lanes`, or
+        both lanes of a pto-isa TMPipe that has one (``handshake``)."""
+        return (0,) if self.lane0_at is not None else self.handshake
+
+    @property
+    def silent_lanes(self) -> tuple:
+        """The lanes the Cube makes handshakes with that are no peers of the pipe - the lane a
+        pto-isa TMPipe's VecCubeRatio leaves out: their flags are waited on, their data never moves."""
+        return tuple(p for p in self.handshake if p not in self.cfg.peers)
 
     def phase(self) -> tuple:
         """Where each side's cursors are in the ring's ``cycle``: two states of a run whose
@@ -299,13 +317,18 @@ class Channel:
         return describe_ring(self)
 
 
-def link_side(ch: "Channel", side: Side, links: tuple) -> None:
-    """Give ``side`` the ready / free flags and the slots of the Vector lanes ``links``, per tag
-    (one counter flag per way where the protocol has no per-tag flags)."""
+def link_side(ch: "Channel", side: Side, links: tuple, flag_links: tuple | None = None) -> None:
+    """Give ``side`` the slots of the Vector lanes ``links`` and the ready / free flags of the lanes
+    ``flag_links`` (``links`` by default), per tag (one counter flag per way where the protocol
+    has no per-tag flags)."""
     per_tag = ch.model.per_tag_flags
+    flag_links = links if flag_links is None else flag_links
     side.links = links
-    side.ready_flags = [tuple(ch.ready_flags[p][t if per_tag else 0] for p in links) for t in range(ch.slot_num)]
-    side.free_flags = [tuple(ch.free_flags[p][t if per_tag else 0] for p in links) for t in range(ch.slot_num)]
+    side.flag_links = flag_links
+    side.ready_flags = [tuple(ch.ready_flags[p][t if per_tag else 0] for p in flag_links)
+                        for t in range(ch.slot_num)]
+    side.free_flags = [tuple(ch.free_flags[p][t if per_tag else 0] for p in flag_links)
+                       for t in range(ch.slot_num)]
     side.slots = [tuple(ch.slots[p][t] for p in links) for t in range(ch.slot_num)]
 
 

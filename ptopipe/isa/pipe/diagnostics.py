@@ -61,7 +61,7 @@ def deadlock_cause(cluster, blocked):
         if found:
             return found
     for c, w, ch, _signal, other in waits:
-        found = _absent_lane(cluster, ch, c, other, w)
+        found = _silent_lane(cluster, ch, c, other, w) or _absent_lane(cluster, ch, c, other, w)
         if found:
             return found
     # every blocked core waits on a ring, on a peer that is blocked too: a wait-for cycle
@@ -313,6 +313,101 @@ def _simulator_stall(ch, core, signal, other=None):
                         "lanes": list(lost), "push": i}}
 
 
+def _ratio(ch) -> str:
+    """The VecCubeRatio that gives TMPipe ``ch`` its one lane."""
+    return "V1C1_VEC1" if tuple(ch.peers) == (1,) else "V1C1_VEC0"
+
+
+def silent_lane_cause(ch, waiter: str, op: str, loc, lane, signal: str, state: str) -> tuple:
+    """(cause, fix) of the Cube blocked at ``op`` (``loc``) of pto-isa TMPipe ``ch`` for the
+    ``signal`` ("ready" / "free") of Vector core ``lane``, which the pipe's VecCubeRatio leaves
+    out (``Channel.silent_lanes``) and which never sends it - ``state`` says why (runs no
+    kernel, constructed the pipe and never pops, ...).  The device hangs there: the rule is
+    :meth:`~ptopipe.protocol.model.ProtocolModel.handshake_lanes`."""
+    a5 = ch.model.platform == "a5"
+    other, sub, ratio, lane0 = lane.name, lane.subblock, _ratio(ch), ch.peers[0]
+    moves = "TPOP" if ch.way == C2V else "TPUSH"
+    fid = ch.free_id if signal == "free" else ch.ready_id
+    if a5:
+        name = "FlagIDPlusOne" if signal == "free" else "FlagID"
+        code = ("a5/TPush.hpp TMPipe::Producer::allocate: wait_intra_block(PIPE_FIX, FlagIDPlusOne) and "
+                "wait_intra_block(PIPE_FIX, FlagIDPlusOne + VEC_CORE_ID_OFFSET)" if signal == "free" else
+                "a5/TPush.hpp TMPipe::Consumer::wait: wait_intra_block(..., FlagID) and "
+                "wait_intra_block(..., FlagID + VEC_CORE_ID_OFFSET)")
+        flag = (f"the Cube's flag id {fid + 16} ({name} + 16: {other} sets its own id {fid}, which reaches the "
+                f"Cube as {fid + 16})" if sub else f"the Cube's flag id {fid} ({name})")
+    else:
+        code = (f"a2a3/TPush.hpp TMPipe: the Cube's wait_flag_dev({'FlagID + 1' if signal == 'free' else 'FlagID'})"
+                " completes once both Vector cores have set the id (ffts_cross_core_sync in CV_CORES_SYNC mode)")
+        flag = f"flag id {fid}, which the Cube's wait counts from both Vector cores"
+    cause = (f"{waiter}'s {op} at {loc} waits for {other}'s {signal} signal on {ch.name} ({flag}), and {other} "
+             f"{state}: pto-isa's TMPipe makes both Vector lanes part of every handshake of the Cube, whatever "
+             f"its VecCubeRatio ({ratio} gives the data to AIV{lane0} alone; pto-isa {code}), so a TMPipe only "
+             f"AIV{lane0} serves hangs on the device (AICPU timeout)")
+    half = "a Vec tile of half the Cube tile's rows (or columns)"
+    if ch.ctrl:     # (TPipe(DIR_V2C_CTRL) does not compile in pto-isa: no one-lane control pipe)
+        ratio_arg = "VecCubeRatio::V2C1_VECS" if is_cpp(str(loc)) else "vc_ratio=VecCubeRatio.V2C1_VECS"
+        fix = (f"serve the control pipe from both Vector lanes: declare it {ratio_arg} (the default), both lanes "
+               "constructing it and pushing every control word (the same word into the same slot: the Cube reads "
+               "it once both have pushed)")
+    elif is_cpp(str(loc)):
+        both = (f"serve the pipe from both Vector lanes: declare it VecCubeRatio::V2C1_VECS (the default) with "
+                f"{half}, both lanes constructing it and making every {moves} of their half (pto-isa's "
+                "isSplitM / isSplitN)")
+        one = ("a TPipe<..., IsNoSplit = true> with TILE_NO_SPLIT transfers, whose no-split handshakes use "
+               "AIV0's flags only (setIntraBlockBySplit / waitIntraBlockBySplit), the Vector kernel's body under "
+               "`if (get_subblockid() == 0) { ... }`")
+    else:
+        both = (f"serve the pipe from both Vector lanes: vc_ratio=VecCubeRatio.V2C1_VECS (the default) with "
+                f"{half}, both lanes binding it and making every {moves} of their half")
+        one = ("a TPipe(..., peers=(0,)) with TILE_NO_SPLIT transfers, whose no-split handshakes use AIV0's "
+               "flags only")
+    if ch.ctrl:
+        pass
+    elif a5:
+        fix = f"{both}; or, for one Vector lane (AIV0) on A5, {one}"
+    else:
+        fix = (f"{both}; A2A3 has no one-lane pipe (every wait of the Cube counts both Vector cores): a lane "
+               "without data of its own replays each handshake of a TPipe with an empty tile (SetValid(0, 0))")
+    return cause, (f"{fix} (under --protocol spec, which follows seed 001's 1 Cube : 1 Vector TMPipe, the Cube "
+                   "waits for the one lane alone)")
+
+
+def silent_lane_use(core, ch) -> tuple:
+    """(what, fix) of the ConfigError a use of pto-isa TMPipe ``ch`` raises on ``core``, the
+    Vector core its VecCubeRatio leaves out (``PipeHandle.not_a_peer``).  Constructing it is
+    what the device does too (its flags are the Cube's); its data moves are not modelled."""
+    _cause, fix = silent_lane_cause(ch, "AIC", "wait", core.where(), core, "free", "")
+    return (f"{core.name} uses {ch.name}, whose VecCubeRatio {_ratio(ch)} gives its data to AIV{ch.peers[0]} "
+            "alone", fix)
+
+
+def _silent_lane(cluster, ch, core, other, w):
+    """``core`` (the Cube) waits for a handshake of ``other``, the Vector core a pto-isa TMPipe's
+    VecCubeRatio leaves out (``Channel.silent_lanes``): it runs no kernel, never constructs the
+    pipe, or constructed it (its start-up credit counted) and moves no tile through it."""
+    if other.kind is not CoreKind.AIV or other.subblock not in getattr(ch, "silent_lanes", ()):
+        return None
+    signal, tag = w.info.get("signal"), w.info.get("tag")
+    op, loc = w.what.split()[0], str(core.where())
+    side = ch.sides.get(other.index)
+    if side is not None:
+        state = (f"constructed the pipe at {side.bound_at} but never "
+                 f"{'pops and frees its tiles' if ch.way == C2V else 'pushes a tile'}"
+                 + (" (the constructor's start-up free credit let the Cube's first push through)"
+                    if ch.way == C2V and signal == "free" else ""))
+    elif other.state is CoreState.IDLE:
+        state = "runs no kernel"
+    elif other.state is CoreState.DONE:
+        state = "returned without constructing the pipe"
+    else:
+        state = f"never constructs the pipe ({other.state.value} at {other.where()})"
+    cause, fix = silent_lane_cause(ch, core.name, op, loc, other, signal, state)
+    return {"cause": cause, "fix": fix, "where": loc,
+            "finding": {"kind": "tmpipe_one_lane", "core": other.name, "pipe": ch.name, "waiter": core.name,
+                        "op": op, "where": loc, "signal": signal, "tag": tag}}
+
+
 def _absent_lane(cluster, ch, core, other, w):
     """``core`` waits for a handshake of ``other``, which never takes part in ``ch``: it runs
     no kernel (typically AIV1 of a two-lane pipe dispatched on lane 0 only - on the device an
@@ -500,7 +595,7 @@ def ring_state(ch) -> dict:
                      held=[h[0] for h in s.held])
         sides.append(d)
     flags = {}
-    for p in ch.peers:
+    for p in (*ch.peers, *ch.silent_lanes):
         flags[p] = {"ready": [f.count for f in ch.ready_flags.get(p, ())],
                     "free": [f.count for f in ch.free_flags.get(p, ())]}
     roles = {s.role for s in ch.sides.values()}
@@ -529,6 +624,10 @@ def describe_ring(ch) -> str:
         cells = " ".join(f"{t}:{s}" for t, s in enumerate(slots))
         fl = st["flags"][p]
         lines.append(f"    AIV{p} slots [{cells}]  ready flags {fl['ready']}  free flags {fl['free']}")
+    for p in ch.silent_lanes:
+        fl = st["flags"][p]
+        lines.append(f"    AIV{p} no slots (a lane of the Cube's handshakes only)  ready flags {fl['ready']}  "
+                     f"free flags {fl['free']}")
     return "\n".join(lines)
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from operator import setitem
+
 import numpy as np
 
 from ...arch import PipeUnit
@@ -173,8 +175,12 @@ def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
     tag = producer_wait(core, ch, side, "TPUSH")
     where = core.where()
-    _ctrl_access(core, ch, tag, True, "TPUSH", where)
-    core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
+    word = (setitem, core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,)), 0,
+            np.uint32(val & 0xFFFFFFFF))
+    # (the race check applies the write itself where it lets two lanes' identical words pass:
+    # both lanes of a pto-isa control TMPipe push every word)
+    if not _ctrl_access(core, ch, tag, True, "TPUSH", where, [word]):
+        setitem(*word[1:])
     mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH", where)
     # the control word is read by the scalar unit (ProtocolModel.ring_data): after an event of
     # the library's own from the pipe it names (A2A3: PIPE_V), else only as the kernel orders it;
@@ -375,13 +381,15 @@ def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
              "(its rows times its row stride), as the producer's TALLOC view is"))
 
 
-def _ctrl_access(core, ch: Channel, tag: int, write: bool, op: str, where) -> None:
-    """The race checker's record of a control word's push (``write``) or pop: its four bytes
-    of the slot, as a data ring's TPUSH / TPOP records its tile - a kernel access of those
-    bytes that nothing orders with it is a race."""
+def _ctrl_access(core, ch: Channel, tag: int, write: bool, op: str, where, work=None) -> bool:
+    """The race checker's record of a control word's push (``write``, whose numpy ``work``
+    stores the word) or pop: its four bytes of the slot, as a data ring's TPUSH / TPOP records
+    its tile - a kernel access of those bytes that nothing orders with it is a race.  True when
+    the check applied ``work`` (an unordered write of the identical word)."""
     chk = core.cluster.checker
-    if chk is not None:
-        chk.ring_access(core, ch, tag, write, op, where, 1, 1, 4, TileSplitAxis.TILE_NO_SPLIT)
+    if chk is None:
+        return False
+    return chk.ring_access(core, ch, tag, write, op, where, 1, 1, 4, TileSplitAxis.TILE_NO_SPLIT, work=work)
 
 
 def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:

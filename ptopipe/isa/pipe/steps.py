@@ -189,8 +189,10 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
     the Cube's side links AIV0 alone) - AIV1 keeps its construction and teardown, as on the
     device, where a kernel that leaves AIV1 out of the transfers runs clean.  A NO_SPLIT
     transfer of AIV1, one after any transfer of the pipe, and a split transfer once the pipe's
-    transfers are AIV0's are reported (they hang or race on the device)."""
-    if not ch.model.nosplit_lane0 or 1 not in ch.peers:
+    transfers are AIV0's are reported (they hang or race on the device).  Not on a pto-isa TMPipe:
+    its Cube waits for and signals both lanes whatever the split (``Channel.lanes_fixed``), so a
+    lane its VecCubeRatio leaves out hangs the Cube first."""
+    if not ch.model.nosplit_lane0 or 1 not in ch.peers or ch.lanes_fixed:
         return
     if split:
         if ch.lane0_at is None:

@@ -75,8 +75,8 @@ def _drain_bug(model, ch):
 
 
 def _free_links(ch, side):
-    """(peer, flag) of every free flag a producer side waits on."""
-    for i, p in enumerate(side.links):
+    """(lane, flag) of every free flag a producer side waits on."""
+    for i, p in enumerate(side.flag_links):
         seen = []
         for tag_flags in side.free_flags:
             f = tag_flags[i]
@@ -126,6 +126,8 @@ def teardown(cluster, launch: int = 1) -> list:
                 # (a lane only the CPU simulator adds may leave its tiles unfreed: the simulator
                 # has no destructor drain, and on the device the lane is not the pipe's)
                 need = min(need_all, f.count) if p in ch.cfg.sim_lanes else need_all
+                if need > f.count and p in ch.silent_lanes:
+                    raise _silent_lane_hang(ch, side, f, p, need, end)
                 if need > f.count:
                     r = _row(f, launch)
                     raise DeadlockError(
@@ -165,6 +167,25 @@ def teardown(cluster, launch: int = 1) -> list:
                                   f"inherits {'them' if f.count != 1 else 'it'} and its producer overruns "
                                   "the ring", end))
     return found
+
+
+def _silent_lane_hang(ch, side, f, p: int, need: int, end) -> DeadlockError:
+    """The Cube's ``~TMPipe`` waiting for the free of Vector lane ``p``, which the pto-isa TMPipe's
+    VecCubeRatio leaves out: that lane constructed the pipe (its start-up credit let a push
+    through) and pops nothing, so the wait never returns."""
+    from .diagnostics import silent_lane_cause
+    lane = side.core.cluster.aiv(p)
+    lside = ch.sides[lane.index]
+    state = (f"constructed the pipe at {lside.bound_at} but never pops and frees its tiles (its constructor's "
+             f"start-up free credit let the Cube's first push through)")
+    cause, fix = silent_lane_cause(ch, side.core.name, "TMPipe destructor", end, lane, "free", state)
+    return DeadlockError(
+        f"teardown of {ch.name} on {side.core.name} hangs: {cause}", where=str(end),
+        details=(f"the producer's TMPipe destructor (pto-isa ~TMPipe: one prod.allocate()) waits for {need} free "
+                 f"credit{'s' if need != 1 else ''} on {f.name}, {f.count} outstanding; the pipe was bound at "
+                 f"{side.bound_at}"),
+        fix=fix, findings=[dict(_row(f, 1), kind="tmpipe_one_lane", core=lane.name, pipe=ch.name,
+                                waiter=side.core.name, where=str(end))])
 
 
 def drain_now(core, ch, side) -> None:
