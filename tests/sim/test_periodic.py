@@ -1076,13 +1076,15 @@ def test_cpp_abi_pop_rebinding_its_tile(engines):
 
 
 def _tmpipe(fifo):
-    return TMPipe(0, FIFOType.GM_FIFO, 4, 1, Tile(TileType.Acc, float32, T, T), Tile(TileType.Vec, float32, T, T),
-                  vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB)
+    """A TMPipe both Vector lanes serve, each popping its half of the rows (V2C1_VECS: pto-isa's
+    Cube waits for both lanes' flags of a TMPipe whatever its ratio)."""
+    return TMPipe(0, FIFOType.GM_FIFO, 4, 1, Tile(TileType.Acc, float32, T, T),
+                  Tile(TileType.Vec, float32, T // 2, T))(fifo, RING_UB)
 
 
 def tmpipe_cube(x, fifo, n):
     pipe = _tmpipe(fifo)
-    identity_stream(x, n, lambda i, acc: TPUSH(pipe, acc))
+    identity_stream(x, n, lambda i, acc: TPUSH(pipe, acc, TILE_UP_DOWN))
 
 
 def tmpipe_abi_vec(out, fifo, n):
@@ -1093,20 +1095,22 @@ def tmpipe_abi_vec(out, fifo, n):
     abi = types.SimpleNamespace(keep=lambda e: e)
     abi.op_TPOP = lambda core, a: Dispatcher.op_TPOP(abi, core, a)
     pipe = _tmpipe(fifo)
-    t = Tile(TileType.Vec, float32, T, T)
-    o = Tile(TileType.Vec, float32, T, T, addr=0x4000)
-    dst = GlobalTensor(out.data(), (T, T))
+    H = T // 2
+    t = Tile(TileType.Vec, float32, H, T)
+    o = Tile(TileType.Vec, float32, H, T, addr=0x4000)
+    dst = GlobalTensor(out.data(), (H, T))
+    half = get_subblockid() * H * T
     for i in range(n):
-        Dispatcher.op_TMPOP(abi, None, [pipe, t])
+        Dispatcher.op_TMPOP(abi, None, [pipe, t, TILE_UP_DOWN])
         TADDS(o, t, 1.0)
-        dst.assign(out.data() + i * T * T)
+        dst.assign(out.data() + i * T * T + half)
         TSTORE(dst, o)
 
 
 @pytest.mark.parametrize("proto", ["spec", "pto-isa"])
 def test_cpp_abi_tmpipe_pop_freeing_its_slot(engines, proto):
     a = plain_args(300)
-    res = same(tmpipe_cube, (tmpipe_abi_vec, None), a, engines, platform="a2a3", protocol=proto)
+    res = same(tmpipe_cube, tmpipe_abi_vec, a, engines, platform="a2a3", protocol=proto)
     assert np.array_equal(res.outputs["out"], a["x"][:-T] + 1)
 
 
