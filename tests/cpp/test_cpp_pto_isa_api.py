@@ -517,17 +517,26 @@ REFUSED = [
      "TCI: pto-isa generates the sequence along one row"),
     # pto-isa's right MX scale tile: ColMajor blocks of ColMajor fractals, not modelled
     ("TileRightScale<float8_e8m0_t, 4, 16> rs; (void)rs;",
-     "TileRightScale: pto-isa's right MX scale tile is ColMajor blocks of ColMajor 32-byte fractals")]
+     "TileRightScale: pto-isa's right MX scale tile is ColMajor blocks of ColMajor 32-byte fractals"),
+    # A5's TMPipe of a GM FIFO has the two-argument constructor only (A2A3's one-argument one is
+    # not in a5/TPush.hpp)
+    ("Pipe one(fifo);  // one-argument", "TMPipe(gmFiFoBase): pto-isa's A5 TMPipe of a GM_FIFO has only the "
+                                         "two-argument constructor TMPipe(gmFiFoBase, localFiFoBase)")]
 
 
 @needs_cxx
 def test_what_pto_isa_cannot_build_or_ptopipe_does_not_model_does_not_compile(tmp_path):
-    body = TMPIPE + "".join(f"void k{i}(float *fifo, Acc &acc, Half &v) {{\n    Pipe pipe(fifo);\n    {decl}\n}}\n"
+    """One A5 build of every refused declaration (the others refuse on every platform)."""
+    body = TMPIPE + "".join(f"void k{i}(float *fifo, Acc &acc, Half &v) {{\n    Pipe pipe(fifo, 0);\n    {decl}\n}}\n"
                             for i, (decl, _msg) in enumerate(REFUSED))
-    r = compile_only(tmp_path, body)
+    r = compile_only(tmp_path, body, platform="a5")
     assert r.returncode != 0
     for decl, msg in REFUSED:
         assert msg in r.stderr, (decl, r.stderr)
+    # the A5 constructor's refusal is at the kernel's line, once (the two-argument ones build)
+    line = next(i for i, ln in enumerate((PRELUDE + body).splitlines(), 1) if ln.endswith("// one-argument"))
+    assert r.stderr.count("pto-isa's A5 TMPipe of a GM_FIFO") == 1, r.stderr
+    assert re.search(rf"api\.cpp:{line}:\d+:.*(?:required from here|requested here)", r.stderr), r.stderr
 
 
 #: an instruction whose pto-isa form requires its scratch tile (pto_instr.hpp declares no form

@@ -910,8 +910,23 @@ struct TMPipe {
     int64_t id_ = 0;
     Producer prod{&id_};
     Consumer cons{&id_};
-    explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
+    // pto-isa's constructor of a GM FIFO (a2a3 / a5 TPush.hpp): the FIFO's GM base and the base of
+    // the consumer's local FIFO (its LocalFiFoDepth staging slots)
+    explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base,
                     ::ptopipe::Site s = PTOPIPE_HERE);
+    // ... and A2A3's one-argument form; pto-isa's A5 TMPipe has none for a GM FIFO (only its
+    // non-GM FIFOs take one base: the integer constructor below)
+    template <FIFOType F = FiFoType>
+    explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, ::ptopipe::Site s = PTOPIPE_HERE)
+        : TMPipe(gm_fifo_base, 0, s)
+    {
+#if defined(PTO_NPU_ARCH_A5)
+        static_assert(F != FIFOType::GM_FIFO,
+                      "TMPipe(gmFiFoBase): pto-isa's A5 TMPipe of a GM_FIFO has only the two-argument constructor "
+                      "TMPipe(gmFiFoBase, localFiFoBase) (a5/TPush.hpp; A2A3's one-argument form is not there): "
+                      "pass the base of the consumer's local FIFO too (any value with LocalFiFoDepth 0)");
+#endif
+    }
     // pto-isa's A5 constructor of a FIFO in the consumer's local memory (VEC_FIFO: the Vector
     // cores' UB, MAT_FIFO: the Cube's L1): its base address alone, no GM buffer
     // (an integer of any type, so that a literal 0 picks this one, not the GM pointer's)
