@@ -101,7 +101,7 @@ def _events():
 def _tmpipe():
     x = _ints((16, 16))
     return (dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x), fifo=np.zeros((4, 16, 16), np.float32),
-                 tfree=0), {"out": x + 1})
+                 tfree=0, one_lane=0), {"out": x + 1})
 
 
 def _c2v():
@@ -253,6 +253,26 @@ def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
         run_cpp(kernel("tmpipe_c2v.cpp"), dict(_tmpipe()[0], tfree=1), platform="a5", protocol="pto-isa")
     assert ei.value.where == f"{os.path.relpath(kernel('tmpipe_c2v.cpp'))}:{line_of('tmpipe_c2v.cpp', 'Pipe pipe(')}"
     assert "frees" in ei.value.what
+
+
+@needs_cxx
+def test_a_one_lane_tmpipe_hangs_the_cube_under_pto_isa(cpp_cache):
+    """A TMPipe of VecCubeRatio::V1C1_VEC0 whose AIV1 returns: pto-isa's A5 Cube waits for
+    FlagID + 1 and FlagID + 1 + 16 before every push whatever the ratio, so its TPUSH waits
+    forever for AIV1's free - a DeadlockError at that C++ line naming flag 17 and AIV1; under
+    spec (seed 001's 1 Cube : 1 Vector TMPipe) the same kernel runs.  (The A5 build of the
+    double-free test: no build of its own.)"""
+    args, want = _tmpipe()
+    args["one_lane"] = 1
+    r = run_cpp(kernel("tmpipe_c2v.cpp"), dict(args), platform="a5", protocol="spec")
+    np.testing.assert_array_equal(r["out"], want["out"])
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(kernel("tmpipe_c2v.cpp"), dict(args), platform="a5", protocol="pto-isa")
+    e = ei.value
+    assert e.where == f"{os.path.relpath(kernel('tmpipe_c2v.cpp'))}:{line_of('tmpipe_c2v.cpp', 'one-lane push')}"
+    assert "waits for AIV1's free signal" in e.what and "the Cube's flag id 17 (FlagIDPlusOne + 16" in e.what
+    assert "AIV1 returned without constructing the pipe" in e.what
+    assert "VecCubeRatio::V2C1_VECS" in e.fix and "TPipe<..., IsNoSplit = true>" in e.fix
 
 
 @needs_cxx
