@@ -829,7 +829,8 @@ class PtoIsaModel(ProtocolModel):
             return ("TPipe(DIR_V2C_CTRL) does not compile in pto-isa (TPipe::Consumer::pop calls "
                     "popCtrlFromCtrlFiFo(fifo, tile), which takes only the FIFO)",
                     "send control values through TMPipe(FlagID, FIFOType.CTRL_FIFO, depth, FiFoSyncT, "
-                    "vec_tile, ctrl_tile)")
+                    "vec_tile, ctrl_tile), both Vector lanes pushing every word (its Cube waits for both "
+                    "lanes' flags whatever the VecCubeRatio)")
         if direction is Direction.DIR_BOTH_GM and self.platform == "a5":
             why, fix = self.both_address_error(direction)
             return (f"DIR_BOTH_GM does not work in pto-isa on A5: {why}, and the Vector's "

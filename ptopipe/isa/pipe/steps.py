@@ -248,4 +248,6 @@ def check_lanes_split(core, ch, split, op: str) -> None:
             where=_loc(core),
             fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
                 "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
-                f"split), or give the pipe one lane ({one_lane(is_cpp(core.where()))}; TMPipe V1C1_VEC0)")
+                f"split), or give the pipe one lane ({one_lane(is_cpp(core.where()))}"
+                # (pto-isa's TMPipe waits for both lanes whatever its ratio: no one-lane form there)
+                + ("" if ch.model.tmpipe_rendezvous else "; TMPipe V1C1_VEC0") + ")")
