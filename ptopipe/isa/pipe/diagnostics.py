@@ -344,31 +344,26 @@ def silent_lane_cause(ch, waiter: str, op: str, loc, lane, signal: str, state: s
              f"{state}: pto-isa's TMPipe makes both Vector lanes part of every handshake of the Cube, whatever "
              f"its VecCubeRatio ({ratio} gives the data to AIV{lane0} alone; pto-isa {code}), so a TMPipe only "
              f"AIV{lane0} serves hangs on the device (AICPU timeout)")
-    half = "a Vec tile of half the Cube tile's rows (or columns)"
+    cpp = is_cpp(str(loc))
+    ratio2 = "VecCubeRatio::V2C1_VECS" if cpp else "vc_ratio=VecCubeRatio.V2C1_VECS"
     if ch.ctrl:     # (TPipe(DIR_V2C_CTRL) does not compile in pto-isa: no one-lane control pipe)
-        ratio_arg = "VecCubeRatio::V2C1_VECS" if is_cpp(str(loc)) else "vc_ratio=VecCubeRatio.V2C1_VECS"
-        fix = (f"serve the control pipe from both Vector lanes: declare it {ratio_arg} (the default), both lanes "
+        fix = (f"serve the control pipe from both Vector lanes: declare it {ratio2} (the default), both lanes "
                "constructing it and pushing every control word (the same word into the same slot: the Cube reads "
                "it once both have pushed)")
-    elif is_cpp(str(loc)):
-        both = (f"serve the pipe from both Vector lanes: declare it VecCubeRatio::V2C1_VECS (the default) with "
-                f"{half}, both lanes constructing it and making every {moves} of their half (pto-isa's "
-                "isSplitM / isSplitN)")
-        one = ("a TPipe<..., IsNoSplit = true> with TILE_NO_SPLIT transfers, whose no-split handshakes use "
-               "AIV0's flags only (setIntraBlockBySplit / waitIntraBlockBySplit), the Vector kernel's body under "
-               "`if (get_subblockid() == 0) { ... }`")
     else:
-        both = (f"serve the pipe from both Vector lanes: vc_ratio=VecCubeRatio.V2C1_VECS (the default) with "
-                f"{half}, both lanes binding it and making every {moves} of their half")
-        one = ("a TPipe(..., peers=(0,)) with TILE_NO_SPLIT transfers, whose no-split handshakes use AIV0's "
-               "flags only")
-    if ch.ctrl:
-        pass
-    elif a5:
-        fix = f"{both}; or, for one Vector lane (AIV0) on A5, {one}"
-    else:
-        fix = (f"{both}; A2A3 has no one-lane pipe (every wait of the Cube counts both Vector cores): a lane "
-               "without data of its own replays each handshake of a TPipe with an empty tile (SetValid(0, 0))")
+        fix = (f"serve the pipe from both Vector lanes: declare it {ratio2} (the default) with a Vec tile of half "
+               f"the Cube tile's rows (or columns), both lanes constructing it and making every {moves} of their "
+               "half (pto-isa's isSplitM / isSplitN)")
+        if not a5:
+            fix += ("; A2A3 has no one-lane pipe (every wait of the Cube counts both Vector cores): a lane without "
+                    "data of its own replays each handshake of a TPipe with an empty tile (SetValid(0, 0))")
+        elif cpp:
+            fix += ("; or, for one Vector lane (AIV0) on A5, a TPipe<..., IsNoSplit = true> with TILE_NO_SPLIT "
+                    "transfers, whose no-split handshakes use AIV0's flags only (setIntraBlockBySplit / "
+                    "waitIntraBlockBySplit), the Vector kernel's body under `if (get_subblockid() == 0) { ... }`")
+        else:
+            fix += ("; or, for one Vector lane (AIV0) on A5, a TPipe(..., peers=(0,)) with TILE_NO_SPLIT "
+                    "transfers, whose no-split handshakes use AIV0's flags only")
     return cause, (f"{fix} (under --protocol spec, which follows seed 001's 1 Cube : 1 Vector TMPipe, the Cube "
                    "waits for the one lane alone)")
 

@@ -14,7 +14,6 @@ library addresses it at the C2V way's slots (``ProtocolModel.both_address_error`
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from operator import setitem
 
 import numpy as np
