@@ -338,6 +338,48 @@ def ptoas_storage_refusal(op: str, platform: str, ins: list, outs: list) -> tupl
             "write the result to a tile of its own (another pto.alloc_tile) and read it from there")
 
 
+#: ops whose ptoas verifier takes row-major Vec tiles only (PTOAS PTO.cpp: the unary forms'
+#: ``verifyVecTileCommon``, "expects src to use the row_major blayout"; the binary and tile-scalar
+#: forms' ``isRowMajorTileBuf``, "expects src0, src1, and dst to use row-major layout"; A2/A3's
+#: TEXPANDS): op -> (the platform it refuses it on, None: every one; the ``ins`` operands it
+#: checks: (position, ptoas's name of it); ptoas's words: None for the unary ones, which name the
+#: operand).  The destination is checked too.  pto-isa's NPU code static_asserts most of them as well
+#: (``arch.catalogue.ROW_MAJOR_ONLY``); a DN [R, 1] column goes through them as its [1, R] row
+#: (``pto.treshape``), as ptopipe's writer and pypto write it.
+_ROW_MAJOR_BINARY = "src0, src1, and dst to use row-major layout"
+_SRC, _SRC01 = ((0, "src"),), ((0, "src0"), (1, "src1"))
+PTOAS_ROW_MAJOR = {
+    **{f"pto.{op}": (None, _SRC, None) for op in ("tabs", "trecip", "texp", "tlog", "tsqrt", "trsqrt", "trelu",
+                                                  "tnot", "taxpy")},
+    **{f"pto.{op}": (None, _SRC01, _ROW_MAJOR_BINARY) for op in ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin",
+                                                                 "tand", "tor", "txor", "tshl", "tshr", "tfmod",
+                                                                 "tprelu")},
+    "pto.trem": (None, _SRC01 + ((2, "tmp"),), "src0, src1, tmp, and dst to use row-major layout"),
+    "pto.tsel": (None, ((1, "src0"), (2, "src1")), _ROW_MAJOR_BINARY),
+    **{f"pto.{op}": (None, _SRC, "src and dst to use row-major layout") for op in ("tands", "tors", "txors",
+                                                                                   "tfmods")},
+    "pto.trems": (None, _SRC + ((2, "tmp"),), "src, tmp, and dst to use row-major layout"),
+    "pto.texpands": ("a2a3", (), "vec dst to use row-major layout on A2/A3"),
+}
+
+
+def ptoas_row_major_refusal(op: str, platform: str, ins: list, dst) -> tuple | None:
+    """``(what, fix)`` when ``op`` (:data:`PTOAS_ROW_MAJOR`) on ``platform`` has a Vec tile operand
+    of another blayout than row_major among the ones ptoas checks (``ins``: its ``ins`` operands,
+    tiles and scalars, in order; ``dst``: its destination), else None."""
+    rule = PTOAS_ROW_MAJOR.get(op)
+    if rule is None or rule[0] not in (None, platform):
+        return None
+    for role, t in [(role, ins[i]) for i, role in rule[1] if i < len(ins)] + [("dst", dst)]:
+        if getattr(t, "loc", None) is TileType.Vec and t.blayout is not BLayout.RowMajor:
+            words = rule[2] or f"{role} to use the row_major blayout"
+            return (f"{op}'s {role} {t.describe()} is {BLAYOUT_NAMES.get(t.blayout, t.blayout)}: ptoas refuses it "
+                    f"('{op}' op expects {words})",
+                    "declare the tile blayout=row_major: a per-row value as an [R, 1] col_major column goes through "
+                    "this op as its [1, R] row (pto.treshape), or as an [R, C] row_major tile with v_col=1")
+    return None
+
+
 #: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:
 #: op -> {platform: (source locations, destination locations, ptoas's words)}; its A5 rules of
 #: these ops between Vec tiles are :func:`ptoas_location_refusal`'s

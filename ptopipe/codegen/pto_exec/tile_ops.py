@@ -20,11 +20,12 @@ from ...arch.vocab import (CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layou
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
 from ..pto_syntax import (FILL_PADS, FLOAT_SCALAR_OPS, INDEXED_ATTRS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS,
-                          PTOAS_DISTINCT_OPERANDS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, ROW_REDUCTIONS,
+                          PTOAS_DISTINCT_OPERANDS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, PTOAS_ROW_MAJOR,
+                          ROW_REDUCTIONS,
                           SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
                           float_scalar_refusal, indexed_coalesce, missing_scratch_refusal, ptoas_dst_refusal,
-                          ptoas_element_refusal, ptoas_location_refusal, ptoas_storage_refusal, read_atomic_type,
-                          read_indexed_attr)
+                          ptoas_element_refusal, ptoas_location_refusal, ptoas_row_major_refusal,
+                          ptoas_storage_refusal, read_atomic_type, read_indexed_attr)
 from ..pto_tree import Stmt, split_top
 from .placement import crowded_error
 from .program import catalogue_name, int_constants, res_type
@@ -774,7 +775,8 @@ def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
     """A ParseError at an op of ``!pto.tile_buf`` operands that ptoas's verifier for the run's
     architecture refuses: a scratch tile on A5 where it takes none, an element type
     (:data:`PTOAS_ELEMENT_TYPES`), a source / destination location or layout
-    (:data:`PTOAS_LOCATIONS`)."""
+    (:data:`PTOAS_LOCATIONS`), a Vec tile not row-major where ptoas takes row-major ones only
+    (:data:`PTOAS_ROW_MAJOR`)."""
     platform = ex.core.cluster.platform.name
     if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and platform == "a5":
         what, fix = a5_scratch_refusal(s.name)
@@ -782,6 +784,10 @@ def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
     if s.name in PTOAS_ELEMENT_TYPES:
         t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
         refused = t is not None and ptoas_element_refusal(s.name, platform, t.dtype)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    if s.name in PTOAS_ROW_MAJOR and dsts:
+        refused = ptoas_row_major_refusal(s.name, platform, srcs, dsts[0])
         if refused:
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
