@@ -1509,6 +1509,49 @@ def test_an_element_type_ptoas_refuses_where_pto_isa_takes_it_is_a_parse_error(t
     assert "fix: use one of the element types ptoas takes here" in err
 
 
+_COLUMN = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
+           "slayout=none_box, fractal=512, pad=0>")
+_ROWS_V1 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=8, v_row=16, v_col=1, blayout=row_major, "
+            "slayout=none_box, fractal=512, pad=0>")
+_COLUMN_OP = """module {
+  func.func @k() attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %s = arith.constant 2.0 : f32
+    %a = pto.alloc_tile : T
+    %b = pto.alloc_tile : T
+    %d = pto.alloc_tile : T
+    OP
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("op,tile,platform,refused", [
+    ("pto.trecip ins(%a : T) outs(%d : T)", _COLUMN, "a5", "src Vec tile '%a' float32 16x1 @AIV0.UB[0x0] is col_major: "
+     "ptoas refuses it ('pto.trecip' op expects src to use the row_major blayout)"),
+    ("pto.tmax ins(%a, %b : T, T) outs(%d : T)", _COLUMN, "a2a3", "src0 Vec tile '%a' float32 16x1 @AIV0.UB[0x0] is "
+     "col_major: ptoas refuses it ('pto.tmax' op expects src0, src1, and dst to use row-major layout)"),
+    ("pto.texpands ins(%s : f32) outs(%d : T)", _COLUMN, "a2a3", "dst Vec tile '%d' float32 16x1 @AIV0.UB[0x0] is "
+     "col_major: ptoas refuses it ('pto.texpands' op expects vec dst to use row-major layout on A2/A3)"),
+    ("pto.texpands ins(%s : f32) outs(%d : T)", _COLUMN, "a5", None),
+    ("pto.tmuls ins(%a, %s : T, f32) outs(%d : T)", _COLUMN, "a2a3", None),
+    ("pto.trecip ins(%a : T) outs(%d : T)", _ROWS_V1, "a5", None),
+])
+def test_a_vec_tile_ptoas_takes_row_major_only_is_refused_at_the_op(tmp_path, capsys, op, tile, platform, refused):
+    """ptoas's verifier takes only row-major Vec tiles for the element-wise ops (pto-isa's NPU code
+    static_asserts most of them too): a DN column there is a ParseError at the op; the tile-scalar
+    ops and A5's TEXPANDS take one, and a per-row value in a row-major [R, 8] tile runs."""
+    text = _COLUMN_OP.replace("OP", op).replace("T", tile)
+    if refused is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    name = op.split()[0]
+    err = _refused_at(tmp_path, capsys, text, name, name, f"{name}'s {refused}", cmd=("run", "--platform", platform))
+    assert "fix: declare the tile blayout=row_major" in err
+
+
 @pytest.mark.parametrize("slope", ["f16", "f32"])
 def test_a_tlrelu_slope_is_an_f32_for_f16_tiles_too(tmp_path, capsys, slope):
     """ptoas's pto.tlrelu takes its slope as an f32 whatever the tiles' element type: an f16
