@@ -77,6 +77,23 @@ def test_slot_num_ptoas_refuses_is_a_warning_at_its_value(n, warned):
         assert "give it slot_num = 4 or 8" in mine[0]
 
 
+def test_a_second_reserve_or_import_in_a_function_is_a_warning_at_it():
+    """ptoas 0.27 takes one pto.reserve_buffer and one pto.import_reserved_buffer per function
+    ("expects at most one reserve_buffer in the function"); ptopipe's writer spells a kernel with
+    two rings of a direction so: the file runs, each second one warned at its op."""
+    text = _L2L.replace("slot_num = N}", "slot_num = N, flag_base = 0}")
+    lines = text.splitlines(True)
+    second = [ln.replace("%c2v", "%c2v_b").replace("c2v_fifo", "c2v_fifo_b").replace("%pc", "%pb")
+              .replace("flag_base = 0", "flag_base = 4") for ln in lines]
+    text = "".join(lines[:4] + second[2:4] + lines[4:9] + second[7:9] + lines[9:])
+    _op, warnings, _plat = _load(text, N=4, RES=4096)
+    said = [w for w in warnings if "refuses a second" in w]
+    assert [w.split(": ptoas")[0] for w in said] == ["k.pto:5:14", "k.pto:12:14"], warnings   # at the op
+    assert "refuses a second pto.import_reserved_buffer in @cube (\"expects at most one import_reserved_buffer in " \
+           "the function\"; the first is at line 3)" in said[0]
+    assert "reserve one buffer for the function's rings" in said[1]
+
+
 def test_slot_num_on_a_frontend_init_is_a_warning_at_the_attribute():
     """ptoas's frontend init takes dir_mask, slot_size and nosplit in its braces."""
     _op, warnings, _plat = _load(_FRONTEND, EXTRA=", slot_num = 4", RES=4096)

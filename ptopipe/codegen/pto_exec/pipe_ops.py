@@ -484,8 +484,9 @@ def ptoas_refusals(prog) -> list:
     ring ptoas cannot build that way -, a slot_num other than
     :data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS` or a local_slot_num outside 1..slot_num
     (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``); and, after them,
-    the loops ptoas 0.27 does not lower (:func:`~.headers.tile_carry_refusals`) and what only a
-    newer ptoas reads (:func:`~.op_checks.newer_ptoas_refusals`)."""
+    the ring ops ptoas 0.27 refuses (:func:`ring_op_refusals`), the loops it does not lower
+    (:func:`~.headers.tile_carry_refusals`) and what only a newer ptoas reads
+    (:func:`~.op_checks.newer_ptoas_refusals`)."""
     out = []
     for f in prog.funcs.values():
         for s in f.statements():
@@ -531,13 +532,47 @@ def ptoas_refusals(prog) -> list:
                     t = ls[0]
                     out.append(f"{prog.path}:{t.line}:{t.col}: ptoas refuses local_slot_num = {t.text} on "
                                f"{s.name} (it expects 1..slot_num = {k}); ptopipe runs it as written")
-    return out + tile_carry_refusals(prog) + newer_ptoas_refusals(prog)
+    return out + ring_op_refusals(prog) + tile_carry_refusals(prog) + newer_ptoas_refusals(prog)
 
 
 #: the ops that name a split, and those of them that name their pipe by its handle
 _SPLIT_OPS = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
               "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.tpush", "pto.tpop", "pto.tfree")
 _HANDLE_OPS = ("pto.tpush", "pto.tpop", "pto.tfree")
+#: the ring buffers ptoas 0.27 takes one of each per function (PTOAS PTO.cpp
+#: ``ReserveBufferOp::verify`` / ``ImportReservedBufferOp::verify``)
+ONE_PER_FUNCTION = ("pto.reserve_buffer", "pto.import_reserved_buffer")
+#: the odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD) pypto writes for a newer ptoas
+ODD_SPLITS = ("3", "4")
+
+
+def ring_op_refusals(prog) -> list:
+    """Warnings, at their line:col, for the ring ops of ``prog`` that ptoas 0.27 refuses and
+    ptopipe runs as written: a second :data:`ONE_PER_FUNCTION` buffer in a function ("expects at
+    most one reserve_buffer in the function"; ptopipe's writer spells a kernel with several
+    rings of a direction so, and notes it), and an odd split (:data:`ODD_SPLITS`: "expects
+    'split' to be 0, 1, or 2"), which a newer ptoas takes."""
+    out = []
+    for f in prog.funcs.values():
+        first = {}
+        for s in f.statements():
+            if s.name in ONE_PER_FUNCTION:
+                if s.name not in first:
+                    first[s.name] = s.tok.line
+                    continue
+                out.append(f"{prog.path}:{s.tok.line}:{s.tok.col}: ptoas 0.27 refuses a second {s.name} in "
+                           f"@{f.name} (\"expects at most one {s.name[4:]} in the function\"; the first is at line "
+                           f"{first[s.name]}); ptopipe runs it as written - for the device, reserve one buffer for "
+                           "the function's rings and give each further ring's local address an offset into it "
+                           "(arith.addi of the buffer's i32)")
+            elif s.name in _SPLIT_OPS:
+                v = s.attr("split")
+                if v and v[0].text in ODD_SPLITS:
+                    out.append(f"{prog.path}:{v[0].line}:{v[0].col}: ptoas 0.27, the bundled one, refuses split = "
+                               f"{v[0].text} on {s.name} (\"expects 'split' to be 0, 1, or 2\"); a newer ptoas "
+                               "(pypto writes the odd splits for 0.54) takes it, and ptopipe runs it as pto-isa's "
+                               "TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD")
+    return out
 
 
 def check_nosplit_splits(f, path: str) -> None:
