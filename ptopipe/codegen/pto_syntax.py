@@ -27,7 +27,7 @@ from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, Coalesce, G
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES, OPS as IR_OPS
 from ..ir.types import MemorySpace, TileValueType
-from ..errors import INPUT, ConfigError, Given
+from ..errors import INPUT, ConfigError, Given, with_article
 
 #: tile_buf ``loc=`` <-> where the tile lives
 LOC_OF_SPACE = {MemorySpace.Vec: "vec", MemorySpace.Mat: "mat", MemorySpace.Left: "left",
@@ -377,6 +377,33 @@ def ptoas_row_major_refusal(op: str, platform: str, ins: list, dst) -> tuple | N
                     f"('{op}' op expects {words})",
                     "declare the tile blayout=row_major: a per-row value as an [R, 1] col_major column goes through "
                     "this op as its [1, R] row (pto.treshape), or as an [R, C] row_major tile with v_col=1")
+    return None
+
+
+#: ``pto.tquant``'s ``quant_type`` values (PTOAS PTOAttrs.td ``QuantType``: the INT8 forms; the
+#: attribute is required) and the destination element type each writes
+PTOAS_QUANT_TYPES = {"INT8_SYM": np.dtype(np.int8), "INT8_ASYM": np.dtype(np.uint8)}
+
+
+def ptoas_quant_refusal(quant_type: str, dst_dtype, has_offset: bool) -> tuple | None:
+    """``(what, fix)`` where ptoas's ``TQuantOp::verify`` refuses a ``pto.tquant`` of
+    ``quant_type`` (:data:`PTOAS_QUANT_TYPES`) writing a ``dst_dtype`` tile with / without an
+    offset operand (INT8_SYM: an i8 destination and no offset; INT8_ASYM: ui8 and an offset),
+    else None."""
+    want, sym = PTOAS_QUANT_TYPES[quant_type], quant_type == "INT8_SYM"
+    spelled = "i8" if sym else "ui8"
+    if np.dtype(dst_dtype) != want:
+        return (f"pto.tquant {quant_type} into {with_article(np.dtype(dst_dtype).name)} tile: ptoas refuses it ('pto.tquant' op "
+                f"expects dst element type {spelled} for {quant_type} quantization)",
+                f"declare the destination {spelled}" + (", or quantise INT8_ASYM (ui8, with an offset tile)" if sym
+                                                       else ", or quantise INT8_SYM (i8, no offset)"))
+    if sym and has_offset:
+        return ("pto.tquant INT8_SYM with an offset operand: ptoas refuses it ('pto.tquant' op INT8_SYM quantization "
+                "must not have an offset operand)", "drop the offset, or quantise INT8_ASYM into a ui8 tile")
+    if not sym and not has_offset:
+        return ("pto.tquant INT8_ASYM without an offset operand: ptoas refuses it ('pto.tquant' op INT8_ASYM "
+                "quantization requires an offset operand)",
+                "pass the per-row zero points after the scale: ins(%src, %scale, %offset : ...)")
     return None
 
 

@@ -1552,6 +1552,61 @@ def test_a_vec_tile_ptoas_takes_row_major_only_is_refused_at_the_op(tmp_path, ca
     assert "fix: declare the tile blayout=row_major" in err
 
 
+_QUANT = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%x: !pto.ptr<f32>, %q: !pto.ptr<DT>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %xv = pto.make_tensor_view %x, shape = [%c8, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %qv = pto.make_tensor_view %q, shape = [%c8, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xDT>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x32xf32>
+    %qp = pto.partition_view %qv, offsets = [%c0, %c0], sizes = [%c8, %c32] : !pto.tensor_view<?x?xDT> -> !pto.partition_tensor_view<8x32xDT>
+    %s = arith.constant 4.0 : f32
+    %xt = pto.alloc_tile : !pto.tile_buf<vec, 8x32xf32>
+    %sc = pto.alloc_tile : !pto.tile_buf<vec, 8x8xf32, v_col=1>
+    %qt = pto.alloc_tile : !pto.tile_buf<vec, 8x32xDT>
+    pto.tload ins(%xp : !pto.partition_tensor_view<8x32xf32>) outs(%xt : !pto.tile_buf<vec, 8x32xf32>)
+    pto.texpands ins(%s : f32) outs(%sc : !pto.tile_buf<vec, 8x8xf32, v_col=1>)
+    pto.tquant ins(%xt, %sc OFFSET: !pto.tile_buf<vec, 8x32xf32>, !pto.tile_buf<vec, 8x8xf32, v_col=1>OFFSET_T) outs(%qt : !pto.tile_buf<vec, 8x32xDT>)ATTR
+    pto.tstore ins(%qt : !pto.tile_buf<vec, 8x32xDT>) outs(%qp : !pto.partition_tensor_view<8x32xDT>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("dt,offset,attr,refused", [
+    ("i8", False, "INT8_ASYM", "pto.tquant INT8_ASYM into an int8 tile: ptoas refuses it ('pto.tquant' op expects dst "
+                               "element type ui8 for INT8_ASYM quantization)"),
+    ("i8", True, "INT8_SYM", "pto.tquant INT8_SYM with an offset operand: ptoas refuses it ('pto.tquant' op INT8_SYM "
+                             "quantization must not have an offset operand)"),
+    ("ui8", False, "INT8_ASYM", "pto.tquant INT8_ASYM without an offset operand: ptoas refuses it"),
+    ("i8", False, None, "pto.tquant without its quant_type: ptoas refuses it ('pto.tquant' op requires attribute "
+                        "'quant_type')"),
+    ("i8", False, "INT8_SYM", None),
+    ("ui8", True, "INT8_ASYM", None),
+])
+def test_a_tquant_runs_its_quant_type_and_refuses_what_ptoas_refuses(tmp_path, capsys, dt, offset, attr, refused):
+    """pto.tquant's quant_type decides the form (ptoas's TQuantOp verifier: INT8_SYM writes i8 with
+    no offset, INT8_ASYM ui8 with one; the attribute is required): a destination or offset it does
+    not take is a ParseError at the op, not a run of the other form."""
+    text = (_QUANT.replace("DT", dt).replace("OFFSET_T", ", !pto.tile_buf<vec, 8x8xf32, v_col=1>" if offset else "")
+            .replace("OFFSET", ", %sc " if offset else " ")
+            .replace("ATTR", f" {{quant_type = #pto<quant_type {attr}>}}" if attr else ""))
+    if refused is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        x = np.linspace(-3, 3, 256, dtype=np.float32).reshape(8, 32)
+        np.save(tmp_path / "x.npy", x)
+        assert cli_main(["run", str(f), "--input", f"x={tmp_path / 'x.npy'}", "--output",
+                         f"q={tmp_path / 'q.npy'}"]) == 0, capsys.readouterr().err
+        want = np.clip(np.rint(x * 4 + (4 if offset else 0)), 0 if offset else -128, 255 if offset else 127)
+        assert (np.load(tmp_path / "q.npy") == want).all()
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tquant", "pto.tquant", refused)
+
+
 @pytest.mark.parametrize("slope", ["f16", "f32"])
 def test_a_tlrelu_slope_is_an_f32_for_f16_tiles_too(tmp_path, capsys, slope):
     """ptoas's pto.tlrelu takes its slope as an f32 whatever the tiles' element type: an f16
