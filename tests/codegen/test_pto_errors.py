@@ -1802,15 +1802,21 @@ def test_a_reserve_outside_its_cores_memory_is_refused_at_the_reserve(tmp_path, 
         assert f"fix: write {old}" in err
 
 
-@pytest.mark.parametrize("op", ["set_flag", "wait_flag"])
-def test_an_event_past_event_id7_is_refused_at_it(tmp_path, capsys, op):
-    """``<EVENT_ID8>`` is no member of ptoas's EVENT enum (its parser refuses the file): a
-    ParseError at the event, not a KernelError when the op runs."""
+@pytest.mark.parametrize("op,was,now,what", [
+    ("set_flag", "EVENT_ID0", "EVENT_ID8", "EVENT_ID8 is not an event: ptoas refuses the file"),
+    ("wait_flag", "EVENT_ID0", "EVENT_ID8", "EVENT_ID8 is not an event: ptoas refuses the file"),
+    ("set_flag", "PIPE_MTE1", "PIPE_MET1", "PIPE_MET1 is not a pipe ptopipe models (ptoas: \"expected "
+                                           "::mlir::pto::PIPE to be one of: PIPE_S, PIPE_V,"),
+])
+def test_an_event_past_event_id7_or_a_misspelled_pipe_is_refused_at_it(tmp_path, capsys, op, was, now, what):
+    """``<EVENT_ID8>`` is no member of ptoas's EVENT enum, ``<PIPE_MET1>`` none of its PIPE enum (its
+    parser refuses the file): a ParseError at the word, not a KernelError (or an error naming
+    Python's ValueError) when the op runs."""
     text = (ROOT / "tests" / "pto_corpus" / "c_mm_sync_flags_a3.pto").read_text()
     old = f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID0>]"
-    text = _edit(text, old, old.replace("EVENT_ID0", "EVENT_ID8"))
-    _refused_at(tmp_path, capsys, text, f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID8>]", "EVENT_ID8",
-                f"pto.{op}: EVENT_ID8 is not an event: ptoas refuses the file")
+    text = _edit(text, old, old.replace(was, now))
+    err = _refused_at(tmp_path, capsys, text, old.replace(was, now), now, f"pto.{op}: {what}")
+    assert "ValueError" not in err
 
 
 @pytest.mark.parametrize("cmd", [("run",), ("check",)])

@@ -107,6 +107,12 @@ def h_event(ex, fr, s):
         ends = [_OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), "".join(t.text for t in x))
                 for x in (src, dst)]
         pipes = [m.group(0) for m in (_PIPE_RE.search(e) for e in ends) if m]
+    unknown = next((p for p in pipes if p not in SyncPipe.__members__), None)
+    if unknown is not None:
+        raise ex.perr(next((t for t in s.toks if t.text == unknown), s.tok),
+                      f"{s.name}: {unknown} is not a pipe ptopipe models (ptoas: \"expected ::mlir::pto::PIPE to be "
+                      "one of: PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, ...\")",
+                      f"use one of {', '.join(SyncPipe.__members__)}")
     if s.name == "pto.tsync":       # TSYNC(operands...): waits for their pending work; a
         isa.pipe_barrier(SyncPipe("PIPE_ALL"))   # barrier on every pipe is at least that strong
         return None
