@@ -340,26 +340,36 @@ def ptoas_storage_refusal(op: str, platform: str, ins: list, outs: list) -> tupl
 
 #: ops whose ptoas verifier takes row-major Vec tiles only (PTOAS PTO.cpp: the unary forms'
 #: ``verifyVecTileCommon``, "expects src to use the row_major blayout"; the binary and tile-scalar
-#: forms' ``isRowMajorTileBuf``, "expects src0, src1, and dst to use row-major layout"; A2/A3's
-#: TEXPANDS): op -> (the platform it refuses it on, None: every one; the ``ins`` operands it
-#: checks: (position, ptoas's name of it); ptoas's words: None for the unary ones, which name the
-#: operand).  The destination is checked too.  pto-isa's NPU code static_asserts most of them as well
-#: (``arch.catalogue.ROW_MAJOR_ONLY``); a DN [R, 1] column goes through them as its [1, R] row
-#: (``pto.treshape``), as ptopipe's writer and pypto write it.
+#: forms' ``isRowMajorTileBuf``, "expects src0, src1, and dst to use row-major layout"; the row /
+#: column broadcasts, one operand at a time; A2/A3's TEXPANDS, A5's TCONCAT): op -> (the platform it
+#: refuses it on, None: every one; the ``ins`` operands it checks: (position, ptoas's name of it,
+#: checked only where its shape is the destination's); ptoas's words, ``{role}`` the operand's
+#: name).  The destination is checked too.  pto-isa's NPU code static_asserts most of them as well
+#: (``arch.catalogue.ROW_MAJOR_ONLY``); a DN [R, 1] column goes through the element-wise ones as its
+#: [1, R] row (``pto.treshape``), as ptopipe's writer and pypto write it.
 _ROW_MAJOR_BINARY = "src0, src1, and dst to use row-major layout"
-_SRC, _SRC01 = ((0, "src"),), ((0, "src0"), (1, "src1"))
+_ONE_BY_ONE = "{role} to use row-major layout"
+_SRC, _SRC01 = ((0, "src", False),), ((0, "src0", False), (1, "src1", False))
 PTOAS_ROW_MAJOR = {
-    **{f"pto.{op}": (None, _SRC, None) for op in ("tabs", "trecip", "texp", "tlog", "tsqrt", "trsqrt", "trelu",
-                                                  "tnot", "taxpy")},
+    **{f"pto.{op}": (None, _SRC, "{role} to use the row_major blayout")
+       for op in ("tabs", "trecip", "texp", "tlog", "tsqrt", "trsqrt", "trelu", "tnot", "taxpy")},
     **{f"pto.{op}": (None, _SRC01, _ROW_MAJOR_BINARY) for op in ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin",
                                                                  "tand", "tor", "txor", "tshl", "tshr", "tfmod",
                                                                  "tprelu")},
-    "pto.trem": (None, _SRC01 + ((2, "tmp"),), "src0, src1, tmp, and dst to use row-major layout"),
-    "pto.tsel": (None, ((1, "src0"), (2, "src1")), _ROW_MAJOR_BINARY),
+    "pto.trem": (None, _SRC01 + ((2, "tmp", False),), "src0, src1, tmp, and dst to use row-major layout"),
+    "pto.tsel": (None, ((1, "src0", False), (2, "src1", False)), _ROW_MAJOR_BINARY),
     **{f"pto.{op}": (None, _SRC, "src and dst to use row-major layout") for op in ("tands", "tors", "txors",
                                                                                    "tfmods")},
-    "pto.trems": (None, _SRC + ((2, "tmp"),), "src, tmp, and dst to use row-major layout"),
+    "pto.trems": (None, _SRC + ((2, "tmp", False),), "src, tmp, and dst to use row-major layout"),
     "pto.texpands": ("a2a3", (), "vec dst to use row-major layout on A2/A3"),
+    "pto.tconcat": ("a5", _SRC01, _ROW_MAJOR_BINARY),
+    "pto.tcolexpand": (None, (), "{role} to use the row_major blayout"),
+    **{f"pto.tcolexpand{op}": (None, _SRC01, _ONE_BY_ONE)
+       for op in ("add", "sub", "mul", "div", "max", "min", "expdif")},
+    "pto.trowexpandadd": (None, ((0, "src0", False),), _ONE_BY_ONE),
+    **{f"pto.trowexpand{op}": (None, ((0, "src0", True),), _ONE_BY_ONE + " when it matches dst")
+       for op in ("max", "min", "expdif")},
+    **{f"pto.trowexpand{op}": (None, (), _ONE_BY_ONE) for op in ("sub", "mul", "div")},
 }
 
 
@@ -370,13 +380,18 @@ def ptoas_row_major_refusal(op: str, platform: str, ins: list, dst) -> tuple | N
     rule = PTOAS_ROW_MAJOR.get(op)
     if rule is None or rule[0] not in (None, platform):
         return None
-    for role, t in [(role, ins[i]) for i, role in rule[1] if i < len(ins)] + [("dst", dst)]:
+    shape = (getattr(dst, "rows", None), getattr(dst, "cols", None))
+    checked = [(role, ins[i]) for i, role, like_dst in rule[1]
+               if i < len(ins) and (not like_dst or (getattr(ins[i], "rows", None), getattr(ins[i], "cols", None)) == shape)]
+    for role, t in checked + [("dst", dst)]:
         if getattr(t, "loc", None) is TileType.Vec and t.blayout is not BLayout.RowMajor:
-            words = rule[2] or f"{role} to use the row_major blayout"
+            column = t.cols == 1
             return (f"{op}'s {role} {t.describe()} is {BLAYOUT_NAMES.get(t.blayout, t.blayout)}: ptoas refuses it "
-                    f"('{op}' op expects {words})",
-                    "declare the tile blayout=row_major: a per-row value as an [R, 1] col_major column goes through "
-                    "this op as its [1, R] row (pto.treshape), or as an [R, C] row_major tile with v_col=1")
+                    f"('{op}' op expects {rule[2].format(role=role)})",
+                    "declare the tile blayout=row_major" + (
+                        ": a per-row value as an [R, 1] col_major column goes through this op as its [1, R] row "
+                        "(pto.treshape), or as an [R, C] row_major tile with v_col=1" if column else
+                        " (pto.tmov converts a tile's layout)"))
     return None
 
 

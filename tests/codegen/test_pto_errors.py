@@ -1513,12 +1513,18 @@ _COLUMN = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1
            "slayout=none_box, fractal=512, pad=0>")
 _ROWS_V1 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=8, v_row=16, v_col=1, blayout=row_major, "
             "slayout=none_box, fractal=512, pad=0>")
+_DN16 = _COLUMN.replace("cols=1, v_row=16, v_col=1", "cols=16, v_row=16, v_col=16")
+_ND16 = _DN16.replace("blayout=col_major", "blayout=row_major")
+_ROW = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=16, v_row=1, v_col=16, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
 _COLUMN_OP = """module {
   func.func @k() attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
     %s = arith.constant 2.0 : f32
     %a = pto.alloc_tile : T
     %b = pto.alloc_tile : T
     %d = pto.alloc_tile : T
+    %x = pto.alloc_tile : ND16
+    %r = pto.alloc_tile : ROW
+    %c = pto.alloc_tile : COLUMN
     OP
     return
   }
@@ -1536,12 +1542,17 @@ _COLUMN_OP = """module {
     ("pto.texpands ins(%s : f32) outs(%d : T)", _COLUMN, "a5", None),
     ("pto.tmuls ins(%a, %s : T, f32) outs(%d : T)", _COLUMN, "a2a3", None),
     ("pto.trecip ins(%a : T) outs(%d : T)", _ROWS_V1, "a5", None),
+    ("pto.tcolexpandmul ins(%a, %r : T, ROW) outs(%x : ND16)", _DN16, "a2a3", "src0 Vec tile '%a' float32 16x16 DN "
+     "@AIV0.UB[0x0] is col_major: ptoas refuses it ('pto.tcolexpandmul' op expects src0 to use row-major layout)"),
+    ("pto.trowexpandmul ins(%x, %c : ND16, COLUMN) outs(%d : T)", _ND16, "a5", None),
 ])
 def test_a_vec_tile_ptoas_takes_row_major_only_is_refused_at_the_op(tmp_path, capsys, op, tile, platform, refused):
-    """ptoas's verifier takes only row-major Vec tiles for the element-wise ops (pto-isa's NPU code
-    static_asserts most of them too): a DN column there is a ParseError at the op; the tile-scalar
-    ops and A5's TEXPANDS take one, and a per-row value in a row-major [R, 8] tile runs."""
-    text = _COLUMN_OP.replace("OP", op).replace("T", tile)
+    """ptoas's verifier takes only row-major Vec tiles for the element-wise ops and the broadcasts'
+    full tiles (pto-isa's NPU code static_asserts most of them too): a DN tile there is a ParseError
+    at the op; the tile-scalar ops and A5's TEXPANDS take a DN column, the row broadcasts take it as
+    their per-row operand, and a per-row value in a row-major [R, 8] tile runs."""
+    text = (_COLUMN_OP.replace("OP", op).replace("ND16", _ND16).replace("ROW", _ROW).replace("COLUMN", _COLUMN)
+            .replace("T", tile))
     if refused is None:
         f = tmp_path / "ok.pto"
         f.write_text(text)
