@@ -1452,6 +1452,39 @@ def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path,
         _refused_at(tmp_path, capsys, text, needle, token, what, cmd=cmd)
 
 
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a tile read as another pad or fractal (ptoas's type holds them: pad=0 is Null, not "unsaid")
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
+           f"{F32_16x64.replace('pad=0', 'pad=1')}"), "pto.tmuls", "%scores", "%scores is used here as a tile with "
+     "pad=1, but pad=0 is what its definition (line 16) makes it"),
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
+           f"{F32_16x64.replace('fractal=512', 'fractal=1024')}"), "pto.tmuls", "%scores", "%scores is used here as "
+     "a tile with fractal=1024, but fractal=512 is what its definition (line 16) makes it"),
+    # a popped tile (its declare_tile's `-> T`) read as another shape
+    (_edit((ROOT / "tests" / "pto" / "lowlevel_a3.pto").read_text(),
+           "pto.tpop(%t, %pipe : !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16",
+           "pto.tpop(%t, %pipe : !pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=16, v_row=4, v_col=16"),
+     "pto.tpop(%t", "%t", "%t is used here as a tile with rows=4, v_row=4, but rows=8, v_row=8 is what its "
+                          "definition (line 56) makes it"),
+    # a group with an attribute dictionary after its values (tcvt's rmode)
+    (_edit((ROOT / "tests" / "pto_corpus" / "v_cvt_f32_f16_a5.pto").read_text(),
+           "pto.tcvt ins(%xf {rmode = #pto<round_mode RINT>} : !pto.tile_buf<loc=vec, dtype=f32",
+           "pto.tcvt ins(%xf {rmode = #pto<round_mode RINT>} : !pto.tile_buf<loc=vec, dtype=f16"),
+     "pto.tcvt ins(%xf", "%xf", "%xf is used here as a tile with dtype=f16, but dtype=f32 is what its definition"),
+])
+def test_the_runs_reader_refuses_a_use_of_another_type_than_its_definition(text, needle, token, what):
+    """The run's reader checks each use's type against its definition's, as ptoas does ("use of
+    value expects different type than prior uses"), on its own - a file the static reader cannot
+    express (a dynamic shape, a slot-id pop) is checked by it alone: a pad or fractal written
+    differently, a use of a declare_tile's result, a group with an attribute dictionary."""
+    from ptopipe.codegen.pto_exec import read_program
+    with pytest.raises(ParseError) as e:
+        read_program(text, "bad.pto")
+    ln = _line(text, needle)
+    col = text.splitlines()[ln - 1].index(token, text.splitlines()[ln - 1].index(needle.split()[0])) + 1
+    assert what in e.value.what and e.value.where == f"bad.pto:{ln}:{col}", (e.value.what, e.value.where)
+
+
 def test_a_tpop_that_waits_forever_is_named_before_a_tpush_never_popped():
     """The Vector side of a DIR_BOTH loop runs one trip fewer than the Cube side: the Cube hangs
     in the V2C TPOP of its last trip, so that is the error's line; the C2V TPUSH of that trip,
