@@ -1442,6 +1442,9 @@ _RET = "    pto.tstore ins(%acc : "
                                                                     "iter_args(%prev = %c0) -> (index) {"),
            "      pto.tadd ins(%acc, %blk", "      pto.tadd ins(%acc, %blk"),
      "%last = scf.for", "scf.for", "scf.for: a region of it ends without the scf.yield of its 1 result(s)"),
+    # a pop without its split (ptoas: "expected '{'"), not a whole-tile pop at odds with its push
+    (_edit(PIPES, "%half = pto.tpop_from_aic {split = 2} ->", "%half = pto.tpop_from_aic ->"),
+     "%half = pto.tpop_from_aic", "->", "pto.tpop_from_aic without its split: ptoas refuses it (\"expected '{'\""),
 ])
 def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path, capsys, text, needle, token, what):
     """ptoas's parser and verifier refuse these in one op's pieces; the run would go on with a

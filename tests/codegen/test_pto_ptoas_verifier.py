@@ -3,13 +3,17 @@ frontend init's attribute block in PTOOps.td) is a warning at its line:col, and 
 tells a .pto user to write a value ptoas refuses."""
 
 import os
+import pathlib
 import subprocess
 
 import pytest
 
 from ptopipe.codegen.pto_exec import read_program
+from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.errors import CompileError, ParseError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _L2L = """module attributes {pto.target_arch = "a5"} {
   func.func @cube() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
@@ -92,6 +96,16 @@ def test_a_second_reserve_or_import_in_a_function_is_a_warning_at_it():
     assert "refuses a second pto.import_reserved_buffer in @cube (\"expects at most one import_reserved_buffer in " \
            "the function\"; the first is at line 3)" in said[0]
     assert "reserve one buffer for the function's rings" in said[1]
+
+
+def test_a_free_without_its_split_is_a_warning_at_the_free():
+    """ptoas reads a free only with its split ("expected '{'"); ptopipe frees with the TPOP's."""
+    text = (ROOT / "tests" / "pto_corpus" / "x_c2v_split2_relu_a3.pto").read_text()
+    text = text.replace("pto.tfree_from_aic {split = 2}", "pto.tfree_from_aic")
+    said = [w for w in ptoas_refusals(read_program(text, "k.pto")) if "without its split" in w]
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.strip() == "pto.tfree_from_aic")
+    assert said == [f"k.pto:{line}:5: ptoas refuses pto.tfree_from_aic without its split (\"expected '{{'\"); "
+                    "ptopipe frees with its TPOP's split - write it: {split = N}, N the TPOP's"], said
 
 
 def test_slot_num_on_a_frontend_init_is_a_warning_at_the_attribute():

@@ -539,6 +539,9 @@ def ptoas_refusals(prog) -> list:
 _SPLIT_OPS = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
               "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.tpush", "pto.tpop", "pto.tfree")
 _HANDLE_OPS = ("pto.tpush", "pto.tpop", "pto.tfree")
+#: the frees (ptopipe's own ``pto.tfree_from_aic(%t : T)``, a free naming its tile, is not judged
+#: here: ptoas refuses it whole, and the writer's notes say so)
+_FREES = ("pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.tfree")
 #: the ring buffers ptoas 0.27 takes one of each per function (PTOAS PTO.cpp
 #: ``ReserveBufferOp::verify`` / ``ImportReservedBufferOp::verify``)
 ONE_PER_FUNCTION = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -550,8 +553,9 @@ def ring_op_refusals(prog) -> list:
     """Warnings, at their line:col, for the ring ops of ``prog`` that ptoas 0.27 refuses and
     ptopipe runs as written: a second :data:`ONE_PER_FUNCTION` buffer in a function ("expects at
     most one reserve_buffer in the function"; ptopipe's writer spells a kernel with several
-    rings of a direction so, and notes it), and an odd split (:data:`ODD_SPLITS`: "expects
-    'split' to be 0, 1, or 2"), which a newer ptoas takes."""
+    rings of a direction so, and notes it), a free without its split ("expected '{'": ptopipe
+    frees with its TPOP's), and an odd split (:data:`ODD_SPLITS`: "expects 'split' to be 0, 1,
+    or 2"), which a newer ptoas takes."""
     out = []
     for f in prog.funcs.values():
         first = {}
@@ -567,7 +571,11 @@ def ring_op_refusals(prog) -> list:
                            "(arith.addi of the buffer's i32)")
             elif s.name in _SPLIT_OPS:
                 v = s.attr("split")
-                if v and v[0].text in ODD_SPLITS:
+                if not v and s.name in _FREES and (s.name == "pto.tfree" or not s.values()):
+                    out.append(f"{prog.path}:{s.tok.line}:{s.tok.col}: ptoas refuses {s.name} without its split "
+                               "(\"expected '{'\"); ptopipe frees with its TPOP's split - write it: "
+                               "{split = N}, N the TPOP's")
+                elif v and v[0].text in ODD_SPLITS:
                     out.append(f"{prog.path}:{v[0].line}:{v[0].col}: ptoas 0.27, the bundled one, refuses split = "
                                f"{v[0].text} on {s.name} (\"expects 'split' to be 0, 1, or 2\"); a newer ptoas "
                                "(pypto writes the odd splits for 0.54) takes it, and ptopipe runs it as pto-isa's "
@@ -601,12 +609,28 @@ def check_nosplit_splits(f, path: str) -> None:
             raise ParseError(what, where=f"{path}:{v[0].line}:{v[0].col}", fix=fix)
 
 
+#: the pushes and pops, which ptoas reads only with their ``{split = N}`` ("expected '{'")
+_PUSH_POP = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv", "pto.tpush",
+             "pto.tpop")
+
+
 def check_split_kinds(f, path: str) -> None:
-    """A function's frontend pushes and pops move whole tiles (``split = 0`` or none) or
-    split ones, not both: a ParseError at the first that differs from the first one
+    """A push or pop names its split (ptoas's parser: "expected '{'"; a free without one frees
+    with its pop's, :func:`ring_op_refusals` warns of it): else a ParseError at the op.  A
+    function's frontend pushes and pops move whole tiles (``split = 0``) or split ones, not both:
+    a ParseError at the first that differs from the first one
     (:func:`~ptopipe.codegen.pto_syntax.split_mix_conflict`)."""
     first = None
     for s in f.statements():
+        if s.name in _PUSH_POP and not s.attr("split"):
+            # (where ptoas expects it: before a pop's `-> T`, else after the op)
+            arrow = next((t for t in s.toks if t.text == "->"), None)
+            end = arrow or (s.toks[-1] if s.toks else s.tok)
+            raise ParseError(f"{s.name} without its split: ptoas refuses it (\"expected '{{'\" after the op: "
+                             "a push or pop names how it splits the tile)",
+                             where=f"{path}:{end.line}:{end.col + (0 if end is arrow else len(end.text))}",
+                             fix="write {split = 0} for a whole tile, {split = 1} / {split = 2} for the Vector "
+                                 "cores' up-down / left-right halves")
         if not s.name.startswith(("pto.tpush_to_", "pto.tpop_from_")):
             continue
         v = s.attr("split")
