@@ -1833,19 +1833,27 @@ def test_an_a5_vec_to_vec_insert_takes_nd_tiles_of_ptoas_element_types(tmp_path,
 @pytest.mark.parametrize("corpus, old, new", [
     ("x_c2v_split2_relu_a3.pto", "location = #pto.address_space<vec>", "location = #pto.address_space<mat>"),
     ("x_v2c_split1_a3.pto", "location = #pto.address_space<mat>", "location = #pto.address_space<vec>"),
+    ("x_c2v_split2_relu_a3.pto", "location = #pto.address_space<vec>", "location = #pto.address_space<gm>"),
 ])
 def test_a_reserve_outside_its_cores_memory_is_refused_at_the_reserve(tmp_path, capsys, corpus, old, new):
     """The ring a function reserves is the one it consumes, in its core's memory (UB on a
     Vector core, L1 on the Cube); ptoas plans it where ``location`` says.  Another location is
     a CompileError at the reserve - not the ring laid over the core's own tiles and a
-    MemoryConflictError at some later op that touches them."""
+    MemoryConflictError at some later op that touches them; one that is no local memory
+    (``gm``), which ptoas refuses, a ParseError at it - not a ring in the core's default memory."""
     text = _edit((ROOT / "tests" / "pto_corpus" / corpus).read_text(), old, new)
     f = tmp_path / "bad.pto"
     f.write_text(text)
     for cmd in ("run", "check"):
         assert cli_main([cmd, str(f)]) == 1
         err = capsys.readouterr().err
-        assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{_line(text, 'pto.reserve_buffer')}:" in err, err
+        ln = _line(text, "pto.reserve_buffer")
+        if "<gm>" in new:
+            col = text.splitlines()[ln - 1].index("#pto.address_space<gm>") + 1
+            assert "ParseError: pto.reserve_buffer 'c2v_fifo' in #pto.address_space<gm>: ptoas refuses it" in err \
+                and f"at {f}:{ln}:{col}\n" in err, err
+            continue
+        assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{ln}:" in err, err
         assert f"fix: write {old}" in err
 
 
