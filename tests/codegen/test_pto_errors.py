@@ -1463,6 +1463,10 @@ def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path,
     (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
            f"{F32_16x64.replace('fractal=512', 'fractal=1024')}"), "pto.tmuls", "%scores", "%scores is used here as "
      "a tile with fractal=1024, but fractal=512 is what its definition (line 16) makes it"),
+    # ... as a type whose static shape pto-isa's Tile refuses (which parses to no tile: still another type)
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
+           f"{F32_16x64.replace('cols=64, v_row=16, v_col=64', 'cols=4, v_row=16, v_col=4')}"), "pto.tmuls", "%scores",
+     "%scores is used here as !pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=4,"),
     # a popped tile (its declare_tile's `-> T`) read as another shape
     (_edit((ROOT / "tests" / "pto" / "lowlevel_a3.pto").read_text(),
            "pto.tpop(%t, %pipe : !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16",

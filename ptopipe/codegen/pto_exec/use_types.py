@@ -380,10 +380,20 @@ def _as_ptoas_reads(t: TileSpec) -> tuple:
             t.slayout or SLayout.NoneBox, t.fractal or 512, t.pad)
 
 
+#: the parse of a tile type whose static shape pto-isa's Tile refuses (a CompileError where the
+#: type is declared): no type a tile is made with - a use spelling it names another type than a
+#: definition that parsed
+_REFUSED_SHAPE = object()
+
+
 def _same(a, b) -> bool | None:
     """Are the parsed types ``a`` and ``b`` one type, as ptoas compares them (a tile's keys
     written or not: :func:`_as_ptoas_reads`); None when either did not parse."""
     if a is None or b is None:
+        return None
+    if (a is _REFUSED_SHAPE) != (b is _REFUSED_SHAPE):
+        return False
+    if a is _REFUSED_SHAPE:
         return None
     if isinstance(a, MultiSpec) and isinstance(b, MultiSpec):
         return a.count == b.count and _same(a.slot, b.slot)
@@ -445,7 +455,9 @@ class UseTypes:
             try:
                 toks = tokenize(text, self.types.f)[:-1]
                 self._parsed[text] = self.types._parse(toks) if toks else None
-            except (ParseError, CompileError):
+            except CompileError:
+                self._parsed[text] = _REFUSED_SHAPE
+            except ParseError:
                 self._parsed[text] = None
         return self._parsed[text]
 
