@@ -186,8 +186,10 @@ def accum_dtype(d) -> np.dtype | None:
 ROW_MAJOR_FORMS = ("binary", "scalar", "unary", "fill")
 #: the instructions whose pto-isa NPU code ``static_assert``s RowMajor tiles on both platforms
 #: (npu/a2a3 and npu/a5: TAdd.hpp ... TSubRelu.hpp for every binary form, TUnaryOp.hpp's check for
-#: these unary ones, TRsqrt.hpp, TPairReduceSum.hpp), which the ISA refuses on any other layout;
-#: TNEG and TRECIP are TMULS / TDIVS there, and the scalar forms assert no layout
+#: these unary ones, TRsqrt.hpp, TPairReduceSum.hpp), which ptopipe's C++ headers refuse on any
+#: other layout (the ISA takes them: the DSL's runtime runs column math on DN operands; a .pto's
+#: ops follow ptoas's verifier, ``codegen.pto_syntax.PTOAS_ROW_MAJOR``); TNEG and TRECIP are
+#: TMULS / TDIVS there, and the scalar forms assert no layout
 ROW_MAJOR_ONLY = frozenset(["TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN", "TAND", "TOR", "TXOR", "TSHL", "TSHR",
                             "TREM", "TFMOD", "TPRELU", "TSUBRELU", "TEXP", "TLOG", "TSQRT", "TRSQRT", "TABS",
                             "TRELU", "TNOT", "TPAIRREDUCESUM"])

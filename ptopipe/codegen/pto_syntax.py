@@ -27,7 +27,7 @@ from ..arch.vocab import (LEFT_LAYOUT, AtomicType, CmpMode, BLayout, Coalesce, G
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES, OPS as IR_OPS
 from ..ir.types import MemorySpace, TileValueType
-from ..errors import INPUT, ConfigError, Given
+from ..errors import INPUT, ConfigError, Given, with_article
 
 #: tile_buf ``loc=`` <-> where the tile lives
 LOC_OF_SPACE = {MemorySpace.Vec: "vec", MemorySpace.Mat: "mat", MemorySpace.Left: "left",
@@ -336,6 +336,90 @@ def ptoas_storage_refusal(op: str, platform: str, ins: list, outs: list) -> tupl
     return (f"{op} names {twice} twice (in place): ptoas refuses it{where} (\"expects {'A3 ' if rule[0] else ''}"
             f"{'trecip ' if op == 'pto.trecip' else ''}{words} to use different storage\")",
             "write the result to a tile of its own (another pto.alloc_tile) and read it from there")
+
+
+#: ops whose ptoas verifier takes row-major Vec tiles only (PTOAS PTO.cpp: the unary forms'
+#: ``verifyVecTileCommon``, "expects src to use the row_major blayout"; the binary and tile-scalar
+#: forms' ``isRowMajorTileBuf``, "expects src0, src1, and dst to use row-major layout"; the row /
+#: column broadcasts, one operand at a time; A2/A3's TEXPANDS, A5's TCONCAT): op -> (the platform it
+#: refuses it on, None: every one; the ``ins`` operands it checks: (position, ptoas's name of it,
+#: checked only where its shape is the destination's); ptoas's words, ``{role}`` the operand's
+#: name).  The destination is checked too.  pto-isa's NPU code static_asserts most of them as well
+#: (``arch.catalogue.ROW_MAJOR_ONLY``); a DN [R, 1] column goes through the element-wise ones as its
+#: [1, R] row (``pto.treshape``), as ptopipe's writer and pypto write it.
+_ROW_MAJOR_BINARY = "src0, src1, and dst to use row-major layout"
+_ONE_BY_ONE = "{role} to use row-major layout"
+_SRC, _SRC01 = ((0, "src", False),), ((0, "src0", False), (1, "src1", False))
+PTOAS_ROW_MAJOR = {
+    **{f"pto.{op}": (None, _SRC, "{role} to use the row_major blayout")
+       for op in ("tabs", "trecip", "texp", "tlog", "tsqrt", "trsqrt", "trelu", "tnot", "taxpy")},
+    **{f"pto.{op}": (None, _SRC01, _ROW_MAJOR_BINARY) for op in ("tadd", "tsub", "tmul", "tdiv", "tmax", "tmin",
+                                                                 "tand", "tor", "txor", "tshl", "tshr", "tfmod",
+                                                                 "tprelu")},
+    "pto.trem": (None, _SRC01 + ((2, "tmp", False),), "src0, src1, tmp, and dst to use row-major layout"),
+    "pto.tsel": (None, ((1, "src0", False), (2, "src1", False)), _ROW_MAJOR_BINARY),
+    **{f"pto.{op}": (None, _SRC, "src and dst to use row-major layout") for op in ("tands", "tors", "txors",
+                                                                                   "tfmods")},
+    "pto.trems": (None, _SRC + ((2, "tmp", False),), "src, tmp, and dst to use row-major layout"),
+    "pto.texpands": ("a2a3", (), "vec dst to use row-major layout on A2/A3"),
+    "pto.tconcat": ("a5", _SRC01, _ROW_MAJOR_BINARY),
+    "pto.tcolexpand": (None, (), "{role} to use the row_major blayout"),
+    **{f"pto.tcolexpand{op}": (None, _SRC01, _ONE_BY_ONE)
+       for op in ("add", "sub", "mul", "div", "max", "min", "expdif")},
+    "pto.trowexpandadd": (None, ((0, "src0", False),), _ONE_BY_ONE),
+    **{f"pto.trowexpand{op}": (None, ((0, "src0", True),), _ONE_BY_ONE + " when it matches dst")
+       for op in ("max", "min", "expdif")},
+    **{f"pto.trowexpand{op}": (None, (), _ONE_BY_ONE) for op in ("sub", "mul", "div")},
+}
+
+
+def ptoas_row_major_refusal(op: str, platform: str, ins: list, dst) -> tuple | None:
+    """``(what, fix)`` when ``op`` (:data:`PTOAS_ROW_MAJOR`) on ``platform`` has a Vec tile operand
+    of another blayout than row_major among the ones ptoas checks (``ins``: its ``ins`` operands,
+    tiles and scalars, in order; ``dst``: its destination), else None."""
+    rule = PTOAS_ROW_MAJOR.get(op)
+    if rule is None or rule[0] not in (None, platform):
+        return None
+    shape = (getattr(dst, "rows", None), getattr(dst, "cols", None))
+    checked = [(role, ins[i]) for i, role, like_dst in rule[1]
+               if i < len(ins) and (not like_dst or (getattr(ins[i], "rows", None), getattr(ins[i], "cols", None)) == shape)]
+    for role, t in checked + [("dst", dst)]:
+        if getattr(t, "loc", None) is TileType.Vec and t.blayout is not BLayout.RowMajor:
+            column = t.cols == 1
+            return (f"{op}'s {role} {t.describe()} is {BLAYOUT_NAMES.get(t.blayout, t.blayout)}: ptoas refuses it "
+                    f"('{op}' op expects {rule[2].format(role=role)})",
+                    "declare the tile blayout=row_major" + (
+                        ": a per-row value as an [R, 1] col_major column goes through this op as its [1, R] row "
+                        "(pto.treshape), or as an [R, C] row_major tile with v_col=1" if column else
+                        " (pto.tmov converts a tile's layout)"))
+    return None
+
+
+#: ``pto.tquant``'s ``quant_type`` values (PTOAS PTOAttrs.td ``QuantType``: the INT8 forms; the
+#: attribute is required) and the destination element type each writes
+PTOAS_QUANT_TYPES = {"INT8_SYM": np.dtype(np.int8), "INT8_ASYM": np.dtype(np.uint8)}
+
+
+def ptoas_quant_refusal(quant_type: str, dst_dtype, has_offset: bool) -> tuple | None:
+    """``(what, fix)`` where ptoas's ``TQuantOp::verify`` refuses a ``pto.tquant`` of
+    ``quant_type`` (:data:`PTOAS_QUANT_TYPES`) writing a ``dst_dtype`` tile with / without an
+    offset operand (INT8_SYM: an i8 destination and no offset; INT8_ASYM: ui8 and an offset),
+    else None."""
+    want, sym = PTOAS_QUANT_TYPES[quant_type], quant_type == "INT8_SYM"
+    spelled = "i8" if sym else "ui8"
+    if np.dtype(dst_dtype) != want:
+        return (f"pto.tquant {quant_type} into {with_article(np.dtype(dst_dtype).name)} tile: ptoas refuses it ('pto.tquant' op "
+                f"expects dst element type {spelled} for {quant_type} quantization)",
+                f"declare the destination {spelled}" + (", or quantise INT8_ASYM (ui8, with an offset tile)" if sym
+                                                       else ", or quantise INT8_SYM (i8, no offset)"))
+    if sym and has_offset:
+        return ("pto.tquant INT8_SYM with an offset operand: ptoas refuses it ('pto.tquant' op INT8_SYM quantization "
+                "must not have an offset operand)", "drop the offset, or quantise INT8_ASYM into a ui8 tile")
+    if not sym and not has_offset:
+        return ("pto.tquant INT8_ASYM without an offset operand: ptoas refuses it ('pto.tquant' op INT8_ASYM "
+                "quantization requires an offset operand)",
+                "pass the per-row zero points after the scale: ins(%src, %scale, %offset : ...)")
+    return None
 
 
 #: the tile locations ptoas's A2/A3 verifier takes for ops pto-isa also runs between Vec tiles:

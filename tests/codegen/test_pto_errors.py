@@ -1442,6 +1442,9 @@ _RET = "    pto.tstore ins(%acc : "
                                                                     "iter_args(%prev = %c0) -> (index) {"),
            "      pto.tadd ins(%acc, %blk", "      pto.tadd ins(%acc, %blk"),
      "%last = scf.for", "scf.for", "scf.for: a region of it ends without the scf.yield of its 1 result(s)"),
+    # a pop without its split (ptoas: "expected '{'"), not a whole-tile pop at odds with its push
+    (_edit(PIPES, "%half = pto.tpop_from_aic {split = 2} ->", "%half = pto.tpop_from_aic ->"),
+     "%half = pto.tpop_from_aic", "->", "pto.tpop_from_aic without its split: ptoas refuses it (\"expected '{'\""),
 ])
 def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path, capsys, text, needle, token, what):
     """ptoas's parser and verifier refuse these in one op's pieces; the run would go on with a
@@ -1450,6 +1453,43 @@ def test_what_ptoas_verifies_in_an_ops_own_pieces_is_refused_at_the_op(tmp_path,
     from the function): a ParseError at the op, before anything runs, by run and check --static."""
     for cmd in (("run",), ("check", "--static")):
         _refused_at(tmp_path, capsys, text, needle, token, what, cmd=cmd)
+
+
+@pytest.mark.parametrize("text, needle, token, what", [
+    # a tile read as another pad or fractal (ptoas's type holds them: pad=0 is Null, not "unsaid")
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
+           f"{F32_16x64.replace('pad=0', 'pad=1')}"), "pto.tmuls", "%scores", "%scores is used here as a tile with "
+     "pad=1, but pad=0 is what its definition (line 16) makes it"),
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
+           f"{F32_16x64.replace('fractal=512', 'fractal=1024')}"), "pto.tmuls", "%scores", "%scores is used here as "
+     "a tile with fractal=1024, but fractal=512 is what its definition (line 16) makes it"),
+    # ... as a type whose static shape pto-isa's Tile refuses (which parses to no tile: still another type)
+    (_edit(SOFTMAX, f"pto.tmuls ins(%scores, %scale : {F32_16x64}", f"pto.tmuls ins(%scores, %scale : "
+           f"{F32_16x64.replace('cols=64, v_row=16, v_col=64', 'cols=4, v_row=16, v_col=4')}"), "pto.tmuls", "%scores",
+     "%scores is used here as !pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=4,"),
+    # a popped tile (its declare_tile's `-> T`) read as another shape
+    (_edit((ROOT / "tests" / "pto" / "lowlevel_a3.pto").read_text(),
+           "pto.tpop(%t, %pipe : !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16",
+           "pto.tpop(%t, %pipe : !pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=16, v_row=4, v_col=16"),
+     "pto.tpop(%t", "%t", "%t is used here as a tile with rows=4, v_row=4, but rows=8, v_row=8 is what its "
+                          "definition (line 56) makes it"),
+    # a group with an attribute dictionary after its values (tcvt's rmode)
+    (_edit((ROOT / "tests" / "pto_corpus" / "v_cvt_f32_f16_a5.pto").read_text(),
+           "pto.tcvt ins(%xf {rmode = #pto<round_mode RINT>} : !pto.tile_buf<loc=vec, dtype=f32",
+           "pto.tcvt ins(%xf {rmode = #pto<round_mode RINT>} : !pto.tile_buf<loc=vec, dtype=f16"),
+     "pto.tcvt ins(%xf", "%xf", "%xf is used here as a tile with dtype=f16, but dtype=f32 is what its definition"),
+])
+def test_the_runs_reader_refuses_a_use_of_another_type_than_its_definition(text, needle, token, what):
+    """The run's reader checks each use's type against its definition's, as ptoas does ("use of
+    value expects different type than prior uses"), on its own - a file the static reader cannot
+    express (a dynamic shape, a slot-id pop) is checked by it alone: a pad or fractal written
+    differently, a use of a declare_tile's result, a group with an attribute dictionary."""
+    from ptopipe.codegen.pto_exec import read_program
+    with pytest.raises(ParseError) as e:
+        read_program(text, "bad.pto")
+    ln = _line(text, needle)
+    col = text.splitlines()[ln - 1].index(token, text.splitlines()[ln - 1].index(needle.split()[0])) + 1
+    assert what in e.value.what and e.value.where == f"bad.pto:{ln}:{col}", (e.value.what, e.value.where)
 
 
 def test_a_tpop_that_waits_forever_is_named_before_a_tpush_never_popped():
@@ -1507,6 +1547,115 @@ def test_an_element_type_ptoas_refuses_where_pto_isa_takes_it_is_a_parse_error(t
                       f"pto.{op} of {'bfloat16' if dt == 'bf16' else 'int32'} tiles on {platform.upper()}: ptoas "
                       f"refuses it ('pto.{op}' op {refused})", cmd=("run", "--platform", platform))
     assert "fix: use one of the element types ptoas takes here" in err
+
+
+_COLUMN = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, blayout=col_major, "
+           "slayout=none_box, fractal=512, pad=0>")
+_ROWS_V1 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=8, v_row=16, v_col=1, blayout=row_major, "
+            "slayout=none_box, fractal=512, pad=0>")
+_DN16 = _COLUMN.replace("cols=1, v_row=16, v_col=1", "cols=16, v_row=16, v_col=16")
+_ND16 = _DN16.replace("blayout=col_major", "blayout=row_major")
+_ROW = "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=16, v_row=1, v_col=16, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+_COLUMN_OP = """module {
+  func.func @k() attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %s = arith.constant 2.0 : f32
+    %a = pto.alloc_tile : T
+    %b = pto.alloc_tile : T
+    %d = pto.alloc_tile : T
+    %x = pto.alloc_tile : ND16
+    %r = pto.alloc_tile : ROW
+    %c = pto.alloc_tile : COLUMN
+    OP
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("op,tile,platform,refused", [
+    ("pto.trecip ins(%a : T) outs(%d : T)", _COLUMN, "a5", "src Vec tile '%a' float32 16x1 @AIV0.UB[0x0] is col_major: "
+     "ptoas refuses it ('pto.trecip' op expects src to use the row_major blayout)"),
+    ("pto.tmax ins(%a, %b : T, T) outs(%d : T)", _COLUMN, "a2a3", "src0 Vec tile '%a' float32 16x1 @AIV0.UB[0x0] is "
+     "col_major: ptoas refuses it ('pto.tmax' op expects src0, src1, and dst to use row-major layout)"),
+    ("pto.texpands ins(%s : f32) outs(%d : T)", _COLUMN, "a2a3", "dst Vec tile '%d' float32 16x1 @AIV0.UB[0x0] is "
+     "col_major: ptoas refuses it ('pto.texpands' op expects vec dst to use row-major layout on A2/A3)"),
+    ("pto.texpands ins(%s : f32) outs(%d : T)", _COLUMN, "a5", None),
+    ("pto.tmuls ins(%a, %s : T, f32) outs(%d : T)", _COLUMN, "a2a3", None),
+    ("pto.trecip ins(%a : T) outs(%d : T)", _ROWS_V1, "a5", None),
+    ("pto.tcolexpandmul ins(%a, %r : T, ROW) outs(%x : ND16)", _DN16, "a2a3", "src0 Vec tile '%a' float32 16x16 DN "
+     "@AIV0.UB[0x0] is col_major: ptoas refuses it ('pto.tcolexpandmul' op expects src0 to use row-major layout)"),
+    ("pto.trowexpandmul ins(%x, %c : ND16, COLUMN) outs(%d : T)", _ND16, "a5", None),
+])
+def test_a_vec_tile_ptoas_takes_row_major_only_is_refused_at_the_op(tmp_path, capsys, op, tile, platform, refused):
+    """ptoas's verifier takes only row-major Vec tiles for the element-wise ops and the broadcasts'
+    full tiles (pto-isa's NPU code static_asserts most of them too): a DN tile there is a ParseError
+    at the op; the tile-scalar ops and A5's TEXPANDS take a DN column, the row broadcasts take it as
+    their per-row operand, and a per-row value in a row-major [R, 8] tile runs."""
+    text = (_COLUMN_OP.replace("OP", op).replace("ND16", _ND16).replace("ROW", _ROW).replace("COLUMN", _COLUMN)
+            .replace("T", tile))
+    if refused is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        assert cli_main(["run", str(f), "--platform", platform]) == 0, capsys.readouterr().err
+        return
+    name = op.split()[0]
+    err = _refused_at(tmp_path, capsys, text, name, name, f"{name}'s {refused}", cmd=("run", "--platform", platform))
+    assert "fix: declare the tile blayout=row_major" in err
+
+
+_QUANT = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%x: !pto.ptr<f32>, %q: !pto.ptr<DT>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %xv = pto.make_tensor_view %x, shape = [%c8, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %qv = pto.make_tensor_view %q, shape = [%c8, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xDT>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x32xf32>
+    %qp = pto.partition_view %qv, offsets = [%c0, %c0], sizes = [%c8, %c32] : !pto.tensor_view<?x?xDT> -> !pto.partition_tensor_view<8x32xDT>
+    %s = arith.constant 4.0 : f32
+    %xt = pto.alloc_tile : !pto.tile_buf<vec, 8x32xf32>
+    %sc = pto.alloc_tile : !pto.tile_buf<vec, 8x8xf32, v_col=1>
+    %qt = pto.alloc_tile : !pto.tile_buf<vec, 8x32xDT>
+    pto.tload ins(%xp : !pto.partition_tensor_view<8x32xf32>) outs(%xt : !pto.tile_buf<vec, 8x32xf32>)
+    pto.texpands ins(%s : f32) outs(%sc : !pto.tile_buf<vec, 8x8xf32, v_col=1>)
+    pto.tquant ins(%xt, %sc OFFSET: !pto.tile_buf<vec, 8x32xf32>, !pto.tile_buf<vec, 8x8xf32, v_col=1>OFFSET_T) outs(%qt : !pto.tile_buf<vec, 8x32xDT>)ATTR
+    pto.tstore ins(%qt : !pto.tile_buf<vec, 8x32xDT>) outs(%qp : !pto.partition_tensor_view<8x32xDT>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("dt,offset,attr,refused", [
+    ("i8", False, "INT8_ASYM", "pto.tquant INT8_ASYM into an int8 tile: ptoas refuses it ('pto.tquant' op expects dst "
+                               "element type ui8 for INT8_ASYM quantization)"),
+    ("i8", True, "INT8_SYM", "pto.tquant INT8_SYM with an offset operand: ptoas refuses it ('pto.tquant' op INT8_SYM "
+                             "quantization must not have an offset operand)"),
+    ("ui8", False, "INT8_ASYM", "pto.tquant INT8_ASYM without an offset operand: ptoas refuses it"),
+    ("i8", False, None, "pto.tquant without its quant_type: ptoas refuses it ('pto.tquant' op requires attribute "
+                        "'quant_type')"),
+    ("i8", False, "INT8_SYM", None),
+    ("ui8", True, "INT8_ASYM", None),
+])
+def test_a_tquant_runs_its_quant_type_and_refuses_what_ptoas_refuses(tmp_path, capsys, dt, offset, attr, refused):
+    """pto.tquant's quant_type decides the form (ptoas's TQuantOp verifier: INT8_SYM writes i8 with
+    no offset, INT8_ASYM ui8 with one; the attribute is required): a destination or offset it does
+    not take is a ParseError at the op, not a run of the other form."""
+    text = (_QUANT.replace("DT", dt).replace("OFFSET_T", ", !pto.tile_buf<vec, 8x8xf32, v_col=1>" if offset else "")
+            .replace("OFFSET", ", %sc " if offset else " ")
+            .replace("ATTR", f" {{quant_type = #pto<quant_type {attr}>}}" if attr else ""))
+    if refused is None:
+        f = tmp_path / "ok.pto"
+        f.write_text(text)
+        x = np.linspace(-3, 3, 256, dtype=np.float32).reshape(8, 32)
+        np.save(tmp_path / "x.npy", x)
+        assert cli_main(["run", str(f), "--input", f"x={tmp_path / 'x.npy'}", "--output",
+                         f"q={tmp_path / 'q.npy'}"]) == 0, capsys.readouterr().err
+        want = np.clip(np.rint(x * 4 + (4 if offset else 0)), 0 if offset else -128, 255 if offset else 127)
+        assert (np.load(tmp_path / "q.npy") == want).all()
+        return
+    _refused_at(tmp_path, capsys, text, "pto.tquant", "pto.tquant", refused)
 
 
 @pytest.mark.parametrize("slope", ["f16", "f32"])
@@ -1688,31 +1837,45 @@ def test_an_a5_vec_to_vec_insert_takes_nd_tiles_of_ptoas_element_types(tmp_path,
 @pytest.mark.parametrize("corpus, old, new", [
     ("x_c2v_split2_relu_a3.pto", "location = #pto.address_space<vec>", "location = #pto.address_space<mat>"),
     ("x_v2c_split1_a3.pto", "location = #pto.address_space<mat>", "location = #pto.address_space<vec>"),
+    ("x_c2v_split2_relu_a3.pto", "location = #pto.address_space<vec>", "location = #pto.address_space<gm>"),
 ])
 def test_a_reserve_outside_its_cores_memory_is_refused_at_the_reserve(tmp_path, capsys, corpus, old, new):
     """The ring a function reserves is the one it consumes, in its core's memory (UB on a
     Vector core, L1 on the Cube); ptoas plans it where ``location`` says.  Another location is
     a CompileError at the reserve - not the ring laid over the core's own tiles and a
-    MemoryConflictError at some later op that touches them."""
+    MemoryConflictError at some later op that touches them; one that is no local memory
+    (``gm``), which ptoas refuses, a ParseError at it - not a ring in the core's default memory."""
     text = _edit((ROOT / "tests" / "pto_corpus" / corpus).read_text(), old, new)
     f = tmp_path / "bad.pto"
     f.write_text(text)
     for cmd in ("run", "check"):
         assert cli_main([cmd, str(f)]) == 1
         err = capsys.readouterr().err
-        assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{_line(text, 'pto.reserve_buffer')}:" in err, err
+        ln = _line(text, "pto.reserve_buffer")
+        if "<gm>" in new:
+            col = text.splitlines()[ln - 1].index("#pto.address_space<gm>") + 1
+            assert "ParseError: pto.reserve_buffer 'c2v_fifo' in #pto.address_space<gm>: ptoas refuses it" in err \
+                and f"at {f}:{ln}:{col}\n" in err, err
+            continue
+        assert "CompileError: pto.reserve_buffer" in err and f"at {f}:{ln}:" in err, err
         assert f"fix: write {old}" in err
 
 
-@pytest.mark.parametrize("op", ["set_flag", "wait_flag"])
-def test_an_event_past_event_id7_is_refused_at_it(tmp_path, capsys, op):
-    """``<EVENT_ID8>`` is no member of ptoas's EVENT enum (its parser refuses the file): a
-    ParseError at the event, not a KernelError when the op runs."""
+@pytest.mark.parametrize("op,was,now,what", [
+    ("set_flag", "EVENT_ID0", "EVENT_ID8", "EVENT_ID8 is not an event: ptoas refuses the file"),
+    ("wait_flag", "EVENT_ID0", "EVENT_ID8", "EVENT_ID8 is not an event: ptoas refuses the file"),
+    ("set_flag", "PIPE_MTE1", "PIPE_MET1", "PIPE_MET1 is not a pipe ptopipe models (ptoas: \"expected "
+                                           "::mlir::pto::PIPE to be one of: PIPE_S, PIPE_V,"),
+])
+def test_an_event_past_event_id7_or_a_misspelled_pipe_is_refused_at_it(tmp_path, capsys, op, was, now, what):
+    """``<EVENT_ID8>`` is no member of ptoas's EVENT enum, ``<PIPE_MET1>`` none of its PIPE enum (its
+    parser refuses the file): a ParseError at the word, not a KernelError (or an error naming
+    Python's ValueError) when the op runs."""
     text = (ROOT / "tests" / "pto_corpus" / "c_mm_sync_flags_a3.pto").read_text()
     old = f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID0>]"
-    text = _edit(text, old, old.replace("EVENT_ID0", "EVENT_ID8"))
-    _refused_at(tmp_path, capsys, text, f"pto.{op}[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_ID8>]", "EVENT_ID8",
-                f"pto.{op}: EVENT_ID8 is not an event: ptoas refuses the file")
+    text = _edit(text, old, old.replace(was, now))
+    err = _refused_at(tmp_path, capsys, text, old.replace(was, now), now, f"pto.{op}: {what}")
+    assert "ValueError" not in err
 
 
 @pytest.mark.parametrize("cmd", [("run",), ("check",)])

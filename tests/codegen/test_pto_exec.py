@@ -732,6 +732,20 @@ def test_an_a5_matmul_tile_layout_ptoas_refuses_is_a_warning_at_the_matmul(loc, 
     assert w.startswith(f"<pto>:{line_of(text, 'pto.tmatmul')}:") and f'"{said}"' in w, w
 
 
+FFTS_T = "memref<256xi64>"
+
+
+def with_set_ffts(text: str) -> str:
+    """ptoas takes an A3 pto.sync.set / wait only in a function that sets its FFTS base: every
+    function of ``text`` gets the FFTS workspace as its last parameter (each func.call passes it
+    on) and every kernel a ``pto.set_ffts`` of it first."""
+    text = re.sub(r"(func\.func (?:private )?@\w+\()([^)]*)\)",
+                  lambda m: f"{m.group(1)}{m.group(2)}{', ' if m.group(2) else ''}%ffts: {FFTS_T})", text)
+    text = re.sub(r"(func\.call @\w+\()([^)]*)\) : \(([^)]*)\)",
+                  lambda m: f"{m.group(1)}{m.group(2)}, %ffts) : ({m.group(3)}, {FFTS_T})", text)
+    return re.sub(r"(attributes \{pto\.kernel_kind = [^\n]*\{\n)", rf"\1    pto.set_ffts %ffts : {FFTS_T}\n", text)
+
+
 def synced_pair(arch: str, split: bool) -> str:
     """A Cube kernel stores x @ x to y and sets cross-core flag 5; the Vector kernel waits for
     it and stores y + 1 to z - no pipes.  ``split``: each Vector core its half of the rows (it
@@ -742,7 +756,7 @@ def synced_pair(arch: str, split: bool) -> str:
             "    %row = arith.muli %sb, %c8 : index\n") if split else ""
     tv = "!pto.tensor_view<?x?xf32>"
     pv = f"!pto.partition_tensor_view<{rows}x16xf32>"
-    return f"""module attributes {{pto.target_arch = "{arch}"}} {{
+    text = f"""module attributes {{pto.target_arch = "{arch}"}} {{
   func.func private @cube(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -772,6 +786,7 @@ def synced_pair(arch: str, split: bool) -> str:
   }}
 }}
 """
+    return with_set_ffts(text) if arch == "a3" else text
 
 
 @pytest.mark.parametrize("arch", ["a3", "a5"])
@@ -784,6 +799,20 @@ def test_a_cube_sync_set_reaches_the_vector_cores_that_run(arch, split):
     np.testing.assert_allclose(r.outputs["z"], X @ X + 1, rtol=1e-4)
     assert not r.warnings and not r.summary.leaks, (r.warnings, r.summary.leaks)
     assert (r.summary.cores["AIV1"]["state"] != "idle") == split
+
+
+def test_an_a3_sync_in_a_function_without_set_ffts_is_refused_at_the_sync():
+    """ptoas refuses an A3 pto.sync.set / wait in a function with no pto.set_ffts ("A3 inter-core
+    sync requires explicit `pto.set_ffts` in the same function"): so does the run, at the sync."""
+    text = synced_pair("a3", False)
+    first = f"    pto.set_ffts %ffts : {FFTS_T}\n"
+    assert text.count(first) == 2
+    text = text.replace(first, "", 1)                       # the Cube's
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X), z=np.zeros_like(X)))
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>, 5')}:5", e.value.where
+    assert "pto.sync.set in @cube, which has no pto.set_ffts: ptoas refuses it on A3" in e.value.what
+    assert "pto.set_ffts %ffts : memref<256xi64>" in e.value.fix
 
 
 def test_an_a5_pipe_fix_sync_set_of_aiv1s_id_is_refused_at_its_line():
@@ -1044,9 +1073,10 @@ def cross_core_synced(arch: str, cube_set: int = 9, vec_wait: int = 9, vec_set: 
     push = next(l for l in text.splitlines(True) if "pto.tpush_to_aiv" in l)
     pop = next(l for l in text.splitlines(True) if "pto.tpop_from_aic" in l)
     store = next(l for l in text.splitlines(True) if "pto.tstore ins(%r" in l)
-    return (text.replace(push, push + f"    pto.sync.set <PIPE_FIX>, {cube_set}\n" + waits)
+    text = (text.replace(push, push + f"    pto.sync.set <PIPE_FIX>, {cube_set}\n" + waits)
             .replace(pop, f"    pto.sync.wait <PIPE_V>, {vec_wait}\n" + pop)
             .replace(store, store + f"    pto.sync.set <PIPE_MTE3>, {vec_set}\n"))
+    return with_set_ffts(text) if arch == "a3" else text
 
 
 @pytest.mark.parametrize("arch,protocol", [("a3", "spec"), ("a5", "pto-isa")])

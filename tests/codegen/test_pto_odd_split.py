@@ -4,6 +4,7 @@ split 4 through a ring in GM and matches numpy on both platforms; a lane popping
 reported at its pto.tpop; the writer prints the value back; an odd split into A5's UB ring, which
 pto-isa does not move, is a finding at the push."""
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ import pytest
 import ptopipe
 from ptopipe.arch.vocab import TileSplitAxis
 from ptopipe.codegen import read_pto, write_pto
+from ptopipe.codegen.pto_exec import read_program
+from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.errors import CompileError, ProtocolError
 
@@ -38,6 +41,16 @@ def test_odd_row_and_column_splits_match_numpy(platform, no_hang):
     np.testing.assert_allclose(out["rows"][:15], p[:15], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out["cols"][:, :15], p[:, :15], rtol=1e-5, atol=1e-5)
     assert not out["rows"][15].any() and not out["cols"][:, 15].any()
+
+
+def test_an_odd_split_is_a_warning_at_its_value_as_the_bundled_ptoas_refuses_it():
+    """ptoas 0.27 takes split 0, 1 or 2 ("expects 'split' to be 0, 1, or 2"); a newer one, which
+    pypto writes the odd splits for, takes 3 and 4: the file runs, each odd split warned at its value."""
+    said = [w for w in ptoas_refusals(read_program(ODD, "k.pto")) if "refuses split" in w]
+    want = [(i, ln.rindex("{split = ") + len("{split = ") + 1) for i, ln in enumerate(ODD.splitlines(), 1)
+            if re.search(r"\{split = [34]\}", ln)]
+    assert [tuple(map(int, w.split(":")[1:3])) for w in said] == want and len(want) == 6, said
+    assert "(\"expects 'split' to be 0, 1, or 2\"); a newer ptoas" in said[0]
 
 
 def test_a_lane_popping_the_wrong_share_is_reported_at_its_tpop(no_hang):

@@ -3,13 +3,17 @@ frontend init's attribute block in PTOOps.td) is a warning at its line:col, and 
 tells a .pto user to write a value ptoas refuses."""
 
 import os
+import pathlib
 import subprocess
 
 import pytest
 
 from ptopipe.codegen.pto_exec import read_program
+from ptopipe.codegen.pto_exec.pipe_ops import ptoas_refusals
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.errors import CompileError, ParseError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _L2L = """module attributes {pto.target_arch = "a5"} {
   func.func @cube() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
@@ -75,6 +79,33 @@ def test_slot_num_ptoas_refuses_is_a_warning_at_its_value(n, warned):
         assert mine[0].startswith("k.pto:4:79: ptoas refuses slot_num = 2 on pto.initialize_l2l_pipe "
                                   "(\"expects 'slot_num' to be 4 or 8\")")
         assert "give it slot_num = 4 or 8" in mine[0]
+
+
+def test_a_second_reserve_or_import_in_a_function_is_a_warning_at_it():
+    """ptoas 0.27 takes one pto.reserve_buffer and one pto.import_reserved_buffer per function
+    ("expects at most one reserve_buffer in the function"); ptopipe's writer spells a kernel with
+    two rings of a direction so: the file runs, each second one warned at its op."""
+    text = _L2L.replace("slot_num = N}", "slot_num = N, flag_base = 0}")
+    lines = text.splitlines(True)
+    second = [ln.replace("%c2v", "%c2v_b").replace("c2v_fifo", "c2v_fifo_b").replace("%pc", "%pb")
+              .replace("flag_base = 0", "flag_base = 4") for ln in lines]
+    text = "".join(lines[:4] + second[2:4] + lines[4:9] + second[7:9] + lines[9:])
+    _op, warnings, _plat = _load(text, N=4, RES=4096)
+    said = [w for w in warnings if "refuses a second" in w]
+    assert [w.split(": ptoas")[0] for w in said] == ["k.pto:5:14", "k.pto:12:14"], warnings   # at the op
+    assert "refuses a second pto.import_reserved_buffer in @cube (\"expects at most one import_reserved_buffer in " \
+           "the function\"; the first is at line 3)" in said[0]
+    assert "reserve one buffer for the function's rings" in said[1]
+
+
+def test_a_free_without_its_split_is_a_warning_at_the_free():
+    """ptoas reads a free only with its split ("expected '{'"); ptopipe frees with the TPOP's."""
+    text = (ROOT / "tests" / "pto_corpus" / "x_c2v_split2_relu_a3.pto").read_text()
+    text = text.replace("pto.tfree_from_aic {split = 2}", "pto.tfree_from_aic")
+    said = [w for w in ptoas_refusals(read_program(text, "k.pto")) if "without its split" in w]
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.strip() == "pto.tfree_from_aic")
+    assert said == [f"k.pto:{line}:5: ptoas refuses pto.tfree_from_aic without its split (\"expected '{{'\"); "
+                    "ptopipe frees with its TPOP's split - write it: {split = N}, N the TPOP's"], said
 
 
 def test_slot_num_on_a_frontend_init_is_a_warning_at_the_attribute():

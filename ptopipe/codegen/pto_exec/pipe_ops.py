@@ -484,8 +484,9 @@ def ptoas_refusals(prog) -> list:
     ring ptoas cannot build that way -, a slot_num other than
     :data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS` or a local_slot_num outside 1..slot_num
     (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``); and, after them,
-    the loops ptoas 0.27 does not lower (:func:`~.headers.tile_carry_refusals`) and what only a
-    newer ptoas reads (:func:`~.op_checks.newer_ptoas_refusals`)."""
+    the ring ops ptoas 0.27 refuses (:func:`ring_op_refusals`), the loops it does not lower
+    (:func:`~.headers.tile_carry_refusals`) and what only a newer ptoas reads
+    (:func:`~.op_checks.newer_ptoas_refusals`)."""
     out = []
     for f in prog.funcs.values():
         for s in f.statements():
@@ -531,13 +532,55 @@ def ptoas_refusals(prog) -> list:
                     t = ls[0]
                     out.append(f"{prog.path}:{t.line}:{t.col}: ptoas refuses local_slot_num = {t.text} on "
                                f"{s.name} (it expects 1..slot_num = {k}); ptopipe runs it as written")
-    return out + tile_carry_refusals(prog) + newer_ptoas_refusals(prog)
+    return out + ring_op_refusals(prog) + tile_carry_refusals(prog) + newer_ptoas_refusals(prog)
 
 
 #: the ops that name a split, and those of them that name their pipe by its handle
 _SPLIT_OPS = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
               "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.tpush", "pto.tpop", "pto.tfree")
 _HANDLE_OPS = ("pto.tpush", "pto.tpop", "pto.tfree")
+#: the frees (ptopipe's own ``pto.tfree_from_aic(%t : T)``, a free naming its tile, is not judged
+#: here: ptoas refuses it whole, and the writer's notes say so)
+_FREES = ("pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.tfree")
+#: the ring buffers ptoas 0.27 takes one of each per function (PTOAS PTO.cpp
+#: ``ReserveBufferOp::verify`` / ``ImportReservedBufferOp::verify``)
+ONE_PER_FUNCTION = ("pto.reserve_buffer", "pto.import_reserved_buffer")
+#: the odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD) pypto writes for a newer ptoas
+ODD_SPLITS = ("3", "4")
+
+
+def ring_op_refusals(prog) -> list:
+    """Warnings, at their line:col, for the ring ops of ``prog`` that ptoas 0.27 refuses and
+    ptopipe runs as written: a second :data:`ONE_PER_FUNCTION` buffer in a function ("expects at
+    most one reserve_buffer in the function"; ptopipe's writer spells a kernel with several
+    rings of a direction so, and notes it), a free without its split ("expected '{'": ptopipe
+    frees with its TPOP's), and an odd split (:data:`ODD_SPLITS`: "expects 'split' to be 0, 1,
+    or 2"), which a newer ptoas takes."""
+    out = []
+    for f in prog.funcs.values():
+        first = {}
+        for s in f.statements():
+            if s.name in ONE_PER_FUNCTION:
+                if s.name not in first:
+                    first[s.name] = s.tok.line
+                    continue
+                out.append(f"{prog.path}:{s.tok.line}:{s.tok.col}: ptoas 0.27 refuses a second {s.name} in "
+                           f"@{f.name} (\"expects at most one {s.name[4:]} in the function\"; the first is at line "
+                           f"{first[s.name]}); ptopipe runs it as written - for the device, reserve one buffer for "
+                           "the function's rings and give each further ring's local address an offset into it "
+                           "(arith.addi of the buffer's i32)")
+            elif s.name in _SPLIT_OPS:
+                v = s.attr("split")
+                if not v and s.name in _FREES and (s.name == "pto.tfree" or not s.values()):
+                    out.append(f"{prog.path}:{s.tok.line}:{s.tok.col}: ptoas refuses {s.name} without its split "
+                               "(\"expected '{'\"); ptopipe frees with its TPOP's split - write it: "
+                               "{split = N}, N the TPOP's")
+                elif v and v[0].text in ODD_SPLITS:
+                    out.append(f"{prog.path}:{v[0].line}:{v[0].col}: ptoas 0.27, the bundled one, refuses split = "
+                               f"{v[0].text} on {s.name} (\"expects 'split' to be 0, 1, or 2\"); a newer ptoas "
+                               "(pypto writes the odd splits for 0.54) takes it, and ptopipe runs it as pto-isa's "
+                               "TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD")
+    return out
 
 
 def check_nosplit_splits(f, path: str) -> None:
@@ -566,12 +609,28 @@ def check_nosplit_splits(f, path: str) -> None:
             raise ParseError(what, where=f"{path}:{v[0].line}:{v[0].col}", fix=fix)
 
 
+#: the pushes and pops, which ptoas reads only with their ``{split = N}`` ("expected '{'")
+_PUSH_POP = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv", "pto.tpush",
+             "pto.tpop")
+
+
 def check_split_kinds(f, path: str) -> None:
-    """A function's frontend pushes and pops move whole tiles (``split = 0`` or none) or
-    split ones, not both: a ParseError at the first that differs from the first one
+    """A push or pop names its split (ptoas's parser: "expected '{'"; a free without one frees
+    with its pop's, :func:`ring_op_refusals` warns of it): else a ParseError at the op.  A
+    function's frontend pushes and pops move whole tiles (``split = 0``) or split ones, not both:
+    a ParseError at the first that differs from the first one
     (:func:`~ptopipe.codegen.pto_syntax.split_mix_conflict`)."""
     first = None
     for s in f.statements():
+        if s.name in _PUSH_POP and not s.attr("split"):
+            # (where ptoas expects it: before a pop's `-> T`, else after the op)
+            arrow = next((t for t in s.toks if t.text == "->"), None)
+            end = arrow or (s.toks[-1] if s.toks else s.tok)
+            raise ParseError(f"{s.name} without its split: ptoas refuses it (\"expected '{{'\" after the op: "
+                             "a push or pop names how it splits the tile)",
+                             where=f"{path}:{end.line}:{end.col + (0 if end is arrow else len(end.text))}",
+                             fix="write {split = 0} for a whole tile, {split = 1} / {split = 2} for the Vector "
+                                 "cores' up-down / left-right halves")
         if not s.name.startswith(("pto.tpush_to_", "pto.tpop_from_")):
             continue
         v = s.attr("split")

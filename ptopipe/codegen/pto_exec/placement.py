@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ...arch.vocab import TILE_SPACE, TileType
-from ...errors import CompileError, MemoryConflictError
+from ...errors import CompileError, MemoryConflictError, ParseError
 from ...ir.core import gc_paused
 from .program import Func, Program, int_attr, int_constants, space_attr, str_attr
 from ...errors import with_article
@@ -69,7 +69,15 @@ def _plan_layout(prog: Program, platform) -> Layout:
             if s.name == "pto.reserve_buffer":
                 name = str_attr(s, "name", prog)
                 size = int_attr(s, "size", prog)
-                loc = space_attr(s, "location") or (TileType.Vec if f.kind != "cube" else TileType.Mat)
+                loc = space_attr(s, "location")
+                written = s.attr("location")
+                if written and loc not in (TileType.Vec, TileType.Mat):
+                    raise ParseError(f"pto.reserve_buffer {name!r} in {''.join(t.text for t in written)}: ptoas refuses "
+                                     "it ('pto.reserve_buffer' op expects 'location' to be #pto.address_space<vec> or "
+                                     "#pto.address_space<mat>)", where=f"{prog.path}:{written[0].line}:{written[0].col}",
+                                     fix="a ring lives in its consumer's memory: location = #pto.address_space<vec> in "
+                                         "a vector function, <mat> in a cube one")
+                loc = loc or (TileType.Vec if f.kind != "cube" else TileType.Mat)
                 _reserve_on_its_core(prog, f, s, name, loc)
                 base = s.attr("base")
                 auto = s.attr("auto")

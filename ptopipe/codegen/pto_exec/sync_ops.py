@@ -107,6 +107,12 @@ def h_event(ex, fr, s):
         ends = [_OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), "".join(t.text for t in x))
                 for x in (src, dst)]
         pipes = [m.group(0) for m in (_PIPE_RE.search(e) for e in ends) if m]
+    unknown = next((p for p in pipes if p not in SyncPipe.__members__), None)
+    if unknown is not None:
+        raise ex.perr(next((t for t in s.toks if t.text == unknown), s.tok),
+                      f"{s.name}: {unknown} is not a pipe ptopipe models (ptoas: \"expected ::mlir::pto::PIPE to be "
+                      "one of: PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, ...\")",
+                      f"use one of {', '.join(SyncPipe.__members__)}")
     if s.name == "pto.tsync":       # TSYNC(operands...): waits for their pending work; a
         isa.pipe_barrier(SyncPipe("PIPE_ALL"))   # barrier on every pipe is at least that strong
         return None
@@ -160,13 +166,15 @@ def h_cross_core(ex, fr, s):
     mode = s.attr("ffts_mode")
     if mode and s.name != "pto.sync.set":
         raise ex.perr(mode[0], "pto.sync.wait takes no ffts_mode (ptoas: only pto.sync.set has one)")
+    plat = ex.core.cluster.platform
+    if plat.ring_in_gm:
+        _needs_set_ffts(ex, fr, s)
     if ex.mixed:        # both halves on this one core, in program order: no peer to sync with
         msg = (f"{ex.where(s)}: {s.name} in a function of Cube and Vector tiles, run on one core: its "
                "cross-core flag has no peer here (program order already puts the Cube half before the "
                "Vector half); split the function into a cube and a vector kernel to check the sync")
         ex.warn(msg)
         return
-    plat = ex.core.cluster.platform
     if plat.ring_in_gm:                 # A2A3: FFTS
         if not 0 <= fid < plat.hw_flag_ids:
             raise ex.err(s, f"{s.name}: cross-core flag id {fid} is outside 0..{plat.hw_flag_ids - 1} "
@@ -190,6 +198,24 @@ def h_cross_core(ex, fr, s):
             isa.set_intra_block(pipe, fid + isa.VEC_CORE_ID_OFFSET)
     else:
         isa.wait_intra_block(pipe, fid)
+
+
+def _needs_set_ffts(ex, fr, s) -> None:
+    """A2A3: a ParseError at a ``pto.sync.set`` / ``pto.sync.wait`` whose function has no
+    ``pto.set_ffts``, as ptoas refuses the file ("A3 inter-core sync requires explicit
+    `pto.set_ffts` in the same function"): its FFTS messages need the base address that op
+    gives the core."""
+    key = ("set_ffts", id(fr.f))
+    has = ex.decoded.get(key)
+    if has is None:
+        has = ex.decoded[key] = any(st.name == "pto.set_ffts" for st in fr.f.statements())
+    if not has:
+        raise ex.perr(s.tok, f"{s.name} in @{fr.f.name}, which has no pto.set_ffts: ptoas refuses it on A3 (\"A3 "
+                             "inter-core sync requires explicit `pto.set_ffts` in the same function when using "
+                             "`pto.sync.set`/`pto.sync.wait`\"); the core's FFTS base address is what its cross-core "
+                             "flags go through",
+                      f"give @{fr.f.name} the FFTS workspace as a parameter and set it before its first sync: "
+                      "pto.set_ffts %ffts : memref<256xi64> (pypto: system.set_ffts(workspace))")
 
 
 def _enum_attr(ex, s, key: str, enum, default):

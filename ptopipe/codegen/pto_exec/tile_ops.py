@@ -20,11 +20,12 @@ from ...arch.vocab import (CmpMode, HistByte, MaskPattern, ReluPreMode, gm_layou
 from ...errors import MemoryConflictError, ParseError, PtoPipeError
 from ...sim.determinacy import unseen
 from ..pto_syntax import (FILL_PADS, FLOAT_SCALAR_OPS, INDEXED_ATTRS, ISA_ATTR_SPELLING, NUMBER_SCALAR_OPS,
-                          PTOAS_DISTINCT_OPERANDS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, ROW_REDUCTIONS,
+                          PTOAS_DISTINCT_OPERANDS, PTOAS_ELEMENT_TYPES, PTOAS_LOCATIONS, PTOAS_QUANT_TYPES,
+                          PTOAS_ROW_MAJOR, ROW_REDUCTIONS,
                           SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal,
                           float_scalar_refusal, indexed_coalesce, missing_scratch_refusal, ptoas_dst_refusal,
-                          ptoas_element_refusal, ptoas_location_refusal, ptoas_storage_refusal, read_atomic_type,
-                          read_indexed_attr)
+                          ptoas_element_refusal, ptoas_location_refusal, ptoas_quant_refusal,
+                          ptoas_row_major_refusal, ptoas_storage_refusal, read_atomic_type, read_indexed_attr)
 from ..pto_tree import Stmt, split_top
 from .placement import crowded_error
 from .program import catalogue_name, int_constants, res_type
@@ -699,6 +700,8 @@ def op_catalogue(ex, fr, s):
         _lrelu_slope_type(ex, s, form.ins_group)
     elif s.name == "pto.texpands":
         _expands_scalar_type(ex, s, form.ins_group, dsts[0])
+    elif s.name == "pto.tquant":
+        more = {"quant_type": _quant_type(ex, s, srcs, dsts)}
     if not form.layouts_seen:
         form.layouts_seen = True
         if name.startswith(("TMATMUL", "TGEMV")) and ex.core.cluster.platform.name == "a5" and form.arch_verified:
@@ -774,7 +777,8 @@ def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
     """A ParseError at an op of ``!pto.tile_buf`` operands that ptoas's verifier for the run's
     architecture refuses: a scratch tile on A5 where it takes none, an element type
     (:data:`PTOAS_ELEMENT_TYPES`), a source / destination location or layout
-    (:data:`PTOAS_LOCATIONS`)."""
+    (:data:`PTOAS_LOCATIONS`), a Vec tile not row-major where ptoas takes row-major ones only
+    (:data:`PTOAS_ROW_MAJOR`)."""
     platform = ex.core.cluster.platform.name
     if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and platform == "a5":
         what, fix = a5_scratch_refusal(s.name)
@@ -782,6 +786,10 @@ def _ptoas_arch_rules(ex, s, srcs, dsts) -> None:
     if s.name in PTOAS_ELEMENT_TYPES:
         t = next((x for x in srcs + dsts if isinstance(x, isa.Tile)), None)
         refused = t is not None and ptoas_element_refusal(s.name, platform, t.dtype)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    if s.name in PTOAS_ROW_MAJOR and dsts:
+        refused = ptoas_row_major_refusal(s.name, platform, srcs, dsts[0])
         if refused:
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
     if s.name in PTOAS_LOCATIONS and srcs and dsts and isinstance(srcs[0], isa.Tile) and isinstance(dsts[0], isa.Tile):
@@ -821,6 +829,29 @@ def _ptoas_dst(ex, s) -> None:
         refused = ptoas_dst_refusal(s.name, spec.v_cols, spec.pad)
         if refused:
             raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+
+
+def _quant_type(ex, s, srcs, dsts) -> isa.QuantType:
+    """The ``quant_type`` of ``pto.tquant ins(%src, %scale[, %offset]) outs(%dst) {quant_type =
+    #pto<quant_type INT8_SYM | INT8_ASYM>}`` as the ISA's TQUANT takes it; a ParseError at the op
+    where ptoas refuses it: the attribute missing or of another value, or a destination element
+    type or offset operand the quant type does not take (:func:`ptoas_quant_refusal`)."""
+    v = s.attr("quant_type")
+    if not v:
+        raise ex.perr(s.tok, "pto.tquant without its quant_type: ptoas refuses it ('pto.tquant' op requires "
+                             "attribute 'quant_type')",
+                      "write {quant_type = #pto<quant_type INT8_SYM>} (i8, no offset) or INT8_ASYM (ui8, with "
+                      "an offset tile) after outs(...)")
+    text = " ".join(t.text for t in v)
+    m = re.search(r"(\w+)\s*>$", text)
+    if m is None or m.group(1) not in PTOAS_QUANT_TYPES:
+        raise ex.perr(v[0], f"quant_type {text} is not a quant type ptoas knows",
+                      f"use #pto<quant_type {' | '.join(PTOAS_QUANT_TYPES)}>")
+    if dsts and isinstance(dsts[0], isa.Tile):
+        refused = ptoas_quant_refusal(m.group(1), dsts[0].dtype, len(srcs) > 2)
+        if refused:
+            raise ParseError(refused[0], where=ex.where(s), fix=refused[1])
+    return isa.QuantType[m.group(1)]
 
 
 def _tci_start_type(ex, s, ins, dst) -> None:

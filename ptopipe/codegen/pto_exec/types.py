@@ -83,6 +83,7 @@ class TileSpec:
     blayout: BLayout | None = None
     slayout: SLayout | None = None
     pad: PadValue | None = None       # ``pad=`` (TFILLPAD fills with it); None: Null
+    fractal: int | None = None        # ``fractal=`` (None: not written - ptoas's 512)
 
     @property
     def nbytes(self) -> int:
@@ -381,5 +382,6 @@ class TypeReader:
                                      None if "?" in (vr, vc) else (int(vr), int(vc)))
             if bad is not None:
                 raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}", fix=bad[1])
+        fractal = kv.get("fractal")
         return TileSpec(loc, d, rows, cols, None if vr == "?" else int(vr), None if vc == "?" else int(vc), b, s,
-                        pad)
+                        pad, int(fractal) if fractal is not None and fractal.isdigit() else None)

@@ -13,7 +13,8 @@ definitions whose type the text says: parameters, block arguments, loop variable
 compared (never refused for a form not read here).
 
 Two spellings of one type (a tile's long and short forms) are the same type: texts that differ
-are parsed (:class:`~.types.TypeReader`) and compared in what both spell out."""
+are parsed (:class:`~.types.TypeReader`) and compared as ptoas holds them - a key the short form
+leaves out is ptoas's default for it (blayout row_major, slayout none_box, fractal 512, pad 0)."""
 from __future__ import annotations
 
 import re
@@ -24,6 +25,7 @@ from ..pto_syntax import (BARE_TILE, IMPLICIT_RESULT_TYPE, bare_tile_refusal, ty
                           unprefixed_tile_refusal)
 from ..pto_tree import VALUE_NAME as _V
 from .headers import for_header
+from ...arch.vocab import BLayout, PadValue, SLayout
 from .types import BLAYOUT, SLAYOUT, MultiSpec, TileSpec, TypeReader, dtype_name
 
 #: a type: a name with its ``<...>`` (nested three deep: ``memref<..., strided<[...]>, ...>``),
@@ -33,6 +35,9 @@ _T = rf"(?:!?[A-Za-z_][\w.]*(?:{_ANGLED})?|\([^()]*\))"
 _VALUE = re.compile(_V)
 #: the values of a group and their ``:`` (after the group's ``(``)
 _GROUP_VALUES = re.compile(rf"\s*({_V}(?:\s*,\s*{_V})*)\s*:")
+#: the same with an attribute dictionary after the values (``ins(%x {rmode = ...} : T)``,
+#: ``ins(%x, %s {cmpMode = ...} : T, f32)``, ``ins(%src, {maskPattern = ...} : T)``)
+_GROUP_VALUES_ATTRS = re.compile(rf"\s*({_V}(?:\s*,\s*{_V})*)\s*,?\s*\{{[^{{}}]*\}}\s*:")
 #: one type of a list, and what follows it
 _NEXT_TYPE = re.compile(rf"\s*({_T})\s*(,|\)|$)")
 #: a type ending the text
@@ -64,7 +69,7 @@ _SOURCE_ARROW = frozenset(("pto.partition_view", "pto.subview", "pto.treshape", 
                            "pto.bind_tile", "pto.get_tensor_view_dim"))
 #: ops whose result is the type after their ``:``
 _COLON_RESULT = frozenset(("arith.constant", "arith.select", "pto.make_tensor_view", "pto.alloc_tile",
-                           "pto.declare_tile", "memref.alloc")) | _SAME
+                           "memref.alloc")) | _SAME
 
 
 def _after(text: str, mark: str, checked: bool = False):
@@ -231,10 +236,12 @@ def uses(s, defs: dict | None = None) -> list:
         for v0, v1, t0, t1 in _groups(text):
             if defs is not None and _as_defined(text, v0, v1, t0, t1, defs):
                 continue
-            m = _GROUP_VALUES.match(text, v0)          # (values only: a group holding an
-            if m is None or m.end() != v1 + 1:          # attribute dictionary is not read)
-                continue
-            vals, tys = _values(text, v0, v1), _types_at(text, t0)
+            m = _GROUP_VALUES.match(text, v0)          # (values, and an attribute dictionary
+            if m is None or m.end() != v1 + 1:          # after them: nothing else is read)
+                m = _GROUP_VALUES_ATTRS.match(text, v0)
+                if m is None or m.end() != v1 + 1:
+                    continue
+            vals, tys = _values(text, m.start(1), m.end(1)), _types_at(text, t0)
             if len(tys) == len(vals):
                 out.extend((v, t, k) for (v, k), t in zip(vals, tys))
         if name in _SOURCE_ARROW:
@@ -366,18 +373,32 @@ def results(s, consts: dict | None = None) -> list:
     return [got[0]] if got else []
 
 
+def _as_ptoas_reads(t: TileSpec) -> tuple:
+    """A tile type's fields as ptoas's type holds them: a key the text leaves out is its value in
+    ptoas's short form (blayout row_major, slayout none_box, fractal 512, pad Null)."""
+    return (t.loc, t.dtype, t.rows, t.cols, t.v_rows, t.v_cols, t.blayout or BLayout.RowMajor,
+            t.slayout or SLayout.NoneBox, t.fractal or 512, t.pad)
+
+
+#: the parse of a tile type whose static shape pto-isa's Tile refuses (a CompileError where the
+#: type is declared): no type a tile is made with - a use spelling it names another type than a
+#: definition that parsed
+_REFUSED_SHAPE = object()
+
+
 def _same(a, b) -> bool | None:
-    """Are the parsed types ``a`` and ``b`` one type, comparing what both spell out (a tile's
-    layouts and pad when both give them); None when either did not parse."""
+    """Are the parsed types ``a`` and ``b`` one type, as ptoas compares them (a tile's keys
+    written or not: :func:`_as_ptoas_reads`); None when either did not parse."""
     if a is None or b is None:
+        return None
+    if (a is _REFUSED_SHAPE) != (b is _REFUSED_SHAPE):
+        return False
+    if a is _REFUSED_SHAPE:
         return None
     if isinstance(a, MultiSpec) and isinstance(b, MultiSpec):
         return a.count == b.count and _same(a.slot, b.slot)
     if isinstance(a, TileSpec) and isinstance(b, TileSpec):
-        if (a.loc, a.dtype, a.rows, a.cols, a.v_rows, a.v_cols) != (b.loc, b.dtype, b.rows, b.cols, b.v_rows, b.v_cols):
-            return False
-        return all(x is None or y is None or x == y for x, y in
-                   ((a.blayout, b.blayout), (a.slayout, b.slayout), (a.pad, b.pad)))
+        return _as_ptoas_reads(a) == _as_ptoas_reads(b)
     if isinstance(a, tuple) and isinstance(b, tuple) and a[:1] == b[:1] == ("memref",):
         same = _same(a[1], b[1]) if isinstance(a[1], TileSpec) and isinstance(b[1], TileSpec) else a[1] == b[1]
         return same and a[2:] == b[2:]
@@ -388,6 +409,8 @@ def _same(a, b) -> bool | None:
 
 #: a tile layout as the type spells it
 _SPELLING = {v: k for d in (BLAYOUT, SLAYOUT) for k, v in d.items()}
+#: a tile's pad value as the long form spells it (None: Null)
+_PAD_SPELLING = {None: 0, PadValue.Null: 0, PadValue.Zero: 1, PadValue.Max: 2, PadValue.Min: 3}
 
 
 _INT_TYPE = re.compile(r"(index|i\d+)$")
@@ -432,7 +455,9 @@ class UseTypes:
             try:
                 toks = tokenize(text, self.types.f)[:-1]
                 self._parsed[text] = self.types._parse(toks) if toks else None
-            except (ParseError, CompileError):
+            except CompileError:
+                self._parsed[text] = _REFUSED_SHAPE
+            except ParseError:
                 self._parsed[text] = None
         return self._parsed[text]
 
@@ -498,8 +523,11 @@ class UseTypes:
             fields = [(k, x, y) for k, x, y in (
                 ("loc", a.loc.name.lower(), b.loc.name.lower()), ("dtype", dtype_name(a.dtype), dtype_name(b.dtype)),
                 ("rows", a.rows, b.rows), ("cols", a.cols, b.cols), ("v_row", a.v_rows, b.v_rows),
-                ("v_col", a.v_cols, b.v_cols), ("blayout", _SPELLING.get(a.blayout), _SPELLING.get(b.blayout)),
-                ("slayout", _SPELLING.get(a.slayout), _SPELLING.get(b.slayout))) if x != y]
+                ("v_col", a.v_cols, b.v_cols),
+                ("blayout", _SPELLING[a.blayout or BLayout.RowMajor], _SPELLING[b.blayout or BLayout.RowMajor]),
+                ("slayout", _SPELLING[a.slayout or SLayout.NoneBox], _SPELLING[b.slayout or SLayout.NoneBox]),
+                ("fractal", a.fractal or 512, b.fractal or 512),
+                ("pad", _PAD_SPELLING[a.pad], _PAD_SPELLING[b.pad])) if x != y]
             if fields:
                 show = lambda v: "?" if v is None else v      # noqa: E731
                 return (f"a tile with {', '.join(f'{k}={show(x)}' for k, x, _ in fields)}, but "
