@@ -1368,6 +1368,37 @@ def test_pto_stream(engines, allocs):
     assert np.array_equal(out, a.astype(np.float32) @ b.astype(np.float32))
 
 
+_PTO_VEC = "!pto.tile_buf<vec, 8x16xf32>"
+
+
+@pytest.mark.parametrize("stmt,after", [
+    ("%s = pto.load_scalar %out[%c0] : !pto.ptr<f32> -> f32", False),
+    (f"pto.tsetval ins(%c0, %three : index, f32) outs(%t : {_PTO_VEC})", False),
+    (f"%s = pto.tgetval ins(%o, %c0 : {_PTO_VEC}, index) outs : f32", True),
+    ("pto.store_scalar %three, %out[%c0] : !pto.ptr<f32>, f32", True)],
+    ids=["load_scalar", "tsetval", "tgetval after", "store_scalar after"])
+def test_pto_scalar_accesses(engines, monkeypatch, stmt, after):
+    """The PTO-AS executor's own scalar accesses - a GM element read or written, a tile element
+    read or written - are no recorded call: inside the stream's loop (learning starts over at
+    each, and the element a tsetval writes is written when learning gives up there), or after
+    it while the other cores still record, each is made on the exact state, with the exact
+    run's counts, cycles and bytes."""
+    from ptopipe.codegen.pto_exec.launch import prepare
+    from pto_streams import pto_stream
+    monkeypatch.setattr(periodic.engine, "WARMUP_CALLS", 16)
+    n = 120
+    text = pto_stream(n)
+    if after:
+        k = text.rindex("    }\n    return\n")
+        text = text[:k] + f"    }}\n    {stmt}\n" + text[k + len("    }\n"):]
+    else:
+        mul = "      pto.tmuls ins(%t, %three"
+        text = text.replace(mul, f"      {stmt}\n{mul}", 1)
+    x = np.random.default_rng(n).integers(-3, 4, (n * T, T)).astype(np.float32)
+    launch = prepare(text=text, inputs=dict(x=x, eye=np.eye(T, dtype=np.float32), out=np.zeros_like(x), n=n))
+    same(launch.aic, launch.aiv, launch.args, engines, engaged=after, platform=launch.platform)
+
+
 def test_a_periodic_run_that_skipped_nothing_says_why():
     """Every periodic run that recorded no block says why in its report (what ``ptopipe run
     --engine periodic`` prints after "0 blocks recorded"): a short run, one that ended while
