@@ -894,6 +894,32 @@ def test_free_switched_off_while_recording(engines, proto):
     assert err.where.endswith(f":{line_of(pushing_cube, 'teardown')}")
 
 
+def counting_vec(ctrl, n, got):
+    """Pushes a control word one larger each time (the tile it reads it from: the same calls
+    every iteration)."""
+    pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+    word = Tile(TileType.Vec, int32, 1, 8, addr=0)
+    TEXPANDS(word, 100)
+    for i in range(n):
+        TPUSH(pipe, word)
+        TADDS(word, word, 1)
+
+
+def counted_cube(ctrl, n, got):
+    pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+    for i in range(n):
+        got.append(TPOP(pipe))
+
+
+def test_control_words_are_not_recorded(engines, monkeypatch):
+    """A control pipe's word is memory Python reads (from the pushed tile, from the popped
+    slot) and writes to GM itself: not recorded - the exact words popped and left in GM."""
+    monkeypatch.setattr(periodic.engine, "WARMUP_CALLS", 8)
+    a = dict(ctrl=gm_buffer(4 * 32), n=100, got=[])
+    same(counted_cube, (counting_vec, None), a, engines, engaged=False, platform="a5")
+    assert "TPUSH of a control pipe at " in engines[-1].reason
+
+
 # ============================================================================ kernels it engages on
 # Common kernels the engine records: V2C, both ways, a tensor or an event per call.
 def test_v2c_stream_engages(engines):
