@@ -272,6 +272,16 @@ class KernelSide:
         return CoreKind.AIC if self.role == "aic" else CoreKind.AIV
 
 
+def _scalar_sees_gm(core, what: str) -> None:
+    """After ``what``, a synchronisation that makes the stores visible to the scalar unit: the
+    queued data work applied, so the kernel's raw reads of GM (:mod:`.gmview`) see it.  A raw
+    read cannot be seen, so while the fast-forward engine records (:mod:`ptopipe.sim.periodic`:
+    the recorded blocks' data work is applied only with the exact state) the exact state first."""
+    if core.ff is not None:
+        core.ff.unhooked(core, f"{what} (the scalar unit may read GM after it)")
+    core.cluster.sync()
+
+
 class Dispatcher:
     """The ABI of one run: the tiles, pipes and events its C++ kernels hold handles of, and
     the prepared call of each call site."""
@@ -848,13 +858,13 @@ class Dispatcher:
     def op_wait_flag(self, core, a):
         self._sync(core, isa.wait_flag, a)
         if a[1] is SCALAR_SYNC[1] and VIEW.maps:       # the scalar unit waits: GM reads see the stores
-            core.cluster.sync()
+            _scalar_sees_gm(core, "wait_flag into PIPE_S")
         return 0
 
     def op_pipe_barrier(self, core, a):
         self._sync(core, isa.pipe_barrier, a)
         if a[0] is SCALAR_SYNC[0] and VIEW.maps:
-            core.cluster.sync()
+            _scalar_sees_gm(core, "pipe_barrier(PIPE_ALL)")
         return 0
 
     def op_SYNCALL(self, core, a):

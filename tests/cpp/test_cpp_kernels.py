@@ -890,6 +890,37 @@ def test_a_scalar_read_through_a_gm_pointer_reads_gm(cpp_cache, platform, launch
 
 
 @needs_cxx
+def test_a_gm_read_back_in_a_loop_on_the_periodic_engine(cpp_cache, monkeypatch):
+    """A loop that reads back through its pointer what it stored (after pipe_barrier(PIPE_ALL)),
+    one value of which (iteration 30) takes another branch: the periodic engine cannot see a
+    raw read, so the barrier gives it the exact state (it does not record past one) - the
+    exact engine's outputs and summary."""
+    import dataclasses
+    from ptopipe.cpp.runner import in_child, kernels
+    from ptopipe.sim.periodic import engine
+    monkeypatch.setattr(engine, "WARMUP_CALLS", 8)     # (the loop is learned from its 3rd iteration)
+    n = 40
+    x = np.random.default_rng(1).integers(-3, 4, (n * 8, 8)).astype(np.float32)
+    x[30 * 8, 0] = 1000
+    _, aiv = kernels(kernel("gm_reread_loop.cpp"))
+
+    def work(_fd):
+        got = []
+        for eng in ("exact", "periodic"):
+            r = isa.run(aiv=aiv, args=dict(x=x, out=np.zeros_like(x), res=np.zeros_like(x), n=n), platform="a5",
+                        engine=eng)
+            got.append((r.outputs["res"].copy(), {f.name: getattr(r.summary, f.name) for f in
+                                                  dataclasses.fields(r.summary) if f.name != "wall_seconds"}))
+        return got
+    (res, exact), (res_ff, fast) = in_child(work)
+    want = x.copy()
+    want[30 * 8:31 * 8] += 1
+    np.testing.assert_array_equal(res, want)
+    np.testing.assert_array_equal(res_ff, want)
+    assert fast == exact
+
+
+@needs_cxx
 def test_a_lone_vector_kernel_run_from_python_reads_gm_through_its_pointers(cpp_cache):
     """:func:`ptopipe.cpp.kernels` of a lone Vector kernel in :func:`ptopipe.run` (in a child
     here, so that a fault is an error): AIV0's kernel, whose run's GM its pointers read."""

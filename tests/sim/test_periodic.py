@@ -894,6 +894,32 @@ def test_free_switched_off_while_recording(engines, proto):
     assert err.where.endswith(f":{line_of(pushing_cube, 'teardown')}")
 
 
+def counting_vec(ctrl, n, got):
+    """Pushes a control word one larger each time (the tile it reads it from: the same calls
+    every iteration)."""
+    pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+    word = Tile(TileType.Vec, int32, 1, 8, addr=0)
+    TEXPANDS(word, 100)
+    for i in range(n):
+        TPUSH(pipe, word)
+        TADDS(word, word, 1)
+
+
+def counted_cube(ctrl, n, got):
+    pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+    for i in range(n):
+        got.append(TPOP(pipe))
+
+
+def test_control_words_are_not_recorded(engines, monkeypatch):
+    """A control pipe's word is memory Python reads (from the pushed tile, from the popped
+    slot) and writes to GM itself: not recorded - the exact words popped and left in GM."""
+    monkeypatch.setattr(periodic.engine, "WARMUP_CALLS", 8)
+    a = dict(ctrl=gm_buffer(4 * 32), n=100, got=[])
+    same(counted_cube, (counting_vec, None), a, engines, engaged=False, platform="a5")
+    assert "TPUSH of a control pipe at " in engines[-1].reason
+
+
 # ============================================================================ kernels it engages on
 # Common kernels the engine records: V2C, both ways, a tensor or an event per call.
 def test_v2c_stream_engages(engines):
@@ -1370,6 +1396,37 @@ def test_pto_stream(engines, allocs):
     res = same(launch.aic, launch.aiv, launch.args, engines, engaged=allocs == "hoisted", platform=launch.platform)
     out = res.outputs["out"].reshape(n * 16, 16)
     assert np.array_equal(out, a.astype(np.float32) @ b.astype(np.float32))
+
+
+_PTO_VEC = "!pto.tile_buf<vec, 8x16xf32>"
+
+
+@pytest.mark.parametrize("stmt,after", [
+    ("%s = pto.load_scalar %out[%c0] : !pto.ptr<f32> -> f32", False),
+    (f"pto.tsetval ins(%c0, %three : index, f32) outs(%t : {_PTO_VEC})", False),
+    (f"%s = pto.tgetval ins(%o, %c0 : {_PTO_VEC}, index) outs : f32", True),
+    ("pto.store_scalar %three, %out[%c0] : !pto.ptr<f32>, f32", True)],
+    ids=["load_scalar", "tsetval", "tgetval after", "store_scalar after"])
+def test_pto_scalar_accesses(engines, monkeypatch, stmt, after):
+    """The PTO-AS executor's own scalar accesses - a GM element read or written, a tile element
+    read or written - are no recorded call: inside the stream's loop (learning starts over at
+    each, and the element a tsetval writes is written when learning gives up there), or after
+    it while the other cores still record, each is made on the exact state, with the exact
+    run's counts, cycles and bytes."""
+    from ptopipe.codegen.pto_exec.launch import prepare
+    from pto_streams import pto_stream
+    monkeypatch.setattr(periodic.engine, "WARMUP_CALLS", 16)
+    n = 120
+    text = pto_stream(n)
+    if after:
+        k = text.rindex("    }\n    return\n")
+        text = text[:k] + f"    }}\n    {stmt}\n" + text[k + len("    }\n"):]
+    else:
+        mul = "      pto.tmuls ins(%t, %three"
+        text = text.replace(mul, f"      {stmt}\n{mul}", 1)
+    x = np.random.default_rng(n).integers(-3, 4, (n * T, T)).astype(np.float32)
+    launch = prepare(text=text, inputs=dict(x=x, eye=np.eye(T, dtype=np.float32), out=np.zeros_like(x), n=n))
+    same(launch.aic, launch.aiv, launch.args, engines, engaged=after, platform=launch.platform)
 
 
 def test_a_periodic_run_that_skipped_nothing_says_why():

@@ -268,6 +268,15 @@ def test_pto_window_leaves_its_view_late(engines, n, short):
     assert whole(engines) > 0
 
 
+def test_pto_warnings_while_recording(engines):
+    """A loop recorded, not taken whole (its row goes through an ``arith.select``), whose
+    windows leave the output view from iteration 120 on: the run's warnings are listed by the
+    simulated time the lanes met them at, which a recorded call does not keep - each is made
+    on the exact state (the recording stops there), so the list is the exact run's."""
+    warned = pto_both(engines, 150, view_rows=120 * 16, guard="select")
+    assert len(warned) == 60 and engines[-1].blocks_skipped > 0
+
+
 @pytest.mark.parametrize("n,short", [(400, 30), (500, 20)])
 def test_pto_warnings_in_simulated_time_order(engines, n, short):
     """The stream's output view ``short`` tiles short, each lane storing its half: the run's

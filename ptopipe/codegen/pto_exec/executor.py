@@ -90,6 +90,10 @@ class Executor:
         if msg in warned:
             return
         c = self.core
+        if c.ff is not None and c.ff.recording:
+            # (sim.periodic: a recorded call keeps no clock - the exact state first, whose
+            # clock is the one the exact run meets the finding at)
+            c.ff.unhooked(c, "a run warning")
         key = warned[msg] = (c.clock, c.index, len(warned), id(c.cluster))
         ws = self.warnings
         k = len(ws)

@@ -1181,8 +1181,9 @@ def h_getval(ex, fr, s):
     vs = s.values(s.group("ins") or s.toks)
     t, off = ex.val(fr, vs[0]), ex.ival(fr, vs[1])
     _element(ex, s, t, off)
+    full = t.full               # (the exact state first: sim.periodic records no S-pipe issue)
     ex.core.issue(PipeUnit.S, ex.core.costs.scalar_op, (t,), (), "TGETVAL", None)
-    v = t.full.reshape(-1)[off]
+    v = full.reshape(-1)[off]
     return float(v) if t.dtype.kind not in "iub" else int(v)
 
 
@@ -1197,7 +1198,8 @@ def h_setval(ex, fr, s):
     t = ex.val(fr, s.values(s.group("outs"))[0])
     _element(ex, s, t, int(off))
     core = ex.core
-    core.pending.append((_set_element, t.full, int(off), val))
+    full = t.full               # (the exact state first - sim.periodic: its queue may be another after)
+    core.pending.append((_set_element, full, int(off), val))
     core.issue(PipeUnit.S, core.costs.scalar_op, (), (t,), "TSETVAL", None)
 
 
@@ -1216,12 +1218,20 @@ def _gm_element(ex, s, ptr, offset: int):
     return q
 
 
+def _unrecorded(core, what: str) -> None:
+    """``core`` uses the machine by ``what``, which the fast-forward engine does not record
+    (:mod:`ptopipe.sim.periodic`): the exact state first."""
+    if core.ff is not None:
+        core.ff.unhooked(core, what)
+
+
 def h_load_scalar(ex, fr, s):
     """``%v = pto.load_scalar %ptr[%off]``: one GM element read by the scalar unit (the race
     checker does not see scalar GM accesses)."""
     vs = s.values()
     q = _gm_element(ex, s, ex.val(fr, vs[0]), ex.ival(fr, vs[1]))
     gm = ex.core.cluster.gm
+    _unrecorded(ex.core, "pto.load_scalar")
     ex.core.cluster.sync()
     unseen(ex.core, "a scalar GM load (pto.load_scalar)")
     ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "LOAD_SCALAR")
@@ -1236,6 +1246,7 @@ def h_store_scalar(ex, fr, s):
     val = ex.val(fr, vs[0])
     q = _gm_element(ex, s, ex.val(fr, vs[1]), ex.ival(fr, vs[2]))
     view = ex.core.cluster.gm.view(q.addr, q.dtype, (1,))
+    _unrecorded(ex.core, "pto.store_scalar")
     unseen(ex.core, "a scalar GM store (pto.store_scalar)")
     ex.core.pending.append((_set_element, view, 0, val))
     ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "STORE_SCALAR")

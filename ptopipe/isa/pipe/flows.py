@@ -169,7 +169,18 @@ def _enter(pipe, obj, split, events, role: str, op: str):
     return core, loc, obj, split, ch, side
 
 
+def _word_unrecorded(core, op: str) -> None:
+    """A control word is a value of memory that Python reads (its TPUSH: from the tile; its
+    TPOP: from the slot) and writes to GM itself: no recorded call can give it, so the
+    fast-forward engine making this call exactly (:mod:`ptopipe.sim.periodic`: the cluster's
+    engine, the core's is off for the call) learns again."""
+    ff = core.cluster.ff
+    if ff is not None:
+        ff.unhooked(core, f"{op} of a control pipe")
+
+
 def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
+    _word_unrecorded(core, "TPUSH")
     core.cluster.sync()                                # a value read from memory by Python
     val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
     tag = producer_wait(core, ch, side, "TPUSH")
@@ -392,6 +403,7 @@ def _ctrl_access(core, ch: Channel, tag: int, write: bool, op: str, where, work=
 
 
 def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
+    _word_unrecorded(core, "TPOP")
     core.cluster.sync()
     _ctrl_access(core, ch, tag, False, "TPOP", core.where())
     val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
