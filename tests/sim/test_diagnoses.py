@@ -970,9 +970,10 @@ def _clean_registry():
 CLEAN_KERNELS = _clean_registry()
 
 
-def _lanes_store(shared):
-    """The Cube pushes 2 tiles UP_DOWN; each Vector core stores its half - to its own rows,
-    or (``shared``) both to the same rows."""
+def _lanes_store(mode):
+    """The Cube pushes 2 tiles UP_DOWN; each Vector core stores its half - to its own rows
+    (``mode`` "own"), both to the same rows ("shared"), or at an offset of half a row per lane
+    instead of half the tile's rows ("elements": the windows start apart but overlap)."""
     def cube(x, eye, fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
         a, e = Tile(TileType.Mat, float32, T, T, addr=0), Tile(TileType.Mat, float32, T, T, addr=SLOT)
@@ -995,21 +996,25 @@ def _lanes_store(shared):
             TPOP(pipe, t, TILE_UP_DOWN)
             TMOV(o, t)
             TFREE(pipe, TILE_UP_DOWN)
-            row = i * T + (0 if shared else sub * T // 2)
-            TSTORE(GlobalTensor(out.data() + row * T, (T // 2, T)), o)      # LANE STORE
+            row = i * T + (sub * T // 2 if mode == "own" else 0)
+            extra = sub * T // 2 if mode == "elements" else 0
+            TSTORE(GlobalTensor(out.data() + row * T + extra, (T // 2, T)), o)      # LANE STORE
     return cube, (vector, vector)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_both_lanes_storing_the_same_rows_are_told_to_split_them(platform):
     x = np.arange(2 * T * T, dtype=np.float32).reshape(2 * T, T)
-    cube, aiv = _lanes_store(False)
+    cube, aiv = _lanes_store("own")
     args = dict(x=x, eye=np.eye(T, dtype=np.float32), out=np.zeros_like(x), fifo=ptopipe.gm_buffer(2 * SLOT))
     res = ptopipe.run(cube, aiv, dict(args), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], x)
-    cube, aiv = _lanes_store(True)
-    with pytest.raises(PtoPipeError) as ei:
-        ptopipe.run(cube, aiv, dict(args), platform=platform)
-    e = ei.value
-    assert type(e).__name__ == "DataRaceError" and e.where.endswith(f":{line_of(_lanes_store, 'LANE STORE')}")
-    assert "both Vector cores run this TSTORE on the same bytes" in e.fix and "pipe_barrier" not in e.fix
+    for mode, fix in (("shared", "both Vector cores run this TSTORE on the same bytes"),
+                      ("elements", f"windows of this TSTORE start {T // 2 * 4} bytes apart but each spans "
+                                   f"{T // 2 * T * 4}: the per-lane offset is there")):
+        cube, aiv = _lanes_store(mode)
+        with pytest.raises(PtoPipeError) as ei:
+            ptopipe.run(cube, aiv, dict(args), platform=platform)
+        e = ei.value
+        assert type(e).__name__ == "DataRaceError" and e.where.endswith(f":{line_of(_lanes_store, 'LANE STORE')}")
+        assert fix in e.fix and "pipe_barrier" not in e.fix, e.fix
