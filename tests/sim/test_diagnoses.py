@@ -900,33 +900,33 @@ def test_talloc_no_split_on_two_producer_lanes(platform, protocol, no_hang):
 # ... and the converse: a split push - a Cube TPUSH or a lane's TALLOC - on a pipe declared with
 # one Vector lane sends the other lane's part to no one (on A5 the Cube's split handshake waits
 # for that lane's flags): reported at the push, not as a wrong result or a hang.
-def _one_lane_cube(fifo):
+def _lane0_split_cube(fifo):
     pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
     TPUSH(pipe, acc, TILE_UP_DOWN)  # one-lane-push
 
 
-def _one_lane_vec(fifo):
+def _lane0_split_vec(fifo):
     pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
     t = Tile(TileType.Vec, float32, T // 2, T)
     TPOP(pipe, t, TILE_UP_DOWN)
     TFREE(pipe)
 
 
-def _one_lane_talloc_cube(fifo):
+def _lane0_talloc_cube(fifo):
     pipe = TPipe(0, _gm(DIR_V2C), SLOT, 2, peers=(0,))(fifo)
     TPOP(pipe, GlobalTensor(float32, (T, T)), TILE_UP_DOWN)
 
 
-def _one_lane_talloc_vec(fifo):
+def _lane0_talloc_vec(fifo):
     pipe = TPipe(0, _gm(DIR_V2C), SLOT, 2, peers=(0,))(fifo)
     TALLOC(pipe, GlobalTensor(float32, (T // 2, T)), TILE_UP_DOWN)  # one-lane-talloc
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 @pytest.mark.parametrize("cube,vec,fn,marker", [
-    (_one_lane_cube, _one_lane_vec, _one_lane_cube, "one-lane-push"),
-    (_one_lane_talloc_cube, _one_lane_talloc_vec, _one_lane_talloc_vec, "one-lane-talloc")])
+    (_lane0_split_cube, _lane0_split_vec, _lane0_split_cube, "one-lane-push"),
+    (_lane0_talloc_cube, _lane0_talloc_vec, _lane0_talloc_vec, "one-lane-talloc")])
 def test_a_split_push_on_a_one_lane_pipe_is_reported_at_the_push(platform, protocol, cube, vec, fn, marker,
                                                                   no_hang):
     err = _raises(ProtocolError, fn, marker, cube, (vec, None), platform=platform, protocol=protocol)
