@@ -30,7 +30,8 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot) and is
   popped in the layout the push leaves in the slot (``geometry.slot_layout``);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
-  only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split);
+  only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split); a
+  ring of one lane (``lanes=1``) takes no split push (AIV1's part would go to no one);
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * a split TPUSH's tile divides between the two Vector cores (``protocol.geometry``'s
   odd_split_problem: an odd split only Cube->Vector through a ring in GM; split_push_problem:
