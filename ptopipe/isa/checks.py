@@ -613,23 +613,26 @@ class SlotView:
 
 def _other_lanes_part(core, gt, write: bool, op: str, v: SlotView, reg, lane: str) -> MemoryConflictError:
     """``op`` through ``gt`` (covering ``reg``) touches ``lane``'s part of the slot ``core``'s split
-    TALLOC ``v`` handed it only its own part of: the report a view through the TALLOCed pointer
-    gets (:meth:`~ptopipe.isa.pipe.flows.SlotBounds.explain`), for a view made from any pointer."""
+    TALLOC (V2C) or TPOP (C2V) ``v`` handed it only its own part of: the report a view through
+    that pointer gets (:meth:`~ptopipe.isa.pipe.flows.SlotBounds.explain`), for a view made from
+    any pointer."""
     lo, hi = reg[0], reg[1]
     view = f"{op} through {gt.describe()}"
     if v.bounds is not None:
-        what, fix = v.bounds.explain(view, lo, hi - lo)
+        what, fix = v.bounds.explain(view, lo, hi - lo, gt.stride[3] * gt.item if gt.shape[3] > 1 else None)
     else:
         what = f"access out of bounds: {view} covers GM [{lo:#x}, {hi:#x}), in {lane}'s part of slot {v.tag} of {v.pipe}"
         fix = f"keep {core.name}'s accesses within its own part of the slot; {lane}'s part is {lane}'s"
-    if write:
+    if v.op == "TPOP":          # a C2V slot the Cube filled: each lane's part is the lane's to read
+        what += f" - {lane}'s part, which the Cube pushed for {lane}"
+    elif write:
         what += (f" - {lane}'s part, which {lane} fills itself: the two lanes write the same bytes, and the Cube "
                  f"reads what this lane wrote as {lane}'s")
     else:
         what += f" - {lane}'s part, which {lane} fills"
     here = str(core.where())
     return MemoryConflictError(
-        what, where=here, details=f"TALLOC at {v.loc} handed {core.name} its part of slot {v.tag}\n{op} at {here}",
+        what, where=here, details=f"{v.op} at {v.loc} handed {core.name} its part of slot {v.tag}\n{op} at {here}",
         fix=fix, findings=[{"kind": "other_lanes_part", "slot": v.tag, "pipe": v.pipe, "lane": lane, "op": op,
                             "where": here, "talloc": str(v.loc)}])
 

@@ -351,7 +351,8 @@ class GlobalTensor:
         loc = user_loc()
         item = self.dtype.itemsize
         if not isinstance(name, str):           # a TALLOCed / popped slot: it words the report
-            what, fix = name.explain(self.describe(), p.addr, extent)
+            what, fix = name.explain(self.describe(), p.addr, extent,
+                                     self.stride[3] * item if self.shape[3] > 1 else None)
             raise MemoryConflictError(what, where=here() or (str(loc) if loc is not None else None), fix=fix)
         n = (hi - lo) // item
         if isinstance(name, PointerArg):

@@ -30,7 +30,8 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot) and is
   popped in the layout the push leaves in the slot (``geometry.slot_layout``);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
-  only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split);
+  only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split); a
+  ring of one lane (``lanes=1``) takes no split push (AIV1's part would go to no one);
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * a split TPUSH's tile divides between the two Vector cores (``protocol.geometry``'s
   odd_split_problem: an odd split only Cube->Vector through a ring in GM; split_push_problem:
@@ -672,7 +673,8 @@ class _Verifier:
             return
         for d in _rings(aic[0], aiv[0]):
             prod, cons = (c, v) if d.direction == C2V else (v, c)
-            if self.nosplit_two_lanes(d, prod, v) is False or self.lanes_agree(d, v) is False:
+            if self.nosplit_two_lanes(d, prod, v) is False or self.lanes_agree(d, v) is False or \
+                    self.one_lane_split(d, prod, v) is False:
                 continue
             self.counts(d, prod, cons)
         if all(_at_exit(e, None) and getattr(e, "kind", None) == "count" for e in self.findings):
@@ -928,6 +930,32 @@ class _Verifier:
                              f"give the pipe one lane ({ONE_LANE}), or split the tile between the "
                              "lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
                 return False
+        return True
+
+    def one_lane_split(self, d, prod, vec) -> bool:
+        """A ring whose Vector side is one lane (``lanes=1``): a split push there divides each
+        tile between two Vector cores, and AIV1's part goes to no one - where the run reports
+        it (``isa.pipe.steps._one_lane_split``).  False after a finding."""
+        fn, _lanes = vec
+        if not any(d in i.rings and i.lanes == 1 for i in init_ops(fn)):
+            return True
+        pfn, plans = prod
+        for paths, _ in plans.values():
+            for p in paths:
+                ev = next((e for e in p.events.get(d, []) if e.op is not None
+                           and e.split != TileSplitAxis.TILE_NO_SPLIT), None)
+                if ev is not None:
+                    name = TileSplitAxis(ev.split).name
+                    self.finding("one_lane_split", ev.op,
+                                 f"this {ev.op.dsl} splits its tile {name} on the {_dir(d)} ring of "
+                                 f"{pfn.sym_name}{_ev_where(ev)}, whose Vector side is one lane (lanes=1: "
+                                 f"AIV0), but {name} divides each tile between two Vector cores: AIV1's "
+                                 "part goes to no one (on A5 the Cube's split handshake also waits for "
+                                 "AIV1's flags, a hang)",
+                                 "move whole tiles through a one-lane ring (split=pl.TILE_NO_SPLIT at both "
+                                 "ends: AIV0 handles each tile), or drop lanes=1 and let both lanes take "
+                                 "their part")
+                    return False
         return True
 
     def one_writer(self, fn, lanes, ring) -> bool:

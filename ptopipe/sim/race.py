@@ -675,9 +675,16 @@ class HappensBefore:
             fix = atomic_fix(f"{plain['core']}'s {plain['op']} at {line_of(plain['where'])}", op=atomic)
         if a["where"] == b["where"] and a["access"] == "write" and a["core"].startswith("AIV") \
                 and b["core"].startswith("AIV"):
-            fix = (f"both Vector cores run this {a['op']} on the same bytes: give each its own part "
-                   "(e.g. offset the rows or columns by get_subblockid(), as the split halves the tile), "
-                   "or let one core write it")
+            if a["lo"] != b["lo"]:          # offset per lane already, but the windows still overlap
+                fix = (f"the two Vector cores' windows of this {a['op']} start {abs(a['lo'] - b['lo'])} bytes "
+                       f"apart but each spans {a['hi'] - a['lo']}: the per-lane offset is there, the windows "
+                       "are not disjoint - check the offset's unit (a row offset times the tensor's row length) "
+                       "and the window's shape and row stride (a column half needs the tensor's row stride, "
+                       "not its own width), or let one core write it")
+            else:
+                fix = (f"both Vector cores run this {a['op']} on the same bytes: give each its own part "
+                       "(e.g. offset the rows or columns by get_subblockid(), as the split halves the tile), "
+                       "or let one core write it")
         # the other access was not ordered before a SET that does reach this core (had the SET
         # waited for it, its epoch would be one this core's accesses are ordered after): the
         # fix is to make that SET wait; else no signal orders the two at all (the fix above)

@@ -339,6 +339,17 @@ def _misfit_vector(out, fifo):
         TFREE(pipe, g, TILE_UP_DOWN)
 
 
+def _half_vector(out, fifo):
+    """The lane pops its UP_DOWN half as a view of the half's shape, as the push split it."""
+    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+    g = GlobalTensor(float32, (T // 2, T))
+    t = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    for i in range(TILES):
+        TPOP(pipe, g, TILE_UP_DOWN)
+        TLOAD(t, g)
+        TFREE(pipe, g, TILE_UP_DOWN)
+
+
 def _split_cube(split):
     def cube(x, fifo):
         pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
@@ -357,7 +368,8 @@ def test_a_popped_view_past_its_slot_is_refused_at_the_tpop(platform, protocol):
     x = np.zeros((TILES * T, T), np.float32)
     args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
     with pytest.raises(ProtocolError) as ei:
-        ptopipe.run(_split_cube(TILE_UP_DOWN), (_misfit_vector, _misfit_vector), args, platform=platform,
+        # (AIV0 pops its half right: its column-half view would read AIV1's rows, an error of its own)
+        ptopipe.run(_split_cube(TILE_UP_DOWN), (_half_vector, _misfit_vector), args, platform=platform,
                     protocol=protocol)
     e = ei.value
     assert "does not fit SlotSize 1024" in e.what and "AIV1's offset 512" in e.what, e

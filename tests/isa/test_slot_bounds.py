@@ -70,7 +70,8 @@ def _c2v(split, mode):
                 d = off(1)
             elif mode == "pop_next" and sub == 1:
                 d = T * T
-            TLOAD(t, GlobalTensor(g.data() + d, shape, stride))                   # POP_LOAD
+            view = (shape[1], 1) if mode == "flat" else stride     # a LEFT_RIGHT half read contiguously
+            TLOAD(t, GlobalTensor(g.data() + d, shape, view))                     # POP_LOAD
             TFREE(pipe, g, split)
             TSTORE(GlobalTensor(out.data() + i * T * T + off(sub), shape, (T, 1)), t)
     return cube, vector
@@ -94,7 +95,8 @@ def _v2c(split, mode):
                 d = off(1)
             elif mode == "next" and sub == 1:
                 d = off(1)
-            TSTORE(GlobalTensor(g.data() + d, shape, stride), t)                  # PART_STORE
+            view = (shape[1], 1) if mode == "flat" else stride
+            TSTORE(GlobalTensor(g.data() + d, shape, view), t)                    # PART_STORE
             TPUSH(pipe, g, split)
 
     def cube(out, fifo, tiles):
@@ -196,6 +198,20 @@ def test_a_talloced_part_is_bounded_by_the_lane_s_part(platform, protocol, split
     e = _raises(_v2c(split, mode), platform, protocol, "PART_STORE", _v2c)
     assert f"outside AIV{lane}'s {split.name} part" in e.what and "(TALLOC)" in e.what, e.what
     assert e.what.endswith(reach), e.what
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("way,marker,theirs", [(_c2v, "POP_LOAD", "which the Cube pushed for AIV"),
+                                               (_v2c, "PART_STORE", "which AIV")])
+def test_a_left_right_part_viewed_without_the_slot_s_row_stride_is_reported(platform, protocol, way, marker,
+                                                                            theirs):
+    """A lane's view of its LEFT_RIGHT half with the half's width as its row stride (a contiguous
+    view) stays within the part's hull but reads (C2V TPOP) or writes (V2C TALLOC) the other
+    lane's columns: a MemoryConflictError at the access naming the stride to give, not a
+    wrong result at the output's store (or nothing, without a golden)."""
+    e = _raises(way(TILE_LEFT_RIGHT, "flat"), platform, protocol, marker, way)
+    assert "it reaches into the other lane's part of the slot" in e.what and theirs in e.what, e.what
+    assert f"its rows are {T * 4} bytes apart (the slot tile's row stride), the view's {H * 4}" in e.fix, e.fix
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)

@@ -11,7 +11,7 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.errors import CompileError, PtoPipeError
+from ptopipe.errors import CompileError, ProtocolError, PtoPipeError
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.properties import IRProperty
 from ptopipe.runtime import run as dsl_run
@@ -1373,3 +1373,36 @@ def test_lanes_1_on_a_function_not_marked_no_split_is_found_at_the_init():
     res = dsl_run(pl.program(one_lane_cube, good, name="l1"),
                   dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT)))
     np.testing.assert_array_equal(res.outputs["out"], x)
+
+
+def test_a_split_push_on_a_lanes_1_ring_is_found_at_the_push_as_the_run_finds_it():
+    """lanes=1 makes AIV0 the ring's one Vector lane: a TILE_UP_DOWN push there hands AIV1's
+    half to no one (on A5 the Cube's split handshake waits for AIV1's flags) - found at the
+    push statically, and reported there by the run (it gave only a mismatch, or nothing)."""
+    @pl.aic
+    def half_cube(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aic_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                               slot_num=4, lanes=1)
+        for i in pl.range(4):
+            t = pl.TPOP(buf, pl.Tile[[TM, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)
+            pl.store(t, [i * TM, 0], out)
+            pl.TFREE(buf)
+
+    @pl.aiv(split=pl.TILE_NO_SPLIT)
+    def half_lane0(x: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.import_peer_buffer(name="ring", peer_func=half_cube)
+        pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                               slot_num=4, lanes=1)
+        for i in pl.range(4):
+            pl.TPUSH(pl.load(x, [i * TM, 0], [TM // 2, N]), buf, split=pl.TILE_UP_DOWN)  # HALF-PUSH
+    for platform in ("a2a3", "a5"):
+        err = only(half_cube, half_lane0, platform=platform)
+        assert_at(err, half_lane0, "HALF-PUSH", "pl.TPUSH")
+        assert "whose Vector side is one lane (lanes=1: AIV0), but TILE_UP_DOWN divides each tile" in err.what
+        assert "split=pl.TILE_NO_SPLIT at both ends" in err.fix
+        x = np.arange(4 * TM * N, dtype=np.float32).reshape(4 * TM, N)
+        with pytest.raises(ProtocolError) as ei:
+            dsl_run(pl.program(half_cube, half_lane0, name="half"),
+                    dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT)), platform=platform)
+        assert f":{line_of(half_lane0.pyfunc, 'HALF-PUSH')}:" in ei.value.where

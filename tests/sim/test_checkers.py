@@ -241,16 +241,19 @@ def test_wrong_dtype_for_the_pipe(platform):
     assert ei.value.what.endswith("- the dtype differs: it should pop a valid 16x16 float32")
 
 
-@pytest.mark.parametrize("platform,push_split,pop_split", [
-    ("a2a3", TILE_UP_DOWN, TILE_NO_SPLIT),      # a GM slot holds the whole tile: halves vs whole
-    ("a5", TILE_NO_SPLIT, TILE_UP_DOWN)])       # a UB slot holds the part the producer split off
-def test_split_mode_inconsistent(platform, push_split, pop_split):
+@pytest.mark.parametrize("platform,push_split,pop_split,match,where", [
+    # a UB slot holds the part the producer split off: the pop of another part is the mismatch
+    ("a5", TILE_NO_SPLIT, TILE_UP_DOWN, "does not match the pushed tile", "split TPOP"),
+    # this pipe has one lane (AIV0): a split push sends AIV1's part to no one, refused at the push
+    # (the halves-vs-whole pop of a two-lane A2A3 GM slot: tests/protocol/test_protocol_model.py)
+    ("a2a3", TILE_UP_DOWN, TILE_NO_SPLIT, "the pipe has one Vector lane, AIV0", "split TPUSH")])
+def test_split_mode_inconsistent(platform, push_split, pop_split, match, where):
     def vec(p, t):
         TPOP(p, Tile(TileType.Vec, float32, 8, 16, addr=0x0) if platform == "a2a3" else   # <- split TPOP
              Tile(TileType.Vec, float32, 8, 16), pop_split)
-    with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
-        _pair(lambda p, t: TPUSH(p, t, push_split), vec, platform)
-    assert_where(ei.value, "split TPOP")
+    with pytest.raises(ProtocolError, match=match) as ei:
+        _pair(lambda p, t: TPUSH(p, t, push_split), vec, platform)   # <- split TPUSH
+    assert_where(ei.value, where)
 
 
 def test_talloc_without_tpush_is_a_leak():

@@ -897,6 +897,43 @@ def test_talloc_no_split_on_two_producer_lanes(platform, protocol, no_hang):
     assert err.what.startswith("TALLOC TILE_NO_SPLIT") and "AIV0 and AIV1" in err.what, err.what
 
 
+# ... and the converse: a split push - a Cube TPUSH or a lane's TALLOC - on a pipe declared with
+# one Vector lane sends the other lane's part to no one (on A5 the Cube's split handshake waits
+# for that lane's flags): reported at the push, not as a wrong result or a hang.
+def _lane0_split_cube(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TPUSH(pipe, acc, TILE_UP_DOWN)  # one-lane-push
+
+
+def _lane0_split_vec(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T // 2, T)
+    TPOP(pipe, t, TILE_UP_DOWN)
+    TFREE(pipe)
+
+
+def _lane0_talloc_cube(fifo):
+    pipe = TPipe(0, _gm(DIR_V2C), SLOT, 2, peers=(0,))(fifo)
+    TPOP(pipe, GlobalTensor(float32, (T, T)), TILE_UP_DOWN)
+
+
+def _lane0_talloc_vec(fifo):
+    pipe = TPipe(0, _gm(DIR_V2C), SLOT, 2, peers=(0,))(fifo)
+    TALLOC(pipe, GlobalTensor(float32, (T // 2, T)), TILE_UP_DOWN)  # one-lane-talloc
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("cube,vec,fn,marker", [
+    (_lane0_split_cube, _lane0_split_vec, _lane0_split_cube, "one-lane-push"),
+    (_lane0_talloc_cube, _lane0_talloc_vec, _lane0_talloc_vec, "one-lane-talloc")])
+def test_a_split_push_on_a_one_lane_pipe_is_reported_at_the_push(platform, protocol, cube, vec, fn, marker,
+                                                                  no_hang):
+    err = _raises(ProtocolError, fn, marker, cube, (vec, None), platform=platform, protocol=protocol)
+    assert "the pipe has one Vector lane, AIV0, but TILE_UP_DOWN divides each tile" in err.what, err.what
+    assert "TILE_NO_SPLIT at both ends" in err.fix and "peers=(0, 1)" in err.fix, err.fix
+
+
 # The correct kernels above stay clean under explored schedules (perturbed latencies and
 # core order), on every platform and protocol.
 CLEAN = {
@@ -970,9 +1007,10 @@ def _clean_registry():
 CLEAN_KERNELS = _clean_registry()
 
 
-def _lanes_store(shared):
-    """The Cube pushes 2 tiles UP_DOWN; each Vector core stores its half - to its own rows,
-    or (``shared``) both to the same rows."""
+def _lanes_store(mode):
+    """The Cube pushes 2 tiles UP_DOWN; each Vector core stores its half - to its own rows
+    (``mode`` "own"), both to the same rows ("shared"), or at an offset of half a row per lane
+    instead of half the tile's rows ("elements": the windows start apart but overlap)."""
     def cube(x, eye, fifo):
         pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
         a, e = Tile(TileType.Mat, float32, T, T, addr=0), Tile(TileType.Mat, float32, T, T, addr=SLOT)
@@ -995,21 +1033,25 @@ def _lanes_store(shared):
             TPOP(pipe, t, TILE_UP_DOWN)
             TMOV(o, t)
             TFREE(pipe, TILE_UP_DOWN)
-            row = i * T + (0 if shared else sub * T // 2)
-            TSTORE(GlobalTensor(out.data() + row * T, (T // 2, T)), o)      # LANE STORE
+            row = i * T + (sub * T // 2 if mode == "own" else 0)
+            extra = sub * T // 2 if mode == "elements" else 0
+            TSTORE(GlobalTensor(out.data() + row * T + extra, (T // 2, T)), o)      # LANE STORE
     return cube, (vector, vector)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_both_lanes_storing_the_same_rows_are_told_to_split_them(platform):
     x = np.arange(2 * T * T, dtype=np.float32).reshape(2 * T, T)
-    cube, aiv = _lanes_store(False)
+    cube, aiv = _lanes_store("own")
     args = dict(x=x, eye=np.eye(T, dtype=np.float32), out=np.zeros_like(x), fifo=ptopipe.gm_buffer(2 * SLOT))
     res = ptopipe.run(cube, aiv, dict(args), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], x)
-    cube, aiv = _lanes_store(True)
-    with pytest.raises(PtoPipeError) as ei:
-        ptopipe.run(cube, aiv, dict(args), platform=platform)
-    e = ei.value
-    assert type(e).__name__ == "DataRaceError" and e.where.endswith(f":{line_of(_lanes_store, 'LANE STORE')}")
-    assert "both Vector cores run this TSTORE on the same bytes" in e.fix and "pipe_barrier" not in e.fix
+    for mode, fix in (("shared", "both Vector cores run this TSTORE on the same bytes"),
+                      ("elements", f"windows of this TSTORE start {T // 2 * 4} bytes apart but each spans "
+                                   f"{T // 2 * T * 4}: the per-lane offset is there")):
+        cube, aiv = _lanes_store(mode)
+        with pytest.raises(PtoPipeError) as ei:
+            ptopipe.run(cube, aiv, dict(args), platform=platform)
+        e = ei.value
+        assert type(e).__name__ == "DataRaceError" and e.where.endswith(f":{line_of(_lanes_store, 'LANE STORE')}")
+        assert fix in e.fix and "pipe_barrier" not in e.fix, e.fix

@@ -77,9 +77,11 @@ class SlotBounds:
     lo: int
     hi: int
     part: str = ""          # e.g. "AIV1's TILE_UP_DOWN part"; "" for the whole slot
+    pitch: int = 0          # the part's row stride in bytes (0: the whole slot)
 
-    def explain(self, view: str, addr: int, extent: int) -> tuple:
-        """(what, fix) of a MemoryConflictError for ``view`` covering ``[addr, addr+extent)``."""
+    def explain(self, view: str, addr: int, extent: int, pitch: int | None = None) -> tuple:
+        """(what, fix) of a MemoryConflictError for ``view`` covering ``[addr, addr+extent)``
+        (``pitch``: the view's row stride in bytes, where it has rows)."""
         end = addr + extent
         slot = f"slot {self.tag} [{self.slot_lo:#x}, {self.slot_lo + self.slot_size:#x}) of {self.pipe}"
         home = f"{self.part} [{self.lo:#x}, {self.hi:#x}) of {slot}" if self.part else slot
@@ -92,6 +94,9 @@ class SlotBounds:
         if self.part:
             fix = (f"keep the view within this lane's part: {self.part} is [{self.lo:#x}, {self.hi:#x}) "
                    f"({self.hi - self.lo} bytes) of the slot; the other lane's part is its own")
+            if pitch is not None and self.pitch and pitch != self.pitch:
+                fix += (f" - its rows are {self.pitch} bytes apart (the slot tile's row stride), the view's "
+                        f"{pitch}: give the view that row stride")
         else:
             fix = (f"keep the view within the slot's SlotSize {self.slot_size} bytes: offsets added to the "
                    f"{self.op}'s tensor .data() stay below it, and the next tile goes through the next "
@@ -150,7 +155,8 @@ def _slot_bounds(ch: Channel, tag: int, op: str, split, sub: int, gt: GlobalTens
         hi = min(slot_hi, lo + max((rows - 1) * rstride + cols * item, gt._extent))
         part = f"AIV{sub}'s {split.name} part"
     return (lo, hi, SlotBounds(op, ch.name, tag, slot_lo, ch.slot_size, ch.gm_base,
-                               ch.gm_base + ch.slot_num * ch.slot_size, lo, hi, part))
+                               ch.gm_base + ch.slot_num * ch.slot_size, lo, hi, part,
+                               rstride if split is not _NO_SPLIT and rows > 1 else 0))
 
 
 def _enter(pipe, obj, split, events, role: str, op: str):
@@ -274,8 +280,8 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype, bounds))
     chk = core.cluster.checker
     if chk is not None:
-        chk.slot_view(core, gm_tensor, "TALLOC", ch.name, tag, _loc0, others=_other_parts(core, ch, tag, split, gm_tensor),
-                      bounds=bounds[2])
+        chk.slot_view(core, gm_tensor, "TALLOC", ch.name, tag, _loc0, bounds=bounds[2],
+                      others=_other_parts(core, ch, tag, split, gm_tensor) if ch.way == V2C else ())
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
@@ -284,12 +290,14 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
 
 
 def _other_parts(core, ch: Channel, tag: int, split, gt: GlobalTensor) -> tuple:
-    """The other Vector lanes' parts of slot ``tag`` of the V2C ring ``ch`` that ``core``'s split
-    TALLOC of ``gt`` leaves to them: ((lo, hi, rows, lane), ...), each part as
-    :func:`~ptopipe.sim.race.region_of_rows` gives it (its rows of the tile's bytes at the part's
-    row stride, :func:`part_rows`).  A write there through any pointer - a C++ kernel's
-    ``slot.data()`` arithmetic keeps no bounds - is the checker's (``KernelChecks.slot_view``)."""
-    if ch.way != V2C or split is _NO_SPLIT or len(ch.peers) < 2:
+    """The other Vector lanes' parts of slot ``tag`` of ``ch`` that a lane's split view ``gt``
+    leaves to them - the view ``core``'s TALLOC hands it on the V2C ring, or its TPOP on the C2V
+    ring: ((lo, hi, rows, lane), ...), each part as :func:`~ptopipe.sim.race.region_of_rows`
+    gives it (its rows of the tile's bytes at the part's row stride, :func:`part_rows`).  An
+    access there through any pointer - a C++ kernel's ``slot.data()`` arithmetic keeps no
+    bounds, and a view with another row stride than the part's (a contiguous view of a
+    LEFT_RIGHT half) stays within the part's hull - is the checker's (``KernelChecks.slot_view``)."""
+    if split is _NO_SPLIT or len(ch.peers) < 2:
         return ()
     rows, cols, item = gt.shape[3], gt.shape[4], gt.item
     slot_lo = ch.gm_base + tag * ch.slot_size
@@ -333,7 +341,8 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
         s.pop_loc = loc
     chk = core.cluster.checker
     if chk is not None:     # its accesses by address too: a pointer copied from it is not a SlotPtr
-        chk.slot_view(core, gt, "TPOP", ch.name, tag, loc, slot)
+        chk.slot_view(core, gt, "TPOP", ch.name, tag, loc, slot, bounds=bounds[2],
+                      others=_other_parts(core, ch, tag, split, gt) if ch.way == C2V else ())
     side.index += 1
     side.held.append((tag, gt, loc, None, None, split, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",

@@ -191,7 +191,11 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
     transfer of AIV1, one after any transfer of the pipe, and a split transfer once the pipe's
     transfers are AIV0's are reported (they hang or race on the device).  Not on a pto-isa TMPipe:
     its Cube waits for and signals both lanes whatever the split (``Channel.lanes_fixed``), so a
-    lane its VecCubeRatio leaves out hangs the Cube first."""
+    lane its VecCubeRatio leaves out hangs the Cube first.  On either platform a split push on a
+    pipe declared with one lane is refused (:func:`_one_lane_split`; a split pop there lands on
+    a push that was refused, or is the split mismatch naming its push)."""
+    if split and len(ch.peers) == 1 and op != "TPOP":
+        _one_lane_split(core, ch, split, op)
     if not ch.model.nosplit_lane0 or 1 not in ch.peers or ch.lanes_fixed:
         return
     if split:
@@ -233,6 +237,26 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
         where=_loc(core),
         fix=f"give a NO_SPLIT pipe one lane on A5 ({one_lane(is_cpp(core.where()))}; or keep AIV1 out of its "
             "transfers), or split the tile between both Vector cores (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+
+
+def _one_lane_split(core, ch: Channel, split, op: str) -> None:
+    """A split transfer on a pipe of one Vector lane (ISA ``peers=(0,)``, DSL ``lanes=1``, C++
+    ``IsNoSplit = true``): a split divides each tile between two Vector cores, so the part of
+    the lane that is not on the pipe is pushed to no one (C2V) or never pushed (V2C); on A5 the
+    Cube's split SET / WAIT also count on that lane's flags (id + 16), which no one answers."""
+    lane = f"AIV{ch.peers[0]}"
+    other = f"AIV{1 - ch.peers[0]}"
+    name = TileSplitAxis(split).name
+    lost = (f"the Cube pushes {other}'s part where no lane pops it" if ch.way == C2V else
+            f"{other}'s part of the slot is never pushed")
+    raise ProtocolError(
+        f"{op}({name}) on {core.name}, {ch.name}: the pipe has one Vector lane, {lane}, but {name} divides "
+        f"each tile between two Vector cores: {lost} (on A5 the Cube's split handshake also waits for "
+        f"{other}'s flags, a hang)",
+        where=_loc(core),
+        fix=f"move whole tiles through a one-lane pipe (TILE_NO_SPLIT at both ends: {lane} handles each tile), "
+            "or give the pipe both Vector cores (ISA TPipe peers=(0, 1), the default; no lanes=1 on a DSL "
+            "initialize_pipe; C++ TPipe<..., IsNoSplit = false>) and let each take its part")
 
 
 def check_lanes_split(core, ch, split, op: str) -> None:
