@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from ..arch.vocab import TileType
 from ..errors import CompileError, ParseError
 from ..ir.types import MemorySpace, np_dtype
-from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_shape_refusal, tile_type)
+from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SHORT_FORM_LAYOUT, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS,
+                         tile_shape_refusal, tile_type)
 
 
 @dataclass(frozen=True)
@@ -307,15 +308,16 @@ class Cursor:
             if k in vals:
                 self._int(vals[k])
         lay = []
-        for k, table in (("blayout", BLAYOUT_OF), ("slayout", SLAYOUT_OF)):
+        for k, table, default in (("blayout", BLAYOUT_OF, SHORT_FORM_LAYOUT.blayout),
+                                  ("slayout", SLAYOUT_OF, SHORT_FORM_LAYOUT.slayout)):
             if k in vals:
                 v = table.get(vals[k][0])
                 if v is None:
                     raise self.error(f"unknown {k} {vals[k][0]!r}", vals[k][1],
                                      f"use one of {', '.join(table)}")
                 lay.append(v)
-            else:
-                lay.append(None)
+            else:                               # (a short form's: ptoas's, not the space's default)
+                lay.append(default)
         try:
             ir = tile_type((r, c), dt, space, *lay, platform=self.platform)
         except KeyError:
