@@ -23,7 +23,7 @@ from ptopipe.codegen.pto_exec import run_pto as exec_run
 from ptopipe.codegen.pto_exec.types import TypeReader
 from ptopipe.codegen.pto_lexer import tokenize
 from ptopipe.codegen.pto_parse import Cursor
-from ptopipe.errors import CompileError
+from ptopipe.errors import CompileError, ParseError
 
 ND, DN, NZ, ZN, ZZ = TileLayout.ND, TileLayout.DN, TileLayout.NZ, TileLayout.ZN, TileLayout.ZZ
 
@@ -137,6 +137,19 @@ def test_a_short_form_column_of_a_row_reduction_is_refused_where_it_is_declared(
             run(text=text, inputs=dict(args))
         assert e.value.where == f"<pto>:{line}:28", e.value.where
         assert e.value.what.startswith("a 16x1 Vec tile in layout ND"), e.value.what
+
+
+@pytest.mark.parametrize("key,word", [("blayout", "colmajor"), ("slayout", "nonebox"), ("blayout", "none_box")])
+def test_an_unknown_layout_word_is_refused_by_the_run_as_by_ptoas(key, word):
+    """ptoas: "unknown blayout: colmajor"; the run read an unknown word as no word at all (the
+    short form's default, or a long form's row_major / none_box)."""
+    text = ROWS.replace("COL", COLUMN).replace("blayout=col_major", f"{key}={word}")
+    with pytest.raises(ParseError) as e:
+        ptopipe.run_pto(text=text, inputs=rows_inputs())
+    assert e.value.what == f'!pto.tile_buf {key}={word}: ptoas refuses the file ("unknown {key}: {word}")', \
+        e.value.what
+    line = next(n for n, ln in enumerate(text.splitlines(), 1) if ln.startswith("    %st = pto.alloc_tile"))
+    assert e.value.where == f"<pto>:{line}:28", e.value.where
 
 
 # -- the real assembler and pto-isa's CPU simulator --------------------------------------------------

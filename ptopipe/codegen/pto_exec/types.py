@@ -373,12 +373,16 @@ class TypeReader:
         except ValueError:
             raise self.err("!pto.tile_buf rows / cols must be integers", tok) from None
         vr, vc = (_DYNAMIC.get(v, v) for v in (kv.get("v_row", str(rows)), kv.get("v_col", str(cols))))
+        for key, words in (("blayout", BLAYOUT), ("slayout", SLAYOUT)):
+            if key in kv and kv[key] not in words:
+                raise self.err(f"!pto.tile_buf {key}={kv[key]}: ptoas refuses the file (\"unknown {key}: {kv[key]}\")",
+                               tok, fix=f"write {key}={' or '.join(words)}")
         # a key the short form leaves out is ptoas's default, in every location and shape
-        b = BLAYOUT.get(kv["blayout"]) if "blayout" in kv else SHORT_FORM_LAYOUT.blayout
-        s = SLAYOUT.get(kv["slayout"]) if "slayout" in kv else SHORT_FORM_LAYOUT.slayout
+        b = BLAYOUT[kv["blayout"]] if "blayout" in kv else SHORT_FORM_LAYOUT.blayout
+        s = SLAYOUT[kv["slayout"]] if "slayout" in kv else SHORT_FORM_LAYOUT.slayout
         pad = PAD.get(kv.get("pad", "0"))
         if loc is TileType.Vec and (b, s) != (BLayout.ColMajor, SLayout.ColMajor):   # (that pair: the Tile's error)
-            bad = tile_shape_refusal(loc, TileLayout.of(b or BLayout.RowMajor, s or SLayout.NoneBox), rows, cols, d.itemsize,
+            bad = tile_shape_refusal(loc, TileLayout.of(b, s), rows, cols, d.itemsize,
                                      None if "?" in (vr, vc) else (int(vr), int(vc)))
             if bad is not None:
                 raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}", fix=bad[1])
