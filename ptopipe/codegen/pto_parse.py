@@ -320,9 +320,15 @@ class Cursor:
                 lay.append(default)
         try:
             ir = tile_type((r, c), dt, space, *lay, platform=self.platform)
-        except KeyError:
-            raise self.error(f"blayout={vals['blayout'][0]} with slayout={vals['slayout'][0]} "
-                             "is no tile layout", vals["blayout"][1]) from None
+        except KeyError:                        # (col_major blocks of col_major fractals)
+            if space is MemorySpace.Left and self.platform:
+                raise self.error("a Left tile with slayout=col_major is blayout=col_major on A5 (ptoas gives every A5 "
+                                 "Left tile col_major blocks, whatever its type says): col_major blocks of col_major "
+                                 "fractals are no tile layout", vals["slayout"][1],
+                                 "declare the Left tile slayout=row_major (NZ, pto-isa's TileLeft on A5)") from None
+            raise self.error("blayout=col_major with slayout=col_major is no tile layout", vals["blayout"][1],
+                             "use blayout=col_major, slayout=row_major (NZ) or blayout=row_major, slayout=col_major "
+                             "(ZN)") from None
         if space is MemorySpace.Vec:
             bad = tile_shape_refusal(TileType.Vec, ir.written_layout(self.platform), r, c, np_dtype(dt).itemsize,
                                      tuple(valid) if len(valid) == 2 else None)

@@ -139,6 +139,21 @@ def test_a_short_form_column_of_a_row_reduction_is_refused_where_it_is_declared(
         assert e.value.what.startswith("a 16x1 Vec tile in layout ND"), e.value.what
 
 
+def test_an_a5_left_short_form_of_col_major_fractals_is_a_parse_error_at_its_type():
+    """ptoas gives an A5 Left tile col_major blocks whatever its type says, so ``<left, 16x16xf32,
+    slayout=col_major>`` is col_major blocks of col_major fractals - no layout the value IR has
+    (it read it as a KeyError); on A2A3 the same text is ZN."""
+    text = "!pto.tile_buf<left, 16x16xf32, slayout=col_major>"
+    with pytest.raises(ParseError) as e:
+        ir_type(text, "a5")
+    assert e.value.what.startswith("a Left tile with slayout=col_major is blayout=col_major on A5"), e.value.what
+    assert e.value.where == "t.pto:1:40" and "slayout=row_major" in e.value.fix
+    assert ir_type(text, "a2a3").ir.written_layout("a2a3") is ZN
+    with pytest.raises(ParseError) as e:
+        ir_type("!pto.tile_buf<vec, 16x16xf32, blayout=col_major, slayout=col_major>", "a5")
+    assert e.value.what == "blayout=col_major with slayout=col_major is no tile layout", e.value.what
+
+
 @pytest.mark.parametrize("key,word", [("blayout", "colmajor"), ("slayout", "nonebox"), ("blayout", "none_box")])
 def test_an_unknown_layout_word_is_refused_by_the_run_as_by_ptoas(key, word):
     """ptoas: "unknown blayout: colmajor"; the run read an unknown word as no word at all (the
