@@ -36,18 +36,18 @@ def pto_stream(tiles: int, view_rows: int | None = None) -> str:
     %pe = pto.partition_view %ev, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
     %em = pto.alloc_tile : !pto.tile_buf<mat, 16x16xf32>
     pto.tload ins(%pe : !pto.partition_tensor_view<16x16xf32>) outs(%em : !pto.tile_buf<mat, 16x16xf32>)
-    %er = pto.alloc_tile : !pto.tile_buf<right, 16x16xf32>
-    pto.tmov ins(%em : !pto.tile_buf<mat, 16x16xf32>) outs(%er : !pto.tile_buf<right, 16x16xf32>)
+    %er = pto.alloc_tile : !pto.tile_buf<right, 16x16xf32, slayout=col_major>
+    pto.tmov ins(%em : !pto.tile_buf<mat, 16x16xf32>) outs(%er : !pto.tile_buf<right, 16x16xf32, slayout=col_major>)
     %xm = pto.alloc_tile : !pto.tile_buf<mat, 16x16xf32>
-    %xl = pto.alloc_tile : !pto.tile_buf<left, 16x16xf32>
-    %acc = pto.alloc_tile : !pto.tile_buf<acc, 16x16xf32>
+    %xl = pto.alloc_tile : !pto.tile_buf<left, 16x16xf32, slayout=row_major>
+    %acc = pto.alloc_tile : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>
     scf.for %i = %c0 to %n_idx step %c1 {{
       %r = arith.muli %i, %c16 : index
       %px = pto.partition_view %xv, offsets = [%r, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x16xf32> -> !pto.partition_tensor_view<16x16xf32>
       pto.tload ins(%px : !pto.partition_tensor_view<16x16xf32>) outs(%xm : !pto.tile_buf<mat, 16x16xf32>)
-      pto.tmov ins(%xm : !pto.tile_buf<mat, 16x16xf32>) outs(%xl : !pto.tile_buf<left, 16x16xf32>)
-      pto.tmatmul ins(%xl, %er : !pto.tile_buf<left, 16x16xf32>, !pto.tile_buf<right, 16x16xf32>) outs(%acc : !pto.tile_buf<acc, 16x16xf32>)
-      pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {{split = 1}}
+      pto.tmov ins(%xm : !pto.tile_buf<mat, 16x16xf32>) outs(%xl : !pto.tile_buf<left, 16x16xf32, slayout=row_major>)
+      pto.tmatmul ins(%xl, %er : !pto.tile_buf<left, 16x16xf32, slayout=row_major>, !pto.tile_buf<right, 16x16xf32, slayout=col_major>) outs(%acc : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>)
+      pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>) {{split = 1}}
     }}
     return
   }}

@@ -128,12 +128,14 @@ _PTO_PHRASES = (
 
 def _cube_tile_type(loc: str, layout: str) -> str:
     """A fix's "declare the Left tile with layout ZZ" as a .pto declares one: the tile_buf's
-    blayout / slayout (a memref in left / right / acc is ptoas's row-major NoneBox tile)."""
+    blayout / slayout (a short form that names neither, and a memref in left / right / acc, is
+    ptoas's row-major NoneBox tile: ``pto_syntax.SHORT_FORM_LAYOUT``)."""
     lay = TileLayout[layout]
     a5 = ", on A5 blayout=col_major (NZ)" if loc == "Left" else ""
     return (f"declare the {loc} tile as a !pto.tile_buf<loc={loc.lower()}, ..., "
-            f"blayout={BLAYOUT_NAMES[lay.blayout]}, slayout={SLAYOUT_NAMES[lay.slayout]}> ({layout}{a5}; a memref "
-            f"in {loc.lower()} is ptoas's row-major tile)")
+            f"blayout={BLAYOUT_NAMES[lay.blayout]}, slayout={SLAYOUT_NAMES[lay.slayout]}> ({layout}{a5}; a short form "
+            f"<{loc.lower()}, RxCxT> that names no layout, and a memref in {loc.lower()}, is ptoas's row_major / "
+            "none_box tile)")
 
 
 def pto_words(text: str | None) -> str | None:

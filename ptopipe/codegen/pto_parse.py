@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from ..arch.vocab import TileType
 from ..errors import CompileError, ParseError
 from ..ir.types import MemorySpace, np_dtype
-from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_shape_refusal, tile_type)
+from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SHORT_FORM_LAYOUT, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS,
+                         tile_shape_refusal, tile_type)
 
 
 @dataclass(frozen=True)
@@ -307,20 +308,27 @@ class Cursor:
             if k in vals:
                 self._int(vals[k])
         lay = []
-        for k, table in (("blayout", BLAYOUT_OF), ("slayout", SLAYOUT_OF)):
+        for k, table, default in (("blayout", BLAYOUT_OF, SHORT_FORM_LAYOUT.blayout),
+                                  ("slayout", SLAYOUT_OF, SHORT_FORM_LAYOUT.slayout)):
             if k in vals:
                 v = table.get(vals[k][0])
                 if v is None:
                     raise self.error(f"unknown {k} {vals[k][0]!r}", vals[k][1],
                                      f"use one of {', '.join(table)}")
                 lay.append(v)
-            else:
-                lay.append(None)
+            else:                               # (a short form's: ptoas's, not the space's default)
+                lay.append(default)
         try:
             ir = tile_type((r, c), dt, space, *lay, platform=self.platform)
-        except KeyError:
-            raise self.error(f"blayout={vals['blayout'][0]} with slayout={vals['slayout'][0]} "
-                             "is no tile layout", vals["blayout"][1]) from None
+        except KeyError:                        # (col_major blocks of col_major fractals)
+            if space is MemorySpace.Left and self.platform:
+                raise self.error("a Left tile with slayout=col_major is blayout=col_major on A5 (ptoas gives every A5 "
+                                 "Left tile col_major blocks, whatever its type says): col_major blocks of col_major "
+                                 "fractals are no tile layout", vals["slayout"][1],
+                                 "declare the Left tile slayout=row_major (NZ, pto-isa's TileLeft on A5)") from None
+            raise self.error("blayout=col_major with slayout=col_major is no tile layout", vals["blayout"][1],
+                             "use blayout=col_major, slayout=row_major (NZ) or blayout=row_major, slayout=col_major "
+                             "(ZN)") from None
         if space is MemorySpace.Vec:
             bad = tile_shape_refusal(TileType.Vec, ir.written_layout(self.platform), r, c, np_dtype(dt).itemsize,
                                      tuple(valid) if len(valid) == 2 else None)

@@ -43,6 +43,14 @@ SLAYOUT_NAMES = {SLayout.NoneBox: "none_box", SLayout.RowMajor: "row_major",
                  SLayout.ColMajor: "col_major"}
 BLAYOUT_OF = {v: k for k, v in BLAYOUT_NAMES.items()}
 SLAYOUT_OF = {v: k for k, v in SLAYOUT_NAMES.items()}
+#: the layout ptoas's parser gives a short form ``!pto.tile_buf<loc, RxCxT[, key=value...]>`` that
+#: leaves out blayout / slayout, in every location and shape - a one-column Vec tile and a Cube
+#: tile too (PTOAS PTOTypeDefs.cpp ``parseCompactTileBufFields`` takes ``TileBufConfigAttr::getDefault``:
+#: row_major, none_box, fractal 512, pad 0; its printer leaves out exactly the keys of those
+#: values, so a column it prints spells ``blayout=col_major``).  A Left tile's blayout is then its
+#: platform's (:func:`tile_type`).  Not pto-isa's defaults (``TileLeft`` ZZ, ``TileAcc`` NZ, ...,
+#: ``arch.vocab.default_layout``): those are the layouts of a DSL tile declared without one.
+SHORT_FORM_LAYOUT = TileLayout.ND
 #: func attribute ``pto.kernel_kind = #pto.kernel_kind<...>``
 KIND_NAMES = {FunctionKind.AIC: "cube", FunctionKind.AIV: "vector"}
 KIND_OF = {v: k for k, v in KIND_NAMES.items()}
@@ -739,10 +747,13 @@ def tile_shape_refusal(loc: TileType, layout: TileLayout, rows: int, cols: int, 
         return None
     r, c = static_shape(loc, layout, rows, cols, itemsize)
     vr, vc = valid or (rows, cols)
+    fix = f"declare rows={r}, cols={c} and give the data's shape as the valid shape (v_row={vr}, v_col={vc})"
+    if layout is TileLayout.ND and cols == 1 and tile_shape_error(loc, TileLayout.DN, rows, cols, itemsize) is None:
+        # (a short form that names no blayout is row_major: SHORT_FORM_LAYOUT)
+        fix = ("declare the column blayout=col_major (the [R, 1] column the row reductions write and TROWEXPAND* "
+               f"read; a tile_buf that names no blayout is row_major), or {fix}")
     return (f"a {rows}x{cols} Vec tile in layout {layout.name}: {why}; ptoas accepts it, but pto-isa's Tile "
-            "refuses this static shape at compile time",
-            f"declare rows={r}, cols={c} and give the data's shape as the valid shape (v_row={vr}, "
-            f"v_col={vc})")
+            "refuses this static shape at compile time", fix)
 
 
 def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,

@@ -709,27 +709,33 @@ def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_wit
                    for w in r.warnings), r.warnings
 
 
-@pytest.mark.parametrize("loc,was,now,said", [
+@pytest.mark.parametrize("loc,was,now,said,fix", [
     ("acc", "loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, "
-            "fractal=1024, pad=0", "acc, 16x16xf32", "expects dst to use the col_major blayout on A5"),
-    ("left", "blayout=col_major", "blayout=row_major", None)])     # (ptoas makes every A5 Left col_major)
-def test_an_a5_matmul_tile_layout_ptoas_refuses_is_a_warning_at_the_matmul(loc, was, now, said):
-    """ptoas's A5 verifier takes a matmul's Acc only col_major / row_major (blayout /
-    slayout; a type that names none is row_major / none_box): the run computes an Acc of
-    ptopipe's default layout as written and says the file does not assemble."""
+            "fractal=1024, pad=0", "acc, 16x16xf32", "expects dst to use the col_major blayout on A5",
+     "declare the acc tile with blayout=col_major, slayout=row_major (a tile_buf that names no blayout / slayout is "
+     "row_major / none_box to ptoas)"),
+    ("right", "blayout=row_major, slayout=col_major", "blayout=row_major, slayout=none_box",
+     "expects rhs to use the col_major slayout on A5", "declare the right tile with slayout=col_major (a tile_buf"),
+    ("left", "blayout=col_major", "blayout=row_major", None, None)])     # (ptoas makes every A5 Left col_major)
+def test_an_a5_matmul_tile_layout_ptoas_refuses_is_a_parse_error_at_the_matmul(loc, was, now, said, fix):
+    """ptoas's A5 verifier takes a matmul's Acc only col_major / row_major (blayout / slayout; a
+    short form that names none is row_major / none_box), its Right row_major / col_major - the
+    fractals the Cube reads, so the run could not go on either: a ParseError at the matmul."""
     text = cube_vector_pair(1, "a5")
     ty = next(t for t in re.findall(r"!pto\.tile_buf<[^>]*>", text) if f"loc={loc}," in t)
     text = text.replace(ty, ty.replace(was, now))
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
-    r = run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
-    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
-    refused = [w for w in r.warnings if "ptoas refuses this pto.tmatmul" in w]
+    args = dict(a=a, b=b, out=np.zeros((16, 16), np.float32))
     if said is None:
-        assert not refused
+        r = run_pto(text=text, inputs=args)
+        np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
         return
-    (w,) = refused
-    assert w.startswith(f"<pto>:{line_of(text, 'pto.tmatmul')}:") and f'"{said}"' in w, w
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=args)
+    assert e.value.what.startswith(f'ptoas refuses this pto.tmatmul on A5 ("{said}")'), e.value.what
+    assert e.value.fix.startswith(fix), e.value.fix
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.tmatmul')}:5", e.value.where
 
 
 FFTS_T = "memref<256xi64>"

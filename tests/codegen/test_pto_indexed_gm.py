@@ -4,7 +4,12 @@ tile's width (ptoas has no attribute for it: one column, a row per index; the da
 an element per index), the modes off ``gatherOob`` / ``scatterAtomicOp`` / ``scatterOob``, run
 against numpy; ptoas's verifier refusals (A5 only, an i32 index tile of the data's rows and one
 or its columns) at the op's line:col; the warning that ptoas drops the mode attributes; the
-static verifier naming what its value IR lacks.  ``PTOAS=...``: ptoas takes the file."""
+static verifier naming what its value IR lacks.  ``PTOAS=...``: ptoas takes the file.
+
+The one-column index tile of a row gather: ptoas's verifier takes it row_major only ("expects idx
+to use the row_major blayout"; its short form ``<vec, 8x1xi32>`` is row_major), a [8, 1] i32
+row-major Tile pto-isa refuses to declare (4-byte rows), while pto-isa's MGATHER / MSCATTER read
+an [R, 1] index tile col_major: the files that run spell it ``blayout=col_major``."""
 from __future__ import annotations
 
 import os
@@ -37,11 +42,14 @@ def view(name, r, c, d):
 
 
 def kernel(arch="a5", gather_oob="clamp", scatter_attrs="{scatterAtomicOp = #pto<scatter_atomic_op add>, "
-           "scatterOob = #pto<scatter_oob skip>}", ridx_t="i32", ridx_cols=1):
+           "scatterOob = #pto<scatter_oob skip>}", ridx_t="i32", ridx_cols=1, ridx_blayout="col_major"):
     """Gathers rows (clamped) and elements of %tab into %rows / %elems, scatter-adds %rows into
-    the rows of %acc at the row indices (skipping those past it)."""
+    the rows of %acc at the row indices (skipping those past it).  ``ridx_blayout``: a one-column
+    row index tile's (None: not written - ptoas's row_major, see the module doc)."""
     g = f" {{gatherOob = #pto<gather_oob {gather_oob}>}}" if gather_oob else ""
     ri = tb(R, ridx_cols, ridx_t)
+    if ridx_blayout and ridx_cols == 1:
+        ri = ri[:-1] + f", blayout={ridx_blayout}>"
     return f"""module attributes {{pto.target_arch = "{arch}"}} {{
   func.func @mg(%tab: !pto.ptr<f32>, %ridx: !pto.ptr<{ridx_t}>, %eidx: !pto.ptr<i32>, %rows: !pto.ptr<f32>, %elems: !pto.ptr<f32>, %acc: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
     %c0 = arith.constant 0 : index
@@ -132,9 +140,10 @@ def test_the_static_verifier_names_what_its_value_ir_lacks(tmp_path):
     from ptopipe.driver.pto import static_verdict
     pair = (pathlib.Path(__file__).parent.parent / "pto" / "pypto_c2v_a5.pto").read_text()
     anchor = "    %c = pto.tpop_from_aic"
-    gather = ("    %gi = pto.alloc_tile : !pto.tile_buf<vec, 8x1xi32>\n"
+    gather = ("    %gi = pto.alloc_tile : !pto.tile_buf<vec, 8x1xi32, blayout=col_major>\n"
               "    %g = pto.alloc_tile : !pto.tile_buf<vec, 8x16xf32>\n"
-              "    pto.mgather ins(%biasp, %gi : !pto.partition_tensor_view<8x16xf32>, !pto.tile_buf<vec, 8x1xi32>) "
+              "    pto.mgather ins(%biasp, %gi : !pto.partition_tensor_view<8x16xf32>, "
+              "!pto.tile_buf<vec, 8x1xi32, blayout=col_major>) "
               "outs(%g : !pto.tile_buf<vec, 8x16xf32>)\n")
     assert anchor in pair
     f = tmp_path / "pair_gather.pto"
@@ -147,13 +156,13 @@ def test_the_static_verifier_names_what_its_value_ir_lacks(tmp_path):
 @pytest.mark.skipif(not os.environ.get("PTOAS"), reason="PTOAS (a ptoas binary) is not set")
 def test_ptoas_takes_the_file(tmp_path):
     f = tmp_path / "mg.pto"
-    f.write_text(kernel())
+    f.write_text(kernel(ridx_blayout=None))
     r = subprocess.run([os.environ["PTOAS"], "--pto-arch=a5", str(f), "-o", str(tmp_path / "mg.cpp")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     cpp = (tmp_path / "mg.cpp").read_text()
     assert cpp.count("MGATHER(") == 2 and cpp.count("MSCATTER(") == 1       # (no mode: ptoas drops them)
-    f.write_text(kernel(arch="a3"))
+    f.write_text(kernel(arch="a3", ridx_blayout=None))
     r = subprocess.run([os.environ["PTOAS"], "--pto-arch=a3", str(f), "-o", str(tmp_path / "mg3.cpp")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "pto.mgather is only supported on A5 targets" in r.stderr

@@ -116,8 +116,8 @@ def test_a_split_on_a_nosplit_pipe_is_a_parse_error_at_the_split_on_every_path(f
     verifier cannot express the file, so the executor's reader refuses it too (the run had
     moved split halves through a one-lane pipe: wrong output)."""
     if form == "frontend":
-        text = NOSPLIT.replace("pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {split = 0}",
-                               "pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {split = 1}")
+        text = NOSPLIT.replace("pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>) {split = 0}",
+                               "pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major, fractal=1024>) {split = 1}")
         op, init = "pto.tpush_to_aiv", "pto.aic_initialize_pipe"
     else:
         text = LOWLEVEL.replace("{dir_mask = 1, slot_size = 1024, slot_num = 4}",

@@ -173,8 +173,9 @@ def test_a_cube_memref_is_the_row_major_tile_ptoas_declares():
     assert e.value.what.startswith("TMATMUL: a is Left tile '%a_l0' float32 16x32 ND @AIC.L0A[0x0] in layout ND; "
                                    "the Cube reads Left tiles as ZZ or NZ fractals"), e.value.what
     assert e.value.fix.startswith("declare the Left tile as a !pto.tile_buf<loc=left, ..., blayout=row_major, "
-                                  "slayout=row_major> (ZZ, on A5 blayout=col_major (NZ); a memref in left is ptoas's "
-                                  "row-major tile)"), e.value.fix
+                                  "slayout=row_major> (ZZ, on A5 blayout=col_major (NZ); a short form <left, RxCxT> "
+                                  "that names no layout, and a memref in left, is ptoas's row_major / none_box tile)"), \
+        e.value.fix
     line = next(n for n, ln in enumerate(open(MM_MEMREF), 1) if "pto.tmatmul ins" in ln)
     assert e.value.where.endswith(f"mm_memref_left_nd_a3.pto:{line}:5"), e.value.where
 

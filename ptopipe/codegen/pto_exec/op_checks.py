@@ -21,7 +21,7 @@ import re
 from collections import Counter
 
 from ...arch.vocab import PLAIN_DIRECTION
-from ...errors import ParseError, with_article
+from ...errors import CompileError, ParseError, with_article
 from ..pto_syntax import NEWER_PTOAS_OPS
 from ..pto_tree import split_top
 from .program import Func, int_constants
@@ -223,8 +223,8 @@ def check_store_count(s, types: TypeReader) -> None:
         return
     try:
         tile, part = types.parse(src[0]), types.parse(dst[0])
-    except ParseError:
-        return                                  # (the op reports a bad type where it runs)
+    except (ParseError, CompileError):
+        return                                  # (the op, or the tile's declaration, reports a bad type where it runs)
     if not isinstance(tile, TileSpec) or not (isinstance(part, tuple) and part[0] == "part"):
         return
     shape = part[2]

@@ -642,8 +642,9 @@ def _memref_operand(ins, outs) -> bool:
 
 
 #: the (blayout, slayout) ptoas's A5 verifier takes for a matmul's operands, by tile location
-#: (PTOAS ``verifyMatTileOperandsA5``: "expects lhs to use the col_major blayout on A5", ...);
-#: a type that names none has row_major / none_box; an A5 Left tile's blayout is col_major
+#: (PTOAS ``verifyMatTileOperandsA5``: "expects lhs to use the col_major blayout on A5", ...) - the
+#: fractals the Cube reads (pto-isa's TMATMUL refuses any other); a type that names none has
+#: row_major / none_box (``pto_syntax.SHORT_FORM_LAYOUT``); an A5 Left tile's blayout is col_major
 #: whatever its type says (PTOAS PTOTypeDefs.cpp ``resolveTileBufBLayout``)
 _A5_MATMUL_LAYOUT = {isa.TileType.Left: ("lhs", isa.BLayout.ColMajor, isa.SLayout.RowMajor),
                      isa.TileType.Right: ("rhs", isa.BLayout.RowMajor, isa.SLayout.ColMajor),
@@ -654,9 +655,8 @@ _LAYOUT_WORD = {isa.BLayout.RowMajor: "row_major", isa.BLayout.ColMajor: "col_ma
 
 
 def _a5_matmul_layouts(ex, s) -> None:
-    """A warning at an A5 matmul whose Left / Right / Acc tile type has a layout ptoas
-    refuses there: the run computes it as written (its numbers do not depend on it), but
-    the file does not assemble for the device."""
+    """A ParseError at an A5 matmul whose Left / Right / Acc tile type has a layout ptoas's
+    verifier refuses there (the Cube reads none of them: the run could not go on either)."""
     for g in ("ins", "outs"):
         toks = s.group(g) or []
         colon = next((i for i, t in enumerate(toks) if t.text == ":"), None)
@@ -669,14 +669,19 @@ def _a5_matmul_layouts(ex, s) -> None:
             if want is None:
                 continue
             role, b, sl = want
-            got_b = isa.BLayout.ColMajor if spec.loc is isa.TileType.Left else spec.blayout or isa.BLayout.RowMajor
-            for kind, got, need in (("blayout", got_b, b), ("slayout", spec.slayout or isa.SLayout.NoneBox, sl)):
-                if got is not need:
-                    ex.warn(f"{ex.where(s)}: ptoas refuses this {s.name} on A5 (\"expects {role} to use the "
-                            f"{_LAYOUT_WORD[need]} {kind} on A5\"): its {spec.loc.name.lower()} tile's {kind} is "
-                            f"{_LAYOUT_WORD[got]}; ptopipe runs it as written - declare the tile with "
-                            f"{kind}={_LAYOUT_WORD[need]}")
-                    return
+            got_b = isa.BLayout.ColMajor if spec.loc is isa.TileType.Left else spec.blayout
+            wrong = [(kind, got, need) for kind, got, need in (("blayout", got_b, b), ("slayout", spec.slayout, sl))
+                     if got is not need]
+            if wrong:
+                kind, got, need = wrong[0]
+                loc = spec.loc.name.lower()
+                keys = ", ".join(f"{k}={_LAYOUT_WORD[n]}" for k, _, n in wrong)
+                raise ParseError(f"ptoas refuses this {s.name} on A5 (\"expects {role} to use the {_LAYOUT_WORD[need]} "
+                                 f"{kind} on A5\"): its {loc} tile's {kind} is {_LAYOUT_WORD[got]}, and the Cube reads "
+                                 f"{loc} tiles in {_LAYOUT_WORD[b]} / {_LAYOUT_WORD[sl]} fractals only",
+                                 where=ex.where(s),
+                                 fix=f"declare the {loc} tile with {keys} (a tile_buf that names no blayout / slayout "
+                                     "is row_major / none_box to ptoas)")
 
 
 def op_catalogue(ex, fr, s):

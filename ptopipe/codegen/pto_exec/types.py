@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...arch import dtypes as dt
-from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileLayout, TileType, default_layout
+from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileLayout, TileType
 from ...errors import INPUT, CompileError, ConfigError, Given, ParseError
 from ..pto_lexer import tokenize
-from ..pto_syntax import TILE_KEYS, tile_shape_refusal, unprefixed_tile_refusal
+from ..pto_syntax import SHORT_FORM_LAYOUT, TILE_KEYS, tile_shape_refusal, unprefixed_tile_refusal
 from ..pto_tree import Stmt, split_top
 
 
@@ -373,12 +373,16 @@ class TypeReader:
         except ValueError:
             raise self.err("!pto.tile_buf rows / cols must be integers", tok) from None
         vr, vc = (_DYNAMIC.get(v, v) for v in (kv.get("v_row", str(rows)), kv.get("v_col", str(cols))))
-        b = BLAYOUT.get(kv.get("blayout", ""), None)
-        s = SLAYOUT.get(kv.get("slayout", ""), None)
+        for key, words in (("blayout", BLAYOUT), ("slayout", SLAYOUT)):
+            if key in kv and kv[key] not in words:
+                raise self.err(f"!pto.tile_buf {key}={kv[key]}: ptoas refuses the file (\"unknown {key}: {kv[key]}\")",
+                               tok, fix=f"write {key}={' or '.join(words)}")
+        # a key the short form leaves out is ptoas's default, in every location and shape
+        b = BLAYOUT[kv["blayout"]] if "blayout" in kv else SHORT_FORM_LAYOUT.blayout
+        s = SLAYOUT[kv["slayout"]] if "slayout" in kv else SHORT_FORM_LAYOUT.slayout
         pad = PAD.get(kv.get("pad", "0"))
         if loc is TileType.Vec and (b, s) != (BLayout.ColMajor, SLayout.ColMajor):   # (that pair: the Tile's error)
-            lay = TileLayout.of(b or BLayout.RowMajor, s or SLayout.NoneBox) if b or s else default_layout(loc, rows, cols)
-            bad = tile_shape_refusal(loc, lay, rows, cols, d.itemsize,
+            bad = tile_shape_refusal(loc, TileLayout.of(b, s), rows, cols, d.itemsize,
                                      None if "?" in (vr, vc) else (int(vr), int(vc)))
             if bad is not None:
                 raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}", fix=bad[1])
