@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
                         "for pto-isa's device code) (default: pto-isa with --emit cpp and --emit pto - "
                         "device code, a .pto being ptoas's input -, else spec)")
     p.add_argument("--passes", default=None, metavar="P1,P2,...",
-                   help="the pipeline (default: every registered pass in pipeline order)")
+                   help="the pipeline (default: every registered pass in pipeline order); a DSL file's "
+                        "only: a .pto file goes through the passes its run uses")
     p.add_argument("--no-verify", action="store_true",
                    help="leave verify-pipes out of the pipeline: write out a kernel its static proof "
                         "refuses (a missing TPOP, a use after TFREE ...) to run it and see the misuse "
@@ -87,7 +88,14 @@ def main(args) -> int:
             raise ConfigError("--no-verify is for DSL kernel files: a .pto file is always verified "
                               "as it is read (it is run and checked as ptoas would take it)",
                               where="option --no-verify", fix="leave --no-verify out for a .pto file")
-        from ..codegen.pto_load import load_pto
+        from ..codegen.pto_load import PTO_PASSES, load_pto
+        if args.passes is not None:
+            raise ConfigError("--passes is for DSL kernel files: a .pto file is already split into its kernels "
+                              "and goes through the one pipeline its run and check use ("
+                              + ", ".join(PTO_PASSES) + "), so that what is compiled is what runs",
+                              where="option --passes",
+                              fix="leave --passes out for a .pto file (--print-after-all shows the IR after "
+                                  "each of those passes)")
         op, warnings, plat = load_pto(args.file, args.platform, protocol,
                                       verify_properties=args.verify_each or None,
                                       print_after_all=args.print_after_all, stream=sys.stdout)

@@ -35,8 +35,13 @@ _MEM = {"Vec": "UB", "Mat": "L1"}
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
              scalars: dict | None = None, verify_properties: bool | None = None,
-             ranges: dict | None = None, print_after_all: bool = False, stream=None, given: Given = INPUT):
+             ranges: dict | None = None, print_after_all: bool = False, stream=None, given: Given = INPUT,
+             refusals: list | None = None):
     """``path`` through the reader and the static passes: ``(op program, warnings, platform)``;
+    ``refusals``: a list given by a run or its static verdict, which gets the errors the run
+    raises at the pipe inits that name no gm_slot_buffer where every ring is in GM (an A5
+    file on A2A3: :func:`~.pto_exec.pipe_ops.no_gm_slot_buffer`) in place of LowerPlatform's
+    warnings, which give the compiled kernel a GM ring;
     ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``),
     ``ranges``: declared ranges of the others (name -> (lo, hi));
     ``verify_properties``: check every IR property after every pass (``--verify-each``);
@@ -77,7 +82,33 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     check_entry_launches(op)
     from .pto_exec.pipe_ops import ptoas_refusals
     from .pto_exec.reader import read_program
-    return op, ptoas_refusals(read_program(text, path)) + [pto_words(w) for w in ctx.warnings], plat
+    prog = read_program(text, path)
+    warnings = ctx.warnings
+    if refusals is not None:
+        refused = _unbuffered_inits(ctx, prog)
+        refusals.extend(refused)
+        if refused:
+            said = {id(w) for _, _, w in ctx.gm_rings_given}
+            warnings = [w for w in warnings if id(w) not in said]
+    return op, ptoas_refusals(prog) + [pto_words(w) for w in warnings], plat
+
+
+def _unbuffered_inits(ctx, prog) -> list:
+    """The run's ConfigError at each pipe init LowerPlatform gave a GM ring (``ctx``'s
+    ``gm_rings_given``) when the platform keeps every ring in GM, in the file's spelling of
+    the init (``prog``: the file as the executor reads it)."""
+    from ..arch import get_platform
+    from .pto_exec.pipe_ops import no_gm_slot_buffer
+    plat = get_platform(ctx.platform)
+    if not plat.ring_in_gm or not ctx.gm_rings_given:
+        return []
+    at = {(s.tok.line, s.col): s for f in prog.funcs.values() for s in f.statements()}
+    out = []
+    for init, nbytes, _ in ctx.gm_rings_given:
+        s = at.get((init.loc.line, init.loc.col))
+        name, where = (s.name, s.where(prog.path)) if s is not None else (pto_words(init.name), str(init.loc))
+        out.append(no_gm_slot_buffer(name, plat.name, nbytes, where))
+    return out
 
 
 def check_scalar_ranges(op, scalars: dict, given: Given = INPUT) -> None:
@@ -249,23 +280,19 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
     file (a finding of the passes is raised), ``(what ptoas refuses, reason)`` when it cannot
     express the file (the run then has the executor's checks only, and says so)."""
-    from ..arch import get_platform
-    from ..passes.lower_platform import NO_GM_SLOT_BUFFER
     from .pto_exec import read_program, read_text
     from .pto_exec.pipe_ops import ptoas_refusals
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
+        # (an init without a gm_slot_buffer where every ring is in GM - an A5 file run on A2A3 - is
+        # the run's error at that init: not LowerPlatform's warning, which gives a compiled kernel
+        # a GM ring, before it)
         _, warnings, plat = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges,
-                                     given=given)
+                                     given=given, refusals=[])
     except ParseError as e:
         prog = read_program(text, path)        # the executor's words
         return ptoas_refusals(prog), e.what
-    if get_platform(plat).ring_in_gm:
-        # (an init without a gm_slot_buffer where every ring is in GM - an A5 file run on A2A3 - is
-        # the run's error at that init: LowerPlatform's warning, which gives the compiled kernel
-        # a GM ring, would say it again before it, once per init)
-        warnings = [w for w in warnings if NO_GM_SLOT_BUFFER not in w]
     return warnings, None
 
 

@@ -420,15 +420,19 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     too_big = _tiles_larger_than_memory(path, on)       # (whether or not the value IR reads the file)
     if too_big:
         return verdict(on, "failed", [], "the static checks found an error without running", too_big)
+    refused = []                    # (what the run refuses at an init: the run's error, found here)
     try:
         with noted(platform_note(read_text(path), platform)):
-            op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges)
+            op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges,
+                                          refusals=refused)
     except ParseError as e:
         return verdict(*_unexpressed(path, e, platform))
     except CompileError as e:
         arch = read_program(read_text(path), path).arch or ""
         return verdict(platform_name(platform or PLATFORM_OF_ARCH.get(arch) or "a2a3"), "failed", [],
                        "the static checks found an error without running", [e])
+    if refused:
+        return verdict(plat, "failed", warnings, "the static checks found an error without running", refused)
     state = status_of([], warnings)
     given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
     if not any(o.name.endswith("initialize_pipe") for o in op.walk()):

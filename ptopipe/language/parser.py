@@ -117,6 +117,18 @@ def _popped_from(v, steps: int = 64):
     return None
 
 
+def _located_in(e: CompileError, code) -> bool:
+    """``e`` was placed at a line of the compiled expression ``code`` (``pl.Tensor[...]`` and
+    the like take their caller's line: Python's own at ``def`` time, but this code's lines
+    count from the kernel's first line, not the file's)."""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return e.where == f"{code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return False
+
+
 class Source:
     """Where a kernel's AST came from, to turn AST positions into file:line:col."""
 
@@ -387,7 +399,10 @@ class FunctionParser:
         try:
             code = compile(ast.Expression(body=node), self.src.file, "eval")
             return _plain(eval(code, dict(self.ns)))    # noqa: S307 - the user's own kernel source
-        except CompileError:
+        except CompileError as e:
+            if _located_in(e, code):        # (a pl.Tensor[...] of a string annotation: at its line)
+                e.where = str(self.loc(node))
+                e.args = (e.render(),)
             raise
         except NameError as e:
             at = next((n for n in ast.walk(node) if isinstance(n, ast.Name)

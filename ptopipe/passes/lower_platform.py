@@ -12,8 +12,9 @@ and ``ring = "gm" | "local"``.
   to), and so does every Group function of the program, whose calls of a kernel that grew the
   parameter pass it its own; for a function
   that did not declare one (ExpandMixedKernel's functions do) a warning (``ctx.warnings``)
-  says the kernel's signature grew and what to pass.  The reserve_buffer /
-  import_peer_buffer no longer hold the ring - seed 003's A2A3 behaviour, the same
+  says the kernel's signature grew and what to pass.  Each init given a buffer is recorded in
+  ``ctx.gm_rings_given`` (a ``.pto`` run refuses it where every ring is in GM).  The
+  reserve_buffer / import_peer_buffer no longer hold the ring - seed 003's A2A3 behaviour, the same
   program being right for A5, so no warning - but stay in the IR because TPUSH / TPOP /
   TFREE name them as the pipe's handle, and the consumer's reserved region stays the
   staging area a GM-ring TPOP lands in (its base is the init's resolved consumer-buffer
@@ -55,8 +56,6 @@ PRODUCED = frozenset({IRProperty.PLATFORM_LOWERED})
 INVALIDATED = frozenset()
 
 GM_PARAM = GM_SLOT_PARAM          # the GM slot-buffer parameter added on A2A3
-#: the words of the warning of an init whose GM ring has no buffer (its kernel is given one)
-NO_GM_SLOT_BUFFER = "initialises its pipe with no GM_SLOT_BUFFER"
 
 
 def _is_null(v) -> bool:
@@ -107,9 +106,10 @@ def run(program, ctx):
                        "or run the file with --platform a5" if ctx.as_ptoas else
                        f"the kernel now takes a parameter {param.name!r} of {need} bytes - pass "
                        f"{param.name}=ptopipe.gm_buffer({need}) when running it")
-                ctx.warnings.append(
-                    f"{init.loc}: {plat.name}: {f.sym_name!r} {NO_GM_SLOT_BUFFER}, but {plat.name} rings "
-                    f"live in GM: {how}")
+                said = (f"{init.loc}: {plat.name}: {f.sym_name!r} initialises its pipe with no GM_SLOT_BUFFER, "
+                        f"but {plat.name} rings live in GM: {how}")
+                ctx.warnings.append(said)
+                ctx.gm_rings_given.append((init, need, said))
     model = protocol_model(ctx)
     for f in functions(program):
         _order_frees(f, plat, model)

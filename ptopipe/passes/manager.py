@@ -153,7 +153,9 @@ class PassContext:
     the function's tiles), so that Validate tells one that then overruns its memory to shrink,
     not to move; ``sizing``: the compile only sizes the kernels' parameters (the GM slot
     buffer, :mod:`.slot_buffer`, the same on every platform), so a platform's refusal of a
-    transfer (:mod:`.tile_boxes`) waits for the compile for that platform."""
+    transfer (:mod:`.tile_boxes`) waits for the compile for that platform; ``gm_rings_given``:
+    ``(init op, ring bytes, its warning)`` of each pipe init LowerPlatform gave a GM slot buffer
+    it names none of (what a run of a ``.pto`` file where every ring is in GM refuses)."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
@@ -163,6 +165,7 @@ class PassContext:
     as_ptoas: bool = False
     placed: set = field(default_factory=set)
     sizing: bool = False
+    gm_rings_given: list = field(default_factory=list)
 
 
 def unverified_pipeline(passes=None) -> tuple:

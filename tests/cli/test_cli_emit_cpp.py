@@ -160,6 +160,20 @@ def test_no_verify_writes_a_kernel_the_static_proof_refuses(tmp_path, capsys):
     assert "--no-verify is for DSL kernel files" in capsys.readouterr().err
 
 
+def test_passes_of_a_pto_file_is_refused_not_ignored(tmp_path, capsys):
+    """A .pto goes through the one pipeline its run uses (pto_load.PTO_PASSES): a --passes
+    list, which would pick a DSL file's passes, is refused at the option before anything is
+    read or written."""
+    pto = os.path.join(ROOT, "tests", "pto", "nosplit_c2v_a5.pto")
+    out = tmp_path / "k.cpp"
+    assert cli_main(["compile", pto, "--passes", "verify-pipes", "--emit", "cpp", "-o", str(out)]) == 1
+    shown = capsys.readouterr()
+    assert shown.err.startswith("error: ConfigError: --passes is for DSL kernel files: a .pto file is "
+                                "already split into its kernels"), shown.err
+    assert "  at option --passes\n" in shown.err and "fix: leave --passes out for a .pto file" in shown.err
+    assert not shown.out and not out.exists()
+
+
 def test_emit_pto_is_device_code_for_pto_isa_by_default(capsys):
     """A .pto is ptoas's input, device code: --emit pto compiles for pto-isa as --emit cpp does.
     On A5 the NO_SPLIT pipe has one lane (``ptopipe.lanes = 1``; no lane-1 replay) under either

@@ -1,7 +1,10 @@
 """``check --static`` on a kernel file whose program does not build: a FAIL line per variant
 names it, then the error; a TPOP whose dtype is not the one the rest of the kernel needs is
-reported at the TPOP (where the slip is), naming the store that showed it."""
+reported at the TPOP (where the slip is), naming the store that showed it.  A .pto file the
+run refuses - an A5 file's inits on A2A3, where every ring is in GM - fails there too, with
+the run's error at each init."""
 import json
+import os
 
 from ptopipe.cli import main
 
@@ -70,3 +73,25 @@ def test_a_variant_that_does_not_build_is_a_fail_line_and_its_error_at_the_tpop(
     rep = {r["program"]: r for r in json.loads(capsys.readouterr().out)}
     assert rep["pair[default]"]["status"] == "verified" and rep["pair[half]"]["status"] == "failed"
     assert rep["pair[half]"]["findings"][0]["where"].endswith(f":{_line('POP')}:13")
+
+
+A5_RING = os.path.join(os.path.dirname(__file__), "..", "pto_corpus", "x_c2v_loop_ring_a5.pto")
+
+
+def test_an_a5_pto_file_checked_for_a2a3_fails_at_its_inits_with_the_runs_error(capsys):
+    assert main(["run", A5_RING, "--platform", "a3"]) == 1
+    ran = capsys.readouterr().err
+    assert main(["check", "--static", A5_RING, "--platform", "a3", "--json"]) == 1
+    v, = json.loads(capsys.readouterr().out)
+    assert v["status"] == "failed" and v["platform"] == "a2a3", v
+    assert [(f["error"], f["where"].rsplit(":", 2)[1:]) for f in v["findings"]] == [
+        ("ConfigError", ["22", "5"]), ("ConfigError", ["54", "5"])]        # the aic / aiv inits
+    first = v["findings"][0]
+    assert f"error: ConfigError: {first['what']}" in ran and f"fix: {first['fix']}" in ran, ran
+    assert "x_c2v_loop_ring_a5.pto:22:5" in ran
+    assert not v["warnings"], v["warnings"]        # (not the compile's "no GM_SLOT_BUFFER" warning too)
+    assert main(["check", "--static", A5_RING, "--platform", "a3"]) == 1
+    shown = capsys.readouterr()
+    assert shown.out.startswith("FAIL x_c2v_loop_ring_a5.pto on a2a3") and "GM_SLOT_BUFFER" not in shown.err
+    assert main(["check", "--static", A5_RING]) == 0       # on its own platform it verifies
+    assert capsys.readouterr().out.startswith("PASS x_c2v_loop_ring_a5.pto on a5")

@@ -1,11 +1,14 @@
 """The frontend's memo of a kernel's source (``frontend._code_definition``: the ``def``'s
 syntax tree read once per code object, file, line and file state) gives what reading the
 source every time gives: the same IR for every function a factory makes, each file's own
-locations for equal code in two files, and the new text of a file edited in place."""
+locations for equal code in two files, and the new text of a file edited in place.  The
+annotations of this module are strings (``from __future__ import annotations``), read with the
+kernel's source: an error in one is at its own line."""
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 
 import pytest
 
@@ -73,3 +76,28 @@ def test_a_file_edited_in_place_is_read_again(tmp_path):
     with pytest.raises(CompileError) as ei:
         build()
     assert "'z' is annotated i32 scalar but the value is an index scalar" in ei.value.what
+
+
+def test_a_bad_shape_annotation_is_reported_at_its_line():
+    # (the string annotation is evaluated as code whose lines count from the kernel's first
+    # line: the error was put at the docstring's line)
+    for bad in ("float", "negative"):
+        with pytest.raises(CompileError, match="bad type annotation") as ei:
+            if bad == "float":
+                @pl.aiv
+                def k(out: pl.Tensor[[16, 16], pl.f32],
+                      a: pl.Tensor[[1.5, 16], pl.f32]):    # the float dimension
+                    """Copies a."""
+                    pl.store(pl.load(a, [0, 0], [16, 16]), [0, 0], out)
+            else:
+                @pl.aiv
+                def k(out: pl.Tensor[[16, 16], pl.f32],
+                      a: pl.Tensor[[-2, 16], pl.f32]):     # the negative dimension
+                    """Copies a."""
+                    pl.store(pl.load(a, [0, 0], [16, 16]), [0, 0], out)
+        m = re.match(r"(.*):(\d+):(\d+)$", ei.value.where)
+        assert m and m.group(1) == __file__, ei.value.where
+        with open(__file__) as f:
+            line = f.read().splitlines()[int(m.group(2)) - 1]
+        assert line.endswith(f"# the {bad} dimension"), (bad, ei.value.where)
+        assert line[int(m.group(3)) - 1:].startswith("pl.Tensor[[") and "16, 16" not in line, ei.value.where

@@ -47,6 +47,19 @@ def _named_operand(ex, fr, s, key):
 _GM_MASKS = frozenset(int(d) for d in PLAIN_DIRECTION)
 
 
+def no_gm_slot_buffer(init: str, platform: str, nbytes: int, where) -> ConfigError:
+    """The run's error at a pipe init (``init``: its op name) that names no gm_slot_buffer on a
+    ``platform`` whose rings all live in GM - an A5 file run on A2A3 -; ``nbytes``: the ring's
+    SLOT_NUM * SLOT_SIZE * directions.  The executor raises it at the init, and the static
+    checks (:func:`ptopipe.codegen.pto_load.load_pto`'s ``refusals``) before any run."""
+    return ConfigError(
+        f"{init} names no gm_slot_buffer, but on {platform} every ring lives in GM: this init is "
+        "written for A5 (rings in the consumer's local memory)", where=where,
+        fix=f"run the file with --platform a5, or give the init a gm_slot_buffer operand: a !pto.ptr "
+            f"parameter of SLOT_NUM * SLOT_SIZE * directions = {nbytes} bytes (ptoas "
+            "lowers an A2A3 pipe to a TPipe over that GM buffer)")
+
+
 def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c):
     plat = ex.core.cluster.platform
     both = dir_mask in (3, 7)
@@ -63,12 +76,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
         mask = int(PLAIN_DIRECTION[Direction(dir_mask)])
     buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
     if plat.ring_in_gm and gm is None:
-        raise ConfigError(
-            f"{s.name} names no gm_slot_buffer, but on {plat.name} every ring lives in GM: this init is "
-            "written for A5 (rings in the consumer's local memory)", where=ex.where(s),
-            fix=f"run the file with --platform a5, or give the init a gm_slot_buffer operand: a !pto.ptr "
-                f"parameter of SLOT_NUM * SLOT_SIZE * directions = {n * slot_size * len(ways)} bytes (ptoas "
-                "lowers an A2A3 pipe to a TPipe over that GM buffer)")
+        raise no_gm_slot_buffer(s.name, plat.name, n * slot_size * len(ways), ex.where(s))
     for way, local_buf in ((Direction.DIR_C2V, c2v), (Direction.DIR_V2C, v2c)):
         # (a ring asked for in GM explicitly, dir_mask 5 / 6 / 7: its consumer reads the slots in
         # GM - the address flow - and its local buffer stages nothing; as the compiler's Validate)
