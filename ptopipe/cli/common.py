@@ -298,10 +298,17 @@ def refuse_pto_options(args, *options: str) -> None:
 def target(args, sc) -> tuple:
     """(platform, protocol) of a run of ``sc``: option > the Scenario's own > default.
     The platform is a Platform object (with ``--latency`` applied, if the command has it)."""
-    plat = get_platform(getattr(args, "platform", None) or sc.platform or "a2a3")
+    return (run_platform(args, getattr(args, "platform", None) or sc.platform or "a2a3"),
+            getattr(args, "protocol", None) or sc.protocol or "spec")
+
+
+def run_platform(args, platform):
+    """The Platform a run of the command takes on ``platform`` (a name or a Platform): with
+    ``--latency`` applied, if the command has it - for every kind of kernel file alike."""
+    plat = get_platform(platform)
     if getattr(args, "latency", None) is not None:
         plat = plat.replace(cross_core_latency=int(args.latency))
-    return plat, getattr(args, "protocol", None) or sc.protocol or "spec"
+    return plat
 
 
 def add_werror(p) -> None:

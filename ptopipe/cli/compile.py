@@ -11,7 +11,7 @@ import sys
 
 from ..driver.loader import load_module
 from ..driver.programs import programs_of
-from ..errors import CompileError, ConfigError
+from ..errors import CompileError, ConfigError, ParseError
 from ..ir import print_ir, to_source
 from ..passes.remarks import Remarks
 from .common import STDOUT, add_platform, PROTOCOL_HELP, protocol_option
@@ -96,9 +96,16 @@ def main(args) -> int:
                               where="option --passes",
                               fix="leave --passes out for a .pto file (--print-after-all shows the IR after "
                                   "each of those passes)")
-        op, warnings, plat = load_pto(args.file, args.platform, protocol,
-                                      verify_properties=args.verify_each or None,
-                                      print_after_all=args.print_after_all, stream=sys.stdout)
+        try:
+            op, warnings, plat = load_pto(args.file, args.platform, protocol,
+                                          verify_properties=args.verify_each or None,
+                                          print_after_all=args.print_after_all, stream=sys.stdout)
+        except ParseError:
+            # a file the executor's reader refuses too gets its words, as from run and check (a
+            # misspelt op with the name meant, an unclosed bracket with the line it runs into)
+            from ..codegen.pto_exec import read_program, read_text
+            read_program(read_text(args.file), args.file)
+            raise
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts = [_emit(args.emit, op, plat, protocol)]

@@ -13,8 +13,8 @@ import os
 from ..driver import cpp
 from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
-from .common import (block_note, blocks_ran, command_inputs, launch_kwargs, output_files, summary_warnings,
-                     sync_kwargs, werror_note, werror_verdict, write_outputs)
+from .common import (block_note, blocks_ran, command_inputs, launch_kwargs, output_files, run_platform,
+                     summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs)
 
 
 def add_arguments(p) -> None:
@@ -45,7 +45,7 @@ def _run(args, after=None, **extra):
     options, its notes printed first.  Returns (outputs, summary)."""
     _notes(args)
     return cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
-                        command_inputs(args), args.platform or "a2a3", after,
+                        command_inputs(args), run_platform(args, args.platform or "a2a3"), after,
                         protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
                         **extra)
 

@@ -14,7 +14,7 @@ from ..mutate import NOT_CHECKED, SURVIVED, Job, coverage
 from ..sim.bounds import DEFAULT_TIMEOUT
 from ..isa.explore import MODES
 from .common import add_platform, PROTOCOL_HELP, add_engine_arguments, add_run_engine, protocol_option
-from ..driver.loader import check_kernel_file
+from ..driver.loader import check_kernel_file, load_scenarios, one_variant
 from . import bounds
 from .progress import Progress
 
@@ -61,6 +61,9 @@ def main(args) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise ConfigError(f"--fail-under {args.fail_under} is not a percentage",
                           where="option --fail-under", fix="give a number from 0 to 100")
+    if args.variant is not None:        # (a misspelt one: refused at its option, not as the kernel failing)
+        for sc in load_scenarios(args.file, kinds=args.kernel_files):
+            one_variant(sc, args.variant)
     limit = bounds.run_kwargs(args)["timeout"]          # (the command's Deadline, or None)
     job = Job(args.file, args.variant, args.platform, args.protocol, args.schedules, args.seed,
               args.explore, None, args.run_engine, limit.portable() if limit is not None else None)

@@ -12,8 +12,8 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError, PtoPipeError
 from . import bounds
-from .common import (block_note, blocks_ran, command_inputs, engine_note, launch_kwargs, scalar_ranges,
-                     output_files, summary_warnings, werror_note, werror_verdict,
+from .common import (block_note, blocks_ran, command_inputs, engine_note, launch_kwargs, run_platform,
+                     scalar_ranges, output_files, summary_warnings, werror_note, werror_verdict,
                      write_outputs)
 
 
@@ -185,8 +185,8 @@ def trace_pto(args) -> int:
     for pl in launched:
         label = f"{os.path.basename(args.file)} @{pl.func}"
         tag = pl.func if many else "default"
-        res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
-                                         protocol=protocol, trace=True, **bounds.run_kwargs(args),
+        res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args,
+                                         platform=run_platform(args, pl.platform), protocol=protocol, trace=True, **bounds.run_kwargs(args),
                                          **_file_sync(args)[0], **launch_kwargs(args)), args, label, tag, many)
         warned = _run_warnings(static, pl) + summary_warnings(res.summary)
         failed, verdict = werror_verdict(args, warned, static)

@@ -84,8 +84,9 @@ def main(args) -> int:
         return run_cpp_file(args)
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
-    def tag(sc, v):         # (a file of several Scenarios: a report each)
-        return f"{sc.name}.{v}" if len(jobs) > 1 else None
+    def tag(sc, v):         # (several runs: a report each, named as trace names its files)
+        from .trace import run_tag
+        return run_tag(args, jobs, sc, v)
 
     def one(sc, v):
         platform, protocol = target(args, sc)

@@ -8,7 +8,7 @@ import contextlib
 from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
 from .common import add_platform, PROTOCOL_HELP, protocol_option, target
 from . import bounds
-from ..driver.loader import load_scenarios
+from ..driver.loader import load_scenarios, one_variant
 from .progress import Progress
 from ..sim.bounds import CommandWatch, deadline
 
@@ -39,7 +39,7 @@ def main(args) -> int:
     # (--timeout bounds each row; loading the file here, before the rows, is bounded by it too)
     with CommandWatch(deadline(args.timeout)) if args.timeout is not None else contextlib.nullcontext():
         sc = pick_scenario(load_scenarios(args.file, kinds=args.kernel_files), args.scenario)
-    variant = args.variant or sc.default_variant
+    variant = one_variant(sc, args.variant) if args.variant else sc.default_variant
     platform, protocol = target(args, sc)
     bar = Progress(f"sweep of {sc.name}", 1)
 

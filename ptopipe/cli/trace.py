@@ -21,8 +21,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("trace", help="run a kernel and write a Chrome/Perfetto trace of its timeline")
     add_common(p, "kernel file: a .py defining SCENARIO, a .pto file or a pto-isa C++ kernel (.cpp)")
     p.add_argument("-o", "--output", default="trace.json",
-                   help="trace file to write (default trace.json; with several variants the "
-                        "variant name is added before the extension)")
+                   help="trace file to write (default trace.json); with --variant all, or for a file of "
+                        "several Scenarios, one per run: OUTPUT.<scenario>.<variant>.json (as run's --report "
+                        "names its files; OUTPUT.<function>.json for each function of a .pto run)")
     p.add_argument("--latency", type=int, default=None,
                    help="cross-core flag latency in cycles (default: the platform's)")
     p.add_argument("--report", default=None, metavar="OUT.html",
@@ -36,6 +37,13 @@ def add_parser(sub) -> None:
     add_cpp_arguments(p)
     add_launches(p)
     p.set_defaults(func=main)
+
+
+def run_tag(args, jobs: list, sc, variant: str) -> str | None:
+    """The name of the run of ``sc``'s ``variant`` in the files ``run`` and ``trace`` write per
+    run (``OUT.<scenario>.<variant>.ext``): when the command makes several runs (``jobs``: its
+    (scenario, variant) pairs) or was asked for ``--variant all``; None: the file as given."""
+    return f"{sc.name}.{variant}" if len(jobs) > 1 or getattr(args, "variant", None) == "all" else None
 
 
 def _out(path: str, tag: str, many: bool) -> str:
@@ -66,16 +74,15 @@ def main(args) -> int:
         from .cpp import trace_cpp_file
         return trace_cpp_file(args)
     jobs = [(sc, v) for sc in load_scenarios(args.file, kinds=KERNEL_FILES) for v in pick_variants(sc, args.variant)]
-    many = len(jobs) > 1
 
     def one(sc, v):
         label = f"{sc.name}[{v}]"
         plat, protocol = target(args, sc)
-        tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
+        tag = run_tag(args, jobs, sc, v)
         res, expected = traced(lambda: sc.run(v, plat, protocol, args.seed, trace=True,
                                               **bounds.run_kwargs(args), **sync_kwargs(args),
                                               **launch_kwargs(args)),
-                               args, label, tag, many, result=lambda r: r[0])
+                               args, label, tag, tag is not None, result=lambda r: r[0])
         print("  " + profile(res).format().replace("\n", "\n  "))
         compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                          rerun=lambda: sc.run(v, plat, protocol, args.seed, record_writes=True,

@@ -170,9 +170,22 @@ def scenario_at(path: str, index: int) -> tuple:
 
 
 def pick_variants(sc: Scenario, variant: str | None) -> list:
+    """The variants of ``sc`` a command's ``--variant`` names: none given, the default one;
+    ``all``, each; else that one (:func:`one_variant`)."""
     if variant is None:
         return [sc.default_variant]
     if variant == "all":
         return list(sc.variants)
-    sc.params(variant)   # raises a ConfigError naming the valid variants
-    return [variant]
+    return [one_variant(sc, variant)]
+
+
+def one_variant(sc: Scenario, variant: str) -> str:
+    """``variant`` of ``sc`` as a command's ``--variant`` names it: one the Scenario does not
+    declare is a ConfigError at that option naming the ones it does (every command alike)."""
+    try:
+        sc.params(variant)
+    except ConfigError as e:
+        e.where = e.where or "option --variant"
+        e.args = (e.render(),)
+        raise
+    return variant

@@ -45,7 +45,7 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
     given, runs the same kernel again with ``record_writes=True`` (only on a mismatch): the
     error then names the last writer (core, instruction, line, ring slot) of the first wrong
     element of each output, and its ``where`` is the first such line."""
-    bad, first_bad, golden_wrong = [], [], []
+    bad, first_bad, golden_wrong, rounded = [], [], [], []
     for k, exp in expected.items():
         got = outputs.get(k)
         if got is None:
@@ -70,14 +70,34 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
                        f"expected {e[first]:.6g}")
             first_bad.append((k, first, int(np.ravel_multi_index(first, got.shape)) if got.ndim else 0,
                               got.dtype.itemsize, got.shape))
+            why = _golden_rounding(k, got, exp, rtol, atol)
+            if why is not None:
+                bad[-1] += f" - {why}"
+                golden_wrong.append(f"compute {k} in {got.dtype}, the output's dtype, not {exp.dtype}")
+                rounded.append(k)
     if bad:
         fixes = ([f"check the golden: {'; '.join(golden_wrong)}"] if golden_wrong else []) \
-            + (["compare the kernel's tiling, offsets and split mode with the golden"] if first_bad else [])
+            + (["compare the kernel's tiling, offsets and split mode with the golden"]
+               if any(k not in rounded for k, *_ in first_bad) else [])
         err = MismatchError(f"{label} does not match the numpy golden", details="\n".join(bad),
                             fix="; ".join(fixes))
         if rerun is not None and first_bad:
             _explain_mismatch(err, first_bad, rerun)
         raise err
+
+
+def _golden_rounding(k: str, got: np.ndarray, exp: np.ndarray, rtol: float, atol: float) -> str | None:
+    """Why output ``k`` differs when the golden's float dtype is less precise than the output's
+    and the output, rounded to it, matches: the golden's rounding alone (a float16 golden of a
+    float32 output), not the kernel - None otherwise."""
+    if got.dtype.kind != "f" or exp.dtype.kind != "f" or exp.dtype.itemsize >= got.dtype.itemsize:
+        return None
+    with np.errstate(all="ignore"):
+        near = got.astype(exp.dtype).astype(np.float64)
+    if not np.isclose(near, exp.astype(np.float64), rtol=rtol, atol=atol).all():
+        return None
+    return (f"the golden's {k} is {exp.dtype} and the output {got.dtype}: rounded to {exp.dtype}, the "
+            "output matches it (the difference is the golden's rounding)")
 
 
 def _equal(got: np.ndarray, exp: np.ndarray, rtol: float, atol: float) -> bool:

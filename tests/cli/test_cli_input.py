@@ -74,6 +74,10 @@ def _cli(argv, capsys):
     (["sweep", S1, "--param", "depth=2", "--workers", "0"], "--workers"),
     (["run", S1, "--variant", ""], "--variant"),
     (["check", S1, "--variant", " "], "--variant"),
+    (["run", S1, "--variant", "nosuch"], "--variant"),        # (a misspelt one, every command alike)
+    (["trace", S1, "--variant", "nosuch"], "--variant"),
+    (["sweep", S1, "--param", "depth=2", "--variant", "nosuch"], "--variant"),
+    (["mutate", S1, "--variant", "nosuch"], "--variant"),     # (was: "fails its own checks", at bin/ptopipe)
 ])
 def test_bad_option_value_is_a_config_error_naming_the_option(argv, option, capsys, tmp_path):
     if argv[0] == "trace":

@@ -144,16 +144,24 @@ OTHER = ptopipe.Scenario("second", None, (vec, None), make_args, lambda a: {"out
 '''
 
 
-@pytest.mark.parametrize("kind", ["py", "pto"])
+@pytest.mark.parametrize("kind", ["py", "variants", "pto"])
 def test_each_run_of_a_command_writes_its_own_report(kind, tmp_path, capsys, monkeypatch):
     """A file of two Scenarios (or a .pto of two top-level functions, run in turn) gets a report
     per run, named as --variant all names them - not one report each written over the last -
     and ``trace`` of such a .pto writes a trace per function instead of refusing its ``-o``
-    as if it were ``--output NAME=FILE.npy``."""
+    as if it were ``--output NAME=FILE.npy``.  ``run`` and ``trace`` name the files of one
+    run alike (``trace`` left the scenario out of a lone Scenario's, ``run --report`` not)."""
     if kind == "py":
         k = tmp_path / "k.py"
         k.write_text(TWO_SCENARIOS)
         cmds, want = [["run", str(k), "--report", "r.html"]], ["r.first.default.html", "r.second.default.html"]
+    elif kind == "variants":
+        k = tmp_path / "k.py"
+        k.write_text(TWO_SCENARIOS.split("OTHER =")[0].replace('lambda a: {"out": a["x"]})',
+                                                              'lambda a: {"out": a["x"]}, {"u": {}, "w": {}})'))
+        cmds = [["run", str(k), "--variant", "all", "--report", "r.html"],
+                ["trace", str(k), "--variant", "all", "-o", "t.json", "--report", "q.html"]]
+        want = [f"{f}.first.{v}.{ext}" for f, ext in (("r", "html"), ("t", "json"), ("q", "html")) for v in "uw"]
     else:
         text = open(SOFTMAX).read()
         start, end = text.index("  func.func"), text.rindex("}")

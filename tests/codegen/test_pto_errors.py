@@ -586,18 +586,27 @@ def test_cli_check_pto_reports_a_protocol_error(tmp_path, capsys):
     assert rep[0]["failure"]["error"] == "CompileError" and rep[0]["failure"]["where"].endswith(pop)
 
 
-def test_cli_bad_pto_is_one_clear_error(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["check", "compile"])
+def test_cli_bad_pto_is_one_clear_error(command, tmp_path, capsys):
+    """Every command reading a .pto says the same (``compile`` read it with the value-IR reader
+    only: no name guessed for a misspelt op, an unclosed bracket reported a line too late)."""
     p = tmp_path / "bad.pto"
     p.write_text(MALFORMED["unknown op"][0])
-    assert cli_main(["check", str(p)]) != 0
+    assert cli_main([command, str(p)]) != 0
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert "unknown operation 'pto.tmove'" in err
     assert f"bad.pto:{_line(p.read_text(), 'pto.tmove')}:" in err
     assert "fix: did you mean 'pto.tmov'?" in err        # a misspelt op: the nearest one
     p.write_text(_sub("pto.tmov ins", "pto.tfrobnicate ins"))
-    assert cli_main(["check", str(p)]) != 0
+    assert cli_main([command, str(p)]) != 0
     assert "did you mean" not in capsys.readouterr().err     # nothing near: no guess
+    add = "pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8 + ")"
+    p.write_text(_sub(add, add[:-1]))                   # an operand list left open
+    assert cli_main([command, str(p)]) != 0
+    line = _line(p.read_text(), add[:-1])
+    err = capsys.readouterr().err
+    assert f"bad.pto:{line}:" in err and f"never closed (line {line + 1} starts the next operation)" in err, err
 
 
 def test_cli_compile_emit_pto_to_file(tmp_path):

@@ -726,8 +726,8 @@ def test_cli_trace_of_a_failing_cpp_file_writes_its_timeline_up_to_the_error(cpp
     trace (and the report) of the run up to the error, marked where it stopped."""
     argv = _save_inputs(tmp_path)
     out, html = tmp_path / "t.json", tmp_path / "t.html"
-    r = _cli_here(["trace", kernel("c2v_use_after_free.cpp"), *argv, "-o", str(out), "--report", str(html)],
-                  tmp_path, capfd, monkeypatch)
+    r = _cli_here(["trace", kernel("c2v_use_after_free.cpp"), *argv, "-o", str(out), "--report", str(html),
+                   "--latency", "777"], tmp_path, capfd, monkeypatch)
     assert r.returncode == 1 and "ProtocolError" in r.stderr, r.stdout + r.stderr
     assert f"wrote {out} (c2v_use_after_free.cpp, up to the ProtocolError)" in r.stdout, r.stdout
     import json
@@ -737,6 +737,7 @@ def test_cli_trace_of_a_failing_cpp_file_writes_its_timeline_up_to_the_error(cpp
     line = line_of("c2v_use_after_free.cpp", "reads the slot it just freed")
     assert stop["args"]["where"].endswith(f"c2v_use_after_free.cpp:{line}"), stop
     assert "stopped by ProtocolError" in html.read_text()
+    assert "cross-core latency 777 cycles" in html.read_text()      # (--latency reaches the C++ run)
 
 
 @needs_cxx

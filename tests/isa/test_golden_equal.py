@@ -78,3 +78,17 @@ def test_a_golden_of_the_wrong_shape_is_the_goldens_fix_not_the_kernels():
     with pytest.raises(MismatchError) as ei:        # a wrong value is still the kernel's to look at
         compare({"o": out}, {"o": out + 1}, 1e-5, 1e-5)
     assert "tiling" in ei.value.fix and "check the golden" not in ei.value.fix
+
+
+def test_a_golden_rounded_to_a_narrower_float_is_the_goldens_fix_not_the_kernels():
+    """A float16 golden of a float32 output differs by float16's rounding alone: the mismatch
+    says so and asks for the golden in the output's dtype, not for the kernel's tiling."""
+    out = (np.arange(512, dtype=np.float32).reshape(16, 32) / 7).astype(np.float32)
+    with pytest.raises(MismatchError) as ei:
+        compare({"o": out}, {"o": out.astype(np.float16)}, 1e-5, 1e-5)
+    assert "the golden's o is float16 and the output float32: rounded to float16, the output matches it" \
+        in ei.value.details
+    assert ei.value.fix == "check the golden: compute o in float32, the output's dtype, not float16"
+    with pytest.raises(MismatchError) as ei:        # wrong beyond the rounding: the kernel's to look at
+        compare({"o": out}, {"o": (out + 1).astype(np.float16)}, 1e-5, 1e-5)
+    assert "rounded to" not in ei.value.details and "tiling" in ei.value.fix

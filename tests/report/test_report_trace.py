@@ -156,6 +156,17 @@ def test_trace_cli_writes_valid_json_atomically(tmp_path, capsys):
     assert "wrote" in text and "bottleneck:" in text
 
 
+@pytest.mark.parametrize("kernel", [S1, os.path.join(ROOT, "tests", "pto", "c2v_split_a3.pto")],
+                         ids=["py", "pto"])
+def test_trace_latency_reaches_every_kind_of_kernel_file(kernel, tmp_path, capsys):
+    """``trace --latency`` is the run's cross-core latency whatever the file is (a .pto's run
+    took the platform's own, the option accepted and ignored; the C++ file's: test_cpp_kernels)."""
+    html = tmp_path / "r.html"
+    assert cli_main(["trace", kernel, "-o", str(tmp_path / "t.json"), "--report", str(html),
+                     "--latency", "777"]) == 0, capsys.readouterr()
+    assert "cross-core latency 777 cycles" in html.read_text()
+
+
 def test_trace_cli_refuses_an_html_path_for_its_json(tmp_path, capsys):
     """``-o`` takes the Chrome trace JSON: an .html path is refused (naming --report), not
     given JSON in an .html file."""
