@@ -6,13 +6,16 @@ re-run find (the unordered access behind a result that depends on the schedule) 
 the run's warnings with it."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..errors import MismatchError, PtoPipeError
 from ..sim.race import clipped_ranges
 from .checks import WriteRecorder
+
+if TYPE_CHECKING:
+    from .launch import RunResult
 
 
 def compare_launches(res: RunResult, expected: dict, rtol: float, atol: float, label: str = "",
