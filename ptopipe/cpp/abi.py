@@ -277,8 +277,7 @@ def _scalar_sees_gm(core, what: str) -> None:
     queued data work applied, so the kernel's raw reads of GM (:mod:`.gmview`) see it.  A raw
     read cannot be seen, so while the fast-forward engine records (:mod:`ptopipe.sim.periodic`:
     the recorded blocks' data work is applied only with the exact state) the exact state first."""
-    if core.ff is not None:
-        core.ff.unhooked(core, f"{what} (the scalar unit may read GM after it)")
+    core.unrecorded(f"{what} (the scalar unit may read GM after it)")
     core.cluster.sync()
 
 

@@ -227,8 +227,7 @@ def load(dst: ConvTile, src, events):
     from .ops import TLOAD, _err, _not_a_tensor
     from .tensor import GlobalTensor
     core = current_core()
-    if core.ff is not None:                     # (sim.periodic: the exact state first)
-        core.ff.unhooked(core, "TLOAD of a ConvTile")
+    core.unrecorded("TLOAD of a ConvTile")
     if src.__class__ is not GlobalTensor:
         raise _not_a_tensor(core, src, "TLOAD source")
     if tuple(src.shape) != dst.shape:

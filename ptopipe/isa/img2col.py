@@ -54,8 +54,7 @@ def _begin(name: str, events, mode):
     """The core of a register instruction or TIMG2COL after the checks every one makes: the
     Cube's (the img2col registers are its), a SetFmatrixMode, wait events waited for."""
     core = current_core()
-    if core.ff is not None:                     # a change of state no recorded call makes
-        core.ff.unhooked(core, name)            # (sim.periodic: the exact state first)
+    core.unrecorded(name)                       # a change of state no recorded call makes
     if core.kind is not CoreKind.AIC:
         raise _err(core, f"{name} on {core.name}: the img2col registers and load3d are the Cube's",
                    f"call {name} in the Cube (AIC) kernel")

@@ -79,8 +79,7 @@ def _enum(core, name: str, cls, value, what: str):
 
 def _begin(name: str, events, sched_kind):
     core = current_core()
-    if core.ff is not None:                     # data-dependent addresses: no recorded replay
-        core.ff.unhooked(core, name)            # (sim.periodic: the exact state first)
+    core.unrecorded(name)                       # data-dependent addresses: no recorded replay
     if core.policy is not None:                 # an exploring run: a choice point
         core.cluster.visible(core, sched_kind)
     _sync(events)

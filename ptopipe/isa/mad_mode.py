@@ -27,8 +27,7 @@ _KEY = "mad_tf32"
 
 def _set(what: str, spec) -> None:
     core = current_core()
-    if core.ff is not None:                     # a change of state no recorded call makes
-        core.ff.unhooked(core, what)            # (sim.periodic: the exact state first)
+    core.unrecorded(what)                       # a change of state no recorded call makes
     if core.kind is not CoreKind.AIC:
         raise KernelError(f"{what} on {core.name}: the TF32 matmul mode is the Cube's (pto-isa declares it "
                           "in the Cube's build only)", where=str(core.where()),

@@ -103,8 +103,7 @@ def TPREFETCH_ASYNC(src: GlobalTensor, ctx, *events) -> "AsyncEvent | EmptyAsync
     :class:`PrefetchAsyncContext`, or its workspace alone (a GM pointer, None: none - the C++
     context's, as it crosses the ABI)."""
     core = current_core()
-    if core.ff is not None:                     # (sim.periodic: the exact state first)
-        core.ff.unhooked(core, "TPREFETCH_ASYNC")
+    core.unrecorded("TPREFETCH_ASYNC")
     if events:
         TSYNC(*events)
     if not isinstance(ctx, PrefetchAsyncContext):

@@ -21,8 +21,7 @@ from .tile import Tile, TileType
 
 def _element(core, tile: Tile, offset, what: str) -> np.ndarray:
     """The flat view of ``tile``'s static elements, checked for a ``what`` at ``offset``."""
-    if core.ff is not None:                     # a use of the machine no recorded call makes
-        core.ff.unhooked(core, what)            # (sim.periodic: the exact state first)
+    core.unrecorded(what)                       # a use of the machine no recorded call makes
     if not isinstance(tile, Tile):
         raise KernelError(f"{what}: {tile!r} is not a tile", where=str(core.where()))
     if tile.loc is not TileType.Vec:

@@ -175,6 +175,15 @@ class Core:
         return m
 
     # -- source location ----------------------------------------------------------------
+    def unrecorded(self, what) -> None:
+        """The kernel uses the machine by ``what`` (a name, or a function giving it), which the
+        fast-forward engine records no call of (:mod:`.periodic`): the exact state first - a
+        recording stops, learning starts over.  Nothing while the engine is off.  (The hot
+        paths - ``Tile.array``, ``current_core`` - test ``ff`` inline, sparing the call.)"""
+        ff = self.ff
+        if ff is not None:
+            ff.unhooked(self, what)
+
     def where(self) -> SourceLoc | None:
         if self.loc_override is not None:
             return self.loc_override

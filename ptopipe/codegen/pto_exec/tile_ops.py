@@ -1223,20 +1223,13 @@ def _gm_element(ex, s, ptr, offset: int):
     return q
 
 
-def _unrecorded(core, what: str) -> None:
-    """``core`` uses the machine by ``what``, which the fast-forward engine does not record
-    (:mod:`ptopipe.sim.periodic`): the exact state first."""
-    if core.ff is not None:
-        core.ff.unhooked(core, what)
-
-
 def h_load_scalar(ex, fr, s):
     """``%v = pto.load_scalar %ptr[%off]``: one GM element read by the scalar unit (the race
     checker does not see scalar GM accesses)."""
     vs = s.values()
     q = _gm_element(ex, s, ex.val(fr, vs[0]), ex.ival(fr, vs[1]))
     gm = ex.core.cluster.gm
-    _unrecorded(ex.core, "pto.load_scalar")
+    ex.core.unrecorded("pto.load_scalar")
     ex.core.cluster.sync()
     unseen(ex.core, "a scalar GM load (pto.load_scalar)")
     ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "LOAD_SCALAR")
@@ -1251,7 +1244,7 @@ def h_store_scalar(ex, fr, s):
     val = ex.val(fr, vs[0])
     q = _gm_element(ex, s, ex.val(fr, vs[1]), ex.ival(fr, vs[2]))
     view = ex.core.cluster.gm.view(q.addr, q.dtype, (1,))
-    _unrecorded(ex.core, "pto.store_scalar")
+    ex.core.unrecorded("pto.store_scalar")
     unseen(ex.core, "a scalar GM store (pto.store_scalar)")
     ex.core.pending.append((_set_element, view, 0, val))
     ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "STORE_SCALAR")

@@ -341,8 +341,7 @@ class _SideCtl:
 
     def _sides(self):
         core = self._h.core
-        if core.ff is not None:           # the ring's state, exactly (sim.periodic)
-            core.ff.unhooked(core, f"pipe.{self._role}")
+        core.unrecorded(f"pipe.{self._role}")     # the ring's state, exactly
         return [ch.sides[core.index] for ch in self._h.channels.values()
                 if ch.sides[core.index].role == self._role]
 
